@@ -1,0 +1,130 @@
+"""The one path every front end shares: parse -> validate (+ defaults) -> render.
+
+The CLI's ``render`` and ``validate`` (and later the KRM function and the Argo CD plugin) call
+``process``; it reads no files itself (it is given open streams) and writes nothing. Each
+document is validated as soon as it is parsed, so the libyaml node tree that gives error
+positions is only kept for one document at a time.
+"""
+
+from __future__ import annotations
+
+from typing import IO, Any, Iterable, Iterator, NamedTuple
+
+from render import RenderError, render
+from schemas import Problem, Validator, format_path
+from schemas.yamlload import Document, YAMLInputError, iter_documents
+
+
+class Finding(NamedTuple):
+    """An error or warning, located: ``FILE:LINE:COL: Kind/name: field: message``."""
+
+    file: str
+    line: int
+    column: int
+    ref: str  # "Memcached/name", or "" when the document has no identity
+    field: str
+    message: str
+    severity: str = "error"
+
+    def text(self) -> str:
+        where = f"{self.file}:{self.line}:{self.column}" if self.line else self.file
+        parts = [where] + ([self.ref] if self.ref else []) + ([self.field] if self.field else [])
+        message = f"warning: {self.message}" if self.severity == "warning" else self.message
+        return ": ".join(parts + [message])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "file": self.file, "line": self.line, "column": self.column, "object": self.ref,
+            "field": self.field, "message": self.message, "severity": self.severity,
+        }
+
+
+class Result:
+    """What a run produced: rendered manifests, the CRs as stored, other documents, findings."""
+
+    def __init__(self) -> None:
+        self.rendered: list[dict[str, Any]] = []
+        self.crs: list[dict[str, Any]] = []
+        self.others: list[dict[str, Any]] = []
+        self.findings: list[Finding] = []
+        self.documents = 0
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning"]
+
+
+def object_ref(obj: Any, kind: str | None = None) -> str:
+    """``Kind/name`` of a document, as precise as the document allows."""
+    if not isinstance(obj, dict):
+        return ""
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    name = meta.get("name") or (f"{meta['generateName']}*" if meta.get("generateName") else "<unnamed>")
+    return f"{kind or obj.get('kind') or '<no kind>'}/{name}"
+
+
+def _items(doc: Document) -> Iterator[tuple[Any, tuple[str | int, ...]]]:
+    """The objects of a document: itself, or the items of a ``v1 List`` (kubectl expands them)."""
+    value = doc.value
+    if isinstance(value, dict) and value.get("kind") == "List" and value.get("apiVersion") == "v1":
+        items = value.get("items") or []
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            yield item, ("items", i)
+    else:
+        yield value, ()
+
+
+def process(
+    sources: Iterable[tuple[str, IO[bytes] | str | bytes]],
+    validator: Validator,
+    image: str,
+    do_render: bool = True,
+) -> Result:
+    """Validate (and render) every document of every source; never raises on bad input."""
+    result = Result()
+    kind = validator.crd.kind
+    for name, stream in sources:
+        try:
+            for doc in iter_documents(stream):
+                result.documents += 1
+                for obj, prefix in _items(doc):
+                    _one(result, name, doc, obj, prefix, validator, image, do_render, kind)
+        except YAMLInputError as exc:
+            result.findings.append(Finding(name, exc.line, exc.column, "", "", exc.message))
+    return result
+
+
+def _one(
+    result: Result, file: str, doc: Document, obj: Any, prefix: tuple[str | int, ...],
+    validator: Validator, image: str, do_render: bool, kind: str,
+) -> None:
+    def finding(problem: Problem, severity: str = "error", ref: str | None = None) -> Finding:
+        line, column = doc.position(prefix + problem.path)
+        return Finding(file, line, column, ref if ref is not None else object_ref(obj, kind), problem.field, problem.message, severity)
+
+    if not isinstance(obj, dict):
+        line, column = doc.position(prefix)
+        got = "a list" if isinstance(obj, list) else f"the scalar {obj!r}"
+        result.findings.append(Finding(file, line, column, "", "", f"a document must be a Kubernetes object (a map), not {got}"))
+        return
+    if not validator.claims(obj):
+        result.others.append(obj)
+        return
+    outcome = validator.validate(obj)
+    result.findings += [finding(w, "warning") for w in outcome.warnings]
+    if not outcome.ok:
+        result.findings += [finding(e) for e in outcome.errors]
+        return
+    result.crs.append(outcome.obj)
+    if do_render:
+        try:
+            result.rendered += render(outcome.obj, image)
+        except RenderError as exc:
+            result.findings.append(finding(Problem(exc.path, exc.message)))
+
+
+__all__ = ["Finding", "Result", "format_path", "object_ref", "process"]

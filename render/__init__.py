@@ -1,0 +1,9 @@
+"""Pure rendering of Memcached CRs into Kubernetes manifests (no I/O, no kubernetes client)."""
+
+from .deployment import DEFAULT_IMAGE, MANAGED_BY, RenderError, render, render_deployment, selector_labels
+from .serialize import to_json, to_single, to_yaml
+
+__all__ = [
+    "DEFAULT_IMAGE", "MANAGED_BY", "RenderError", "render", "render_deployment", "selector_labels",
+    "to_json", "to_single", "to_yaml",
+]

@@ -1,0 +1,145 @@
+"""Render a Memcached CR into its Deployment: pure, deterministic, no I/O.
+
+The Deployment follows the kubebuilder tutorial's ``deploymentForMemcached``, corrected:
+
+- the selector is ``app.kubernetes.io/name: memcached`` + ``app.kubernetes.io/instance: <CR
+  name>``, unique per CR and fixed for the CR's life (a Deployment selector is immutable);
+- restricted Pod Security (non-root UID 1001, seccomp RuntimeDefault, no privilege escalation,
+  all capabilities dropped, read-only root filesystem), resources and TCP probes on the named port;
+- every value is written in the form the API server stores it (quantities canonical within their
+  suffix family, ``protocol: TCP`` spelled out, integers as integers), so reading the object back
+  never looks like drift;
+- no namespace when the CR has none (kustomize or Argo CD sets it) and no ownerReferences (the
+  CR's uid is unknown in Git; the reconciler adds the controller reference).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from schemas.objectmeta import dns1123_subdomain_errors, label_value_errors
+
+DEFAULT_IMAGE = "memcached:1.6.26-alpine3.19"
+MANAGED_BY = "memcached-gitops"
+CONTAINER_NAME = "memcached"
+PORT_NAME = "memcached"
+RUN_AS_USER = 1001
+#: memcached's own cache size in MiB; the container limit leaves room for connections and threads.
+CACHE_MEMORY_MB = 64
+RESOURCES = {"requests": {"cpu": "100m", "memory": "96Mi"}, "limits": {"memory": "128Mi"}}
+_TAG = re.compile(r":([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})$")
+
+
+class RenderError(ValueError):
+    """A CR that validated but cannot become a valid Deployment; ``path`` names the field."""
+
+    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.path, self.message = path, message
+
+
+def selector_labels(name: str) -> dict[str, str]:
+    """The selector of a CR's Deployment: unique per CR, never changed later."""
+    return {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": name}
+
+
+def image_version(image: str) -> str | None:
+    """The tag of an image reference when it can be a label value (``1.6.26-alpine3.19``)."""
+    if "@" in image:
+        return None
+    match = _TAG.search(image.rsplit("/", 1)[-1])
+    if not match or label_value_errors(match.group(1)):
+        return None
+    return match.group(1)
+
+
+def labels_for(name: str, image: str) -> dict[str, str]:
+    """The recommended app.kubernetes.io/* labels (kubernetes.io/docs: common labels)."""
+    labels = {**selector_labels(name)}
+    version = image_version(image)
+    if version:
+        labels["app.kubernetes.io/version"] = version
+    labels["app.kubernetes.io/component"] = "cache"
+    labels["app.kubernetes.io/part-of"] = "memcached"
+    labels["app.kubernetes.io/managed-by"] = MANAGED_BY
+    return labels
+
+
+def _check_renderable(cr: dict[str, Any]) -> tuple[str, int, int]:
+    meta = cr.get("metadata") or {}
+    spec = cr.get("spec") or {}
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise RenderError(("metadata", "name"), "Required value: a name is needed to render (generateName is not enough)")
+    problems = dns1123_subdomain_errors(name) + label_value_errors(name)
+    if problems:
+        raise RenderError(
+            ("metadata", "name"),
+            f'Invalid value: "{name}": cannot name a Deployment and label its Pods: {problems[0]}',
+        )
+    size, port = spec.get("size"), spec.get("containerPort")
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= 2**31 - 1:
+        raise RenderError(("spec", "size"), f"Invalid value: {size!r}: replicas must be an int32 of 0 or more")
+    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+        raise RenderError(("spec", "containerPort"), f"Invalid value: {port!r}: must be between 1 and 65535, inclusive")
+    return name, size, port
+
+
+def _tcp_probe(initial_delay: int) -> dict[str, Any]:
+    # A fresh dict each time: shared objects would come out of the YAML dumper as anchors.
+    return {"tcpSocket": {"port": PORT_NAME}, "initialDelaySeconds": initial_delay, "periodSeconds": 10}
+
+
+def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[str, Any]:
+    """The Deployment for a validated, defaulted Memcached CR."""
+    name, size, port = _check_renderable(cr)
+    labels = labels_for(name, image)
+    metadata: dict[str, Any] = {"name": name}
+    namespace = (cr.get("metadata") or {}).get("namespace")
+    if namespace:
+        metadata["namespace"] = namespace
+    metadata["labels"] = labels
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata,
+        "spec": {
+            "replicas": size,
+            "selector": {"matchLabels": selector_labels(name)},
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": RUN_AS_USER,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [
+                        {
+                            "name": CONTAINER_NAME,
+                            "image": image,
+                            "imagePullPolicy": "IfNotPresent",
+                            "command": ["memcached", f"--memory-limit={CACHE_MEMORY_MB}", "-o", "modern", "-v"],
+                            "ports": [{"containerPort": port, "name": PORT_NAME, "protocol": "TCP"}],
+                            "resources": {k: dict(v) for k, v in RESOURCES.items()},
+                            "livenessProbe": _tcp_probe(initial_delay=10),
+                            "readinessProbe": _tcp_probe(initial_delay=5),
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "capabilities": {"drop": ["ALL"]},
+                                "readOnlyRootFilesystem": True,
+                                "runAsNonRoot": True,
+                                "runAsUser": RUN_AS_USER,
+                            },
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def render(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> list[dict[str, Any]]:
+    """All manifests for one CR (today: its Deployment). Pure: same input, same output."""
+    return [render_deployment(cr, image)]

@@ -1,0 +1,51 @@
+"""Serialize manifests deterministically, in a form kubectl reads back to the same values.
+
+YAML goes through libyaml's emitter (the fast path). PyYAML's resolver is YAML 1.1 but not
+go-yaml's: it would write ``y``, ``n``, ``0o17`` or ``1e3`` as plain scalars, which kubectl then
+reads as a boolean or a number. Every string is checked with the same resolver the loader uses
+(schemas.yamlload.resolve_plain) and quoted whenever a plain scalar would not read back as itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+import yaml
+from yaml.cyaml import CSafeDumper
+
+from schemas.yamlload import resolve_plain
+
+
+class _Dumper(CSafeDumper):  # type: ignore[misc]
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _represent_str(dumper: yaml.BaseDumper, data: str) -> yaml.ScalarNode:
+    style = None if resolve_plain(data) == data and not data[:1].isspace() else "'"
+    if "\n" in data:
+        style = "|" if not data.endswith(" ") else '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
+def to_yaml(objects: Iterable[dict[str, Any]]) -> str:
+    """A YAML stream, one document per object, keys in the order the renderer built them."""
+    return yaml.dump_all(
+        objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False, explicit_start=True, width=1 << 16
+    )
+
+
+def to_json(objects: Iterable[dict[str, Any]]) -> str:
+    """A ``v1 List`` of the objects, as ``kubectl get -o json`` prints several objects."""
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)}, indent=2, ensure_ascii=False) + "\n"
+
+
+def to_single(obj: dict[str, Any], output: str) -> str:
+    """One object in one format (one file of ``--output-dir``)."""
+    if output == "json":
+        return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+    return to_yaml([obj])

@@ -1,0 +1,112 @@
+"""The CustomResourceDefinition: loading it and reading what the validator needs from it.
+
+The CRD file is the single source of truth. Everything the validator enforces (versions served,
+the schema of each version, whether status is a subresource) is read from it here, so a team's
+own copy given with ``--crd`` changes the rules with no code change.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .yamlload import YAMLInputError, iter_documents
+
+CRD_FILE = "memcached-crd.yaml"
+
+
+class CRDError(ValueError):
+    """The CRD itself is unusable (not a CRD, no served version, no schema)."""
+
+
+class Version(NamedTuple):
+    """One served version of the CRD."""
+
+    name: str
+    schema: dict[str, Any]
+    status_subresource: bool
+
+
+class CRD(NamedTuple):
+    """What the validator needs to know about a CRD."""
+
+    group: str
+    kind: str
+    plural: str
+    namespaced: bool
+    versions: dict[str, Version]  # served versions only
+    storage_version: str
+    source: str
+    document: dict[str, Any]
+
+    def api_versions(self) -> list[str]:
+        return [f"{self.group}/{v}" for v in self.versions]
+
+    def version_of(self, api_version: Any) -> Version | None:
+        """The served version an ``apiVersion`` names, or None."""
+        if not isinstance(api_version, str) or "/" not in api_version:
+            return None
+        group, _, version = api_version.partition("/")
+        return self.versions.get(version) if group == self.group else None
+
+
+def builtin_crd_text() -> str:
+    """The text of the CRD shipped with the package."""
+    return resources.files("schemas").joinpath(CRD_FILE).read_text(encoding="utf-8")
+
+
+def parse_crd(text: str, source: str) -> CRD:
+    """Build a CRD from YAML text; the first CustomResourceDefinition document is used."""
+    try:
+        docs = [d.value for d in iter_documents(text)]
+    except YAMLInputError as exc:
+        raise CRDError(f"{source}:{exc.line}:{exc.column}: {exc.message}") from None
+    for doc in docs:
+        if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+            return _from_document(doc, source)
+    raise CRDError(f"{source}: no CustomResourceDefinition found")
+
+
+def _from_document(doc: dict[str, Any], source: str) -> CRD:
+    if doc.get("apiVersion") != "apiextensions.k8s.io/v1":
+        raise CRDError(f"{source}: apiVersion must be apiextensions.k8s.io/v1, not {doc.get('apiVersion')!r}")
+    spec = doc.get("spec") or {}
+    names = spec.get("names") or {}
+    versions: dict[str, Version] = {}
+    storage = ""
+    for v in spec.get("versions") or []:
+        if v.get("storage"):
+            storage = v.get("name", "")
+        if not v.get("served"):
+            continue
+        schema = ((v.get("schema") or {}).get("openAPIV3Schema")) or None
+        if not isinstance(schema, dict):
+            raise CRDError(f"{source}: version {v.get('name')!r} has no openAPIV3Schema")
+        status = "status" in (v.get("subresources") or {})
+        versions[v["name"]] = Version(name=v["name"], schema=schema, status_subresource=status)
+    if not spec.get("group") or not names.get("kind") or not versions:
+        raise CRDError(f"{source}: the CRD needs spec.group, spec.names.kind and a served version with a schema")
+    return CRD(
+        group=spec["group"],
+        kind=names["kind"],
+        plural=names.get("plural", names["kind"].lower() + "s"),
+        namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+        versions=versions,
+        storage_version=storage,
+        source=source,
+        document=doc,
+    )
+
+
+@lru_cache(maxsize=None)
+def load_crd(path: str | None = None) -> CRD:
+    """The CRD at ``path``, or the shipped one. Raises CRDError with a one-line reason."""
+    if path is None:
+        return parse_crd(builtin_crd_text(), f"(built-in) {CRD_FILE}")
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CRDError(f"{path}: cannot read the CRD: {exc.strerror if isinstance(exc, OSError) else exc}") from None
+    return parse_crd(text, path)

@@ -1,0 +1,86 @@
+"""Derive a JSON Schema (draft 2020-12) from a CRD version's openAPIV3Schema.
+
+The CRD dialect is OpenAPI v3.0 plus Kubernetes extensions; JSON Schema differs in a few places
+that decide verdicts, each translated here the way the API server reads the CRD:
+
+- ``nullable: true`` -> the type also admits ``null`` (OpenAPI 3.0 ``nullable``);
+- ``exclusiveMinimum: true`` + ``minimum: m`` -> ``exclusiveMinimum: m`` (3.0 booleans vs numbers);
+- ``x-kubernetes-int-or-string`` -> ``anyOf: [integer, string]``;
+- ``format: int32``/``int64`` -> an ``allOf`` member with the type's bounds: kube-apiserver v1.36
+  enforces them (kubernetes/kubernetes#136091, fixed by #136582: "Checked value must be of type
+  integer with format int32");
+- objects without ``x-kubernetes-preserve-unknown-fields`` or ``additionalProperties`` get
+  ``additionalProperties: false`` (structural pruning removes unknown fields before validation,
+  so this only matters to editors and other consumers of ``memcached-gitops schema``);
+- the root always admits ``apiVersion``, ``kind`` and ``metadata`` (ObjectMeta is validated by
+  objectmeta.py; the CRD may only constrain ``metadata.name`` and ``metadata.generateName``);
+- ``x-kubernetes-validations`` (CEL) are not JSON Schema; cel_rules.py evaluates them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+INT_FORMATS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+FORMAT_COMMENT = "format "  # marks the allOf member that carries a format's bounds
+
+_COPIED = (
+    "description", "title", "default", "enum", "pattern", "minLength", "maxLength", "minItems",
+    "maxItems", "minProperties", "maxProperties", "multipleOf", "uniqueItems", "required",
+)
+
+
+def to_json_schema(schema: dict[str, Any], title: str | None = None) -> dict[str, Any]:
+    """The JSON Schema for a whole resource of this CRD version."""
+    out = {"$schema": DIALECT, **({"title": title} if title else {}), **_convert(schema, root=True)}
+    return out
+
+
+def _convert(s: dict[str, Any], root: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {k: s[k] for k in _COPIED if k in s}
+    nullable = bool(s.get("nullable"))
+    types: list[str] = ["integer", "string"] if s.get("x-kubernetes-int-or-string") else (
+        [s["type"]] if "type" in s else []
+    )
+    if types:
+        types += ["null"] if nullable else []
+        out["type"] = types[0] if len(types) == 1 else types
+        if nullable and "enum" in out:
+            out["enum"] = [*out["enum"], None]
+    for bound in ("minimum", "maximum"):
+        if bound in s:
+            exclusive = "exclusive" + bound[0].upper() + bound[1:]
+            out[exclusive if s.get(exclusive) is True else bound] = s[bound]
+    all_of = [_convert(x) for x in s.get("allOf", [])]
+    fmt = s.get("format")
+    if fmt:
+        out["format"] = fmt
+        if s.get("type") == "integer" and fmt in INT_FORMATS:
+            low, high = INT_FORMATS[fmt]
+            all_of.append({"$comment": FORMAT_COMMENT + fmt, "minimum": low, "maximum": high})
+    if all_of:
+        out["allOf"] = all_of
+    for key in ("anyOf", "oneOf"):
+        if key in s:
+            out[key] = [_convert(x) for x in s[key]]
+    if "not" in s:
+        out["not"] = _convert(s["not"])
+    if "items" in s:
+        out["items"] = _convert(s["items"])
+    props = {k: _convert(v) for k, v in (s.get("properties") or {}).items()}
+    embedded = bool(s.get("x-kubernetes-embedded-resource"))
+    if root or embedded:
+        props.setdefault("apiVersion", {"type": "string"})
+        props.setdefault("kind", {"type": "string"})
+        meta = props.setdefault("metadata", {"type": "object"})
+        meta.pop("additionalProperties", None)  # ObjectMeta's other fields are checked elsewhere
+    if props:
+        out["properties"] = props
+    additional = s.get("additionalProperties")
+    if isinstance(additional, dict):
+        out["additionalProperties"] = _convert(additional)
+    elif s.get("type") == "object" and not s.get("x-kubernetes-preserve-unknown-fields") and additional is not True:
+        if props or additional is False:
+            out["additionalProperties"] = False
+    return out

@@ -1,0 +1,301 @@
+"""Read YAML the way `kubectl apply -f` does, safely, with positions for error messages.
+
+kubectl turns every YAML document into JSON with sigs.k8s.io/yaml (a fork of go-yaml v2, which
+resolves plain scalars by YAML 1.1 rules) before anything reaches the API server. To agree with
+the server, the values here must be the ones that JSON would carry:
+
+- plain ``yes/no/on/off/y/n`` (any of their three spellings) are booleans, ``~``/``null``/empty
+  are null; quoted scalars are always strings (goyaml.v2/resolve.go, ``resolveMapList``);
+- integers use Go's ``strconv.ParseInt(s, 0, 64)`` after removing ``_``: ``0x1F``, ``017``
+  (octal), ``0o17``, ``0b11``, ``1_000``; a value that fits no int64/uint64 but matches the YAML
+  float pattern is a float (``1e3``, ``08``);
+- timestamps stay strings (go-yaml v2 decodes them into ``interface{}`` as the original text);
+- map keys become strings (``convertToJSONableObject``): ints in decimal, booleans as
+  ``true``/``false``; a null or collection key is an error;
+- ``json.Marshal`` writes a float with no fraction as an integer (``1.0`` -> ``1``, ``1e3`` ->
+  ``1000``) and the server reads it back as int64, so integral floats below 1e21 become ``int``;
+  an integer beyond int64 is read back as a float; NaN and infinities cannot be marshalled;
+- the last of duplicate keys wins; ``<<`` merge keys are honoured.
+
+Parsing uses libyaml (pyyaml's C parser) and builds values straight from its node tree, which
+also carries the line and column of every key and value, so an error can be located without a
+second parse. Safety: only the YAML core tags are accepted (no Python object tags), and alias
+expansion is bounded, so a "billion laughs" document is an error rather than an OOM.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import IO, Any, Iterator
+
+import yaml
+from yaml.cyaml import CParser
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+_CORE = "tag:yaml.org,2002:"
+_PLAIN = "!plain"  # tag given by our resolver to untagged plain scalars, resolved go-yaml's way
+
+_BOOLS = {
+    **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
+    **dict.fromkeys(("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"), False),
+}
+_NULLS = frozenset(("", "~", "null", "Null", "NULL"))
+_SPECIAL_FLOATS = {
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
+    **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
+    **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
+}
+_YAML_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+_GO_INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO]?[0-7]+|0[bB][01]+|[1-9][0-9]*|0)$")
+_INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
+#: Alias expansion allowed beyond the document's own size (go-yaml v2 bounds it likewise).
+ALIAS_EXPANSION_LIMIT = 10_000
+ALIAS_EXPANSION_RATIO = 4
+
+
+class YAMLInputError(ValueError):
+    """A document that kubectl could not turn into JSON; carries a 1-based position."""
+
+    def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
+        super().__init__(message)
+        self.message, self.line, self.column = message, line, column
+
+
+class Document:
+    """One YAML document of a stream: its JSON-compatible value and where it came from."""
+
+    __slots__ = ("value", "node", "index")
+
+    def __init__(self, value: Any, node: Node, index: int) -> None:
+        self.value = value
+        self.node = node  # libyaml's node tree, for positions
+        self.index = index  # 0-based document index in the stream
+
+    @property
+    def line(self) -> int:
+        return self.node.start_mark.line + 1
+
+    def position(self, path: tuple[str | int, ...]) -> tuple[int, int]:
+        """1-based (line, column) of the deepest node on ``path`` that exists in the source."""
+        return locate(self.node, path)
+
+
+class _Resolver(yaml.resolver.BaseResolver):
+    """Tags untagged plain scalars for go-yaml resolution; quoted scalars are strings."""
+
+    def resolve(self, kind: type, value: Any, implicit: Any) -> str:  # noqa: D102
+        if kind is ScalarNode:
+            return _PLAIN if implicit[0] else _CORE + "str"
+        return _CORE + ("seq" if kind is SequenceNode else "map")
+
+
+class _Parser(CParser, _Resolver):  # type: ignore[misc]
+    def __init__(self, stream: str | bytes | IO[Any]) -> None:
+        CParser.__init__(self, stream)
+        _Resolver.__init__(self)
+
+
+def _go_int(text: str) -> int | None:
+    """strconv.ParseInt/ParseUint with base 0 (``text`` has no underscores)."""
+    if not _GO_INT.match(text):
+        return None
+    sign = -1 if text[0] == "-" else 1
+    digits = text.lstrip("+-")
+    low = digits[:2].lower()
+    if low == "0x":
+        n = int(digits[2:], 16)
+    elif low == "0b":
+        n = int(digits[2:], 2)
+    elif low == "0o":
+        n = int(digits[2:], 8)
+    elif len(digits) > 1 and digits[0] == "0":
+        n = int(digits[1:], 8)
+    else:
+        n = int(digits)
+    n *= sign
+    return n if _INT64_MIN <= n <= _UINT64_MAX else None
+
+
+def resolve_plain(text: str) -> Any:
+    """The value go-yaml v2 gives an untagged plain scalar."""
+    if not text:
+        return None
+    first = text[0]
+    if first in "yYnNtTfFoO~":
+        if text in _BOOLS:
+            return _BOOLS[text]
+        if text in _NULLS:
+            return None
+        return text
+    if first == ".":
+        if text in _SPECIAL_FLOATS:
+            return _SPECIAL_FLOATS[text]
+        return float(text) if _YAML_FLOAT.match(text) else text
+    if first in "0123456789+-":
+        if text in _SPECIAL_FLOATS:
+            return _SPECIAL_FLOATS[text]
+        plain = text.replace("_", "")
+        n = _go_int(plain)
+        if n is not None:
+            return n
+        if _YAML_FLOAT.match(plain):
+            return float(plain)
+    if text in _NULLS:
+        return None
+    return text
+
+
+def _tagged_scalar(node: ScalarNode) -> Any:
+    """A scalar with an explicit core tag (``!!str 1``, ``!!int "3"``...), as go-yaml decodes it."""
+    tag, text = node.tag[len(_CORE):], node.value
+    if tag in ("str", "timestamp"):
+        return text
+    value = resolve_plain(text)
+    if tag == "null" and value is None:
+        return None
+    if tag == "bool" and isinstance(value, bool):
+        return value
+    if tag == "int" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if tag == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise _error(node, f"cannot decode {text!r} as !!{tag}")
+
+
+def _error(node: Node, message: str) -> YAMLInputError:
+    return YAMLInputError(message, node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _json_number(value: Any, node: Node) -> Any:
+    """The number as the API server reads it back from kubectl's JSON."""
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise _error(node, f"unsupported value {node.value!r}: JSON has no NaN or infinity")
+        if value.is_integer() and abs(value) < 1e21:
+            return int(value)
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT64_MIN <= value <= _INT64_MAX:
+        return float(value)
+    return value
+
+
+def _key_string(value: Any, node: Node) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return format(value, "g")
+    raise _error(node, f"unsupported map key {node.value!r}: a key must be a string, number or boolean")
+
+
+class _Builder:
+    """Builds JSON values from a node tree, copying aliases (bounded) so no value is shared."""
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self.built = 0
+
+    def build(self, node: Node) -> Any:
+        self.built += 1
+        if id(node) not in self.seen:
+            self.seen.add(id(node))
+        elif self.built > ALIAS_EXPANSION_LIMIT and self.built > ALIAS_EXPANSION_RATIO * len(self.seen):
+            raise _error(node, "document contains excessive aliasing")
+        if isinstance(node, ScalarNode):
+            if node.tag == _PLAIN:
+                value = resolve_plain(node.value)
+            elif node.tag.startswith(_CORE):
+                value = _tagged_scalar(node)
+            else:
+                raise _error(node, f"unknown tag {node.tag!r}: only the YAML core tags are allowed")
+            return _json_number(value, node)
+        if node.tag not in (_CORE + "map", _CORE + "seq"):
+            raise _error(node, f"unknown tag {node.tag!r}: only the YAML core tags are allowed")
+        if isinstance(node, SequenceNode):
+            return [self.build(item) for item in node.value]
+        return self.mapping(node)
+
+    def mapping(self, node: MappingNode) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        merged: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if isinstance(key_node, ScalarNode) and key_node.tag == _PLAIN and key_node.value == "<<":
+                for source in self._merge_sources(value_node):
+                    for key, value in self.mapping(source).items():
+                        merged.setdefault(key, value)
+                continue
+            if not isinstance(key_node, ScalarNode):
+                raise _error(key_node, "unsupported map key: a key must be a scalar")
+            key = _key_string(self.build(key_node), key_node)
+            out[key] = self.build(value_node)
+        for key, value in merged.items():
+            out.setdefault(key, value)
+        return out
+
+    @staticmethod
+    def _merge_sources(node: Node) -> list[MappingNode]:
+        if isinstance(node, MappingNode):
+            return [node]
+        if isinstance(node, SequenceNode) and all(isinstance(n, MappingNode) for n in node.value):
+            return list(node.value)
+        raise _error(node, "map merge requires a map or a sequence of maps as the value")
+
+
+def _is_null_document(node: Node) -> bool:
+    return isinstance(node, ScalarNode) and node.tag == _PLAIN and node.value in _NULLS
+
+
+def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
+    """Yield each non-empty document of a YAML (or JSON) stream, one at a time.
+
+    Memory stays bounded by the largest document, not the stream. Raises YAMLInputError with
+    the position of a syntax error, an unknown tag or an alias bomb.
+    """
+    parser = _Parser(stream)
+    index = -1
+    try:
+        while True:
+            try:
+                node = parser.get_node() if parser.check_node() else None
+            except yaml.MarkedYAMLError as exc:
+                mark = exc.problem_mark or exc.context_mark
+                problem = " ".join(p for p in (exc.context, exc.problem) if p)
+                raise YAMLInputError(
+                    f"invalid YAML: {problem}", (mark.line + 1) if mark else 0, (mark.column + 1) if mark else 0
+                ) from None
+            except yaml.YAMLError as exc:  # reader errors: binary junk, bad encoding
+                raise YAMLInputError(f"invalid YAML: {exc}".replace("\n", " ")) from None
+            if node is None:
+                return
+            index += 1
+            if _is_null_document(node):
+                continue
+            try:
+                value = _Builder().build(node)
+            except RecursionError:
+                raise _error(node, "document nests too deeply") from None
+            yield Document(value=value, node=node, index=index)
+    finally:
+        parser.dispose()
+
+
+def locate(node: Node, path: tuple[str | int, ...]) -> tuple[int, int]:
+    """1-based (line, column) of the deepest node along ``path`` (a key's position for a member)."""
+    mark = node.start_mark
+    for step in path:
+        child: Node | None = None
+        if isinstance(node, MappingNode):
+            for key_node, value_node in node.value:
+                if isinstance(key_node, ScalarNode) and key_node.value == str(step):
+                    mark, child = key_node.start_mark, value_node  # last duplicate wins
+        elif isinstance(node, SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
+            child = node.value[step]
+            mark = child.start_mark
+        if child is None:
+            break
+        node = child
+    return mark.line + 1, mark.column + 1
