@@ -112,8 +112,10 @@ def _string_map(meta: dict[str, Any], field: str, value_check: Callable[[str], l
 
 def validate_object_meta(meta: Any, namespaced: bool) -> list[Problem]:
     """Problems with a CR's ``metadata``, each as (field path, message)."""
+    if meta is None:
+        meta = {}
     if not isinstance(meta, dict):
-        return [(("metadata",), "Required value: metadata must be an object with a name")]
+        return [(("metadata",), f"Invalid value: {_quote(meta)}: metadata must be an object")]
     problems: list[Problem] = []
     name, generate = meta.get("name"), meta.get("generateName")
     for field, value in (("name", name), ("generateName", generate), ("namespace", meta.get("namespace"))):

@@ -1,0 +1,59 @@
+"""Shared fixtures: the CRDs the tests validate against, and the recorded API-server exchanges."""
+
+from __future__ import annotations
+
+import copy
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from schemas import CRD, Validator, load_crd
+from schemas.crd import parse_crd
+from schemas.yamlload import iter_documents
+
+TESTS = Path(__file__).parent
+REPO = TESTS.parent
+DATA = TESTS / "data"
+TRANSCRIPTS = TESTS / "fixtures" / "apiserver-transcripts"
+
+
+def transcript(name: str) -> dict[str, Any]:
+    """One recorded kube-apiserver v1.36.2 scenario (see the README beside the files)."""
+    path = next(TRANSCRIPTS.glob(f"{name}*.json"))
+    return json.loads(path.read_text())
+
+
+@lru_cache(maxsize=None)
+def crd_named(name: str) -> CRD:
+    """builtin | all (every keyword) | tutorial (as recorded in transcript 00) | tutorial-no-status."""
+    if name == "builtin":
+        return load_crd()
+    if name == "all":
+        return load_crd(str(DATA / "crd-all-keywords.yaml"))
+    tutorial_text = transcript("00")["exchanges"][0]["request"]["body"]
+    crd = parse_crd(tutorial_text, "transcript 00")
+    if name == "tutorial":
+        return crd
+    if name == "tutorial-no-status":
+        doc = copy.deepcopy(crd.document)
+        for version in doc["spec"]["versions"]:
+            version.pop("subresources", None)
+        from schemas.crd import _from_document
+
+        return _from_document(doc, "tutorial without status subresource")
+    raise KeyError(name)
+
+
+def validate_text(text: str, crd: str = "builtin", strict: bool = True, engine: str = "jsonschema-rs"):
+    """Validate the single document in ``text``; returns the Outcome."""
+    docs = list(iter_documents(text))
+    assert len(docs) == 1, f"expected one document, got {len(docs)}"
+    return Validator(crd_named(crd), strict=strict, engine=engine).validate(docs[0].value)
+
+
+@pytest.fixture
+def builtin_validator() -> Validator:
+    return Validator(load_crd())

@@ -1,0 +1,110 @@
+"""The validator against the case table, the reference engine, and recorded API-server verdicts."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from schemas import Validator
+from schemas.yamlload import iter_documents
+
+from .conftest import TRANSCRIPTS, crd_named, validate_text
+from .validator_cases import CASES, Case, cr
+
+
+def test_the_table_is_large_enough_and_ids_are_unique() -> None:
+    assert len(CASES) >= 60
+    assert len({c.id for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_verdict_matches_the_api_server(case: Case) -> None:
+    outcome = validate_text(case.text, case.crd)
+    found = {p.field for p in outcome.errors}
+    if case.accept:
+        assert outcome.ok, f"{case.why}: unexpected errors {[(p.field, p.message) for p in outcome.errors]}"
+        assert outcome.obj.get("spec") == case.stored_spec, case.why
+    else:
+        assert not outcome.ok, f"{case.why}: accepted, stored {outcome.obj}"
+        assert set(case.fields) <= found, f"{case.why}: errors name {found}, expected {case.fields}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_fast_engine_agrees_with_the_reference_engine(case: Case) -> None:
+    fast = validate_text(case.text, case.crd, engine="jsonschema-rs")
+    reference = validate_text(case.text, case.crd, engine="jsonschema")
+    assert fast.errors == reference.errors
+    assert fast.warnings == reference.warnings
+    assert fast.obj == reference.obj
+
+
+def test_messages_use_the_api_servers_words() -> None:
+    outcome = validate_text(cr("size: 4"))
+    # transcript 12: "spec.size: Invalid value: 4: spec.size in body should be less than or equal to 3"
+    assert [(p.field, p.message) for p in outcome.errors] == [
+        ("spec.size", "Invalid value: 4: spec.size in body should be less than or equal to 3")
+    ]
+    outcome = validate_text(cr('containerPort: "x"'))
+    assert outcome.errors[0].message == 'Invalid value: "x": spec.containerPort in body must be of type integer: "string"'
+
+
+def test_not_strict_prunes_unknown_fields_with_a_warning() -> None:
+    outcome = validate_text(cr("size: 2\nreplicas: 3"), strict=False)
+    assert outcome.ok
+    assert outcome.obj["spec"] == {"size": 2, "containerPort": 11211}
+    assert [w.field for w in outcome.warnings] == ["spec.replicas"]
+
+
+def test_status_values_are_warnings_and_status_is_not_stored() -> None:
+    outcome = validate_text(cr(top="status:\n  nodes: [1]\n"))
+    assert outcome.ok and "status" not in outcome.obj
+    assert {w.field for w in outcome.warnings} == {"status", "status.nodes[0]"}
+
+
+def test_a_team_crd_changes_the_rules_without_code_changes() -> None:
+    text = cr("size: 5")
+    assert not validate_text(text, "builtin").ok
+    assert validate_text(text, "all").ok
+
+
+def test_validation_does_not_depend_on_key_order() -> None:
+    a = validate_text("kind: Memcached\napiVersion: cache.example.com/v1alpha1\nspec: {size: 9}\nmetadata: {name: x}\n")
+    b = validate_text(cr("size: 9", name="x"))
+    assert a.errors == b.errors
+
+
+def _recorded_creates():
+    """Every POST of a Memcached in the transcripts, with the server's answer."""
+    for path in sorted(TRANSCRIPTS.glob("*.json")):
+        for i, ex in enumerate(json.loads(path.read_text())["exchanges"]):
+            req, resp = ex["request"], ex["response"]
+            if req["method"] != "POST" or not req["path"].endswith("/memcacheds") or resp["status"] == 404:
+                continue
+            yield pytest.param(req, resp, id=f"{path.name[:2]}-{i}")
+
+
+def _unknown_fields_in(text: str) -> list[str]:
+    """Field names from 'unknown field "spec.x"' in a warning header or a strict decoding error."""
+    return re.findall(r'unknown field \\?"([^"\\]+)\\?"', text)
+
+
+@pytest.mark.parametrize(("request_", "response"), list(_recorded_creates()))
+def test_agrees_with_every_recorded_create(request_: dict, response: dict) -> None:
+    """Replays each recorded POST of a Memcached through the validator, with the recorded CRD."""
+    strict = (request_.get("query") or {}).get("fieldValidation") == "Strict"
+    validator = Validator(crd_named("tutorial"), strict=strict)
+    obj = next(iter_documents(json.dumps(request_["body"]))).value
+    outcome = validator.validate(obj)
+    if response["status"] == 201:
+        assert outcome.ok, outcome.errors
+        assert outcome.obj["spec"] == response["body"]["spec"]
+        recorded = sorted(f for w in response.get("warnings") or [] for f in _unknown_fields_in(w))
+        assert sorted(w.field for w in outcome.warnings if "unknown field" in w.message) == recorded
+        return
+    assert not outcome.ok
+    causes = (response["body"].get("details") or {}).get("causes") or []
+    assert {c["field"] for c in causes if c.get("field")} <= {p.field for p in outcome.errors}
+    if response["status"] == 400:  # strict decoding error: the unknown fields are named in the message
+        assert sorted(_unknown_fields_in(response["body"]["message"])) == sorted(p.field for p in outcome.errors)

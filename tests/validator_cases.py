@@ -1,0 +1,177 @@
+"""The validator's case table: each CR, the API server's verdict, and why we believe it.
+
+Each case is what ``kubectl apply --dry-run=server --validate=strict -f FILE`` would answer
+against kube-apiserver v1.36 with the CRD installed ("builtin" = schemas/memcached-crd.yaml,
+"all" = tests/data/crd-all-keywords.yaml, "tutorial" = the kubebuilder CRD recorded in
+fixtures/apiserver-transcripts/00). ``fields`` are the field paths the rejection names.
+Sources are cited by short name:
+
+- [yaml]   kubernetes-sigs/yaml goyaml.v2/resolve.go (how kubectl reads YAML) and yaml.go
+           convertToJSONableObject (keys to strings, JSON marshalling)
+- [prune]  Kubernetes docs, CRD "Field pruning" / "Controlling pruning"; strict field validation
+           (KEP-2885: fieldValidation=Strict -> 400 "strict decoding error: unknown field")
+- [default] Kubernetes docs, CRD "Defaulting" and "Defaulting and Nullable"
+- [openapi] k8s.io/kube-openapi/pkg/validation/validate (type, bounds, enum, pattern, lengths,
+           items, required) and apiextensions "Validation" docs
+- [format] kubernetes/kubernetes#136091, fixed by #136582 (v1.36): int32/int64 formats enforced
+- [meta]   apimachinery/pkg/api/validation/objectmeta.go; apiextensions customresource validator
+           uses NameIsDNSSubdomain
+- [status] apiextensions strategy.go PrepareForCreate: status dropped when the subresource is on
+- [cel]    Kubernetes docs, CRD "Validation rules" (x-kubernetes-validations)
+- [tx NN]  the recorded kube-apiserver v1.36.2 exchange in fixtures/apiserver-transcripts/NN-*.json
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Case(NamedTuple):
+    id: str
+    text: str
+    accept: bool
+    fields: tuple[str, ...]
+    why: str
+    crd: str = "builtin"
+    stored_spec: dict | None = None  # for accepted cases: spec after pruning and defaulting
+
+
+def cr(spec: str = "size: 1", name: str = "m", meta: str = "", top: str = "", kind: str = "Memcached",
+       api: str = "cache.example.com/v1alpha1") -> str:
+    """A CR as YAML text; ``spec`` and ``meta`` are YAML lines indented under their parent."""
+    spec_block = "spec:\n" + "".join(f"  {line}\n" for line in spec.splitlines()) if spec else ""
+    meta_block = "".join(f"  {line}\n" for line in meta.splitlines())
+    name_line = f"  name: {name}\n" if name else ""
+    return f"apiVersion: {api}\nkind: {kind}\nmetadata:\n{name_line}{meta_block}{spec_block}{top}"
+
+
+CASES: list[Case] = [
+    # --- apiVersion / kind / served versions
+    Case("sample", cr("size: 1\ncontainerPort: 11211"), True, (), "the tutorial sample [tx 09]",
+         stored_spec={"size": 1, "containerPort": 11211}),
+    Case("version-not-served", cr(api="cache.example.com/v1beta1"), False, ("apiVersion",),
+         "v1beta1 has served: false: kubectl finds no REST mapping ('no matches for kind')", crd="all"),
+    Case("version-unknown", cr(api="cache.example.com/v2"), False, ("apiVersion",), "no such version: no REST mapping"),
+    Case("apiversion-without-group", cr(api="v1alpha1"), False, ("apiVersion",), "not this group: kubectl finds no mapping"),
+    # --- YAML as kubectl reads it
+    Case("yaml-hex-int", cr("size: 0x3"), True, (), "[yaml] ParseInt base 0: 0x3 = 3", stored_spec={"size": 3, "containerPort": 11211}),
+    Case("yaml-octal-int", cr("size: 02"), True, (), "[yaml] leading 0 is octal: 02 = 2", stored_spec={"size": 2, "containerPort": 11211}),
+    Case("yaml-0o-int", cr("size: 0o3"), True, (), "[yaml] Go accepts the 0o prefix", stored_spec={"size": 3, "containerPort": 11211}),
+    Case("yaml-binary-int", cr("size: 0b11"), True, (), "[yaml] 0b11 = 3", stored_spec={"size": 3, "containerPort": 11211}),
+    Case("yaml-underscore-int", cr("size: 1\ncontainerPort: 11_211"), True, (), "[yaml] underscores removed before ParseInt",
+         stored_spec={"size": 1, "containerPort": 11211}),
+    Case("yaml-octal-too-big", cr("size: 017"), False, ("spec.size",), "[yaml] 017 = 15 > maximum 3 [openapi]"),
+    Case("yaml-float-integral", cr("size: 2.0"), True, (), "[yaml] json.Marshal writes 2.0 as 2; the server reads int64",
+         stored_spec={"size": 2, "containerPort": 11211}),
+    Case("yaml-exponent", cr("size: 1\ncontainerPort: 1e3"), True, (), "[yaml] 1e3 is the float 1000, marshalled as 1000",
+         stored_spec={"size": 1, "containerPort": 1000}),
+    Case("yaml-08-is-float-8", cr("size: 1\ncontainerPort: 08"), True, (), "[yaml] 08 fails ParseInt, matches the float pattern: 8",
+         stored_spec={"size": 1, "containerPort": 8}),
+    Case("float-with-fraction", cr("size: 1.5"), False, ("spec.size",), "[openapi] 1.5 is a number, not an integer"),
+    Case("yes-is-bool", cr("size: yes"), False, ("spec.size",), "[yaml] plain yes is the boolean true: must be of type integer"),
+    Case("on-is-bool-in-label", cr(meta="labels:\n  enabled: on"), False, ("metadata.labels.enabled",),
+         "[yaml] on is true; [meta] label values must be strings"),
+    Case("n-is-bool", cr(meta="labels:\n  x: n"), False, ("metadata.labels.x",), "[yaml] plain n is the boolean false"),
+    Case("quoted-yes-is-string", cr(meta="labels:\n  enabled: 'yes'"), True, (), "[yaml] quoted scalars are strings",
+         stored_spec={"size": 1, "containerPort": 11211}),
+    Case("quoted-number-is-string", cr('size: "2"'), False, ("spec.size",), "[tx 12] containerPort \"string\" must be of type integer"),
+    Case("duplicate-key-last-wins", cr("size: 9\nsize: 2"), True, (), "[yaml] go-yaml v2 Unmarshal keeps the last duplicate",
+         stored_spec={"size": 2, "containerPort": 11211}),
+    Case("merge-key", cr("<<: {size: 2}\ncontainerPort: 11211"), True, (),
+         "[yaml] << merge keys are resolved by go-yaml", stored_spec={"size": 2, "containerPort": 11211}),
+    Case("tilde-is-null", cr("size: ~"), True, (), "[yaml] ~ is null; [default] a null non-nullable field is defaulted",
+         stored_spec={"size": 1, "containerPort": 11211}),
+    # --- integer formats and bounds
+    Case("size-max", cr("size: 3"), True, (), "[openapi] maximum 3 is inclusive", stored_spec={"size": 3, "containerPort": 11211}),
+    Case("size-too-big", cr("size: 4"), False, ("spec.size",), "[tx 12] 'should be less than or equal to 3'"),
+    Case("size-zero", cr("size: 0"), False, ("spec.size",), "[tx 12] minimum 1"),
+    Case("size-negative", cr("size: -1"), False, ("spec.size",), "[openapi] minimum 1"),
+    Case("port-zero", cr("containerPort: 0"), False, ("spec.containerPort",), "builtin CRD: containerPort minimum 1"),
+    Case("port-too-big", cr("containerPort: 65536"), False, ("spec.containerPort",), "builtin CRD: containerPort maximum 65535"),
+    Case("port-max", cr("containerPort: 65535"), True, (), "inclusive maximum", stored_spec={"size": 1, "containerPort": 65535}),
+    Case("int32-overflow-tutorial", cr("size: 1\ncontainerPort: 2147483648"), False, ("spec.containerPort",),
+         "[format] 2^31 is out of int32 (the tutorial CRD has no maximum)", crd="tutorial"),
+    Case("int32-max-tutorial", cr("size: 1\ncontainerPort: 2147483647"), True, (), "[format] 2^31-1 fits int32", crd="tutorial",
+         stored_spec={"size": 1, "containerPort": 2147483647}),
+    Case("int64-max", cr("counter: 9223372036854775807"), True, (), "[format] int64 max fits", crd="all",
+         stored_spec={"size": 1, "containerPort": 11211, "threads": 4, "counter": 9223372036854775807}),
+    Case("int64-overflow", cr("counter: 9223372036854775808"), False, ("spec.counter",),
+         "[yaml] beyond int64 JSON is read back as a float: must be of type integer", crd="all"),
+    Case("exclusive-minimum", cr("ratio: 0"), False, ("spec.ratio",), "[openapi] exclusiveMinimum: 0 itself is rejected", crd="all"),
+    Case("exclusive-maximum", cr("ratio: 1"), False, ("spec.ratio",), "[openapi] exclusiveMaximum: 1 itself is rejected", crd="all"),
+    Case("exclusive-inside", cr("ratio: 0.5"), True, (), "[openapi] strictly between the bounds", crd="all",
+         stored_spec={"size": 1, "containerPort": 11211, "threads": 4, "ratio": 0.5}),
+    Case("number-accepts-integer", cr("ratio: 1e-1"), True, (), "[openapi] type number admits any JSON number", crd="all",
+         stored_spec={"size": 1, "containerPort": 11211, "threads": 4, "ratio": 0.1}),
+    Case("multiple-of", cr("multiple: 7"), False, ("spec.multiple",), "[openapi] multipleOf 5", crd="all"),
+    Case("team-crd-size-5", cr("size: 5"), True, (), "the team CRD allows size 5 (--crd swaps the rules)", crd="all",
+         stored_spec={"size": 5, "containerPort": 11211, "threads": 4}),
+    # --- enum, pattern, lengths, items, required, nullable, int-or-string, preserve-unknown
+    Case("enum-ok", cr("mode: lru"), True, (), "[openapi] enum member", crd="all",
+         stored_spec={"size": 1, "containerPort": 11211, "threads": 4, "mode": "lru"}),
+    Case("enum-bad", cr("mode: fifo"), False, ("spec.mode",), "[openapi] Unsupported value", crd="all"),
+    Case("pattern-bad", cr("tag: Abc"), False, ("spec.tag",), "[openapi] should match '^[a-z]+$'", crd="all"),
+    Case("min-length", cr("tag: a"), False, ("spec.tag",), "[openapi] minLength 2", crd="all"),
+    Case("max-length", cr("tag: abcdefghi"), False, ("spec.tag",), "[openapi] maxLength 8", crd="all"),
+    Case("max-length-unicode", cr("tag: 'ééééé'"), False, ("spec.tag",), "[openapi] é matches no [a-z]", crd="all"),
+    Case("min-items", cr("hosts: []"), False, ("spec.hosts",), "[openapi] minItems 1", crd="all"),
+    Case("max-items", cr("hosts: [a, b, c]"), False, ("spec.hosts",), "[openapi] maxItems 2", crd="all"),
+    Case("items-type", cr("hosts: [a, 1]"), False, ("spec.hosts[1]",), "[openapi] items must be strings", crd="all"),
+    Case("items-length", cr("hosts: [abcdefghijk]"), False, ("spec.hosts[0]",), "[openapi] items maxLength 10", crd="all"),
+    Case("null-in-array", cr("hosts: [a, null]"), False, ("spec.hosts[1]",), "[default] nulls are pruned from objects, not arrays",
+         crd="all"),
+    Case("required-missing", cr("tuning: {}"), False, ("spec.tuning.threads",), "[openapi] Required value", crd="all"),
+    Case("required-by-default", cr(""), True, (), "[default] spec defaults to {} and size to 1, so required size is there",
+         crd="all", stored_spec={"size": 1, "containerPort": 11211, "threads": 4}),
+    Case("nullable-keeps-null", cr("comment: null"), True, (), "[default] nullable: true keeps the null", crd="all",
+         stored_spec={"size": 1, "containerPort": 11211, "threads": 4, "comment": None}),
+    Case("null-pruned", cr("mode: null"), True, (), "[default] null in a non-nullable field without default is pruned",
+         crd="all", stored_spec={"size": 1, "containerPort": 11211, "threads": 4}),
+    Case("null-defaulted", cr("threads: null"), True, (), "[default] null in a non-nullable field with a default gets it",
+         crd="all", stored_spec={"size": 1, "containerPort": 11211, "threads": 4}),
+    Case("int-or-string-int", cr("port: 80"), True, (), "x-kubernetes-int-or-string admits integers", crd="all",
+         stored_spec={"size": 1, "containerPort": 11211, "threads": 4, "port": 80}),
+    Case("int-or-string-string", cr("port: http"), True, (), "x-kubernetes-int-or-string admits strings", crd="all",
+         stored_spec={"size": 1, "containerPort": 11211, "threads": 4, "port": "http"}),
+    Case("int-or-string-bool", cr("port: true"), False, ("spec.port",), "neither integer nor string", crd="all"),
+    Case("preserve-unknown", cr("extra: {anything: [1, {deep: x}]}"), True, (), "[prune] preserve-unknown-fields keeps it",
+         crd="all", stored_spec={"size": 1, "containerPort": 11211, "threads": 4, "extra": {"anything": [1, {"deep": "x"}]}}),
+    Case("additional-properties", cr("options: {a: b}"), True, (), "additionalProperties schema: a map", crd="all",
+         stored_spec={"size": 1, "containerPort": 11211, "threads": 4, "options": {"a": "b"}}),
+    Case("additional-properties-type", cr("options: {a: 1}"), False, ("spec.options.a",), "map values must be strings", crd="all"),
+    # --- unknown fields (strict) and status
+    Case("unknown-spec-field", cr("size: 1\nreplicas: 2"), False, ("spec.replicas",), "[tx 23] strict decoding error: unknown field"),
+    Case("unknown-top-field", cr(top="extra: 1\n"), False, ("extra",), "[prune] unknown at the root"),
+    Case("unknown-metadata-field", cr(meta="labelz: {a: b}"), False, ("metadata.labelz",), "[prune] ObjectMeta has no labelz"),
+    Case("unknown-status-field", cr(top="status:\n  bogus: 1\n"), False, ("status.bogus",),
+         "[prune] unknown fields are found during decoding, before status is dropped"),
+    Case("status-ignored", cr(top="status:\n  nodes: [1]\n"), True, (),
+         "[status] status is dropped on create; its values are only warned about", stored_spec={"size": 1, "containerPort": 11211}),
+    Case("status-not-a-subresource", cr(top="status: {nodes: [1]}\n"), False, ("status.nodes[0]",),
+         "[status] without the status subresource, status is stored and validated like spec", crd="tutorial-no-status"),
+    # --- metadata
+    Case("name-bad", cr(name="Bad_Name"), False, ("metadata.name",), "[tx 12] RFC 1123 subdomain"),
+    Case("name-with-dots", cr(name="cache.example"), True, (), "[meta] a subdomain may have dots",
+         stored_spec={"size": 1, "containerPort": 11211}),
+    Case("name-too-long-builtin", cr(name="a" * 64), False, ("metadata.name",), "builtin CRD: metadata.name maxLength 63"),
+    Case("name-64-tutorial", cr(name="a" * 64), True, (), "[meta] 64 is a valid subdomain; the tutorial CRD has no limit",
+         crd="tutorial", stored_spec={"size": 1}),
+    Case("name-missing", cr(name=""), False, ("metadata.name",), "[meta] name or generateName is required"),
+    Case("generate-name", cr(name="", meta="generateName: cache-"), True, (), "[meta] generateName alone is enough to create",
+         stored_spec={"size": 1, "containerPort": 11211}),
+    Case("name-not-string", cr(name="123"), False, ("metadata.name",), "[yaml] 123 is an integer; a name must be a string"),
+    Case("namespace-bad", cr(meta="namespace: Prod"), False, ("metadata.namespace",), "[meta] namespace is a DNS-1123 label"),
+    Case("label-key-bad", cr(meta="labels:\n  'bad key': x"), False, ("metadata.labels",), "[meta] label keys are qualified names"),
+    Case("label-value-too-long", cr(meta=f"labels:\n  a: {'x' * 64}"), False, ("metadata.labels.a",), "[meta] label values <= 63"),
+    Case("label-prefix", cr(meta="labels:\n  example.com/tier: cache"), True, (), "[meta] prefixed keys are fine",
+         stored_spec={"size": 1, "containerPort": 11211}),
+    Case("annotation-value-free", cr(meta="annotations:\n  note: 'any text: at all!'"), True, (), "[meta] annotation values are free",
+         stored_spec={"size": 1, "containerPort": 11211}),
+    Case("annotation-not-string", cr(meta="annotations:\n  replicas: 3"), False, ("metadata.annotations.replicas",),
+         "[meta] annotations are map[string]string"),
+    # --- CEL rules
+    Case("cel-pass", cr("size: 5\ncontainerPort: 11211"), True, (), "[cel] rule holds", crd="all",
+         stored_spec={"size": 5, "containerPort": 11211, "threads": 4}),
+    Case("cel-fail", cr("size: 5\ncontainerPort: 80"), False, ("spec",), "[cel] 'sizes above 4 need the default port'", crd="all"),
+    Case("cel-field-rule", cr("ref: other"), False, ("spec.ref",), "[cel] rule on a string field: failed rule", crd="all"),
+]
