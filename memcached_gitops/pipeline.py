@@ -115,9 +115,9 @@ def _one(
         result.others.append(obj)
         return
     outcome = validator.validate(obj)
-    result.findings += [finding(w, "warning") for w in outcome.warnings]
+    located = [finding(w, "warning") for w in outcome.warnings] + [finding(e) for e in outcome.errors]
+    result.findings += sorted(located, key=lambda f: (f.line, f.column))
     if not outcome.ok:
-        result.findings += [finding(e) for e in outcome.errors]
         return
     result.crs.append(outcome.obj)
     if do_render:

@@ -13,8 +13,8 @@ the server, the values here must be the ones that JSON would carry:
 - map keys become strings (``convertToJSONableObject``): ints in decimal, booleans as
   ``true``/``false``; a null or collection key is an error;
 - ``json.Marshal`` writes a float with no fraction as an integer (``1.0`` -> ``1``, ``1e3`` ->
-  ``1000``) and the server reads it back as int64, so integral floats below 1e21 become ``int``;
-  an integer beyond int64 is read back as a float; NaN and infinities cannot be marshalled;
+  ``1000``) and the server reads it back as int64, so integral floats in the int64 range become
+  ``int``; any number beyond int64 is read back as a float; NaN and infinities cannot be marshalled;
 - the last of duplicate keys wins; ``<<`` merge keys are honoured.
 
 Parsing uses libyaml (pyyaml's C parser) and builds values straight from its node tree, which
@@ -172,8 +172,8 @@ def _json_number(value: Any, node: Node) -> Any:
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             raise _error(node, f"unsupported value {node.value!r}: JSON has no NaN or infinity")
-        if value.is_integer() and abs(value) < 1e21:
-            return int(value)
+        if value.is_integer() and _INT64_MIN <= value <= _INT64_MAX:
+            return int(value)  # json.Marshal prints it without a fraction; the server reads an int64
         return value
     if isinstance(value, int) and not isinstance(value, bool) and not _INT64_MIN <= value <= _INT64_MAX:
         return float(value)

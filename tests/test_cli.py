@@ -1,0 +1,183 @@
+"""The command line as CI jobs and the Argo CD plugin run it: a real subprocess each time."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from schemas.yamlload import iter_documents
+
+from .conftest import DATA, REPO
+
+EXAMPLES = REPO / "examples" / "crs"
+ERROR_LINE = re.compile(r"^[^:]+:\d+:\d+: (Memcached/[^:]+: )?[^:]+: .+$")
+
+
+def run(*args: str, stdin: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("MEMCACHED_IMAGE", None) if not env or "MEMCACHED_IMAGE" not in env else None
+    return subprocess.run(
+        [sys.executable, "-m", "memcached_gitops", *args], input=stdin, capture_output=True, env=full_env, timeout=120
+    )
+
+
+def docs(stdout: bytes) -> list[dict]:
+    return [d.value for d in iter_documents(stdout)]
+
+
+def assert_clean_failure(proc: subprocess.CompletedProcess, code: int = 1) -> str:
+    err = proc.stderr.decode()
+    assert proc.returncode == code, err
+    assert "Traceback" not in err
+    return err
+
+
+def test_render_examples() -> None:
+    proc = run("render", str(EXAMPLES))
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = docs(proc.stdout)
+    assert [d["kind"] for d in out] == ["Deployment"] * 4
+    assert [d["metadata"]["name"] for d in out] == ["memcached-sample", "sessions", "catalog-cache", "edge"]
+    assert "1 object(s) of other kinds ignored" in proc.stderr.decode()
+
+
+def test_render_is_byte_identical_across_runs() -> None:
+    assert run("render", str(EXAMPLES)).stdout == run("render", str(EXAMPLES)).stdout
+
+
+def test_validate_reports_file_line_column_object_field_message() -> None:
+    proc = run("validate", str(DATA / "bad-crs.yaml"))
+    err = assert_clean_failure(proc)
+    lines = [line for line in err.splitlines() if not line.startswith("0 Memcached valid")]
+    assert lines and all(ERROR_LINE.match(line) for line in lines), lines
+    assert f"{DATA / 'bad-crs.yaml'}:7:3: Memcached/too-big: spec.size: Invalid value: 4: " in err
+    assert ": Memcached/Bad_Name: spec.replicas: unknown field \"spec.replicas\"" in err
+    # errors of one object come in source order
+    bad = [int(line.split(":")[1]) for line in lines if "Bad_Name" in line]
+    assert bad == sorted(bad)
+
+
+def test_validate_json_and_github_formats() -> None:
+    proc = run("validate", "--format", "json", str(DATA / "bad-crs.yaml"))
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["valid"] is False
+    assert {f["field"] for f in report["findings"]} >= {"spec.size", "metadata.name", "spec.replicas"}
+    proc = run("validate", "--format", "github", str(DATA / "bad-crs.yaml"))
+    first = proc.stdout.decode().splitlines()[0]
+    assert first.startswith("::error file=") and ",line=7,col=3," in first
+
+
+def test_valid_input_validates() -> None:
+    proc = run("validate", str(EXAMPLES))
+    assert proc.returncode == 0
+    assert "4 Memcached valid, 0 error(s)" in proc.stderr.decode()
+
+
+def test_stdin_and_include_input() -> None:
+    text = (EXAMPLES / "variants.yaml").read_bytes() + b"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+    proc = run("render", "--include-input", "-", stdin=text)
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = docs(proc.stdout)
+    assert [d["kind"] for d in out] == ["Memcached"] * 3 + ["ConfigMap"] + ["Deployment"] * 3
+    assert out[0]["spec"] == {"size": 1, "containerPort": 11211}, "CRs are emitted with their defaults"
+
+
+def test_json_output_and_image_from_environment() -> None:
+    proc = run("render", "-o", "json", str(EXAMPLES / "memcached-sample.yaml"), env={"MEMCACHED_IMAGE": "mirror.example/memcached:1.6.30"})
+    assert proc.returncode == 0
+    items = json.loads(proc.stdout)["items"]
+    assert items[0]["spec"]["template"]["spec"]["containers"][0]["image"] == "mirror.example/memcached:1.6.30"
+    flag = run("render", "-o", "json", "--image", "x/memcached:2", str(EXAMPLES / "memcached-sample.yaml"), env={"MEMCACHED_IMAGE": "y:1"})
+    assert json.loads(flag.stdout)["items"][0]["spec"]["template"]["spec"]["containers"][0]["image"] == "x/memcached:2"
+
+
+def test_output_dir_is_written_atomically_and_only_when_valid(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run("render", "--output-dir", str(out), str(EXAMPLES))
+    assert proc.returncode == 0, proc.stderr.decode()
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["deployment-cdn-edge.yaml", "deployment-memcached-sample.yaml", "deployment-shop-catalog-cache.yaml", "deployment-shop-sessions.yaml"]
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((EXAMPLES / "memcached-sample.yaml").read_text().replace("size: 1", "size: 9"))
+    proc = run("render", "--output-dir", str(out), str(EXAMPLES), str(bad))
+    assert_clean_failure(proc)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before, "a failed run must not touch the output"
+
+
+def test_team_crd_with_a_higher_maximum() -> None:
+    cr = b"apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: big}\nspec: {size: 5}\n"
+    assert run("validate", "-", stdin=cr).returncode == 1
+    assert run("validate", "--crd", str(DATA / "crd-all-keywords.yaml"), "-", stdin=cr).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "no documents found"),
+        (b"---\n# nothing\n", "no documents found"),
+        (b"kind: [unclosed\n", "invalid YAML"),
+        (b"\x00\x01\x02\xff binary", "invalid YAML"),
+        (b"a: !!python/object/apply:os.system [ls]\n", "unknown tag"),
+        (b"- just\n- a list\n", "must be a Kubernetes object"),
+    ],
+)
+def test_bad_input_is_one_clear_line(tmp_path: Path, content: bytes, message: str) -> None:
+    f = tmp_path / "input.yaml"
+    f.write_bytes(content)
+    err = assert_clean_failure(run("render", str(f)))
+    assert message in err and str(f) in err
+    assert len([line for line in err.splitlines() if message in line]) == 1
+
+
+def test_alias_bomb(tmp_path: Path) -> None:
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i-1}"] * 9) + "]" for i in range(1, 12)]
+    f = tmp_path / "bomb.yaml"
+    f.write_text("\n".join(lines) + "\n")
+    err = assert_clean_failure(run("validate", str(f)))
+    assert "excessive aliasing" in err
+
+
+def test_fifty_megabyte_file_is_a_clear_error_in_bounded_memory(tmp_path: Path) -> None:
+    f = tmp_path / "huge.yaml"
+    with f.open("w") as out:
+        out.write("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: huge\n  annotations:\n    blob: ")
+        out.write("x" * (50 * 1024 * 1024))
+        out.write("\n")
+    probe = (
+        "import resource, runpy, sys; sys.argv=['memcached-gitops','validate',%r]\n"
+        "try:\n    runpy.run_module('memcached_gitops', run_name='__main__')\n"
+        "except SystemExit as e:\n    code = e.code\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, code)\n" % str(f)
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=300)
+    rss_kb, code = proc.stdout.decode().split()
+    assert code == "1" and "Too long: must have at most 262144 bytes" in proc.stderr.decode()
+    assert int(rss_kb) < 1024 * 1024, f"peak RSS {int(rss_kb) // 1024} MiB for a 50 MiB file"
+
+
+def test_usage_errors_exit_2() -> None:
+    assert_clean_failure(run("render", "--no-such-flag", str(EXAMPLES)), code=2)
+    assert_clean_failure(run("render"), code=2)
+    assert_clean_failure(run("validate", "--crd", "/nonexistent/crd.yaml", str(EXAMPLES)), code=2)
+
+
+def test_missing_path_is_invalid_input() -> None:
+    err = assert_clean_failure(run("render", "/nonexistent/dir"))
+    assert "/nonexistent/dir: no such file or directory" in err
+
+
+def test_schema_and_crd_commands() -> None:
+    schema = json.loads(run("schema").stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["properties"]["spec"]["properties"]["size"]["maximum"] == 3
+    crd = run("crd").stdout.decode()
+    assert crd == (REPO / "schemas" / "memcached-crd.yaml").read_text()
