@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -34,19 +34,19 @@ app = typer.Typer(
 EXIT_INVALID, EXIT_USAGE = 1, 2
 
 
-class OutputFormat(str, Enum):
+class OutputFormat(StrEnum):
     yaml = "yaml"
     json = "json"
 
 
-class ReportFormat(str, Enum):
+class ReportFormat(StrEnum):
     text = "text"
     json = "json"
     github = "github"
 
 
 PathsArg = Annotated[list[str], typer.Argument(help="Files or directories (recursive *.yaml/*.yml/*.json), or - for stdin.")]
-CrdOpt = Annotated[Optional[str], typer.Option("--crd", help="Validate against this CRD file instead of the built-in one.")]
+CrdOpt = Annotated[str | None, typer.Option("--crd", help="Validate against this CRD file instead of the built-in one.")]
 StrictOpt = Annotated[
     bool, typer.Option("--strict/--no-strict", help="Unknown fields are errors (as kubectl --validate=strict); otherwise pruned.")
 ]
@@ -136,8 +136,8 @@ def _image(image: str | None) -> str:
 
 def _file_name(obj: dict[str, Any], output: OutputFormat) -> str:
     meta = obj.get("metadata") or {}
-    parts = [str(obj.get("kind", "object")).lower()] + ([meta["namespace"]] if meta.get("namespace") else []) + [meta.get("name", "unnamed")]
-    return "-".join(parts) + "." + output.value
+    parts = [str(obj.get("kind", "object")).lower(), meta.get("namespace"), meta.get("name", "unnamed")]
+    return "-".join(p for p in parts if p) + "." + output.value
 
 
 @app.command()
@@ -146,9 +146,9 @@ def render(
     crd: CrdOpt = None,
     strict: StrictOpt = True,
     output: Annotated[OutputFormat, typer.Option("-o", "--output", help="yaml (a stream) or json (a v1 List).")] = OutputFormat.yaml,
-    output_dir: Annotated[Optional[Path], typer.Option("--output-dir", help="Write one file per object here (atomically).")] = None,
+    output_dir: Annotated[Path | None, typer.Option("--output-dir", help="Write one file per object here (atomically).")] = None,
     include_input: Annotated[bool, typer.Option("--include-input", help="Also emit the CRs (defaults applied) and other objects.")] = False,
-    image: Annotated[Optional[str], typer.Option("--image", help=f"memcached image [env MEMCACHED_IMAGE; default {DEFAULT_IMAGE}]")] = None,
+    image: Annotated[str | None, typer.Option("--image", help=f"memcached image [env MEMCACHED_IMAGE; default {DEFAULT_IMAGE}]")] = None,
 ) -> None:
     """Render Memcached CRs to Deployments (stdout, or --output-dir)."""
     validator = _validator(crd, strict)
@@ -176,7 +176,7 @@ def render(
 @app.command()
 def schema(
     crd: CrdOpt = None,
-    version: Annotated[Optional[str], typer.Option("--version", help="CRD version (default: the storage version).")] = None,
+    version: Annotated[str | None, typer.Option("--version", help="CRD version (default: the storage version).")] = None,
 ) -> None:
     """Print the JSON Schema derived from the CRD (for editors and other tools)."""
     validator = _validator(crd, True)

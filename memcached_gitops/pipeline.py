@@ -8,7 +8,8 @@ positions is only kept for one document at a time.
 
 from __future__ import annotations
 
-from typing import IO, Any, Iterable, Iterator, NamedTuple
+from collections.abc import Iterable, Iterator
+from typing import IO, Any, NamedTuple
 
 from render import RenderError, render
 from schemas import Problem, Validator, format_path

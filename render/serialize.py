@@ -9,7 +9,8 @@ reads as a boolean or a number. Every string is checked with the same resolver t
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import yaml
 from yaml.cyaml import CSafeDumper
@@ -40,8 +41,13 @@ def to_yaml(objects: Iterable[dict[str, Any]]) -> str:
 
 
 def to_json(objects: Iterable[dict[str, Any]]) -> str:
-    """A ``v1 List`` of the objects, as ``kubectl get -o json`` prints several objects."""
-    return json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)}, indent=2, ensure_ascii=False) + "\n"
+    """A ``v1 List`` of the objects, as ``kubectl get -o json`` prints several objects.
+
+    One item per line: ``json.dumps`` with ``indent`` falls back to the pure-Python encoder,
+    which is several times slower than the C one on 10,000 Deployments.
+    """
+    items = ",\n".join(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) for obj in objects)
+    return '{"apiVersion":"v1","kind":"List","items":[\n' + items + ("\n" if items else "") + "]}\n"
 
 
 def to_single(obj: dict[str, Any], output: str) -> str:

@@ -7,7 +7,7 @@ own copy given with ``--crd`` changes the rules with no code change.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -100,7 +100,7 @@ def _from_document(doc: dict[str, Any], source: str) -> CRD:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_crd(path: str | None = None) -> CRD:
     """The CRD at ``path``, or the shipped one. Raises CRDError with a one-line reason."""
     if path is None:

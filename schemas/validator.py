@@ -19,7 +19,8 @@ reference the tests hold it to, and is used when ``engine="jsonschema"`` is aske
 
 from __future__ import annotations
 
-from typing import Any, Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple
 
 from . import cel_rules
 from .crd import CRD, Version

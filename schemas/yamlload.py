@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 import yaml
 from yaml.cyaml import CParser

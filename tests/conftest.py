@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ def transcript(name: str) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-@lru_cache(maxsize=None)
+@cache
 def crd_named(name: str) -> CRD:
     """builtin | all (every keyword) | tutorial (as recorded in transcript 00) | tutorial-no-status."""
     if name == "builtin":

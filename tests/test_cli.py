@@ -90,11 +90,12 @@ def test_stdin_and_include_input() -> None:
 
 
 def test_json_output_and_image_from_environment() -> None:
-    proc = run("render", "-o", "json", str(EXAMPLES / "memcached-sample.yaml"), env={"MEMCACHED_IMAGE": "mirror.example/memcached:1.6.30"})
+    sample = str(EXAMPLES / "memcached-sample.yaml")
+    proc = run("render", "-o", "json", sample, env={"MEMCACHED_IMAGE": "mirror.example/memcached:1.6.30"})
     assert proc.returncode == 0
     items = json.loads(proc.stdout)["items"]
     assert items[0]["spec"]["template"]["spec"]["containers"][0]["image"] == "mirror.example/memcached:1.6.30"
-    flag = run("render", "-o", "json", "--image", "x/memcached:2", str(EXAMPLES / "memcached-sample.yaml"), env={"MEMCACHED_IMAGE": "y:1"})
+    flag = run("render", "-o", "json", "--image", "x/memcached:2", sample, env={"MEMCACHED_IMAGE": "y:1"})
     assert json.loads(flag.stdout)["items"][0]["spec"]["template"]["spec"]["containers"][0]["image"] == "x/memcached:2"
 
 
@@ -103,7 +104,10 @@ def test_output_dir_is_written_atomically_and_only_when_valid(tmp_path: Path) ->
     proc = run("render", "--output-dir", str(out), str(EXAMPLES))
     assert proc.returncode == 0, proc.stderr.decode()
     files = sorted(p.name for p in out.iterdir())
-    assert files == ["deployment-cdn-edge.yaml", "deployment-memcached-sample.yaml", "deployment-shop-catalog-cache.yaml", "deployment-shop-sessions.yaml"]
+    assert files == [
+        "deployment-cdn-edge.yaml", "deployment-memcached-sample.yaml",
+        "deployment-shop-catalog-cache.yaml", "deployment-shop-sessions.yaml",
+    ]
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     bad = tmp_path / "bad.yaml"
     bad.write_text((EXAMPLES / "memcached-sample.yaml").read_text().replace("size: 1", "size: 9"))
@@ -153,10 +157,10 @@ def test_fifty_megabyte_file_is_a_clear_error_in_bounded_memory(tmp_path: Path) 
         out.write("x" * (50 * 1024 * 1024))
         out.write("\n")
     probe = (
-        "import resource, runpy, sys; sys.argv=['memcached-gitops','validate',%r]\n"
+        f"import resource, runpy, sys; sys.argv=['memcached-gitops','validate',{str(f)!r}]\n"
         "try:\n    runpy.run_module('memcached_gitops', run_name='__main__')\n"
         "except SystemExit as e:\n    code = e.code\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, code)\n" % str(f)
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, code)\n"
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=300)
     rss_kb, code = proc.stdout.decode().split()

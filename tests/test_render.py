@@ -50,10 +50,11 @@ def test_defaults_from_the_crd_reach_the_deployment() -> None:
 
 
 def test_image_override() -> None:
-    [deployment] = render_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: x}\n", "registry.example/memcached:1.6.29")
+    cr = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: x}\n"
+    [deployment] = render_text(cr, "registry.example/memcached:1.6.29")
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.example/memcached:1.6.29"
     assert deployment["metadata"]["labels"]["app.kubernetes.io/version"] == "1.6.29"
-    [by_digest] = render_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: x}\n", "memcached@sha256:" + "a" * 64)
+    [by_digest] = render_text(cr, "memcached@sha256:" + "a" * 64)
     assert "app.kubernetes.io/version" not in by_digest["metadata"]["labels"]
 
 
