@@ -100,8 +100,10 @@ def describe(keyword: str, limit: Any, instance: Any, where: str, subschema: dic
         return f"Invalid value: {_quote(instance)}: must be of type integer with {comment}"
     value = f"Invalid value: {_quote(instance)}: {where} in body"
     if keyword == "type":
+        # kube-openapi names the value's type, not the value (transcript 12: Invalid value: "string")
         wanted = limit if isinstance(limit, str) else " or ".join(t for t in limit if t != "null")
-        return f"Invalid value: {_quote(instance)}: {where} in body must be of type {wanted}: \"{_type_name(instance)}\""
+        got = _type_name(instance)
+        return f'Invalid value: "{got}": {where} in body must be of type {wanted}: "{got}"'
     messages = {
         "maximum": f"{value} should be less than or equal to {limit}",
         "exclusiveMaximum": f"{value} should be less than {limit}",

@@ -47,7 +47,7 @@ def test_messages_use_the_api_servers_words() -> None:
         ("spec.size", "Invalid value: 4: spec.size in body should be less than or equal to 3")
     ]
     outcome = validate_text(cr('containerPort: "x"'))
-    assert outcome.errors[0].message == 'Invalid value: "x": spec.containerPort in body must be of type integer: "string"'
+    assert outcome.errors[0].message == 'Invalid value: "string": spec.containerPort in body must be of type integer: "string"'
 
 
 def test_not_strict_prunes_unknown_fields_with_a_warning() -> None:

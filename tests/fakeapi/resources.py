@@ -1,0 +1,92 @@
+"""The resource types the fake API server serves, with their merge semantics.
+
+List semantics for apps/v1 and core/v1 come from the Kubernetes API reference (patch strategy
+and merge keys, ``+listType``/``+listMapKey`` markers, ``+structType=atomic`` on LabelSelector);
+transcript 01 shows them in fieldsV1: ``k:{"name":...}`` for containers,
+``k:{"containerPort":...,"protocol":...}`` for ports, ``"f:selector": {}`` (atomic).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .fields import Types
+
+POD = ("spec", "template", "spec")
+CONTAINER_LISTS = {
+    POD + ("containers",): ("map", ("name",)),
+    POD + ("initContainers",): ("map", ("name",)),
+    POD + ("containers", "ports"): ("map", ("containerPort", "protocol")),
+    POD + ("initContainers", "ports"): ("map", ("containerPort", "protocol")),
+    POD + ("containers", "env"): ("map", ("name",)),
+    POD + ("containers", "volumeMounts"): ("map", ("mountPath",)),
+    POD + ("volumes",): ("map", ("name",)),
+    POD + ("imagePullSecrets",): ("map", ("name",)),
+    ("metadata", "ownerReferences"): ("map", ("uid",)),
+    ("metadata", "finalizers"): ("set", None),
+    ("status", "conditions"): ("map", ("type",)),
+}
+#: Key fields the server defaults before computing an item's identity (ports: protocol TCP).
+KEY_DEFAULTS = {POD + ("containers", "ports"): {"protocol": "TCP"}, POD + ("initContainers", "ports"): {"protocol": "TCP"}}
+
+DEPLOYMENT_TYPES = Types(CONTAINER_LISTS, atomic_structs={("spec", "selector")}, key_defaults=KEY_DEFAULTS)
+POD_TYPES = Types({(k[2:] if k[:3] == POD else k): v for k, v in CONTAINER_LISTS.items()})
+GENERIC_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("metadata", "finalizers"): ("set", None)})
+
+
+@dataclass
+class Resource:
+    plural: str
+    group: str
+    version: str
+    kind: str
+    namespaced: bool = True
+    status: bool = False
+    scale: bool = False
+    custom: bool = False
+    types: Types = field(default_factory=lambda: GENERIC_TYPES)
+    #: writes that bump metadata.generation: "spec" (CRs), "spec+annotations" (Deployments), "" (none)
+    generation: str = ""
+    crd: Any = None  # schemas.CRD for custom resources
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_resource(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+def custom_types(version_schema: dict[str, Any]) -> Types:
+    """List semantics of a CRD schema: x-kubernetes-list-type map/set, atomic otherwise."""
+    lists: dict[tuple[str, ...], Any] = dict(GENERIC_TYPES.lists)
+    atomic: set[tuple[str, ...]] = set()
+
+    def walk(schema: dict[str, Any], path: tuple[str, ...]) -> None:
+        if schema.get("type") == "array":
+            kind = schema.get("x-kubernetes-list-type", "atomic")
+            lists[path] = ("map", tuple(schema.get("x-kubernetes-list-map-keys", []))) if kind == "map" else (kind, None)
+            if isinstance(schema.get("items"), dict):
+                walk(schema["items"], path)
+        if schema.get("x-kubernetes-map-type") == "atomic":
+            atomic.add(path)
+        for key, sub in (schema.get("properties") or {}).items():
+            walk(sub, path + (key,))
+
+    walk(version_schema, ())
+    return Types(lists, atomic_structs=atomic)
+
+
+BUILTINS = [
+    Resource("namespaces", "", "v1", "Namespace", namespaced=False),
+    Resource("pods", "", "v1", "Pod", status=True, types=POD_TYPES),
+    Resource("events", "", "v1", "Event"),
+    Resource("events", "events.k8s.io", "v1", "Event"),
+    Resource("deployments", "apps", "v1", "Deployment", status=True, scale=True, types=DEPLOYMENT_TYPES,
+             generation="spec+annotations"),
+    Resource("leases", "coordination.k8s.io", "v1", "Lease"),
+    Resource("customresourcedefinitions", "apiextensions.k8s.io", "v1", "CustomResourceDefinition", namespaced=False,
+             status=True, generation="spec"),
+]
