@@ -49,6 +49,30 @@ def canonical_quantity(text: Any) -> Any:
     return f"{mantissa.numerator}{_DECIMAL_SUFFIX[best]}"
 
 
+def quantity_value(text: Any) -> Any:
+    """The number a quantity stands for, so that ``64Mi`` equals ``67108864`` (Semantic.DeepEqual)."""
+    m = _QUANTITY.match(str(text).strip()) if isinstance(text, (str, int, float)) else None
+    if not m:
+        return text
+    number, suffix = Fraction(m.group(1)), m.group(2) or ""
+    if suffix in _BINARY:
+        return number * 1024 ** _BINARY[suffix]
+    if suffix[:1] in ("e", "E") and len(suffix) > 1:
+        return number * Fraction(10) ** int(suffix[1:])
+    return number * Fraction(10) ** _DECIMAL[suffix]
+
+
+def semantic(value: Any, key: str = "") -> Any:
+    """A copy in which resource quantities are numbers (for generation and no-op comparisons)."""
+    if isinstance(value, dict):
+        if key in ("limits", "requests"):
+            return {k: quantity_value(v) for k, v in value.items()}
+        return {k: semantic(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [semantic(v) for v in value]
+    return value
+
+
 def _probe(p: dict[str, Any]) -> None:
     for key, value in (("timeoutSeconds", 1), ("periodSeconds", 10), ("successThreshold", 1), ("failureThreshold", 3)):
         p.setdefault(key, value)

@@ -78,7 +78,7 @@ def decode_element(text: str) -> tuple[str, Any]:
 
 def _children(value: Any, path: Path, types: Types) -> list[tuple[Path, Any]]:
     sp = _schema_path(path)
-    if isinstance(value, dict) and not types.is_atomic_struct(sp):
+    if isinstance(value, dict) and not types.is_atomic_struct(sp) and not (path and path[-1][0] == "k" and sp in types.atomic_structs):
         return [(path + (("f", k),), v) for k, v in value.items()]
     if isinstance(value, list):
         kind, keys = types.list_kind(sp)
@@ -105,7 +105,7 @@ def applied_set(obj: dict[str, Any], types: Types, skip: tuple[str, ...] = ("api
     def walk(value: Any, path: Path) -> None:
         if path and path[-1][0] in ("k", "v"):
             out.add(path)
-            if path[-1][0] == "v":
+            if path[-1][0] == "v" or types.is_atomic_struct(_schema_path(path)):
                 return
         elif path and _is_leaf(value, path, types):
             out.add(path)
@@ -182,7 +182,7 @@ def update_set(old: Any, new: Any, types: Types) -> tuple[set[Path], set[Path]]:
             continue
         walk(old.get(key, _ABSENT), new.get(key, _ABSENT), (("f", key),))
     om, nm = old.get("metadata", {}), new.get("metadata", {})
-    for key in ("labels", "annotations", "ownerReferences", "finalizers"):
+    for key in ("generateName", "labels", "annotations", "ownerReferences", "finalizers"):
         walk(om.get(key, _ABSENT), nm.get(key, _ABSENT), (("f", "metadata"), ("f", key)))
     if "status" in old or "status" in new:
         walk(old.get("status", _ABSENT), new.get("status", _ABSENT), (("f", "status"),))

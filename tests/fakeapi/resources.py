@@ -30,9 +30,12 @@ CONTAINER_LISTS = {
 #: Key fields the server defaults before computing an item's identity (ports: protocol TCP).
 KEY_DEFAULTS = {POD + ("containers", "ports"): {"protocol": "TCP"}, POD + ("initContainers", "ports"): {"protocol": "TCP"}}
 
-DEPLOYMENT_TYPES = Types(CONTAINER_LISTS, atomic_structs={("spec", "selector")}, key_defaults=KEY_DEFAULTS)
-POD_TYPES = Types({(k[2:] if k[:3] == POD else k): v for k, v in CONTAINER_LISTS.items()})
-GENERIC_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("metadata", "finalizers"): ("set", None)})
+#: OwnerReference and ObjectReference are +structType=atomic: an item is owned whole (20: k:{"uid":...}: {}).
+ATOMIC_REFS = {("metadata", "ownerReferences"), ("involvedObject",), ("regarding",), ("related",)}
+DEPLOYMENT_TYPES = Types(CONTAINER_LISTS, atomic_structs={("spec", "selector")} | ATOMIC_REFS, key_defaults=KEY_DEFAULTS)
+POD_TYPES = Types({(k[2:] if k[:3] == POD else k): v for k, v in CONTAINER_LISTS.items()}, atomic_structs=ATOMIC_REFS)
+GENERIC_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("metadata", "finalizers"): ("set", None)},
+                      atomic_structs=ATOMIC_REFS)
 
 
 @dataclass
@@ -62,7 +65,7 @@ class Resource:
 def custom_types(version_schema: dict[str, Any]) -> Types:
     """List semantics of a CRD schema: x-kubernetes-list-type map/set, atomic otherwise."""
     lists: dict[tuple[str, ...], Any] = dict(GENERIC_TYPES.lists)
-    atomic: set[tuple[str, ...]] = set()
+    atomic: set[tuple[str, ...]] = set(ATOMIC_REFS)
 
     def walk(schema: dict[str, Any], path: tuple[str, ...]) -> None:
         if schema.get("type") == "array":

@@ -18,6 +18,7 @@ import base64
 import copy
 import datetime as dt
 import json
+import random
 import re
 import threading
 import time
@@ -35,7 +36,7 @@ from schemas.structural import prune_and_default
 from schemas.yamlload import YAMLInputError, iter_documents
 
 from . import fields as F
-from .defaults import default_deployment, order_deployment
+from .defaults import default_deployment, order_deployment, semantic
 from .resources import BUILTINS, KEY_DEFAULTS, Resource, custom_types
 
 
@@ -232,13 +233,19 @@ class FakeAPIServer:
         self.log: list[LoggedRequest] = []
         self.faults: list[Fault] = []
         self.resources: dict[tuple[str, str], Resource] = {(r.group, r.plural): r for r in BUILTINS}
-        self.clock: Callable[[], str] = now_rfc3339
+        self.clock: Callable[[], str] = self._tick
         for ns in self.namespaces:
             self._store_namespace(ns)
         for text in self.crd_texts:
             crd = next(d.value for d in iter_documents(text) if isinstance(d.value, dict))
             self._install_crd(crd, "setup")
         self._httpd: ThreadingHTTPServer | None = None
+
+    def _tick(self) -> str:
+        """A clock that moves one second per reading, so that managedFields order by time as on a
+        real server, where writes are seconds apart (09, 10)."""
+        self._now = getattr(self, "_now", dt.datetime.now(dt.timezone.utc).replace(microsecond=0)) + dt.timedelta(seconds=1)
+        return self._now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
     # ---- lifecycle
     def __enter__(self) -> FakeAPIServer:
@@ -422,8 +429,10 @@ class FakeAPIServer:
             raise APIError(404, "404 page not found\n")
         resources = []
         for r in found:
+            digest = base64.b64encode(uuid.uuid5(uuid.NAMESPACE_URL, f"{r.group}/{r.version}/{r.plural}").bytes[:8]).decode()
             resources.append({"name": r.plural, "singularName": r.kind.lower(), "namespaced": r.namespaced, "kind": r.kind,
-                              "verbs": ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]})
+                              "verbs": ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"],
+                              "storageVersionHash": digest})
             if r.status:
                 resources.append({"name": f"{r.plural}/status", "singularName": "", "namespaced": r.namespaced,
                                   "kind": r.kind, "verbs": ["get", "patch", "update"]})
@@ -466,13 +475,14 @@ class FakeAPIServer:
         self.objects[("apiextensions.k8s.io", "customresourcedefinitions", "", meta["name"])] = stored
 
     def _key(self, res: Resource, ns: str, name: str) -> tuple[str, str, str, str]:
-        return (res.group, res.plural, ns if res.namespaced else "", name)
+        group = "" if res.plural == "events" else res.group  # one Event store behind both APIs (14)
+        return (group, res.plural, ns if res.namespaced else "", name)
 
     def _must_get(self, res: Resource, ns: str, name: str) -> dict[str, Any]:
         obj = self.objects.get(self._key(res, ns, name))
         if obj is None:
             raise not_found(res, name)
-        return copy.deepcopy(obj)
+        return _event_view(res, obj) if res.plural == "events" else copy.deepcopy(obj)
 
     def _namespace_must_exist(self, ns: str) -> None:
         if ns and ("", "namespaces", "", ns) not in self.objects:
@@ -482,7 +492,8 @@ class FakeAPIServer:
     def _list(self, res: Resource, namespace: str | None, query: dict[str, str]) -> dict[str, Any]:
         selector = query.get("labelSelector", "")
         fsel = query.get("fieldSelector", "")
-        keys = sorted(k for k in self.objects if k[0] == res.group and k[1] == res.plural and (namespace is None or k[2] == namespace))
+        group = "" if res.plural == "events" else res.group
+        keys = sorted(k for k in self.objects if k[0] == group and k[1] == res.plural and (namespace is None or k[2] == namespace))
         list_rv = str(self.rv)
         start_after = None
         token = query.get("continue")
@@ -502,7 +513,7 @@ class FakeAPIServer:
             if limit and len(items) >= limit:
                 more = True
                 break
-            obj = self.objects[k]
+            obj = _event_view(res, self.objects[k]) if res.plural == "events" else self.objects[k]
             last_key = k
             if selector and not label_selector_matches(selector, obj["metadata"].get("labels") or {}):
                 continue
@@ -555,7 +566,7 @@ class FakeAPIServer:
         if value is None:
             return False
         if value != "All":
-            message = f'Unsupported value: "{value}": supported values: "All"'
+            message = f'Unsupported value: ["{value}"]: supported values: "All"'
             raise APIError(422, status_body(422, "Invalid", f'PatchOptions.meta.k8s.io "" is invalid: dryRun: {message}',
                                             {"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [{"reason": "FieldValueNotSupported", "message": message, "field": "dryRun"}]}))
         return True
@@ -569,7 +580,7 @@ class FakeAPIServer:
             outcome_obj = copy.deepcopy(obj)
             status = outcome_obj.pop("status", None)
             outcome = validator.validate(outcome_obj)
-            unknown = [p for p in outcome.errors if p.message.startswith("unknown field")]
+            unknown = sorted((p for p in outcome.errors if p.message.startswith("unknown field")), key=lambda p: p.field)
             if unknown:
                 fields_text = ", ".join(f'unknown field "{p.field}"' for p in unknown)
                 raise bad_request(f'{res.kind} in version "{res.version}" cannot be handled as a {res.kind}: strict decoding error: {fields_text}')
@@ -580,9 +591,28 @@ class FakeAPIServer:
                 raise invalid(res, name, sorted(causes, key=lambda c: c[1]))
             new = outcome.obj
             if status is not None:
-                new["status"] = status
+                probe = {"status": status}
+                version = res.crd.versions[res.version]
+                pruned = prune_and_default(probe, {"type": "object", "properties": {"status": version.schema.get("properties", {}).get("status", {})}})
+                warnings += [f'299 - "unknown field \\"{".".join(map(str, p))}\\""' for p in pruned]
+                if "status" in probe:
+                    new["status"] = probe["status"]
             return new
         if res.plural == "deployments":
+            for _ in range(20):  # POST/PUT/patch prune undeclared fields with a warning (23)
+                found = _undeclared_in_deployment(obj, raw=True)
+                if not found:
+                    break
+                shown, raw_path = found
+                warnings.append(f'299 - "unknown field \\"{shown.lstrip(".")}\\""')
+                parent = obj
+                for step in raw_path[:-1]:
+                    parent = parent[step]
+                del parent[raw_path[-1]]
+            status = obj.get("status")
+            if isinstance(status, dict):  # zero-valued counters are omitempty in the Go type (16)
+                for k in [k for k, v in status.items() if v == 0 and k.endswith(("Replicas", "replicas"))]:
+                    del status[k]
             default_deployment(obj)
             self._validate_deployment(res, obj, old)
             return order_deployment(obj)
@@ -613,8 +643,7 @@ class FakeAPIServer:
         for ref in refs:
             for key in ("apiVersion", "kind", "name", "uid"):
                 if not ref.get(key):
-                    message = "Invalid value: \"\": must not be empty" if key == "uid" else "Invalid value: \"\": " + {
-                        "apiVersion": "version must not be empty", "kind": "kind must not be empty", "name": "name must not be empty"}[key]
+                    message = "Invalid value: \"\": " + ("version must not be empty" if key == "apiVersion" else "must not be empty")
                     causes.append(("FieldValueInvalid", f"metadata.ownerReferences.{key}", message))
         controllers = [r for r in refs if r.get("controller")]
         if len(controllers) > 1:
@@ -628,7 +657,7 @@ class FakeAPIServer:
         """generation moves on spec changes (Deployments: also annotations); Leases have none (29, 15)."""
         if not res.generation:
             return
-        changed = old.get("spec") != new.get("spec")
+        changed = semantic(old.get("spec")) != semantic(new.get("spec"))  # 64Mi == 67108864 (25)
         if "annotations" in res.generation:
             changed = changed or old["metadata"].get("annotations") != new["metadata"].get("annotations")
         new["metadata"]["generation"] = old["metadata"].get("generation", 1) + (1 if changed else 0)
@@ -670,6 +699,10 @@ class FakeAPIServer:
                        entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
         """Ownership after an Update (POST/PUT/patch): the writer gains what it changed, others lose it."""
         changed, removed = F.update_set(old or {}, new, res.types)
+        if res.status:  # the main resource never owns status, /status owns nothing else (reset fields)
+            in_status = (lambda p: p[:1] == (("f", "status"),))
+            keep = in_status if sub == "status" else (lambda p: not in_status(p))
+            changed, removed = {p for p in changed if keep(p)}, {p for p in removed if keep(p)}
         if not changed and not removed:
             return entries, False
         out = []
@@ -721,11 +754,12 @@ class FakeAPIServer:
             return 201, self._must_get(res, "", meta["name"]), {}
         if not meta.get("name") and meta.get("generateName"):
             prefix = meta["generateName"]
-            if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9-])?", prefix) or prefix.endswith("."):
+            meta["name"] = prefix + "".join(random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+            # the name is generated first, then generateName is validated as a subdomain (14)
+            if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", prefix.rstrip("-")) or prefix.endswith("."):
                 causes = [("FieldValueInvalid", "metadata.generateName",
                            f'Invalid value: "{prefix}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \'-\' or \'.\', and must start and end with an alphanumeric character (e.g. \'example.com\', regex used for validation is \'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\')')]
-                raise invalid(res, prefix, causes)
-            meta["name"] = prefix + uuid.uuid4().hex[:5]
+                raise invalid(res, meta["name"], causes)
         name = meta.get("name", "")
         key = self._key(res, ns, name)
         if key in self.objects:
@@ -742,7 +776,11 @@ class FakeAPIServer:
         meta.pop("managedFields", None)
         entries, _ = self._record_update(res, None, new, manager, None, [])
         meta["managedFields"] = entries
+        if res.plural == "events":
+            new = _event_to_core(res, new)
         out = self._finish_write(res, key, None, new, dry_run)
+        if res.plural == "events":
+            out = _event_view(res, out)
         return 201, out, self._warning_headers(warnings)
 
     @staticmethod
@@ -754,8 +792,12 @@ class FakeAPIServer:
             spec = obj.get("spec") or {}
             for key in ("acquireTime", "renewTime"):
                 value = spec.get(key)
-                if value is not None and not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)", str(value)):
-                    raise bad_request(f'Lease in version "v1" cannot be handled as a Lease: parsing time "{value}" as "2006-01-02T15:04:05.000000Z07:00": cannot parse')
+                problem = _micro_time_problem(str(value)) if value is not None else None
+                if problem:
+                    raise bad_request(f'Lease in version "v1" cannot be handled as a Lease: parsing time "{value}" as '
+                                      f'"2006-01-02T15:04:05.000000Z07:00": {problem}')
+                if value is not None:
+                    spec[key] = _to_utc_micro(str(value))
         if res.plural == "events":
             self._check_event(res, obj)
 
@@ -766,7 +808,7 @@ class FakeAPIServer:
             if not obj.get("eventTime"):
                 raise invalid(res, name, [("FieldValueRequired", "eventTime", "Required value")])
             if obj.get("type") not in ("Normal", "Warning"):
-                raise invalid(res, name, [("FieldValueNotSupported", "type", f'Unsupported value: "{obj.get("type")}": supported values: "Normal", "Warning"')])
+                raise invalid(res, name, [("FieldValueInvalid", "type", f'Invalid value: "": has invalid value: {obj.get("type")}')])
         else:
             involved = obj.get("involvedObject") or {}
             if involved.get("namespace") and involved["namespace"] != ns:
@@ -781,8 +823,11 @@ class FakeAPIServer:
             raise not_found(res, name)
         manager = self._check_field_manager(query, ua)
         rv = (obj.get("metadata") or {}).get("resourceVersion")
-        if not rv and res.plural == "leases":
-            raise invalid(res, name, [("FieldValueInvalid", "metadata.resourceVersion", "Invalid value: 0: must be specified for an update")])
+        if not rv and res.plural == "leases":  # the storage layer's error: resource plural, not Kind (15)
+            message = "metadata.resourceVersion: Invalid value: 0: must be specified for an update"
+            raise APIError(422, status_body(422, "Invalid", f'{res.group_resource} "{name}" is invalid: {message}', {
+                "name": name, "group": res.group, "kind": res.plural, "causes": [
+                    {"reason": "FieldValueInvalid", "message": "Invalid value: 0: must be specified for an update", "field": "metadata.resourceVersion"}]}))
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict_modified(res, name)
         self._check_kind_specific(res, obj, old)
@@ -836,7 +881,7 @@ class FakeAPIServer:
         if ctype == "application/apply-patch+yaml":
             return self._apply(res, ns, name, sub, query, body)
         if ctype not in ("application/merge-patch+json", "application/strategic-merge-patch+json", "application/json-patch+json"):
-            raise APIError(415, status_body(415, "UnsupportedMediaType", f'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json'))
+            raise APIError(415, status_body(415, "UnsupportedMediaType", "415: Unsupported Media Type", {}))
         if "force" in query:
             raise APIError(422, status_body(422, "Invalid", 'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for non-apply patch',
                                             {"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [{"reason": "FieldValueForbidden", "message": "Forbidden: may not be specified for non-apply patch", "field": "force"}]}))
@@ -886,11 +931,18 @@ class FakeAPIServer:
         force = query.get("force") == "true"
         try:
             docs = list(iter_documents(body))
-        except YAMLInputError as exc:
-            raise bad_request(f"error decoding YAML: {exc.message}") from None
+        except YAMLInputError:
+            try:
+                list(yaml.load_all(body, Loader=yaml.CSafeLoader))
+            except yaml.MarkedYAMLError as exc:
+                line = exc.problem_mark.line if exc.problem_mark else 0
+                raise bad_request(f"error decoding YAML: error converting YAML to JSON: yaml: line {line}: {exc.problem}") from None
+            raise bad_request("error decoding YAML") from None
         applied = docs[0].value if docs else None  # several documents: only the first is applied (17)
         if not isinstance(applied, dict):
-            raise bad_request("error decoding YAML: the body must be a single object")
+            got = "array" if isinstance(applied, list) else "string"
+            raise bad_request("error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal "
+                              f"{got} into Go value of type map[string]interface {{}}")
         if applied.get("apiVersion") != res.api_version or applied.get("kind") != res.kind:
             raise bad_request(f"invalid object type: {applied.get('apiVersion') or '/'}, Kind={applied.get('kind') or ''}")
         meta = applied.setdefault("metadata", {})
@@ -934,6 +986,11 @@ class FakeAPIServer:
         applied_paths = F.applied_set(applied, res.types)
         applied_paths = {p for p in applied_paths if p[:1] != (("f", "metadata"),) or p[1][1] in ("labels", "annotations", "ownerReferences", "finalizers")}
         entries = self._entries(old)
+        if old is not None and not entries:
+            # managedFields were stripped: a synthetic Update manager owns every existing field (19)
+            owned, _ = F.update_set({}, {k: v for k, v in old.items() if k != "status"}, res.types)
+            entries = [{"manager": "before-first-apply", "operation": "Update", "apiVersion": res.api_version,
+                        "time": self.clock(), "fieldsType": "FieldsV1", "fieldsV1": F.to_fields_v1(owned)}]
         me = (manager, "Apply", sub or "")
         conflicts: list[tuple[dict[str, Any], F.Path]] = []
         base = copy.deepcopy(old) if old else {"apiVersion": res.api_version, "kind": res.kind, "metadata": {"name": name, **({"namespace": ns} if res.namespaced else {})}}
@@ -1021,7 +1078,7 @@ class FakeAPIServer:
         if res.custom:
             version = res.crd.versions[res.version]
             probe = copy.deepcopy(applied)
-            pruned = prune_and_default(probe, version.schema)
+            pruned = sorted(prune_and_default(probe, version.schema))
             if pruned:
                 path = "." + ".".join(str(p) for p in pruned[0])
         elif res.plural == "deployments":
@@ -1063,8 +1120,9 @@ class FakeAPIServer:
         options = self._json_body(body) if body else {}
         pre = (options or {}).get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != old["metadata"]["uid"]:
-            message = (f'Operation cannot be fulfilled on {res.group_resource} "{name}": Precondition failed: UID in precondition: '
-                       f'{pre["uid"]}, UID in object meta: {old["metadata"]["uid"]}')
+            kind_group = f"{res.kind}.{res.group}" if res.group else res.kind
+            message = (f'Operation cannot be fulfilled on {kind_group} "{name}": the UID in the precondition ({pre["uid"]}) does not '
+                       f'match the UID in record ({old["metadata"]["uid"]}). The object might have been deleted and then recreated')
             raise APIError(409, status_body(409, "Conflict", message, {"name": name, **({"group": res.group} if res.group else {}), "kind": res.kind}))
         if (options or {}).get("propagationPolicy") == "Foreground":
             obj = copy.deepcopy(old)
@@ -1092,6 +1150,26 @@ class FakeAPIServer:
         return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}, {}
 
 
+def _micro_time_problem(value: str) -> str | None:
+    """Go's time.Parse complaint for metav1.MicroTime's layout, or None when it parses (15)."""
+    m = re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", value)
+    if not m:
+        return f'cannot parse "{value}" as "2006"'
+    rest = value[m.end():]
+    if not re.match(r"\.\d{6}", rest):
+        return f'cannot parse "{rest}" as ".000000"'
+    zone = rest[7:]
+    if not re.fullmatch(r"Z|[+-]\d\d:\d\d", zone):
+        return f'cannot parse "{zone}" as "Z07:00"'
+    return None
+
+
+def _to_utc_micro(value: str) -> str:
+    """An offset is converted to UTC; stored with exactly six fractional digits and Z (15)."""
+    parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return parsed.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def _go_json_error(token: str) -> str:
     """encoding/json's complaint about a continue token that base64-decodes to non-JSON."""
     try:
@@ -1101,6 +1179,39 @@ def _go_json_error(token: str) -> str:
     first = raw[:1].decode("latin-1") or " "
     shown = first if first.isprintable() and first.isascii() else f"\\u{ord(first):04x}"
     return f"invalid character '{shown}' looking for beginning of value"
+
+
+_EVENT_FIELDS = {  # core/v1 <-> events.k8s.io/v1 (pkg/apis/events/v1 conversion)
+    "involvedObject": "regarding", "message": "note", "source": "deprecatedSource",
+    "firstTimestamp": "deprecatedFirstTimestamp", "lastTimestamp": "deprecatedLastTimestamp",
+    "count": "deprecatedCount", "reportingComponent": "reportingController",
+}
+
+
+def _event_to_core(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
+    if res.group != "events.k8s.io":
+        return obj
+    back = {v: k for k, v in _EVENT_FIELDS.items()}
+    out = {back.get(k, k): v for k, v in obj.items()}
+    out["apiVersion"], out["kind"] = "v1", "Event"
+    return out
+
+
+def _event_view(res: Resource, stored: dict[str, Any]) -> dict[str, Any]:
+    """An Event as the API it is read through shows it, with that API's empty defaults."""
+    core = copy.deepcopy(stored)
+    for key, empty in (("eventTime", None), ("reportingComponent", ""), ("reportingInstance", ""),
+                       ("firstTimestamp", None), ("lastTimestamp", None), ("source", {})):
+        core.setdefault(key, empty)
+    if res.group != "events.k8s.io":
+        core["apiVersion"], core["kind"] = "v1", "Event"
+        return core
+    out = {_EVENT_FIELDS.get(k, k): v for k, v in core.items()}
+    out["apiVersion"], out["kind"] = "events.k8s.io/v1", "Event"
+    for key in ("reportingController", "reportingInstance"):
+        if out.get(key) == "":
+            del out[key]
+    return out
 
 
 _META_ORDER = ("name", "generateName", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
@@ -1170,17 +1281,19 @@ def _merge_into(target: Any, applied: Any, types: F.Types, path: tuple[str, ...]
             continue
         kind, keys = types.list_kind(sub)
         if isinstance(value, list) and kind == "map" and isinstance(target.get(key), list):
-            live = target[key]
+            # live items keep their place (merged with the applied ones); new items are appended (20)
             merged = []
-            for item in value:
-                match = next((cur for cur in live if F.item_key(cur, keys) == F.item_key(item, keys)), None)
+            for cur in target[key]:
+                match = next((i for i in value if types.item_key(i, sub) == types.item_key(cur, sub)), None)
+                merged_item = copy.deepcopy(cur)
                 if match is not None:
-                    merged_item = copy.deepcopy(match)
-                    _merge_into(merged_item, item, types, sub)
-                    merged.append(merged_item)
-                else:
-                    merged.append(copy.deepcopy(item))
-            merged += [copy.deepcopy(cur) for cur in live if all(F.item_key(cur, keys) != F.item_key(i, keys) for i in value)]
+                    if sub in types.atomic_structs:
+                        merged_item = copy.deepcopy(match)
+                    else:
+                        _merge_into(merged_item, match, types, sub)
+                merged.append(merged_item)
+            live_keys = {types.item_key(cur, sub) for cur in target[key]}
+            merged += [copy.deepcopy(i) for i in value if types.item_key(i, sub) not in live_keys]
             target[key] = merged
         elif isinstance(value, list) and kind == "set" and isinstance(target.get(key), list):
             target[key] = list(dict.fromkeys(target[key] + value))
@@ -1192,7 +1305,7 @@ def _merge_into(target: Any, applied: Any, types: F.Types, path: tuple[str, ...]
 _DEPLOYMENT_SCHEMA: dict[str, Any] | None = None
 
 
-def _undeclared_in_deployment(obj: dict[str, Any]) -> str | None:
+def _undeclared_in_deployment(obj: dict[str, Any], raw: bool = False) -> Any:
     """The first field kubernetes' own apps/v1 Deployment schema does not declare (kubernetes-validate)."""
     import kubernetes_validate
 
@@ -1219,7 +1332,8 @@ def _undeclared_in_deployment(obj: dict[str, Any]) -> str | None:
                 else:
                     parts += f".{step}"
                     cur = cur[step] if isinstance(cur, dict) else cur
-            return f"{parts}.{m.group(1)}"
+            shown = f"{parts}.{m.group(1)}"
+            return (shown, where + [m.group(1)]) if raw else shown
     except Exception:  # other schema complaints are validation's business, not a 500
         return None
     return None
