@@ -190,6 +190,86 @@ def print_crd() -> None:
     sys.stdout.write(builtin_crd_text())
 
 
+def _setup_logging(level: str) -> None:
+    """Human-readable lines on a terminal, one JSON object per line otherwise (for log pipelines)."""
+    import logging
+
+    class JSONFormatter(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return json.dumps({"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"), "level": record.levelname.lower(),
+                               "logger": record.name, "msg": record.getMessage()})
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s") if sys.stderr.isatty() else JSONFormatter())
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+
+
+def _duration(text: str) -> float:
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+    for unit in ("ms", "s", "m", "h"):
+        if text.endswith(unit) and text[: -len(unit)].replace(".", "", 1).isdigit():
+            return float(text[: -len(unit)]) * units[unit]
+    if text.replace(".", "", 1).isdigit():
+        return float(text)
+    raise _fail(f"invalid duration {text!r} (use e.g. 30s, 5m)")
+
+
+NamespaceOpt = Annotated[list[str] | None, typer.Option("--namespace", "-n", help="Only this namespace (repeatable; default all).")]
+KubeconfigOpt = Annotated[str | None, typer.Option("--kubeconfig", help="A kubeconfig (default $KUBECONFIG, ~/.kube/config, in-cluster).")]
+ContextOpt = Annotated[str | None, typer.Option("--context", help="The kubeconfig context to use.")]
+
+
+@app.command()
+def reconcile(
+    once: Annotated[bool, typer.Option("--once", help="One cycle (CronJob): exit 0 all handled, 1 some failed, 2 could not run.")] = False,
+    interval: Annotated[str | None, typer.Option("--interval", help="Cycles this often until SIGTERM (Deployment), e.g. 30s.")] = None,
+    namespace: NamespaceOpt = None,
+    field_manager: Annotated[str, typer.Option("--field-manager", help="Field manager of the Deployment applies.")] = "memcached-gitops",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report drift, write nothing: exit 0 no drift, 1 drift, 2 error.")] = False,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    crd: CrdOpt = None,
+    image: Annotated[str | None, typer.Option("--image", help=f"memcached image [env MEMCACHED_IMAGE; default {DEFAULT_IMAGE}]")] = None,
+    leader_elect: Annotated[bool, typer.Option("--leader-elect/--no-leader-elect", help="Hold a Lease (with --interval).")] = True,
+    lease_namespace: Annotated[str | None, typer.Option("--lease-namespace", help="Namespace of the Lease [env POD_NAMESPACE].")] = None,
+    metrics_port: Annotated[int, typer.Option("--metrics-port", help="Port of /healthz, /readyz and /metrics (0: off).")] = 8080,
+    log_level: Annotated[str, typer.Option("--log-level")] = "info",
+) -> None:
+    """Correct drift of the Deployments of Memcached CRs with server-side apply, and report status."""
+    if once == (interval is not None):
+        raise _fail("give exactly one of --once or --interval")
+    _setup_logging(log_level)
+    from reconciler import run
+
+    code = run(once=once, interval=_duration(interval) if interval else None, namespaces=tuple(namespace or ()),
+               field_manager=field_manager, dry_run=dry_run, kubeconfig=kubeconfig, context=context,
+               crd=_validator(crd, True).crd, image=_image(image), leader_elect=leader_elect,
+               lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE", "default"), metrics_port=metrics_port)
+    raise typer.Exit(code)
+
+
+@app.command()
+def diff(
+    paths: PathsArg,
+    namespace: Annotated[str, typer.Option("--namespace", "-n", help="Namespace of CRs that have none.")] = "default",
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    crd: CrdOpt = None,
+    image: Annotated[str | None, typer.Option("--image", help="memcached image [env MEMCACHED_IMAGE]")] = None,
+) -> None:
+    """Compare the rendering of files with the live cluster: exit 0 no drift, 1 drift, 2 error."""
+    validator = _validator(crd, True)
+    result = _run(paths, validator, _image(image), do_render=True)
+    _check_nonempty(result, paths)
+    _report_text(result.findings)
+    if result.errors:
+        raise typer.Exit(2)
+    _setup_logging("warning")
+    from reconciler import diff_live
+
+    raise typer.Exit(diff_live(result.rendered, namespace, kubeconfig, context))
+
+
 def main() -> None:
     """Console-script entry point: usage errors exit 2, and nothing prints a traceback."""
     try:

@@ -1,5 +1,77 @@
-"""The in-cluster drift reconciler (server-side apply, status conditions).
+"""The in-cluster drift reconciler: server-side apply, status conditions, events, leader election.
 
-Not built yet: see the issue tracker. The kubernetes client is imported only here, so that
-``render`` and ``validate`` start fast.
+The kubernetes client is imported only below this package, so that ``render`` and ``validate``
+start fast. Layers: api.py talks to the API server; drift.py, managedfields.py and status.py are
+pure; cycle.py decides and writes; loop.py, leader.py and metrics.py run it.
 """
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+from typing import Any
+
+from schemas import CRD
+
+
+def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], field_manager: str, dry_run: bool,
+        kubeconfig: str | None, context: str | None, crd: CRD, image: str, leader_elect: bool, lease_namespace: str,
+        metrics_port: int, host: str | None = None) -> int:
+    """Connect and run ``--once`` or ``--interval``; returns the exit code."""
+    from .api import KubeAPI
+    from .cycle import Options, Reconciler
+    from .leader import LeaderElector
+    from .loop import install_stop_handlers, run_forever, run_once
+    from .metrics import Metrics, serve
+
+    stop = threading.Event()
+    try:
+        api = KubeAPI.connect(kubeconfig, context, host=host, stop=stop)
+    except Exception as exc:  # no usable configuration: a clear line, exit 2
+        print(f"error: cannot configure the Kubernetes client: {exc}", file=sys.stderr)
+        return 2
+    options = Options(namespaces=namespaces, field_manager=field_manager, image=image, dry_run=dry_run)
+    reconciler = Reconciler(api, crd, options, stop)
+    install_stop_handlers(stop)
+    if once:
+        return run_once(reconciler)
+    metrics = Metrics()
+    metrics.api_requests = api.requests
+    server = serve(metrics, metrics_port) if metrics_port else None
+    identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    elector = LeaderElector(api, lease_namespace, identity) if leader_elect and not dry_run else None
+    try:
+        return run_forever(reconciler, interval or 30.0, metrics, elector)
+    finally:
+        if server:
+            server.shutdown()
+
+
+def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | None, context: str | None,
+              host: str | None = None) -> int:
+    """Compare rendered Deployments with the cluster; print the drift report; 0 none, 1 drift, 2 error."""
+    from .api import APIError, KubeAPI, object_path
+    from .drift import compare
+
+    try:
+        api = KubeAPI.connect(kubeconfig, context, host=host)
+    except Exception as exc:
+        print(f"error: cannot configure the Kubernetes client: {exc}", file=sys.stderr)
+        return 2
+    drifted = False
+    for desired in rendered:
+        ns = desired["metadata"].get("namespace") or namespace
+        name = desired["metadata"]["name"]
+        try:
+            live = api.request("GET", object_path("apps", "v1", "deployments", ns, name))
+        except APIError as exc:
+            if exc.status != 404:
+                print(f"error: {ns}/{name}: {exc}", file=sys.stderr)
+                return 2
+            live = None
+        for d in compare(desired, live):
+            drifted = True
+            print(f"{ns}/{name}: " + ("missing: the Deployment does not exist" if live is None else d.describe()))
+    return 1 if drifted else 0

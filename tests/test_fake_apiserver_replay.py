@@ -12,7 +12,6 @@ a generated name) are taken from the fake's own earlier answers.
 
 from __future__ import annotations
 
-import copy
 import http.client
 import json
 import re
@@ -21,8 +20,6 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import pytest
-
-from schemas.crd import builtin_crd_text
 
 from .conftest import TRANSCRIPTS
 from .fakeapi import fields as F
@@ -96,7 +93,7 @@ def learn(recorded: Any, fake: Any, mapping: dict[str, str], generated: bool = F
             else:
                 learn(v, fake.get(k), mapping, generated)
     elif isinstance(recorded, list) and isinstance(fake, list):
-        for a, b in zip(recorded, fake):
+        for a, b in zip(recorded, fake, strict=False):
             learn(a, b, mapping, generated)
 
 
@@ -149,7 +146,6 @@ def send(url: str, request: dict[str, Any], mapping: dict[str, str]) -> tuple[in
 
 def _cases():
     for path in FILES:
-        data = json.loads(path.read_text())
         yield pytest.param(path, id=path.stem)
 
 
@@ -197,7 +193,8 @@ def replay(path: Path) -> set[str]:
                     key = object_key(req["path"]) if req["method"] != "POST" else f"{req['path']}/{rec['body']['metadata'].get('name')}"
                     rv_r, rv_f = rec["body"]["metadata"].get("resourceVersion"), body.get("metadata", {}).get("resourceVersion")
                     if key in last_rv_recorded and rv_r is not None and (rv_r != last_rv_recorded[key]) != (rv_f != last_rv_fake.get(key)):
-                        problems.append(f"resourceVersion moved: recorded {rv_r != last_rv_recorded[key]}, fake {rv_f != last_rv_fake.get(key)}")
+                        moved = (rv_r != last_rv_recorded[key], rv_f != last_rv_fake.get(key))
+                        problems.append(f"resourceVersion moved: recorded {moved[0]}, fake {moved[1]}")
                     if rv_r is not None:
                         last_rv_recorded[key], last_rv_fake[key] = rv_r, rv_f
             if problems:
@@ -217,5 +214,5 @@ def _diff(want: Any, got: Any, where: str = "") -> str:
                 out.append(_diff(want.get(k, "<absent>"), got.get(k, "<absent>"), f"{where}.{k}"))
         return "\n".join(out)
     if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
-        return "\n".join(_diff(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(want, got)) if a != b)
+        return "\n".join(_diff(a, b, f"{where}[{i}]") for i, (a, b) in enumerate(zip(want, got, strict=True)) if a != b)
     return f"    {where}: recorded {json.dumps(want)[:300]} | fake {json.dumps(got)[:300]}"

@@ -16,7 +16,8 @@ merge strategy) and checked against the recorded transcripts, not against the re
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Path = tuple[tuple[str, Any], ...]
 #: How a list at a given path merges: ("map", keys) | ("set", None) | ("atomic", None)

@@ -23,9 +23,10 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import yaml
@@ -83,7 +84,7 @@ def bad_request(message: str) -> APIError:
 
 
 def now_rfc3339() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def manager_from_user_agent(ua: str) -> str:
@@ -244,7 +245,7 @@ class FakeAPIServer:
     def _tick(self) -> str:
         """A clock that moves one second per reading, so that managedFields order by time as on a
         real server, where writes are seconds apart (09, 10)."""
-        self._now = getattr(self, "_now", dt.datetime.now(dt.timezone.utc).replace(microsecond=0)) + dt.timedelta(seconds=1)
+        self._now = getattr(self, "_now", dt.datetime.now(dt.UTC).replace(microsecond=0)) + dt.timedelta(seconds=1)
         return self._now.strftime("%Y-%m-%dT%H:%M:%SZ")
 
     # ---- lifecycle
@@ -556,7 +557,7 @@ class FakeAPIServer:
                                                 {"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [{"reason": "FieldValueRequired", "message": "Required value: is required for apply patch", "field": "fieldManager"}]}))
             return manager_from_user_agent(ua)
         if len(manager.encode()) > 128:
-            message = f'Too long: may not be more than 128 bytes'
+            message = 'Too long: may not be more than 128 bytes'
             raise APIError(422, status_body(422, "Invalid", f'PatchOptions.meta.k8s.io "" is invalid: fieldManager: {message}',
                                             {"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [{"reason": "FieldValueTooLong", "message": message, "field": "fieldManager"}]}))
         return manager
@@ -630,6 +631,13 @@ class FakeAPIServer:
         if not selector or not all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items()):
             causes.append(("FieldValueInvalid", "spec.template.metadata.labels",
                            f"Invalid value: {json.dumps(labels, separators=(',', ':'), sort_keys=True)}: `selector` does not match template `labels`"))
+        for ci, c in enumerate(spec.get("template", {}).get("spec", {}).get("containers") or []):
+            seen: set[str] = set()
+            for pi, port in enumerate(c.get("ports") or []):
+                if port.get("name") and port["name"] in seen:
+                    causes.append(("FieldValueDuplicate", f"spec.template.spec.containers[{ci}].ports[{pi}].name",
+                                   f'Duplicate value: "{port["name"]}"'))
+                seen.add(port.get("name"))
         if old is not None and old.get("spec", {}).get("selector") != selector:
             causes.append(("FieldValueInvalid", "spec.selector",
                            f"Invalid value: {json.dumps(selector, separators=(',', ':'), sort_keys=True)}: field is immutable"))
@@ -700,9 +708,9 @@ class FakeAPIServer:
         """Ownership after an Update (POST/PUT/patch): the writer gains what it changed, others lose it."""
         changed, removed = F.update_set(old or {}, new, res.types)
         if res.status:  # the main resource never owns status, /status owns nothing else (reset fields)
-            in_status = (lambda p: p[:1] == (("f", "status"),))
-            keep = in_status if sub == "status" else (lambda p: not in_status(p))
-            changed, removed = {p for p in changed if keep(p)}, {p for p in removed if keep(p)}
+            wanted = sub == "status"
+            changed = {p for p in changed if (p[:1] == (("f", "status"),)) == wanted}
+            removed = {p for p in removed if (p[:1] == (("f", "status"),)) == wanted}
         if not changed and not removed:
             return entries, False
         out = []
@@ -1009,8 +1017,8 @@ class FakeAPIServer:
             others -= {p for _, p in conflicts}
         result = copy.deepcopy(base)
         keep = others | applied_paths
-        for p in sorted(mine_before - applied_paths, key=len, reverse=True):
-            if F.covers(keep, p):
+        for p in sorted(mine_before - applied_paths, key=len):  # items before their fields
+            if F.covers(keep, p) or F.value_at(result, p, res.types) is F._ABSENT:
                 continue
             # SMD prunes the named parents too (EnsureNamedFieldsAreMembers) unless someone still owns
             # something under them: a dropped readinessProbe goes with its defaulted fields (08).
@@ -1167,7 +1175,7 @@ def _micro_time_problem(value: str) -> str | None:
 def _to_utc_micro(value: str) -> str:
     """An offset is converted to UTC; stored with exactly six fractional digits and Z (15)."""
     parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return parsed.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return parsed.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _go_json_error(token: str) -> str:

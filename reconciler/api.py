@@ -1,0 +1,165 @@
+"""The one module that talks to the API server, through the official kubernetes client's HTTP stack.
+
+It uses the client's configuration loading (kubeconfig, context, in-cluster service account),
+authentication, TLS and connection pool, and sends raw requests so that the reconciler works on
+plain dicts (no model classes to deserialize, which also keeps list calls cheap).
+
+Failures that may pass (HTTP 429 with Retry-After, 5xx other than a schema error, connection
+errors and timeouts) are retried with capped exponential backoff and full jitter. Every request is
+counted by verb for the metrics and the benchmarks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlencode
+
+log = logging.getLogger("memcached_gitops.api")
+#: Writes without a fieldManager (Events) are attributed to the User-Agent up to its first "/" (22).
+USER_AGENT = "memcached-gitops/0.1.0 (python kubernetes client)"
+
+
+class APIError(Exception):
+    """An answer the reconciler cannot use: ``status`` is the HTTP code (0: no answer at all)."""
+
+    def __init__(self, status: int, message: str, body: Any = None) -> None:
+        super().__init__(f"HTTP {status}: {message}" if status else message)
+        self.status, self.message, self.body = status, message, body
+
+    @property
+    def reason(self) -> str:
+        return (self.body or {}).get("reason", "") if isinstance(self.body, dict) else ""
+
+
+@dataclass
+class RetryPolicy:
+    """Capped exponential backoff with full jitter (AWS architecture blog, "Exponential Backoff And Jitter")."""
+
+    attempts: int = 5
+    base: float = 0.2
+    cap: float = 5.0
+    sleep: Any = time.sleep
+
+    def delay(self, attempt: int, retry_after: str | None = None) -> float:
+        if retry_after:
+            try:
+                return min(float(retry_after), self.cap * 4)
+            except ValueError:
+                pass
+        return random.uniform(0, min(self.cap, self.base * 2**attempt))
+
+
+def _transient(status: int, body: Any) -> bool:
+    if status == 429 or status in (502, 503, 504):
+        return True
+    if status == 500:
+        message = body.get("message", "") if isinstance(body, dict) else str(body)
+        return "field not declared in schema" not in message  # a schema mismatch will not pass
+    return False
+
+
+@dataclass
+class KubeAPI:
+    """Raw JSON requests over a kubernetes.client.ApiClient."""
+
+    client: Any  # kubernetes.client.ApiClient
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout: float = 30.0
+    requests: Counter = field(default_factory=Counter)
+    stop: threading.Event | None = None
+
+    @classmethod
+    def connect(cls, kubeconfig: str | None = None, context: str | None = None, host: str | None = None,
+                **kwargs: Any) -> KubeAPI:
+        """Configuration as kubectl finds it: --kubeconfig / $KUBECONFIG / ~/.kube/config, else in-cluster."""
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        if host:
+            configuration.host = host
+        else:
+            try:
+                config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
+            except Exception:  # no kubeconfig: we are a pod, or nothing is configured
+                if kubeconfig or context:
+                    raise
+                config.load_incluster_config(client_configuration=configuration)
+        configuration.retries = False  # retries are ours, with jitter and Retry-After
+        return cls(client=client.ApiClient(configuration), **kwargs)
+
+    def request(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None,
+                content_type: str = "application/json", verb: str | None = None) -> Any:
+        """One request, retried while the failure may pass; returns the decoded JSON body."""
+        url = self.client.configuration.host.rstrip("/") + path + ("?" + urlencode(query) if query else "")
+        headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
+        self.client.update_params_for_auth(headers, None, ["BearerToken"], path, method, body)
+        # The client serializes JSON bodies itself; an apply body (JSON is YAML) is sent as text.
+        data = json.dumps(body) if isinstance(body, (dict, list)) and not content_type.endswith("json") else body
+        verb = verb or method.lower()
+        for attempt in range(self.retry.attempts):
+            self.requests[verb] += 1
+            status, payload, retry_after = self._send(method, url, headers, data)
+            if 200 <= status < 300:
+                return payload
+            if status and not _transient(status, payload):
+                message = payload.get("message", "") if isinstance(payload, dict) else str(payload)[:200]
+                raise APIError(status, message, payload)
+            if attempt + 1 == self.retry.attempts or (self.stop is not None and self.stop.is_set()):
+                message = payload.get("message", "") if isinstance(payload, dict) else str(payload)[:200]
+                raise APIError(status, message or "no answer", payload)
+            delay = self.retry.delay(attempt, retry_after)
+            log.warning("retrying %s %s after %s in %.2fs", method, path, status or "connection error", delay)
+            self.retry.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _send(self, method: str, url: str, headers: dict[str, str], data: Any) -> tuple[int, Any, str | None]:
+        try:
+            response = self.client.rest_client.request(method, url, headers=dict(headers), body=data,
+                                                       _request_timeout=self.timeout)
+            raw = response.read()
+        except Exception as exc:  # urllib3 connection errors and timeouts, wrapped or not
+            log.debug("request failed: %s", exc)
+            return 0, str(exc), None
+        try:
+            payload = json.loads(raw) if raw else None
+        except ValueError:
+            payload = raw.decode(errors="replace")
+        return response.status, payload, response.headers.get("Retry-After")
+
+    # ---- typed helpers
+    def list_all(self, path: str, label_selector: str | None = None, limit: int = 500) -> Iterator[dict[str, Any]]:
+        """Every item of a collection, page by page (limit/continue)."""
+        query: dict[str, Any] = {"limit": limit}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        while True:
+            page = self.request("GET", path, query, verb="list")
+            yield from page.get("items") or []
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+            query["continue"] = token
+
+    def apply(self, path: str, obj: dict[str, Any], field_manager: str, dry_run: bool = False) -> dict[str, Any]:
+        """Server-side apply (application/apply-patch+yaml; JSON is YAML) with force."""
+        query = {"fieldManager": field_manager, "force": "true"}
+        if dry_run:
+            query["dryRun"] = "All"
+        return self.request("PATCH", path, query, obj, content_type="application/apply-patch+yaml", verb="apply")
+
+
+def collection_path(group: str, version: str, plural: str, namespace: str | None = None) -> str:
+    base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
+    return f"{base}/namespaces/{quote(namespace)}/{plural}" if namespace else f"{base}/{plural}"
+
+
+def object_path(group: str, version: str, plural: str, namespace: str, name: str, sub: str = "") -> str:
+    return collection_path(group, version, plural, namespace) + f"/{quote(name)}" + (f"/{sub}" if sub else "")

@@ -1,0 +1,268 @@
+"""One reconcile cycle over every Memcached in scope.
+
+1. LIST Memcacheds, LIST Deployments labelled ``app.kubernetes.io/managed-by=memcached-gitops``,
+   LIST the Pods with that label (paginated), and GET the CRD once to learn which status fields
+   it declares. No per-object GET in a steady state.
+2. For each CR: validate with the same validator as ``memcached-gitops validate``; render; add the
+   controller ownerReference.
+3. Compare with the live Deployment on the fields we set (drift.py). Equal: no write. Different or
+   missing: one server-side apply with force. A Deployment that a CR names but that is not in
+   the labelled LIST is looked up once before creating, so that a foreign Deployment of the same
+   name is never taken over (``Degraded``, reason ``ResourceNotOwned``).
+4. Status through the status subresource under its own field manager, only when it changed.
+5. An Event on the CR for each correction and each failure.
+
+One bad CR never stops the others; a stop request (SIGTERM) ends the cycle after the current CR.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from render import DEFAULT_IMAGE, MANAGED_BY, RenderError, render
+from schemas import CRD, Validator
+
+from .api import APIError, KubeAPI, collection_path, object_path
+from .drift import Drift, compare, removal_patch
+from .status import Observation, desired_status, status_differs
+
+log = logging.getLogger("memcached_gitops.reconciler")
+SELECTOR = f"app.kubernetes.io/managed-by={MANAGED_BY}"
+
+
+@dataclass
+class Options:
+    namespaces: tuple[str, ...] = ()  # empty: all namespaces
+    field_manager: str = "memcached-gitops"
+    status_manager: str = "memcached-gitops-status"
+    image: str = DEFAULT_IMAGE
+    dry_run: bool = False
+    events: bool = True
+
+
+@dataclass
+class CROutcome:
+    namespace: str
+    name: str
+    action: str  # unchanged | created | corrected | not-owned | invalid | failed
+    drift: list[Drift] = field(default_factory=list)
+    error: str = ""
+
+
+@dataclass
+class CycleReport:
+    outcomes: list[CROutcome] = field(default_factory=list)
+    complete: bool = True  # False when stopped early or a LIST failed
+    error: str = ""
+    duration: float = 0.0
+
+    @property
+    def failed(self) -> list[CROutcome]:
+        return [o for o in self.outcomes if o.action in ("failed", "invalid", "not-owned")]
+
+    @property
+    def drifted(self) -> list[CROutcome]:
+        return [o for o in self.outcomes if o.action in ("created", "corrected")]
+
+
+def now_rfc3339() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Reconciler:
+    """Holds the validator (built once) and runs cycles."""
+
+    def __init__(self, api: KubeAPI, crd: CRD, options: Options | None = None, stop: threading.Event | None = None) -> None:
+        self.api, self.crd = api, crd
+        self.options = options or Options()
+        self.validator = Validator(crd)
+        self.stop = stop or threading.Event()
+        self.version = crd.storage_version or next(iter(crd.versions))
+        self._reported_schema_errors: set[tuple[str, str]] = set()
+
+    # ---- reading
+    def _list(self, group: str, version: str, plural: str, selector: str | None = None) -> list[dict[str, Any]]:
+        scopes = self.options.namespaces or (None,)
+        items: list[dict[str, Any]] = []
+        for ns in scopes:
+            items += self.api.list_all(collection_path(group, version, plural, ns), selector)
+        return items
+
+    def _status_schema(self) -> tuple[frozenset[str] | None, frozenset[str] | None]:
+        """The status fields the served CRD declares (a GET of the CRD; None when it cannot be read)."""
+        try:
+            crd = self.api.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{self.crd.plural}.{self.crd.group}")
+        except APIError as exc:
+            log.info("cannot read the served CRD (%s); writing only conditions and nodes", exc)
+            return frozenset({"conditions", "nodes"}), frozenset({"type", "status", "reason", "message", "lastTransitionTime"})
+        for v in (crd.get("spec") or {}).get("versions") or []:
+            if v.get("name") == self.version:
+                status = (((v.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties") or {}).get("status") or {}
+                if status.get("x-kubernetes-preserve-unknown-fields"):
+                    return None, None
+                props = status.get("properties") or {}
+                item = ((props.get("conditions") or {}).get("items") or {}).get("properties")
+                return frozenset(props), (frozenset(item) if item else None)
+        return None, None
+
+    # ---- the cycle
+    def run_cycle(self) -> CycleReport:
+        started = time.monotonic()
+        report = CycleReport()
+        try:
+            crs = self._list(self.crd.group, self.version, self.crd.plural)
+            deployments = self._list("apps", "v1", "deployments", SELECTOR)
+            pods = self._list("", "v1", "pods", SELECTOR)
+            declared, condition_fields = self._status_schema()
+        except APIError as exc:
+            report.complete, report.error = False, f"listing failed: {exc}"
+            log.error("cycle could not run: %s", report.error)
+            report.duration = time.monotonic() - started
+            return report
+        by_name = {(d["metadata"].get("namespace", ""), d["metadata"]["name"]): d for d in deployments}
+        pods_by_owner: dict[tuple[str, str], list[str]] = {}
+        for pod in pods:
+            labels = pod["metadata"].get("labels") or {}
+            owner = (pod["metadata"].get("namespace", ""), labels.get("app.kubernetes.io/instance", ""))
+            pods_by_owner.setdefault(owner, []).append(pod["metadata"]["name"])
+        for cr in sorted(crs, key=lambda c: (c["metadata"].get("namespace", ""), c["metadata"]["name"])):
+            if self.stop.is_set():
+                report.complete = False
+                report.error = "stopped before every CR was handled"
+                break
+            key = (cr["metadata"].get("namespace", ""), cr["metadata"]["name"])
+            try:
+                outcome = self._reconcile_one(cr, by_name.get(key), tuple(pods_by_owner.get(key, [])), declared, condition_fields)
+            except APIError as exc:  # one bad CR never stops the others
+                outcome = CROutcome(key[0], key[1], "failed", error=str(exc))
+                log.error("%s/%s: %s", key[0], key[1], exc)
+                self._event(cr, "Warning", "ReconcileFailed", str(exc)[:1024])
+            report.outcomes.append(outcome)
+        report.duration = time.monotonic() - started
+        return report
+
+    def _reconcile_one(self, cr: dict[str, Any], live: dict[str, Any] | None, pods: tuple[str, ...],
+                       declared: frozenset[str] | None, condition_fields: frozenset[str] | None) -> CROutcome:
+        ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
+        generation = cr["metadata"].get("generation", 1)
+        outcome = self.validator.validate(copy.deepcopy(cr))
+        if not outcome.ok:
+            message = "; ".join(f"{p.field}: {p.message}" for p in outcome.errors)[:1024]
+            self._write_status(cr, Observation(generation, 0, live, pods, "InvalidSpec", message), declared, condition_fields)
+            self._event_once(cr, "InvalidSpec", message)
+            return CROutcome(ns, name, "invalid", error=message)
+        try:
+            desired = render(outcome.obj, self.options.image)[0]
+        except RenderError as exc:
+            message = f"{'.'.join(map(str, exc.path))}: {exc.message}"
+            self._write_status(cr, Observation(generation, 0, live, pods, "InvalidSpec", message), declared, condition_fields)
+            self._event_once(cr, "InvalidSpec", message)
+            return CROutcome(ns, name, "invalid", error=message)
+        size = desired["spec"]["replicas"]
+        desired["metadata"]["ownerReferences"] = [{
+            "apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": name, "uid": cr["metadata"]["uid"],
+            "controller": True, "blockOwnerDeletion": True,
+        }]
+        if live is None:
+            live = self._find_unlabelled(ns, name)
+        if live is not None and not self._controlled_by(live, cr):
+            message = f"Deployment {ns}/{name} exists and is not controlled by this Memcached; it is left alone"
+            self._write_status(cr, Observation(generation, size, None, (), "ResourceNotOwned", message), declared, condition_fields)
+            self._event_once(cr, "ResourceNotOwned", message)
+            return CROutcome(ns, name, "not-owned", error=message)
+        drift = compare(desired, live)
+        action, summary = "unchanged", ""
+        if drift:
+            action = "created" if live is None else "corrected"
+            summary = ("created the Deployment" if live is None else
+                       "corrected " + "; ".join(d.describe() for d in drift))[:2048]
+            log.info("%s/%s: %s", ns, name, summary)
+            if not self.options.dry_run:
+                path = object_path("apps", "v1", "deployments", ns, name)
+                try:
+                    if live is not None and any(d.unwanted for d in drift):
+                        self.api.request("PATCH", path, query={"fieldManager": self.options.field_manager},
+                                         body=removal_patch(live, drift), content_type="application/json-patch+json", verb="patch")
+                    live = self.api.apply(path, desired, self.options.field_manager)
+                except APIError as exc:
+                    message = f"apply failed: {exc}"
+                    self._write_status(cr, Observation(generation, size, live, pods, "ApplyFailed", message), declared, condition_fields)
+                    self._event(cr, "Warning", "ApplyFailed", message[:1024])
+                    return CROutcome(ns, name, "failed", drift, message)
+                self._event(cr, "Normal", "DeploymentCreated" if action == "created" else "DriftCorrected", summary[:1024])
+        if not self.options.dry_run:
+            self._write_status(cr, Observation(generation, size, live, pods, corrected=summary), declared, condition_fields)
+        return CROutcome(ns, name, action, drift)
+
+    def _find_unlabelled(self, ns: str, name: str) -> dict[str, Any] | None:
+        """The rare path: a CR whose Deployment is not in the labelled LIST. One GET, so that a
+        Deployment of that name without our label is seen (and never taken over)."""
+        try:
+            return self.api.request("GET", object_path("apps", "v1", "deployments", ns, name))
+        except APIError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    @staticmethod
+    def _controlled_by(deployment: dict[str, Any], cr: dict[str, Any]) -> bool:
+        refs = deployment["metadata"].get("ownerReferences") or []
+        controller = next((r for r in refs if r.get("controller")), None)
+        return controller is not None and controller.get("uid") == cr["metadata"].get("uid")
+
+    # ---- writes
+    def _write_status(self, cr: dict[str, Any], obs: Observation, declared: frozenset[str] | None,
+                      condition_fields: frozenset[str] | None) -> None:
+        if self.options.dry_run:
+            return
+        live_status = cr.get("status") or {}
+        status = desired_status(obs, live_status, now_rfc3339(), declared, condition_fields)
+        if not status_differs(status, live_status):
+            return
+        ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
+        body = {"apiVersion": cr["apiVersion"], "kind": cr["kind"], "metadata": {"name": name, "namespace": ns}, "status": status}
+        path = object_path(self.crd.group, self.version, self.crd.plural, ns, name, "status")
+        try:
+            self.api.apply(path, body, self.options.status_manager)
+        except APIError as exc:
+            if exc.status == 404:
+                return  # the CR was deleted meanwhile
+            if exc.status == 500 and "field not declared in schema" in exc.message:
+                if (ns, name) not in self._reported_schema_errors:
+                    self._reported_schema_errors.add((ns, name))
+                    log.error("%s/%s: the served CRD does not declare a status field we write: %s", ns, name, exc.message)
+                return
+            raise
+
+    def _event_once(self, cr: dict[str, Any], reason: str, message: str) -> None:
+        """A Warning for a state that persists: only when the CR's Degraded condition is not already saying it."""
+        degraded = next((c for c in (cr.get("status") or {}).get("conditions") or [] if c.get("type") == "Degraded"), {})
+        if degraded.get("status") == "True" and degraded.get("reason") == reason and degraded.get("message") == message:
+            return
+        self._event(cr, "Warning", reason, message)
+
+    def _event(self, cr: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        """A core/v1 Event, the record.EventRecorder shape that ``kubectl describe`` shows."""
+        if not self.options.events or self.options.dry_run:
+            return
+        ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
+        now = now_rfc3339()
+        event = {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": ns},
+            "involvedObject": {"apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": name, "namespace": ns,
+                               "uid": cr["metadata"].get("uid", "")},
+            "reason": reason, "message": message, "type": type_, "count": 1,
+            "firstTimestamp": now, "lastTimestamp": now, "source": {"component": "memcached-gitops"},
+            "reportingComponent": "memcached-gitops", "reportingInstance": "memcached-gitops",
+        }
+        try:
+            self.api.request("POST", collection_path("", "v1", "events", ns), body=event, verb="create")
+        except APIError as exc:  # an Event is best effort
+            log.warning("could not record event %s on %s/%s: %s", reason, ns, name, exc)

@@ -1,0 +1,155 @@
+"""Compare a desired manifest with the live object, with server-side-apply semantics. Pure.
+
+Only the fields the desired manifest sets are compared (what the API server or other controllers
+add is not drift). Maps compare key by key; associative lists (containers by name, ports by
+containerPort+protocol, ownerReferences by uid) compare item by item, matched by their merge keys;
+every other list is atomic and compares whole. Each drifted field is named in the form the API
+server's own conflict messages use (``.spec.template.spec.containers[name="memcached"].image``)
+together with the field manager that owns it now, read from ``managedFields``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NamedTuple
+
+from .managedfields import owners_of
+
+#: Merge keys of the associative lists in what render/ produces (apps/v1 and meta/v1 API reference).
+MERGE_KEYS: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("spec", "template", "spec", "containers"): ("name",),
+    ("spec", "template", "spec", "containers", "ports"): ("containerPort", "protocol"),
+    ("spec", "template", "spec", "containers", "env"): ("name",),
+    ("metadata", "ownerReferences"): ("uid",),
+}
+#: Associative lists where an item we do not render is drift too: it would sit beside ours in the
+#: same container (a port renamed by hand keeps the old name: a duplicate the API server rejects).
+#: Extra containers and ownerReferences belong to others and are left alone.
+EXCLUSIVE_LISTS = {("spec", "template", "spec", "containers", "ports"), ("spec", "template", "spec", "containers", "env")}
+#: Structs the API owns whole (+structType=atomic): compared as a single value.
+ATOMIC = {("spec", "selector"), ("metadata", "ownerReferences", "item")}
+
+PathStep = tuple[str, Any]  # ("f", name) | ("k", ((key, value), ...))
+
+
+class Drift(NamedTuple):
+    """One field whose live value is not the desired one."""
+
+    path: tuple[PathStep, ...]
+    live: Any
+    desired: Any
+    managers: tuple[str, ...]  # who owns the live value ("" when nobody does)
+
+    @property
+    def field(self) -> str:
+        return format_path(self.path)
+
+    def describe(self) -> str:
+        who = ", ".join(self.managers) if self.managers else "no field manager"
+        live = "<absent>" if self.live is _ABSENT else json.dumps(self.live, separators=(",", ":"))
+        desired = "<absent>" if self.desired is _ABSENT else json.dumps(self.desired, separators=(",", ":"))
+        return f"{self.field}: live {live}, desired {desired} (set by {who})"
+
+    @property
+    def unwanted(self) -> bool:
+        """An item someone else added to a list we own whole (see EXCLUSIVE_LISTS)."""
+        return self.desired is _ABSENT
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "<absent>"
+
+
+_ABSENT: Any = _Absent()
+
+
+def removal_patch(live: dict[str, Any], drifts: list[Drift]) -> list[dict[str, Any]]:
+    """A JSON patch (RFC 6902) that removes the unwanted list items, each guarded by a ``test`` of
+    its current value. Server-side apply cannot remove an item another manager owns, so these are
+    removed first, then the apply adds ours (a port renamed by hand would otherwise stay beside
+    ours, with the same name: a Deployment the API server rejects)."""
+    ops: list[tuple[str, Any]] = []
+    for d in drifts:
+        if not d.unwanted:
+            continue
+        pointer, node = "", live
+        for kind, value in d.path:
+            if kind == "f":
+                pointer += "/" + str(value).replace("~", "~0").replace("/", "~1")
+                node = node[value]
+            else:
+                index = next(i for i, item in enumerate(node) if _matches(item, value))
+                pointer += f"/{index}"
+                node = node[index]
+        ops.append((pointer, node))
+    patch: list[dict[str, Any]] = []
+    for pointer, value in sorted(ops, key=lambda o: [int(p) if p.isdigit() else p for p in o[0].split("/")], reverse=True):
+        patch += [{"op": "test", "path": pointer, "value": value}, {"op": "remove", "path": pointer}]
+    return patch
+
+
+def _matches(item: dict[str, Any], key: tuple[tuple[str, Any], ...]) -> bool:
+    return all(item.get(k, "TCP" if k == "protocol" else None) == v for k, v in key)
+
+
+def format_path(path: tuple[PathStep, ...]) -> str:
+    out = ""
+    for kind, value in path:
+        out += f".{value}" if kind == "f" else "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in value) + "]"
+    return out
+
+
+def _key(item: Any, keys: tuple[str, ...], defaults: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    item = {**defaults, **item} if isinstance(item, dict) else {}
+    return tuple((k, item.get(k)) for k in keys)
+
+
+def compare(desired: dict[str, Any], live: dict[str, Any] | None) -> list[Drift]:
+    """The fields of ``desired`` whose value differs in ``live`` (everything, when live is None)."""
+    if live is None:
+        return [Drift((), _ABSENT, "<the whole object>", ())]
+    found: list[tuple] = []
+    _walk(desired, live, (), (), found)
+    managed = (live.get("metadata") or {}).get("managedFields") or []
+    drifts = []
+    for p, lv, dv, *related in found:
+        owners = owners_of(managed, p)
+        for other in (related[0] if related else ()):
+            owners += tuple(o for o in owners_of(managed, other) if o not in owners)
+        drifts.append(Drift(p, lv, dv, owners))
+    return drifts
+
+
+def _walk(desired: Any, live: Any, path: tuple[PathStep, ...], schema: tuple[str, ...], out: list) -> None:
+    if isinstance(desired, dict) and schema not in ATOMIC:
+        if not isinstance(live, dict):
+            out.append((path, live, desired))
+            return
+        for k, v in desired.items():
+            if path == () and k in ("apiVersion", "kind"):
+                continue
+            if schema == ("metadata",) and k in ("name", "namespace"):
+                continue
+            _walk(v, live.get(k, _ABSENT), path + (("f", k),), schema + (k,), out)
+        return
+    keys = MERGE_KEYS.get(schema)
+    if keys and isinstance(desired, list):
+        defaults = {"protocol": "TCP"} if "protocol" in keys else {}
+        live_items = {_key(i, keys, defaults): i for i in live} if isinstance(live, list) else {}
+        for item in desired:
+            key = _key(item, keys, defaults)
+            step = path + (("k", key),)
+            match = live_items.get(key, _ABSENT)
+            item_schema = schema + ("item",) if schema + ("item",) in ATOMIC else schema
+            if match is _ABSENT:  # who changed the list: the owners of the items we did not expect
+                others = tuple(path + (("k", k),) for k in live_items if k not in {_key(i, keys, defaults) for i in desired})
+                out.append((step, _ABSENT, item, others))
+            else:
+                _walk(item, match, step, item_schema, out)
+        if schema in EXCLUSIVE_LISTS:
+            wanted = {_key(i, keys, defaults) for i in desired}
+            out += [(path + (("k", k),), item, _ABSENT) for k, item in live_items.items() if k not in wanted]
+        return
+    if desired != live:
+        out.append((path, live, desired))

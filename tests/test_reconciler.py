@@ -1,0 +1,411 @@
+"""Reconciler scenarios over real HTTP: the official kubernetes client against the fake API server.
+
+Each scenario asserts on the server's final state and on its request log. The fake follows the
+recorded kube-apiserver behaviour (tests/test_fake_apiserver_replay.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from reconciler.api import APIError, KubeAPI, RetryPolicy
+from reconciler.cycle import Options, Reconciler
+from reconciler.leader import LeaderElector
+from reconciler.loop import exit_code, run_forever
+from reconciler.metrics import Metrics
+from schemas import load_crd
+
+from .conftest import transcript
+from .fakeapi.server import DeploymentController, FakeAPIServer, Fault
+
+CR_PATH = "/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds"
+DEP_PATH = "/apis/apps/v1/namespaces/{ns}/deployments/{name}"
+
+
+def post(api: FakeAPIServer, path: str, body: dict, query: str = "", ua: str = "kubectl/v1.37.1", ctype: str = "application/json") -> dict:
+    code, _, data = api.handle("POST", path + query, {"User-Agent": ua, "Content-Type": ctype}, json.dumps(body).encode())
+    assert code in (200, 201), data
+    return json.loads(data)
+
+
+def patch(api: FakeAPIServer, path: str, body, ctype: str, query: str = "", ua: str = "kubectl/v1.37.1") -> dict:
+    code, _, data = api.handle("PATCH", path + query, {"User-Agent": ua, "Content-Type": ctype}, json.dumps(body).encode())
+    assert code == 200, data
+    return json.loads(data)
+
+
+def make_cr(api: FakeAPIServer, name: str, ns: str = "default", size: int = 1, port: int | None = None) -> dict:
+    spec = {"size": size} | ({"containerPort": port} if port else {})
+    return post(api, CR_PATH.format(ns=ns), {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+                                             "metadata": {"name": name, "namespace": ns}, "spec": spec},
+                "?fieldManager=kubectl-create&fieldValidation=Strict")
+
+
+@pytest.fixture
+def cluster():
+    with FakeAPIServer(namespaces=("default", "shop")) as api:
+        yield api
+
+
+def reconciler_for(api: FakeAPIServer, **options) -> Reconciler:
+    client = KubeAPI.connect(host=api.url, retry=RetryPolicy(attempts=5, base=0.01, cap=0.05))
+    return Reconciler(client, load_crd(), Options(**options))
+
+
+def deployment(api: FakeAPIServer, name: str, ns: str = "default") -> dict | None:
+    return api.get("apps", "deployments", ns, name)
+
+
+def cr_status(api: FakeAPIServer, name: str, ns: str = "default") -> dict:
+    return (api.get("cache.example.com", "memcacheds", ns, name) or {}).get("status") or {}
+
+
+def condition(api: FakeAPIServer, name: str, ctype: str, ns: str = "default") -> dict:
+    return next((c for c in cr_status(api, name, ns).get("conditions", []) if c["type"] == ctype), {})
+
+
+def writes(api: FakeAPIServer) -> list[str]:
+    return [f"{r.method} {r.path}" for r in api.writes()]
+
+
+def test_create_from_nothing(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a", size=2)
+    make_cr(cluster, "b", ns="shop", size=3, port=21211)
+    rec = reconciler_for(cluster)
+    cluster.reset_log()
+    report = rec.run_cycle()
+    assert [o.action for o in report.outcomes] == ["created", "created"]
+    a, b = deployment(cluster, "a"), deployment(cluster, "b", "shop")
+    assert a["spec"]["replicas"] == 2 and b["spec"]["replicas"] == 3
+    assert b["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] == 21211
+    cr_a = cluster.get("cache.example.com", "memcacheds", "default", "a")
+    assert a["metadata"]["ownerReferences"] == [{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "a",
+                                                 "uid": cr_a["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
+    assert [e["manager"] for e in a["metadata"]["managedFields"]] == ["memcached-gitops"]
+    applies = [r for r in cluster.log if r.method == "PATCH" and "/deployments/" in r.path]
+    assert len(applies) == 2 and all(r.content_type == "application/apply-patch+yaml" for r in applies)
+    assert all(r.query == {"fieldManager": "memcached-gitops", "force": "true"} for r in applies)
+    assert condition(cluster, "a", "Available")["status"] == "False"
+    assert condition(cluster, "a", "Reconciling")["status"] == "True", "kstatus must see InProgress"
+    status_writes = [r for r in cluster.log if r.path.endswith("/status")]
+    assert all(r.query["fieldManager"] == "memcached-gitops-status" for r in status_writes) and len(status_writes) == 2
+    events = [o for k, o in cluster.objects.items() if k[1] == "events"]
+    assert {e["reason"] for e in events} == {"DeploymentCreated"}
+
+
+def test_available_then_steady_state_costs_four_requests_and_no_writes(cluster: FakeAPIServer) -> None:
+    for i in range(5):
+        make_cr(cluster, f"m{i}", size=1 + i % 3)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    DeploymentController(cluster).sync(available=True)
+    rec.run_cycle()  # sees availability: status write
+    for i in range(5):
+        avail = condition(cluster, f"m{i}", "Available")
+        assert avail["status"] == "True" and avail["reason"] == "MinimumReplicasAvailable"
+        assert not condition(cluster, f"m{i}", "Reconciling"), "kstatus: Current once available"
+        assert len(cr_status(cluster, f"m{i}")["nodes"]) == 1 + i % 3
+    before = {c["type"]: c["lastTransitionTime"] for c in cr_status(cluster, "m0")["conditions"]}
+    cluster.reset_log()
+    report = rec.run_cycle()
+    assert [o.action for o in report.outcomes] == ["unchanged"] * 5
+    assert writes(cluster) == []
+    assert len(cluster.log) == 4, [f"{r.method} {r.path}" for r in cluster.log]
+    assert {c["type"]: c["lastTransitionTime"] for c in cr_status(cluster, "m0")["conditions"]} == before
+
+
+def _drift_scale(api: FakeAPIServer) -> None:
+    # kubectl scale: a merge patch to /scale without fieldManager (transcript 04)
+    patch(api, DEP_PATH.format(ns="default", name="m") + "/scale", {"spec": {"replicas": 5}}, "application/merge-patch+json")
+
+
+def _drift_image(api: FakeAPIServer) -> None:
+    body = {"spec": {"template": {"spec": {"containers": [{"image": "memcached:1.6.27-alpine3.19", "name": "memcached"}]}}}}
+    patch(api, DEP_PATH.format(ns="default", name="m"), body, "application/strategic-merge-patch+json", "?fieldManager=kubectl-set")
+
+
+def _drift_port(api: FakeAPIServer) -> None:
+    ops = [{"op": "replace", "path": "/spec/template/spec/containers/0/ports/0/containerPort", "value": 9999}]
+    patch(api, DEP_PATH.format(ns="default", name="m"), ops, "application/json-patch+json", "?fieldManager=kubectl-patch")
+
+
+def _drift_label(api: FakeAPIServer) -> None:
+    body = {"metadata": {"labels": {"app.kubernetes.io/managed-by": "helm"}}}
+    patch(api, DEP_PATH.format(ns="default", name="m"), body, "application/merge-patch+json", "?fieldManager=kubectl-label")
+
+
+def _drift_security(api: FakeAPIServer) -> None:
+    body = {"spec": {"template": {"spec": {"securityContext": {"runAsNonRoot": False}}}}}
+    patch(api, DEP_PATH.format(ns="default", name="m"), body, "application/merge-patch+json", "?fieldManager=kubectl-edit")
+
+
+@pytest.mark.parametrize(
+    ("make_drift", "field", "culprit"),
+    [
+        (_drift_scale, ".spec.replicas", "kubectl (scale)"),
+        (_drift_image, '.spec.template.spec.containers[name="memcached"].image', "kubectl-set"),
+        (_drift_port, '.spec.template.spec.containers[name="memcached"]', "kubectl-patch"),
+        (_drift_label, ".metadata.labels.app.kubernetes.io/managed-by", "kubectl-label"),
+        (_drift_security, ".spec.template.spec.securityContext.runAsNonRoot", "kubectl-edit"),
+    ],
+    ids=["scale", "image", "port", "label", "securityContext"],
+)
+def test_drift_is_corrected_in_one_cycle_and_the_culprit_named(cluster: FakeAPIServer, make_drift, field: str, culprit: str) -> None:
+    make_cr(cluster, "m", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    desired = deployment(cluster, "m")
+    make_drift(cluster)
+    cluster.reset_log()
+    report = rec.run_cycle()
+    [outcome] = report.outcomes
+    assert outcome.action == "corrected"
+    assert any(d.field.startswith(field) and culprit in d.managers for d in outcome.drift), [d.describe() for d in outcome.drift]
+    applies = [r for r in cluster.log if r.content_type == "application/apply-patch+yaml" and r.path.endswith("/deployments/m")]
+    assert len(applies) == 1
+    after = deployment(cluster, "m")
+    for key in ("replicas", "template"):
+        assert after["spec"][key] == desired["spec"][key]
+    assert after["metadata"]["labels"] == desired["metadata"]["labels"]
+    event = next(o for k, o in cluster.objects.items() if k[1] == "events" and o["reason"] == "DriftCorrected")
+    assert culprit in event["message"] and field.split("[")[0] in event["message"]
+    cluster.reset_log()
+    rec.run_cycle()
+    assert not [w for w in writes(cluster) if "/deployments/" in w], "corrected drift must stay corrected"
+
+
+def test_a_deleted_deployment_comes_back(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "m")
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    code, _, _ = cluster.handle("DELETE", DEP_PATH.format(ns="default", name="m"), {"User-Agent": "kubectl/v1.37.1"}, b"")
+    assert code == 200 and deployment(cluster, "m") is None
+    report = rec.run_cycle()
+    assert report.outcomes[0].action == "created"
+    assert deployment(cluster, "m") is not None
+
+
+def test_a_foreign_deployment_with_the_crs_name_is_never_touched(cluster: FakeAPIServer) -> None:
+    foreign = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "m", "namespace": "default"},
+               "spec": {"replicas": 7, "selector": {"matchLabels": {"app": "other"}},
+                        "template": {"metadata": {"labels": {"app": "other"}},
+                                     "spec": {"containers": [{"name": "x", "image": "nginx:1"}]}}}}
+    post(cluster, "/apis/apps/v1/namespaces/default/deployments", foreign, "?fieldManager=someone")
+    before = deployment(cluster, "m")
+    make_cr(cluster, "m")
+    rec = reconciler_for(cluster)
+    cluster.reset_log()
+    report = rec.run_cycle()
+    assert report.outcomes[0].action == "not-owned"
+    assert not [w for w in writes(cluster) if "/deployments/" in w]
+    assert deployment(cluster, "m") == before
+    degraded = condition(cluster, "m", "Degraded")
+    assert degraded["status"] == "True" and degraded["reason"] == "ResourceNotOwned"
+    assert condition(cluster, "m", "Stalled")["status"] == "True"
+    assert exit_code(report) == 1
+
+
+def test_an_invalid_cr_does_not_stop_the_others() -> None:
+    # The cluster's CRD is looser (size up to 5), like a CR stored before the CRD was tightened.
+    from schemas.crd import builtin_crd_text
+
+    looser = builtin_crd_text().replace("maximum: 3", "maximum: 5")
+    assert looser != builtin_crd_text()
+    with FakeAPIServer(crd_texts=[looser]) as api:
+        make_cr(api, "a", size=5)
+        make_cr(api, "b", size=2)
+        report = reconciler_for(api).run_cycle()
+        assert {o.name: o.action for o in report.outcomes} == {"a": "invalid", "b": "created"}
+        assert deployment(api, "a") is None and deployment(api, "b") is not None
+        degraded = condition(api, "a", "Degraded")
+        assert degraded["reason"] == "InvalidSpec" and "spec.size" in degraded["message"]
+
+
+def test_api_errors_and_429s_are_survived(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    make_cr(cluster, "b")
+    cluster.faults += [
+        Fault(method="GET", path_contains="/memcacheds", status=429, retry_after=0, times=2),
+        Fault(method="PATCH", path_contains="/deployments/a", status=503, times=2),
+        Fault(method="GET", path_contains="/pods", status=500, times=1),
+        Fault(method="PATCH", path_contains="/deployments/b", drop_connection=True, times=1),
+    ]
+    report = reconciler_for(cluster).run_cycle()
+    assert report.complete and [o.action for o in report.outcomes] == ["created", "created"]
+    statuses = [r.status for r in cluster.log]
+    assert statuses.count(429) == 2 and statuses.count(503) == 2 and statuses.count(500) == 1 and -1 in statuses
+
+
+def test_a_failing_cr_is_reported_and_the_cycle_goes_on(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    make_cr(cluster, "b")
+    cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=503, times=100))
+    report = reconciler_for(cluster).run_cycle()
+    assert {o.name: o.action for o in report.outcomes} == {"a": "failed", "b": "created"}
+    assert exit_code(report) == 1
+    assert condition(cluster, "a", "Degraded")["reason"] == "ApplyFailed"
+
+
+def test_a_cycle_that_cannot_list_exits_2(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    cluster.faults.append(Fault(method="GET", path_contains="/memcacheds", status=503, times=100))
+    report = reconciler_for(cluster).run_cycle()
+    assert not report.complete and exit_code(report) == 2
+
+
+def test_dry_run_writes_nothing_and_reports_drift(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    cluster.reset_log()
+    report = reconciler_for(cluster, dry_run=True).run_cycle()
+    assert writes(cluster) == [] and exit_code(report, dry_run=True) == 1
+
+
+def test_an_older_crd_without_observed_generation_gets_no_500() -> None:
+    """The tutorial CRD has no status.observedGeneration and an atomic conditions list (transcripts 23, 24)."""
+    tutorial = transcript("00")["exchanges"][0]["request"]["body"]
+    with FakeAPIServer(crd_texts=[tutorial]) as api:
+        make_cr(api, "a")
+        rec = reconciler_for(api)
+        rec.run_cycle()
+        DeploymentController(api).sync()
+        rec.run_cycle()
+        assert not [r for r in api.log if r.status == 500]
+        status = cr_status(api, "a")
+        assert "observedGeneration" not in status
+        assert condition(api, "a", "Available")["status"] == "True"
+
+
+def test_stop_ends_the_cycle_after_the_current_cr(cluster: FakeAPIServer) -> None:
+    for name in ("a", "b", "c"):
+        make_cr(cluster, name)
+    rec = reconciler_for(cluster)
+    cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=0, delay=0.5, times=1))
+    threading.Timer(0.2, rec.stop.set).start()
+    report = rec.run_cycle()
+    assert [o.name for o in report.outcomes] == ["a"] and not report.complete
+    assert deployment(cluster, "a") is not None and deployment(cluster, "b") is None
+
+
+def test_two_reconcilers_with_the_lease_never_both_write(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    one, two = reconciler_for(cluster), reconciler_for(cluster)
+    e1 = LeaderElector(one.api, "default", "replica-1", duration=15)
+    e2 = LeaderElector(two.api, "default", "replica-2", duration=15)
+    assert e1.try_acquire_or_renew() is True
+    assert e2.try_acquire_or_renew() is False
+    cluster.reset_log()
+    m1 = Metrics()
+    run_forever(one, 0, m1, e1, max_cycles=1)  # releases the Lease when done
+    assert m1.leader and m1.cycles["ok"] == 1
+    agents = {r.user_agent for r in cluster.writes()}
+    assert len(agents) == 1
+    assert e2.try_acquire_or_renew() is True, "released on shutdown: the standby takes over at once"
+    assert e1.try_acquire_or_renew() is False
+    lease = cluster.get("coordination.k8s.io", "leases", "default", "memcached-gitops-leader")
+    assert lease["spec"]["holderIdentity"] == "replica-2" and lease["spec"]["leaseTransitions"] == 1
+
+
+def test_an_expired_lease_is_taken_over(cluster: FakeAPIServer) -> None:
+    import datetime as dt
+
+    one = reconciler_for(cluster)
+    past = lambda: dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)  # noqa: E731
+    assert LeaderElector(one.api, "default", "old", clock=past).try_acquire_or_renew()
+    assert LeaderElector(one.api, "default", "new").try_acquire_or_renew()
+
+
+def test_rbac_denial_is_a_clear_failure() -> None:
+    with FakeAPIServer(rbac_rules=[{"apiGroups": ["cache.example.com"], "resources": ["memcacheds"], "verbs": ["list"]}]) as api:
+        report = reconciler_for(api).run_cycle()
+        assert not report.complete and "403" in report.error
+
+
+def _kubeconfig(tmp_path: Path, url: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: fake, cluster: {{server: "{url}"}}}}]
+users: [{{name: tester, user: {{token: test-token}}}}]
+contexts: [{{name: fake, context: {{cluster: fake, user: tester}}}}]
+current-context: fake
+""")
+    return path
+
+
+def test_cli_once_and_diff_against_the_fake(cluster: FakeAPIServer, tmp_path: Path) -> None:
+    make_cr(cluster, "memcached-sample")
+    kubeconfig = _kubeconfig(tmp_path, cluster.url)
+    cmd = [sys.executable, "-m", "memcached_gitops"]
+    sample = str(Path(__file__).parent.parent / "examples" / "crs" / "memcached-sample.yaml")
+    diff = subprocess.run(cmd + ["diff", "--kubeconfig", str(kubeconfig), sample], capture_output=True, timeout=60)
+    assert diff.returncode == 1 and b"missing" in diff.stdout
+    once = subprocess.run(cmd + ["reconcile", "--once", "--kubeconfig", str(kubeconfig)], capture_output=True, timeout=60)
+    assert once.returncode == 0, once.stderr.decode()
+    lines = [json.loads(line) for line in once.stderr.decode().splitlines()]
+    assert any("cycle done" in line["msg"] for line in lines), "JSON logs when not on a terminal"
+    diff = subprocess.run(cmd + ["diff", "--kubeconfig", str(kubeconfig), sample], capture_output=True, timeout=60)
+    assert diff.returncode == 0, diff.stdout.decode()
+    scale = DEP_PATH.format(ns="default", name="memcached-sample") + "/scale"
+    patch(cluster, scale, {"spec": {"replicas": 3}}, "application/merge-patch+json")
+    diff = subprocess.run(cmd + ["diff", "--kubeconfig", str(kubeconfig), sample], capture_output=True, timeout=60)
+    assert diff.returncode == 1 and b".spec.replicas: live 3, desired 1 (set by kubectl (scale))" in diff.stdout
+
+
+def test_cli_interval_mode_stops_cleanly_on_sigterm(cluster: FakeAPIServer, tmp_path: Path) -> None:
+    make_cr(cluster, "a")
+    kubeconfig = _kubeconfig(tmp_path, cluster.url)
+    proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", "reconcile", "--interval", "0.2s", "--kubeconfig",
+                             str(kubeconfig), "--metrics-port", "0", "--lease-namespace", "default"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while deployment(cluster, "a") is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert deployment(cluster, "a") is not None
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0, proc.stderr.read().decode()
+    lease = cluster.get("coordination.k8s.io", "leases", "default", "memcached-gitops-leader")
+    assert lease is not None and lease["spec"].get("holderIdentity") is None, "the Lease is released on shutdown"
+
+
+def test_metrics_and_probes(cluster: FakeAPIServer) -> None:
+    import urllib.request
+
+    from reconciler.metrics import serve
+
+    make_cr(cluster, "a")
+    rec = reconciler_for(cluster)
+    metrics = Metrics()
+    metrics.api_requests = rec.api.requests
+    server = serve(metrics, 0, "127.0.0.1")
+    port = server.server_address[1]
+    try:
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz")
+        run_forever(rec, 0, metrics, None, max_cycles=1)
+        assert urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz").status == 200
+        assert urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz").status == 200
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
+        assert 'memcached_gitops_cycles_total{result="ok"} 1' in text
+        assert 'memcached_gitops_api_requests_total{verb="apply"}' in text
+        assert "memcached_gitops_cycle_duration_seconds_count 1" in text
+    finally:
+        server.shutdown()
+
+
+def test_real_cluster_is_opt_in() -> None:
+    """The same scenarios run against a real cluster in tests/test_reconciler_real_cluster.py."""
+    assert os.path.exists(Path(__file__).parent / "test_reconciler_real_cluster.py")
+
+
+def test_api_error_carries_status() -> None:
+    err = APIError(409, "conflict", {"reason": "Conflict"})
+    assert err.status == 409 and err.reason == "Conflict"

@@ -1,0 +1,72 @@
+"""The reconciler scenarios against a real cluster, when one is configured.
+
+Runs when MEMCACHED_GITOPS_E2E_KUBECONFIG names a kubeconfig of a disposable cluster (kind, k3d,
+envtest's kube-apiserver started from KUBEBUILDER_ASSETS...); it installs the CRD, works in a
+namespace of its own and deletes it at the end. Skipped with the reason otherwise: no
+kube-apiserver can be installed from the package registries this project's CI reaches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+
+import pytest
+
+from reconciler.api import APIError, KubeAPI
+from reconciler.cycle import Options, Reconciler
+from schemas import load_crd
+from schemas.crd import builtin_crd_text
+from schemas.yamlload import iter_documents
+
+KUBECONFIG = os.environ.get("MEMCACHED_GITOPS_E2E_KUBECONFIG")
+pytestmark = pytest.mark.skipif(
+    not KUBECONFIG,
+    reason="no real cluster: set MEMCACHED_GITOPS_E2E_KUBECONFIG to a disposable cluster's kubeconfig to run these",
+)
+
+
+@pytest.fixture
+def real():
+    api = KubeAPI.connect(KUBECONFIG)
+    crd = next(d.value for d in iter_documents(builtin_crd_text()))
+    api.apply("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/memcacheds.cache.example.com", crd, "memcached-gitops")
+    time.sleep(2)  # Established
+    ns = f"mgo-e2e-{uuid.uuid4().hex[:6]}"
+    api.request("POST", "/api/v1/namespaces", body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    yield api, ns
+    api.request("DELETE", f"/api/v1/namespaces/{ns}")
+
+
+def test_create_correct_and_steady_state_on_a_real_cluster(real) -> None:
+    api, ns = real
+    api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds",
+                body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m"}, "spec": {"size": 2}})
+    rec = Reconciler(api, load_crd(), Options(namespaces=(ns,)))
+    assert rec.run_cycle().outcomes[0].action == "created"
+    api.request("PATCH", f"/apis/apps/v1/namespaces/{ns}/deployments/m/scale", body={"spec": {"replicas": 3}},
+                content_type="application/merge-patch+json")
+    [outcome] = rec.run_cycle().outcomes
+    assert outcome.action == "corrected" and any(d.field == ".spec.replicas" for d in outcome.drift)
+    rec.run_cycle()
+    before = dict(api.requests)
+    report = rec.run_cycle()
+    writes = {k: v - before.get(k, 0) for k, v in api.requests.items() if k in ("apply", "create", "update", "patch")}
+    assert report.outcomes[0].action == "unchanged"
+    assert not any(writes.values()), json.dumps(writes)
+
+
+def test_a_foreign_deployment_is_left_alone_on_a_real_cluster(real) -> None:
+    api, ns = real
+    foreign = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "m"},
+               "spec": {"selector": {"matchLabels": {"app": "x"}},
+                        "template": {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "x", "image": "nginx:1"}]}}}}
+    api.request("POST", f"/apis/apps/v1/namespaces/{ns}/deployments", body=foreign)
+    api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds",
+                body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m"}})
+    report = Reconciler(api, load_crd(), Options(namespaces=(ns,))).run_cycle()
+    assert report.outcomes[0].action == "not-owned"
+    with pytest.raises(APIError):
+        api.request("GET", f"/apis/apps/v1/namespaces/{ns}/deployments/does-not-exist")
