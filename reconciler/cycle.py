@@ -34,6 +34,9 @@ from .status import Observation, desired_status, status_differs
 
 log = logging.getLogger("memcached_gitops.reconciler")
 SELECTOR = f"app.kubernetes.io/managed-by={MANAGED_BY}"
+#: Items per LIST page: large enough that a cluster of a few thousand CRs costs one page per kind
+#: (the steady state then makes 4 requests), small enough to bound one answer's size.
+PAGE_SIZE = 5000
 
 
 @dataclass
@@ -91,7 +94,7 @@ class Reconciler:
         scopes = self.options.namespaces or (None,)
         items: list[dict[str, Any]] = []
         for ns in scopes:
-            items += self.api.list_all(collection_path(group, version, plural, ns), selector)
+            items += self.api.list_all(collection_path(group, version, plural, ns), selector, limit=PAGE_SIZE)
         return items
 
     def _status_schema(self) -> tuple[frozenset[str] | None, frozenset[str] | None]:

@@ -20,6 +20,7 @@ import datetime as dt
 import json
 import random
 import re
+import socket
 import threading
 import time
 import uuid
@@ -261,6 +262,11 @@ class FakeAPIServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            wbufsize = -1  # headers and body leave in one segment: no Nagle / delayed-ACK stall
+
+            def setup(self) -> None:
+                super().setup()
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
@@ -281,6 +287,7 @@ class FakeAPIServer:
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
+                self.wfile.flush()
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
@@ -577,7 +584,7 @@ class FakeAPIServer:
         """Defaults, pruning and validation of a new or updated object; raises 4xx like the server."""
         name = obj.get("metadata", {}).get("name", "")
         if res.custom:
-            validator = Validator(res.crd, strict=query.get("fieldValidation") == "Strict")
+            validator = _validator(res.crd, query.get("fieldValidation") == "Strict")
             outcome_obj = copy.deepcopy(obj)
             status = outcome_obj.pop("status", None)
             outcome = validator.validate(outcome_obj)
@@ -1310,10 +1317,37 @@ def _merge_into(target: Any, applied: Any, types: F.Types, path: tuple[str, ...]
     return target
 
 
-_DEPLOYMENT_SCHEMA: dict[str, Any] | None = None
+_VALIDATORS: dict[tuple[int, bool], tuple[Any, Validator]] = {}
+
+
+def _validator(crd: Any, strict: bool) -> Validator:
+    """One compiled validator per installed CRD (the CRD is kept alive beside it, so ids stay unique)."""
+    key = (id(crd), strict)
+    if key not in _VALIDATORS:
+        _VALIDATORS[key] = (crd, Validator(crd, strict=strict))
+    return _VALIDATORS[key][1]
+
+
+def _shape(value: Any) -> Any:
+    """The keys of a document without its values: what decides whether a field is declared."""
+    if isinstance(value, dict):  # names and uids appear in the reported path, so they count
+        return tuple(sorted((k, v if k in ("name", "uid") and isinstance(v, str) else _shape(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_shape(v) for v in value)
+    return None
+
+
+_UNDECLARED_CACHE: dict[Any, Any] = {}
 
 
 def _undeclared_in_deployment(obj: dict[str, Any], raw: bool = False) -> Any:
+    key = (_shape(obj), raw)
+    if key not in _UNDECLARED_CACHE:
+        _UNDECLARED_CACHE[key] = _undeclared_uncached(obj, raw)
+    return _UNDECLARED_CACHE[key]
+
+
+def _undeclared_uncached(obj: dict[str, Any], raw: bool = False) -> Any:
     """The first field kubernetes' own apps/v1 Deployment schema does not declare (kubernetes-validate)."""
     import kubernetes_validate
 
