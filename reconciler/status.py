@@ -51,7 +51,8 @@ def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
     else:
         available = observed and available_replicas >= obs.size
         avail_reason = "MinimumReplicasAvailable" if available else "DeploymentUnavailable"
-        avail_message = f"{available_replicas} of {obs.size} replicas available"
+        avail_message = f"{available_replicas} of {obs.size} replicas available" + (
+            "" if observed else "; the Deployment controller has not observed the latest change yet")
     progressing = bool(dep) and not obs.degraded_reason and not (available and observed and updated)
     conditions = [
         _condition("Available", available, avail_reason, avail_message, g),
