@@ -8,7 +8,7 @@ positions is only kept for one document at a time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, NamedTuple
 
 from render import RenderError, render
@@ -87,28 +87,35 @@ def process(
 ) -> Result:
     """Validate (and render) every document of every source; never raises on bad input."""
     result = Result()
-    kind = validator.crd.kind
     for name, stream in sources:
         try:
             for doc in iter_documents(stream):
                 result.documents += 1
                 for obj, prefix in _items(doc):
-                    _one(result, name, doc, obj, prefix, validator, image, do_render, kind)
+                    process_object(result, name, obj, validator, image, do_render,
+                                   lambda path, doc=doc, prefix=prefix: doc.position(prefix + path))
         except YAMLInputError as exc:
             result.findings.append(Finding(name, exc.line, exc.column, "", "", exc.message))
     return result
 
 
-def _one(
-    result: Result, file: str, doc: Document, obj: Any, prefix: tuple[str | int, ...],
-    validator: Validator, image: str, do_render: bool, kind: str,
+def _no_position(path: tuple[str | int, ...]) -> tuple[int, int]:
+    return 0, 0
+
+
+def process_object(
+    result: Result, file: str, obj: Any, validator: Validator, image: str, do_render: bool = True,
+    locate: Callable[[tuple[str | int, ...]], tuple[int, int]] = _no_position,
 ) -> None:
+    """Validate and render one object already parsed (a document's, or a KRM ResourceList item)."""
+    kind = validator.crd.kind
+
     def finding(problem: Problem, severity: str = "error", ref: str | None = None) -> Finding:
-        line, column = doc.position(prefix + problem.path)
+        line, column = locate(problem.path)
         return Finding(file, line, column, ref if ref is not None else object_ref(obj, kind), problem.field, problem.message, severity)
 
     if not isinstance(obj, dict):
-        line, column = doc.position(prefix)
+        line, column = locate(())
         got = "a list" if isinstance(obj, list) else f"the scalar {obj!r}"
         result.findings.append(Finding(file, line, column, "", "", f"a document must be a Kubernetes object (a map), not {got}"))
         return
@@ -128,4 +135,4 @@ def _one(
             result.findings.append(finding(Problem(exc.path, exc.message)))
 
 
-__all__ = ["Finding", "Result", "format_path", "object_ref", "process"]
+__all__ = ["Finding", "Result", "format_path", "object_ref", "process", "process_object"]
