@@ -150,8 +150,13 @@ def render(
     image: Annotated[str | None, typer.Option("--image", help=f"memcached image [env MEMCACHED_IMAGE; default {DEFAULT_IMAGE}]")] = None,
 ) -> None:
     """Render Memcached CRs to Deployments (stdout, or --output-dir)."""
-    validator = _validator(crd, strict)
-    result = _run(paths, validator, _image(image), do_render=True)
+    _render(paths, _validator(crd, strict), _image(image), output, output_dir, include_input)
+
+
+def _render(paths: list[str], validator: Validator, image: str, output: OutputFormat, output_dir: Path | None,
+            include_input: bool) -> None:
+    """The render command's work, shared with the Argo CD plugin's generate."""
+    result = _run(paths, validator, image, do_render=True)
     _check_nonempty(result, paths)
     _report_text(result.findings)
     if result.errors:
@@ -170,6 +175,55 @@ def render(
         typer.echo(f"wrote {len(objects)} file(s) to {output_dir}", err=True)
         return
     sys.stdout.write(to_json(objects) if output is OutputFormat.json else to_yaml(objects))
+
+
+@app.command("argocd-generate")
+def argocd_generate(
+    path: Annotated[str, typer.Argument(help="The application directory (the plugin runs in it).")] = ".",
+    crd: CrdOpt = None,
+) -> None:
+    """The Argo CD Config Management Plugin's generate: objects on stdout, logs on stderr.
+
+    Reads the plugin parameters from ARGOCD_APP_PARAMETERS (``image``, ``include-input``) and the
+    Application's plugin env as ARGOCD_ENV_MEMCACHED_IMAGE / ARGOCD_ENV_INCLUDE_INPUT; a parameter
+    wins over the env. Fails (non-zero, nothing on stdout) rather than print an empty set.
+    """
+    params: dict[str, str] = {}
+    raw = os.environ.get("ARGOCD_APP_PARAMETERS")
+    if raw:
+        try:
+            params = {p["name"]: str(p.get("string", "")) for p in json.loads(raw) if isinstance(p, dict) and "name" in p}
+        except (ValueError, TypeError, KeyError):
+            raise _fail("ARGOCD_APP_PARAMETERS is not the JSON list Argo CD sends", EXIT_INVALID) from None
+    image = params.get("image") or os.environ.get("ARGOCD_ENV_MEMCACHED_IMAGE") or None
+    include = (params.get("include-input") or os.environ.get("ARGOCD_ENV_INCLUDE_INPUT") or "true").lower()
+    _render([path], _validator(crd, True), _image(image), OutputFormat.yaml, None, include not in ("false", "0", "no"))
+
+
+@app.command()
+def krm(
+    crd: CrdOpt = None,
+    image: Annotated[str | None, typer.Option("--image", help="memcached image [env MEMCACHED_IMAGE]")] = None,
+) -> None:
+    """A KRM function (kustomize/kpt): a ResourceList on stdin, a ResourceList on stdout."""
+    from schemas.yamlload import YAMLInputError, iter_documents
+
+    from .krm import transform
+
+    try:
+        docs = [d.value for d in iter_documents(sys.stdin.buffer)]
+    except YAMLInputError as exc:
+        raise _fail(f"<stdin>:{exc.line}:{exc.column}: {exc.message}", EXIT_INVALID) from None
+    if len(docs) != 1 or not isinstance(docs[0], dict) or docs[0].get("kind") != "ResourceList":
+        raise _fail("<stdin>: expected one config.kubernetes.io/v1 ResourceList", EXIT_INVALID)
+    out, failed = transform(docs[0], _validator(crd, True), _image(image))
+    sys.stdout.write(to_yaml([out]))
+    for r in out.get("results", []):
+        where = r.get("file", {}).get("path", "")
+        ref = f"{r['resourceRef']['kind']}/{r['resourceRef']['name']}"
+        typer.echo(f"{where}: {ref}: {r.get('field', {}).get('path', '')}: {r['message']}", err=True)
+    if failed:
+        raise typer.Exit(EXIT_INVALID)
 
 
 @app.command()

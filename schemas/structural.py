@@ -48,6 +48,14 @@ def prune_and_default(obj: dict[str, Any], schema: dict[str, Any]) -> list[Path]
     return pruned
 
 
+def _as_integer(value: Any, s: dict[str, Any]) -> Any:
+    """A float with no fraction where an integer is declared is that integer: the server decodes
+    JSON numbers as int64 when they have no fraction (1.0 arrives from kubectl as 1)."""
+    if isinstance(value, float) and value.is_integer() and s.get("type") == "integer" and abs(value) < 2**63:
+        return int(value)
+    return value
+
+
 def _walk(x: Any, s: dict[str, Any], path: Path, pruned: list[Path], root: bool = False) -> None:
     if isinstance(x, dict):
         _walk_object(x, s, path, pruned, root or bool(s.get("x-kubernetes-embedded-resource")))
@@ -55,7 +63,8 @@ def _walk(x: Any, s: dict[str, Any], path: Path, pruned: list[Path], root: bool 
         items = s.get("items")
         if isinstance(items, dict):
             for i, item in enumerate(x):
-                _walk(item, items, path + (i,), pruned)
+                x[i] = _as_integer(item, items)
+                _walk(x[i], items, path + (i,), pruned)
 
 
 def _walk_object(x: dict[str, Any], s: dict[str, Any], path: Path, pruned: list[Path], resource: bool) -> None:
@@ -78,6 +87,7 @@ def _walk_object(x: dict[str, Any], s: dict[str, Any], path: Path, pruned: list[
             x[key] = copy.deepcopy(sub["default"])
         if resource and key == "metadata":
             continue  # ObjectMeta: validated by objectmeta.py, never pruned by the CRD schema
+        x[key] = _as_integer(x[key], sub)
         _walk(x[key], sub, path + (key,), pruned)
     for key, sub in props.items():
         if key not in x and "default" in sub:

@@ -234,6 +234,7 @@ class FakeAPIServer:
         self.rv = 100
         self.log: list[LoggedRequest] = []
         self.faults: list[Fault] = []
+        self.authorized_requests: list[tuple[str, str, str]] = []  # (group, resource, verb), with RBAC on
         self.resources: dict[tuple[str, str], Resource] = {(r.group, r.plural): r for r in BUILTINS}
         self.clock: Callable[[], str] = self._tick
         for ns in self.namespaces:
@@ -411,6 +412,7 @@ class FakeAPIServer:
         if query.get("watch") in ("1", "true"):
             verb = "watch"
         resource = f"{res.plural}/{sub}" if sub else res.plural
+        self.authorized_requests.append((res.group, resource, verb))
         for rule in self.rbac_rules:
             if (res.group in rule.get("apiGroups", []) or "*" in rule.get("apiGroups", [])) and (
                 resource in rule.get("resources", []) or "*" in rule.get("resources", [])
@@ -1428,11 +1430,3 @@ class DeploymentController:
                         "spec": copy.deepcopy(dep["spec"]["template"]["spec"]),
                         "status": {"phase": "Running" if available else "Pending"},
                     }
-
-
-def load_rbac_rules(cluster_role_yaml: str) -> list[dict[str, Any]]:
-    """The rules of the ClusterRole in a YAML stream."""
-    for doc in yaml.safe_load_all(cluster_role_yaml):
-        if isinstance(doc, dict) and doc.get("kind") in ("ClusterRole", "Role"):
-            return doc.get("rules") or []
-    raise ValueError("no ClusterRole found")

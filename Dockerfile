@@ -1,0 +1,20 @@
+# memcached-gitops: the CLI (render, validate, reconcile, krm, argocd-generate) as the entrypoint.
+# Build:  docker build -t ghcr.io/example/memcached-gitops:0.1.0 .   (the name kustomize/components/image uses)
+FROM python:3.11.11-slim-bookworm AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY memcached_gitops ./memcached_gitops
+COPY render ./render
+COPY schemas ./schemas
+COPY reconciler ./reconciler
+RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+
+FROM python:3.11.11-slim-bookworm
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir --no-index --find-links=/wheels memcached-gitops \
+    && rm -rf /wheels \
+    && python -m compileall -q /usr/local/lib/python3.11/site-packages
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+USER 65532:65532
+ENTRYPOINT ["memcached-gitops"]
+CMD ["--help"]

@@ -1,0 +1,71 @@
+"""The KRM function: a ResourceList (config.kubernetes.io/v1) in, a ResourceList out.
+
+Follows the KRM Functions Specification (kubernetes-sigs/kustomize, cmd/config/docs/api-conventions/
+functions-spec.md): ``items`` in, ``items`` out, other items untouched (their
+``config.kubernetes.io/*`` and ``internal.config.kubernetes.io/*`` annotations included), and
+``results`` with severity, resourceRef, field and file for every problem; a non-zero exit when a
+result is an error.
+
+- As a transformer: a Deployment is appended for every Memcached item.
+- As a generator: a ``functionConfig`` that is itself a Memcached adds its Deployment.
+- ``functionConfig`` may also be a ConfigMap whose ``data.image`` overrides the memcached image.
+
+Validation and rendering are the CLI's (pipeline.process_object), so the Deployments are
+byte-identical to ``memcached-gitops render``'s.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from schemas import Validator
+
+from .pipeline import Result, process_object
+
+PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/path")
+INDEX_ANNOTATIONS = ("internal.config.kubernetes.io/index", "config.kubernetes.io/index")
+
+
+def _annotation(obj: Any, names: tuple[str, ...]) -> str | None:
+    annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {} if isinstance(obj, dict) else {}
+    return next((annotations[n] for n in names if n in annotations), None)
+
+
+def transform(resource_list: dict[str, Any], validator: Validator, image: str) -> tuple[dict[str, Any], bool]:
+    """The output ResourceList and whether it carries an error result."""
+    items = resource_list.get("items") or []
+    config = resource_list.get("functionConfig") or {}
+    if isinstance(config, dict) and config.get("kind") == "ConfigMap":
+        image = ((config.get("data") or {}).get("image")) or image
+    sources: list[tuple[str, Any]] = [(str(_annotation(i, PATH_ANNOTATIONS) or ""), i) for i in items]
+    if isinstance(config, dict) and validator.claims(config):
+        sources.append(("functionConfig", config))
+    results: list[dict[str, Any]] = []
+    generated: list[dict[str, Any]] = []
+    for file, obj in sources:
+        if not validator.claims(obj):
+            continue
+        result = Result()
+        process_object(result, file, copy.deepcopy(obj), validator, image)
+        generated += result.rendered
+        for f in result.findings:
+            entry: dict[str, Any] = {"message": f.message, "severity": f.severity}
+            meta = obj.get("metadata") or {}
+            entry["resourceRef"] = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "name": meta.get("name", "")}
+            if meta.get("namespace"):
+                entry["resourceRef"]["namespace"] = meta["namespace"]
+            if f.field:
+                entry["field"] = {"path": f.field}
+            if file and file != "functionConfig":
+                entry["file"] = {"path": file}
+                index = _annotation(obj, INDEX_ANNOTATIONS)
+                if index is not None and str(index).isdigit():
+                    entry["file"]["index"] = int(index)
+            results.append(entry)
+    out: dict[str, Any] = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": list(items) + generated}
+    if config:
+        out["functionConfig"] = config
+    if results:
+        out["results"] = results
+    return out, any(r["severity"] == "error" for r in results)

