@@ -280,3 +280,14 @@ def test_dockerfile_is_small_pinned_and_non_root() -> None:
     assert 'ENTRYPOINT ["memcached-gitops"]' in final
     assert not [line for line in final if "apt-get" in line or "gcc" in line or "build-essential" in line]
     assert "COPY --from=build /wheels /wheels" in final, "the final stage gets wheels only, no source or build tools"
+
+
+def test_servicemonitor_component_builds_with_the_deployment_overlay(tmp_path: Path) -> None:
+    (tmp_path / "kustomization.yaml").write_text(
+        f"resources: [{os.path.relpath(K / 'overlays/deployment', tmp_path)}]\n"
+        f"components: [{os.path.relpath(K / 'components/servicemonitor', tmp_path)}]\n")
+    objects = build(tmp_path)
+    [monitor] = [o for o in objects if o["kind"] == "ServiceMonitor"]
+    [service] = [o for o in objects if o["kind"] == "Service"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
