@@ -54,12 +54,15 @@ def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
         avail_message = f"{available_replicas} of {obs.size} replicas available" + (
             "" if observed else "; the Deployment controller has not observed the latest change yet")
     progressing = bool(dep) and not obs.degraded_reason and not (available and observed and updated)
+    if progressing:
+        prog_reason, prog_message = "RollingOut", obs.corrected or f"waiting for {obs.size} available replicas"
+    elif available:
+        prog_reason, prog_message = "ReconcileComplete", obs.corrected or "the Deployment matches the CR"
+    else:
+        prog_reason, prog_message = "NotProgressing", "no rollout under way"
     conditions = [
         _condition("Available", available, avail_reason, avail_message, g),
-        _condition("Progressing", progressing,
-                   "RollingOut" if progressing else ("ReconcileComplete" if available else "NotProgressing"),
-                   (obs.corrected or f"waiting for {obs.size} available replicas") if progressing else
-                   (obs.corrected or "the Deployment matches the CR" if available else "no rollout under way"), g),
+        _condition("Progressing", progressing, prog_reason, prog_message, g),
         _condition("Degraded", bool(obs.degraded_reason), obs.degraded_reason or "AsExpected",
                    obs.degraded_message or "the reconciler can manage this Memcached", g),
     ]

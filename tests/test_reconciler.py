@@ -7,7 +7,6 @@ recorded kube-apiserver behaviour (tests/test_fake_apiserver_replay.py).
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -399,11 +398,6 @@ def test_metrics_and_probes(cluster: FakeAPIServer) -> None:
         assert "memcached_gitops_cycle_duration_seconds_count 1" in text
     finally:
         server.shutdown()
-
-
-def test_real_cluster_is_opt_in() -> None:
-    """The same scenarios run against a real cluster in tests/test_reconciler_real_cluster.py."""
-    assert os.path.exists(Path(__file__).parent / "test_reconciler_real_cluster.py")
 
 
 def test_api_error_carries_status() -> None:
