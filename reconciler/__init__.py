@@ -16,21 +16,29 @@ from typing import Any
 from schemas import CRD
 
 
+def _connect(kubeconfig: str | None, context: str | None, host: str | None, **kwargs: Any) -> Any:
+    """The API client, or None after a clear one-line error (the callers exit 2)."""
+    from .api import KubeAPI
+
+    try:
+        return KubeAPI.connect(kubeconfig, context, host=host, **kwargs)
+    except Exception as exc:  # no usable configuration
+        print(f"error: cannot configure the Kubernetes client: {exc}", file=sys.stderr)
+        return None
+
+
 def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], field_manager: str, dry_run: bool,
         kubeconfig: str | None, context: str | None, crd: CRD, image: str, leader_elect: bool, lease_namespace: str,
         metrics_port: int, host: str | None = None) -> int:
     """Connect and run ``--once`` or ``--interval``; returns the exit code."""
-    from .api import KubeAPI
     from .cycle import Options, Reconciler
     from .leader import LeaderElector
     from .loop import install_stop_handlers, run_forever, run_once
     from .metrics import Metrics, serve
 
     stop = threading.Event()
-    try:
-        api = KubeAPI.connect(kubeconfig, context, host=host, stop=stop)
-    except Exception as exc:  # no usable configuration: a clear line, exit 2
-        print(f"error: cannot configure the Kubernetes client: {exc}", file=sys.stderr)
+    api = _connect(kubeconfig, context, host, stop=stop)
+    if api is None:
         return 2
     options = Options(namespaces=namespaces, field_manager=field_manager, image=image, dry_run=dry_run)
     reconciler = Reconciler(api, crd, options, stop)
@@ -52,13 +60,11 @@ def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], fiel
 def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | None, context: str | None,
               host: str | None = None) -> int:
     """Compare rendered Deployments with the cluster; print the drift report; 0 none, 1 drift, 2 error."""
-    from .api import APIError, KubeAPI, object_path
+    from .api import APIError, object_path
     from .drift import compare
 
-    try:
-        api = KubeAPI.connect(kubeconfig, context, host=host)
-    except Exception as exc:
-        print(f"error: cannot configure the Kubernetes client: {exc}", file=sys.stderr)
+    api = _connect(kubeconfig, context, host)
+    if api is None:
         return 2
     drifted = False
     for desired in rendered:

@@ -22,6 +22,8 @@ MERGE_KEYS: dict[tuple[str, ...], tuple[str, ...]] = {
     ("spec", "template", "spec", "containers", "env"): ("name",),
     ("metadata", "ownerReferences"): ("uid",),
 }
+#: Key fields the API server defaults before an item's identity is computed (a port's protocol).
+KEY_DEFAULTS = {"protocol": "TCP"}
 #: Associative lists where an item we do not render is drift too: it would sit beside ours in the
 #: same container (a port renamed by hand keeps the old name: a duplicate the API server rejects).
 #: Extra containers and ownerReferences belong to others and are left alone.
@@ -90,7 +92,7 @@ def removal_patch(live: dict[str, Any], drifts: list[Drift]) -> list[dict[str, A
 
 
 def _matches(item: dict[str, Any], key: tuple[tuple[str, Any], ...]) -> bool:
-    return all(item.get(k, "TCP" if k == "protocol" else None) == v for k, v in key)
+    return _key(item, tuple(k for k, _ in key)) == key
 
 
 def format_path(path: tuple[PathStep, ...]) -> str:
@@ -100,8 +102,8 @@ def format_path(path: tuple[PathStep, ...]) -> str:
     return out
 
 
-def _key(item: Any, keys: tuple[str, ...], defaults: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    item = {**defaults, **item} if isinstance(item, dict) else {}
+def _key(item: Any, keys: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+    item = {**KEY_DEFAULTS, **item} if isinstance(item, dict) else {}
     return tuple((k, item.get(k)) for k in keys)
 
 
@@ -135,20 +137,19 @@ def _walk(desired: Any, live: Any, path: tuple[PathStep, ...], schema: tuple[str
         return
     keys = MERGE_KEYS.get(schema)
     if keys and isinstance(desired, list):
-        defaults = {"protocol": "TCP"} if "protocol" in keys else {}
-        live_items = {_key(i, keys, defaults): i for i in live} if isinstance(live, list) else {}
+        live_items = {_key(i, keys): i for i in live} if isinstance(live, list) else {}
         for item in desired:
-            key = _key(item, keys, defaults)
+            key = _key(item, keys)
             step = path + (("k", key),)
             match = live_items.get(key, _ABSENT)
             item_schema = schema + ("item",) if schema + ("item",) in ATOMIC else schema
             if match is _ABSENT:  # who changed the list: the owners of the items we did not expect
-                others = tuple(path + (("k", k),) for k in live_items if k not in {_key(i, keys, defaults) for i in desired})
+                others = tuple(path + (("k", k),) for k in live_items if k not in {_key(i, keys) for i in desired})
                 out.append((step, _ABSENT, item, others))
             else:
                 _walk(item, match, step, item_schema, out)
         if schema in EXCLUSIVE_LISTS:
-            wanted = {_key(i, keys, defaults) for i in desired}
+            wanted = {_key(i, keys) for i in desired}
             out += [(path + (("k", k),), item, _ABSENT) for k, item in live_items.items() if k not in wanted]
         return
     if desired != live:

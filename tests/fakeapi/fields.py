@@ -190,10 +190,6 @@ def update_set(old: Any, new: Any, types: Types) -> tuple[set[Path], set[Path]]:
     return changed, removed
 
 
-def with_prefix(paths: set[Path], prefix: Path) -> set[Path]:
-    return {p for p in paths if p[: len(prefix)] == prefix}
-
-
 def covers(paths: set[Path], path: Path) -> bool:
     """Whether ``path`` is owned through ``paths``: itself, a descendant, or an atomic ancestor
     (an associative-list item only marks presence and owns nothing below it by itself)."""

@@ -84,10 +84,6 @@ def bad_request(message: str) -> APIError:
     return APIError(400, status_body(400, "BadRequest", message))
 
 
-def now_rfc3339() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def manager_from_user_agent(ua: str) -> str:
     """Writes without fieldManager take the User-Agent up to the first '/', cut to 128 bytes (22)."""
     return ua.split("/", 1)[0][:128]
@@ -885,12 +881,11 @@ class FakeAPIServer:
         stripped = incoming_mf is not None and not entries and bool(self._entries(old))
         entries, changed = self._record_update(res, old, new, manager, sub, entries)
         new["metadata"]["managedFields"] = entries
-        comparable_old = {k: v for k, v in old.items()}
         if not changed and not stripped and _same(old, new):
             return 200, copy.deepcopy(old), self._warning_headers(warnings)
         if not entries:
             new["metadata"].pop("managedFields", None)
-        new["metadata"]["resourceVersion"] = comparable_old["metadata"]["resourceVersion"]
+        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         out = self._finish_write(res, key, old, new, dry_run)
         return 200, out, self._warning_headers(warnings)
 
