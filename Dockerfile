@@ -3,7 +3,7 @@
 FROM python:3.11.11-slim-bookworm AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
-COPY memcached_gitops ./memcached_gitops
+COPY src ./src
 COPY render ./render
 COPY schemas ./schemas
 COPY reconciler ./reconciler

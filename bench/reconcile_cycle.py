@@ -18,9 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reconciler.api import KubeAPI, RetryPolicy, object_path  # noqa: E402
-from reconciler.cycle import Options, Reconciler  # noqa: E402
-from schemas import load_crd  # noqa: E402
+from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy, object_path  # noqa: E402
+from memcached_gitops.reconciler.cycle import Options, Reconciler  # noqa: E402
+from memcached_gitops.schemas import load_crd  # noqa: E402
+
 from tests.fakeapi.server import DeploymentController, FakeAPIServer  # noqa: E402
 
 

@@ -13,7 +13,7 @@ import sys
 import threading
 from typing import Any
 
-from schemas import CRD
+from memcached_gitops.schemas import CRD
 
 
 def _connect(kubeconfig: str | None, context: str | None, host: str | None, **kwargs: Any) -> Any:

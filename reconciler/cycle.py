@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from render import DEFAULT_IMAGE, MANAGED_BY, RenderError, render
-from schemas import CRD, Validator
+from memcached_gitops.render import DEFAULT_IMAGE, MANAGED_BY, RenderError, render
+from memcached_gitops.schemas import CRD, Validator
 
 from .api import APIError, KubeAPI, collection_path, object_path
 from .drift import Drift, compare, removal_patch

@@ -13,9 +13,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import yaml
+from memcached_gitops.schemas.yamlload import resolve_plain
 from yaml.cyaml import CSafeDumper
-
-from schemas.yamlload import resolve_plain
 
 
 class _Dumper(CSafeDumper):  # type: ignore[misc]

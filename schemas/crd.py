@@ -54,7 +54,7 @@ class CRD(NamedTuple):
 
 def builtin_crd_text() -> str:
     """The text of the CRD shipped with the package."""
-    return resources.files("schemas").joinpath(CRD_FILE).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath(CRD_FILE).read_text(encoding="utf-8")
 
 
 def parse_crd(text: str, source: str) -> CRD:

@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from schemas import CRD, Validator, load_crd
-from schemas.crd import parse_crd
-from schemas.yamlload import iter_documents
+from memcached_gitops.schemas import CRD, Validator, load_crd
+from memcached_gitops.schemas.crd import parse_crd
+from memcached_gitops.schemas.yamlload import iter_documents
 
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
@@ -41,7 +40,7 @@ def crd_named(name: str) -> CRD:
         doc = copy.deepcopy(crd.document)
         for version in doc["spec"]["versions"]:
             version.pop("subresources", None)
-        from schemas.crd import _from_document
+        from memcached_gitops.schemas.crd import _from_document
 
         return _from_document(doc, "tutorial without status subresource")
     raise KeyError(name)

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
-from schemas.yamlload import iter_documents
+from memcached_gitops.schemas.yamlload import iter_documents
 
 from .conftest import DATA, REPO
 

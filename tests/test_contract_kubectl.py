@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from schemas.yamlload import iter_documents
+from memcached_gitops.schemas.yamlload import iter_documents
 
 from .conftest import REPO
 

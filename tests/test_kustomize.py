@@ -13,9 +13,8 @@ from pathlib import Path
 
 import kubernetes_validate
 import pytest
-
-from schemas import Validator, load_crd
-from schemas.yamlload import iter_documents
+from memcached_gitops.schemas import Validator, load_crd
+from memcached_gitops.schemas.yamlload import iter_documents
 
 from .conftest import REPO
 from .fakeapi.server import DeploymentController, FakeAPIServer
@@ -135,7 +134,7 @@ def test_rbac_is_exactly_enough() -> None:
         as_cluster_admin(_drift_image, api)
         as_cluster_admin(_drift_port, api)
         assert rec.run_cycle().complete
-        from reconciler.leader import LeaderElector
+        from memcached_gitops.reconciler.leader import LeaderElector
 
         elector = LeaderElector(rec.api, "memcached-gitops", "me")
         assert elector.try_acquire_or_renew() and elector.try_acquire_or_renew()
@@ -255,7 +254,7 @@ def test_krm_reports_invalid_items_as_results() -> None:
 
 
 def test_cli_cmp_and_krm_render_byte_identical_deployments(tmp_path: Path) -> None:
-    from render import to_yaml
+    from memcached_gitops.render import to_yaml
 
     app = REPO / "examples/gitops-repo/apps/caches"
     cli = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", str(app)], capture_output=True, check=True).stdout.decode()

@@ -15,13 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-
-from reconciler.api import APIError, KubeAPI, RetryPolicy
-from reconciler.cycle import Options, Reconciler
-from reconciler.leader import LeaderElector
-from reconciler.loop import exit_code, run_forever
-from reconciler.metrics import Metrics
-from schemas import load_crd
+from memcached_gitops.reconciler.api import APIError, KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.cycle import Options, Reconciler
+from memcached_gitops.reconciler.leader import LeaderElector
+from memcached_gitops.reconciler.loop import exit_code, run_forever
+from memcached_gitops.reconciler.metrics import Metrics
+from memcached_gitops.schemas import load_crd
 
 from .conftest import transcript
 from .fakeapi.server import DeploymentController, FakeAPIServer, Fault
@@ -215,7 +214,7 @@ def test_a_foreign_deployment_with_the_crs_name_is_never_touched(cluster: FakeAP
 
 def test_an_invalid_cr_does_not_stop_the_others() -> None:
     # The cluster's CRD is looser (size up to 5), like a CR stored before the CRD was tightened.
-    from schemas.crd import builtin_crd_text
+    from memcached_gitops.schemas.crd import builtin_crd_text
 
     looser = builtin_crd_text().replace("maximum: 3", "maximum: 5")
     assert looser != builtin_crd_text()
@@ -378,7 +377,7 @@ def test_cli_interval_mode_stops_cleanly_on_sigterm(cluster: FakeAPIServer, tmp_
 def test_metrics_and_probes(cluster: FakeAPIServer) -> None:
     import urllib.request
 
-    from reconciler.metrics import serve
+    from memcached_gitops.reconciler.metrics import serve
 
     make_cr(cluster, "a")
     rec = reconciler_for(cluster)

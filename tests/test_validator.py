@@ -6,9 +6,8 @@ import json
 import re
 
 import pytest
-
-from schemas import Validator
-from schemas.yamlload import iter_documents
+from memcached_gitops.schemas import Validator
+from memcached_gitops.schemas.yamlload import iter_documents
 
 from .conftest import TRANSCRIPTS, crd_named, validate_text
 from .validator_cases import CASES, Case, cr

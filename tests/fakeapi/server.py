@@ -31,11 +31,10 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import yaml
-
-from schemas import Validator
-from schemas.crd import CRDError, _from_document, builtin_crd_text
-from schemas.structural import prune_and_default
-from schemas.yamlload import YAMLInputError, iter_documents
+from memcached_gitops.schemas import Validator
+from memcached_gitops.schemas.crd import CRDError, _from_document, builtin_crd_text
+from memcached_gitops.schemas.structural import prune_and_default
+from memcached_gitops.schemas.yamlload import YAMLInputError, iter_documents
 
 from . import fields as F
 from .defaults import default_deployment, order_deployment, semantic

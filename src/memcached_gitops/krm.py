@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from schemas import Validator
+from memcached_gitops.schemas import Validator
 
 from .pipeline import Result, process_object
 

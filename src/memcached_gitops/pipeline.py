@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, NamedTuple
 
-from render import RenderError, render
-from schemas import Problem, Validator, format_path
-from schemas.yamlload import Document, YAMLInputError, iter_documents
+from memcached_gitops.render import RenderError, render
+from memcached_gitops.schemas import Problem, Validator, format_path
+from memcached_gitops.schemas.yamlload import Document, YAMLInputError, iter_documents
 
 
 class Finding(NamedTuple):

@@ -16,9 +16,9 @@ from typing import Annotated, Any
 
 import typer
 
-from render import DEFAULT_IMAGE, to_json, to_single, to_yaml
-from schemas import CRDError, Validator, load_crd
-from schemas.crd import builtin_crd_text
+from memcached_gitops.render import DEFAULT_IMAGE, to_json, to_single, to_yaml
+from memcached_gitops.schemas import CRDError, Validator, load_crd
+from memcached_gitops.schemas.crd import builtin_crd_text
 
 from .files import InputError, expand, open_sources, write_atomic
 from .pipeline import Finding, Result, process
@@ -206,7 +206,7 @@ def krm(
     image: Annotated[str | None, typer.Option("--image", help="memcached image [env MEMCACHED_IMAGE]")] = None,
 ) -> None:
     """A KRM function (kustomize/kpt): a ResourceList on stdin, a ResourceList on stdout."""
-    from schemas.yamlload import YAMLInputError, iter_documents
+    from memcached_gitops.schemas.yamlload import YAMLInputError, iter_documents
 
     from .krm import transform
 
@@ -293,7 +293,7 @@ def reconcile(
     if once == (interval is not None):
         raise _fail("give exactly one of --once or --interval")
     _setup_logging(log_level)
-    from reconciler import run
+    from memcached_gitops.reconciler import run
 
     code = run(once=once, interval=_duration(interval) if interval else None, namespaces=tuple(namespace or ()),
                field_manager=field_manager, dry_run=dry_run, kubeconfig=kubeconfig, context=context,
@@ -319,7 +319,7 @@ def diff(
     if result.errors:
         raise typer.Exit(2)
     _setup_logging("warning")
-    from reconciler import diff_live
+    from memcached_gitops.reconciler import diff_live
 
     raise typer.Exit(diff_live(result.rendered, namespace, kubeconfig, context))
 
