@@ -37,8 +37,10 @@ from memcached_gitops.schemas.structural import prune_and_default
 from memcached_gitops.schemas.yamlload import YAMLInputError, iter_documents
 
 from . import fields as F
+from . import selectors
 from .defaults import default_deployment, order_deployment, semantic
 from .resources import BUILTINS, KEY_DEFAULTS, Resource, custom_types
+from .watch import PARTIAL_LIST, Change, Expired, WatchCache, WatchStream, as_partial, partial_metadata_view
 
 
 class APIError(Exception):
@@ -160,31 +162,74 @@ def json_patch(target: Any, ops: list[dict[str, Any]]) -> Any:
     return doc
 
 
-SELECTOR_TERM = re.compile(r"^\s*([^!=\s]+)\s*(==|=|!=)\s*(\S*)\s*$")
-
-
-def label_selector_matches(selector: str, labels: dict[str, str]) -> bool:
-    for term in filter(None, (t.strip() for t in selector.split(","))):
-        m = SELECTOR_TERM.match(term)
-        if m:
-            key, op, value = m.groups()
-            if op == "!=" and labels.get(key) == value:
-                return False
-            if op in ("=", "==") and labels.get(key) != value:
-                return False
-        elif term.startswith("!"):
-            if term[1:] in labels:
-                return False
-        elif term not in labels:
-            return False
-    return True
-
-
 def _get_field(obj: dict[str, Any], dotted: str) -> Any:
     cur: Any = obj
     for part in dotted.split("."):
         cur = cur.get(part) if isinstance(cur, dict) else None
     return cur
+
+
+def _truthy(value: str | None) -> bool:
+    """A boolean query parameter as Go's strconv.ParseBool reads it (the Python client sends True)."""
+    return value in ("1", "t", "T", "true", "TRUE", "True")
+
+
+class _RecordingStore(dict):
+    """The fake's object store: every set or delete is reported, so WATCH sees each stored change."""
+
+    def __init__(self, on_change: Callable[[Any, Any, Any], None]) -> None:
+        super().__init__()
+        self._on_change = on_change
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        old = self.get(key)
+        super().__setitem__(key, value)
+        self._on_change(key, old, value)
+
+    def __delitem__(self, key: Any) -> None:
+        old = self[key]
+        super().__delitem__(key)
+        self._on_change(key, old, None)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """The listening side, which can stop listening for a while (a restart) and knows its open
+    connections so that a restart can cut them."""
+
+    daemon_threads = True
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.connections: set[socket.socket] = set()
+        self.stopped = False
+
+    def serve_in_background(self) -> None:
+        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def stop_listening(self, for_good: bool = True) -> None:
+        self.stopped = self.stopped or for_good
+        self.shutdown()
+        self.server_close()
+
+    def refuse_for(self, seconds: float) -> None:
+        """Cut every connection and refuse new ones for ``seconds``, then listen on the same port again."""
+        self.stop_listening(for_good=False)
+        for conn in list(self.connections):
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+        def reopen() -> None:
+            time.sleep(seconds)
+            if self.stopped:
+                return
+            self.socket = socket.socket(self.address_family, self.socket_type)
+            self.server_bind()
+            self.server_activate()
+            self.serve_forever(poll_interval=0.05)
+
+        threading.Thread(target=reopen, daemon=True).start()
 
 
 @dataclass
@@ -203,12 +248,19 @@ class Fault:
 
 @dataclass
 class LoggedRequest:
+    """One request as the fake received it. ``received`` (time.monotonic()) and ``received_at``
+    (time.time()) are taken when the request line and headers have been read, before any work,
+    as the API server's audit log stamps a request: latency between a client's write and a
+    controller's answering write is the difference of their ``received``."""
+
     method: str
     path: str
     query: dict[str, str]
     status: int
     user_agent: str
     content_type: str = ""
+    received: float = field(default_factory=time.monotonic)
+    received_at: float = field(default_factory=time.time)
 
     @property
     def is_write(self) -> bool:
@@ -222,11 +274,14 @@ class FakeAPIServer:
     crd_texts: list[str] = field(default_factory=lambda: [builtin_crd_text()])
     rbac_rules: list[dict[str, Any]] | None = None  # a ClusterRole's rules; None: allow everything
     namespaces: tuple[str, ...] = ("default",)
+    watch_window: int = 10_000  # changes of each resource a WATCH can resume from; older is 410 (32)
 
     def __post_init__(self) -> None:
         self.lock = threading.RLock()
-        self.objects: dict[tuple[str, str, str, str], dict[str, Any]] = {}  # (group, plural, ns, name)
         self.rv = 100
+        self.watch_cache = WatchCache(self.watch_window, self.rv)
+        self.watches: list[WatchStream] = []  # open WATCH streams
+        self.objects: dict[tuple[str, str, str, str], dict[str, Any]] = _RecordingStore(self._record)  # (group, plural, ns, name)
         self.log: list[LoggedRequest] = []
         self.faults: list[Fault] = []
         self.authorized_requests: list[tuple[str, str, str]] = []  # (group, resource, verb), with RBAC on
@@ -263,6 +318,11 @@ class FakeAPIServer:
             def setup(self) -> None:
                 super().setup()
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                self.server.connections.add(self.connection)  # type: ignore[attr-defined]
+
+            def finish(self) -> None:
+                self.server.connections.discard(self.connection)  # type: ignore[attr-defined]
+                super().finish()
 
             def log_message(self, *args: Any) -> None:  # quiet
                 pass
@@ -277,6 +337,9 @@ class FakeAPIServer:
                     self.close_connection = True
                     self.connection.close()
                     return
+                if isinstance(payload, WatchStream):
+                    self._stream(code, headers, payload)
+                    return
                 self.send_response(code)
                 for k, v in headers.items():
                     self.send_header(k, v)
@@ -285,17 +348,37 @@ class FakeAPIServer:
                 self.wfile.write(payload)
                 self.wfile.flush()
 
+            def _stream(self, code: int, headers: dict[str, str], stream: WatchStream) -> None:
+                """A WATCH: 200, then one chunk per JSON line, as the API server streams them (30)."""
+                self.send_response(code)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                try:
+                    self.wfile.flush()
+                    for line in stream.lines():
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                        self.wfile.flush()
+                    if stream.state == "dropped":  # cut: no final chunk, the connection goes
+                        self.close_connection = True
+                        return
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                except OSError:  # the client went away
+                    stream.state = "closed"
+                    self.close_connection = True
+
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        self._httpd = _HTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.serve_in_background()
         return self.url
 
     def stop(self) -> None:
         if self._httpd:
-            self._httpd.shutdown()
-            self._httpd.server_close()
+            self.drop_watches()
+            self._httpd.stop_listening()
 
     @property
     def url(self) -> str:
@@ -314,8 +397,95 @@ class FakeAPIServer:
         with self.lock:
             self.log.clear()
 
+    # ---- WATCH and its faults
+    def _record(self, key: tuple[str, str, str, str], old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        """Every stored change becomes a watch event; a no-op write stores nothing, so it has none (30, 31)."""
+        if new is None:  # a delete is a write of its own: the DELETED object carries the new resourceVersion (30)
+            assert old is not None
+            new = copy.deepcopy(old)
+            new["metadata"]["resourceVersion"] = self._next_rv()
+            change = Change(self.rv, "DELETED", key, old, new)
+        else:
+            change = Change(int(new["metadata"]["resourceVersion"]), "MODIFIED" if old is not None else "ADDED", key, old,
+                            copy.deepcopy(new))
+        self.watch_cache.record(change)
+
+    def _open_watches(self, path_contains: str) -> list[WatchStream]:
+        with self.watch_cache.cond:
+            self.watches = [w for w in self.watches if w.state in ("open", "silent")]
+            return [w for w in self.watches if path_contains in w.path]
+
+    def drop_watches(self, path_contains: str = "") -> int:
+        """Cut the open WATCH streams whose path contains the text, mid-stream, without the final
+        chunk (a dropped connection); returns how many."""
+        found = self._open_watches(path_contains)
+        with self.watch_cache.cond:
+            for w in found:
+                w.state = "dropped"
+            self.watch_cache.cond.notify_all()
+        return len(found)
+
+    def silence_watches(self, path_contains: str = "") -> int:
+        """The open WATCH streams whose path contains the text stay open but send nothing more: no
+        event, no BOOKMARK, no close, until their timeoutSeconds; returns how many."""
+        found = self._open_watches(path_contains)
+        with self.watch_cache.cond:
+            for w in found:
+                w.state = "silent"
+        return len(found)
+
+    def compact(self) -> None:
+        """Forget every change so far: a WATCH from any earlier resourceVersion gets the 410 ERROR
+        event (32); open streams go on."""
+        with self.lock:
+            self.watch_cache.restart(self.rv)
+
+    def restart(self, downtime: float = 0.2) -> None:
+        """An API server restart: every open WATCH and connection is cut, new connections are
+        refused for ``downtime`` seconds, and the watch history starts at the current
+        resourceVersion, so resuming from an older one is a 410 (32). Stored objects survive."""
+        with self.lock:
+            self.drop_watches()
+            self.watch_cache.restart(self.rv)
+            if self._httpd is not None:
+                self._httpd.refuse_for(downtime)
+
+    def _watch(self, res: Resource, namespace: str | None, query: dict[str, str], accept: str | None) -> WatchStream:
+        """Open a WATCH (called under the lock, so its start is consistent with the store)."""
+        try:
+            requirements = selectors.parse(query.get("labelSelector", ""))
+        except selectors.SelectorError as exc:
+            raise bad_request(str(exc)) from None
+        resource = ("" if res.plural == "events" else res.group, res.plural)
+        bookmarks = _truthy(query.get("allowWatchBookmarks"))
+        timeout = float(query.get("timeoutSeconds") or 1800)  # the apiserver's default is 30-60 min
+        path = ("/apis/" if res.group else "/api/") + res.api_version + (f"/namespaces/{namespace}" if namespace else "") + f"/{res.plural}"
+        stream = WatchStream(self.watch_cache, resource, res.kind, res.api_version, path, namespace, requirements, self.rv,
+                             timeout, bookmarks, partial=partial_metadata_view(accept or "") is not None)
+        rv = query.get("resourceVersion", "")
+        if _truthy(query.get("sendInitialEvents")):
+            if bookmarks:  # the streaming list, refused by that cluster's storage (33)
+                stream.error = status_body(500, "InternalError", "a watch stream was requested by the client but the required storage feature RequestWatchProgress is disabled")
+                return stream
+            rv = ""
+        if rv in ("", "0"):  # start from the current state: an ADDED per object first (33; API Concepts)
+            keys = sorted(k for k in self.objects if k[:2] == resource)
+            stream.initial = [copy.deepcopy(self.objects[k]) for k in keys if stream._selected(k, self.objects[k])]
+        else:
+            try:
+                stream.rv = int(rv)
+                self.watch_cache.since(resource, stream.rv)
+            except ValueError:
+                raise bad_request(f"invalid resource version: {rv}") from None
+            except Expired as exc:  # HTTP 200, then one ERROR event and the close (32)
+                stream.error = status_body(410, "Expired", f"too old resource version: {rv} ({exc.floor})")
+        with self.watch_cache.cond:
+            self.watches.append(stream)
+        return stream
+
     # ---- the request path
-    def handle(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
+    def handle(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes | WatchStream]:
+        received, received_at = time.monotonic(), time.time()
         split = urlsplit(raw_path)
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         ua = headers.get("User-Agent", "")
@@ -325,19 +495,19 @@ class FakeAPIServer:
             if fault.delay:
                 time.sleep(fault.delay)
             if fault.drop_connection:
-                self.log.append(LoggedRequest(method, split.path, query, -1, ua, ctype))
+                self.log.append(LoggedRequest(method, split.path, query, -1, ua, ctype, received, received_at))
                 return -1, {}, b""
             if fault.status:
                 extra = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
                 reason = {429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}.get(fault.status, "")
                 payload = fault.body or status_body(fault.status, reason, f"injected fault {fault.status}")
-                self.log.append(LoggedRequest(method, split.path, query, fault.status, ua, ctype))
+                self.log.append(LoggedRequest(method, split.path, query, fault.status, ua, ctype, received, received_at))
                 return fault.status, {"Content-Type": "application/json", **extra}, json.dumps(payload).encode()
         with self.lock:
             try:
-                code, payload, extra = self._dispatch(method, split.path, query, ua, ctype, body)
+                code, payload, extra = self._dispatch(method, split.path, query, ua, ctype, body, headers.get("Accept"))
                 out_headers = {"Content-Type": "application/json", **extra}
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                data = payload if isinstance(payload, (bytes, WatchStream)) else json.dumps(payload).encode()
             except APIError as exc:
                 code, out_headers = exc.code, {"Content-Type": "application/json", **exc.headers}
                 if isinstance(exc.body, str):
@@ -345,7 +515,7 @@ class FakeAPIServer:
                     data = exc.body.encode()
                 else:
                     data = json.dumps(exc.body).encode()
-            self.log.append(LoggedRequest(method, split.path, query, code, ua, ctype))
+            self.log.append(LoggedRequest(method, split.path, query, code, ua, ctype, received, received_at))
             return code, out_headers, data
 
     def _take_fault(self, method: str, path: str) -> Fault | None:
@@ -357,7 +527,7 @@ class FakeAPIServer:
         return None
 
     # ---- routing
-    def _dispatch(self, method: str, path: str, query: dict[str, str], ua: str, ctype: str, body: bytes):
+    def _dispatch(self, method: str, path: str, query: dict[str, str], ua: str, ctype: str, body: bytes, accept: str | None = None):
         parts = [p for p in path.split("/") if p]
         if parts[:2] == ["api", "v1"]:
             group, version, rest = "", "v1", parts[2:]
@@ -374,6 +544,9 @@ class FakeAPIServer:
         if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) > 2:
             namespace, rest = rest[1], rest[2:]
         res = self.resources.get((group, rest[0])) if rest else None
+        if res is None and any(r.group == group and r.version == version and not r.custom for r in BUILTINS):
+            # a built-in group version answers an unknown resource with a Status, a CRD's group with plain text (32, 12)
+            raise APIError(404, status_body(404, "NotFound", "the server could not find the requested resource", {}))
         if res is None or res.version != version:
             raise APIError(404, "404 page not found\n")
         name = rest[1] if len(rest) > 1 else None
@@ -383,8 +556,10 @@ class FakeAPIServer:
         self._authorize(method, res, sub, name, query)
         ns = namespace or ""
         if name is None:
+            if method == "GET" and _truthy(query.get("watch")):
+                return 200, self._watch(res, namespace, query, accept), {}
             if method == "GET":
-                return 200, self._list(res, namespace, query), {}
+                return 200, self._list(res, namespace, query, accept), {}
             if method == "POST":
                 return self._create(res, ns, query, ua, ctype, body)
             raise APIError(405, status_body(405, "MethodNotAllowed", "method not allowed"))
@@ -494,8 +669,12 @@ class FakeAPIServer:
             raise APIError(404, status_body(404, "NotFound", f'namespaces "{ns}" not found', {"name": ns, "kind": "namespaces"}))
 
     # ---- LIST
-    def _list(self, res: Resource, namespace: str | None, query: dict[str, str]) -> dict[str, Any]:
+    def _list(self, res: Resource, namespace: str | None, query: dict[str, str], accept: str | None = None) -> dict[str, Any]:
         selector = query.get("labelSelector", "")
+        try:
+            requirements = selectors.parse(selector)
+        except selectors.SelectorError as exc:  # a malformed selector is a plain 400 (32)
+            raise bad_request(str(exc)) from None
         fsel = query.get("fieldSelector", "")
         group = "" if res.plural == "events" else res.group
         keys = sorted(k for k in self.objects if k[0] == group and k[1] == res.plural and (namespace is None or k[2] == namespace))
@@ -520,7 +699,7 @@ class FakeAPIServer:
                 break
             obj = _event_view(res, self.objects[k]) if res.plural == "events" else self.objects[k]
             last_key = k
-            if selector and not label_selector_matches(selector, obj["metadata"].get("labels") or {}):
+            if selector and not selectors.matches(requirements, obj["metadata"].get("labels")):
                 continue
             if fsel and not all(str(_get_field(obj, f.split("=")[0])) == f.split("=", 1)[1] for f in fsel.split(",")):
                 continue
@@ -532,6 +711,8 @@ class FakeAPIServer:
             ).decode().rstrip("=")
             if not selector and not fsel:
                 meta["remainingItemCount"] = sum(1 for k in keys if list(k) > list(last_key))
+        if partial_metadata_view(accept or "") == PARTIAL_LIST:  # metadata only, chosen by the Accept header
+            return {"kind": PARTIAL_LIST, "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": [as_partial(i) for i in items]}
         if res.custom:
             meta.setdefault("continue", "")
             return {"apiVersion": res.api_version, "items": items, "kind": f"{res.kind}List",
@@ -1408,9 +1589,10 @@ class DeploymentController:
                      "message": f'ReplicaSet "{name}-5d9c8b7f6d" has successfully progressed.',
                      "lastUpdateTime": api.clock(), "lastTransitionTime": api.clock()},
                 ]
-                if dep.get("status") != status:
-                    dep["status"] = status
+                if dep.get("status") != status:  # a new object, so the change reaches WATCH with its old state
+                    dep = {**copy.deepcopy(dep), "status": status}
                     dep["metadata"]["resourceVersion"] = api._next_rv()
+                    api.objects[key] = dep
                 labels = dep["spec"]["template"]["metadata"].get("labels", {})
                 pods = sorted(k for k in api.objects if k[1] == "pods" and k[2] == ns and k[3].startswith(f"{name}-5d9c8b7f6d-"))
                 for extra in pods[replicas:]:
