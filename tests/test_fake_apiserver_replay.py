@@ -32,7 +32,6 @@ from .fakeapi.server import FakeAPIServer
 # Transcripts the fake does not replay yet (RBAC for apply, the Deployment controller's statuses,
 # garbage collection); a test below keeps the list honest about which recorded files are not replayed.
 NOT_REPLAYED = {
-    "32-watch-errors-compacted-future-bad-selector", "33-watch-initial-events-and-resume",
     "34-rbac-apply-needs-create", "35-deployment-controller-status", "36-garbage-collection",
 }
 VOLATILE = {"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "time", "firstTimestamp", "lastTimestamp",

@@ -193,7 +193,7 @@ class WatchStream:
             return
         deadline = self.opened + self.timeout
         # the cacher's heartbeat: every minute, and two seconds before the deadline (none if that has passed)
-        next_bookmark = min(self.opened + 60.0, deadline - 2.0) if self.bookmarks else None
+        next_bookmark = min(self.opened + 60.0, deadline - 2.0) if self.bookmarks and self.timeout > 2.0 else None
         for obj in self.initial:
             self.events_sent += 1
             yield self._line("ADDED", obj)
