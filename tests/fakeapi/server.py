@@ -10,6 +10,24 @@ the recordings win (see their README's "Surprises").
 
 Also: a request log, fault injection (status, Retry-After, latency), optional RBAC enforcement
 of a ClusterRole, and ``DeploymentController`` to play the controller (status and pods).
+
+WATCH (``?watch=true``; rules and their transcripts in watch.py) for every resource, per namespace
+or across all, with ``labelSelector``, ``resourceVersion``, ``allowWatchBookmarks``,
+``timeoutSeconds`` (default 1800) and ``sendInitialEvents``. ``Accept:
+application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`` (``...List`` for a LIST) serves
+metadata only. For tests:
+
+- ``FakeAPIServer(watch_window=N)``: each resource keeps its last N changes; resuming from an older
+  resourceVersion gets the 410 ERROR event.
+- ``api.drop_watches(path_contains="")``: open streams are cut mid-stream (no final chunk).
+- ``api.silence_watches(path_contains="")``: open streams stay open and send nothing more.
+- ``api.compact()``: forget the history; any earlier resourceVersion is now a 410.
+- ``api.restart(downtime=0.2)``: cut every watch and connection, refuse connections for
+  ``downtime`` seconds, forget the history; objects survive.
+- ``Fault(path_contains=..., watch="expired" | "silent" | "drop")``: the next matching WATCH
+  requests fail that way.
+- ``api.log``: each ``LoggedRequest`` has ``received`` (time.monotonic()) and ``received_at``
+  (time.time()), stamped when the request arrived, as the API server's audit log does.
 """
 
 from __future__ import annotations
@@ -234,7 +252,12 @@ class _HTTPServer(ThreadingHTTPServer):
 
 @dataclass
 class Fault:
-    """An injected failure: the next ``times`` matching requests answer ``status`` (after ``delay`` s)."""
+    """An injected failure: the next ``times`` matching requests answer ``status`` (after ``delay`` s).
+
+    With ``watch`` set, the matching WATCH requests are opened (200) but go wrong instead:
+    ``"expired"`` sends the 410 ERROR event and closes, ``"silent"`` sends nothing at all until
+    timeoutSeconds, ``"drop"`` cuts the connection right after the response headers.
+    """
 
     method: str | None = None
     path_contains: str = ""
@@ -244,6 +267,7 @@ class Fault:
     delay: float = 0.0
     body: dict[str, Any] | None = None
     drop_connection: bool = False
+    watch: str = ""  # "", "expired", "silent" or "drop": what happens to a matching WATCH
 
 
 @dataclass
@@ -490,8 +514,8 @@ class FakeAPIServer:
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         ua = headers.get("User-Agent", "")
         ctype = headers.get("Content-Type", "").split(";")[0].strip()
-        fault = self._take_fault(method, split.path)
-        if fault is not None:
+        fault = self._take_fault(method, split.path, query)
+        if fault is not None and not fault.watch:
             if fault.delay:
                 time.sleep(fault.delay)
             if fault.drop_connection:
@@ -508,6 +532,8 @@ class FakeAPIServer:
                 code, payload, extra = self._dispatch(method, split.path, query, ua, ctype, body, headers.get("Accept"))
                 out_headers = {"Content-Type": "application/json", **extra}
                 data = payload if isinstance(payload, (bytes, WatchStream)) else json.dumps(payload).encode()
+                if isinstance(data, WatchStream) and fault is not None:
+                    self._spoil_watch(data, fault.watch)
             except APIError as exc:
                 code, out_headers = exc.code, {"Content-Type": "application/json", **exc.headers}
                 if isinstance(exc.body, str):
@@ -518,13 +544,24 @@ class FakeAPIServer:
             self.log.append(LoggedRequest(method, split.path, query, code, ua, ctype, received, received_at))
             return code, out_headers, data
 
-    def _take_fault(self, method: str, path: str) -> Fault | None:
+    def _take_fault(self, method: str, path: str, query: dict[str, str]) -> Fault | None:
         with self.lock:
             for f in self.faults:
                 if f.times > 0 and (f.method is None or f.method == method) and f.path_contains in path:
+                    if f.watch and not _truthy(query.get("watch")):
+                        continue
                     f.times -= 1
                     return f
         return None
+
+    def _spoil_watch(self, stream: WatchStream, how: str) -> None:
+        if how == "expired":
+            stream.error = status_body(410, "Expired", f"too old resource version: {stream.rv} ({self.rv})")
+        elif how == "silent":
+            stream.state = "silent"
+            stream.initial = []
+        elif how == "drop":
+            stream.state = "dropped"
 
     # ---- routing
     def _dispatch(self, method: str, path: str, query: dict[str, str], ua: str, ctype: str, body: bytes, accept: str | None = None):

@@ -149,7 +149,6 @@ class WatchStream:
     error: dict[str, Any] | None = None  # an ERROR event's Status: sent alone, then the close
     opened: float = field(default_factory=time.monotonic)
     state: str = "open"  # open | silent | dropped | closed
-    events_sent: int = 0
 
     def _selected(self, key: Key, obj: dict[str, Any] | None) -> bool:
         if obj is None or (self.namespace is not None and key[2] != self.namespace):
@@ -194,8 +193,9 @@ class WatchStream:
         deadline = self.opened + self.timeout
         # the cacher's heartbeat: every minute, and two seconds before the deadline (none if that has passed)
         next_bookmark = min(self.opened + 60.0, deadline - 2.0) if self.bookmarks and self.timeout > 2.0 else None
+        if self.state == "dropped":
+            return
         for obj in self.initial:
-            self.events_sent += 1
             yield self._line("ADDED", obj)
         while True:
             pending: list[Change] = []
@@ -224,7 +224,6 @@ class WatchStream:
                 self.rv = change.rv
                 seen = self.translate(change)
                 if seen is not None:
-                    self.events_sent += 1
                     yield self._line(*seen)
             if bookmark_rv is not None:
                 yield self._bookmark(bookmark_rv)
