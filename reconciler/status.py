@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 CONDITION_TYPES = ("Available", "Progressing", "Degraded")
+#: Degraded=False reason of a CR whose Deployment Argo CD (or another tool) applied: see ownership.py.
+GITOPS_APPLIED = "GitOpsApplied"
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,8 @@ class Observation:
     degraded_reason: str = ""  # ResourceNotOwned | InvalidSpec | ApplyFailed | ""
     degraded_message: str = ""
     corrected: str = ""  # summary of the drift corrected in this cycle, if any
+    applied_by: str = ""  # GitOps-applied (ownership.py): the field manager that applied the Deployment
+    drift_note: str = ""  # GitOps-applied: what differs from the rendering (information, not failure)
 
 
 def _condition(ctype: str, status: bool, reason: str, message: str, generation: int) -> dict[str, Any]:
@@ -60,17 +64,26 @@ def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
         prog_reason, prog_message = "ReconcileComplete", obs.corrected or "the Deployment matches the CR"
     else:
         prog_reason, prog_message = "NotProgressing", "no rollout under way"
+    degraded = (obs.degraded_reason, obs.degraded_message) if obs.degraded_reason else _not_degraded(obs)
     conditions = [
         _condition("Available", available, avail_reason, avail_message, g),
         _condition("Progressing", progressing, prog_reason, prog_message, g),
-        _condition("Degraded", bool(obs.degraded_reason), obs.degraded_reason or "AsExpected",
-                   obs.degraded_message or "the reconciler can manage this Memcached", g),
+        _condition("Degraded", bool(obs.degraded_reason), *degraded, g),
     ]
     if progressing or (not available and not obs.degraded_reason):
         conditions.append(_condition("Reconciling", True, "Progressing", conditions[0]["message"], g))
     if obs.degraded_reason:
         conditions.append(_condition("Stalled", True, obs.degraded_reason, obs.degraded_message, g))
     return conditions
+
+
+def _not_degraded(obs: Observation) -> tuple[str, str]:
+    """Reason and message of ``Degraded=False``: who manages the Deployment."""
+    if obs.applied_by:
+        message = (f"the Deployment is applied by {obs.applied_by} (no controller ownerReference): observed, "
+                   "never written; reconcile --adopt takes it over")
+        return GITOPS_APPLIED, message + (f"; {obs.drift_note}" if obs.drift_note else "")
+    return "AsExpected", "the reconciler can manage this Memcached"
 
 
 def with_transition_times(conditions: list[dict[str, Any]], previous: list[dict[str, Any]], now: str) -> list[dict[str, Any]]:
