@@ -92,6 +92,7 @@ class Reconciler:
         self.stop = stop or threading.Event()
         self.version = crd.storage_version or next(iter(crd.versions))
         self._reported_schema_errors: set[tuple[str, str]] = set()
+        self.clock = now_rfc3339  # lastTransitionTime of the conditions
 
     # ---- reading
     def _list(self, group: str, version: str, plural: str, selector: str | None = None) -> list[dict[str, Any]]:
@@ -243,7 +244,7 @@ class Reconciler:
         if self.options.dry_run:
             return
         live_status = cr.get("status") or {}
-        status = desired_status(obs, live_status, now_rfc3339(), declared, condition_fields)
+        status = desired_status(obs, live_status, self.clock(), declared, condition_fields)
         if not status_differs(status, live_status):
             return
         ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
