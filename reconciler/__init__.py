@@ -29,7 +29,7 @@ def _connect(kubeconfig: str | None, context: str | None, host: str | None, **kw
 
 def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], field_manager: str, dry_run: bool,
         kubeconfig: str | None, context: str | None, crd: CRD, image: str, leader_elect: bool, lease_namespace: str,
-        metrics_port: int, host: str | None = None) -> int:
+        metrics_port: int, host: str | None = None, adopt: bool = False) -> int:
     """Connect and run ``--once`` or ``--interval``; returns the exit code."""
     from .cycle import Options, Reconciler
     from .leader import LeaderElector
@@ -40,7 +40,7 @@ def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], fiel
     api = _connect(kubeconfig, context, host, stop=stop)
     if api is None:
         return 2
-    options = Options(namespaces=namespaces, field_manager=field_manager, image=image, dry_run=dry_run)
+    options = Options(namespaces=namespaces, field_manager=field_manager, image=image, dry_run=dry_run, adopt=adopt)
     reconciler = Reconciler(api, crd, options, stop)
     install_stop_handlers(stop)
     if once:

@@ -8,7 +8,9 @@
 3. Compare with the live Deployment on the fields we set (drift.py). Equal: no write. Different or
    missing: one server-side apply with force. A Deployment that a CR names but that is not in
    the labelled LIST is looked up once before creating, so that a foreign Deployment of the same
-   name is never taken over (``Degraded``, reason ``ResourceNotOwned``).
+   name is never taken over (``Degraded``, reason ``ResourceNotOwned``). A GitOps-applied one
+   (ownership.py) is observed, not written, unless ``adopt`` is set: then one apply adds the
+   controller ownerReference and corrects its drift.
 4. Status through the status subresource under its own field manager, only when it changed.
 5. An Event on the CR for each correction and each failure.
 
@@ -30,6 +32,7 @@ from memcached_gitops.schemas import CRD, Validator
 
 from .api import APIError, KubeAPI, collection_path, object_path
 from .drift import Drift, compare, removal_patch
+from .ownership import Ownership, classify, spec_manager
 from .status import Observation, desired_status, status_differs
 
 log = logging.getLogger("memcached_gitops.reconciler")
@@ -47,13 +50,14 @@ class Options:
     image: str = DEFAULT_IMAGE
     dry_run: bool = False
     events: bool = True
+    adopt: bool = False  # take over GitOps-applied Deployments (ownership.py)
 
 
 @dataclass
 class CROutcome:
     namespace: str
     name: str
-    action: str  # unchanged | created | corrected | not-owned | invalid | failed
+    action: str  # unchanged | created | corrected | adopted | observed | not-owned | invalid | failed
     drift: list[Drift] = field(default_factory=list)
     error: str = ""
 
@@ -71,7 +75,7 @@ class CycleReport:
 
     @property
     def drifted(self) -> list[CROutcome]:
-        return [o for o in self.outcomes if o.action in ("created", "corrected")]
+        return [o for o in self.outcomes if o.action in ("created", "corrected", "adopted")]
 
 
 def now_rfc3339() -> str:
@@ -88,6 +92,7 @@ class Reconciler:
         self.stop = stop or threading.Event()
         self.version = crd.storage_version or next(iter(crd.versions))
         self._reported_schema_errors: set[tuple[str, str]] = set()
+        self.clock = now_rfc3339  # lastTransitionTime of the conditions
 
     # ---- reading
     def _list(self, group: str, version: str, plural: str, selector: str | None = None) -> list[dict[str, Any]]:
@@ -174,16 +179,21 @@ class Reconciler:
         }]
         if live is None:
             live = self._find_unlabelled(ns, name)
-        if live is not None and not self._controlled_by(live, cr):
+        ownership = classify(live, cr) if live is not None else Ownership.OWNED
+        if ownership is Ownership.FOREIGN:
             message = f"Deployment {ns}/{name} exists and is not controlled by this Memcached; it is left alone"
             self._write_status(cr, Observation(generation, size, None, (), "ResourceNotOwned", message), declared, condition_fields)
             self._event_once(cr, "ResourceNotOwned", message)
             return CROutcome(ns, name, "not-owned", error=message)
         drift = compare(desired, live)
+        applied_by = (spec_manager(live) or "another tool") if ownership is Ownership.GITOPS_APPLIED else ""
+        if applied_by and not self.options.adopt:
+            return self._observe(cr, live, pods, applied_by, drift, size, declared, condition_fields)
         action, summary = "unchanged", ""
         if drift:
-            action = "created" if live is None else "corrected"
+            action = "created" if live is None else "adopted" if applied_by else "corrected"
             summary = ("created the Deployment" if live is None else
+                       f"took over the Deployment applied by {applied_by} (controller ownerReference added)" if applied_by else
                        "corrected " + "; ".join(d.describe() for d in drift))[:2048]
             log.info("%s/%s: %s", ns, name, summary)
             if not self.options.dry_run:
@@ -198,10 +208,25 @@ class Reconciler:
                     self._write_status(cr, Observation(generation, size, live, pods, "ApplyFailed", message), declared, condition_fields)
                     self._event(cr, "Warning", "ApplyFailed", message[:1024])
                     return CROutcome(ns, name, "failed", drift, message)
-                self._event(cr, "Normal", "DeploymentCreated" if action == "created" else "DriftCorrected", summary[:1024])
+                reason = {"created": "DeploymentCreated", "adopted": "Adopted"}.get(action, "DriftCorrected")
+                corrections = _corrections(drift) if applied_by else []
+                details = "; corrected " + "; ".join(d.describe() for d in corrections) if corrections else ""
+                self._event(cr, "Normal", reason, (summary + details)[:1024])
         if not self.options.dry_run:
             self._write_status(cr, Observation(generation, size, live, pods, corrected=summary), declared, condition_fields)
         return CROutcome(ns, name, action, drift)
+
+    def _observe(self, cr: dict[str, Any], live: dict[str, Any], pods: tuple[str, ...], applied_by: str, drift: list[Drift],
+                 size: int, declared: frozenset[str] | None, condition_fields: frozenset[str] | None) -> CROutcome:
+        """A GitOps-applied Deployment: status from it, nothing written to it; drift is information."""
+        ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
+        differences = _corrections(drift)
+        if differences:
+            log.info("%s/%s: applied by %s, not corrected: %s", ns, name, applied_by, "; ".join(d.describe() for d in differences))
+        note = f"{len(differences)} field(s) differ from the rendering, e.g. {differences[0].field}" if differences else ""
+        self._write_status(cr, Observation(cr["metadata"].get("generation", 1), size, live, pods, applied_by=applied_by,
+                                           drift_note=note), declared, condition_fields)
+        return CROutcome(ns, name, "observed", differences)
 
     def _find_unlabelled(self, ns: str, name: str) -> dict[str, Any] | None:
         """The rare path: a CR whose Deployment is not in the labelled LIST. One GET, so that a
@@ -213,19 +238,13 @@ class Reconciler:
                 return None
             raise
 
-    @staticmethod
-    def _controlled_by(deployment: dict[str, Any], cr: dict[str, Any]) -> bool:
-        refs = deployment["metadata"].get("ownerReferences") or []
-        controller = next((r for r in refs if r.get("controller")), None)
-        return controller is not None and controller.get("uid") == cr["metadata"].get("uid")
-
     # ---- writes
     def _write_status(self, cr: dict[str, Any], obs: Observation, declared: frozenset[str] | None,
                       condition_fields: frozenset[str] | None) -> None:
         if self.options.dry_run:
             return
         live_status = cr.get("status") or {}
-        status = desired_status(obs, live_status, now_rfc3339(), declared, condition_fields)
+        status = desired_status(obs, live_status, self.clock(), declared, condition_fields)
         if not status_differs(status, live_status):
             return
         ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
@@ -269,3 +288,8 @@ class Reconciler:
             self.api.request("POST", collection_path("", "v1", "events", ns), body=event, verb="create")
         except APIError as exc:  # an Event is best effort
             log.warning("could not record event %s on %s/%s: %s", reason, ns, name, exc)
+
+
+def _corrections(drift: list[Drift]) -> list[Drift]:
+    """The drift other than the missing controller ownerReference (which only adoption adds)."""
+    return [d for d in drift if d.path[:2] != (("f", "metadata"), ("f", "ownerReferences"))]

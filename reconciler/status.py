@@ -3,7 +3,9 @@
 Conditions follow metav1.Condition (type, status, observedGeneration, lastTransitionTime, reason
 in CamelCase, message) and the Kubernetes API conventions: ``Available`` (the Deployment has all
 its replicas available for the current generation), ``Progressing`` (a rollout is under way) and
-``Degraded`` (the reconciler cannot do its job for this CR). For kstatus (Flux health checks,
+``Degraded`` (the reconciler cannot do its job for this CR, or the Deployment controller has
+given up: ``ProgressDeadlineExceeded``, ``ReplicaFailure``). One mapping for every mode and for
+the Argo CD health check, which reads these conditions. For kstatus (Flux health checks,
 ``kubectl wait``), the abnormal-true conditions ``Reconciling`` and ``Stalled`` are added while
 they are True and removed when they are not (sigs.k8s.io/cli-utils kstatus: a resource with
 ``Reconciling=True`` is InProgress, ``Stalled=True`` is Failed). ``lastTransitionTime`` moves only
@@ -16,6 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 CONDITION_TYPES = ("Available", "Progressing", "Degraded")
+#: Degraded=False reason of a CR whose Deployment Argo CD (or another tool) applied: see ownership.py.
+GITOPS_APPLIED = "GitOpsApplied"
+#: The Deployment controller's Progressing=False reason once progressDeadlineSeconds has passed (35).
+PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
+#: Messages copied from another object are cut to this many characters (untrusted input rules).
+EXCERPT = 64
 
 
 @dataclass(frozen=True)
@@ -29,6 +37,8 @@ class Observation:
     degraded_reason: str = ""  # ResourceNotOwned | InvalidSpec | ApplyFailed | ""
     degraded_message: str = ""
     corrected: str = ""  # summary of the drift corrected in this cycle, if any
+    applied_by: str = ""  # GitOps-applied (ownership.py): the field manager that applied the Deployment
+    drift_note: str = ""  # GitOps-applied: what differs from the rendering (information, not failure)
 
 
 def _condition(ctype: str, status: bool, reason: str, message: str, generation: int) -> dict[str, Any]:
@@ -36,41 +46,99 @@ def _condition(ctype: str, status: bool, reason: str, message: str, generation: 
             "reason": reason, "message": message[:32768]}
 
 
+def excerpt(text: str, limit: int = EXCERPT) -> str:
+    """At most ``limit`` characters of a message we copy from elsewhere, on one line, then ``…``."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+@dataclass(frozen=True)
+class DeploymentVerdict:
+    """The Deployment controller's own word on a Deployment, read the way kstatus and Argo CD
+    read it (transcript 35). Its status counts only once ``status.observedGeneration`` equals
+    ``metadata.generation``: before that it describes an older spec."""
+
+    generation: int
+    observed: bool
+    available_replicas: int = 0
+    updated_replicas: int = 0
+    failure_reason: str = ""  # ProgressDeadlineExceeded, or the ReplicaFailure condition's reason (FailedCreate)
+    failure_message: str = ""  # an excerpt of the Deployment's message
+
+
+def deployment_verdict(deployment: dict[str, Any]) -> DeploymentVerdict:
+    """Pure: what the Deployment's status says, for the once-per-cycle and event-driven modes alike."""
+    generation = (deployment.get("metadata") or {}).get("generation", 1)
+    status = deployment.get("status") or {}
+    if status.get("observedGeneration") != generation:
+        return DeploymentVerdict(generation, observed=False)
+    conditions = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
+    progressing = conditions.get("Progressing") or {}
+    failure = conditions.get("ReplicaFailure") or {}
+    reason, message = "", ""
+    if progressing.get("status") == "False" and progressing.get("reason") == PROGRESS_DEADLINE_EXCEEDED:
+        reason, message = PROGRESS_DEADLINE_EXCEEDED, progressing.get("message") or ""
+    elif failure.get("status") == "True":
+        reason, message = failure.get("reason") or "ReplicaFailure", failure.get("message") or ""
+    return DeploymentVerdict(generation, True, status.get("availableReplicas", 0), status.get("updatedReplicas", 0),
+                             reason, excerpt(message) if reason else "")
+
+
 def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
-    """The conditions (without lastTransitionTime) for an observation."""
+    """The conditions (without lastTransitionTime) for an observation.
+
+    The reconciler's own failures (InvalidSpec, ResourceNotOwned, ApplyFailed) come first; then
+    the Deployment's verdict: a progress deadline exceeded is ``Progressing=False``, and it or a
+    ReplicaFailure is ``Degraded=True`` and ``Stalled=True`` with the Deployment's reason and
+    message (kstatus reads ``Stalled`` as Failed; ``Reconciling`` is then dropped, as kstatus
+    reads it first)."""
     g = obs.generation
     dep = obs.deployment or {}
-    status = dep.get("status") or {}
-    available_replicas = status.get("availableReplicas", 0)
-    observed = status.get("observedGeneration", 0) >= (dep.get("metadata") or {}).get("generation", 1)
-    updated = status.get("updatedReplicas", 0) >= obs.size
-    if obs.degraded_reason in ("ResourceNotOwned", "InvalidSpec") or not dep:
+    verdict = deployment_verdict(dep) if dep else None
+    own_failure = bool(obs.degraded_reason)
+    if obs.degraded_reason in ("ResourceNotOwned", "InvalidSpec") or verdict is None:
         available = False
         avail_reason = obs.degraded_reason or "DeploymentMissing"
         avail_message = obs.degraded_message or "the Deployment does not exist yet"
     else:
-        available = observed and available_replicas >= obs.size
+        available = verdict.observed and verdict.available_replicas >= obs.size
         avail_reason = "MinimumReplicasAvailable" if available else "DeploymentUnavailable"
-        avail_message = f"{available_replicas} of {obs.size} replicas available" + (
-            "" if observed else "; the Deployment controller has not observed the latest change yet")
-    progressing = bool(dep) and not obs.degraded_reason and not (available and observed and updated)
-    if progressing:
-        prog_reason, prog_message = "RollingOut", obs.corrected or f"waiting for {obs.size} available replicas"
-    elif available:
-        prog_reason, prog_message = "ReconcileComplete", obs.corrected or "the Deployment matches the CR"
+        avail_message = f"{verdict.available_replicas} of {obs.size} replicas available" if verdict.observed else (
+            f"waiting for the Deployment controller to observe generation {verdict.generation}")
+    failure = (verdict.failure_reason, verdict.failure_message) if verdict and verdict.failure_reason and not own_failure else None
+    if own_failure or verdict is None:
+        progressing, prog_reason, prog_message = False, "NotProgressing", "no rollout under way"
+    elif not verdict.observed:
+        progressing, prog_reason = True, "RollingOut"
+        prog_message = f"waiting for the Deployment controller to observe generation {verdict.generation}" + (
+            f"; {obs.corrected}" if obs.corrected else "")
+    elif failure and failure[0] == PROGRESS_DEADLINE_EXCEEDED:
+        progressing, (prog_reason, prog_message) = False, failure
+    elif not (available and verdict.updated_replicas >= obs.size):
+        progressing, prog_reason, prog_message = True, "RollingOut", obs.corrected or f"waiting for {obs.size} available replicas"
     else:
-        prog_reason, prog_message = "NotProgressing", "no rollout under way"
+        progressing, prog_reason, prog_message = False, "ReconcileComplete", obs.corrected or "the Deployment matches the CR"
+    degraded = (obs.degraded_reason, obs.degraded_message) if own_failure else failure or _not_degraded(obs)
+    stalled = own_failure or failure is not None
     conditions = [
         _condition("Available", available, avail_reason, avail_message, g),
         _condition("Progressing", progressing, prog_reason, prog_message, g),
-        _condition("Degraded", bool(obs.degraded_reason), obs.degraded_reason or "AsExpected",
-                   obs.degraded_message or "the reconciler can manage this Memcached", g),
+        _condition("Degraded", stalled, *degraded, g),
     ]
-    if progressing or (not available and not obs.degraded_reason):
+    if not stalled and (progressing or not available):
         conditions.append(_condition("Reconciling", True, "Progressing", conditions[0]["message"], g))
-    if obs.degraded_reason:
-        conditions.append(_condition("Stalled", True, obs.degraded_reason, obs.degraded_message, g))
+    if stalled:
+        conditions.append(_condition("Stalled", True, *degraded, g))
     return conditions
+
+
+def _not_degraded(obs: Observation) -> tuple[str, str]:
+    """Reason and message of ``Degraded=False``: who manages the Deployment."""
+    if obs.applied_by:
+        message = (f"the Deployment is applied by {obs.applied_by} (no controller ownerReference): observed, "
+                   "never written; reconcile --adopt takes it over")
+        return GITOPS_APPLIED, message + (f"; {obs.drift_note}" if obs.drift_note else "")
+    return "AsExpected", "the reconciler can manage this Memcached"
 
 
 def with_transition_times(conditions: list[dict[str, Any]], previous: list[dict[str, Any]], now: str) -> list[dict[str, Any]]:

@@ -280,6 +280,10 @@ def reconcile(
     namespace: NamespaceOpt = None,
     field_manager: Annotated[str, typer.Option("--field-manager", help="Field manager of the Deployment applies.")] = "memcached-gitops",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report drift, write nothing: exit 0 no drift, 1 drift, 2 error.")] = False,
+    adopt: Annotated[bool, typer.Option("--adopt/--no-adopt", envvar="MEMCACHED_GITOPS_ADOPT",
+                                        help="Take over Deployments that Argo CD or another tool applied from our rendering "
+                                             "(our labels, no controller ownerReference) and correct their drift; "
+                                             "without it they are observed only.")] = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
     crd: CrdOpt = None,
@@ -298,7 +302,8 @@ def reconcile(
     code = run(once=once, interval=_duration(interval) if interval else None, namespaces=tuple(namespace or ()),
                field_manager=field_manager, dry_run=dry_run, kubeconfig=kubeconfig, context=context,
                crd=_validator(crd, True).crd, image=_image(image), leader_elect=leader_elect,
-               lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE", "default"), metrics_port=metrics_port)
+               lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE", "default"), metrics_port=metrics_port,
+               adopt=adopt)
     raise typer.Exit(code)
 
 
