@@ -423,15 +423,14 @@ class FakeAPIServer:
 
     # ---- WATCH and its faults
     def _record(self, key: tuple[str, str, str, str], old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-        """Every stored change becomes a watch event; a no-op write stores nothing, so it has none (30, 31)."""
+        """Every stored change becomes a watch event; a no-op write stores nothing, so it has none (30, 31).
+        The history shares the stored dicts: a write stores a new object, it never edits one in place."""
         if new is None:  # a delete is a write of its own: the DELETED object carries the new resourceVersion (30)
             assert old is not None
-            new = copy.deepcopy(old)
-            new["metadata"]["resourceVersion"] = self._next_rv()
+            new = {**old, "metadata": {**old["metadata"], "resourceVersion": self._next_rv()}}
             change = Change(self.rv, "DELETED", key, old, new)
         else:
-            change = Change(int(new["metadata"]["resourceVersion"]), "MODIFIED" if old is not None else "ADDED", key, old,
-                            copy.deepcopy(new))
+            change = Change(int(new["metadata"]["resourceVersion"]), "MODIFIED" if old is not None else "ADDED", key, old, new)
         self.watch_cache.record(change)
 
     def _open_watches(self, path_contains: str) -> list[WatchStream]:

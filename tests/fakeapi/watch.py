@@ -166,9 +166,8 @@ class WatchStream:
         if now:
             return "ADDED", change.new
         if was:  # leaving the selection: the object as it was, with the new resourceVersion (30)
-            gone = copy.deepcopy(change.old)
-            gone["metadata"]["resourceVersion"] = str(change.rv)
-            return "DELETED", gone
+            assert change.old is not None
+            return "DELETED", {**change.old, "metadata": {**change.old["metadata"], "resourceVersion": str(change.rv)}}
         return None
 
     def _line(self, kind: str, obj: dict[str, Any]) -> bytes:
