@@ -118,7 +118,12 @@ class WatchCache:
             floor = self.floors.get(resource, self.start_rv)
             if rv < floor:
                 raise Expired(floor)
-            return [c for c in self.histories.get(resource, ()) if c.rv > rv]
+            newer = []  # from the newest back: costs the number of new changes, not the window
+            for change in reversed(self.histories.get(resource, ())):
+                if change.rv <= rv:
+                    break
+                newer.append(change)
+            return newer[::-1]
 
     def restart(self, current_rv: int) -> None:
         """Forget every change: the history begins at current_rv (a restarted apiserver, 32)."""
@@ -157,10 +162,10 @@ class WatchStream:
 
     def translate(self, change: Change) -> tuple[str, dict[str, Any]] | None:
         """What this watcher sees of a change (30): the selection before and after decide the type."""
-        was = change.type != "ADDED" and self._selected(change.key, change.old)
-        now = change.type != "DELETED" and self._selected(change.key, change.new)
         if change.type == "DELETED":
             return ("DELETED", change.new) if self._selected(change.key, change.new) else None
+        was = change.type != "ADDED" and self._selected(change.key, change.old)
+        now = self._selected(change.key, change.new)
         if was and now:
             return "MODIFIED", change.new
         if now:
@@ -185,6 +190,8 @@ class WatchStream:
         return json.dumps({"type": "BOOKMARK", "object": obj}, separators=(",", ":")).encode() + b"\n"
 
     def lines(self) -> Iterator[bytes]:
+        if self.state == "dropped":
+            return
         if self.error is not None:
             yield json.dumps({"type": "ERROR", "object": self.error}, separators=(",", ":")).encode() + b"\n"
             self.state = "closed"
@@ -192,8 +199,6 @@ class WatchStream:
         deadline = self.opened + self.timeout
         # the cacher's heartbeat: every minute, and two seconds before the deadline (none if that has passed)
         next_bookmark = min(self.opened + 60.0, deadline - 2.0) if self.bookmarks and self.timeout > 2.0 else None
-        if self.state == "dropped":
-            return
         for obj in self.initial:
             yield self._line("ADDED", obj)
         while True:
@@ -205,7 +210,7 @@ class WatchStream:
                     if self.state != "silent":
                         try:
                             pending = self.cache.since(self.resource, self.rv)
-                        except Expired:  # the history was forgotten under this watch: it ends
+                        except Expired:  # the history moved past this watch (it lagged, or a restart): it ends
                             self.state = "dropped"
                             break
                         if pending:
