@@ -197,16 +197,17 @@ def test_drop_watches_cuts_open_streams_mid_stream(api: FakeAPIServer) -> None:
     assert other.join() == "closed"  # only the matching streams are cut
 
 
-def test_silenced_watches_stay_open_and_send_nothing(api: FakeAPIServer) -> None:
+def test_silenced_watches_hang_open_sending_nothing_until_cut(api: FakeAPIServer) -> None:
     rv = apply_deployment(api, "a")["metadata"]["resourceVersion"]
     watch = RawWatch(api, f"{DEPLOYMENTS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=3")
     assert api.silence_watches() == 1
     scale(api, "a", 2)
-    time.sleep(1.5)  # past the BOOKMARK a live stream would have sent at 1 s
-    assert watch.events == [] and watch.thread.is_alive()
     resumed = RawWatch(api, f"{DEPLOYMENTS}?watch=true&resourceVersion={rv}&timeoutSeconds=1")  # a new watch works
     assert resumed.join() == "closed" and [e["type"] for e in resumed.events] == ["MODIFIED"]
-    assert watch.join() == "closed" and watch.events == []
+    time.sleep(2.5)  # past the BOOKMARK (1 s) and the close (3 s) a live stream would have sent
+    assert watch.events == [] and watch.thread.is_alive()
+    assert api.drop_watches() == 1
+    assert watch.join(3) == "cut" and watch.events == []
 
 
 def test_watch_faults_for_new_watches(api: FakeAPIServer) -> None:
@@ -220,7 +221,10 @@ def test_watch_faults_for_new_watches(api: FakeAPIServer) -> None:
     assert dropped.resp.status == 200 and dropped.join(3) == "cut"
     silent = RawWatch(api, f"{DEPLOYMENTS}?watch=true&resourceVersion={rv}&timeoutSeconds=1")
     scale(api, "a", 2)
-    assert silent.join() == "closed" and silent.events == []
+    time.sleep(1.5)
+    assert silent.events == [] and silent.thread.is_alive()  # past its timeoutSeconds, still open
+    api.drop_watches()
+    assert silent.join(3) == "cut"
     normal = RawWatch(api, f"{DEPLOYMENTS}?watch=true&resourceVersion={rv}&timeoutSeconds=1")
     assert normal.join() == "closed" and [e["type"] for e in normal.events] == ["MODIFIED"]
 

@@ -20,7 +20,8 @@ metadata only. For tests:
 - ``FakeAPIServer(watch_window=N)``: each resource keeps its last N changes; resuming from an older
   resourceVersion gets the 410 ERROR event.
 - ``api.drop_watches(path_contains="")``: open streams are cut mid-stream (no final chunk).
-- ``api.silence_watches(path_contains="")``: open streams stay open and send nothing more.
+- ``api.silence_watches(path_contains="")``: open streams hang: open, but nothing more is sent,
+  not even the close, until they are cut.
 - ``api.compact()``: forget the history; any earlier resourceVersion is now a 410.
 - ``api.restart(downtime=0.2)``: cut every watch and connection, refuse connections for
   ``downtime`` seconds, forget the history; objects survive.
@@ -255,8 +256,8 @@ class Fault:
     """An injected failure: the next ``times`` matching requests answer ``status`` (after ``delay`` s).
 
     With ``watch`` set, the matching WATCH requests are opened (200) but go wrong instead:
-    ``"expired"`` sends the 410 ERROR event and closes, ``"silent"`` sends nothing at all until
-    timeoutSeconds, ``"drop"`` cuts the connection right after the response headers.
+    ``"expired"`` sends the 410 ERROR event and closes, ``"silent"`` sends nothing at all and never
+    closes (until cut), ``"drop"`` cuts the connection right after the response headers.
     """
 
     method: str | None = None
@@ -449,8 +450,10 @@ class FakeAPIServer:
         return len(found)
 
     def silence_watches(self, path_contains: str = "") -> int:
-        """The open WATCH streams whose path contains the text stay open but send nothing more: no
-        event, no BOOKMARK, no close, until their timeoutSeconds; returns how many."""
+        """The open WATCH streams whose path contains the text hang: the connection stays open but
+        sends nothing more, no event, no BOOKMARK, not even the close at timeoutSeconds, until
+        drop_watches(), restart() or stop() cuts it (a proxy that lost the stream; nolar/kopf#1276).
+        Returns how many."""
         found = self._open_watches(path_contains)
         with self.watch_cache.cond:
             for w in found:

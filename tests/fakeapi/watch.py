@@ -206,21 +206,23 @@ class WatchStream:
             bookmark_rv = None
             with self.cache.cond:
                 while self.state != "dropped":
+                    if self.state == "silent":  # a hung connection: nothing, not even the close, until it is cut
+                        self.cache.cond.wait()
+                        continue
                     now = time.monotonic()
-                    if self.state != "silent":
-                        try:
-                            pending = self.cache.since(self.resource, self.rv)
-                        except Expired:  # the history moved past this watch (it lagged, or a restart): it ends
-                            self.state = "dropped"
-                            break
-                        if pending:
-                            break
-                        if next_bookmark is not None and next_bookmark <= now < deadline:
-                            bookmark_rv = self.cache.last_rv  # every change up to it was delivered
-                            break
+                    try:
+                        pending = self.cache.since(self.resource, self.rv)
+                    except Expired:  # the history moved past this watch (it lagged, or a restart): it ends
+                        self.state = "dropped"
+                        break
+                    if pending:
+                        break
+                    if next_bookmark is not None and next_bookmark <= now < deadline:
+                        bookmark_rv = self.cache.last_rv  # every change up to it was delivered
+                        break
                     if now >= deadline:
                         break
-                    wake = deadline if next_bookmark is None or self.state == "silent" else min(deadline, next_bookmark)
+                    wake = deadline if next_bookmark is None else min(deadline, next_bookmark)
                     self.cache.cond.wait(timeout=max(wake - now, 0.0))
             if self.state == "dropped":
                 return
