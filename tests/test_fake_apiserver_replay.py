@@ -29,14 +29,14 @@ from .conftest import TRANSCRIPTS
 from .fakeapi import fields as F
 from .fakeapi.server import FakeAPIServer
 
-# Transcripts the fake does not replay yet (RBAC for apply, the Deployment controller's statuses,
-# garbage collection); a test below keeps the list honest about which recorded files are not replayed.
+# Transcripts the fake does not replay yet (the Deployment controller's statuses, garbage collection);
+# a test below keeps the list honest about which recorded files are not replayed.
 NOT_REPLAYED = {
-    "34-rbac-apply-needs-create", "35-deployment-controller-status", "36-garbage-collection",
+    "35-deployment-controller-status", "36-garbage-collection",
 }
+FILES = sorted(p for p in TRANSCRIPTS.glob("[0-9][0-9]-*.json") if p.stem not in NOT_REPLAYED)
 VOLATILE = {"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "time", "firstTimestamp", "lastTimestamp",
             "lastUpdateTime", "renewTime" if False else "_none_"}
-FILES = sorted(p for p in TRANSCRIPTS.glob("[0-9][0-9]-*.json") if p.stem not in NOT_REPLAYED)
 TOO_OLD = re.compile(r"too old resource version: \d+ \(\d+\)")  # resourceVersions, checked in test_fake_watch
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -50,11 +50,59 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 }
 
 
+@dataclass
+class Setup:
+    """What a file's notes describe but did not record: who sent the requests, the Role's rules from
+    a given exchange on, namespaces created by an administrator, the admission plugins switched on,
+    and (in BEFORE_EXCHANGE) the writes the administrator made."""
+
+    user: str
+    namespaces: tuple[str, ...]
+    roles: dict[int, list[dict[str, Any]]]
+    owner_references_permission_enforcement: bool = False
+
+
+def _rules(*grants: tuple[str, str, tuple[str, ...]]) -> list[dict[str, Any]]:
+    return [{"apiGroups": [g], "resources": [r], "verbs": list(v)} for g, r, v in grants]
+
+
+def _argocd_applies_mc_b(api: FakeAPIServer) -> None:
+    """37's note: the administrator applied mc-b without ownerReferences as argocd-controller."""
+    data = json.loads((TRANSCRIPTS / "37-ownerreferences-permission-enforcement.json").read_text())
+    body = json.loads(data["exchanges"][4]["request"]["body"])
+    del body["metadata"]["ownerReferences"]
+    path = data["exchanges"][4]["request"]["path"] + "?fieldManager=argocd-controller&fieldValidation=Strict&force=false"
+    rules, api.rbac_rules = api.rbac_rules, None
+    code, _, answer = api.handle("PATCH", path, {"User-Agent": "kubectl/v1.37.1", "Content-Type": "application/apply-patch+yaml"},
+                                 json.dumps(body).encode())
+    api.rbac_rules = rules
+    assert code == 201, answer
+
+
+_DEPLOYMENTS_34 = ("apps", "deployments", ("get", "list", "patch"))
+_DEPLOYMENTS_37 = ("apps", "deployments", ("get", "list", "patch", "create"))
+_MEMCACHEDS_37 = ("cache.example.com", "memcacheds", ("list",))
+SETUPS = {
+    "34-rbac-apply-needs-create": Setup(
+        "system:serviceaccount:tx34-rbac-rec2:reconciler", ("tx34-rbac-rec2",),
+        {0: _rules(_DEPLOYMENTS_34), 2: _rules(_DEPLOYMENTS_34, ("apps", "deployments", ("create",))), 3: _rules(_DEPLOYMENTS_34)}),
+    "37-ownerreferences-permission-enforcement": Setup(
+        "system:serviceaccount:tx37-ownerref-permission:reconciler", ("tx37-ownerref-permission",),
+        {0: _rules(_MEMCACHEDS_37, _DEPLOYMENTS_37),
+         5: _rules(_MEMCACHEDS_37, _DEPLOYMENTS_37, ("apps", "deployments", ("delete",))),
+         6: _rules(_MEMCACHEDS_37, _DEPLOYMENTS_37, ("apps", "deployments", ("delete",)),
+                   ("cache.example.com", "memcacheds/finalizers", ("update",))),
+         8: _rules(_MEMCACHEDS_37, _DEPLOYMENTS_37)},
+        owner_references_permission_enforcement=True),
+}
+
+
 # Things that happened to the recorded cluster between two requests, done to the fake before the
 # labelled exchange.
 BEFORE_EXCHANGE: dict[str, Callable[[FakeAPIServer], None]] = {
     # "etcd was compacted at revision 342 and the apiserver restarted" before the first WATCH (32's notes)
     "32-watch-errors-compacted-future-bad-selector#4": lambda api: api.compact(),
+    "37-ownerreferences-permission-enforcement#4": _argocd_applies_mc_b,
 }
 
 
@@ -197,8 +245,13 @@ def replay(path: Path) -> set[str]:
     data = json.loads(path.read_text())
     crds = [] if path.name.startswith("00-") else [tutorial_crd()]
     state = Replay(mapping={}, last_rv_recorded={}, last_rv_fake={}, failures=[], differing=set())
-    with FakeAPIServer(crd_texts=crds, namespaces=("default",)) as api:
+    setup = SETUPS.get(path.stem)
+    extra = {"namespaces": ("default",) + setup.namespaces, "rbac_user": setup.user,
+             "owner_references_permission_enforcement": setup.owner_references_permission_enforcement} if setup else {}
+    with FakeAPIServer(crd_texts=crds, **{"namespaces": ("default",), **extra}) as api:
         for i, ex in enumerate(data["exchanges"]):
+            if setup:
+                api.rbac_rules = next(rules for at, rules in sorted(setup.roles.items(), reverse=True) if at <= i)
             label = f"{path.stem}#{i}"
             if label in BEFORE_EXCHANGE:
                 BEFORE_EXCHANGE[label](api)

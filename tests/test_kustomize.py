@@ -95,8 +95,8 @@ def test_cronjob_and_deployment_overlays() -> None:
     assert _pod_specs(namespaced)[0]["containers"][0]["args"] == ["reconcile", "--once", "--namespace", "team-a"]
 
 
-def _rules() -> list[dict]:
-    objects = build(K / "base")
+def _rules(where: str = "base") -> list[dict]:
+    objects = build(K / where)
     rules = []
     for obj in objects:
         if obj["kind"] in ("ClusterRole", "Role"):
@@ -104,13 +104,20 @@ def _rules() -> list[dict]:
     return rules
 
 
-def test_rbac_is_exactly_enough() -> None:
-    """The reconciler's scenarios with the fake enforcing the base's rules: nothing is denied, and
-    every verb of every rule is used (a missing verb fails with 403, a surplus one fails here)."""
+#: Grants only the OwnerReferencesPermissionEnforcement admission plugin asks for (transcript 37).
+PLUGIN_ONLY = {("apps", "deployments", "delete"), ("cache.example.com", "memcacheds/finalizers", "update")}
+
+
+def rbac_scenarios(rules: list[dict], plugin: bool) -> tuple[list[str], set[tuple[str, str, str]]]:
+    """The reconciler's scenarios with the fake enforcing ``rules``: creation, status, drift,
+    a foreign Deployment, adoption of a GitOps-applied one, leader election. Returns the denied
+    requests and the (group, resource, verb) the server checked."""
+    from memcached_gitops.reconciler.leader import LeaderElector
+
+    from .test_ownership import argocd_applies
     from .test_reconciler import _drift_image, _drift_port, make_cr, reconciler_for
 
-    rules = _rules()
-    with FakeAPIServer(namespaces=("default", "memcached-gitops")) as api:
+    with FakeAPIServer(namespaces=("default", "memcached-gitops"), owner_references_permission_enforcement=plugin) as api:
 
         def as_cluster_admin(fn, *args) -> None:  # the test's own writes are not the reconciler's
             api.rbac_rules = None
@@ -126,24 +133,59 @@ def test_rbac_is_exactly_enough() -> None:
         api.handle("POST", "/apis/apps/v1/namespaces/default/deployments", {"Content-Type": "application/json"},
                    json.dumps(foreign).encode())
         make_cr(api, "foreign")
+        make_cr(api, "gitops")
+        argocd_applies(api, "gitops", 1)
         api.rbac_rules = rules
         rec = reconciler_for(api)
-        assert rec.run_cycle().complete
+        rec.run_cycle()
+        denied = [f"{r.method} {r.path}" for r in api.log if r.status == 403]
+        if denied:  # the Deployments the rest needs were not created
+            return denied, set(api.authorized_requests)
         as_cluster_admin(DeploymentController(api).sync)
         rec.run_cycle()
         as_cluster_admin(_drift_image, api)
         as_cluster_admin(_drift_port, api)
-        assert rec.run_cycle().complete
-        from memcached_gitops.reconciler.leader import LeaderElector
-
+        rec.run_cycle()
+        reconciler_for(api, adopt=True).run_cycle()
         elector = LeaderElector(rec.api, "memcached-gitops", "me")
         assert elector.try_acquire_or_renew() and elector.try_acquire_or_renew()
         elector.release()
-        denied = [r for r in api.log if r.status == 403]
-        assert not denied, [f"{r.method} {r.path}" for r in denied]
-        used = set(api.authorized_requests)
-        granted = {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
-        assert granted - used == set(), "rules grant more than the reconciler uses"
+        denied = [f"{r.method} {r.path}" for r in api.log if r.status == 403]
+        return denied, set(api.authorized_requests)
+
+
+@pytest.mark.parametrize("plugin", [False, True], ids=["plain", "OwnerReferencesPermissionEnforcement"])
+@pytest.mark.parametrize("where", ["base", "overlays/namespaced"])
+def test_rbac_is_exactly_enough(where: str, plugin: bool) -> None:
+    """Nothing is denied, and every verb of every rule is used (a missing verb fails with 403, a
+    surplus one fails here); without the admission plugin, only what the plugin asks for is unused."""
+    rules = _rules(where)
+    if where != "base":  # the namespaced Role, plus the CRD read and the Lease the base grants elsewhere
+        rules += [r for r in _rules("base") if r["resources"] in (["customresourcedefinitions"], ["leases"])]
+    denied, used = rbac_scenarios(rules, plugin)
+    assert not denied, denied
+    granted = {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    assert granted - used == (set() if plugin else PLUGIN_ONLY), "rules grant more than the reconciler uses"
+
+
+@pytest.mark.parametrize("plugin", [False, True], ids=["plain", "OwnerReferencesPermissionEnforcement"])
+def test_the_old_rbac_is_not_enough(plugin: bool) -> None:
+    """The rules shipped before transcripts 34 and 37: get/list/patch on deployments, no finalizers."""
+    old = [r for r in _rules() if r["resources"] not in (["deployments"], ["memcacheds/finalizers"])]
+    old.append({"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["list", "get", "patch"]})
+    denied, _ = rbac_scenarios(old, plugin)
+    assert any("/deployments/" in d for d in denied)
+
+
+@pytest.mark.parametrize("missing", sorted(PLUGIN_ONLY))
+def test_with_the_admission_plugin_each_plugin_grant_is_needed(missing: tuple[str, str, str]) -> None:
+    group, resource, verb = missing
+    rules = [{**r, "verbs": [v for v in r["verbs"] if v != verb]} if r["resources"] == [resource] else r for r in _rules()]
+    assert rules != _rules()
+    denied, _ = rbac_scenarios(rules, plugin=True)
+    assert any("/deployments/" in d for d in denied), denied
+    denied, _ = rbac_scenarios(rules, plugin=False)
+    assert not denied
 
 
 def _cmp_plugin() -> dict:

@@ -9,7 +9,9 @@ It never looks at what the reconciler would like: where the docs and the recordi
 the recordings win (see their README's "Surprises").
 
 Also: a request log, fault injection (status, Retry-After, latency), optional RBAC enforcement
-of a ClusterRole, and ``DeploymentController`` to play the controller (status and pods).
+of a ClusterRole (with the apply-create rule of transcript 34), the OwnerReferencesPermissionEnforcement
+admission plugin behind a switch (transcript 37), and ``DeploymentController`` to play the
+controller (status and pods).
 
 WATCH (``?watch=true``; rules and their transcripts in watch.py) for every resource, per namespace
 or across all, with ``labelSelector``, ``resourceVersion``, ``allowWatchBookmarks``,
@@ -300,6 +302,9 @@ class FakeAPIServer:
     rbac_rules: list[dict[str, Any]] | None = None  # a ClusterRole's rules; None: allow everything
     namespaces: tuple[str, ...] = ("default",)
     watch_window: int = 10_000  # changes of each resource a WATCH can resume from; older is 410 (32)
+    #: kube-apiserver's --enable-admission-plugins=OwnerReferencesPermissionEnforcement (OpenShift has it on)
+    owner_references_permission_enforcement: bool = False
+    rbac_user: str = "system:serviceaccount:test:reconciler"  # who the RBAC-checked requests come from
 
     def __post_init__(self) -> None:
         self.lock = threading.RLock()
@@ -592,7 +597,7 @@ class FakeAPIServer:
         sub = rest[2] if len(rest) > 2 else None
         if sub and not ((sub == "status" and res.status) or (sub == "scale" and res.scale)):
             raise APIError(404, "404 page not found\n")
-        self._authorize(method, res, sub, name, query)
+        self._authorize(method, res, sub, name, query, namespace)
         ns = namespace or ""
         if name is None:
             if method == "GET" and _truthy(query.get("watch")):
@@ -613,26 +618,60 @@ class FakeAPIServer:
             return self._delete(res, ns, name, body)
         raise APIError(405, status_body(405, "MethodNotAllowed", "method not allowed"))
 
-    def _authorize(self, method: str, res: Resource, sub: str | None, name: str | None, query: dict[str, str]) -> None:
+    def _authorize(self, method: str, res: Resource, sub: str | None, name: str | None, query: dict[str, str],
+                   namespace: str | None) -> None:
         """RBAC: the request must be allowed by one rule of the ClusterRole (apiGroups, resources, verbs)."""
-        if self.rbac_rules is None:
-            return
         verb = {"GET": "get" if name else "list", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
         if query.get("watch") in ("1", "true"):
             verb = "watch"
-        resource = f"{res.plural}/{sub}" if sub else res.plural
-        self.authorized_requests.append((res.group, resource, verb))
+        self._require(res.group, res.plural, sub, verb, name if method != "POST" else None, namespace)
+
+    def _allowed(self, group: str, resource: str, verb: str, name: str | None) -> bool:
+        if self.rbac_rules is None:
+            return True
+        self.authorized_requests.append((group, resource, verb))
         for rule in self.rbac_rules:
-            if (res.group in rule.get("apiGroups", []) or "*" in rule.get("apiGroups", [])) and (
+            if (group in rule.get("apiGroups", []) or "*" in rule.get("apiGroups", [])) and (
                 resource in rule.get("resources", []) or "*" in rule.get("resources", [])
             ) and (verb in rule.get("verbs", []) or "*" in rule.get("verbs", [])):
                 names = rule.get("resourceNames")
                 if names and name not in names:
                     continue
-                return
-        message = (f'{res.group_resource}{"/" + sub if sub else ""} is forbidden: User "system:serviceaccount:test:reconciler" '
-                   f'cannot {verb} resource "{resource}" in API group "{res.group}"')
-        raise APIError(403, status_body(403, "Forbidden", message, {"kind": res.plural, **({"group": res.group} if res.group else {})}))
+                return True
+        return False
+
+    def _require(self, group: str, plural: str, sub: str | None, verb: str, name: str | None, namespace: str | None) -> None:
+        """403 in the words of kube-apiserver's forbidden message (34): ``deployments.apps "x" is forbidden:
+        User "..." cannot create resource "deployments" in API group "apps" in the namespace "ns"``."""
+        resource = f"{plural}/{sub}" if sub else plural
+        if self._allowed(group, resource, verb, name):
+            return
+        scope = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+        reason = f'User "{self.rbac_user}" cannot {verb} resource "{resource}" in API group "{group}"{scope}'
+        raise _forbidden(group, plural, name, reason)
+
+    def _admit_owner_references(self, res: Resource, ns: str, name: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
+        """The OwnerReferencesPermissionEnforcement admission plugin, when switched on (37). An update
+        that changes ownerReferences needs delete on the object (a create does not); a reference that
+        newly blocks its owner's deletion needs update on the owner's finalizers subresource, on
+        create and on update. The messages end in ``: , <nil>`` (no RBAC reason, no error)."""
+        if not self.owner_references_permission_enforcement:
+            return
+        refs = (new.get("metadata") or {}).get("ownerReferences") or []
+        before = ((old or {}).get("metadata") or {}).get("ownerReferences") or []
+        if refs == before:
+            return
+        if old is not None and not self._allowed(res.group, res.plural, "delete", name):
+            raise _forbidden(res.group, res.plural, name, "cannot set an ownerRef on a resource you can't delete: , <nil>")
+        blocking_before = {r.get("uid") for r in before if r.get("blockOwnerDeletion") is True}
+        for ref in refs:
+            if ref.get("blockOwnerDeletion") is not True or ref.get("uid") in blocking_before:
+                continue
+            group = ref.get("apiVersion", "").rpartition("/")[0]
+            owner = next((r for r in self.resources.values() if r.group == group and r.kind == ref.get("kind")), None)
+            if owner is not None and not self._allowed(owner.group, f"{owner.plural}/finalizers", "update", ref.get("name")):
+                raise _forbidden(res.group, res.plural, name, "cannot set blockOwnerDeletion if an ownerReference refers to a "
+                                 "resource you can't set finalizers on: , <nil>")
 
     # ---- discovery
     def _discovery_group(self, group: str) -> dict[str, Any]:
@@ -895,6 +934,7 @@ class FakeAPIServer:
         new["metadata"]["generation"] = old["metadata"].get("generation", 1) + (1 if changed else 0)
 
     def _finish_write(self, res: Resource, key: tuple, old: dict[str, Any] | None, new: dict[str, Any], dry_run: bool) -> dict[str, Any]:
+        self._admit_owner_references(res, key[2], key[3], old, new)  # admission sees dry runs too (37)
         meta = new["metadata"]
         if old is None:
             meta["uid"] = str(uuid.uuid4())
@@ -1189,6 +1229,8 @@ class FakeAPIServer:
             raise bad_request("metadata.managedFields must be nil")
         key = self._key(res, ns, name)
         old = self.objects.get(key)
+        if old is None:  # an apply that creates is authorised as create too, also under dryRun=All (34)
+            self._require(res.group, res.plural, sub, "create", name, ns or None)
         if old is None and res.namespaced:
             self._namespace_must_exist(ns)
         if old is not None and meta.get("resourceVersion") and meta["resourceVersion"] != old["metadata"]["resourceVersion"]:
@@ -1379,6 +1421,14 @@ class FakeAPIServer:
         del self.objects[key]
         details = {"name": name, **({"group": res.group} if res.group else {}), "kind": res.plural, "uid": old["metadata"]["uid"]}
         return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}, {}
+
+
+def _forbidden(group: str, plural: str, name: str | None, reason: str) -> APIError:
+    """kube-apiserver's NewForbidden: the group resource (no subresource), the name when the URL has one (34, 37)."""
+    prefix = f"{plural}.{group}" if group else plural
+    message = f'{prefix} "{name}" is forbidden: {reason}' if name else f"{prefix} is forbidden: {reason}"
+    details = {**({"name": name} if name else {}), **({"group": group} if group else {}), "kind": plural}
+    return APIError(403, status_body(403, "Forbidden", message, details))
 
 
 def _micro_time_problem(value: str) -> str | None:
