@@ -198,12 +198,18 @@ def _cmp_plugin() -> dict:
 
 def test_argocd_cmp_component_adds_the_documented_sidecar(tmp_path: Path) -> None:
     (tmp_path / "repo-server.yaml").write_text(json.dumps(_cmp_plugin()))
+    argocd_cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "argocd-cm"}, "data": {"url": "https://argocd.example.com"}}
+    (tmp_path / "argocd-cm.yaml").write_text(json.dumps(argocd_cm))
     (tmp_path / "kustomization.yaml").write_text(
-        "resources: [repo-server.yaml]\ncomponents:\n"
+        "resources: [repo-server.yaml, argocd-cm.yaml]\ncomponents:\n"
         f"  - {os.path.relpath(K / 'components/argocd-cmp', tmp_path)}\n  - {os.path.relpath(K / 'components/image', tmp_path)}\n")
     objects = build(tmp_path)
     [dep] = [o for o in objects if o["kind"] == "Deployment"]
-    [cm] = [o for o in objects if o["kind"] == "ConfigMap"]
+    [cm] = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "memcached-gitops-cmp"]
+    [argocd] = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "argocd-cm"]
+    health = K / "components/argocd-cmp/resource_customizations/cache.example.com/Memcached/health.lua"
+    assert argocd["data"] == {"url": "https://argocd.example.com",
+                              "resource.customizations.health.cache.example.com_Memcached": health.read_text()}
     sidecar = next(c for c in dep["spec"]["template"]["spec"]["containers"] if c["name"] == "memcached-gitops")
     assert sidecar["command"] == ["/var/run/argocd/argocd-cmp-server"]
     assert sidecar["securityContext"]["runAsUser"] == 999
