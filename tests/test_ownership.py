@@ -98,6 +98,18 @@ def test_a_gitops_applied_deployment_is_observed_and_never_written(cluster: Fake
     assert degraded["status"] == "False" and ".spec.replicas" in degraded["message"]
 
 
+def test_an_observed_deployment_is_no_warning_in_the_cycle_log(cluster: FakeAPIServer, caplog) -> None:
+    from memcached_gitops.reconciler.loop import log_report
+
+    make_cr(cluster, "m", size=2)
+    argocd_applies(cluster)
+    patch(cluster, DEP_PATH.format(ns="default", name="m") + "/scale", {"spec": {"replicas": 3}}, "application/merge-patch+json")
+    with caplog.at_level("INFO", logger="memcached_gitops.reconciler"):
+        log_report(reconciler_for(cluster).run_cycle())
+    assert not [r for r in caplog.records if r.levelname == "WARNING"], caplog.text
+    assert "applied by argocd-controller, not corrected: .spec.replicas: live 3, desired 2" in caplog.text
+
+
 def test_adopt_takes_a_gitops_applied_deployment_over_then_corrects_drift(cluster: FakeAPIServer) -> None:
     cr = make_cr(cluster, "m", size=2)
     argocd_applies(cluster)
