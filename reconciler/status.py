@@ -117,7 +117,8 @@ def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
     elif not (available and verdict.updated_replicas >= obs.size):
         progressing, prog_reason, prog_message = True, "RollingOut", obs.corrected or f"waiting for {obs.size} available replicas"
     else:
-        progressing, prog_reason, prog_message = False, "ReconcileComplete", obs.corrected or "the Deployment matches the CR"
+        done = "the rollout is complete" if obs.applied_by else "the Deployment matches the CR"  # drift is not ours to fix
+        progressing, prog_reason, prog_message = False, "ReconcileComplete", obs.corrected or done
     degraded = (obs.degraded_reason, obs.degraded_message) if own_failure else failure or _not_degraded(obs)
     stalled = own_failure or failure is not None
     conditions = [

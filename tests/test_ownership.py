@@ -83,6 +83,7 @@ def test_a_gitops_applied_deployment_is_observed_and_never_written(cluster: Fake
     DeploymentController(cluster).sync(available=True)
     rec.run_cycle()
     assert condition(cluster, "m", "Available")["status"] == "True"
+    assert condition(cluster, "m", "Progressing")["message"] == "the rollout is complete", "not ours to say it matches the CR"
     assert not condition(cluster, "m", "Reconciling")
     assert len(cr_status(cluster, "m")["nodes"]) == 2 and cr_status(cluster, "m")["observedGeneration"] == 1
     # someone scales it: information, not failure, and still no write
