@@ -7,11 +7,12 @@ COPY src ./src
 COPY render ./render
 COPY schemas ./schemas
 COPY reconciler ./reconciler
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+# the [cluster] extra: the kubernetes client, which reconcile and diff need
+RUN pip wheel --no-cache-dir --wheel-dir /wheels '.[cluster]'
 
 FROM python:3.11.11-slim-bookworm
 COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir --no-index --find-links=/wheels memcached-gitops \
+RUN pip install --no-cache-dir --no-index --find-links=/wheels 'memcached-gitops[cluster]' \
     && rm -rf /wheels \
     && python -m compileall -q /usr/local/lib/python3.11/site-packages
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1

@@ -20,6 +20,7 @@ from memcached_gitops.render import DEFAULT_IMAGE, to_json, to_single, to_yaml
 from memcached_gitops.schemas import CRDError, Validator, load_crd
 from memcached_gitops.schemas.crd import builtin_crd_text
 
+from .extras import missing_cluster_client
 from .files import InputError, expand, open_sources, write_atomic
 from .pipeline import Finding, Result, process
 
@@ -244,6 +245,13 @@ def print_crd() -> None:
     sys.stdout.write(builtin_crd_text())
 
 
+def _require_cluster_client(command: str) -> None:
+    """Exit 2 with one line saying what to install when the [cluster] extra is missing."""
+    message = missing_cluster_client(command)
+    if message:
+        raise _fail(message)
+
+
 def _setup_logging(level: str) -> None:
     """Human-readable lines on a terminal, one JSON object per line otherwise (for log pipelines)."""
     import logging
@@ -294,6 +302,7 @@ def reconcile(
     log_level: Annotated[str, typer.Option("--log-level")] = "info",
 ) -> None:
     """Correct drift of the Deployments of Memcached CRs with server-side apply, and report status."""
+    _require_cluster_client("reconcile")
     if once == (interval is not None):
         raise _fail("give exactly one of --once or --interval")
     _setup_logging(log_level)
@@ -317,6 +326,7 @@ def diff(
     image: Annotated[str | None, typer.Option("--image", help="memcached image [env MEMCACHED_IMAGE]")] = None,
 ) -> None:
     """Compare the rendering of files with the live cluster: exit 0 no drift, 1 drift, 2 error."""
+    _require_cluster_client("diff")
     validator = _validator(crd, True)
     result = _run(paths, validator, _image(image), do_render=True)
     _check_nonempty(result, paths)
