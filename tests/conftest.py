@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,18 @@ TESTS = Path(__file__).parent
 REPO = TESTS.parent
 DATA = TESTS / "data"
 TRANSCRIPTS = TESTS / "fixtures" / "apiserver-transcripts"
+
+
+def copy_package_sources(dest: Path, extra: tuple[str, ...] = ()) -> None:
+    """Copy what the Dockerfile's build stage copies (``COPY a b ./``), the package's sources, and ``extra``."""
+    names = list(extra)
+    for line in (REPO / "Dockerfile").read_text().splitlines():
+        words = line.split()
+        if words[:1] == ["COPY"] and not words[1].startswith("--"):
+            names += words[1:-1]
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        subprocess.run(["cp", "-r", REPO / name, dest / name], check=True)
 
 
 def transcript(name: str) -> dict[str, Any]:

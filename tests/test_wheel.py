@@ -20,19 +20,9 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from .conftest import DATA, REPO
+from .conftest import DATA, REPO, copy_package_sources
 
 EXAMPLES = REPO / "examples" / "crs"
-
-
-def _dockerfile_build_inputs() -> list[str]:
-    """The sources the Dockerfile copies into its build stage (``COPY a b ./``, not ``--from``)."""
-    inputs = []
-    for line in (REPO / "Dockerfile").read_text().splitlines():
-        words = line.split()
-        if words[:1] == ["COPY"] and not words[1].startswith("--"):
-            inputs += words[1:-1]
-    return inputs
 
 
 def _closure(requirements: list[str]) -> dict[str, md.Distribution]:
@@ -83,9 +73,7 @@ class Install:
 def install(tmp_path_factory: pytest.TempPathFactory) -> Install:
     tmp = tmp_path_factory.mktemp("wheel")
     src, dist, venv = tmp / "src", tmp / "dist", tmp / "venv"
-    src.mkdir()
-    for name in _dockerfile_build_inputs():
-        subprocess.run(["cp", "-r", REPO / name, src / name], check=True)
+    copy_package_sources(src)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run(pip + ["wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", dist, src], check=True, timeout=300)
     [wheel] = dist.glob("*.whl")

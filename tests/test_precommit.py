@@ -1,0 +1,73 @@
+"""The pre-commit hook, run by the real pre-commit (``pre-commit try-repo``) as a user's repository runs it.
+
+try-repo installs the hook's repository into its own venv from a commit, so the test commits the
+package's current sources (what the Dockerfile builds from, plus .pre-commit-hooks.yaml) into a
+temporary repository of its own: it sees uncommitted work while developing and runs the same on a
+clean clone in CI. pre-commit installs the package and its dependencies from the package index.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .conftest import REPO, copy_package_sources
+
+GOOD = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: good\nspec:\n  size: 2\n"
+BAD = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: bad\nspec:\n  size: 2\n  sizee: 3\n"
+HOOK = "memcached-gitops-validate"
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false",
+                    "-c", "init.defaultBranch=main", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
+    """(hook repository, user repository with good.yaml and bad.yaml, environment for pre-commit)."""
+    tmp = tmp_path_factory.mktemp("precommit")
+    hooks, user = tmp / "hooks", tmp / "user"
+    copy_package_sources(hooks, extra=(".pre-commit-hooks.yaml",))
+    user.mkdir()
+    (user / "good.yaml").write_text(GOOD)
+    (user / "bad.yaml").write_text(BAD)
+    for repo in (hooks, user):
+        _git(repo, "init", "-q")
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", "initial")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIP_REQUIRE"))}
+    env.update(PRE_COMMIT_HOME=str(tmp / "cache"), PRE_COMMIT_COLOR="never")
+    return hooks, user, env
+
+
+def _try_repo(workspace: tuple[Path, Path, dict[str, str]], *files: str) -> subprocess.CompletedProcess:
+    hooks, user, env = workspace
+    return subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hooks), HOOK, "--files", *files],
+                          cwd=user, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_the_hook_is_declared_for_yaml_files_with_filenames() -> None:
+    [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == HOOK and hook["language"] == "python"
+    assert hook["entry"].split() == ["memcached-gitops", "validate"]
+    assert hook["types"] == ["yaml"] and hook.get("pass_filenames", True) is True
+
+
+def test_the_hook_passes_a_good_cr(workspace: tuple[Path, Path, dict[str, str]]) -> None:
+    proc = _try_repo(workspace, "good.yaml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Passed" in proc.stdout
+
+
+def test_the_hook_fails_a_bad_cr_with_file_line_column(workspace: tuple[Path, Path, dict[str, str]]) -> None:
+    proc = _try_repo(workspace, "good.yaml", "bad.yaml")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Failed" in proc.stdout, proc.stdout
+    assert 'bad.yaml:7:3: Memcached/bad: spec.sizee: unknown field "spec.sizee"' in proc.stdout
+    assert "1 Memcached valid, 1 error(s)" in proc.stdout  # good.yaml, checked in the same run
