@@ -1,0 +1,147 @@
+"""The composite GitHub Action (action.yml): valid metadata, and its steps' scripts run as a runner runs them.
+
+The runner is imitated for what the action uses and nothing more: ``${{ }}`` expressions in a
+step's ``env`` and ``if`` (``inputs.*``, ``runner.temp``, ``steps.*.outputs.*``, ``!= ''``; any other
+expression fails the test), each ``run`` script under GitHub's bash template
+(``bash --noprofile --norc -eo pipefail {0}``), GITHUB_ACTION_PATH pointing at a copy of the
+package's sources, GITHUB_OUTPUT and RUNNER_TEMP in a temporary directory, the workspace as the
+working directory, and a step's failure ending the job. The install step installs from the package
+index, as on a runner.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .conftest import REPO, copy_package_sources
+
+ACTION = yaml.safe_load((REPO / "action.yml").read_text())
+EXPRESSION = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
+GOOD = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: good\nspec:\n  size: 2\n"
+BAD = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: bad\nspec:\n  size: 2\n  sizee: 3\n"
+
+
+class Runner:
+    """Runs the action's steps in order, with the inputs given (defaults from action.yml)."""
+
+    def __init__(self, action_path: Path, temp: Path) -> None:
+        self.action_path, self.temp = action_path, temp
+
+    def value(self, expression: str, inputs: dict[str, str], outputs: dict[str, dict[str, str]]) -> str:
+        if m := re.fullmatch(r"inputs\.([A-Za-z_][\w-]*)", expression):
+            return inputs[m[1]]
+        if expression == "runner.temp":
+            return str(self.temp)
+        if m := re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expression):
+            return outputs.get(m[1], {}).get(m[2], "")
+        raise AssertionError(f"expression the test runner does not know: {expression}")
+
+    def substitute(self, text: str, inputs: dict[str, str], outputs: dict[str, dict[str, str]]) -> str:
+        return EXPRESSION.sub(lambda m: self.value(m[1], inputs, outputs), text)
+
+    def condition(self, expression: str, inputs: dict[str, str], outputs: dict[str, dict[str, str]]) -> bool:
+        expression = EXPRESSION.sub(lambda m: m[1], expression)
+        m = re.fullmatch(r"(\S+) != ''", expression)
+        assert m, f"condition the test runner does not know: {expression}"
+        return self.value(m[1], inputs, outputs) != ""
+
+    def run(self, workspace: Path, steps: slice = slice(None), **given: str) -> tuple[int, str, dict[str, str]]:
+        """(exit code of the first failing step or 0, stdout of all steps, the action's outputs)."""
+        inputs = {name: spec.get("default", "") for name, spec in ACTION["inputs"].items()}
+        inputs.update({k.replace("_", "-"): v for k, v in given.items()})
+        outputs: dict[str, dict[str, str]] = {}
+        stdout = ""
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+        for step in ACTION["runs"]["steps"][steps]:
+            if "if" in step and not self.condition(step["if"], inputs, outputs):
+                continue
+            output_file = self.temp / f"output-{step.get('id', 'step')}"
+            output_file.write_text("")
+            env = {**base, "GITHUB_ACTION_PATH": str(self.action_path), "RUNNER_TEMP": str(self.temp),
+                   "GITHUB_OUTPUT": str(output_file), "GITHUB_WORKSPACE": str(workspace)}
+            env.update({k: self.substitute(str(v), inputs, outputs) for k, v in (step.get("env") or {}).items()})
+            script = self.temp / "step.sh"
+            script.write_text(step["run"])
+            proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", script], cwd=workspace, env=env,
+                                  capture_output=True, text=True, timeout=600)
+            stdout += proc.stdout
+            if proc.returncode:
+                return proc.returncode, stdout + proc.stderr, {}
+            if "id" in step:
+                outputs[step["id"]] = dict(line.split("=", 1) for line in output_file.read_text().splitlines())
+        action_outputs = {name: self.substitute(spec["value"], inputs, outputs) for name, spec in ACTION["outputs"].items()}
+        return 0, stdout, action_outputs
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory: pytest.TempPathFactory) -> Runner:
+    """The action checked out, and its install step already run (once for all the tests here)."""
+    tmp = tmp_path_factory.mktemp("action")
+    copy_package_sources(tmp / "action", extra=("action.yml",))
+    (tmp / "runner").mkdir()
+    result = Runner(tmp / "action", tmp / "runner")
+    code, out, _ = result.run(tmp, steps=slice(0, 1), python=sys.executable)
+    assert code == 0, out
+    return result
+
+
+def workspace(tmp_path: Path, **files: str) -> Path:
+    (tmp_path / "apps").mkdir()
+    for name, text in files.items():
+        (tmp_path / "apps" / f"{name}.yaml").write_text(text)
+    return tmp_path
+
+
+def test_action_yml_is_valid_against_schemastore_schema() -> None:
+    proc = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-actions",
+                           str(REPO / "action.yml")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_action_steps_follow_the_composite_rules() -> None:
+    """What the schema cannot say: inputs used exist, and no input is spliced into a script's text."""
+    assert ACTION["runs"]["using"] == "composite"
+    names = set(ACTION["inputs"])
+    for name in names:
+        assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]*", name)
+    used: set[str] = set()
+    for step in ACTION["runs"]["steps"]:
+        assert step["shell"] == "bash"
+        assert "${{" not in step["run"], "inputs reach scripts through env (GitHub's script-injection guidance)"
+        for value in list((step.get("env") or {}).values()) + [step.get("if", "")]:
+            used |= set(re.findall(r"inputs\.([A-Za-z_][\w-]*)", str(value)))
+    assert used == names
+
+
+def test_action_validates_and_renders(runner: Runner, tmp_path: Path) -> None:
+    ws = workspace(tmp_path, good=GOOD)
+    code, out, outputs = runner.run(ws, steps=slice(1, None), paths="apps", render_to="out/rendered.yaml")
+    assert code == 0, out
+    assert outputs == {"rendered": "out/rendered.yaml"}
+    docs: list[dict[str, Any]] = list(yaml.safe_load_all((ws / "out" / "rendered.yaml").read_text()))
+    assert [(d["kind"], d["metadata"]["name"]) for d in docs] == [("Deployment", "good")]
+    assert list((ws / "out").iterdir()) == [ws / "out" / "rendered.yaml"]
+
+
+def test_action_annotates_a_bad_cr_and_renders_nothing(runner: Runner, tmp_path: Path) -> None:
+    ws = workspace(tmp_path, good=GOOD, bad=BAD)
+    code, out, _ = runner.run(ws, steps=slice(1, None), paths="apps", render_to="out/rendered.yaml")
+    assert code == 1
+    assert "::error file=apps/bad.yaml,line=7,col=3,title=Memcached/bad::spec.sizee: unknown field" in out
+    assert not (ws / "out").exists()
+
+
+def test_action_without_render_to_only_validates(runner: Runner, tmp_path: Path) -> None:
+    ws = workspace(tmp_path, good=GOOD)
+    code, out, outputs = runner.run(ws, steps=slice(1, None), paths="apps/good.yaml apps")
+    assert code == 0, out
+    assert outputs == {"rendered": ""}
+    assert sorted(p.name for p in ws.iterdir()) == ["apps"]
