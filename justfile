@@ -25,3 +25,7 @@ render-examples: setup
 # Regenerate the golden files after an intended change to the rendered output.
 update-golden: setup
     UPDATE_GOLDEN=1 {{py}} -m pytest tests/test_render.py -k golden
+
+# Rewrite schemas/memcached-crd.json (the CRD as data, loaded at start-up) after editing the CRD.
+crd-data: setup
+    {{py}} -c "from memcached_gitops.schemas.crd import builtin_crd_data; open('schemas/memcached-crd.json', 'w').write(builtin_crd_data())"

@@ -93,7 +93,7 @@ def test_the_wheel_installs_one_top_level_name(install: Install) -> None:
     assert {n.split("/")[0] for n in names} == {"memcached_gitops", top_level.split("/")[0]}
     for package in ("render", "schemas", "reconciler"):
         assert f"memcached_gitops/{package}/__init__.py" in names
-    assert "memcached_gitops/schemas/memcached-crd.yaml" in names
+    assert {"memcached_gitops/schemas/memcached-crd.yaml", "memcached_gitops/schemas/memcached-crd.json"} <= set(names)
     # what pip actually put into site-packages, from the installed RECORD
     installed = md.Distribution.at(next(install.site.glob("memcached_gitops-*.dist-info")))
     tops = {f.parts[0] for f in installed.files or [] if ".." not in f.parts}

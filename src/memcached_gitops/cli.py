@@ -10,19 +10,23 @@ from __future__ import annotations
 import json
 import os
 import sys
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from memcached_gitops.render import DEFAULT_IMAGE, to_json, to_single, to_yaml
-from memcached_gitops.schemas import CRDError, Validator, load_crd
+from memcached_gitops.render import DEFAULT_IMAGE, to_yaml
 from memcached_gitops.schemas.crd import builtin_crd_text
 
+from .commands import EXIT_INVALID, OutputFormat, ReportFormat, guarded, render_files, validate_files
+from .commands import check_nonempty as _check_nonempty
+from .commands import fail as _fail
+from .commands import make_validator as _validator
+from .commands import render_validated as _render
+from .commands import report_text as _report_text
+from .commands import resolve_image as _image
+from .commands import run_pipeline as _run
 from .extras import missing_cluster_client
-from .files import InputError, expand, open_sources, write_atomic
-from .pipeline import Finding, Result, process
 
 app = typer.Typer(
     name="memcached-gitops",
@@ -32,76 +36,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-EXIT_INVALID, EXIT_USAGE = 1, 2
-
-
-class OutputFormat(StrEnum):
-    yaml = "yaml"
-    json = "json"
-
-
-class ReportFormat(StrEnum):
-    text = "text"
-    json = "json"
-    github = "github"
-
-
 PathsArg = Annotated[list[str], typer.Argument(help="Files or directories (recursive *.yaml/*.yml/*.json), or - for stdin.")]
 CrdOpt = Annotated[str | None, typer.Option("--crd", help="Validate against this CRD file instead of the built-in one.")]
 StrictOpt = Annotated[
     bool, typer.Option("--strict/--no-strict", help="Unknown fields are errors (as kubectl --validate=strict); otherwise pruned.")
 ]
-
-
-def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
-
-
-def _validator(crd: str | None, strict: bool) -> Validator:
-    try:
-        return Validator(load_crd(crd), strict=strict)
-    except CRDError as exc:
-        raise _fail(str(exc)) from None
-
-
-def _run(paths: list[str], validator: Validator, image: str, do_render: bool) -> Result:
-    try:
-        files = expand(paths)
-        if not files:
-            raise InputError(f"{', '.join(paths)}: no *.yaml, *.yml or *.json files found")
-        return process(open_sources(files), validator, image, do_render)
-    except InputError as exc:
-        raise _fail(str(exc), EXIT_INVALID) from None
-
-
-def _report_text(findings: list[Finding]) -> None:
-    for f in findings:
-        typer.echo(f.text(), err=True)
-
-
-def _report_github(findings: list[Finding]) -> None:
-    """GitHub Actions workflow commands: annotations on the lines of the pull request."""
-
-    def esc(value: str, prop: bool = False) -> str:
-        value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        return value.replace(":", "%3A").replace(",", "%2C") if prop else value
-
-    for f in findings:
-        level = "warning" if f.severity == "warning" else "error"
-        props = f"file={esc(f.file, True)},line={f.line},col={f.column},title={esc(f.ref or 'memcached-gitops', True)}"
-        message = f"{f.field}: {f.message}" if f.field else f.message
-        typer.echo(f"::{level} {props}::{esc(message)}")
-
-
-def _summary(result: Result, kind: str) -> str:
-    skipped = f", {len(result.others)} other object(s) ignored" if result.others else ""
-    return f"{len(result.crs)} {kind} valid, {len(result.errors)} error(s), {len(result.warnings)} warning(s){skipped}"
-
-
-def _check_nonempty(result: Result, paths: list[str]) -> None:
-    if result.documents == 0 and not result.findings:
-        raise _fail(f"{', '.join(paths)}: no documents found (empty input)", EXIT_INVALID)
 
 
 @app.command()
@@ -112,32 +51,7 @@ def validate(
     format: Annotated[ReportFormat, typer.Option("--format", help="text (stderr), json or github (stdout).")] = ReportFormat.text,
 ) -> None:
     """Check Memcached CRs as the API server would (kubectl apply --dry-run=server --validate=strict)."""
-    validator = _validator(crd, strict)
-    result = _run(paths, validator, DEFAULT_IMAGE, do_render=False)
-    _check_nonempty(result, paths)
-    if format is ReportFormat.json:
-        report = {"valid": not result.errors, "validCount": len(result.crs), "findings": [f.as_dict() for f in result.findings]}
-        typer.echo(json.dumps(report, indent=2))
-    elif format is ReportFormat.github:
-        _report_github(result.findings)
-    else:
-        _report_text(result.findings)
-    typer.echo(_summary(result, validator.crd.kind), err=True)
-    if result.errors:
-        raise typer.Exit(EXIT_INVALID)
-
-
-def _image(image: str | None) -> str:
-    value = image or os.environ.get("MEMCACHED_IMAGE") or DEFAULT_IMAGE
-    if not value.strip() or any(c.isspace() for c in value):
-        raise _fail(f"invalid image reference {value!r}")
-    return value
-
-
-def _file_name(obj: dict[str, Any], output: OutputFormat) -> str:
-    meta = obj.get("metadata") or {}
-    parts = [str(obj.get("kind", "object")).lower(), meta.get("namespace"), meta.get("name", "unnamed")]
-    return "-".join(p for p in parts if p) + "." + output.value
+    validate_files(paths, crd, strict, format)
 
 
 @app.command()
@@ -151,31 +65,7 @@ def render(
     image: Annotated[str | None, typer.Option("--image", help=f"memcached image [env MEMCACHED_IMAGE; default {DEFAULT_IMAGE}]")] = None,
 ) -> None:
     """Render Memcached CRs to Deployments (stdout, or --output-dir)."""
-    _render(paths, _validator(crd, strict), _image(image), output, output_dir, include_input)
-
-
-def _render(paths: list[str], validator: Validator, image: str, output: OutputFormat, output_dir: Path | None,
-            include_input: bool) -> None:
-    """The render command's work, shared with the Argo CD plugin's generate."""
-    result = _run(paths, validator, image, do_render=True)
-    _check_nonempty(result, paths)
-    _report_text(result.findings)
-    if result.errors:
-        typer.echo(_summary(result, validator.crd.kind), err=True)
-        raise typer.Exit(EXIT_INVALID)
-    if result.crs and not result.rendered:
-        raise _fail("the input held Memcached CRs but nothing was rendered; refusing to emit an empty set", EXIT_INVALID)
-    objects = (result.crs + result.others if include_input else []) + result.rendered
-    if not result.crs:
-        typer.echo(f"warning: no {validator.crd.kind} found in {', '.join(paths)}", err=True)
-    elif result.others and not include_input:
-        typer.echo(f"{len(result.others)} object(s) of other kinds ignored (use --include-input to pass them through)", err=True)
-    if output_dir is not None:
-        for obj in objects:
-            write_atomic(output_dir / _file_name(obj, output), to_single(obj, output.value))
-        typer.echo(f"wrote {len(objects)} file(s) to {output_dir}", err=True)
-        return
-    sys.stdout.write(to_json(objects) if output is OutputFormat.json else to_yaml(objects))
+    render_files(paths, crd, strict, output, output_dir, include_input, image)
 
 
 @app.command("argocd-generate")
@@ -340,11 +230,5 @@ def diff(
 
 
 def main() -> None:
-    """Console-script entry point: usage errors exit 2, and nothing prints a traceback."""
-    try:
-        app()
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        sys.exit(1)
+    """The full command line (entry.py sends everything but the plain render/validate here)."""
+    guarded(app)

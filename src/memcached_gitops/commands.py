@@ -1,0 +1,164 @@
+"""The work of ``validate`` and ``render``, without the command-line framework.
+
+cli.py declares every command and option with typer; what ``validate`` and ``render`` do lives here,
+importing neither typer nor click (about 60 ms of start-up), so that entry.py can run the common CI
+form ``memcached-gitops validate|render PATH...`` without loading them. Errors are one line on stderr
+and end the command with ``SystemExit(code)``, which typer and click let through unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from memcached_gitops.render import DEFAULT_IMAGE, to_json, to_single, to_yaml
+from memcached_gitops.schemas import CRDError, Validator, load_crd
+
+from .files import InputError, expand, open_sources, write_atomic
+from .pipeline import Finding, Result, process
+
+EXIT_INVALID, EXIT_USAGE = 1, 2
+
+
+class OutputFormat(StrEnum):
+    yaml = "yaml"
+    json = "json"
+
+
+class ReportFormat(StrEnum):
+    text = "text"
+    json = "json"
+    github = "github"
+
+
+def echo(text: str, err: bool = False) -> None:
+    print(text, file=sys.stderr if err else sys.stdout)
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> SystemExit:
+    """Print the one-line error; the caller raises what this returns."""
+    echo(f"error: {message}", err=True)
+    return SystemExit(code)
+
+
+def make_validator(crd: str | None, strict: bool) -> Validator:
+    try:
+        return Validator(load_crd(crd), strict=strict)
+    except CRDError as exc:
+        raise fail(str(exc)) from None
+
+
+def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: bool) -> Result:
+    try:
+        files = expand(paths)
+        if not files:
+            raise InputError(f"{', '.join(paths)}: no *.yaml, *.yml or *.json files found")
+        return process(open_sources(files), validator, image, do_render)
+    except InputError as exc:
+        raise fail(str(exc), EXIT_INVALID) from None
+
+
+def report_text(findings: list[Finding]) -> None:
+    for f in findings:
+        echo(f.text(), err=True)
+
+
+def report_github(findings: list[Finding]) -> None:
+    """GitHub Actions workflow commands: annotations on the lines of the pull request."""
+
+    def esc(value: str, prop: bool = False) -> str:
+        value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        return value.replace(":", "%3A").replace(",", "%2C") if prop else value
+
+    for f in findings:
+        level = "warning" if f.severity == "warning" else "error"
+        props = f"file={esc(f.file, True)},line={f.line},col={f.column},title={esc(f.ref or 'memcached-gitops', True)}"
+        message = f"{f.field}: {f.message}" if f.field else f.message
+        echo(f"::{level} {props}::{esc(message)}")
+
+
+def summary(result: Result, kind: str) -> str:
+    skipped = f", {len(result.others)} other object(s) ignored" if result.others else ""
+    return f"{len(result.crs)} {kind} valid, {len(result.errors)} error(s), {len(result.warnings)} warning(s){skipped}"
+
+
+def check_nonempty(result: Result, paths: list[str]) -> None:
+    if result.documents == 0 and not result.findings:
+        raise fail(f"{', '.join(paths)}: no documents found (empty input)", EXIT_INVALID)
+
+
+def resolve_image(image: str | None) -> str:
+    value = image or os.environ.get("MEMCACHED_IMAGE") or DEFAULT_IMAGE
+    if not value.strip() or any(c.isspace() for c in value):
+        raise fail(f"invalid image reference {value!r}")
+    return value
+
+
+def file_name(obj: dict[str, Any], output: OutputFormat) -> str:
+    meta = obj.get("metadata") or {}
+    parts = [str(obj.get("kind", "object")).lower(), meta.get("namespace"), meta.get("name", "unnamed")]
+    return "-".join(p for p in parts if p) + "." + output.value
+
+
+def validate_files(paths: list[str], crd: str | None = None, strict: bool = True,
+                   format: ReportFormat = ReportFormat.text) -> None:
+    """The validate command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
+    validator = make_validator(crd, strict)
+    result = run_pipeline(paths, validator, DEFAULT_IMAGE, do_render=False)
+    check_nonempty(result, paths)
+    if format is ReportFormat.json:
+        report = {"valid": not result.errors, "validCount": len(result.crs), "findings": [f.as_dict() for f in result.findings]}
+        echo(json.dumps(report, indent=2))
+    elif format is ReportFormat.github:
+        report_github(result.findings)
+    else:
+        report_text(result.findings)
+    echo(summary(result, validator.crd.kind), err=True)
+    if result.errors:
+        raise SystemExit(EXIT_INVALID)
+
+
+def render_files(paths: list[str], crd: str | None = None, strict: bool = True, output: OutputFormat = OutputFormat.yaml,
+                 output_dir: Path | None = None, include_input: bool = False, image: str | None = None) -> None:
+    """The render command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
+    render_validated(paths, make_validator(crd, strict), resolve_image(image), output, output_dir, include_input)
+
+
+def render_validated(paths: list[str], validator: Validator, image: str, output: OutputFormat, output_dir: Path | None,
+                     include_input: bool) -> None:
+    """The render command's work, shared with the Argo CD plugin's generate."""
+    result = run_pipeline(paths, validator, image, do_render=True)
+    check_nonempty(result, paths)
+    report_text(result.findings)
+    if result.errors:
+        echo(summary(result, validator.crd.kind), err=True)
+        raise SystemExit(EXIT_INVALID)
+    if result.crs and not result.rendered:
+        raise fail("the input held Memcached CRs but nothing was rendered; refusing to emit an empty set", EXIT_INVALID)
+    objects = (result.crs + result.others if include_input else []) + result.rendered
+    if not result.crs:
+        echo(f"warning: no {validator.crd.kind} found in {', '.join(paths)}", err=True)
+    elif result.others and not include_input:
+        echo(f"{len(result.others)} object(s) of other kinds ignored (use --include-input to pass them through)", err=True)
+    if output_dir is not None:
+        for obj in objects:
+            write_atomic(output_dir / file_name(obj, output), to_single(obj, output.value))
+        echo(f"wrote {len(objects)} file(s) to {output_dir}", err=True)
+        return
+    sys.stdout.write(to_json(objects) if output is OutputFormat.json else to_yaml(objects))
+
+
+def guarded(command: Callable[[], object]) -> None:
+    """Run a command as the console script does: Ctrl-C exits 130 and a closed pipe exits 1, without a traceback."""
+    try:
+        command()
+    except KeyboardInterrupt:
+        echo("interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(1)
