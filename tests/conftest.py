@@ -18,6 +18,9 @@ TESTS = Path(__file__).parent
 REPO = TESTS.parent
 DATA = TESTS / "data"
 TRANSCRIPTS = TESTS / "fixtures" / "apiserver-transcripts"
+# One valid CR, and one the API server rejects at line 7, column 3 (an unknown field), for the entry-point tests.
+GOOD_CR = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: good\nspec:\n  size: 2\n"
+BAD_CR = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: bad\nspec:\n  size: 2\n  sizee: 3\n"
 
 
 def copy_package_sources(dest: Path, extra: tuple[str, ...] = ()) -> None:

@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 import yaml
 
+from .conftest import BAD_CR as BAD
+from .conftest import GOOD_CR as GOOD
 from .conftest import REPO, copy_package_sources
 
 ACTION = yaml.safe_load((REPO / "action.yml").read_text())
 EXPRESSION = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
-GOOD = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: good\nspec:\n  size: 2\n"
-BAD = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: bad\nspec:\n  size: 2\n  sizee: 3\n"
 
 
 class Runner:

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from .conftest import BAD_CR as BAD
+from .conftest import GOOD_CR as GOOD
 from .conftest import REPO, copy_package_sources
 
-GOOD = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: good\nspec:\n  size: 2\n"
-BAD = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: bad\nspec:\n  size: 2\n  sizee: 3\n"
 HOOK = "memcached-gitops-validate"
 
 
