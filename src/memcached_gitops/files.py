@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -53,6 +52,8 @@ def open_sources(paths: list[str]) -> Iterator[tuple[str, IO[bytes]]]:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never half."""
+    import tempfile  # here, not at the top: it brings shutil and the compression modules, and most runs write to stdout
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
