@@ -41,11 +41,17 @@ class CRD(NamedTuple):
     group: str
     kind: str
     plural: str
+    singular: str
+    short_names: tuple[str, ...]
     namespaced: bool
     versions: dict[str, Version]  # served versions only
     storage_version: str
     source: str
     document: dict[str, Any]
+
+    def spellings(self) -> frozenset[str]:
+        """Every name kubectl resolves to this kind (kind, plural, singular, shortNames), lower case."""
+        return frozenset(n.lower() for n in (self.kind, self.plural, self.singular, *self.short_names) if n)
 
     def api_versions(self) -> list[str]:
         return [f"{self.group}/{v}" for v in self.versions]
@@ -103,6 +109,8 @@ def _from_document(doc: dict[str, Any], source: str) -> CRD:
         group=spec["group"],
         kind=names["kind"],
         plural=names.get("plural", names["kind"].lower() + "s"),
+        singular=names.get("singular") or names["kind"].lower(),
+        short_names=tuple(str(n) for n in names.get("shortNames") or ()),
         namespaced=spec.get("scope", "Namespaced") == "Namespaced",
         versions=versions,
         storage_version=storage,

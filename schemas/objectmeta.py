@@ -7,10 +7,11 @@ with ``NameIsDNSSubdomain`` (pkg/registry/customresource/validator.go). Messages
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any
+
+from .excerpt import quote_value
 
 Problem = tuple[tuple[str | int, ...], str]
 
@@ -25,8 +26,12 @@ _LABEL_VALUE_RE = re.compile(LABEL_VALUE + r"\Z")
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 
-def _quote(value: Any) -> str:
-    return json.dumps(value)
+_quote = quote_value
+
+#: Go struct order of metav1.OwnerReference, so a quoted list reads as the server prints it.
+_OWNER_REFERENCE_FIELDS = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+#: apimachinery's BannedOwners: kinds that may never own anything.
+_BANNED_OWNERS = {("", "v1", "Event")}
 
 
 def dns1123_subdomain_errors(value: str) -> list[str]:
@@ -148,6 +153,7 @@ def validate_object_meta(meta: Any, namespaced: bool) -> list[Problem]:
             problems.append(
                 (("metadata", "annotations"), f"Too long: must have at most {TOTAL_ANNOTATION_SIZE_LIMIT} bytes")
             )
+    problems += validate_owner_references(meta.get("ownerReferences"))
     finalizers = meta.get("finalizers")
     if finalizers is not None:
         if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):
@@ -156,3 +162,53 @@ def validate_object_meta(meta: Any, namespaced: bool) -> list[Problem]:
             for i, f in enumerate(finalizers):
                 problems += [(("metadata", "finalizers", i), f"Invalid value: {_quote(f)}: {e}") for e in qualified_name_errors(f)]
     return problems
+
+
+def _group_version(api_version: str) -> tuple[str, str]:
+    """schema.ParseGroupVersion: ``v1`` is the core group; more than one ``/`` parses to nothing."""
+    if api_version.count("/") > 1:
+        return "", ""
+    group, slash, version = api_version.rpartition("/")
+    return (group, version) if slash else ("", api_version)
+
+
+def validate_owner_references(refs: Any) -> list[Problem]:
+    """``metadata.ownerReferences`` as the server checks it on a create.
+
+    apimachinery/pkg/api/validation/objectmeta.go (ValidateOwnerReferences, validateOwnerReference);
+    the messages, and the field paths without an index, are those of transcript
+    ``20-ownerreferences.json`` (missing uid/apiVersion/kind/name, two controllers).
+    """
+    path: tuple[str | int, ...] = ("metadata", "ownerReferences")
+    if refs is None:
+        return []
+    if not isinstance(refs, list) or not all(isinstance(r, dict) for r in refs):
+        return [(path, f"Invalid value: {_quote(refs)}: must be a list of objects")]
+    problems: list[Problem] = []
+    first_controller = ""
+    for ref in refs:
+        api_version, kind = str(ref.get("apiVersion") or ""), str(ref.get("kind") or "")
+        group, version = _group_version(api_version)
+        if not version:
+            problems.append((path + ("apiVersion",), f"Invalid value: {_quote(api_version)}: version must not be empty"))
+        if not kind:
+            problems.append((path + ("kind",), f"Invalid value: {_quote(kind)}: must not be empty"))
+        for field in ("name", "uid"):
+            if not ref.get(field):
+                problems.append((path + (field,), f"Invalid value: {_quote(str(ref.get(field) or ''))}: must not be empty"))
+        if (group, version, kind) in _BANNED_OWNERS:
+            banned = f"{group}/{version}, Kind={kind} is disallowed from being an owner"
+            problems.append((path, f"Invalid value: {_quote(_ordered(ref))}: {banned}"))
+        if ref.get("controller") is True:
+            current = f"{kind}/{ref.get('name') or ''}"
+            if first_controller:
+                listed = [_ordered(r) for r in refs]
+                problems.append((path, f"Invalid value: {_quote(listed)}: Only one reference can have Controller set to true. "
+                                       f'Found "true" in references for {first_controller} and {current}'))
+            else:
+                first_controller = current
+    return problems
+
+
+def _ordered(ref: dict[str, Any]) -> dict[str, Any]:
+    return {k: ref[k] for k in _OWNER_REFERENCE_FIELDS if k in ref}

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 from . import cel_rules
 from .crd import CRD, Version
+from .excerpt import quote_value
 from .objectmeta import validate_object_meta
 from .structural import prune_and_default
 from .to_jsonschema import FORMAT_COMMENT, to_json_schema
@@ -66,17 +67,12 @@ def format_path(path: Iterable[str | int]) -> str:
 
 
 def _quote(value: Any) -> str:
-    if isinstance(value, str):
-        return '"' + value + '"'
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
+    """A value in an ``Invalid value: …`` message: objects and arrays by type, the rest excerpted."""
     if isinstance(value, dict):
         return '"object"'
     if isinstance(value, list):
         return '"array"'
-    return repr(value)
+    return quote_value(value)
 
 
 def _type_name(value: Any) -> str:
@@ -136,6 +132,18 @@ def _subschema(schema: dict[str, Any], schema_path: Iterable[Any]) -> Any:
     return node
 
 
+def identity_problems(doc: dict[str, Any]) -> list[Problem]:
+    """A document kubectl cannot map to any resource: no apiVersion or no kind (kubectl's words)."""
+    problems = []
+    for field in ("apiVersion", "kind"):
+        value = doc.get(field)
+        if value is None or value == "":
+            problems.append(Problem((field,), f"{field} not set"))
+        elif not isinstance(value, str):
+            problems.append(Problem((field,), f"Invalid value: {_quote(value)}: {field} must be a string"))
+    return problems
+
+
 class _RustEngine:
     """jsonschema-rs: compiled once per CRD version."""
 
@@ -190,25 +198,35 @@ class Validator:
         return self._engines[version.name]
 
     def claims(self, doc: Any) -> bool:
-        """Whether a document is this CRD's kind in this CRD's group (any version)."""
-        if not isinstance(doc, dict) or doc.get("kind") != self.crd.kind:
+        """Whether a document is judged as this CRD's kind: its group, or its kind in any spelling.
+
+        A typo (``kind: memcached``, or ``Memcached`` under another group) must not pass silently:
+        in a GitOps repository it would remove a cache, and Argo CD's prune would delete it.
+        """
+        if not isinstance(doc, dict):
             return False
-        api_version = doc.get("apiVersion")
-        return isinstance(api_version, str) and api_version.partition("/")[0] == self.crd.group
+        api_version, kind = doc.get("apiVersion"), doc.get("kind")
+        group = api_version.partition("/")[0] if isinstance(api_version, str) and "/" in api_version else ""
+        return group == self.crd.group or (isinstance(kind, str) and kind.lower() in self.crd.spellings())
 
     def validate(self, obj: dict[str, Any]) -> Outcome:
         """The verdict on ``obj`` (which it takes over and prunes/defaults in place)."""
         out = Outcome(obj=obj)
         version = self.crd.version_of(obj.get("apiVersion"))
-        if version is None:
+        kind = obj.get("kind")
+        spelled = isinstance(kind, str) and kind.lower() in self.crd.spellings()
+        if version is None or not spelled:
+            # kubectl's REST mapping: no resource of that kind in that group/version
             served = ", ".join(self.crd.api_versions())
-            out.errors.append(
-                Problem(
-                    ("apiVersion",),
-                    f'no matches for kind "{obj.get("kind")}" in version "{obj.get("apiVersion")}" '
-                    f"(the CRD serves {served})",
-                )
-            )
+            out.errors.append(Problem(
+                ("apiVersion",),
+                f"no matches for kind {quote_value(kind)} in version {quote_value(obj.get('apiVersion'))} "
+                f"(the CRD serves {served})",
+            ))
+            return out
+        if kind != self.crd.kind:
+            # the server's kind check on a body sent to the resource's endpoint (issue text, kubectl v1.36)
+            out.errors.append(Problem(("kind",), f"Invalid value: {quote_value(kind)}: must be {self.crd.kind}"))
             return out
         for path in prune_and_default(obj, version.schema):
             if self.strict:

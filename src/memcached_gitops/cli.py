@@ -111,8 +111,9 @@ def krm(
     sys.stdout.write(to_yaml([out]))
     for r in out.get("results", []):
         where = r.get("file", {}).get("path", "")
-        ref = f"{r['resourceRef']['kind']}/{r['resourceRef']['name']}"
-        typer.echo(f"{where}: {ref}: {r.get('field', {}).get('path', '')}: {r['message']}", err=True)
+        ref = r.get("resourceRef") or {}
+        parts = [where, f"{ref.get('kind', '')}/{ref.get('name', '')}" if ref else "", r.get("field", {}).get("path", "")]
+        typer.echo(": ".join([p for p in parts if p] + [r["message"]]), err=True)
     if failed:
         raise typer.Exit(EXIT_INVALID)
 

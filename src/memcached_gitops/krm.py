@@ -20,6 +20,7 @@ import copy
 from typing import Any
 
 from memcached_gitops.schemas import Validator
+from memcached_gitops.schemas.excerpt import excerpt
 
 from .pipeline import Result, process_object
 
@@ -44,17 +45,19 @@ def transform(resource_list: dict[str, Any], validator: Validator, image: str) -
     results: list[dict[str, Any]] = []
     generated: list[dict[str, Any]] = []
     for file, obj in sources:
-        if not validator.claims(obj):
-            continue
+        # every item goes through the pipeline: it judges ours, refuses items with no apiVersion or
+        # kind, and passes the others over, exactly as ``render`` does
         result = Result()
         process_object(result, file, copy.deepcopy(obj), validator, image)
         generated += result.rendered
         for f in result.findings:
             entry: dict[str, Any] = {"message": f.message, "severity": f.severity}
-            meta = obj.get("metadata") or {}
-            entry["resourceRef"] = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "name": meta.get("name", "")}
-            if meta.get("namespace"):
-                entry["resourceRef"]["namespace"] = meta["namespace"]
+            if isinstance(obj, dict):
+                meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+                entry["resourceRef"] = {key: excerpt(str(obj.get(key) or "")) for key in ("apiVersion", "kind")}
+                entry["resourceRef"]["name"] = excerpt(str(meta.get("name") or ""))
+                if meta.get("namespace"):
+                    entry["resourceRef"]["namespace"] = excerpt(str(meta["namespace"]))
             if f.field:
                 entry["field"] = {"path": f.field}
             if file and file != "functionConfig":

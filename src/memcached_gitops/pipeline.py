@@ -13,6 +13,8 @@ from typing import IO, Any, NamedTuple
 
 from memcached_gitops.render import RenderError, render
 from memcached_gitops.schemas import Problem, Validator, format_path
+from memcached_gitops.schemas.excerpt import type_and_length
+from memcached_gitops.schemas.validator import identity_problems
 from memcached_gitops.schemas.yamlload import Document, YAMLInputError, iter_documents
 
 
@@ -116,8 +118,12 @@ def process_object(
 
     if not isinstance(obj, dict):
         line, column = locate(())
-        got = "a list" if isinstance(obj, list) else f"the scalar {obj!r}"
-        result.findings.append(Finding(file, line, column, "", "", f"a document must be a Kubernetes object (a map), not {got}"))
+        message = f"a document must be a Kubernetes object (a map), not {type_and_length(obj)}"
+        result.findings.append(Finding(file, line, column, "", "", message))
+        return
+    identity = identity_problems(obj)
+    if identity:
+        result.findings += [finding(p, ref="") for p in identity]
         return
     if not validator.claims(obj):
         result.others.append(obj)

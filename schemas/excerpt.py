@@ -1,0 +1,51 @@
+"""Bounded excerpts of input for messages: no message ever echoes a whole value or document.
+
+Input comes from strangers (fork pull requests, Argo CD sources) and messages go to public places
+(CI logs, the Argo CD UI, Events and conditions). A value is therefore quoted by at most
+``EXCERPT_LIMIT`` characters, then ``…``; a whole scalar document only by its type and length.
+Pure functions, shared by the validator, the CLI, the KRM function and the reconciler.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+#: Characters of an input value a message may quote.
+EXCERPT_LIMIT = 64
+ELLIPSIS = "…"
+
+
+def excerpt(text: str, limit: int = EXCERPT_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, with ``…`` when something was cut."""
+    return text if len(text) <= limit else text[:limit] + ELLIPSIS
+
+
+def quote_value(value: Any) -> str:
+    """A value as the API server quotes it in ``Invalid value: …`` (Go's %q / JSON), excerpted.
+
+    Strings are cut before quoting (so the quotes stay balanced); other values are written as
+    compact JSON and cut the same way.
+    """
+    if isinstance(value, str):
+        return json.dumps(excerpt(value), ensure_ascii=False)
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (ValueError, TypeError):
+        text = repr(value)
+    return excerpt(text)
+
+
+def type_and_length(value: Any) -> str:
+    """How a non-object document is described: its type and size, never its contents."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return f"a number of {len(str(value))} digits"
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    if isinstance(value, list):
+        return f"a list of {len(value)} items"
+    return f"a {type(value).__name__}"
