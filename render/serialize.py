@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import yaml
-from memcached_gitops.schemas.yamlload import resolve_plain
+from memcached_gitops.schemas.yamlload import recursion_room, resolve_plain
 from yaml.cyaml import CSafeDumper
 
 
@@ -34,9 +34,10 @@ _Dumper.add_representer(str, _represent_str)
 
 def to_yaml(objects: Iterable[dict[str, Any]]) -> str:
     """A YAML stream, one document per object, keys in the order the renderer built them."""
-    return yaml.dump_all(
-        objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False, explicit_start=True, width=1 << 16
-    )
+    with recursion_room():  # passed-through objects may nest as deep as the loader allows
+        return yaml.dump_all(
+            objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False, explicit_start=True, width=1 << 16
+        )
 
 
 def to_json(objects: Iterable[dict[str, Any]]) -> str:
@@ -45,12 +46,14 @@ def to_json(objects: Iterable[dict[str, Any]]) -> str:
     One item per line: ``json.dumps`` with ``indent`` falls back to the pure-Python encoder,
     which is several times slower than the C one on 10,000 Deployments.
     """
-    items = ",\n".join(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) for obj in objects)
+    with recursion_room():
+        items = ",\n".join(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) for obj in objects)
     return '{"apiVersion":"v1","kind":"List","items":[\n' + items + ("\n" if items else "") + "]}\n"
 
 
 def to_single(obj: dict[str, Any], output: str) -> str:
     """One object in one format (one file of ``--output-dir``)."""
     if output == "json":
-        return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+        with recursion_room():
+            return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
     return to_yaml([obj])

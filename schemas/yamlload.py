@@ -27,12 +27,16 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 import yaml
 from yaml.cyaml import CParser
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from .excerpt import excerpt, quote_value
 
 _CORE = "tag:yaml.org,2002:"
 _PLAIN = "!plain"  # tag given by our resolver to untagged plain scalars, resolved go-yaml's way
@@ -53,6 +57,15 @@ _INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 #: Alias expansion allowed beyond the document's own size (go-yaml v2 bounds it likewise).
 ALIAS_EXPANSION_LIMIT = 10_000
 ALIAS_EXPANSION_RATIO = 4
+#: go-yaml v2's scanner (sigs.k8s.io/yaml/goyaml.v2 scannerc.go, ``max_flow_level`` and
+#: ``max_indents``): more than 10,000 nested flow collections, or block collections, is an error.
+MAX_DEPTH = 10_000
+DEPTH_ERROR = f"yaml: exceeded max depth of {MAX_DEPTH}"
+#: The API server refuses a request body over 3 MiB (apiserver's MaxRequestBodyBytes), so a
+#: larger document can never be applied; it is refused before it is composed.
+MAX_DOCUMENT_SIZE = 3 * 1024 * 1024
+#: Digits beyond which a plain scalar cannot be an int64/uint64 (Go's ParseInt/ParseUint).
+_MAX_INT_DIGITS = {"x": 16, "b": 64, "o": 22, "": 20}
 
 
 class YAMLInputError(ValueError):
@@ -66,12 +79,13 @@ class YAMLInputError(ValueError):
 class Document:
     """One YAML document of a stream: its JSON-compatible value and where it came from."""
 
-    __slots__ = ("value", "node", "index")
+    __slots__ = ("value", "node", "index", "_keys")
 
     def __init__(self, value: Any, node: Node, index: int) -> None:
         self.value = value
         self.node = node  # libyaml's node tree, for positions
         self.index = index  # 0-based document index in the stream
+        self._keys: dict[int, dict[str, tuple[Any, Node]]] = {}  # per mapping node: key -> (mark, value)
 
     @property
     def line(self) -> int:
@@ -79,7 +93,7 @@ class Document:
 
     def position(self, path: tuple[str | int, ...]) -> tuple[int, int]:
         """1-based (line, column) of the deepest node on ``path`` that exists in the source."""
-        return locate(self.node, path)
+        return locate(self.node, path, self._keys)
 
 
 class _Resolver(yaml.resolver.BaseResolver):
@@ -104,6 +118,10 @@ def _go_int(text: str) -> int | None:
     sign = -1 if text[0] == "-" else 1
     digits = text.lstrip("+-")
     low = digits[:2].lower()
+    base = low[1] if low in ("0x", "0b", "0o") else ("o" if len(digits) > 1 and digits[0] == "0" else "")
+    significant = (digits[2:] if base in ("x", "b") or low == "0o" else digits).lstrip("0")
+    if len(significant) > _MAX_INT_DIGITS[base]:
+        return None  # out of ParseInt's range, and never handed to int() (CPython's 4300-digit limit)
     if low == "0x":
         n = int(digits[2:], 16)
     elif low == "0b":
@@ -116,6 +134,15 @@ def _go_int(text: str) -> int | None:
         n = int(digits)
     n *= sign
     return n if _INT64_MIN <= n <= _UINT64_MAX else None
+
+
+def _go_float(plain: str, text: str | None = None) -> float | str:
+    """strconv.ParseFloat: beyond float64 it fails with ErrRange, and go-yaml keeps the scalar a string.
+
+    So a 5,000-digit ``size`` reaches the server as a string (``must be of type integer``).
+    """
+    value = float(plain)
+    return (text if text is not None else plain) if math.isinf(value) else value
 
 
 def resolve_plain(text: str) -> Any:
@@ -132,7 +159,7 @@ def resolve_plain(text: str) -> Any:
     if first == ".":
         if text in _SPECIAL_FLOATS:
             return _SPECIAL_FLOATS[text]
-        return float(text) if _YAML_FLOAT.match(text) else text
+        return _go_float(text) if _YAML_FLOAT.match(text) else text
     if first in "0123456789+-":
         if text in _SPECIAL_FLOATS:
             return _SPECIAL_FLOATS[text]
@@ -141,7 +168,7 @@ def resolve_plain(text: str) -> Any:
         if n is not None:
             return n
         if _YAML_FLOAT.match(plain):
-            return float(plain)
+            return _go_float(plain, text)
     if text in _NULLS:
         return None
     return text
@@ -161,7 +188,7 @@ def _tagged_scalar(node: ScalarNode) -> Any:
         return value
     if tag == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    raise _error(node, f"cannot decode {text!r} as !!{tag}")
+    raise _error(node, f"cannot decode {quote_value(text)} as !!{tag}")
 
 
 def _error(node: Node, message: str) -> YAMLInputError:
@@ -172,7 +199,7 @@ def _json_number(value: Any, node: Node) -> Any:
     """The number as the API server reads it back from kubectl's JSON."""
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
-            raise _error(node, f"unsupported value {node.value!r}: JSON has no NaN or infinity")
+            raise _error(node, f"unsupported value {quote_value(node.value)}: JSON has no NaN or infinity")
         if value.is_integer() and _INT64_MIN <= value <= _INT64_MAX:
             return int(value)  # json.Marshal prints it without a fraction; the server reads an int64
         return value
@@ -190,7 +217,7 @@ def _key_string(value: Any, node: Node) -> str:
         return str(value)
     if isinstance(value, float):
         return format(value, "g")
-    raise _error(node, f"unsupported map key {node.value!r}: a key must be a string, number or boolean")
+    raise _error(node, f"unsupported map key {quote_value(node.value)}: a key must be a string, number or boolean")
 
 
 class _Builder:
@@ -212,10 +239,10 @@ class _Builder:
             elif node.tag.startswith(_CORE):
                 value = _tagged_scalar(node)
             else:
-                raise _error(node, f"unknown tag {node.tag!r}: only the YAML core tags are allowed")
+                raise _error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
             return _json_number(value, node)
         if node.tag not in (_CORE + "map", _CORE + "seq"):
-            raise _error(node, f"unknown tag {node.tag!r}: only the YAML core tags are allowed")
+            raise _error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
         if isinstance(node, SequenceNode):
             return [self.build(item) for item in node.value]
         return self.mapping(node)
@@ -250,18 +277,103 @@ def _is_null_document(node: Node) -> bool:
     return isinstance(node, ScalarNode) and node.tag == _PLAIN and node.value in _NULLS
 
 
+class _Open:
+    """A collection being composed: its node, the key awaiting a value, its anchor."""
+
+    __slots__ = ("node", "key", "anchor")
+
+    def __init__(self, node: SequenceNode | MappingNode, anchor: str | None) -> None:
+        self.node, self.key, self.anchor = node, None, anchor
+
+
+def _compose(parser: _Parser, start: Any) -> Node | None:
+    """One document's node tree, composed from libyaml's event stream without recursion.
+
+    pyyaml's composers recurse once per level (a 50,000-deep flow sequence overflows the C stack);
+    this loop keeps an explicit stack and refuses, as go-yaml does, more than ``MAX_DEPTH`` nested
+    flow or block collections, and any document larger than ``MAX_DOCUMENT_SIZE``.
+    """
+    anchors: dict[str, Node] = {}
+    stack: list[_Open] = []
+    depth = {True: 0, False: 0}  # open flow collections, open block collections
+    root: Node | None = None
+    while True:
+        event = parser.get_event()
+        if event.end_mark.index - start.start_mark.index > MAX_DOCUMENT_SIZE:
+            raise YAMLInputError(
+                f"document is larger than {MAX_DOCUMENT_SIZE // (1024 * 1024)} MiB, the API server's request limit; "
+                "not read", start.start_mark.line + 1, start.start_mark.column + 1)
+        if isinstance(event, yaml.DocumentEndEvent):
+            return root
+        if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            done = stack.pop()
+            depth[bool(done.node.flow_style)] -= 1
+            done.node.end_mark = event.end_mark
+            if done.anchor is not None:
+                anchors[done.anchor] = done.node
+            continue
+        node: Node
+        if isinstance(event, yaml.AliasEvent):
+            if any(o.anchor == event.anchor for o in stack):
+                raise _mark_error(event, f"anchor {_quote_name(event.anchor)} value contains itself")
+            if event.anchor not in anchors:
+                raise _mark_error(event, f"unknown anchor {_quote_name(event.anchor)} referenced")
+            node = anchors[event.anchor]
+        elif isinstance(event, yaml.ScalarEvent):
+            tag = event.tag if event.tag not in (None, "!") else parser.resolve(ScalarNode, event.value, event.implicit)
+            node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+            if event.anchor is not None:
+                anchors[event.anchor] = node
+        else:  # a collection starts
+            is_seq = isinstance(event, yaml.SequenceStartEvent)
+            kind = SequenceNode if is_seq else MappingNode
+            tag = event.tag if event.tag not in (None, "!") else parser.resolve(kind, None, event.implicit)
+            node = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
+            flow = bool(event.flow_style)
+            depth[flow] += 1
+            if depth[flow] > MAX_DEPTH:
+                raise _mark_error(event, DEPTH_ERROR)
+        if stack:
+            parent = stack[-1]
+            if isinstance(parent.node, SequenceNode):
+                parent.node.value.append(node)
+            elif parent.key is None:
+                parent.key = node
+            else:
+                parent.node.value.append((parent.key, node))
+                parent.key = None
+        else:
+            root = node
+        if isinstance(node, (SequenceNode, MappingNode)) and not isinstance(event, yaml.AliasEvent):
+            stack.append(_Open(node, event.anchor))
+
+
+def _mark_error(event: Any, message: str) -> YAMLInputError:
+    return YAMLInputError(message, event.start_mark.line + 1, event.start_mark.column + 1)
+
+
+def _quote_name(name: str) -> str:
+    return repr(excerpt(name))
+
+
 def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
     """Yield each non-empty document of a YAML (or JSON) stream, one at a time.
 
-    Memory stays bounded by the largest document, not the stream. Raises YAMLInputError with
-    the position of a syntax error, an unknown tag or an alias bomb.
+    Memory stays bounded by the largest document (itself bounded), not the stream. Raises
+    YAMLInputError with the position of a syntax error, an unknown tag, an alias bomb, excessive
+    nesting or an oversized document.
     """
     parser = _Parser(stream)
     index = -1
     try:
         while True:
             try:
-                node = parser.get_node() if parser.check_node() else None
+                event = parser.get_event()
+                if isinstance(event, yaml.StreamStartEvent):
+                    event = parser.get_event()
+                if isinstance(event, yaml.StreamEndEvent):
+                    return
+                node = _compose(parser, event)
             except yaml.MarkedYAMLError as exc:
                 mark = exc.problem_mark or exc.context_mark
                 problem = " ".join(p for p in (exc.context, exc.problem) if p)
@@ -270,29 +382,54 @@ def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
                 ) from None
             except yaml.YAMLError as exc:  # reader errors: binary junk, bad encoding
                 raise YAMLInputError(f"invalid YAML: {exc}".replace("\n", " ")) from None
-            if node is None:
-                return
             index += 1
-            if _is_null_document(node):
+            if node is None or _is_null_document(node):
                 continue
-            try:
-                value = _Builder().build(node)
-            except RecursionError:
-                raise _error(node, "document nests too deeply") from None
+            with recursion_room():
+                try:
+                    value = _Builder().build(node)
+                except RecursionError:
+                    raise _error(node, DEPTH_ERROR) from None
             yield Document(value=value, node=node, index=index)
     finally:
         parser.dispose()
 
 
-def locate(node: Node, path: tuple[str | int, ...]) -> tuple[int, int]:
-    """1-based (line, column) of the deepest node along ``path`` (a key's position for a member)."""
+#: Python frames for walking a value at the depth limit (flow and block nesting together, a few
+#: frames per level): the builder here, and the YAML/JSON writers of render.
+RECURSION_ROOM = 10 * MAX_DEPTH
+
+
+@contextmanager
+def recursion_room() -> Iterator[None]:
+    """Room to walk any value the loader returns (since 3.11, Python-to-Python calls use no C
+    stack); the previous limit is restored afterwards."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, RECURSION_ROOM))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def locate(node: Node, path: tuple[str | int, ...], keys: dict[int, dict[str, tuple[Any, Node]]] | None = None) -> tuple[int, int]:
+    """1-based (line, column) of the deepest node along ``path`` (a key's position for a member).
+
+    ``keys`` caches each mapping's key index, so locating one finding per key of a 20,000-key
+    mapping is linear in the keys, not quadratic.
+    """
+    keys = {} if keys is None else keys
     mark = node.start_mark
     for step in path:
         child: Node | None = None
         if isinstance(node, MappingNode):
-            for key_node, value_node in node.value:
-                if isinstance(key_node, ScalarNode) and key_node.value == str(step):
-                    mark, child = key_node.start_mark, value_node  # last duplicate wins
+            index = keys.get(id(node))
+            if index is None:
+                index = keys[id(node)] = {
+                    k.value: (k.start_mark, v) for k, v in node.value if isinstance(k, ScalarNode)
+                }  # the last duplicate wins, as in the value
+            if str(step) in index:
+                mark, child = index[str(step)]
         elif isinstance(node, SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
             child = node.value[step]
             mark = child.start_mark

@@ -131,11 +131,6 @@ def test_empty_and_null_documents_are_skipped() -> None:
     assert values("---\na: 1\n---\n---\nb: 2\n") == [{"a": 1}, {"b": 2}]
 
 
-def test_deep_nesting_is_an_error() -> None:
-    with pytest.raises(YAMLInputError, match="nests too deeply"):
-        values("[" * 5000 + "]" * 5000)
-
-
 def test_positions_point_at_keys() -> None:
     [doc] = list(iter_documents("a:\n  b:\n    - x\n    - y: 1\n      z: 2\n"))
     assert doc.position(("a",)) == (1, 1)

@@ -21,6 +21,7 @@ from typing import Any
 
 from memcached_gitops.schemas import Validator
 from memcached_gitops.schemas.excerpt import excerpt
+from memcached_gitops.schemas.yamlload import recursion_room
 
 from .pipeline import Result, process_object
 
@@ -48,7 +49,8 @@ def transform(resource_list: dict[str, Any], validator: Validator, image: str) -
         # every item goes through the pipeline: it judges ours, refuses items with no apiVersion or
         # kind, and passes the others over, exactly as ``render`` does
         result = Result()
-        process_object(result, file, copy.deepcopy(obj), validator, image)
+        with recursion_room():
+            process_object(result, file, copy.deepcopy(obj), validator, image)
         generated += result.rendered
         for f in result.findings:
             entry: dict[str, Any] = {"message": f.message, "severity": f.severity}
