@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
+from memcached_gitops.schemas.excerpt import quote_value
+
 from .managedfields import owners_of
 
 #: Merge keys of the associative lists in what render/ produces (apps/v1 and meta/v1 API reference).
@@ -48,8 +50,9 @@ class Drift(NamedTuple):
 
     def describe(self) -> str:
         who = ", ".join(self.managers) if self.managers else "no field manager"
-        live = "<absent>" if self.live is _ABSENT else json.dumps(self.live, separators=(",", ":"))
-        desired = "<absent>" if self.desired is _ABSENT else json.dumps(self.desired, separators=(",", ":"))
+        # live values may be anyone's (an env var holding a token): quoted by a bounded excerpt
+        live = "<absent>" if self.live is _ABSENT else quote_value(self.live)
+        desired = "<absent>" if self.desired is _ABSENT else quote_value(self.desired)
         return f"{self.field}: live {live}, desired {desired} (set by {who})"
 
     @property

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from memcached_gitops.schemas.excerpt import quote_value
 from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors, label_value_errors
 
 DEFAULT_IMAGE = "memcached:1.6.26-alpine3.19"
@@ -76,13 +77,13 @@ def _check_renderable(cr: dict[str, Any]) -> tuple[str, int, int]:
     if problems:
         raise RenderError(
             ("metadata", "name"),
-            f'Invalid value: "{name}": cannot name a Deployment and label its Pods: {problems[0]}',
+            f"Invalid value: {quote_value(name)}: cannot name a Deployment and label its Pods: {problems[0]}",
         )
     size, port = spec.get("size"), spec.get("containerPort")
     if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= 2**31 - 1:
-        raise RenderError(("spec", "size"), f"Invalid value: {size!r}: replicas must be an int32 of 0 or more")
+        raise RenderError(("spec", "size"), f"Invalid value: {quote_value(size)}: replicas must be an int32 of 0 or more")
     if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
-        raise RenderError(("spec", "containerPort"), f"Invalid value: {port!r}: must be between 1 and 65535, inclusive")
+        raise RenderError(("spec", "containerPort"), f"Invalid value: {quote_value(port)}: must be between 1 and 65535, inclusive")
     return name, size, port
 
 

@@ -16,6 +16,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from .excerpt import excerpt
+
 Problem = tuple[tuple[str | int, ...], str]
 _OLD_SELF = re.compile(r"\boldSelf\b")
 
@@ -72,7 +74,7 @@ def _check_one(value: Any, rule: dict[str, Any], path: tuple[str | int, ...]) ->
         if isinstance(ok, Exception):  # celpy may return an evaluation error as the value
             raise ok
     except Exception as exc:  # a compile or evaluation error is a rejection on the server too
-        return [(where, f"Invalid value: {_kind_of(value)}: rule {expression!r} could not be evaluated: {exc}")]
+        return [(where, f"Invalid value: {_kind_of(value)}: rule {expression!r} could not be evaluated: {excerpt(str(exc))}")]
     if bool(ok):
         return []
     message = rule.get("message") or f"failed rule: {expression}"

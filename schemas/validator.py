@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from . import cel_rules
 from .crd import CRD, Version
-from .excerpt import quote_value
+from .excerpt import excerpt, quote_value
 from .objectmeta import validate_object_meta
 from .structural import prune_and_default
 from .to_jsonschema import FORMAT_COMMENT, to_json_schema
@@ -62,7 +62,8 @@ def format_path(path: Iterable[str | int]) -> str:
     """``spec.ports[0].name`` form, as the API server prints field paths."""
     out = ""
     for step in path:
-        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+        # keys are input too: a long one is cut like any other quoted value
+        out += f"[{step}]" if isinstance(step, int) else (f".{excerpt(step)}" if out else excerpt(str(step)))
     return out or "<root>"
 
 

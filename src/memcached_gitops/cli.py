@@ -16,17 +16,19 @@ from typing import Annotated
 import typer
 
 from memcached_gitops.render import DEFAULT_IMAGE, to_yaml
-from memcached_gitops.schemas.crd import builtin_crd_text
+from memcached_gitops.schemas.crd import builtin_crd_text, load_crd
 
 from .commands import EXIT_INVALID, OutputFormat, ReportFormat, guarded, render_files, validate_files
 from .commands import check_nonempty as _check_nonempty
 from .commands import fail as _fail
+from .commands import input_budget as _budget
 from .commands import make_validator as _validator
 from .commands import render_validated as _render
 from .commands import report_text as _report_text
 from .commands import resolve_image as _image
 from .commands import run_pipeline as _run
 from .extras import missing_cluster_client
+from .files import MAX_INPUT_ENV, InputError
 
 app = typer.Typer(
     name="memcached-gitops",
@@ -41,6 +43,32 @@ CrdOpt = Annotated[str | None, typer.Option("--crd", help="Validate against this
 StrictOpt = Annotated[
     bool, typer.Option("--strict/--no-strict", help="Unknown fields are errors (as kubectl --validate=strict); otherwise pruned.")
 ]
+MaxInputOpt = Annotated[str | None, typer.Option(
+    "--max-input-size",
+    help=f"Refuse input larger than this, all files together [env {MAX_INPUT_ENV}; default 10M = 10,000,000 bytes; Ki/Mi/Gi allowed].")]
+
+
+def _print_version(value: bool) -> None:
+    """``--version``: the package version (its metadata) and the CRD's group/version, as flux and kubeconform print theirs."""
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ours = version("memcached-gitops")
+    except PackageNotFoundError:
+        ours = "unknown (not installed)"
+    crd = load_crd()
+    typer.echo(f"memcached-gitops {ours} ({crd.kind} {crd.group}/{crd.storage_version})")
+    raise typer.Exit(0)
+
+
+@app.callback()
+def _global_options(
+    show_version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                               help="Print the version and the CRD's group/version, then exit.")] = False,
+) -> None:
+    """Validate and render Memcached custom resources for GitOps."""
 
 
 @app.command()
@@ -49,9 +77,10 @@ def validate(
     crd: CrdOpt = None,
     strict: StrictOpt = True,
     format: Annotated[ReportFormat, typer.Option("--format", help="text (stderr), json or github (stdout).")] = ReportFormat.text,
+    max_input: MaxInputOpt = None,
 ) -> None:
     """Check Memcached CRs as the API server would (kubectl apply --dry-run=server --validate=strict)."""
-    validate_files(paths, crd, strict, format)
+    validate_files(paths, crd, strict, format, max_input)
 
 
 @app.command()
@@ -63,15 +92,17 @@ def render(
     output_dir: Annotated[Path | None, typer.Option("--output-dir", help="Write one file per object here (atomically).")] = None,
     include_input: Annotated[bool, typer.Option("--include-input", help="Also emit the CRs (defaults applied) and other objects.")] = False,
     image: Annotated[str | None, typer.Option("--image", help=f"memcached image [env MEMCACHED_IMAGE; default {DEFAULT_IMAGE}]")] = None,
+    max_input: MaxInputOpt = None,
 ) -> None:
     """Render Memcached CRs to Deployments (stdout, or --output-dir)."""
-    render_files(paths, crd, strict, output, output_dir, include_input, image)
+    render_files(paths, crd, strict, output, output_dir, include_input, image, max_input)
 
 
 @app.command("argocd-generate")
 def argocd_generate(
     path: Annotated[str, typer.Argument(help="The application directory (the plugin runs in it).")] = ".",
     crd: CrdOpt = None,
+    max_input: MaxInputOpt = None,
 ) -> None:
     """The Argo CD Config Management Plugin's generate: objects on stdout, logs on stderr.
 
@@ -88,13 +119,14 @@ def argocd_generate(
             raise _fail("ARGOCD_APP_PARAMETERS is not the JSON list Argo CD sends", EXIT_INVALID) from None
     image = params.get("image") or os.environ.get("ARGOCD_ENV_MEMCACHED_IMAGE") or None
     include = (params.get("include-input") or os.environ.get("ARGOCD_ENV_INCLUDE_INPUT") or "true").lower()
-    _render([path], _validator(crd, True), _image(image), OutputFormat.yaml, None, include not in ("false", "0", "no"))
+    _render([path], _validator(crd, True), _image(image), OutputFormat.yaml, None, include not in ("false", "0", "no"), max_input)
 
 
 @app.command()
 def krm(
     crd: CrdOpt = None,
     image: Annotated[str | None, typer.Option("--image", help="memcached image [env MEMCACHED_IMAGE]")] = None,
+    max_input: MaxInputOpt = None,
 ) -> None:
     """A KRM function (kustomize/kpt): a ResourceList on stdin, a ResourceList on stdout."""
     from memcached_gitops.schemas.yamlload import YAMLInputError, iter_documents
@@ -102,9 +134,11 @@ def krm(
     from .krm import transform
 
     try:
-        docs = [d.value for d in iter_documents(sys.stdin.buffer)]
+        docs = [d.value for d in iter_documents(_budget(max_input).wrap("<stdin>", sys.stdin.buffer))]
     except YAMLInputError as exc:
         raise _fail(f"<stdin>:{exc.line}:{exc.column}: {exc.message}", EXIT_INVALID) from None
+    except InputError as exc:
+        raise _fail(str(exc), EXIT_INVALID) from None
     if len(docs) != 1 or not isinstance(docs[0], dict) or docs[0].get("kind") != "ResourceList":
         raise _fail("<stdin>: expected one config.kubernetes.io/v1 ResourceList", EXIT_INVALID)
     out, failed = transform(docs[0], _validator(crd, True), _image(image))
@@ -215,11 +249,12 @@ def diff(
     context: ContextOpt = None,
     crd: CrdOpt = None,
     image: Annotated[str | None, typer.Option("--image", help="memcached image [env MEMCACHED_IMAGE]")] = None,
+    max_input: MaxInputOpt = None,
 ) -> None:
     """Compare the rendering of files with the live cluster: exit 0 no drift, 1 drift, 2 error."""
     _require_cluster_client("diff")
     validator = _validator(crd, True)
-    result = _run(paths, validator, _image(image), do_render=True)
+    result = _run(paths, validator, _image(image), do_render=True, max_input=max_input)
     _check_nonempty(result, paths)
     _report_text(result.findings)
     if result.errors:

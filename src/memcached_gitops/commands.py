@@ -18,8 +18,9 @@ from typing import Any
 
 from memcached_gitops.render import DEFAULT_IMAGE, to_json, to_single, to_yaml
 from memcached_gitops.schemas import CRDError, Validator, load_crd
+from memcached_gitops.schemas.excerpt import quote_value
 
-from .files import InputError, expand, open_sources, write_atomic
+from .files import DEFAULT_MAX_INPUT, MAX_INPUT_ENV, InputBudget, InputError, expand, open_sources, parse_size, write_atomic
 from .pipeline import Finding, Result, process
 
 EXIT_INVALID, EXIT_USAGE = 1, 2
@@ -53,14 +54,25 @@ def make_validator(crd: str | None, strict: bool) -> Validator:
         raise fail(str(exc)) from None
 
 
-def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: bool) -> Result:
+def input_budget(max_input: str | None) -> InputBudget:
+    """The total input allowed: --max-input-size, else $MEMCACHED_GITOPS_MAX_INPUT_SIZE, else 10M."""
+    try:
+        return InputBudget(parse_size(max_input or os.environ.get(MAX_INPUT_ENV) or DEFAULT_MAX_INPUT))
+    except ValueError as exc:
+        raise fail(f"--max-input-size: {exc}") from None
+
+
+def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: bool, max_input: str | None = None) -> Result:
+    budget = input_budget(max_input)
     try:
         files = expand(paths)
         if not files:
             raise InputError(f"{', '.join(paths)}: no *.yaml, *.yml or *.json files found")
-        return process(open_sources(files), validator, image, do_render)
+        return process(open_sources(files, budget), validator, image, do_render)
     except InputError as exc:
-        raise fail(str(exc), EXIT_INVALID) from None
+        for problem in exc.problems[:-1]:
+            echo(f"error: {problem}", err=True)
+        raise fail(exc.problems[-1], EXIT_INVALID) from None
 
 
 def report_text(findings: list[Finding]) -> None:
@@ -95,7 +107,7 @@ def check_nonempty(result: Result, paths: list[str]) -> None:
 def resolve_image(image: str | None) -> str:
     value = image or os.environ.get("MEMCACHED_IMAGE") or DEFAULT_IMAGE
     if not value.strip() or any(c.isspace() for c in value):
-        raise fail(f"invalid image reference {value!r}")
+        raise fail(f"invalid image reference {quote_value(value)}")
     return value
 
 
@@ -106,10 +118,10 @@ def file_name(obj: dict[str, Any], output: OutputFormat) -> str:
 
 
 def validate_files(paths: list[str], crd: str | None = None, strict: bool = True,
-                   format: ReportFormat = ReportFormat.text) -> None:
+                   format: ReportFormat = ReportFormat.text, max_input: str | None = None) -> None:
     """The validate command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
     validator = make_validator(crd, strict)
-    result = run_pipeline(paths, validator, DEFAULT_IMAGE, do_render=False)
+    result = run_pipeline(paths, validator, DEFAULT_IMAGE, do_render=False, max_input=max_input)
     check_nonempty(result, paths)
     if format is ReportFormat.json:
         report = {"valid": not result.errors, "validCount": len(result.crs), "findings": [f.as_dict() for f in result.findings]}
@@ -124,15 +136,16 @@ def validate_files(paths: list[str], crd: str | None = None, strict: bool = True
 
 
 def render_files(paths: list[str], crd: str | None = None, strict: bool = True, output: OutputFormat = OutputFormat.yaml,
-                 output_dir: Path | None = None, include_input: bool = False, image: str | None = None) -> None:
+                 output_dir: Path | None = None, include_input: bool = False, image: str | None = None,
+                 max_input: str | None = None) -> None:
     """The render command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
-    render_validated(paths, make_validator(crd, strict), resolve_image(image), output, output_dir, include_input)
+    render_validated(paths, make_validator(crd, strict), resolve_image(image), output, output_dir, include_input, max_input)
 
 
 def render_validated(paths: list[str], validator: Validator, image: str, output: OutputFormat, output_dir: Path | None,
-                     include_input: bool) -> None:
+                     include_input: bool, max_input: str | None = None) -> None:
     """The render command's work, shared with the Argo CD plugin's generate."""
-    result = run_pipeline(paths, validator, image, do_render=True)
+    result = run_pipeline(paths, validator, image, do_render=True, max_input=max_input)
     check_nonempty(result, paths)
     report_text(result.findings)
     if result.errors:

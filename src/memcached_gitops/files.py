@@ -3,51 +3,161 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
+
+from memcached_gitops.schemas.excerpt import excerpt
 
 SUFFIXES = (".yaml", ".yml", ".json")
+#: Total input of one run, all files together: Argo CD's --max-combined-directory-manifests-size
+#: default ("10M", a Kubernetes quantity: 10,000,000 bytes).
+DEFAULT_MAX_INPUT = "10M"
+MAX_INPUT_ENV = "MEMCACHED_GITOPS_MAX_INPUT_SIZE"
+_SUFFIX_FACTORS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+                   "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+
+
+class Source(NamedTuple):
+    """One input: the name messages show, the path opened, and whether it was found under a root."""
+
+    name: str
+    path: str
+    in_root: bool = False
 
 
 class InputError(ValueError):
-    """A path that cannot be read; the message names it."""
+    """Input that is refused; one message per problem, each naming the path."""
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = list(problems)
 
 
-def expand(paths: list[str]) -> list[str]:
-    """Files named, and the YAML/JSON files under directories named (recursive, sorted)."""
-    out: list[str] = []
+def parse_size(text: str) -> int:
+    """A byte count written as a Kubernetes quantity (``10M``, ``512Mi``, ``1G``) or plain bytes."""
+    number = text.rstrip("kMGTi")
+    factor = _SUFFIX_FACTORS.get(text[len(number):])
+    if not number.isdigit() or factor is None:
+        raise ValueError(f"invalid size {excerpt(text)!r} (use e.g. 10M, 512Mi, 1G or a number of bytes)")
+    return int(number) * factor
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _walk_root(root: str, found: list[Source], problems: list[str]) -> None:
+    """The YAML/JSON files under ``root`` whose resolved path stays under it (kustomize's
+    LoadRestrictionsRootOnly; Argo CD refuses out-of-bounds symlinks since 2.5).
+
+    A symlink (to a file or a directory) that resolves outside is a problem naming the link and
+    its target, and is never opened. Symlinked directories are not followed (their files inside
+    the root are found at their real path); FIFOs, sockets, devices and hidden paths are skipped.
+    """
+    real_root = os.path.realpath(root)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in dirnames:
+            link = os.path.join(dirpath, name)
+            if os.path.islink(link) and not _under(os.path.realpath(link), real_root):
+                problems.append(_outside(link, root))
+        for name in sorted(filenames):
+            path = os.path.join(dirpath, name)
+            if name.startswith(".") or not name.endswith(SUFFIXES):
+                continue
+            real = os.path.realpath(path)
+            if not _under(real, real_root):
+                problems.append(_outside(path, root))
+                continue
+            try:
+                regular = stat.S_ISREG(os.stat(real).st_mode)
+            except OSError:
+                regular = False  # a dangling link inside the root
+            if regular:
+                found.append(Source(path, real, True))
+
+
+def _outside(link: str, root: str) -> str:
+    try:
+        target = os.readlink(link)
+    except OSError:
+        target = "?"
+    return f"{link}: symlink to {excerpt(target)!r} resolves outside the root {root}; not read"
+
+
+def expand(paths: list[str]) -> list[Source]:
+    """The inputs to read, sorted within each directory.
+
+    A directory argument is a root (see _walk_root); a file named on the command line is the
+    user's own choice, as with ``kubectl apply -f``, and is read whatever it is. Raises
+    InputError with one line per problem.
+    """
+    out: list[Source] = []
+    problems: list[str] = []
     for p in paths:
         if p == "-":
-            out.append(p)
-            continue
-        path = Path(p)
-        if path.is_dir():
-            found = sorted(
-                str(f) for f in path.rglob("*")
-                if f.suffix in SUFFIXES and f.is_file() and not any(part.startswith(".") for part in f.relative_to(path).parts)
-            )
-            out += found
-        elif path.is_file():
-            out.append(p)
+            out.append(Source(p, p))
+        elif os.path.isdir(p):
+            found: list[Source] = []
+            _walk_root(p, found, problems)
+            out += sorted(found)
+        elif os.path.exists(p):
+            out.append(Source(p, p))
         else:
-            raise InputError(f"{p}: no such file or directory")
+            problems.append(f"{p}: no such file or directory")
+    if problems:
+        raise InputError(*problems)
     return out
 
 
-def open_sources(paths: list[str]) -> Iterator[tuple[str, IO[bytes]]]:
-    """(name, binary stream) for each input, opened lazily so only one file is open at a time."""
-    for p in paths:
-        if p == "-":
-            yield "<stdin>", sys.stdin.buffer
+class InputBudget:
+    """The bytes one run may read, all sources together; reading past it refuses the input."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.used = limit, 0
+
+    def wrap(self, name: str, stream: IO[bytes]) -> _Bounded:
+        return _Bounded(name, stream, self)
+
+
+class _Bounded:
+    """A binary stream that counts what libyaml reads from it against the budget."""
+
+    def __init__(self, name: str, stream: IO[bytes], budget: InputBudget) -> None:
+        self.name, self.stream, self.budget = name, stream, budget
+
+    def read(self, size: int = -1) -> bytes:
+        room = self.budget.limit - self.budget.used + 1
+        data = self.stream.read(room if size < 0 else min(size, room))
+        self.budget.used += len(data)
+        if self.budget.used > self.budget.limit:
+            raise InputError(f"{self.name}: the input is larger than the limit of {self.budget.limit} bytes "
+                             f"(all files together; --max-input-size or {MAX_INPUT_ENV}); refused")
+        return data
+
+
+def open_sources(sources: list[Source], budget: InputBudget) -> Iterator[tuple[str, IO[bytes]]]:
+    """(name, bounded binary stream) for each input, opened lazily so only one file is open at a time.
+
+    A file found under a root is opened by its resolved path with O_NOFOLLOW and must still be a
+    regular file, so a link swapped in after the walk is not followed either.
+    """
+    for name, path, in_root in sources:
+        if path == "-":
+            yield "<stdin>", budget.wrap("<stdin>", sys.stdin.buffer)
             continue
         try:
-            f = open(p, "rb")
+            fd = os.open(path, os.O_RDONLY | (os.O_NOFOLLOW | os.O_NONBLOCK if in_root else 0))
         except OSError as exc:
-            raise InputError(f"{p}: cannot read: {exc.strerror}") from None
-        with f:
-            yield p, f
+            raise InputError(f"{name}: cannot read: {exc.strerror}") from None
+        if in_root and not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise InputError(f"{name}: not a regular file; not read")
+        with os.fdopen(fd, "rb") as f:
+            yield name, budget.wrap(name, f)
 
 
 def write_atomic(path: Path, text: str) -> None:

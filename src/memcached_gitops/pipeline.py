@@ -13,7 +13,7 @@ from typing import IO, Any, NamedTuple
 
 from memcached_gitops.render import RenderError, render
 from memcached_gitops.schemas import Problem, Validator, format_path
-from memcached_gitops.schemas.excerpt import type_and_length
+from memcached_gitops.schemas.excerpt import excerpt, type_and_length
 from memcached_gitops.schemas.validator import identity_problems
 from memcached_gitops.schemas.yamlload import Document, YAMLInputError, iter_documents
 
@@ -67,7 +67,7 @@ def object_ref(obj: Any, kind: str | None = None) -> str:
         return ""
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     name = meta.get("name") or (f"{meta['generateName']}*" if meta.get("generateName") else "<unnamed>")
-    return f"{kind or obj.get('kind') or '<no kind>'}/{name}"
+    return f"{excerpt(str(kind or obj.get('kind') or '<no kind>'))}/{excerpt(str(name))}"
 
 
 def _items(doc: Document) -> Iterator[tuple[Any, tuple[str | int, ...]]]:
