@@ -63,7 +63,7 @@ def transform(resource_list: dict[str, Any], validator: Validator, image: str) -
             if f.field:
                 entry["field"] = {"path": f.field}
             if file and file != "functionConfig":
-                entry["file"] = {"path": file}
+                entry["file"] = {"path": excerpt(file)}
                 index = _annotation(obj, INDEX_ANNOTATIONS)
                 if index is not None and str(index).isdigit():
                     entry["file"]["index"] = int(index)
