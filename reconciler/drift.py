@@ -10,7 +10,6 @@ together with the field manager that owns it now, read from ``managedFields``.
 
 from __future__ import annotations
 
-import json
 from typing import Any, NamedTuple
 
 from memcached_gitops.schemas.excerpt import quote_value
@@ -101,7 +100,7 @@ def _matches(item: dict[str, Any], key: tuple[tuple[str, Any], ...]) -> bool:
 def format_path(path: tuple[PathStep, ...]) -> str:
     out = ""
     for kind, value in path:
-        out += f".{value}" if kind == "f" else "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in value) + "]"
+        out += f".{value}" if kind == "f" else "[" + ",".join(f"{k}={quote_value(v)}" for k, v in value) + "]"
     return out
 
 
