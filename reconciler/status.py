@@ -17,13 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from memcached_gitops.schemas.excerpt import excerpt
+
 CONDITION_TYPES = ("Available", "Progressing", "Degraded")
 #: Degraded=False reason of a CR whose Deployment Argo CD (or another tool) applied: see ownership.py.
 GITOPS_APPLIED = "GitOpsApplied"
 #: The Deployment controller's Progressing=False reason once progressDeadlineSeconds has passed (35).
 PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
-#: Messages copied from another object are cut to this many characters (untrusted input rules).
-EXCERPT = 64
 
 
 @dataclass(frozen=True)
@@ -46,10 +46,10 @@ def _condition(ctype: str, status: bool, reason: str, message: str, generation: 
             "reason": reason, "message": message[:32768]}
 
 
-def excerpt(text: str, limit: int = EXCERPT) -> str:
-    """At most ``limit`` characters of a message we copy from elsewhere, on one line, then ``…``."""
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[:limit] + "…"
+def one_line_excerpt(text: str) -> str:
+    """A message copied from elsewhere (the Deployment's conditions), on one line and cut as every
+    quoted input is cut (``schemas.excerpt``)."""
+    return excerpt(" ".join(str(text).split()))
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def deployment_verdict(deployment: dict[str, Any]) -> DeploymentVerdict:
     elif failure.get("status") == "True":
         reason, message = failure.get("reason") or "ReplicaFailure", failure.get("message") or ""
     return DeploymentVerdict(generation, True, status.get("availableReplicas", 0), status.get("updatedReplicas", 0),
-                             reason, excerpt(message) if reason else "")
+                             reason, one_line_excerpt(message) if reason else "")
 
 
 def desired_conditions(obs: Observation) -> list[dict[str, Any]]:

@@ -176,10 +176,10 @@ def test_recovery_after_the_quota_is_freed(cluster: FakeAPIServer) -> None:
 
 
 def test_verdict_and_excerpt_are_pure() -> None:
-    from memcached_gitops.reconciler.status import deployment_verdict, excerpt
+    from memcached_gitops.reconciler.status import deployment_verdict, one_line_excerpt
 
-    assert excerpt("a" * 64) == "a" * 64 and excerpt("a" * 65) == "a" * 64 + "…"
-    assert excerpt("two\nlines") == "two lines"
+    assert one_line_excerpt("a" * 64) == "a" * 64 and one_line_excerpt("a" * 65) == "a" * 64 + "…"
+    assert one_line_excerpt("two\nlines") == "two lines"
     unobserved = {"metadata": {"generation": 2}, "status": recorded_status("35", 6) | {"observedGeneration": 1}}
     assert deployment_verdict(unobserved).observed is False and deployment_verdict(unobserved).failure_reason == ""
     exceeded = {"metadata": {"generation": 2}, "status": recorded_status("35", 6)}
