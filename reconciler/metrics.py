@@ -1,69 +1,138 @@
-"""Prometheus metrics in the text exposition format, and the /healthz, /readyz, /metrics server.
+"""Prometheus metrics (prometheus-client) and the /healthz, /readyz, /metrics server.
 
-Hand-written (a few counters and one histogram) to keep the image free of a client library.
+Each ``Metrics`` has a registry of its own, so that two reconcilers in one process (tests, the
+benchmarks) never share counters. Names are those of the hand-written exposition they replace
+(``memcached_gitops_cycles_total``, ``..._cycle_duration_seconds``, ``..._drift_corrections_total``,
+``..._api_requests_total``, ``..._errors_total``, ``..._leader``); prometheus-client adds a
+``_created`` sample beside each counter and histogram. The event-driven mode adds the work queue,
+watch, fight and latency series below.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import Counter
+from collections import Counter as CountDict
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
+
+PREFIX = "memcached_gitops"
+CYCLE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+#: From one millisecond (a correction on a quiet server) to ten seconds (a saturated queue).
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class _RequestCounter:
+    """Exposes the API client's own per-verb counter (a collections.Counter it increments)."""
+
+    def __init__(self) -> None:
+        self.source: CountDict | None = None
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(f"{PREFIX}_api_requests", "API requests by verb.", labels=["verb"])
+        for verb, count in sorted(dict(self.source or {}).items()):
+            family.add_metric([verb], count)
+        yield family
 
 
 class Metrics:
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.cycles: Counter = Counter()  # by result: ok | failed | incomplete
-        self.corrections: Counter = Counter()  # by field path
-        self.errors: Counter = Counter()  # by reason
-        self.durations: list[float] = []
-        self.api_requests: Counter | None = None  # shared with KubeAPI.requests
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.cycles = Counter(f"{PREFIX}_cycles", "Reconcile cycles (--once, or a full resync) by result.", ["result"], registry=r)
+        self.cycle_duration = Histogram(f"{PREFIX}_cycle_duration_seconds", "Duration of a reconcile cycle.",
+                                        buckets=CYCLE_BUCKETS, registry=r)
+        self.corrections = Counter(f"{PREFIX}_drift_corrections", "Drifted fields corrected, by field.", ["field"], registry=r)
+        self.drift_detected = Counter(f"{PREFIX}_drift_detected", "Drifted fields found and left alone (--detect-only), by field.",
+                                      ["field"], registry=r)
+        self.errors = Counter(f"{PREFIX}_errors", "Errors by reason.", ["reason"], registry=r)
+        self.leader_gauge = Gauge(f"{PREFIX}_leader", "Whether this replica holds the Lease.", registry=r)
+        self.lease_holder = Gauge(f"{PREFIX}_lease_holder", "The Lease holder as this replica last read it (1 for the holder).",
+                                  ["identity"], registry=r)
+        self.queue_depth = Gauge(f"{PREFIX}_workqueue_depth", "CR keys waiting in the work queue.", registry=r)
+        self.work_duration = Histogram(f"{PREFIX}_work_duration_seconds", "Time to reconcile one CR from the cache.",
+                                       buckets=LATENCY_BUCKETS, registry=r)
+        self.retries = Counter(f"{PREFIX}_workqueue_retries", "Keys put back with a per-key backoff after a failure.", registry=r)
+        self.watch_restarts = Counter(f"{PREFIX}_watch_restarts", "WATCH streams re-opened, by kind and reason.",
+                                      ["kind", "reason"], registry=r)
+        self.watch_events = Counter(f"{PREFIX}_watch_events", "WATCH events received, by kind and type.", ["kind", "type"], registry=r)
+        self.fights = Counter(f"{PREFIX}_fights", "Fights detected: a field that another manager keeps undoing.",
+                              ["field", "manager"], registry=r)
+        self.correction_latency = Histogram(f"{PREFIX}_drift_correction_latency_seconds",
+                                            "From the arrival of the WATCH event that showed drift to the finished apply.",
+                                            buckets=LATENCY_BUCKETS, registry=r)
+        self._requests = _RequestCounter()
+        r.register(self._requests)
+        self._lock = threading.Lock()
         self.ready = False
-        self.leader = False
+        self._leader = False
+        self._holder = ""
+
+    @property
+    def api_requests(self) -> CountDict | None:
+        return self._requests.source
+
+    @api_requests.setter
+    def api_requests(self, source: CountDict | None) -> None:
+        self._requests.source = source
+
+    @property
+    def leader(self) -> bool:
+        return self._leader
+
+    @leader.setter
+    def leader(self, value: bool) -> None:
+        self._leader = value
+        self.leader_gauge.set(1 if value else 0)
+
+    @property
+    def holder(self) -> str:
+        return self._holder
+
+    @holder.setter
+    def holder(self, identity: str) -> None:
+        with self._lock:
+            if identity == self._holder:
+                return
+            if self._holder:
+                self.lease_holder.remove(self._holder)
+            self._holder = identity
+            if identity:
+                self.lease_holder.labels(identity).set(1)
 
     def observe_cycle(self, report: Any) -> None:
-        with self.lock:
-            result = "incomplete" if not report.complete else ("failed" if report.failed else "ok")
-            self.cycles[result] += 1
-            self.durations.append(report.duration)
-            for o in report.outcomes:
-                for d in o.drift:
-                    self.corrections[d.field or "<object>"] += 1
-                if o.action in ("failed", "invalid", "not-owned"):
-                    self.errors[o.action] += 1
-            if report.error:
-                self.errors["cycle"] += 1
+        result = "incomplete" if not report.complete else ("failed" if report.failed else "ok")
+        self.cycles.labels(result).inc()
+        self.cycle_duration.observe(report.duration)
+        for o in report.outcomes:
+            self.observe_outcome(o)
+        if report.error:
+            self.errors.labels("cycle").inc()
 
-    def render(self) -> str:
-        with self.lock:
-            lines = ["# HELP memcached_gitops_cycles_total Reconcile cycles by result.",
-                     "# TYPE memcached_gitops_cycles_total counter"]
-            lines += [f'memcached_gitops_cycles_total{{result="{k}"}} {v}' for k, v in sorted(self.cycles.items())]
-            lines += ["# HELP memcached_gitops_cycle_duration_seconds Duration of a reconcile cycle.",
-                      "# TYPE memcached_gitops_cycle_duration_seconds histogram"]
-            for b in BUCKETS:
-                lines.append(f'memcached_gitops_cycle_duration_seconds_bucket{{le="{b}"}} {sum(1 for d in self.durations if d <= b)}')
-            lines.append(f'memcached_gitops_cycle_duration_seconds_bucket{{le="+Inf"}} {len(self.durations)}')
-            lines.append(f"memcached_gitops_cycle_duration_seconds_sum {sum(self.durations)}")
-            lines.append(f"memcached_gitops_cycle_duration_seconds_count {len(self.durations)}")
-            lines += ["# HELP memcached_gitops_drift_corrections_total Drifted fields corrected, by field.",
-                      "# TYPE memcached_gitops_drift_corrections_total counter"]
-            lines += [f'memcached_gitops_drift_corrections_total{{field={_quote(k)}}} {v}' for k, v in sorted(self.corrections.items())]
-            lines += ["# HELP memcached_gitops_api_requests_total API requests by verb.",
-                      "# TYPE memcached_gitops_api_requests_total counter"]
-            lines += [f'memcached_gitops_api_requests_total{{verb="{k}"}} {v}' for k, v in sorted((self.api_requests or {}).items())]
-            lines += ["# HELP memcached_gitops_errors_total Errors by reason.", "# TYPE memcached_gitops_errors_total counter"]
-            lines += [f'memcached_gitops_errors_total{{reason="{k}"}} {v}' for k, v in sorted(self.errors.items())]
-            lines += ["# HELP memcached_gitops_leader Whether this replica holds the Lease.", "# TYPE memcached_gitops_leader gauge",
-                      f"memcached_gitops_leader {1 if self.leader else 0}"]
-            return "\n".join(lines) + "\n"
+    def observe_outcome(self, outcome: Any) -> None:
+        """Count one CR's result: its corrected (or, detect-only, reported) fields and its failure."""
+        counter = self.drift_detected if outcome.action == "drifted" else self.corrections
+        for d in outcome.drift:
+            counter.labels(d.field or "<object>").inc()
+        if outcome.action in ("failed", "invalid", "not-owned"):
+            self.errors.labels(outcome.action).inc()
 
+    def value(self, name: str, labels: dict[str, str] | None = None) -> float:
+        """One sample's value (0 when absent): for tests and the benchmarks."""
+        return self.registry.get_sample_value(name, labels or {}) or 0.0
 
-def _quote(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def readiness(self) -> tuple[bool, str]:
+        """Ready once the first sync is done (a standby is ready too: it can take over); says who leads."""
+        if not self.ready:
+            return False, "not ready\n"
+        who = "this replica leads" if self._leader else (f"standby; {self._holder} leads" if self._holder else "standby")
+        return True, f"ready: {who}\n"
 
 
 def serve(metrics: Metrics, port: int, host: str = "0.0.0.0") -> ThreadingHTTPServer:
@@ -74,15 +143,16 @@ def serve(metrics: Metrics, port: int, host: str = "0.0.0.0") -> ThreadingHTTPSe
             pass
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            ctype = "text/plain; charset=utf-8"
             if self.path == "/healthz":
-                code, body, ctype = 200, "ok\n", "text/plain"
+                code, data = 200, b"ok\n"
             elif self.path == "/readyz":
-                code, body, ctype = (200, "ready\n", "text/plain") if metrics.ready else (503, "not ready\n", "text/plain")
+                ok, text = metrics.readiness()
+                code, data = (200 if ok else 503), text.encode()
             elif self.path == "/metrics":
-                code, body, ctype = 200, metrics.render(), "text/plain; version=0.0.4"
+                code, data, ctype = 200, metrics.render(), CONTENT_TYPE_LATEST
             else:
-                code, body, ctype = 404, "not found\n", "text/plain"
-            data = body.encode()
+                code, data = 404, b"not found\n"
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(data)))
@@ -91,5 +161,5 @@ def serve(metrics: Metrics, port: int, host: str = "0.0.0.0") -> ThreadingHTTPSe
 
     server = ThreadingHTTPServer((host, port), Handler)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, daemon=True, name="metrics-server").start()
     return server

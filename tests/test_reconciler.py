@@ -303,7 +303,7 @@ def test_two_reconcilers_with_the_lease_never_both_write(cluster: FakeAPIServer)
     cluster.reset_log()
     m1 = Metrics()
     run_forever(one, 0, m1, e1, max_cycles=1)  # releases the Lease when done
-    assert m1.leader and m1.cycles["ok"] == 1
+    assert m1.leader and m1.value("memcached_gitops_cycles_total", {"result": "ok"}) == 1
     agents = {r.user_agent for r in cluster.writes()}
     assert len(agents) == 1
     assert e2.try_acquire_or_renew() is True, "released on shutdown: the standby takes over at once"
@@ -375,9 +375,11 @@ def test_cli_interval_mode_stops_cleanly_on_sigterm(cluster: FakeAPIServer, tmp_
 
 
 def test_metrics_and_probes(cluster: FakeAPIServer) -> None:
+    """/metrics is scraped over HTTP and parsed with prometheus_client's own parser."""
     import urllib.request
 
     from memcached_gitops.reconciler.metrics import serve
+    from prometheus_client.parser import text_string_to_metric_families
 
     make_cr(cluster, "a")
     rec = reconciler_for(cluster)
@@ -389,12 +391,19 @@ def test_metrics_and_probes(cluster: FakeAPIServer) -> None:
         with pytest.raises(urllib.error.HTTPError):
             urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz")
         run_forever(rec, 0, metrics, None, max_cycles=1)
-        assert urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz").status == 200
+        ready = urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz")
+        assert ready.status == 200 and b"this replica leads" in ready.read()
         assert urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz").status == 200
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
-        assert 'memcached_gitops_cycles_total{result="ok"} 1' in text
-        assert 'memcached_gitops_api_requests_total{verb="apply"}' in text
-        assert "memcached_gitops_cycle_duration_seconds_count 1" in text
+        samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for family in text_string_to_metric_families(text) for s in family.samples}
+        assert samples[("memcached_gitops_cycles_total", (("result", "ok"),))] == 1
+        assert samples[("memcached_gitops_api_requests_total", (("verb", "apply"),))] >= 2  # the Deployment and the status
+        assert samples[("memcached_gitops_cycle_duration_seconds_count", ())] == 1
+        assert samples[("memcached_gitops_drift_corrections_total", (("field", "<object>"),))] == 1
+        assert samples[("memcached_gitops_leader", ())] == 1
+        names = {name for name, _ in samples}
+        assert {"memcached_gitops_workqueue_depth", "memcached_gitops_drift_correction_latency_seconds_bucket"} <= names
     finally:
         server.shutdown()
 
