@@ -1,0 +1,94 @@
+"""Fight detection: another writer keeps undoing one of our corrections. Pure (the clock is given).
+
+With millisecond reactions, the reconciler and an HPA, a script or another controller that want
+a different value would trade writes hundreds of times a second. A fight is the same field of
+the same Deployment corrected against the same other field manager more than ``threshold``
+times within ``window`` seconds. The CR then backs off for a delay that doubles with each fight
+in a row (``base`` up to ``cap``); a correction made after the backoff that is undone again is
+another fight, so the write rate stays bounded by one per delay. The fight is over once the
+field has stayed corrected for ``window`` seconds after the backoff ended.
+
+Thresholds, with Crossplane's XR watch circuit breaker as the reference (a token bucket of 100
+events refilled at one per second; open for five minutes, one probe every 30 seconds): that
+breaker counts every event of every composed resource, so it needs a large burst. This one
+counts only corrections of one field against one named manager, a much narrower signal, so a
+small threshold is safe: a person who runs ``kubectl scale`` twice in a minute is not a fight;
+an HPA (15 s sync period) undoing us four times in two minutes is. Defaults: more than 3
+corrections within 120 s; backoff 10 s doubling to 300 s (Crossplane's open period).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Fight:
+    """A field that ``manager`` keeps undoing; the CR waits ``delay`` seconds."""
+
+    field: str
+    manager: str
+    corrections: int
+    window: float
+    delay: float
+    deployment: str
+
+    @property
+    def message(self) -> str:
+        return (f"{self.field} of Deployment {self.deployment} was corrected {self.corrections} times in "
+                f"{self.window:g}s and set back each time by field manager {self.manager}; "
+                f"corrections paused for {self.delay:g}s (another controller, an HPA or a script is fighting this Memcached)")
+
+
+@dataclass
+class _State:
+    level: int = 0  # fights in a row: the backoff doubles with each
+    until: float = 0.0  # no reconcile before this time
+    last: Fight | None = None
+
+
+@dataclass
+class FightDetector:
+    threshold: int = 3
+    window: float = 120.0
+    base: float = 10.0
+    cap: float = 300.0
+    _corrections: dict[tuple, deque] = field(default_factory=dict)
+    _states: dict[object, _State] = field(default_factory=dict)
+
+    def record(self, key: object, deployment: str, path: str, manager: str, now: float) -> Fight | None:
+        """A correction of ``path`` whose live value ``manager`` had set; a Fight when it is one too many."""
+        times = self._corrections.setdefault((key, path, manager), deque())
+        times.append(now)
+        while times and times[0] < now - self.window:
+            times.popleft()
+        if len(times) <= self.threshold:
+            return None
+        state = self._states.setdefault(key, _State())
+        state.level += 1
+        delay = min(self.cap, self.base * 2 ** (state.level - 1))
+        state.until = now + delay
+        state.last = Fight(path, manager, len(times), self.window, delay, deployment)
+        times.clear()  # the next fight needs new corrections after the backoff
+        return state.last
+
+    def wait(self, key: object, now: float) -> float:
+        """Seconds this CR must still wait before it may be reconciled (0: go ahead)."""
+        state = self._states.get(key)
+        return max(0.0, state.until - now) if state else 0.0
+
+    def active(self, key: object, now: float) -> Fight | None:
+        """The fight to report on the CR's status, until it has been quiet for ``window`` after its backoff."""
+        state = self._states.get(key)
+        if state is None:
+            return None
+        if now > state.until + self.window:
+            self.forget(key)
+            return None
+        return state.last
+
+    def forget(self, key: object) -> None:
+        self._states.pop(key, None)
+        for k in [k for k in self._corrections if k[0] == key]:
+            del self._corrections[k]

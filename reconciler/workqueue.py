@@ -1,0 +1,182 @@
+"""A work queue of CR keys with client-go's workqueue semantics.
+
+- A key is queued at most once: adding a key that is waiting is a no-op (``dirty``).
+- A key is never handed to two workers at once: a key added while it is being processed waits
+  in ``dirty`` and is queued again by ``done`` (``processing``).
+- Failures are put back with ``add_rate_limited``: the larger of a per-key exponential backoff
+  (5 ms doubling to 1000 s, client-go's ItemExponentialFailureRateLimiter) and an overall token
+  bucket (10 per second, burst 100, client-go's BucketRateLimiter), as client-go's
+  DefaultControllerRateLimiter combines them. ``forget`` resets a key's failures after a success.
+- ``get`` blocks on a Condition variable and wakes the moment a key is added: nothing between an
+  event and its reconcile waits on a timer or polls. Only delayed re-adds (a backoff) wait, on a
+  single thread that sleeps until the earliest is due.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ExponentialBackoff:
+    """Per-key delay ``base * 2**failures``, capped."""
+
+    base: float = 0.005
+    cap: float = 1000.0
+    failures: dict[Hashable, int] = field(default_factory=dict)
+
+    def when(self, key: Hashable) -> float:
+        n = self.failures.get(key, 0)
+        self.failures[key] = n + 1
+        return min(self.cap, self.base * 2**n)
+
+    def forget(self, key: Hashable) -> None:
+        self.failures.pop(key, None)
+
+
+@dataclass
+class TokenBucket:
+    """An overall rate limit: ``rate`` tokens a second, at most ``burst`` saved up. ``reserve``
+    takes a token and answers how long to wait for it (golang.org/x/time/rate's Reserve)."""
+
+    rate: float = 10.0
+    burst: int = 100
+    clock: Callable[[], float] = time.monotonic
+    tokens: float | None = None
+    last: float = 0.0
+
+    def reserve(self) -> float:
+        now = self.clock()
+        if self.tokens is None:
+            self.tokens, self.last = float(self.burst), now
+        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        self.tokens -= 1
+        return 0.0 if self.tokens >= 0 else -self.tokens / self.rate
+
+
+class WorkQueue:
+    def __init__(self, backoff: ExponentialBackoff | None = None, bucket: TokenBucket | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.backoff = backoff or ExponentialBackoff()
+        self.bucket = bucket or TokenBucket(clock=clock)
+        self.clock = clock
+        self._cond = threading.Condition()
+        self._queue: deque[Hashable] = deque()
+        self._dirty: dict[Hashable, float] = {}  # key -> when it was first added since it was last taken
+        self._processing: set[Hashable] = set()
+        self._shutting_down = False
+        self._delayed: list[tuple[float, int, Hashable]] = []
+        self._seq = itertools.count()
+        self._delay_thread: threading.Thread | None = None
+
+    # ---- adding
+    def add(self, key: Hashable, arrived: float | None = None) -> None:
+        """Queue ``key`` (``arrived``: when the event that caused it was read, for latency)."""
+        with self._cond:
+            if self._shutting_down or key in self._dirty:
+                return
+            self._dirty[key] = arrived if arrived is not None else self.clock()
+            if key in self._processing:
+                return  # done() queues it again
+            self._queue.append(key)
+            self._cond.notify()
+
+    def add_after(self, key: Hashable, delay: float) -> None:
+        if delay <= 0:
+            self.add(key)
+            return
+        with self._cond:
+            if self._shutting_down:
+                return
+            heapq.heappush(self._delayed, (self.clock() + delay, next(self._seq), key))
+            if self._delay_thread is None:
+                self._delay_thread = threading.Thread(target=self._release_delayed, daemon=True, name="workqueue-delay")
+                self._delay_thread.start()
+            self._cond.notify_all()  # the delay thread may need to wake earlier
+
+    def add_rate_limited(self, key: Hashable) -> None:
+        with self._cond:
+            delay = max(self.backoff.when(key), self.bucket.reserve())
+        self.add_after(key, delay)
+
+    def forget(self, key: Hashable) -> None:
+        with self._cond:
+            self.backoff.forget(key)
+
+    def failures(self, key: Hashable) -> int:
+        with self._cond:
+            return self.backoff.failures.get(key, 0)
+
+    def _release_delayed(self) -> None:
+        with self._cond:
+            while not self._shutting_down:
+                if not self._delayed:
+                    self._cond.wait()
+                    continue
+                due, _, key = self._delayed[0]
+                wait = due - self.clock()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                heapq.heappop(self._delayed)
+                if key not in self._dirty:
+                    self._dirty[key] = self.clock()
+                    if key not in self._processing:
+                        self._queue.append(key)
+                        self._cond.notify_all()
+
+    # ---- taking
+    def get(self, timeout: float | None = None) -> tuple[Hashable, float] | None:
+        """The next key and when it was first added; None once shut down (or after ``timeout``)."""
+        with self._cond:
+            while not self._queue and not self._shutting_down:
+                if not self._cond.wait(timeout):
+                    return None
+            if self._shutting_down:
+                return None
+            key = self._queue.popleft()
+            self._processing.add(key)
+            arrived = self._dirty.pop(key)
+            return key, arrived
+
+    def done(self, key: Hashable) -> None:
+        with self._cond:
+            self._processing.discard(key)
+            if key in self._dirty and not self._shutting_down:
+                self._queue.append(key)
+                self._cond.notify()
+            elif not self._processing:
+                self._cond.notify_all()  # wake wait_idle
+
+    def shut_down(self) -> None:
+        """Workers' ``get`` returns None from now on; keys being processed finish (``done``)."""
+        with self._cond:
+            self._shutting_down = True
+            self._delayed.clear()
+            self._cond.notify_all()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Until no key is being processed (after shut_down: the current items are drained)."""
+        deadline = None if timeout is None else self.clock() + timeout
+        with self._cond:
+            while self._processing:
+                remaining = None if deadline is None else deadline - self.clock()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+            return True
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._queue)
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down

@@ -1,0 +1,58 @@
+"""Fight detection (pure): thresholds, growing backoff, the end of a fight."""
+
+from __future__ import annotations
+
+from memcached_gitops.reconciler.fights import FightDetector
+
+REPLICAS = ".spec.replicas"
+
+
+def test_a_few_corrections_are_no_fight() -> None:
+    d = FightDetector(threshold=3, window=120)
+    assert [d.record("k", "ns/a", REPLICAS, "kubectl (scale)", t) for t in (0, 1, 2)] == [None, None, None]
+    assert d.wait("k", 3) == 0 and d.active("k", 3) is None
+
+
+def test_one_too_many_within_the_window_is_a_fight_naming_field_and_manager() -> None:
+    d = FightDetector(threshold=3, window=120, base=10, cap=300)
+    for t in (0, 1, 2):
+        d.record("k", "ns/a", REPLICAS, "hpa-script", t)
+    fight = d.record("k", "ns/a", REPLICAS, "hpa-script", 3)
+    assert fight is not None and fight.delay == 10 and fight.corrections == 4
+    assert ".spec.replicas" in fight.message and "hpa-script" in fight.message and "ns/a" in fight.message
+    assert d.wait("k", 5) == 8
+    assert d.active("k", 5) == fight
+
+
+def test_corrections_spread_over_more_than_the_window_are_no_fight() -> None:
+    d = FightDetector(threshold=3, window=120)
+    assert all(d.record("k", "ns/a", REPLICAS, "kubectl (scale)", t) is None for t in range(0, 1000, 60))
+
+
+def test_other_fields_and_managers_count_apart() -> None:
+    d = FightDetector(threshold=3, window=120)
+    for t in range(3):
+        assert d.record("k", "ns/a", REPLICAS, "one", t) is None
+        assert d.record("k", "ns/a", REPLICAS, "two", t) is None
+        assert d.record("k", "ns/a", ".spec.template.spec.containers[name=\"memcached\"].image", "one", t) is None
+
+
+def test_the_backoff_doubles_with_each_fight_in_a_row_up_to_the_cap() -> None:
+    d = FightDetector(threshold=1, window=1000, base=10, cap=30)
+    delays = []
+    t = 0.0
+    for _ in range(4):
+        d.record("k", "ns/a", REPLICAS, "x", t)
+        fight = d.record("k", "ns/a", REPLICAS, "x", t + 0.001)
+        delays.append(fight.delay)
+        t += fight.delay + 0.01
+    assert delays == [10, 20, 30, 30]
+
+
+def test_the_fight_ends_after_a_quiet_window() -> None:
+    d = FightDetector(threshold=1, window=60, base=10)
+    d.record("k", "ns/a", REPLICAS, "x", 0)
+    assert d.record("k", "ns/a", REPLICAS, "x", 1) is not None
+    assert d.active("k", 60) is not None
+    assert d.active("k", 72) is None, "quiet for the window after the 10 s backoff"
+    assert d.record("k", "ns/a", REPLICAS, "x", 80) is None, "counting starts again"

@@ -1,0 +1,89 @@
+"""The work queue's client-go semantics: dedup, one worker per key, backoff, rate limit, no timers."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from memcached_gitops.reconciler.workqueue import ExponentialBackoff, TokenBucket, WorkQueue
+
+
+def test_a_waiting_key_is_queued_once() -> None:
+    q = WorkQueue()
+    q.add("a", arrived=1.0)
+    q.add("a", arrived=2.0)
+    q.add("b")
+    assert len(q) == 2
+    assert q.get() == ("a", 1.0), "the earliest arrival is kept: latency counts from the first event"
+    assert q.get()[0] == "b"
+
+
+def test_a_key_is_never_processed_twice_at_once() -> None:
+    q = WorkQueue()
+    q.add("a")
+    key, _ = q.get()
+    q.add("a")  # an event while a worker holds it
+    assert q.get(timeout=0.05) is None, "not handed to a second worker"
+    q.done(key)
+    assert q.get(timeout=1)[0] == "a", "queued again once the first worker is done"
+
+
+def test_get_wakes_on_add_without_polling() -> None:
+    q = WorkQueue()
+    got: list[float] = []
+
+    def worker() -> None:
+        item = q.get()
+        got.append(time.monotonic())
+        assert item is not None
+
+    t = threading.Thread(target=worker)
+    t.start()
+    time.sleep(0.2)  # the worker is now blocked in get()
+    added = time.monotonic()
+    q.add("a")
+    t.join(2)
+    assert got and got[0] - added < 0.05
+
+
+def test_failures_back_off_exponentially_per_key_and_forget_resets() -> None:
+    b = ExponentialBackoff(base=0.005, cap=1.0)
+    assert [b.when("a") for _ in range(4)] == [0.005, 0.01, 0.02, 0.04]
+    assert b.when("b") == 0.005, "per key"
+    b.forget("a")
+    assert b.when("a") == 0.005
+    assert max(b.when("c") for _ in range(20)) == 1.0, "capped"
+
+
+def test_the_overall_bucket_limits_the_rate_after_its_burst() -> None:
+    now = [0.0]
+    bucket = TokenBucket(rate=10, burst=3, clock=lambda: now[0])
+    assert [bucket.reserve() for _ in range(3)] == [0, 0, 0]
+    assert abs(bucket.reserve() - 0.1) < 1e-9
+    assert abs(bucket.reserve() - 0.2) < 1e-9
+    now[0] = 10.0
+    assert bucket.reserve() == 0, "refilled"
+
+
+def test_rate_limited_keys_come_back_after_their_delay() -> None:
+    q = WorkQueue(backoff=ExponentialBackoff(base=0.1))
+    q.add_rate_limited("a")
+    assert q.get(timeout=0.03) is None
+    start = time.monotonic()
+    assert q.get(timeout=2)[0] == "a"
+    assert time.monotonic() - start < 0.5
+    assert q.failures("a") == 1
+    q.forget("a")
+    assert q.failures("a") == 0
+
+
+def test_shut_down_drains_the_current_item_only() -> None:
+    q = WorkQueue()
+    q.add("a")
+    q.add("b")
+    key, _ = q.get()
+    q.shut_down()
+    assert q.get() is None, "nothing new is handed out"
+    assert not q.wait_idle(timeout=0.05), "the current item is still being processed"
+    q.done(key)
+    assert q.wait_idle(timeout=1)
