@@ -39,6 +39,24 @@ class APIError(Exception):
         return (self.body or {}).get("reason", "") if isinstance(self.body, dict) else ""
 
 
+class WatchSilent(Exception):
+    """A WATCH stream on which nothing, not even its close, arrived in time."""
+
+
+class WatchDropped(Exception):
+    """A WATCH that could not be opened, or whose connection broke."""
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    import socket
+
+    while exc is not None:
+        if isinstance(exc, (TimeoutError, socket.timeout)) or "timed out" in str(exc).lower():
+            return True
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return False
+
+
 @dataclass
 class RetryPolicy:
     """Capped exponential backoff with full jitter (AWS architecture blog, "Exponential Backoff And Jitter")."""
@@ -96,10 +114,10 @@ class KubeAPI:
         return cls(client=client.ApiClient(configuration), **kwargs)
 
     def request(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None,
-                content_type: str = "application/json", verb: str | None = None) -> Any:
+                content_type: str = "application/json", verb: str | None = None, accept: str | None = None) -> Any:
         """One request, retried while the failure may pass; returns the decoded JSON body."""
         url = self.client.configuration.host.rstrip("/") + path + ("?" + urlencode(query) if query else "")
-        headers = {"Accept": "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
+        headers = {"Accept": accept or "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
         self.client.update_params_for_auth(headers, None, ["BearerToken"], path, method, body)
         # The client serializes JSON bodies itself; an apply body (JSON is YAML) is sent as text.
         data = json.dumps(body) if isinstance(body, (dict, list)) and not content_type.endswith("json") else body
@@ -137,16 +155,68 @@ class KubeAPI:
     # ---- typed helpers
     def list_all(self, path: str, label_selector: str | None = None, limit: int = 500) -> Iterator[dict[str, Any]]:
         """Every item of a collection, page by page (limit/continue)."""
+        for page in self.list_pages(path, label_selector, limit):
+            yield from page.get("items") or []
+
+    def list_pages(self, path: str, label_selector: str | None = None, limit: int = 500,
+                   accept: str | None = None) -> Iterator[dict[str, Any]]:
+        """The pages of a LIST; all share the first page's resourceVersion (transcript 11)."""
         query: dict[str, Any] = {"limit": limit}
         if label_selector:
             query["labelSelector"] = label_selector
         while True:
-            page = self.request("GET", path, query, verb="list")
-            yield from page.get("items") or []
+            page = self.request("GET", path, query, verb="list", accept=accept)
+            yield page
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return
             query["continue"] = token
+
+    def watch(self, path: str, query: dict[str, Any], read_timeout: float, accept: str | None = None) -> Iterator[tuple[dict[str, Any], float]]:
+        """One WATCH: each event (one JSON object a line, transcripts 30-33) with the monotonic time it was read.
+
+        Returns when the server closes the stream (at ``timeoutSeconds``). Raises APIError for an
+        HTTP error answer (400, 404: a plain Status, transcript 32), ``WatchSilent`` when nothing
+        arrived for ``read_timeout`` seconds and ``WatchDropped`` when the connection broke.
+        """
+        url = self.client.configuration.host.rstrip("/") + path + "?" + urlencode({**query, "watch": "true"})
+        headers = {"Accept": accept or "application/json", "User-Agent": USER_AGENT}
+        self.client.update_params_for_auth(headers, None, ["BearerToken"], path, "GET", None)
+        self.requests["watch"] += 1
+        try:
+            response = self.client.rest_client.request("GET", url, headers=headers,
+                                                       _request_timeout=(self.timeout, read_timeout)).response
+        except Exception as exc:  # connection refused, reset, timeout
+            raise WatchDropped(str(exc)) from exc
+        try:
+            if response.status != 200:
+                raw = response.data
+                try:
+                    payload = json.loads(raw) if raw else None
+                except ValueError:
+                    payload = raw.decode(errors="replace")
+                message = payload.get("message", "") if isinstance(payload, dict) else str(payload)[:200]
+                raise APIError(response.status, message, payload)
+            buffer = bytearray()
+            while True:
+                try:
+                    chunk = response.read1(1 << 16)
+                except Exception as exc:
+                    if _is_timeout(exc):
+                        raise WatchSilent(f"no data for {read_timeout:g}s") from exc
+                    raise WatchDropped(str(exc)) from exc
+                if not chunk:
+                    return
+                buffer += chunk
+                start = 0
+                while (end := buffer.find(b"\n", start)) >= 0:
+                    line = bytes(buffer[start:end]).strip()
+                    start = end + 1
+                    if line:
+                        yield json.loads(line), time.monotonic()
+                del buffer[:start]
+        finally:
+            response.close()
 
     def apply(self, path: str, obj: dict[str, Any], field_manager: str, dry_run: bool = False) -> dict[str, Any]:
         """Server-side apply (application/apply-patch+yaml; JSON is YAML) with force."""

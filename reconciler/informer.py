@@ -1,0 +1,311 @@
+"""LIST then WATCH one kind into an in-memory store, and tell a handler about every change.
+
+The reflector of client-go, for plain dicts:
+
+- Try the streaming list first (``sendInitialEvents=true``); a server that refuses it answers
+  with an ERROR event (transcript 33), after which this informer uses LIST + WATCH for good.
+- LIST (paginated; all pages share the first page's resourceVersion, transcript 11), replace
+  the store, and report the differences as ADDED / MODIFIED / DELETED.
+- WATCH from that resourceVersion with ``allowWatchBookmarks`` and a bounded ``timeoutSeconds``.
+  The server closes the stream at ``timeoutSeconds`` without a final event (30, 33); the next
+  WATCH resumes from the last resourceVersion seen, an event's or a BOOKMARK's (33).
+- An ERROR event with a 410 Status (``too old resource version``, 32) means: LIST again.
+- A connection that cannot be opened or breaks (an API server restart) is retried with capped
+  exponential backoff and jitter, from the last resourceVersion.
+- A stream that stays silent past ``timeoutSeconds`` plus a grace period is dead (the server
+  would have closed it, 32): it is dropped and re-opened (nolar/kopf#1276 lost such watches).
+- A 400 or 404 answer (a malformed selector, an unknown resource, 32) is a clear error that
+  stops the informer, not a retry loop.
+
+The store keeps only what the reconciler reads: CRs and Pods lose ``managedFields``, Pods are
+cut to their metadata (and asked for as PartialObjectMetadata), Deployments keep everything,
+because their managedFields name the culprit of a drift.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .api import APIError, KubeAPI, WatchDropped, WatchSilent, collection_path
+
+log = logging.getLogger("memcached_gitops.informer")
+
+Key = tuple[str, str]  # (namespace, name)
+#: The Accept headers for metadata-only lists and watches, with plain JSON as the fallback (client-go's).
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+#: The BOOKMARK annotation that ends a streaming list's initial events (KEP-3157).
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One collection to mirror."""
+
+    name: str  # Memcached | Deployment | Pod
+    group: str
+    version: str
+    plural: str
+    selector: str | None = None
+    metadata_only: bool = False
+    keep_managed_fields: bool = False
+
+
+def slim(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
+    """What the store keeps of an object."""
+    meta = obj.get("metadata") or {}
+    if kind.metadata_only:
+        keep = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences", "deletionTimestamp")
+        return {"metadata": {k: meta[k] for k in keep if k in meta}}
+    if not kind.keep_managed_fields and "managedFields" in meta:
+        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return obj
+
+
+def key_of(obj: dict[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return meta.get("namespace", ""), meta.get("name", "")
+
+
+def _rv(obj: dict[str, Any] | None) -> int | None:
+    value = ((obj or {}).get("metadata") or {}).get("resourceVersion", "")
+    return int(value) if str(value).isdigit() else None
+
+
+class Store:
+    """A thread-safe map of key -> object for one kind."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: dict[Key, dict[str, Any]] = {}
+
+    def get(self, key: Key) -> dict[str, Any] | None:
+        with self._lock:
+            return self._items.get(key)
+
+    def values(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._items.values())
+
+    def keys(self) -> list[Key]:
+        with self._lock:
+            return list(self._items)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def put(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        with self._lock:
+            key = key_of(obj)
+            old = self._items.get(key)
+            self._items[key] = obj
+            return old
+
+    def remove(self, key: Key) -> dict[str, Any] | None:
+        with self._lock:
+            return self._items.pop(key, None)
+
+    def put_if_newer(self, obj: dict[str, Any]) -> bool:
+        """Write-through after our own write, so that the next reconcile does not work from the
+        state before it. Kept only when its resourceVersion is newer than the stored one, compared
+        as integers as client-go's MutationCache does (etcd revisions); the WATCH event that
+        follows replaces it anyway."""
+        with self._lock:
+            key = key_of(obj)
+            old, new = _rv(self._items.get(key)), _rv(obj)
+            if old is not None and (new is None or new <= old):
+                return False
+            self._items[key] = obj
+            return True
+
+    def replace(self, objs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
+        """Replace everything after a LIST; the differences as (type, object, old) events."""
+        fresh = {key_of(o): o for o in objs}
+        with self._lock:
+            old_items, self._items = self._items, fresh
+        events: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
+        for key, obj in fresh.items():
+            old = old_items.get(key)
+            if old is None:
+                events.append(("ADDED", obj, None))
+            elif (old.get("metadata") or {}).get("resourceVersion") != (obj.get("metadata") or {}).get("resourceVersion"):
+                events.append(("MODIFIED", obj, old))
+        events += [("DELETED", old, old) for key, old in old_items.items() if key not in fresh]
+        return events
+
+
+class Expired(Exception):
+    """The resourceVersion to watch from is gone (410): LIST again."""
+
+
+class StreamingRefused(Exception):
+    """The server does not serve streaming lists (transcript 33)."""
+
+
+#: handler(kind, event type, object, previous object or None, monotonic arrival time)
+Handler = Callable[[str, str, dict[str, Any], "dict[str, Any] | None", float], None]
+
+
+class Informer:
+    """Mirrors one kind in one scope (a namespace, or all) into ``store``, in its own thread."""
+
+    def __init__(self, api: KubeAPI, kind: Kind, handler: Handler, *, namespace: str | None = None,
+                 metrics: Any = None, watch_timeout: int = 300, silence_grace: float = 10.0,
+                 backoff_base: float = 0.2, backoff_cap: float = 30.0, page_size: int = 5000,
+                 streaming_list: bool = True) -> None:
+        self.api, self.kind, self.handler, self.namespace, self.metrics = api, kind, handler, namespace, metrics
+        self.watch_timeout, self.silence_grace = watch_timeout, silence_grace
+        self.backoff_base, self.backoff_cap, self.page_size = backoff_base, backoff_cap, page_size
+        self.streaming_list = streaming_list
+        self.store = Store()
+        self.synced = threading.Event()
+        self.stop = threading.Event()
+        self.error: str = ""  # set when the informer gave up (a request the server will never accept)
+        self.resource_version: str | None = None
+        self._failures = 0
+        self._thread: threading.Thread | None = None
+
+    @property
+    def path(self) -> str:
+        return collection_path(self.kind.group, self.kind.version, self.kind.plural, self.namespace)
+
+    def start(self) -> Informer:
+        self._thread = threading.Thread(target=self.run, daemon=True, name=f"informer-{self.kind.plural}")
+        self._thread.start()
+        return self
+
+    # ---- the loop
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                if self.resource_version is None:
+                    self._initial_state()
+                self._watch()
+                self._failures = 0
+                self._restarted("closed")  # closed at timeoutSeconds: resume at once
+            except Expired:
+                log.info("%s: resourceVersion %s expired; listing again", self.kind.plural, self.resource_version)
+                self.resource_version = None
+                self._restarted("expired")
+            except WatchSilent as exc:
+                log.warning("%s: the watch went silent (%s); reconnecting", self.kind.plural, exc)
+                self._restarted("silent")
+            except (WatchDropped, APIError) as exc:
+                if isinstance(exc, APIError) and exc.status in (400, 404, 405, 406, 415, 422):
+                    self.error = f"{self.kind.plural}: the API server refuses the request: {exc}"
+                    log.error("%s", self.error)
+                    self.synced.set()  # nobody waits forever for a sync that cannot come
+                    return
+                self._restarted("dropped" if isinstance(exc, WatchDropped) else f"http-{exc.status}")
+                self._backoff(exc)
+            except Exception as exc:  # a malformed event: start from a fresh LIST
+                log.exception("%s: unexpected failure in the informer: %s", self.kind.plural, exc)
+                self.resource_version = None
+                self._restarted("error")
+                self._backoff(exc)
+
+    def _restarted(self, reason: str) -> None:
+        if self.metrics is not None and not self.stop.is_set():
+            self.metrics.watch_restarts.labels(self.kind.name, reason).inc()
+
+    def _backoff(self, exc: BaseException) -> None:
+        delay = min(self.backoff_cap, self.backoff_base * 2**self._failures) * random.uniform(0.5, 1.5)
+        self._failures += 1
+        log.warning("%s: %s; retrying in %.2fs", self.kind.plural, exc, delay)
+        self.stop.wait(delay)
+
+    # ---- initial state
+    def _initial_state(self) -> None:
+        if self.streaming_list:
+            try:
+                self._streaming_list()
+                return
+            except StreamingRefused as exc:
+                log.info("%s: streaming list refused (%s); using LIST + WATCH", self.kind.plural, exc)
+                self.streaming_list = False
+        self._list()
+
+    def _list(self) -> None:
+        accept = METADATA_LIST if self.kind.metadata_only else None
+        items: list[dict[str, Any]] = []
+        version = None
+        for page in self.api.list_pages(self.path, self.kind.selector, self.page_size, accept=accept):
+            version = version or (page.get("metadata") or {}).get("resourceVersion")
+            items += [slim(self.kind, o) for o in page.get("items") or []]
+        self._replace(items, version)
+
+    def _replace(self, items: list[dict[str, Any]], version: str | None) -> None:
+        arrived = time.monotonic()
+        for type_, obj, old in self.store.replace(items):
+            self._emit(type_, obj, old, arrived)
+        self.resource_version = version
+        self.synced.set()
+
+    def _streaming_list(self) -> None:
+        """sendInitialEvents: ADDED per object, then a BOOKMARK marked as the end (KEP-3157)."""
+        query = self._query() | {"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"}
+        query.pop("resourceVersion", None)
+        initial: list[dict[str, Any]] = []
+        for event, arrived in self.api.watch(self.path, query, self.watch_timeout + self.silence_grace, self._accept()):
+            type_, obj = event.get("type"), event.get("object") or {}
+            if type_ == "ERROR":
+                raise StreamingRefused(obj.get("message", "an ERROR event"))
+            if type_ == "BOOKMARK":
+                annotations = (obj.get("metadata") or {}).get("annotations") or {}
+                if annotations.get(INITIAL_EVENTS_END) == "true":
+                    self._replace(initial, obj["metadata"]["resourceVersion"])
+                    return
+                continue
+            if type_ == "ADDED":
+                initial.append(slim(self.kind, obj))
+        raise StreamingRefused("the stream ended before the end of its initial events")
+
+    # ---- watching
+    def _accept(self) -> str | None:
+        return METADATA_WATCH if self.kind.metadata_only else None
+
+    def _query(self) -> dict[str, Any]:
+        query: dict[str, Any] = {"allowWatchBookmarks": "true", "timeoutSeconds": str(self.watch_timeout)}
+        if self.resource_version:
+            query["resourceVersion"] = self.resource_version
+        if self.kind.selector:
+            query["labelSelector"] = self.kind.selector
+        return query
+
+    def _watch(self) -> None:
+        read_timeout = self.watch_timeout + self.silence_grace
+        for event, arrived in self.api.watch(self.path, self._query(), read_timeout, self._accept()):
+            if self.stop.is_set():
+                return
+            type_, obj = event.get("type", ""), event.get("object") or {}
+            if self.metrics is not None:
+                self.metrics.watch_events.labels(self.kind.name, type_).inc()
+            if type_ == "ERROR":
+                if obj.get("code") == 410:
+                    raise Expired(obj.get("message", ""))
+                raise WatchDropped(f"ERROR event: {obj.get('message', obj)}")
+            version = (obj.get("metadata") or {}).get("resourceVersion")
+            if type_ == "BOOKMARK":
+                self.resource_version = version or self.resource_version
+                continue
+            obj = slim(self.kind, obj)
+            if type_ == "DELETED":
+                old = self.store.remove(key_of(obj))
+            else:
+                old = self.store.put(obj)
+            self.resource_version = version or self.resource_version
+            self._failures = 0
+            self._emit(type_, obj, old, arrived)
+
+    def _emit(self, type_: str, obj: dict[str, Any], old: dict[str, Any] | None, arrived: float) -> None:
+        try:
+            self.handler(self.kind.name, type_, obj, old, arrived)
+        except Exception:  # a handler bug must not kill the watch
+            log.exception("%s: event handler failed", self.kind.plural)
