@@ -172,7 +172,8 @@ class KubeAPI:
                 return
             query["continue"] = token
 
-    def watch(self, path: str, query: dict[str, Any], read_timeout: float, accept: str | None = None) -> Iterator[tuple[dict[str, Any], float]]:
+    def watch(self, path: str, query: dict[str, Any], read_timeout: float,
+              accept: str | None = None) -> Iterator[tuple[dict[str, Any], float]]:
         """One WATCH: each event (one JSON object a line, transcripts 30-33) with the monotonic time it was read.
 
         Returns when the server closes the stream (at ``timeoutSeconds``). Raises APIError for an

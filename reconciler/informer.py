@@ -253,7 +253,7 @@ class Informer:
         query = self._query() | {"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"}
         query.pop("resourceVersion", None)
         initial: list[dict[str, Any]] = []
-        for event, arrived in self.api.watch(self.path, query, self.watch_timeout + self.silence_grace, self._accept()):
+        for event, _ in self.api.watch(self.path, query, self.watch_timeout + self.silence_grace, self._accept()):
             type_, obj = event.get("type"), event.get("object") or {}
             if type_ == "ERROR":
                 raise StreamingRefused(obj.get("message", "an ERROR event"))

@@ -104,15 +104,17 @@ def run_informer(script: list[tuple[int, Any]], kind: Kind = DEPLOYMENTS, until=
 
 
 LIST = (200, {"kind": "DeploymentList", "metadata": {"resourceVersion": "288"}, "items": [dep("a", "280")]})
-REFUSED = (200, [{"type": "ERROR", "object": {"kind": "Status", "code": 500, "reason": "InternalError",
-                                                "message": "a watch stream was requested by the client but the required storage feature RequestWatchProgress is disabled"}}])
+REFUSED = (200, [{"type": "ERROR", "object": {
+    "kind": "Status", "code": 500, "reason": "InternalError",
+    "message": "a watch stream was requested by the client but the required storage feature RequestWatchProgress is disabled"}}])
 
 
 def test_list_then_watch_from_its_version_and_resume_from_the_bookmark() -> None:
     """Transcripts 30 and 33: watch from the LIST's resourceVersion; resume from the last one seen."""
     script = [REFUSED, LIST,
               (200, [{"type": "ADDED", "object": dep("b", "289")}, {"type": "MODIFIED", "object": dep("a", "290", 3)},
-                     {"type": "BOOKMARK", "object": {"kind": "Deployment", "apiVersion": "apps/v1", "metadata": {"resourceVersion": "297"}}}]),
+                     {"type": "BOOKMARK",
+                      "object": {"kind": "Deployment", "apiVersion": "apps/v1", "metadata": {"resourceVersion": "297"}}}]),
               (200, [{"type": "DELETED", "object": dep("b", "298")}])]
     inf, events, requests, metrics = run_informer(script, until=lambda i, e: ("DELETED", "b") in e)
     assert events == [("ADDED", "a"), ("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
