@@ -1,8 +1,9 @@
 """The in-cluster drift reconciler: server-side apply, status conditions, events, leader election.
 
 The kubernetes client is imported only below this package, so that ``render`` and ``validate``
-start fast. Layers: api.py talks to the API server; drift.py, managedfields.py and status.py are
-pure; cycle.py decides and writes; loop.py, leader.py and metrics.py run it.
+start fast. Layers: api.py talks to the API server; drift.py, managedfields.py, status.py and
+fights.py are pure; cycle.py decides and writes (one CR, or a LIST-based cycle); informer.py,
+workqueue.py and controller.py make the event-driven mode; loop.py, leader.py and metrics.py run them.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import threading
 from typing import Any
 
 from memcached_gitops.schemas import CRD
+
+from .api import USER_AGENT
 
 
 def _connect(kubeconfig: str | None, context: str | None, host: str | None, **kwargs: Any) -> Any:
@@ -29,29 +32,36 @@ def _connect(kubeconfig: str | None, context: str | None, host: str | None, **kw
 
 def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], field_manager: str, dry_run: bool,
         kubeconfig: str | None, context: str | None, crd: CRD, image: str, leader_elect: bool, lease_namespace: str,
-        metrics_port: int, host: str | None = None, adopt: bool = False) -> int:
-    """Connect and run ``--once`` or ``--interval``; returns the exit code."""
+        metrics_port: int, host: str | None = None, adopt: bool = False, detect_only: bool = False, workers: int = 4) -> int:
+    """Connect and run ``--once`` (one LIST-based cycle) or the event-driven mode; returns the exit code."""
+    from .controller import DEFAULT_RESYNC, Controller, Settings, lease_client
     from .cycle import Options, Reconciler
     from .leader import LeaderElector
-    from .loop import install_stop_handlers, run_forever, run_once
+    from .loop import install_stop_handlers, run_once
     from .metrics import Metrics, serve
 
     stop = threading.Event()
-    api = _connect(kubeconfig, context, host, stop=stop)
+    identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    api = _connect(kubeconfig, context, host, stop=stop, user_agent=f"{USER_AGENT} {identity}")
     if api is None:
         return 2
-    options = Options(namespaces=namespaces, field_manager=field_manager, image=image, dry_run=dry_run, adopt=adopt)
+    options = Options(namespaces=namespaces, field_manager=field_manager, image=image, dry_run=dry_run, adopt=adopt,
+                      detect_only=detect_only)
     reconciler = Reconciler(api, crd, options, stop)
     install_stop_handlers(stop)
     if once:
         return run_once(reconciler)
     metrics = Metrics()
-    metrics.api_requests = api.requests
     server = serve(metrics, metrics_port) if metrics_port else None
-    identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
-    elector = LeaderElector(api, lease_namespace, identity) if leader_elect and not dry_run else None
+    elector = None
+    if leader_elect and not dry_run:
+        elector = LeaderElector(lease_client(api, 10.0), lease_namespace, identity)
+    controller = Controller(reconciler, metrics, elector, Settings(workers=workers, resync=interval or DEFAULT_RESYNC))
     try:
-        return run_forever(reconciler, interval or 30.0, metrics, elector)
+        code = controller.run()
+        if controller.error:
+            print(f"error: {controller.error}", file=sys.stderr)
+        return code
     finally:
         if server:
             server.shutdown()

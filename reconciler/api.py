@@ -93,6 +93,12 @@ class KubeAPI:
     timeout: float = 30.0
     requests: Counter = field(default_factory=Counter)
     stop: threading.Event | None = None
+    #: The manager of writes without a fieldManager is the part before the first "/" (transcript 22),
+    #: so a replica may add its identity after it and stay the same manager.
+    user_agent: str = USER_AGENT
+    #: When set and False, every write is refused here, before it is sent: a replica that is not
+    #: (or no longer) the leader never writes, whatever a worker was doing.
+    may_write: Any = None
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, context: str | None = None, host: str | None = None,
@@ -117,11 +123,13 @@ class KubeAPI:
                 content_type: str = "application/json", verb: str | None = None, accept: str | None = None) -> Any:
         """One request, retried while the failure may pass; returns the decoded JSON body."""
         url = self.client.configuration.host.rstrip("/") + path + ("?" + urlencode(query) if query else "")
-        headers = {"Accept": accept or "application/json", "Content-Type": content_type, "User-Agent": USER_AGENT}
+        headers = {"Accept": accept or "application/json", "Content-Type": content_type, "User-Agent": self.user_agent}
         self.client.update_params_for_auth(headers, None, ["BearerToken"], path, method, body)
         # The client serializes JSON bodies itself; an apply body (JSON is YAML) is sent as text.
         data = json.dumps(body) if isinstance(body, (dict, list)) and not content_type.endswith("json") else body
         verb = verb or method.lower()
+        if method != "GET" and self.may_write is not None and not self.may_write():
+            raise APIError(0, "not the leader: writes are stopped")
         for attempt in range(self.retry.attempts):
             self.requests[verb] += 1
             status, payload, retry_after = self._send(method, url, headers, data)
@@ -130,7 +138,8 @@ class KubeAPI:
             if status and not _transient(status, payload):
                 message = payload.get("message", "") if isinstance(payload, dict) else str(payload)[:200]
                 raise APIError(status, message, payload)
-            if attempt + 1 == self.retry.attempts or (self.stop is not None and self.stop.is_set()):
+            if (attempt + 1 == self.retry.attempts or (self.stop is not None and self.stop.is_set())
+                    or (method != "GET" and self.may_write is not None and not self.may_write())):
                 message = payload.get("message", "") if isinstance(payload, dict) else str(payload)[:200]
                 raise APIError(status, message or "no answer", payload)
             delay = self.retry.delay(attempt, retry_after)
@@ -181,7 +190,7 @@ class KubeAPI:
         arrived for ``read_timeout`` seconds and ``WatchDropped`` when the connection broke.
         """
         url = self.client.configuration.host.rstrip("/") + path + "?" + urlencode({**query, "watch": "true"})
-        headers = {"Accept": accept or "application/json", "User-Agent": USER_AGENT}
+        headers = {"Accept": accept or "application/json", "User-Agent": self.user_agent}
         self.client.update_params_for_auth(headers, None, ["BearerToken"], path, "GET", None)
         self.requests["watch"] += 1
         try:

@@ -24,6 +24,7 @@ import datetime as dt
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,9 @@ from .status import Observation, desired_status, status_differs
 
 log = logging.getLogger("memcached_gitops.reconciler")
 SELECTOR = f"app.kubernetes.io/managed-by={MANAGED_BY}"
+#: Called before the status write with the drift just corrected (empty: none); answers a
+#: (reason, message) that makes the CR Degraded, or None. The event-driven mode's fight detector.
+DegradedCheck = Callable[[dict[str, Any], list[Drift]], "tuple[str, str] | None"]
 #: Items per LIST page: large enough that a cluster of a few thousand CRs costs one page per kind
 #: (the steady state then makes 4 requests), small enough to bound one answer's size.
 PAGE_SIZE = 5000
@@ -49,6 +53,7 @@ class Options:
     status_manager: str = "memcached-gitops-status"
     image: str = DEFAULT_IMAGE
     dry_run: bool = False
+    detect_only: bool = False  # report drift (status, Events, metrics, log), never write a Deployment
     events: bool = True
     adopt: bool = False  # take over GitOps-applied Deployments (ownership.py)
 
@@ -57,9 +62,12 @@ class Options:
 class CROutcome:
     namespace: str
     name: str
-    action: str  # unchanged | created | corrected | adopted | observed | not-owned | invalid | failed
+    action: str  # unchanged | created | corrected | adopted | observed | drifted (--detect-only) | not-owned | invalid | failed
     drift: list[Drift] = field(default_factory=list)
     error: str = ""
+    deployment: dict[str, Any] | None = None  # as our apply left it
+    cr: dict[str, Any] | None = None  # as our status write left it
+    applied_at: float = 0.0  # monotonic time the apply finished
 
 
 @dataclass
@@ -146,7 +154,7 @@ class Reconciler:
                 break
             key = (cr["metadata"].get("namespace", ""), cr["metadata"]["name"])
             try:
-                outcome = self._reconcile_one(cr, by_name.get(key), tuple(pods_by_owner.get(key, [])), declared, condition_fields)
+                outcome = self.reconcile_cr(cr, by_name.get(key), tuple(pods_by_owner.get(key, [])), declared, condition_fields)
             except APIError as exc:  # one bad CR never stops the others
                 outcome = CROutcome(key[0], key[1], "failed", error=str(exc))
                 log.error("%s/%s: %s", key[0], key[1], exc)
@@ -155,23 +163,36 @@ class Reconciler:
         report.duration = time.monotonic() - started
         return report
 
-    def _reconcile_one(self, cr: dict[str, Any], live: dict[str, Any] | None, pods: tuple[str, ...],
-                       declared: frozenset[str] | None, condition_fields: frozenset[str] | None) -> CROutcome:
+    def reconcile_cr(self, cr: dict[str, Any], live: dict[str, Any] | None, pods: tuple[str, ...],
+                     declared: frozenset[str] | None, condition_fields: frozenset[str] | None,
+                     degraded: DegradedCheck | None = None) -> CROutcome:
+        """One CR, from what was read (a LIST, or the informers' cache): the step both modes share.
+
+        A correction costs one apply and at most one status write; in ``detect_only`` mode drift
+        is reported (Degraded ``DriftDetected``, a Warning Event, the log) and no Deployment is written.
+        """
         ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
         generation = cr["metadata"].get("generation", 1)
+        result = CROutcome(ns, name, "unchanged")
+
+        def status(obs: Observation) -> None:
+            result.cr = self._write_status(cr, obs, declared, condition_fields) or result.cr
+
         outcome = self.validator.validate(copy.deepcopy(cr))
         if not outcome.ok:
             message = "; ".join(f"{p.field}: {p.message}" for p in outcome.errors)[:1024]
-            self._write_status(cr, Observation(generation, 0, live, pods, "InvalidSpec", message), declared, condition_fields)
+            status(Observation(generation, 0, live, pods, "InvalidSpec", message))
             self._event_once(cr, "InvalidSpec", message)
-            return CROutcome(ns, name, "invalid", error=message)
+            result.action, result.error = "invalid", message
+            return result
         try:
             desired = render(outcome.obj, self.options.image)[0]
         except RenderError as exc:
             message = f"{'.'.join(map(str, exc.path))}: {exc.message}"
-            self._write_status(cr, Observation(generation, 0, live, pods, "InvalidSpec", message), declared, condition_fields)
+            status(Observation(generation, 0, live, pods, "InvalidSpec", message))
             self._event_once(cr, "InvalidSpec", message)
-            return CROutcome(ns, name, "invalid", error=message)
+            result.action, result.error = "invalid", message
+            return result
         size = desired["spec"]["replicas"]
         desired["metadata"]["ownerReferences"] = [{
             "apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": name, "uid": cr["metadata"]["uid"],
@@ -182,16 +203,25 @@ class Reconciler:
         ownership = classify(live, cr) if live is not None else Ownership.OWNED
         if ownership is Ownership.FOREIGN:
             message = f"Deployment {ns}/{name} exists and is not controlled by this Memcached; it is left alone"
-            self._write_status(cr, Observation(generation, size, None, (), "ResourceNotOwned", message), declared, condition_fields)
+            status(Observation(generation, size, None, (), "ResourceNotOwned", message))
             self._event_once(cr, "ResourceNotOwned", message)
-            return CROutcome(ns, name, "not-owned", error=message)
+            result.action, result.error = "not-owned", message
+            return result
         drift = compare(desired, live)
+        result.drift = drift
         applied_by = (spec_manager(live) or "another tool") if ownership is Ownership.GITOPS_APPLIED else ""
         if applied_by and not self.options.adopt:
             return self._observe(cr, live, pods, applied_by, drift, size, declared, condition_fields)
-        action, summary = "unchanged", ""
+        if drift and self.options.detect_only:
+            message = ("the Deployment does not exist" if live is None else
+                       "drift left uncorrected (--detect-only): " + "; ".join(d.describe() for d in drift))[:1024]
+            log.warning("%s/%s: %s", ns, name, message)
+            status(Observation(generation, size, live, pods, "DriftDetected", message))
+            self._event_once(cr, "DriftDetected", message)
+            result.action = "drifted"
+            return result
         if drift:
-            action = "created" if live is None else "adopted" if applied_by else "corrected"
+            result.action = "created" if live is None else "adopted" if applied_by else "corrected"
             summary = ("created the Deployment" if live is None else
                        f"took over the Deployment applied by {applied_by} (controller ownerReference added)" if applied_by else
                        "corrected " + "; ".join(d.describe() for d in drift))[:2048]
@@ -205,16 +235,21 @@ class Reconciler:
                     live = self.api.apply(path, desired, self.options.field_manager)
                 except APIError as exc:
                     message = f"apply failed: {exc}"
-                    self._write_status(cr, Observation(generation, size, live, pods, "ApplyFailed", message), declared, condition_fields)
+                    status(Observation(generation, size, live, pods, "ApplyFailed", message))
                     self._event(cr, "Warning", "ApplyFailed", message[:1024])
-                    return CROutcome(ns, name, "failed", drift, message)
-                reason = {"created": "DeploymentCreated", "adopted": "Adopted"}.get(action, "DriftCorrected")
+                    result.action, result.error = "failed", message
+                    return result
+                result.deployment, result.applied_at = live, time.monotonic()
+                reason = {"created": "DeploymentCreated", "adopted": "Adopted"}.get(result.action, "DriftCorrected")
                 corrections = _corrections(drift) if applied_by else []
                 details = "; corrected " + "; ".join(d.describe() for d in corrections) if corrections else ""
                 self._event(cr, "Normal", reason, (summary + details)[:1024])
+        reason, message = (degraded(cr, drift if result.action == "corrected" else []) if degraded else None) or ("", "")
         if not self.options.dry_run:
-            self._write_status(cr, Observation(generation, size, live, pods, corrected=summary), declared, condition_fields)
-        return CROutcome(ns, name, action, drift)
+            # The correction is told by its Event and the log, not by a status message that the next
+            # reconcile would have to put back (a second status write per correction).
+            status(Observation(generation, size, live, pods, reason, message))
+        return result
 
     def _observe(self, cr: dict[str, Any], live: dict[str, Any], pods: tuple[str, ...], applied_by: str, drift: list[Drift],
                  size: int, declared: frozenset[str] | None, condition_fields: frozenset[str] | None) -> CROutcome:
@@ -224,9 +259,9 @@ class Reconciler:
         if differences:
             log.info("%s/%s: applied by %s, not corrected: %s", ns, name, applied_by, "; ".join(d.describe() for d in differences))
         note = f"{len(differences)} field(s) differ from the rendering, e.g. {differences[0].field}" if differences else ""
-        self._write_status(cr, Observation(cr["metadata"].get("generation", 1), size, live, pods, applied_by=applied_by,
-                                           drift_note=note), declared, condition_fields)
-        return CROutcome(ns, name, "observed", differences)
+        written = self._write_status(cr, Observation(cr["metadata"].get("generation", 1), size, live, pods, applied_by=applied_by,
+                                                     drift_note=note), declared, condition_fields)
+        return CROutcome(ns, name, "observed", differences, cr=written)
 
     def _find_unlabelled(self, ns: str, name: str) -> dict[str, Any] | None:
         """The rare path: a CR whose Deployment is not in the labelled LIST. One GET, so that a
@@ -240,26 +275,27 @@ class Reconciler:
 
     # ---- writes
     def _write_status(self, cr: dict[str, Any], obs: Observation, declared: frozenset[str] | None,
-                      condition_fields: frozenset[str] | None) -> None:
+                      condition_fields: frozenset[str] | None) -> dict[str, Any] | None:
+        """Apply the status when it changed; the CR as the API server answered (None: no write)."""
         if self.options.dry_run:
-            return
+            return None
         live_status = cr.get("status") or {}
         status = desired_status(obs, live_status, self.clock(), declared, condition_fields)
         if not status_differs(status, live_status):
-            return
+            return None
         ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
         body = {"apiVersion": cr["apiVersion"], "kind": cr["kind"], "metadata": {"name": name, "namespace": ns}, "status": status}
         path = object_path(self.crd.group, self.version, self.crd.plural, ns, name, "status")
         try:
-            self.api.apply(path, body, self.options.status_manager)
+            return self.api.apply(path, body, self.options.status_manager)
         except APIError as exc:
             if exc.status == 404:
-                return  # the CR was deleted meanwhile
+                return None  # the CR was deleted meanwhile
             if exc.status == 500 and "field not declared in schema" in exc.message:
                 if (ns, name) not in self._reported_schema_errors:
                     self._reported_schema_errors.add((ns, name))
                     log.error("%s/%s: the served CRD does not declare a status field we write: %s", ns, name, exc.message)
-                return
+                return None
             raise
 
     def _event_once(self, cr: dict[str, Any], reason: str, message: str) -> None:

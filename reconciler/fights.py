@@ -63,9 +63,11 @@ class FightDetector:
         times.append(now)
         while times and times[0] < now - self.window:
             times.popleft()
-        if len(times) <= self.threshold:
+        state = self._states.get(key)
+        again = state is not None and state.last is not None and (state.last.field, state.last.manager) == (path, manager)
+        if len(times) <= self.threshold and not again:
             return None
-        state = self._states.setdefault(key, _State())
+        state = state or self._states.setdefault(key, _State())
         state.level += 1
         delay = min(self.cap, self.base * 2 ** (state.level - 1))
         state.until = now + delay

@@ -187,7 +187,11 @@ class Informer:
             try:
                 if self.resource_version is None:
                     self._initial_state()
+                opened = time.monotonic()
                 self._watch()
+                if time.monotonic() - opened < self.watch_timeout - 1:
+                    # a real server closes at timeoutSeconds (30, 33); earlier is a restart or a proxy
+                    raise WatchDropped("the stream closed before timeoutSeconds")
                 self._failures = 0
                 self._restarted("closed")  # closed at timeoutSeconds: resume at once
             except Expired:
@@ -287,6 +291,8 @@ class Informer:
             type_, obj = event.get("type", ""), event.get("object") or {}
             if self.metrics is not None:
                 self.metrics.watch_events.labels(self.kind.name, type_).inc()
+            if type_ not in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"):
+                raise WatchDropped(f"not a watch event: {str(event)[:200]}")
             if type_ == "ERROR":
                 if obj.get("code") == 410:
                     raise Expired(obj.get("message", ""))

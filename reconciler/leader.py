@@ -6,12 +6,23 @@ past); renew it while held. Every write carries the resourceVersion read, so two
 racing get one 200 and one 409 (transcript 15). Times are MicroTime with exactly six fractional
 digits (anything else is a 400). Releasing on shutdown clears holderIdentity with a merge patch
 conditional on the resourceVersion.
+
+``run`` does it in its own thread with client-go's timings: a 15 s lease, a 10 s renew deadline
+and a 2 s retry period. The leader renews every retry period (one PUT of the Lease it holds; a
+GET only after a conflict), a standby tries every retry period (with client-go's jitter). A
+leader that has not renewed within the renew deadline, counted from when its last successful
+renewal was sent, stops leading at once: ``is_leader`` turns False by the clock even while a
+renewal hangs, so no write starts after the deadline, 5 s before another replica may take over.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import random
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from .api import APIError, KubeAPI, collection_path, object_path
@@ -29,10 +40,51 @@ def parse_micro_time(text: str) -> dt.datetime:
 
 class LeaderElector:
     def __init__(self, api: KubeAPI, namespace: str, identity: str, name: str = "memcached-gitops-leader",
-                 duration: int = 15, clock: Any = None) -> None:
+                 duration: int = 15, clock: Any = None, renew_deadline: float = 10.0, retry_period: float = 2.0) -> None:
         self.api, self.namespace, self.identity, self.name, self.duration = api, namespace, identity, name, duration
+        self.renew_deadline, self.retry_period = renew_deadline, retry_period
         self.clock = clock or (lambda: dt.datetime.now(dt.UTC))
         self.lease: dict[str, Any] | None = None
+        self.holder = ""  # who held the Lease at the last read
+        self._leading = False
+        self._renewed_at = 0.0  # monotonic time the last successful renewal was sent
+        self._lock = threading.Lock()
+
+    def is_leader(self) -> bool:
+        """Leading, and renewed within the deadline (checked by the clock, not by the thread)."""
+        with self._lock:
+            return self._leading and time.monotonic() - self._renewed_at < self.renew_deadline
+
+    def run(self, stop: threading.Event, on_started: Callable[[], None], on_stopped: Callable[[], None],
+            on_holder: Callable[[str], None] | None = None) -> None:
+        """Campaign, lead and renew until ``stop`` is set; call back on each change of leadership."""
+        while not stop.is_set():
+            sent = time.monotonic()
+            try:
+                ok = self.try_acquire_or_renew()
+            except APIError as exc:
+                log.warning("Lease %s/%s: %s", self.namespace, self.name, exc)
+                ok = False
+            if on_holder:
+                on_holder(self.holder)
+            with self._lock:
+                was = self._leading
+                if ok:
+                    self._leading, self._renewed_at = True, sent
+                elif was and time.monotonic() - self._renewed_at >= self.renew_deadline:
+                    self._leading = False
+                now_leading = self._leading
+            if now_leading and not was:
+                log.info("became the leader (%s)", self.identity)
+                on_started()
+            elif was and not now_leading:
+                log.error("could not renew the Lease within %gs: stopped leading", self.renew_deadline)
+                on_stopped()
+            if was and now_leading and not ok:
+                # the clock may run out before the next try: stop the workers exactly at the deadline
+                stop.wait(max(0.0, min(self.retry_period, self._renewed_at + self.renew_deadline - time.monotonic())))
+                continue
+            stop.wait(self.retry_period if now_leading else self.retry_period * random.uniform(1.0, 2.2))
 
     @property
     def path(self) -> str:
@@ -41,6 +93,8 @@ class LeaderElector:
     def try_acquire_or_renew(self) -> bool:
         """True when this process holds the Lease after the call."""
         now = self.clock()
+        if self.lease is not None and self._renew(now):
+            return True
         try:
             lease = self.api.request("GET", self.path)
         except APIError as exc:
@@ -50,6 +104,7 @@ class LeaderElector:
             return self._create(now)
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity")
+        self.holder = holder or ""
         renewed = spec.get("renewTime")
         duration = dt.timedelta(seconds=spec.get("leaseDurationSeconds", self.duration))
         expired = not renewed or parse_micro_time(renewed) + duration < now
@@ -64,12 +119,26 @@ class LeaderElector:
         body = {**lease, "spec": new_spec}
         try:
             self.lease = self.api.request("PUT", self.path, body=body, verb="update")
+            self.holder = self.identity
             return True
         except APIError as exc:
             if exc.status == 409:  # another candidate wrote first
                 self.lease = None
                 return False
             raise
+
+    def _renew(self, now: dt.datetime) -> bool:
+        """The leader's fast path: one PUT of the Lease it holds (a 409 means someone else wrote it)."""
+        assert self.lease is not None
+        body = {**self.lease, "spec": {**self.lease["spec"], "renewTime": micro_time(now)}}
+        try:
+            self.lease = self.api.request("PUT", self.path, body=body, verb="update")
+            return True
+        except APIError as exc:
+            if exc.status != 409:
+                raise
+            self.lease = None
+            return False
 
     def _create(self, now: dt.datetime) -> bool:
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": self.name, "namespace": self.namespace},
@@ -78,6 +147,7 @@ class LeaderElector:
         try:
             path = collection_path("coordination.k8s.io", "v1", "leases", self.namespace)
             self.lease = self.api.request("POST", path, body=body, verb="create")
+            self.holder = self.identity
             return True
         except APIError as exc:
             if exc.status == 409:
@@ -86,6 +156,8 @@ class LeaderElector:
 
     def release(self) -> None:
         """Give the Lease up on shutdown so that the next replica need not wait for it to expire."""
+        with self._lock:
+            self._leading = False
         if not self.lease:
             return
         patch = {"metadata": {"resourceVersion": self.lease["metadata"]["resourceVersion"]}, "spec": {"holderIdentity": None}}

@@ -34,9 +34,9 @@ class Observation:
     size: int
     deployment: dict[str, Any] | None  # live (or just applied) Deployment, None when absent
     pods: tuple[str, ...]
-    degraded_reason: str = ""  # ResourceNotOwned | InvalidSpec | ApplyFailed | ""
+    # ResourceNotOwned | InvalidSpec | ApplyFailed | DriftDetected (--detect-only) | FieldManagerFight | ""
+    degraded_reason: str = ""
     degraded_message: str = ""
-    corrected: str = ""  # summary of the drift corrected in this cycle, if any
     applied_by: str = ""  # GitOps-applied (ownership.py): the field manager that applied the Deployment
     drift_note: str = ""  # GitOps-applied: what differs from the rendering (information, not failure)
 
@@ -110,15 +110,14 @@ def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
         progressing, prog_reason, prog_message = False, "NotProgressing", "no rollout under way"
     elif not verdict.observed:
         progressing, prog_reason = True, "RollingOut"
-        prog_message = f"waiting for the Deployment controller to observe generation {verdict.generation}" + (
-            f"; {obs.corrected}" if obs.corrected else "")
+        prog_message = f"waiting for the Deployment controller to observe generation {verdict.generation}"
     elif failure and failure[0] == PROGRESS_DEADLINE_EXCEEDED:
         progressing, (prog_reason, prog_message) = False, failure
     elif not (available and verdict.updated_replicas >= obs.size):
-        progressing, prog_reason, prog_message = True, "RollingOut", obs.corrected or f"waiting for {obs.size} available replicas"
+        progressing, prog_reason, prog_message = True, "RollingOut", f"waiting for {obs.size} available replicas"
     else:
         done = "the rollout is complete" if obs.applied_by else "the Deployment matches the CR"  # drift is not ours to fix
-        progressing, prog_reason, prog_message = False, "ReconcileComplete", obs.corrected or done
+        progressing, prog_reason, prog_message = False, "ReconcileComplete", done
     degraded = (obs.degraded_reason, obs.degraded_message) if own_failure else failure or _not_degraded(obs)
     stalled = own_failure or failure is not None
     conditions = [

@@ -38,14 +38,14 @@ def test_other_fields_and_managers_count_apart() -> None:
 
 
 def test_the_backoff_doubles_with_each_fight_in_a_row_up_to_the_cap() -> None:
+    """After a fight, one more correction undone by the same manager is the next fight: one write per delay."""
     d = FightDetector(threshold=1, window=1000, base=10, cap=30)
-    delays = []
-    t = 0.0
-    for _ in range(4):
-        d.record("k", "ns/a", REPLICAS, "x", t)
-        fight = d.record("k", "ns/a", REPLICAS, "x", t + 0.001)
-        delays.append(fight.delay)
-        t += fight.delay + 0.01
+    d.record("k", "ns/a", REPLICAS, "x", 0)
+    delays = [d.record("k", "ns/a", REPLICAS, "x", 0.001).delay]
+    t = 0.001
+    for _ in range(3):
+        t += delays[-1] + 0.01
+        delays.append(d.record("k", "ns/a", REPLICAS, "x", t).delay)
     assert delays == [10, 20, 30, 30]
 
 

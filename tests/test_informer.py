@@ -57,6 +57,7 @@ class Stub:
                     self.end_headers()
                     self.wfile.write(data)
                     return
+                opened = time.monotonic()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Transfer-Encoding", "chunked")
@@ -75,6 +76,8 @@ class Stub:
                     line = json.dumps(item).encode() + b"\n"
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
                     self.wfile.flush()
+                if "timeoutSeconds" in query and status == 200 and not any(i.get("type") == "ERROR" for i in body if isinstance(i, dict)):
+                    time.sleep(max(0.0, opened + float(query["timeoutSeconds"]) - time.monotonic()))  # closes at timeoutSeconds
                 self.wfile.write(b"0\r\n\r\n")
                 self.close_connection = True
 
@@ -116,18 +119,19 @@ def test_list_then_watch_from_its_version_and_resume_from_the_bookmark() -> None
                      {"type": "BOOKMARK",
                       "object": {"kind": "Deployment", "apiVersion": "apps/v1", "metadata": {"resourceVersion": "297"}}}]),
               (200, [{"type": "DELETED", "object": dep("b", "298")}])]
-    inf, events, requests, metrics = run_informer(script, until=lambda i, e: ("DELETED", "b") in e)
+    inf, events, requests, metrics = run_informer(script, until=lambda i, e: ("DELETED", "b") in e, watch_timeout=1)
     assert events == [("ADDED", "a"), ("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
     streaming, listing, first, second = (r[1] for r in requests[:4])
     assert streaming["sendInitialEvents"] == "true", "the streaming list is tried first"
     assert "watch" not in listing and listing["labelSelector"] == DEPLOYMENTS.selector
-    assert first["resourceVersion"] == "288" and first["allowWatchBookmarks"] == "true" and first["timeoutSeconds"] == "300"
+    assert first["resourceVersion"] == "288" and first["allowWatchBookmarks"] == "true" and first["timeoutSeconds"] == "1"
     assert second["resourceVersion"] == "297", "resumed from the BOOKMARK"
     assert inf.store.get(("ns", "a"))["spec"]["replicas"] == 3
     assert inf.store.get(("ns", "a"))["metadata"]["managedFields"], "Deployments keep managedFields"
     assert inf.store.get(("ns", "b")) is None
     assert metrics.value("memcached_gitops_watch_events_total", {"kind": "Deployment", "type": "MODIFIED"}) == 1
     assert metrics.value("memcached_gitops_watch_restarts_total", {"kind": "Deployment", "reason": "closed"}) >= 1
+    assert metrics.value("memcached_gitops_watch_restarts_total", {"kind": "Deployment", "reason": "dropped"}) == 0
     assert all("sendInitialEvents" not in r[1] for r in requests[2:]), "a refused streaming list is not tried again"
 
 
@@ -194,6 +198,6 @@ def test_crs_lose_managed_fields_and_write_through_keeps_the_newest() -> None:
 def test_a_dropped_connection_is_retried_from_the_last_version() -> None:
     dropped = (200, [{"type": "MODIFIED", "object": dep("a", "289", 2)}, ("drop", 0)])
     inf, events, requests, metrics = run_informer([REFUSED, LIST, dropped, (200, [{"type": "MODIFIED", "object": dep("a", "290", 3)}])],
-                                                  until=lambda i, e: e.count(("MODIFIED", "a")) == 2)
+                                                  until=lambda i, e: e.count(("MODIFIED", "a")) == 2, watch_timeout=1)
     assert metrics.value("memcached_gitops_watch_restarts_total", {"kind": "Deployment", "reason": "dropped"}) == 1
     assert requests[3][1]["resourceVersion"] == "289"

@@ -208,8 +208,13 @@ ContextOpt = Annotated[str | None, typer.Option("--context", help="The kubeconfi
 
 @app.command()
 def reconcile(
-    once: Annotated[bool, typer.Option("--once", help="One cycle (CronJob): exit 0 all handled, 1 some failed, 2 could not run.")] = False,
-    interval: Annotated[str | None, typer.Option("--interval", help="Cycles this often until SIGTERM (Deployment), e.g. 30s.")] = None,
+    once: Annotated[bool, typer.Option(
+        "--once", help="One LIST-based cycle (CronJob): exit 0 all handled, 1 some failed, 2 could not run.")] = False,
+    interval: Annotated[str | None, typer.Option(
+        "--interval", help="Without --once: event-driven (WATCH) until SIGTERM, with a full resync this often [default 10m].")] = None,
+    detect_only: Annotated[bool, typer.Option(
+        "--detect-only", help="Report drift (status, Events, metrics, log) and never write a Deployment.")] = False,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="CRs reconciled at once (event-driven mode).")] = 4,
     namespace: NamespaceOpt = None,
     field_manager: Annotated[str, typer.Option("--field-manager", help="Field manager of the Deployment applies.")] = "memcached-gitops",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report drift, write nothing: exit 0 no drift, 1 drift, 2 error.")] = False,
@@ -221,15 +226,15 @@ def reconcile(
     context: ContextOpt = None,
     crd: CrdOpt = None,
     image: Annotated[str | None, typer.Option("--image", help=f"memcached image [env MEMCACHED_IMAGE; default {DEFAULT_IMAGE}]")] = None,
-    leader_elect: Annotated[bool, typer.Option("--leader-elect/--no-leader-elect", help="Hold a Lease (with --interval).")] = True,
+    leader_elect: Annotated[bool, typer.Option("--leader-elect/--no-leader-elect", help="Hold a Lease (event-driven mode).")] = True,
     lease_namespace: Annotated[str | None, typer.Option("--lease-namespace", help="Namespace of the Lease [env POD_NAMESPACE].")] = None,
     metrics_port: Annotated[int, typer.Option("--metrics-port", help="Port of /healthz, /readyz and /metrics (0: off).")] = 8080,
     log_level: Annotated[str, typer.Option("--log-level")] = "info",
 ) -> None:
     """Correct drift of the Deployments of Memcached CRs with server-side apply, and report status."""
     _require_cluster_client("reconcile")
-    if once == (interval is not None):
-        raise _fail("give exactly one of --once or --interval")
+    if once and interval is not None:
+        raise _fail("--interval is the resync period of the event-driven mode; it does not go with --once")
     _setup_logging(log_level)
     from memcached_gitops.reconciler import run
 
@@ -237,7 +242,7 @@ def reconcile(
                field_manager=field_manager, dry_run=dry_run, kubeconfig=kubeconfig, context=context,
                crd=_validator(crd, True).crd, image=_image(image), leader_elect=leader_elect,
                lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE", "default"), metrics_port=metrics_port,
-               adopt=adopt)
+               adopt=adopt, detect_only=detect_only, workers=workers)
     raise typer.Exit(code)
 
 

@@ -14,7 +14,8 @@ CLUSTER_EXTRA = "memcached-gitops[cluster]"
 
 
 def missing_cluster_client(command: str) -> str | None:
-    """None when the kubernetes client can be imported, otherwise the reason and the install command."""
-    if find_spec("kubernetes") is not None:
+    """None when the [cluster] extra (the kubernetes client, prometheus-client for the reconciler's
+    /metrics) can be imported, otherwise the reason and the install command."""
+    if find_spec("kubernetes") is not None and find_spec("prometheus_client") is not None:
         return None
     return f"{command} talks to a cluster and needs the Kubernetes client: pip install '{CLUSTER_EXTRA}'"

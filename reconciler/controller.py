@@ -1,0 +1,298 @@
+"""The event-driven mode (the Deployment): informers, a work queue, workers, a Lease, a resync.
+
+- Three informers (informer.py) mirror Memcacheds, and Deployments and Pods by our label, into
+  memory. Every event puts the key of the CR it concerns on the work queue (workqueue.py), at
+  once: no batching window, no polling.
+- ``workers`` threads each take one key and reconcile that CR from the cache with the per-CR
+  step that ``--once`` uses (Reconciler.reconcile_cr): no GET, one apply per correction, at most
+  one status write. What our writes return goes into the cache (write-through), so the events
+  they cause find nothing to do: a status write's MODIFIED event ends in "no change, no write".
+- A field that another manager keeps undoing is a fight (fights.py): the CR backs off with a
+  growing delay and is Degraded, with a Warning Event and a metric.
+- Leader election runs in its own thread (leader.py); only the leader's workers write, and a
+  leader that cannot renew in time stops writing at once. The informers run on every replica,
+  so a standby that takes over starts from a warm cache.
+- Every ``resync`` seconds every CR in the cache is queued again: a safety net that costs no
+  request unless something drifted.
+- SIGTERM (``stop``): workers finish their current CR, the Lease is released, ``run`` returns 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from memcached_gitops.render import MANAGED_BY
+
+from .api import APIError, KubeAPI, RetryPolicy
+from .cycle import CROutcome, Reconciler
+from .drift import Drift
+from .fights import FightDetector
+from .informer import Informer, Kind, key_of, slim
+from .leader import LeaderElector
+from .metrics import Metrics
+from .workqueue import WorkQueue
+
+log = logging.getLogger("memcached_gitops.controller")
+SELECTOR = f"app.kubernetes.io/managed-by={MANAGED_BY}"
+INSTANCE = "app.kubernetes.io/instance"
+#: A full resync every 10 minutes. Events carry every change, so the resync only repairs what a
+#: bug or a lost event could have missed; it reads the cache and writes nothing unless something
+#: drifted, so it costs CPU (about 1 ms per CR), not API requests. 10 minutes is Flux's usual
+#: interval and well under the 5-minute compaction window times two, so a missed event is repaired
+#: quickly; controller-runtime's 10-hour default trusts the watch more than we need to.
+DEFAULT_RESYNC = 600.0
+
+
+@dataclass
+class Settings:
+    workers: int = 4
+    resync: float = DEFAULT_RESYNC
+    watch_timeout: int = 300  # client-go's minimum watch timeout
+    silence_grace: float = 10.0
+    streaming_list: bool = True
+
+
+class Controller:
+    def __init__(self, reconciler: Reconciler, metrics: Metrics | None = None, elector: LeaderElector | None = None,
+                 settings: Settings | None = None, fights: FightDetector | None = None) -> None:
+        self.reconciler, self.api = reconciler, reconciler.api
+        self.metrics = metrics or Metrics()
+        self.metrics.api_requests = self.api.requests
+        self.elector = elector
+        self.settings = settings or Settings()
+        self.fights = fights or FightDetector()
+        self.stop = reconciler.stop
+        self.queue = WorkQueue()
+        self.metrics.queue_depth.set_function(lambda: len(self.queue))
+        self.leading = threading.Event()
+        if elector is None:
+            self.leading.set()
+        else:
+            self.api.may_write = elector.is_leader
+        crd = reconciler.crd
+        self.kinds = {
+            "Memcached": Kind("Memcached", crd.group, reconciler.version, crd.plural),
+            "Deployment": Kind("Deployment", "apps", "v1", "deployments", SELECTOR, keep_managed_fields=True),
+            "Pod": Kind("Pod", "", "v1", "pods", SELECTOR, metadata_only=True),
+        }
+        scopes = reconciler.options.namespaces or (None,)
+        s = self.settings
+        self.informers: dict[str, list[Informer]] = {
+            name: [Informer(self.api, kind, self._on_event, namespace=ns, metrics=self.metrics, watch_timeout=s.watch_timeout,
+                            silence_grace=s.silence_grace, streaming_list=s.streaming_list) for ns in scopes]
+            for name, kind in self.kinds.items()
+        }
+        self._pods: dict[tuple[str, str], set[str]] = {}
+        self._pods_lock = threading.Lock()
+        self._schema: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
+        self.synced_after: float | None = None  # seconds from start to the first complete sync
+        self.error = ""
+
+    # ---- the cache
+    def _get(self, kind: str, key: tuple[str, str]) -> dict[str, Any] | None:
+        for informer in self.informers[kind]:
+            if informer.namespace in (None, key[0]):
+                return informer.store.get(key)
+        return None
+
+    def _put(self, kind: str, obj: dict[str, Any]) -> None:
+        ns = key_of(obj)[0]
+        for informer in self.informers[kind]:
+            if informer.namespace in (None, ns):
+                informer.store.put_if_newer(slim(self.kinds[kind], obj))
+
+    def cr_keys(self) -> list[tuple[str, str]]:
+        return [k for informer in self.informers["Memcached"] for k in informer.store.keys()]
+
+    def pods_of(self, key: tuple[str, str]) -> tuple[str, ...]:
+        with self._pods_lock:
+            return tuple(sorted(self._pods.get(key, ())))
+
+    # ---- events
+    def _on_event(self, kind: str, type_: str, obj: dict[str, Any], old: dict[str, Any] | None, arrived: float) -> None:
+        meta = obj.get("metadata") or {}
+        ns = meta.get("namespace", "")
+        if kind == "Memcached":
+            key = (ns, meta.get("name", ""))
+            if type_ == "DELETED":
+                self.fights.forget(key)  # the garbage collector removes its Deployment (transcript 36)
+                return
+            self.queue.add(key, arrived)
+        elif kind == "Deployment":
+            self.queue.add((ns, owner_name(obj)), arrived)
+        else:
+            instance = (meta.get("labels") or {}).get(INSTANCE)
+            if not instance:
+                return
+            with self._pods_lock:
+                names = self._pods.setdefault((ns, instance), set())
+                before = len(names)
+                if type_ == "DELETED":
+                    names.discard(meta.get("name", ""))
+                else:
+                    names.add(meta.get("name", ""))
+                changed = len(names) != before
+            if changed:
+                self.queue.add((ns, instance), arrived)
+
+    # ---- workers
+    def _work(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            key, arrived = item
+            started = time.monotonic()
+            try:
+                if not self.leading.is_set():
+                    continue  # everything is queued again when this replica becomes the leader
+                wait = self.fights.wait(key, started)
+                if wait > 0:
+                    self.queue.add_after(key, wait)
+                    continue
+                self.reconcile(key, arrived)
+                self.queue.forget(key)
+            except Exception as exc:  # APIError, or a bug: this CR is retried with backoff, the others go on
+                if isinstance(exc, APIError):
+                    log.warning("%s/%s: %s; retrying with backoff", key[0], key[1], exc)
+                else:
+                    log.exception("%s/%s: reconcile failed", key[0], key[1])
+                self.metrics.retries.inc()
+                self.queue.add_rate_limited(key)
+            finally:
+                self.queue.done(key)
+                self.metrics.work_duration.observe(time.monotonic() - started)
+
+    def reconcile(self, key: Hashable, arrived: float) -> CROutcome | None:
+        """One CR from the cache (no GET); its writes' answers go back into the cache."""
+        cr = self._get("Memcached", key)  # type: ignore[arg-type]
+        if cr is None:
+            return None
+        live = self._get("Deployment", key)  # type: ignore[arg-type]
+        declared, condition_fields = self._schema
+        outcome = self.reconciler.reconcile_cr(cr, live, self.pods_of(key), declared, condition_fields,  # type: ignore[arg-type]
+                                               degraded=self._fight_check)
+        if outcome.deployment is not None:
+            self._put("Deployment", outcome.deployment)
+            if outcome.action == "corrected":
+                self.metrics.correction_latency.observe(outcome.applied_at - arrived)
+        if outcome.cr is not None:
+            self._put("Memcached", outcome.cr)
+        self.metrics.observe_outcome(outcome)
+        if outcome.action == "failed":
+            raise APIError(0, outcome.error)
+        return outcome
+
+    def _fight_check(self, cr: dict[str, Any], corrected: list[Drift]) -> tuple[str, str] | None:
+        """Record the corrections against other managers; the CR is Degraded while a fight lasts."""
+        key = key_of(cr)
+        now = time.monotonic()
+        ours = {self.reconciler.options.field_manager}
+        for d in corrected:
+            for manager in d.managers:
+                if manager in ours:
+                    continue
+                fight = self.fights.record(key, f"{key[0]}/{key[1]}", d.field, manager, now)
+                if fight is not None:
+                    log.warning("%s/%s: fight: %s", key[0], key[1], fight.message)
+                    self.metrics.fights.labels(fight.field, fight.manager).inc()
+                    self.reconciler._event(cr, "Warning", "FightDetected", fight.message[:1024])
+        fight = self.fights.active(key, now)
+        return ("FieldManagerFight", fight.message) if fight else None
+
+    # ---- leadership
+    def _started_leading(self) -> None:
+        self.metrics.leader = True
+        self.leading.set()
+        for key in self.cr_keys():
+            self.queue.add(key)
+
+    def _stopped_leading(self) -> None:
+        self.leading.clear()
+        self.metrics.leader = False
+
+    def _on_holder(self, holder: str) -> None:
+        self.metrics.holder = holder
+
+    # ---- running
+    def run(self, first_sync_timeout: float | None = None) -> int:
+        """Until ``stop``: 0 after a clean stop, 2 when the API server refuses our requests."""
+        started = time.monotonic()
+        for informers in self.informers.values():
+            for informer in informers:
+                informer.start()
+        try:
+            self._schema = self.reconciler._status_schema()
+        except APIError as exc:
+            log.warning("cannot read the served CRD: %s", exc)
+        all_informers = [i for group in self.informers.values() for i in group]
+        deadline = None if first_sync_timeout is None else started + first_sync_timeout
+        for informer in all_informers:
+            while not informer.synced.wait(0.05):
+                if self.stop.is_set() or (deadline and time.monotonic() > deadline):
+                    return self._shutdown(started, 0 if self.stop.is_set() else 2)
+        if any(i.error for i in all_informers):
+            self.error = "; ".join(i.error for i in all_informers if i.error)
+            return self._shutdown(started, 2)
+        self.synced_after = time.monotonic() - started
+        log.info("caches synced in %.3fs: %d Memcacheds, %d Deployments, %d Pods", self.synced_after,
+                 *(sum(len(i.store) for i in self.informers[k]) for k in ("Memcached", "Deployment", "Pod")))
+        self.metrics.ready = True
+        threads = [threading.Thread(target=self._work, daemon=True, name=f"worker-{n}") for n in range(self.settings.workers)]
+        for t in threads:
+            t.start()
+        if self.elector is not None:
+            threading.Thread(target=self.elector.run, args=(self.stop, self._started_leading, self._stopped_leading, self._on_holder),
+                             daemon=True, name="leader-election").start()
+        else:
+            self._started_leading()
+        next_resync = time.monotonic() + self.settings.resync
+        while not self.stop.is_set():
+            failed = [i.error for i in all_informers if i.error]
+            if failed:
+                self.error = "; ".join(failed)
+                return self._shutdown(started, 2)
+            if time.monotonic() >= next_resync:
+                next_resync = time.monotonic() + self.settings.resync
+                if self.leading.is_set():
+                    log.info("resync: queueing %d CRs", len(self.cr_keys()))
+                    for key in self.cr_keys():
+                        self.queue.add(key)
+            self.stop.wait(min(1.0, max(0.0, next_resync - time.monotonic())))
+        return self._shutdown(started, 0)
+
+    def _shutdown(self, started: float, code: int) -> int:
+        self.stop.set()
+        self.queue.shut_down()
+        self.queue.wait_idle(timeout=30)  # the current CR of each worker is finished
+        for informers in self.informers.values():
+            for informer in informers:
+                informer.stop.set()
+        if self.elector is not None:
+            self.elector.release()
+        self.metrics.leader = False
+        if self.error:
+            log.error("%s", self.error)
+        log.info("stopped after %.1fs", time.monotonic() - started)
+        return code
+
+
+def owner_name(deployment: dict[str, Any]) -> str:
+    """The CR a Deployment belongs to: its controller, else our instance label, else its own name."""
+    meta = deployment.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller") and ref.get("kind") == "Memcached":
+            return ref.get("name", "")
+    return (meta.get("labels") or {}).get(INSTANCE) or meta.get("name", "")
+
+
+def lease_client(api: KubeAPI, renew_deadline: float) -> KubeAPI:
+    """The Lease's own client: one attempt per try, bounded well inside the renew deadline, never
+    gated by leadership (it is how leadership is kept)."""
+    return KubeAPI(client=api.client, retry=RetryPolicy(attempts=1), timeout=renew_deadline / 4, requests=api.requests,
+                   user_agent=api.user_agent)
