@@ -53,6 +53,7 @@ class Settings:
     workers: int = 4
     resync: float = DEFAULT_RESYNC
     watch_timeout: int = 300  # client-go's minimum watch timeout
+    heartbeat: float = 60.0  # the watch cache's BOOKMARK period
     silence_grace: float = 10.0
     streaming_list: bool = True
 
@@ -84,13 +85,15 @@ class Controller:
         s = self.settings
         self.informers: dict[str, list[Informer]] = {
             name: [Informer(self.api, kind, self._on_event, namespace=ns, metrics=self.metrics, watch_timeout=s.watch_timeout,
-                            silence_grace=s.silence_grace, streaming_list=s.streaming_list) for ns in scopes]
+                            heartbeat=s.heartbeat, silence_grace=s.silence_grace, streaming_list=s.streaming_list)
+                   for ns in scopes]
             for name, kind in self.kinds.items()
         }
         self._pods: dict[tuple[str, str], set[str]] = {}
         self._pods_lock = threading.Lock()
         self._schema: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
         self.synced_after: float | None = None  # seconds from start to the first complete sync
+        self.resyncs = 0
         self.error = ""
 
     # ---- the cache
@@ -260,6 +263,7 @@ class Controller:
             if time.monotonic() >= next_resync:
                 next_resync = time.monotonic() + self.settings.resync
                 if self.leading.is_set():
+                    self.resyncs += 1
                     log.info("resync: queueing %d CRs", len(self.cr_keys()))
                     for key in self.cr_keys():
                         self.queue.add(key)

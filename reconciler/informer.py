@@ -12,8 +12,9 @@ The reflector of client-go, for plain dicts:
 - An ERROR event with a 410 Status (``too old resource version``, 32) means: LIST again.
 - A connection that cannot be opened or breaks (an API server restart) is retried with capped
   exponential backoff and jitter, from the last resourceVersion.
-- A stream that stays silent past ``timeoutSeconds`` plus a grace period is dead (the server
-  would have closed it, 32): it is dropped and re-opened (nolar/kopf#1276 lost such watches).
+- A stream that stays silent longer than the server's heartbeat (a BOOKMARK at least every
+  minute from the watch cache, and one shortly before ``timeoutSeconds``, 30) plus a grace
+  period is dead: it is dropped and re-opened (nolar/kopf#1276 lost such watches).
 - A 400 or 404 answer (a malformed selector, an unknown resource, 32) is a clear error that
   stops the informer, not a retry loop.
 
@@ -157,11 +158,13 @@ class Informer:
     """Mirrors one kind in one scope (a namespace, or all) into ``store``, in its own thread."""
 
     def __init__(self, api: KubeAPI, kind: Kind, handler: Handler, *, namespace: str | None = None,
-                 metrics: Any = None, watch_timeout: int = 300, silence_grace: float = 10.0,
+                 metrics: Any = None, watch_timeout: int = 300, heartbeat: float = 60.0, silence_grace: float = 10.0,
                  backoff_base: float = 0.2, backoff_cap: float = 30.0, page_size: int = 5000,
                  streaming_list: bool = True) -> None:
         self.api, self.kind, self.handler, self.namespace, self.metrics = api, kind, handler, namespace, metrics
         self.watch_timeout, self.silence_grace = watch_timeout, silence_grace
+        #: the longest a live stream stays quiet: the heartbeat BOOKMARK, or the close at timeoutSeconds
+        self.silence_limit = min(heartbeat, watch_timeout) + silence_grace
         self.backoff_base, self.backoff_cap, self.page_size = backoff_base, backoff_cap, page_size
         self.streaming_list = streaming_list
         self.store = Store()
@@ -257,7 +260,7 @@ class Informer:
         query = self._query() | {"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"}
         query.pop("resourceVersion", None)
         initial: list[dict[str, Any]] = []
-        for event, _ in self.api.watch(self.path, query, self.watch_timeout + self.silence_grace, self._accept()):
+        for event, _ in self.api.watch(self.path, query, self.silence_limit, self._accept()):
             type_, obj = event.get("type"), event.get("object") or {}
             if type_ == "ERROR":
                 raise StreamingRefused(obj.get("message", "an ERROR event"))
@@ -284,8 +287,7 @@ class Informer:
         return query
 
     def _watch(self) -> None:
-        read_timeout = self.watch_timeout + self.silence_grace
-        for event, arrived in self.api.watch(self.path, self._query(), read_timeout, self._accept()):
+        for event, arrived in self.api.watch(self.path, self._query(), self.silence_limit, self._accept()):
             if self.stop.is_set():
                 return
             type_, obj = event.get("type", ""), event.get("object") or {}
