@@ -1,0 +1,335 @@
+"""The event-driven mode over real HTTP against the fake API server (which serves WATCH as
+transcripts 30-33 show). Each scenario asserts on the fake's state and on its request log,
+whose receive times are taken as the API server's audit log takes them.
+
+The resync period is an hour in these scenarios (unless a scenario is about the resync), so a
+correction seen within seconds came from a WATCH event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.controller import Controller, Settings, lease_client
+from memcached_gitops.reconciler.cycle import Options, Reconciler
+from memcached_gitops.reconciler.fights import FightDetector
+from memcached_gitops.reconciler.informer import Kind
+from memcached_gitops.reconciler.leader import LeaderElector
+from memcached_gitops.reconciler.metrics import Metrics
+from memcached_gitops.schemas import load_crd
+
+from .fakeapi.server import FakeAPIServer, Fault
+from .test_reconciler import CR_PATH, DEP_PATH, condition, deployment, make_cr, patch
+
+HOUR = 3600.0
+SCALE = DEP_PATH.format(ns="default", name="a") + "/scale"
+
+
+@pytest.fixture
+def cluster():
+    with FakeAPIServer(namespaces=("default", "shop")) as api:
+        yield api
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what or predicate}")
+
+
+def client(api: FakeAPIServer, identity: str = "replica-1") -> KubeAPI:
+    return KubeAPI.connect(host=api.url, retry=RetryPolicy(attempts=3, base=0.01, cap=0.05),
+                           user_agent=f"memcached-gitops/0.1.0 {identity}")
+
+
+@contextlib.contextmanager
+def running(api: FakeAPIServer, *, identity: str = "replica-1", elect: bool = False, lease: tuple[float, float, float] = (15, 10, 2),
+            settings: Settings | None = None, fights: FightDetector | None = None, wait_leader: bool = True,
+            **options) -> Iterator[Controller]:
+    """A controller in a thread; stopped (as by SIGTERM) at the end. ``controller.exit_code`` after."""
+    kube = client(api, identity)
+    reconciler = Reconciler(kube, load_crd(), Options(**options))
+    elector = None
+    if elect:
+        duration, deadline, retry = lease
+        elector = LeaderElector(lease_client(kube, deadline), "default", identity, duration=int(duration),
+                                renew_deadline=deadline, retry_period=retry)
+    settings = settings or Settings(workers=2, resync=HOUR, watch_timeout=30, silence_grace=1)
+    controller = Controller(reconciler, Metrics(), elector, settings, fights)
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(controller.run()), daemon=True)
+    thread.start()
+    wait_for(lambda: controller.metrics.ready or result, what="the first sync")
+    if wait_leader:
+        wait_for(lambda: controller.leading.is_set() or result, what="leadership")
+    try:
+        yield controller
+    finally:
+        controller.stop.set()
+        thread.join(30)
+        controller.exit_code = result[0] if result else None  # type: ignore[attr-defined]
+
+
+def deployment_writes(api: FakeAPIServer, since: float = 0.0) -> list:
+    return [r for r in api.writes() if "/deployments/" in r.path and r.received >= since]
+
+
+def lists(api: FakeAPIServer, since: float = 0.0) -> list:
+    return [r for r in api.log if r.method == "GET" and r.query.get("watch") != "true" and r.received >= since
+            and r.path.rsplit("/", 1)[-1] in ("memcacheds", "deployments", "pods")]
+
+
+def replicas(api: FakeAPIServer, name: str = "a") -> int | None:
+    dep = deployment(api, name)
+    return dep["spec"]["replicas"] if dep else None
+
+
+def settle(api: FakeAPIServer, quiet: float = 0.3, timeout: float = 10.0) -> None:
+    """Until no write has arrived for ``quiet`` seconds (Lease renewals aside)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        last = max((r.received for r in api.writes() if "/leases/" not in r.path), default=0.0)
+        if time.monotonic() - last >= quiet:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the reconciler never went quiet")
+
+
+def test_a_new_cr_costs_one_apply_and_one_status_write_then_nothing(cluster: FakeAPIServer) -> None:
+    with running(cluster):
+        started = time.monotonic()
+        make_cr(cluster, "a", size=2)
+        wait_for(lambda: condition(cluster, "a", "Available"), what="status")
+        settle(cluster)
+        writes = [f"{r.method} {r.path}" for r in cluster.writes() if r.received >= started and r.user_agent.startswith("memcached")]
+        assert sorted(writes) == ["PATCH /apis/apps/v1/namespaces/default/deployments/a",
+                                  "PATCH /apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/a/status",
+                                  "POST /api/v1/namespaces/default/events"], "the status write's MODIFIED event ends in no write"
+        assert lists(cluster, started) == [], "no LIST after the first sync"
+        assert [r.method for r in cluster.log if r.received >= started and r.path.endswith("/deployments/a")] == ["GET", "PATCH"], \
+            "one GET, for a CR whose Deployment is not in the cache (a foreign one of that name is never taken over)"
+
+
+@pytest.mark.parametrize("change", ["scale", "set-image", "delete"])
+def test_drift_is_corrected_from_the_event(cluster: FakeAPIServer, change: str) -> None:
+    make_cr(cluster, "a")
+    with running(cluster) as controller:
+        wait_for(lambda: condition(cluster, "a", "Available"))
+        settle(cluster)
+        cluster.reset_log()
+        if change == "scale":
+            patch(cluster, SCALE, {"spec": {"replicas": 5}}, "application/merge-patch+json")
+            wait_for(lambda: replicas(cluster) == 1, what="the scale undone")
+        elif change == "set-image":
+            body = {"spec": {"template": {"spec": {"$setElementOrder/containers": [{"name": "memcached"}],
+                                                   "containers": [{"name": "memcached", "image": "memcached:1.5"}]}}}}
+            patch(cluster, DEP_PATH.format(ns="default", name="a"), body, "application/strategic-merge-patch+json",
+                  "?fieldManager=kubectl-set")
+            wait_for(lambda: deployment(cluster, "a")["spec"]["template"]["spec"]["containers"][0]["image"] != "memcached:1.5")
+        else:
+            cluster.handle("DELETE", DEP_PATH.format(ns="default", name="a"), {"User-Agent": "kubectl/v1.37.1"}, b"")
+            wait_for(lambda: deployment(cluster, "a") is not None, what="the Deployment re-created")
+        settle(cluster)
+        ours = [r for r in cluster.writes() if r.user_agent.startswith("memcached") and "/deployments/" in r.path]
+        assert len(ours) == 1, "one apply per correction"
+        assert lists(cluster) == []
+        assert controller.metrics.value("memcached_gitops_drift_correction_latency_seconds_count") == (0 if change == "delete" else 1)
+
+
+def test_a_spec_change_and_a_new_cr_are_acted_on_from_the_event(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    with running(cluster):
+        wait_for(lambda: replicas(cluster) == 1)
+        patch(cluster, CR_PATH.format(ns="default") + "/a", {"spec": {"size": 3}}, "application/merge-patch+json")
+        wait_for(lambda: replicas(cluster) == 3, what="the new size")
+        make_cr(cluster, "b", ns="shop", size=2)
+        wait_for(lambda: cluster.get("apps", "deployments", "shop", "b"), what="b's Deployment")
+
+
+def test_a_resync_that_finds_nothing_writes_nothing_and_lists_nothing(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    with running(cluster, settings=Settings(workers=2, resync=0.3, watch_timeout=30)) as controller:
+        wait_for(lambda: condition(cluster, "a", "Available"))
+        settle(cluster)
+        cluster.reset_log()
+        resyncs = controller.resyncs
+        wait_for(lambda: controller.resyncs >= resyncs + 3, what="three resyncs")
+        assert cluster.writes() == [] and lists(cluster) == []
+
+
+@pytest.mark.parametrize("fault", ["expired", "dropped", "silent", "restart"])
+def test_watch_failures_are_recovered(cluster: FakeAPIServer, fault: str) -> None:
+    """410 (32), a cut stream, a stream gone silent, an API server restart: the drift made meanwhile is still corrected."""
+    make_cr(cluster, "a")
+    settings = Settings(workers=2, resync=HOUR, watch_timeout=30, heartbeat=0.5 if fault == "silent" else 60, silence_grace=0.5)
+    with running(cluster, settings=settings) as controller:
+        wait_for(lambda: condition(cluster, "a", "Available"))
+        settle(cluster)
+        cluster.reset_log()
+        if fault == "expired":
+            cluster.compact()
+            cluster.drop_watches()
+        elif fault == "dropped":
+            cluster.drop_watches()
+        elif fault == "silent":
+            cluster.silence_watches()
+        else:
+            cluster.restart(downtime=0.3)
+        patch(cluster, SCALE, {"spec": {"replicas": 4}}, "application/merge-patch+json")
+        wait_for(lambda: replicas(cluster) == 1, timeout=15, what="the scale undone after the fault")
+        restarts = {reason: controller.metrics.value("memcached_gitops_watch_restarts_total", {"kind": "Deployment", "reason": reason})
+                    for reason in ("expired", "dropped", "silent")}
+        if fault == "expired":
+            assert restarts["expired"] >= 1 and lists(cluster), "a 410 leads to a new LIST"
+        elif fault == "silent":
+            assert restarts["silent"] >= 1
+        else:
+            assert restarts["dropped"] >= 1
+        if fault == "restart":
+            assert restarts["expired"] >= 1, "the restarted server's history starts anew: resuming is a 410, then a LIST"
+
+
+def test_a_fight_with_a_second_writer_is_detected_backed_off_and_reported(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    stop = threading.Event()
+
+    def fighter() -> None:  # an HPA-like writer that wants 4 replicas, reacting at once
+        while not stop.is_set():
+            if replicas(cluster) != 4:
+                cluster.handle("PATCH", SCALE, {"User-Agent": "autoscaler/1.0", "Content-Type": "application/merge-patch+json"},
+                               b'{"spec":{"replicas":4}}')
+            time.sleep(0.002)
+
+    detector = FightDetector(threshold=3, window=60, base=1.0, cap=4.0)
+    with running(cluster, fights=detector) as controller:
+        wait_for(lambda: condition(cluster, "a", "Available"))
+        settle(cluster)
+        t = threading.Thread(target=fighter, daemon=True)
+        started = time.monotonic()
+        t.start()
+        try:
+            wait_for(lambda: condition(cluster, "a", "Degraded").get("reason") == "FieldManagerFight", what="Degraded")
+            time.sleep(4)
+        finally:
+            stop.set()
+            t.join()
+        elapsed = time.monotonic() - started
+        degraded = condition(cluster, "a", "Degraded")
+        assert degraded["status"] == "True"
+        assert ".spec.replicas" in degraded["message"] and "autoscaler (scale)" in degraded["message"]
+        applies = [r for r in deployment_writes(cluster, started) if r.user_agent.startswith("memcached")]
+        # 4 corrections to detect it, then one per backoff (1 s, 2 s, 4 s): far from hundreds a second
+        assert 4 <= len(applies) <= 4 + 4, f"{len(applies)} applies in {elapsed:.1f}s"
+        assert controller.metrics.value("memcached_gitops_fights_total", {"field": ".spec.replicas", "manager": "autoscaler (scale)"}) >= 1
+        warnings = [o for k, o in cluster.objects.items() if k[1] == "events" and o.get("reason") == "FightDetected"]
+        assert warnings and warnings[0]["type"] == "Warning" and "autoscaler (scale)" in warnings[0]["message"]
+
+
+def test_detect_only_reports_drift_and_never_writes_a_deployment(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    make_cr(cluster, "b")
+    Reconciler(client(cluster), load_crd(), Options()).run_cycle()  # a's and b's Deployments exist
+    patch(cluster, SCALE, {"spec": {"replicas": 3}}, "application/merge-patch+json")
+    cluster.reset_log()
+    with running(cluster, detect_only=True) as controller:
+        wait_for(lambda: condition(cluster, "a", "Degraded").get("reason") == "DriftDetected", what="drift reported")
+        make_cr(cluster, "c")
+        wait_for(lambda: condition(cluster, "c", "Degraded").get("reason") == "DriftDetected", what="c reported")
+        settle(cluster)
+        assert deployment_writes(cluster) == [], "no write to any Deployment"
+        assert deployment(cluster, "c") is None and replicas(cluster) == 3
+        message = condition(cluster, "a", "Degraded")["message"]
+        assert ".spec.replicas: live 3, desired 1 (set by kubectl (scale))" in message
+        assert controller.metrics.value("memcached_gitops_drift_detected_total", {"field": ".spec.replicas"}) >= 1
+        events = [o for k, o in cluster.objects.items() if k[1] == "events" and o.get("reason") == "DriftDetected"]
+        assert {e["involvedObject"]["name"] for e in events} == {"a", "c"}
+    assert condition(cluster, "b", "Degraded")["status"] == "False"
+
+
+def test_detect_only_in_the_once_mode(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    Reconciler(client(cluster), load_crd(), Options()).run_cycle()
+    patch(cluster, SCALE, {"spec": {"replicas": 3}}, "application/merge-patch+json")
+    cluster.reset_log()
+    report = Reconciler(client(cluster), load_crd(), Options(detect_only=True)).run_cycle()
+    assert [o.action for o in report.outcomes] == ["drifted"]
+    assert deployment_writes(cluster) == [] and replicas(cluster) == 3
+    assert condition(cluster, "a", "Degraded")["reason"] == "DriftDetected"
+
+
+def test_two_replicas_never_both_write(cluster: FakeAPIServer) -> None:
+    """From the request log: while one replica leads, the other writes nothing but its Lease tries."""
+    make_cr(cluster, "a")
+    lease = (1.5, 1.0, 0.1)
+    with running(cluster, identity="replica-1", elect=True, lease=lease) as one:
+        with running(cluster, identity="replica-2", elect=True, lease=lease, wait_leader=False) as two:
+            wait_for(lambda: two.metrics.ready)
+            for n in range(3):
+                patch(cluster, SCALE, {"spec": {"replicas": 3 + n}}, "application/merge-patch+json")
+                wait_for(lambda: replicas(cluster) == 1)
+            assert one.metrics.leader and not two.metrics.leader and two.metrics.holder == "replica-1"
+            handover = time.monotonic()
+            one.stop.set()  # SIGTERM: drains, releases the Lease
+            wait_for(lambda: two.leading.is_set(), timeout=5, what="the standby takes over")
+            patch(cluster, SCALE, {"spec": {"replicas": 5}}, "application/merge-patch+json")
+            wait_for(lambda: replicas(cluster) == 1, what="corrected by the new leader")
+            assert time.monotonic() - handover < 2, "a released Lease is taken within a retry period or two"
+    writes = [r for r in cluster.writes() if "/leases/" not in r.path and r.user_agent.startswith("memcached")]
+    by_replica = [r.user_agent.rsplit(" ", 1)[-1] for r in writes]
+    first_two = by_replica.index("replica-2")
+    assert set(by_replica[:first_two]) == {"replica-1"} and set(by_replica[first_two:]) == {"replica-2"}, by_replica
+
+
+def test_a_leader_that_cannot_renew_stops_writing_within_the_deadline(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    deadline = 1.0
+    with running(cluster, elect=True, lease=(1.5, deadline, 0.1)) as controller:
+        wait_for(lambda: condition(cluster, "a", "Available"))
+        cluster.faults.append(Fault(method="PUT", path_contains="/leases/", status=500, times=10_000))
+        refused_from = time.monotonic()
+        wait_for(lambda: not controller.leading.is_set(), timeout=5, what="leadership lost")
+        lost = time.monotonic() - refused_from
+        patch(cluster, SCALE, {"spec": {"replicas": 4}}, "application/merge-patch+json")
+        time.sleep(0.5)
+        assert replicas(cluster) == 4, "no correction once leadership is lost"
+        renewals = [r.received for r in cluster.log if "/leases" in r.path and r.method in ("POST", "PUT") and r.status in (200, 201)]
+        last_write = max(r.received for r in cluster.writes() if "/leases/" not in r.path and r.user_agent.startswith("memcached"))
+        assert last_write < renewals[-1] + deadline, "every write within the renew deadline of the last renewal"
+        assert lost < deadline + 0.5
+        assert controller.metrics.value("memcached_gitops_leader") == 0
+        cluster.faults.clear()
+        wait_for(lambda: replicas(cluster) == 1, timeout=5, what="corrected once the Lease is renewed again")
+
+
+def test_sigterm_drains_the_current_item_and_releases_the_lease(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=0, delay=0.8, times=1))
+    with running(cluster, elect=True, lease=(15, 10, 2)) as controller:
+        wait_for(lambda: any(r.path.endswith("/deployments/a") and r.method == "GET" for r in cluster.log))
+        time.sleep(0.2)  # the apply is in flight
+        controller.stop.set()
+    assert controller.exit_code == 0  # type: ignore[attr-defined]
+    assert deployment(cluster, "a") is not None, "the CR being reconciled was finished"
+    lease = cluster.get("coordination.k8s.io", "leases", "default", "memcached-gitops-leader")
+    assert lease["spec"].get("holderIdentity") is None, "released"
+
+
+def test_a_malformed_request_stops_with_a_clear_error(cluster: FakeAPIServer) -> None:
+    kube = client(cluster)
+    reconciler = Reconciler(kube, load_crd(), Options())
+    controller = Controller(reconciler, Metrics(), None, Settings(workers=1, resync=HOUR))
+    for informer in controller.informers["Pod"]:  # a selector the server cannot parse (32)
+        informer.kind = Kind("Pod", "", "v1", "pods", "a in (", metadata_only=True)
+    started = time.monotonic()
+    assert controller.run(first_sync_timeout=10) == 2
+    assert time.monotonic() - started < 5
+    assert "HTTP 400" in controller.error and "pods" in controller.error
+    assert sum(1 for r in cluster.log if "/pods" in r.path) <= 2, "not a retry loop"
