@@ -331,7 +331,8 @@ def main() -> None:
             wait(lambda: all(api.get("apps", "deployments", *name_of(int(n.split("-")[1]))) for n in names), 600)
             lags, spread, all_done = burst_lags(api, names)
             print(f"  {args.new} new CRs from {args.clients} clients at once (arriving over {spread:.2f} s): "
-                  f"lag from a CR's receipt to its Deployment's apply median {statistics.median(lags) * 1000:.0f} ms, max {max(lags) * 1000:.0f} ms; all have "
+                  f"lag from a CR's receipt to its Deployment's apply median {statistics.median(lags) * 1000:.0f} ms, "
+                  f"max {max(lags) * 1000:.0f} ms; all have "
                   f"Deployments {all_done:.2f} s after the first arrived (target 3 s; the fake alone needs "
                   f"{args.new * create_cost:.1f} s for {args.new} creates)")
             print(f"  peak RSS at the end: {peak_rss_mib(proc.pid):.0f} MiB")
