@@ -1,11 +1,12 @@
 """Prometheus metrics (prometheus-client) and the /healthz, /readyz, /metrics server.
 
 Each ``Metrics`` has a registry of its own, so that two reconcilers in one process (tests, the
-benchmarks) never share counters. Names are those of the hand-written exposition they replace
-(``memcached_gitops_cycles_total``, ``..._cycle_duration_seconds``, ``..._drift_corrections_total``,
-``..._api_requests_total``, ``..._errors_total``, ``..._leader``); prometheus-client adds a
-``_created`` sample beside each counter and histogram. The event-driven mode adds the work queue,
-watch, fight and latency series below.
+benchmarks) never share counters. ``memcached_gitops_drift_corrections_total``, ``..._api_requests_total``,
+``..._errors_total`` and ``..._leader`` keep the names of the hand-written exposition they replace;
+prometheus-client adds a ``_created`` sample beside each counter and histogram. The cycle series
+(``..._cycles_total``, ``..._cycle_duration_seconds``) are gone with the polling loop: the
+Deployment mode has no cycles, and ``..._work_duration_seconds`` and the work-queue, watch, fight
+and latency series below take their place.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from prometheus_client.core import CounterMetricFamily
 
 PREFIX = "memcached_gitops"
-CYCLE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 #: From one millisecond (a correction on a quiet server) to ten seconds (a saturated queue).
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -42,9 +42,6 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.cycles = Counter(f"{PREFIX}_cycles", "Reconcile cycles (--once, or a full resync) by result.", ["result"], registry=r)
-        self.cycle_duration = Histogram(f"{PREFIX}_cycle_duration_seconds", "Duration of a reconcile cycle.",
-                                        buckets=CYCLE_BUCKETS, registry=r)
         self.corrections = Counter(f"{PREFIX}_drift_corrections", "Drifted fields corrected, by field.", ["field"], registry=r)
         self.drift_detected = Counter(f"{PREFIX}_drift_detected", "Drifted fields found and left alone (--detect-only), by field.",
                                       ["field"], registry=r)
@@ -102,15 +99,6 @@ class Metrics:
             self._holder = identity
             if identity:
                 self.lease_holder.labels(identity).set(1)
-
-    def observe_cycle(self, report: Any) -> None:
-        result = "incomplete" if not report.complete else ("failed" if report.failed else "ok")
-        self.cycles.labels(result).inc()
-        self.cycle_duration.observe(report.duration)
-        for o in report.outcomes:
-            self.observe_outcome(o)
-        if report.error:
-            self.errors.labels("cycle").inc()
 
     def observe_outcome(self, outcome: Any) -> None:
         """Count one CR's result: its corrected (or, detect-only, reported) fields and its failure."""

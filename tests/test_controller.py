@@ -140,6 +140,8 @@ def test_drift_is_corrected_from_the_event(cluster: FakeAPIServer, change: str) 
         settle(cluster)
         ours = [r for r in cluster.writes() if r.user_agent.startswith("memcached") and "/deployments/" in r.path]
         assert len(ours) == 1, "one apply per correction"
+        status_writes = [r for r in cluster.writes() if r.path.endswith("/status")]
+        assert len(status_writes) <= 1, "at most one status write per correction"
         assert lists(cluster) == []
         assert controller.metrics.value("memcached_gitops_drift_correction_latency_seconds_count") == (0 if change == "delete" else 1)
 
@@ -333,3 +335,59 @@ def test_a_malformed_request_stops_with_a_clear_error(cluster: FakeAPIServer) ->
     assert time.monotonic() - started < 5
     assert "HTTP 400" in controller.error and "pods" in controller.error
     assert sum(1 for r in cluster.log if "/pods" in r.path) <= 2, "not a retry loop"
+
+
+def test_metrics_and_probes_say_who_leads(cluster: FakeAPIServer) -> None:
+    """/metrics is scraped over HTTP and parsed with prometheus_client's own parser; /readyz names the leader."""
+    import urllib.error
+    import urllib.request
+
+    from memcached_gitops.reconciler.metrics import serve
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def scrape(port: int) -> dict:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in text_string_to_metric_families(text) for s in f.samples}
+
+    make_cr(cluster, "a")
+    lease = (15, 10, 0.1)
+    with running(cluster, identity="replica-1", elect=True, lease=lease) as one:
+        with running(cluster, identity="replica-2", elect=True, lease=lease, wait_leader=False) as two:
+            servers = [serve(c.metrics, 0, "127.0.0.1") for c in (one, two)]
+            ports = [s.server_address[1] for s in servers]
+            try:
+                wait_for(lambda: condition(cluster, "a", "Available"))
+                patch(cluster, SCALE, {"spec": {"replicas": 3}}, "application/merge-patch+json")
+                wait_for(lambda: one.metrics.value("memcached_gitops_drift_corrections_total", {"field": ".spec.replicas"}))
+                wait_for(lambda: two.metrics.holder == "replica-1")
+                leader, standby = scrape(ports[0]), scrape(ports[1])
+                assert leader[("memcached_gitops_leader", ())] == 1 and standby[("memcached_gitops_leader", ())] == 0
+                assert standby[("memcached_gitops_lease_holder", (("identity", "replica-1"),))] == 1
+                assert leader[("memcached_gitops_drift_corrections_total", (("field", ".spec.replicas"),))] == 1
+                assert leader[("memcached_gitops_drift_correction_latency_seconds_count", ())] == 1
+                assert leader[("memcached_gitops_watch_events_total", (("kind", "Deployment"), ("type", "MODIFIED")))] >= 2
+                assert leader[("memcached_gitops_api_requests_total", (("verb", "apply"),))] >= 2
+                assert leader[("memcached_gitops_work_duration_seconds_count", ())] >= 2
+                assert ("memcached_gitops_workqueue_depth", ()) in leader
+                ready = [urllib.request.urlopen(f"http://127.0.0.1:{p}/readyz").read().decode() for p in ports]
+                assert ready == ["ready: this replica leads\n", "ready: standby; replica-1 leads\n"]
+                assert urllib.request.urlopen(f"http://127.0.0.1:{ports[0]}/healthz").status == 200
+            finally:
+                for s in servers:
+                    s.shutdown()
+
+
+def test_not_ready_before_the_first_sync() -> None:
+    import urllib.error
+    import urllib.request
+
+    from memcached_gitops.reconciler.metrics import serve
+
+    metrics = Metrics()
+    server = serve(metrics, 0, "127.0.0.1")
+    try:
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"http://127.0.0.1:{server.server_address[1]}/readyz")
+        assert err.value.code == 503
+    finally:
+        server.shutdown()

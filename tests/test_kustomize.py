@@ -86,7 +86,7 @@ def test_cronjob_and_deployment_overlays() -> None:
     [dep] = [o for o in objects if o["kind"] == "Deployment"]
     assert dep["spec"]["replicas"] == 2
     container = dep["spec"]["template"]["spec"]["containers"][0]
-    assert container["args"][:3] == ["reconcile", "--interval", "30s"]
+    assert container["args"][:3] == ["reconcile", "--interval", "10m"]
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert any(o["kind"] == "Service" for o in objects)
@@ -150,6 +150,10 @@ def rbac_scenarios(rules: list[dict], plugin: bool) -> tuple[list[str], set[tupl
         elector = LeaderElector(rec.api, "memcached-gitops", "me")
         assert elector.try_acquire_or_renew() and elector.try_acquire_or_renew()
         elector.release()
+        from .test_controller import running, wait_for
+
+        with running(api) as controller:  # the event-driven mode: LIST + WATCH of each kind
+            wait_for(lambda: all(i.resource_version for g in controller.informers.values() for i in g))
         denied = [f"{r.method} {r.path}" for r in api.log if r.status == 403]
         return denied, set(api.authorized_requests)
 
