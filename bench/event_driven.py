@@ -164,9 +164,10 @@ current-context: fake
     return str(path)
 
 
-def peak_rss_mib(pid: int) -> float:
+def peak_rss_mib(pid: int, field: str = "VmHWM") -> float:
+    """Peak (VmHWM) or current (VmRSS) resident memory of a process."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -244,7 +245,7 @@ def main() -> None:
     parser.add_argument("--crs", type=int, default=1000)
     parser.add_argument("--scales", type=int, default=100)
     parser.add_argument("--quiet", type=float, default=60.0)
-    parser.add_argument("--new", type=int, default=1000)
+    parser.add_argument("--new", type=int, default=1000, help="new CRs in the burst (0: no burst)")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--size", type=int, default=3, help="replicas (Pods) per CR")
     parser.add_argument("--poll-interval", type=float, default=30.0, help="the polling mode's --interval (the Deployment overlay's)")
@@ -306,7 +307,7 @@ def main() -> None:
             print(f"  start to the first complete sync: {synced[0]:.2f} s after the process started listing "
                   f"({time.monotonic() - started:.1f} s including the interpreter's start-up); "
                   f"the first pass over {args.crs} CRs wrote {len(first_pass)} times")
-            print(f"  peak RSS with the cache filled: {peak_rss_mib(proc.pid):.0f} MiB")
+            print(f"  RSS with the cache filled: peak {peak_rss_mib(proc.pid):.0f} MiB, now {peak_rss_mib(proc.pid, 'VmRSS'):.0f} MiB")
             from_receipt, from_answer = scale_latencies(api, args.scales, args.crs, timeout=10)
             print(f"  scale -> correction, {len(from_receipt)} scale events, "
                   "from the fake's receipt of the scale to its receipt of the apply:")
@@ -325,6 +326,8 @@ def main() -> None:
             print("    10 minutes, by the same rules: 6 WATCH re-establishments (3 kinds, timeoutSeconds 300), 0 LIST, 0 writes, "
                   "300 Lease renewals")
 
+            if not args.new:
+                return
             api.reset_log()
             names = [name_of(i)[1] for i in range(args.crs, args.crs + args.new)]
             create_concurrently(api.url, args.crs, args.new, args.clients)

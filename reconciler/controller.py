@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -243,6 +244,11 @@ class Controller:
             self.error = "; ".join(i.error for i in all_informers if i.error)
             return self._shutdown(started, 2)
         self.synced_after = time.monotonic() - started
+        # The cache is a few million long-lived objects: a full collection walking them all pauses
+        # every thread for hundreds of milliseconds (measured at 10,000 CRs). Frozen objects are
+        # left out of collections; the objects that replace them later are collected as usual.
+        gc.collect()
+        gc.freeze()
         log.info("caches synced in %.3fs: %d Memcacheds, %d Deployments, %d Pods", self.synced_after,
                  *(sum(len(i.store) for i in self.informers[k]) for k in ("Memcached", "Deployment", "Pod")))
         self.metrics.ready = True

@@ -18,7 +18,9 @@ The reflector of client-go, for plain dicts:
 - A 400 or 404 answer (a malformed selector, an unknown resource, 32) is a clear error that
   stops the informer, not a retry loop.
 
-The store keeps only what the reconciler reads: CRs and Pods lose ``managedFields``, Pods are
+LIST pages are of 500 items (client-go's default): an informer lists only at start and after a
+410, so a few more requests then cost nothing, while a page of 5,000 Deployments is tens of
+megabytes of JSON held at once. The store keeps only what the reconciler reads: CRs and Pods lose ``managedFields``, Pods are
 cut to their metadata (and asked for as PartialObjectMetadata), Deployments keep everything,
 because their managedFields name the culprit of a drift.
 """
@@ -159,7 +161,7 @@ class Informer:
 
     def __init__(self, api: KubeAPI, kind: Kind, handler: Handler, *, namespace: str | None = None,
                  metrics: Any = None, watch_timeout: int = 300, heartbeat: float = 60.0, silence_grace: float = 10.0,
-                 backoff_base: float = 0.2, backoff_cap: float = 30.0, page_size: int = 5000,
+                 backoff_base: float = 0.2, backoff_cap: float = 30.0, page_size: int = 500,
                  streaming_list: bool = True) -> None:
         self.api, self.kind, self.handler, self.namespace, self.metrics = api, kind, handler, namespace, metrics
         self.watch_timeout, self.silence_grace = watch_timeout, silence_grace
