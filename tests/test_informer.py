@@ -201,3 +201,20 @@ def test_a_dropped_connection_is_retried_from_the_last_version() -> None:
                                                   until=lambda i, e: e.count(("MODIFIED", "a")) == 2, watch_timeout=1)
     assert metrics.value("memcached_gitops_watch_restarts_total", {"kind": "Deployment", "reason": "dropped"}) == 1
     assert requests[3][1]["resourceVersion"] == "289"
+
+
+def test_the_cache_shares_identical_pod_specs_and_keeps_values() -> None:
+    from memcached_gitops.render import render
+
+    def rendered(name: str) -> dict[str, Any]:
+        d = render({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": name, "namespace": "ns"},
+                    "spec": {"size": 1, "containerPort": 11211}})[0]
+        d["metadata"]["managedFields"] = [{"manager": "memcached-gitops", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]
+        return d
+
+    a, b = rendered("a"), rendered("b")
+    sa, sb = slim(DEPLOYMENTS, json.loads(json.dumps(a))), slim(DEPLOYMENTS, json.loads(json.dumps(b)))
+    assert sa == a and sb == b, "compaction changes no value"
+    assert sa["spec"]["template"]["spec"] is sb["spec"]["template"]["spec"], "one copy of an identical pod spec"
+    assert sa["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"] is sb["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]
+    assert sa["metadata"]["labels"] is not sb["metadata"]["labels"]
