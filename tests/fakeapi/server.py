@@ -1594,12 +1594,14 @@ def _validator(crd: Any, strict: bool) -> Validator:
     return _VALIDATORS[key][1]
 
 
-def _shape(value: Any) -> Any:
-    """The keys of a document without its values: what decides whether a field is declared."""
-    if isinstance(value, dict):  # names and uids appear in the reported path, so they count
-        return tuple(sorted((k, v if k in ("name", "uid") and isinstance(v, str) else _shape(v)) for k, v in value.items()))
+def _shape(value: Any, names: bool = True) -> Any:
+    """The keys of a document without its values: what decides whether a field is declared.
+    With ``names``, list items keep their name or uid too (they appear in the reported path)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, v if names and k in ("name", "uid") and isinstance(v, str) else _shape(v, names))
+                            for k, v in value.items()))
     if isinstance(value, list):
-        return tuple(_shape(v) for v in value)
+        return tuple(_shape(v, names) for v in value)
     return None
 
 
@@ -1607,6 +1609,13 @@ _UNDECLARED_CACHE: dict[Any, Any] = {}
 
 
 def _undeclared_in_deployment(obj: dict[str, Any], raw: bool = False) -> Any:
+    # Whether a field is undeclared depends on the keys alone, so most Deployments (every one of a
+    # given shape, whatever its names) are answered from one entry; only a finding is keyed by names.
+    clean = ("clean", _shape(obj, names=False))
+    if _UNDECLARED_CACHE.get(clean) is None:
+        _UNDECLARED_CACHE[clean] = _undeclared_uncached(obj, raw) is None
+    if _UNDECLARED_CACHE[clean]:
+        return None
     key = (_shape(obj), raw)
     if key not in _UNDECLARED_CACHE:
         _UNDECLARED_CACHE[key] = _undeclared_uncached(obj, raw)
