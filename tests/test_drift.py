@@ -25,8 +25,8 @@ def test_a_missing_deployment_is_one_drift_of_the_whole_object() -> None:
 
 
 def test_describe_names_values_compactly_and_the_managers() -> None:
-    d = Drift((("f", "spec"), ("f", "template")), {"a": [1, 2], "b": "x"}, {"a": 1}, ("kubectl (scale)", "kubectl-edit"))
-    assert d.describe() == '.spec.template: live {"a":[1,2],"b":"x"}, desired {"a":1} (set by kubectl (scale), kubectl-edit)'
+    d = Drift((("f", "spec"), ("f", "template")), {"a": [1, 2], "b": "x"}, {"a": 1, "c": 2}, ("kubectl (scale)", "kubectl-edit"))
+    assert d.describe() == '.spec.template: live {"a":[1,2],"b":"x"}, desired {"a":1,"c":2} (set by kubectl (scale), kubectl-edit)'
     assert Drift((("f", "x"),), ABSENT, 1, ()).describe() == ".x: live <absent>, desired 1 (set by no field manager)"
     assert Drift((("f", "x"),), 1, ABSENT, ("a",)).describe() == ".x: live 1, desired <absent> (set by a)"
 
@@ -60,6 +60,19 @@ def test_a_renamed_container_is_drift_owned_by_who_renamed_it_and_by_the_list_ow
     assert d.path == containers + (("k", (("name", "memcached"),)),)
     assert d.field == '.spec.template.spec.containers[name="memcached"]' and d.live is ABSENT
     assert d.managers == ("atomic-owner", "kubectl-edit")
+
+
+def test_the_culprits_of_a_missing_item_are_the_owners_of_unexpected_items_only() -> None:
+    def container(name: str) -> dict:
+        return {"name": name, "image": "memcached:1"}
+
+    def owner(manager: str, name: str) -> dict:
+        return {"manager": manager, "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {f'k:{{"name":"{name}"}}': {}}}}}}}
+
+    desired = deployment(containers=[container("memcached"), container("sidecar")])
+    live = deployment(containers=[container("sidecar"), container("old")], managed=[owner("mesh", "sidecar"), owner("kubectl-edit", "old")])
+    [d] = compare(desired, live)
+    assert d.field == '.spec.template.spec.containers[name="memcached"]' and d.managers == ("kubectl-edit",)
 
 
 def test_an_owner_reference_is_compared_whole() -> None:
@@ -109,3 +122,7 @@ def test_describe_manager() -> None:
     assert describe_manager({"manager": "kubectl", "subresource": "scale"}) == "kubectl (scale)"
     assert describe_manager({"manager": "kubectl-set"}) == "kubectl-set"
     assert describe_manager({}) == "?"
+
+
+def test_absent_reads_as_absent_in_a_drifts_repr() -> None:
+    assert repr(ABSENT) == "<absent>" and "live=<absent>" in repr(compare({}, None)[0])
