@@ -31,15 +31,10 @@ CASES = {
     "complete": (Observation(3, 2, dep(avail=2, upd=2), ()), [
         ("Available", "True", "MinimumReplicasAvailable", "2 of 2 replicas available", 3),
         ("Progressing", "False", "ReconcileComplete", "the Deployment matches the CR", 3), AS_EXPECTED]),
-    "complete-after-a-correction": (Observation(3, 2, dep(avail=3, upd=3), (), corrected="corrected .spec.replicas"), [
+    "complete-with-more-than-asked": (Observation(3, 2, dep(avail=3, upd=3), ()), [
         ("Available", "True", "MinimumReplicasAvailable", "3 of 2 replicas available", 3),
-        ("Progressing", "False", "ReconcileComplete", "corrected .spec.replicas", 3), AS_EXPECTED]),
-    "not-observed": (Observation(3, 2, dep(gen=2, observed=1, avail=2, upd=2), (), corrected="corrected .spec.replicas"), [
-        ("Available", "False", "DeploymentUnavailable", "waiting for the Deployment controller to observe generation 2", 3),
-        ("Progressing", "True", "RollingOut",
-         "waiting for the Deployment controller to observe generation 2; corrected .spec.replicas", 3), AS_EXPECTED,
-        ("Reconciling", "True", "Progressing", "waiting for the Deployment controller to observe generation 2", 3)]),
-    "not-observed-uncorrected": (Observation(3, 2, dep(gen=2, observed=1), ()), [
+        ("Progressing", "False", "ReconcileComplete", "the Deployment matches the CR", 3), AS_EXPECTED]),
+    "not-observed": (Observation(3, 2, dep(gen=2, observed=1), ()), [
         ("Available", "False", "DeploymentUnavailable", "waiting for the Deployment controller to observe generation 2", 3),
         ("Progressing", "True", "RollingOut", "waiting for the Deployment controller to observe generation 2", 3), AS_EXPECTED,
         ("Reconciling", "True", "Progressing", "waiting for the Deployment controller to observe generation 2", 3)]),
@@ -47,22 +42,18 @@ CASES = {
         ("Available", "False", "DeploymentUnavailable", "1 of 2 replicas available", 3),
         ("Progressing", "True", "RollingOut", "waiting for 2 available replicas", 3), AS_EXPECTED,
         ("Reconciling", "True", "Progressing", "1 of 2 replicas available", 3)]),
-    "rolling-out-after-a-correction": (Observation(3, 2, dep(avail=1, upd=2), (), corrected="corrected .spec.replicas"), [
-        ("Available", "False", "DeploymentUnavailable", "1 of 2 replicas available", 3),
-        ("Progressing", "True", "RollingOut", "corrected .spec.replicas", 3), AS_EXPECTED,
-        ("Reconciling", "True", "Progressing", "1 of 2 replicas available", 3)]),
     "available-but-updating": (Observation(3, 2, dep(avail=2, upd=1), ()), [
         ("Available", "True", "MinimumReplicasAvailable", "2 of 2 replicas available", 3),
         ("Progressing", "True", "RollingOut", "waiting for 2 available replicas", 3), AS_EXPECTED,
         ("Reconciling", "True", "Progressing", "2 of 2 replicas available", 3)]),
     "gitops-applied": (Observation(3, 2, dep(avail=2, upd=2), (), applied_by="argocd-controller", drift_note="1 field(s) differ"), [
         ("Available", "True", "MinimumReplicasAvailable", "2 of 2 replicas available", 3),
-        ("Progressing", "False", "ReconcileComplete", "the Deployment matches the CR", 3),
+        ("Progressing", "False", "ReconcileComplete", "the rollout is complete", 3),
         ("Degraded", "False", "GitOpsApplied", "the Deployment is applied by argocd-controller (no controller ownerReference): "
          "observed, never written; reconcile --adopt takes it over; 1 field(s) differ", 3)]),
     "gitops-applied-no-drift": (Observation(3, 2, dep(avail=2, upd=2), (), applied_by="kubectl"), [
         ("Available", "True", "MinimumReplicasAvailable", "2 of 2 replicas available", 3),
-        ("Progressing", "False", "ReconcileComplete", "the Deployment matches the CR", 3),
+        ("Progressing", "False", "ReconcileComplete", "the rollout is complete", 3),
         ("Degraded", "False", "GitOpsApplied", "the Deployment is applied by kubectl (no controller ownerReference): "
          "observed, never written; reconcile --adopt takes it over", 3)]),
     "replica-failure-without-words": (Observation(3, 2, dep(upd=2, conds=[{"type": "ReplicaFailure", "status": "True"}]), ()), [
