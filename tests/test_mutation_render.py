@@ -78,3 +78,11 @@ def test_single_object_in_each_format() -> None:
     assert to_single(obj, "json").startswith('{\n  "kind"') and "é" in to_single(obj, "json")
     assert to_single(obj, "yaml") == '---\nkind: Deployment\nmetadata:\n  name: "\\xE9"\n'
     assert yaml.safe_load(to_single(obj, "yaml")) == obj
+
+
+def test_a_render_error_quotes_the_value() -> None:
+    for spec, message in (({"size": -1, "containerPort": 11211}, "Invalid value: -1: replicas must be an int32 of 0 or more"),
+                          ({"size": 1, "containerPort": 65536}, "Invalid value: 65536: must be between 1 and 65535, inclusive")):
+        with pytest.raises(RenderError) as err:
+            render_deployment({"metadata": {"name": "m"}, "spec": spec})
+        assert err.value.message == message
