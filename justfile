@@ -29,3 +29,8 @@ update-golden: setup
 # Rewrite schemas/memcached-crd.json (the CRD as data, loaded at start-up) after editing the CRD.
 crd-data: setup
     {{py}} -c "from memcached_gitops.schemas.crd import builtin_crd_data; open('schemas/memcached-crd.json', 'w').write(builtin_crd_data())"
+
+# Mutation testing (mutmut, niced, not in CI) of one group in mutation/groups.toml: render, schemas, drift, status.
+mutate group: setup
+    {{venv}}/bin/pip install -q -e '.[dev,mutation]'
+    {{py}} mutation/run.py {{group}}

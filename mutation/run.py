@@ -1,0 +1,127 @@
+"""Mutation testing with mutmut 3, one group of modules at a time (mutation/groups.toml).
+
+mutmut names a mutant after its file's path (``render/deployment.py`` is ``render.deployment``)
+and makes the tests import the mutated copy by putting ``mutants/`` and ``mutants/src`` first on
+``sys.path``. This repository maps its folders into one namespace with setuptools package-dir
+(``render/`` is ``memcached_gitops.render``), so neither holds here: the tests import
+``memcached_gitops.render``, which the editable install resolves to the unmutated folder. So the
+group is run in a staging tree with the installed layout, ``.mutation/GROUP/src/memcached_gitops/``
+(render/, schemas/ and reconciler/ copied into it), where path and module name agree again.
+
+    python mutation/run.py GROUP [--max-children N]    # just mutate GROUP
+
+Prints the run time, the counts, the score and every surviving mutant that
+mutation/equivalent.md does not list. Exit status 1 when such a survivor exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "memcached_gitops"
+#: folder in the repository -> its place in the installed layout (pyproject.toml package-dir)
+FOLDERS = {"src/memcached_gitops": f"src/{PACKAGE}", "render": f"src/{PACKAGE}/render",
+           "schemas": f"src/{PACKAGE}/schemas", "reconciler": f"src/{PACKAGE}/reconciler"}
+EQUIVALENT = ROOT / "mutation" / "equivalent.md"
+KILLED = {"killed", "timeout", "caught by type check"}
+
+
+def staged(path: str) -> str:
+    """``render/*.py`` -> ``src/memcached_gitops/render/*.py``."""
+    for folder, target in sorted(FOLDERS.items(), key=lambda f: -len(f[0])):
+        if path == folder or path.startswith(folder + "/"):
+            return target + path[len(folder):]
+    raise SystemExit(f"mutation/groups.toml: {path} is not under {', '.join(FOLDERS)}")
+
+
+def stage(group: dict, where: Path) -> None:
+    """The installed layout, the tests, and a setup.cfg with this group's mutmut settings
+    (mutmut reads setup.cfg when pyproject.toml has no [tool.mutmut])."""
+    if where.exists():
+        shutil.rmtree(where)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for folder, target in FOLDERS.items():
+        shutil.copytree(ROOT / folder, where / target, ignore=ignore, dirs_exist_ok=True)
+    for data in ("tests", "examples"):  # tests read examples/ (the golden render)
+        shutil.copytree(ROOT / data, where / data, ignore=ignore)
+    shutil.copy2(ROOT / "pyproject.toml", where / "pyproject.toml")
+    missing = [t for t in group["tests"] if not (ROOT / t).is_file()]
+    if missing:
+        raise SystemExit(f"mutation/groups.toml: no such test file: {', '.join(missing)}")
+    lines = ["[mutmut]", f"source_paths = src/{PACKAGE}", "also_copy = examples", "only_mutate ="]
+    lines += [f"    {staged(p)}" for p in group["mutate"]]
+    lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q"]
+    if group.get("skip"):  # slow property tests: random inputs make a random, slow verdict per mutant
+        lines += ["    -k", "    " + " and ".join(f"not {name}" for name in group["skip"])]
+    lines += ["pytest_add_cli_args_test_selection ="] + [f"    {t}" for t in group["tests"]]
+    (where / "setup.cfg").write_text("\n".join(lines) + "\n")
+
+
+def results(where: Path) -> dict[str, str]:
+    """mutant name -> status, from mutmut's own result files."""
+    sys.path.insert(0, str(where))
+    from mutmut.stats import status_by_exit_code
+
+    out: dict[str, str] = {}
+    for meta in (where / "mutants").rglob("*.meta"):
+        codes = json.loads(meta.read_text()).get("exit_code_by_key", {})
+        out.update({name: status_by_exit_code[code] for name, code in codes.items()})
+    return out
+
+
+def equivalents() -> set[str]:
+    """The mutant names listed (in backquotes, first column) in mutation/equivalent.md."""
+    if not EQUIVALENT.exists():
+        return set()
+    return set(re.findall(r"^\|\s*`([^`]+__mutmut_\d+)`", EQUIVALENT.read_text(), flags=re.M))
+
+
+def main() -> int:
+    groups = tomllib.loads((ROOT / "mutation" / "groups.toml").read_text())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("group", choices=sorted(groups))
+    parser.add_argument("--max-children", type=int, default=2)
+    args = parser.parse_args()
+    where = ROOT / ".mutation" / args.group
+    stage(groups[args.group], where)
+    mutmut = Path(sys.executable).with_name("mutmut")
+    started = time.monotonic()
+    run = subprocess.run(["nice", "-n", "10", str(mutmut), "run", "--max-children", str(args.max_children)], cwd=where,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    elapsed = time.monotonic() - started
+    (where / "mutmut-run.log").write_text(run.stdout)
+    if run.returncode != 0:
+        print(run.stdout[-4000:])
+        print(f"mutmut run failed (exit {run.returncode}); log: {where / 'mutmut-run.log'}")
+        return 2
+    status = results(where)
+    known = equivalents()
+    counts: dict[str, int] = {}
+    for s in status.values():
+        counts[s] = counts.get(s, 0) + 1
+    killed = sum(n for s, n in counts.items() if s in KILLED)
+    survivors = sorted(n for n, s in status.items() if s not in KILLED)
+    unexplained = [n for n in survivors if n not in known]
+    equivalent = len(survivors) - len(unexplained)
+    considered = len(status) - equivalent
+    score = 100.0 * killed / considered if considered else 100.0
+    print(f"group {args.group}: {len(status)} mutants in {elapsed:.0f} s (nice -n 10, {args.max_children} workers)")
+    print("  " + ", ".join(f"{s}: {n}" for s, n in sorted(counts.items())))
+    print(f"  score {score:.1f}% = {killed} killed / ({len(status)} mutants - {equivalent} listed as equivalent)")
+    print(f"  raw score {100.0 * killed / len(status) if status else 100.0:.1f}% (equivalent mutants counted as survivors)")
+    for name in unexplained:
+        print(f"  {status[name]}: {name}    (mutmut show {name}, run in {where.relative_to(ROOT)})")
+    return 1 if unexplained else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

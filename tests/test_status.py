@@ -1,0 +1,114 @@
+"""status.py as a pure mapping: the exact conditions (type, status, reason, message,
+observedGeneration) for each state a cycle can observe, and the Deployment controller's verdict.
+The reasons and messages are what ``kubectl describe``, kstatus and Argo CD show users."""
+
+from __future__ import annotations
+
+import pytest
+from memcached_gitops.reconciler.ownership import spec_manager
+from memcached_gitops.reconciler.status import Observation, deployment_verdict, desired_conditions
+
+
+def dep(gen: int = 1, observed: int = 1, avail: int = 0, upd: int = 0, conds: list | None = None) -> dict:
+    status = {"observedGeneration": observed, "availableReplicas": avail, "updatedReplicas": upd}
+    return {"metadata": {"generation": gen}, "status": status | ({"conditions": conds} if conds else {})}
+
+
+AS_EXPECTED = ("Degraded", "False", "AsExpected", "the reconciler can manage this Memcached", 3)
+CASES = {
+    "missing": (Observation(3, 2, None, ()), [
+        ("Available", "False", "DeploymentMissing", "the Deployment does not exist yet", 3),
+        ("Progressing", "False", "NotProgressing", "no rollout under way", 3), AS_EXPECTED,
+        ("Reconciling", "True", "Progressing", "the Deployment does not exist yet", 3)]),
+    "invalid": (Observation(3, 0, dep(), (), "InvalidSpec", "spec.size: too big"), [
+        ("Available", "False", "InvalidSpec", "spec.size: too big", 3),
+        ("Progressing", "False", "NotProgressing", "no rollout under way", 3),
+        ("Degraded", "True", "InvalidSpec", "spec.size: too big", 3), ("Stalled", "True", "InvalidSpec", "spec.size: too big", 3)]),
+    "not-owned": (Observation(3, 2, dep(avail=2, upd=2), (), "ResourceNotOwned", "not ours"), [
+        ("Available", "False", "ResourceNotOwned", "not ours", 3),
+        ("Progressing", "False", "NotProgressing", "no rollout under way", 3),
+        ("Degraded", "True", "ResourceNotOwned", "not ours", 3), ("Stalled", "True", "ResourceNotOwned", "not ours", 3)]),
+    "complete": (Observation(3, 2, dep(avail=2, upd=2), ()), [
+        ("Available", "True", "MinimumReplicasAvailable", "2 of 2 replicas available", 3),
+        ("Progressing", "False", "ReconcileComplete", "the Deployment matches the CR", 3), AS_EXPECTED]),
+    "complete-with-more-than-asked": (Observation(3, 2, dep(avail=3, upd=3), ()), [
+        ("Available", "True", "MinimumReplicasAvailable", "3 of 2 replicas available", 3),
+        ("Progressing", "False", "ReconcileComplete", "the Deployment matches the CR", 3), AS_EXPECTED]),
+    "not-observed": (Observation(3, 2, dep(gen=2, observed=1), ()), [
+        ("Available", "False", "DeploymentUnavailable", "waiting for the Deployment controller to observe generation 2", 3),
+        ("Progressing", "True", "RollingOut", "waiting for the Deployment controller to observe generation 2", 3), AS_EXPECTED,
+        ("Reconciling", "True", "Progressing", "waiting for the Deployment controller to observe generation 2", 3)]),
+    "rolling-out": (Observation(3, 2, dep(avail=1, upd=2), ()), [
+        ("Available", "False", "DeploymentUnavailable", "1 of 2 replicas available", 3),
+        ("Progressing", "True", "RollingOut", "waiting for 2 available replicas", 3), AS_EXPECTED,
+        ("Reconciling", "True", "Progressing", "1 of 2 replicas available", 3)]),
+    "available-but-updating": (Observation(3, 2, dep(avail=2, upd=1), ()), [
+        ("Available", "True", "MinimumReplicasAvailable", "2 of 2 replicas available", 3),
+        ("Progressing", "True", "RollingOut", "waiting for 2 available replicas", 3), AS_EXPECTED,
+        ("Reconciling", "True", "Progressing", "2 of 2 replicas available", 3)]),
+    "gitops-applied": (Observation(3, 2, dep(avail=2, upd=2), (), applied_by="argocd-controller", drift_note="1 field(s) differ"), [
+        ("Available", "True", "MinimumReplicasAvailable", "2 of 2 replicas available", 3),
+        ("Progressing", "False", "ReconcileComplete", "the rollout is complete", 3),
+        ("Degraded", "False", "GitOpsApplied", "the Deployment is applied by argocd-controller (no controller ownerReference): "
+         "observed, never written; reconcile --adopt takes it over; 1 field(s) differ", 3)]),
+    "gitops-applied-no-drift": (Observation(3, 2, dep(avail=2, upd=2), (), applied_by="kubectl"), [
+        ("Available", "True", "MinimumReplicasAvailable", "2 of 2 replicas available", 3),
+        ("Progressing", "False", "ReconcileComplete", "the rollout is complete", 3),
+        ("Degraded", "False", "GitOpsApplied", "the Deployment is applied by kubectl (no controller ownerReference): "
+         "observed, never written; reconcile --adopt takes it over", 3)]),
+    "replica-failure-without-words": (Observation(3, 2, dep(upd=2, conds=[{"type": "ReplicaFailure", "status": "True"}]), ()), [
+        ("Available", "False", "DeploymentUnavailable", "0 of 2 replicas available", 3),
+        ("Progressing", "True", "RollingOut", "waiting for 2 available replicas", 3),
+        ("Degraded", "True", "ReplicaFailure", "", 3), ("Stalled", "True", "ReplicaFailure", "", 3)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_conditions_for_each_state(case: str) -> None:
+    obs, expected = CASES[case]
+    got = [(c["type"], c["status"], c["reason"], c["message"], c["observedGeneration"]) for c in desired_conditions(obs)]
+    assert got == expected
+    assert all(set(c) == {"type", "status", "reason", "message", "observedGeneration"} for c in desired_conditions(obs))
+
+
+def test_a_message_is_cut_at_the_condition_limit() -> None:
+    [available, *_] = desired_conditions(Observation(1, 1, None, (), "InvalidSpec", "x" * 40000))
+    assert len(available["message"]) == 32768
+
+
+def test_the_verdict_counts_only_for_the_observed_generation() -> None:
+    assert deployment_verdict({"status": {"observedGeneration": 1}}).observed, "generation defaults to 1"
+    assert not deployment_verdict({"status": {"observedGeneration": 2}}).observed
+    assert not deployment_verdict({"status": {}}).observed
+    verdict = deployment_verdict({"metadata": {"generation": 4}, "status": {"observedGeneration": 4}})
+    assert (verdict.generation, verdict.available_replicas, verdict.updated_replicas, verdict.failure_reason,
+            verdict.failure_message) == (4, 0, 0, "", "")
+
+
+@pytest.mark.parametrize(("progressing", "failure", "expected"), [
+    ({"status": "False", "reason": "ProgressDeadlineExceeded"}, None, ("ProgressDeadlineExceeded", "")),
+    ({"status": "True", "reason": "ProgressDeadlineExceeded"}, None, ("", "")),
+    ({"status": "False", "reason": "NewReplicaSetAvailable"}, None, ("", "")),
+    ({"status": "True", "reason": "ReplicaSetUpdated"}, {"status": "True", "reason": "FailedCreate", "message": "quota\n  exceeded"},
+     ("FailedCreate", "quota exceeded")),
+    (None, {"status": "True"}, ("ReplicaFailure", "")),
+    (None, {"status": "False", "reason": "FailedCreate"}, ("", "")),
+])
+def test_the_deployment_controllers_failure_reasons(progressing: dict | None, failure: dict | None, expected: tuple) -> None:
+    conds = [{"type": "Progressing", **progressing}] if progressing else []
+    conds += [{"type": "ReplicaFailure", **failure}] if failure else []
+    verdict = deployment_verdict(dep(conds=conds))
+    assert (verdict.failure_reason, verdict.failure_message) == expected
+
+
+def test_spec_manager_counts_leaves_and_keeps_the_first_of_equals() -> None:
+    def entry(manager: str | None, spec: dict, subresource: str = "") -> dict:
+        named = {"manager": manager} if manager else {}
+        return {**named, "fieldsV1": {"f:spec": spec}, **({"subresource": subresource} if subresource else {})}
+    deep = {"f:template": {"f:spec": {"f:a": {}, "f:b": {}}}}
+    assert spec_manager({"metadata": {"managedFields": [entry("flat", {"f:x": {}, "f:y": {}, "f:z": {}}), entry("deep", deep)]}}) == "flat"
+    assert spec_manager({"metadata": {"managedFields": [entry("one", {"f:x": {}}), entry("two", {"f:y": {}})]}}) == "one"
+    assert spec_manager({"metadata": {"managedFields": [entry("solo", {"f:x": {}})]}}) == "solo"
+    assert spec_manager({"metadata": {"managedFields": [entry("scaler", {"f:replicas": {}}, "scale")]}}) == ""
+    assert spec_manager({"metadata": {"managedFields": [entry(None, {"f:x": {}})]}}) == ""
+    assert spec_manager({"metadata": {"managedFields": [entry("a", {"f:x": {}, "f:y": {}}), entry("b", deep | {"f:c": {}})]}}) == "b"
