@@ -69,3 +69,45 @@ def test_a_foreign_deployment_is_left_alone_on_a_real_cluster(real) -> None:
     assert report.outcomes[0].action == "not-owned"
     with pytest.raises(APIError):
         api.request("GET", f"/apis/apps/v1/namespaces/{ns}/deployments/does-not-exist")
+
+
+def test_event_driven_mode_corrects_a_scale_from_the_watch_on_a_real_cluster(real) -> None:
+    """The Deployment mode on a real API server: LIST + WATCH (bookmarks, the streaming list refused or
+    served), a scale undone from its event, and a quiet period with no LIST and no write."""
+    import threading
+
+    from memcached_gitops.reconciler.controller import Controller, Settings
+    from memcached_gitops.reconciler.metrics import Metrics
+
+    api, ns = real
+    api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds",
+                body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m"}, "spec": {"size": 2}})
+    controller = Controller(Reconciler(api, load_crd(), Options(namespaces=(ns,))), Metrics(), None, Settings(workers=2))
+    thread = threading.Thread(target=controller.run, daemon=True)
+    thread.start()
+    dep = f"/apis/apps/v1/namespaces/{ns}/deployments/m"
+
+    def replicas() -> int | None:
+        try:
+            return api.request("GET", dep)["spec"]["replicas"]
+        except APIError:
+            return None
+
+    def wait(predicate, what: str) -> None:
+        deadline = time.monotonic() + 20
+        while not predicate():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.05)
+
+    try:
+        wait(lambda: replicas() == 2, "the Deployment created from the CR's event")
+        api.request("PATCH", f"{dep}/scale", body={"spec": {"replicas": 5}}, content_type="application/merge-patch+json")
+        wait(lambda: replicas() == 2, "the scale undone from the Deployment's event")
+        time.sleep(1)
+        before = dict(api.requests)
+        time.sleep(3)
+        calls = {k: v - before.get(k, 0) for k, v in api.requests.items() if v != before.get(k, 0)}
+        assert not {k for k in calls if k not in ("get", "watch")}, f"a quiet cluster stays quiet: {calls}"
+    finally:
+        controller.stop.set()
+        thread.join(30)
