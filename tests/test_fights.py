@@ -56,3 +56,31 @@ def test_the_fight_ends_after_a_quiet_window() -> None:
     assert d.active("k", 60) is not None
     assert d.active("k", 72) is None, "quiet for the window after the 10 s backoff"
     assert d.record("k", "ns/a", REPLICAS, "x", 80) is None, "counting starts again"
+
+
+def test_the_window_and_the_quiet_time_include_their_last_instant() -> None:
+    """A correction exactly ``window`` old still counts; the fight is still reported at exactly the end."""
+    d = FightDetector(threshold=1, window=60, base=10)
+    d.record("k", "ns/a", REPLICAS, "x", 0)
+    fight = d.record("k", "ns/a", REPLICAS, "x", 60)
+    assert fight is not None and fight.corrections == 2
+    assert d.active("k", 60 + 10 + 60) == fight
+    assert d.active("k", 60 + 10 + 60.5) is None
+
+
+def test_the_wait_is_the_rest_of_the_backoff_even_under_a_second() -> None:
+    d = FightDetector(threshold=1, window=60, base=10)
+    d.record("k", "ns/a", REPLICAS, "x", 0)
+    d.record("k", "ns/a", REPLICAS, "x", 1)
+    assert d.wait("k", 10.5) == 0.5
+    assert d.wait("k", 12) == 0
+
+
+def test_forget_drops_only_that_crs_corrections() -> None:
+    d = FightDetector(threshold=1, window=60)
+    d.forget("unknown")  # a CR never seen (deleted before its first correction)
+    for key in ("a", "b"):
+        d.record(key, "ns/" + key, REPLICAS, "x", 0)
+    d.forget("a")
+    assert d.record("a", "ns/a", REPLICAS, "x", 1) is None, "a's earlier correction is forgotten"
+    assert d.record("b", "ns/b", REPLICAS, "x", 1) is not None, "b's is kept"
