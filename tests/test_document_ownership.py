@@ -141,3 +141,24 @@ def test_krm_reports_the_same_in_results() -> None:
     assert [(r["message"], r["severity"]) for r in out["results"]] == [
         ('Invalid value: "memcached": must be Memcached', "error"), ("apiVersion not set", "error")]
     assert [i["metadata"]["name"] for i in out["items"]] == ["typo", "noversion", "fine"]
+
+
+def test_label_values_as_apimachinery_words_them() -> None:
+    """validation.IsValidLabelValue: at most 63 characters, and its exact messages."""
+    from memcached_gitops.schemas.objectmeta import LABEL_VALUE, label_value_errors
+
+    assert label_value_errors("a" * 63) == []
+    assert label_value_errors("a" * 64) == ["must be no more than 63 characters"]
+    assert label_value_errors("-a") == [
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+        "must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', "
+        f"regex used for validation is '{LABEL_VALUE}')"]
+
+
+@pytest.mark.parametrize(("api_version", "expected"), [
+    ("v1", ("", "v1")), ("apps/v1", ("apps", "v1")), ("a/b/v1", ("", "")), ("", ("", ""))])
+def test_owner_api_versions_parse_as_parse_group_version(api_version: str, expected: tuple[str, str]) -> None:
+    """schema.ParseGroupVersion: no ``/`` is the core group, more than one parses to nothing."""
+    from memcached_gitops.schemas.objectmeta import _group_version
+
+    assert _group_version(api_version) == expected

@@ -107,3 +107,16 @@ def test_agrees_with_every_recorded_create(request_: dict, response: dict) -> No
     assert {c["field"] for c in causes if c.get("field")} <= {p.field for p in outcome.errors}
     if response["status"] == 400:  # strict decoding error: the unknown fields are named in the message
         assert sorted(_unknown_fields_in(response["body"]["message"])) == sorted(p.field for p in outcome.errors)
+
+
+def test_a_crd_file_that_is_not_yaml_is_an_error_naming_file_line_and_column() -> None:
+    from memcached_gitops.schemas.crd import CRDError, parse_crd
+
+    with pytest.raises(CRDError, match=r"^my-crd\.yaml:2:1: invalid YAML"):
+        parse_crd("a: [1\n", "my-crd.yaml")
+
+
+def test_documents_before_the_crd_that_are_not_mappings_are_passed_over() -> None:
+    from memcached_gitops.schemas.crd import builtin_crd_text, parse_crd
+
+    assert parse_crd("- 1\n---\n" + builtin_crd_text(), "crds.yaml").kind == "Memcached"
