@@ -35,6 +35,28 @@ EQUIVALENT = ROOT / "mutation" / "equivalent.md"
 KILLED = {"killed", "timeout", "caught by type check"}
 
 
+#: Appended to the staged copy of tests/conftest.py. mutmut runs the tests once to learn which
+#: tests call which function, then forks a worker per mutant from that process: a function cache
+#: (``load_crd``, ``crd_named``, a compiled CEL program) filled by an earlier test would hand the
+#: mutant's tests the unmutated result, and the stats run would not see those tests call the cached
+#: functions at all. Emptying every cache before each test makes each test compute what it reads.
+FRESH_CACHES = """
+
+# --- appended by mutation/run.py: every test starts with empty function caches ---
+import sys as _mutation_sys
+
+
+@pytest.fixture(autouse=True)
+def _mutation_fresh_caches():
+    for _name, _module in list(_mutation_sys.modules.items()):
+        if _module is not None and (_name.startswith("memcached_gitops") or _name.endswith("conftest")):
+            for _value in list(vars(_module).values()):
+                if callable(getattr(_value, "cache_clear", None)):
+                    _value.cache_clear()
+    yield
+"""
+
+
 def staged(path: str) -> str:
     """``render/*.py`` -> ``src/memcached_gitops/render/*.py``."""
     for folder, target in sorted(FOLDERS.items(), key=lambda f: -len(f[0])):
@@ -54,6 +76,8 @@ def stage(group: dict, where: Path) -> None:
     for data in ("tests", "examples"):  # tests read examples/ (the golden render)
         shutil.copytree(ROOT / data, where / data, ignore=ignore)
     shutil.copy2(ROOT / "pyproject.toml", where / "pyproject.toml")
+    with open(where / "tests" / "conftest.py", "a", encoding="utf-8") as conftest:
+        conftest.write(FRESH_CACHES)
     missing = [t for t in group["tests"] if not (ROOT / t).is_file()]
     if missing:
         raise SystemExit(f"mutation/groups.toml: no such test file: {', '.join(missing)}")
