@@ -86,31 +86,51 @@ def parse_crd(text: str, source: str) -> CRD:
     raise CRDError(f"{source}: no CustomResourceDefinition found")
 
 
+def _typed(parent: dict[str, Any], key: str, kind: type, where: str, source: str) -> Any:
+    """``parent[key]`` when it is of ``kind``, None when absent; a one-line CRDError naming the
+    field otherwise (a hand-edited ``--crd`` must not end in a traceback)."""
+    value = parent.get(key)
+    if value is None or isinstance(value, kind):
+        return value
+    expected = {dict: "a mapping", list: "a list", str: "a string"}[kind]
+    raise CRDError(f"{source}: {where}: must be {expected}")
+
+
 def _from_document(doc: dict[str, Any], source: str) -> CRD:
     if doc.get("apiVersion") != "apiextensions.k8s.io/v1":
         raise CRDError(f"{source}: apiVersion must be apiextensions.k8s.io/v1, not {doc.get('apiVersion')!r}")
-    spec = doc.get("spec") or {}
-    names = spec.get("names") or {}
+    spec = _typed(doc, "spec", dict, "spec", source) or {}
+    names = _typed(spec, "names", dict, "spec.names", source) or {}
+    group = _typed(spec, "group", str, "spec.group", source)
+    kind = _typed(names, "kind", str, "spec.names.kind", source)
     versions: dict[str, Version] = {}
     storage = ""
-    for v in spec.get("versions") or []:
+    for i, v in enumerate(_typed(spec, "versions", list, "spec.versions", source) or []):
+        where = f"spec.versions[{i}]"
+        if not isinstance(v, dict):
+            raise CRDError(f"{source}: {where}: must be a mapping")
+        name = _typed(v, "name", str, f"{where}.name", source)
+        if not name:
+            raise CRDError(f"{source}: {where}.name: Required value")
         if v.get("storage"):
-            storage = v.get("name", "")
+            storage = name
         if not v.get("served"):
             continue
-        schema = ((v.get("schema") or {}).get("openAPIV3Schema")) or None
-        if not isinstance(schema, dict):
-            raise CRDError(f"{source}: version {v.get('name')!r} has no openAPIV3Schema")
-        status = "status" in (v.get("subresources") or {})
-        versions[v["name"]] = Version(name=v["name"], schema=schema, status_subresource=status)
-    if not spec.get("group") or not names.get("kind") or not versions:
+        schema = _typed(_typed(v, "schema", dict, f"{where}.schema", source) or {}, "openAPIV3Schema", dict,
+                        f"{where}.schema.openAPIV3Schema", source)
+        if not schema:
+            raise CRDError(f"{source}: version {name!r} has no openAPIV3Schema")
+        status = "status" in (_typed(v, "subresources", dict, f"{where}.subresources", source) or {})
+        versions[name] = Version(name=name, schema=schema, status_subresource=status)
+    if not group or not kind or not versions:
         raise CRDError(f"{source}: the CRD needs spec.group, spec.names.kind and a served version with a schema")
+    short_names = _typed(names, "shortNames", list, "spec.names.shortNames", source) or []
     return CRD(
-        group=spec["group"],
-        kind=names["kind"],
-        plural=names.get("plural", names["kind"].lower() + "s"),
-        singular=names.get("singular") or names["kind"].lower(),
-        short_names=tuple(str(n) for n in names.get("shortNames") or ()),
+        group=group,
+        kind=kind,
+        plural=_typed(names, "plural", str, "spec.names.plural", source) or kind.lower() + "s",
+        singular=_typed(names, "singular", str, "spec.names.singular", source) or kind.lower(),
+        short_names=tuple(str(n) for n in short_names),
         namespaced=spec.get("scope", "Namespaced") == "Namespaced",
         versions=versions,
         storage_version=storage,
