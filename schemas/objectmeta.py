@@ -24,6 +24,17 @@ _SUBDOMAIN_RE = re.compile(DNS1123_SUBDOMAIN + r"\Z")
 _QUALIFIED_RE = re.compile(QUALIFIED_NAME + r"\Z")
 _LABEL_VALUE_RE = re.compile(LABEL_VALUE + r"\Z")
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+#: generic.go maskTrailingDash and names.SimpleNameGenerator: a generateName is checked with its
+#: last two characters before a trailing ``-`` replaced by ``a``; the name generated from it is the
+#: first 58 characters and 5 random lower-case alphanumerics.
+_GENERATED_PREFIX_LIMIT = 58
+_GENERATED_SUFFIX = "x" * 5
+_QUALIFIED_NAME_RULE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+    f"character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '{QUALIFIED_NAME}')"
+)
+#: metav1.FinalizerOrphanDependents and FinalizerDeleteDependents, which cannot be set together.
+_ORPHAN, _FOREGROUND = "orphan", "foregroundDeletion"
 
 
 _quote = quote_value
@@ -53,34 +64,37 @@ def dns1123_label_errors(value: str) -> list[str]:
     errors = []
     if len(value) > 63:
         errors.append("must be no more than 63 characters")
-    if not _LABEL_RE.match(value):
+    if not _LABEL_RE.match(value) and _SUBDOMAIN_RE.match(value):
+        errors.append("must not contain dots")  # a valid subdomain of the right length: only dots are wrong
+    elif not _LABEL_RE.match(value):
         errors.append(
             "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-            f"start and end with an alphanumeric character (e.g. 'my-name', or '123-abc', regex used for "
+            f"start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
             f"validation is '{DNS1123_LABEL}')"
         )
     return errors
 
 
 def qualified_name_errors(value: str) -> list[str]:
-    """Why ``value`` is not a label/annotation key: an optional DNS-subdomain prefix and a name."""
-    prefix, slash, name = value.rpartition("/")
+    """Why ``value`` is not a label key (qualified name): an optional DNS-subdomain prefix, ``/``, a
+    name. apimachinery content.IsLabelKey: more than one ``/`` is one error; an empty name part
+    fails both the emptiness and the pattern check."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [f"a valid label key {_QUALIFIED_NAME_RULE} with an optional DNS subdomain prefix and '/' "
+                "(e.g. 'example.com/MyName')"]
+    name = parts[-1]
     errors = []
-    if slash and not prefix:
+    if len(parts) == 2 and not parts[0]:
         errors.append("prefix part must be non-empty")
-    elif slash:
-        errors += ["prefix part " + e for e in dns1123_subdomain_errors(prefix)]
+    elif len(parts) == 2:
+        errors += ["prefix part " + e for e in dns1123_subdomain_errors(parts[0])]
     if not name:
         errors.append("name part must be non-empty")
-    else:
-        if len(name) > 63:
-            errors.append("name part must be no more than 63 characters")
-        if not _QUALIFIED_RE.match(name):
-            errors.append(
-                "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-                f"with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-                f"validation is '{QUALIFIED_NAME}')"
-            )
+    elif len(name) > 63:
+        errors.append("name part must be no more than 63 characters")
+    if not _QUALIFIED_RE.match(name):
+        errors.append("name part " + _QUALIFIED_NAME_RULE)
     return errors
 
 
@@ -98,7 +112,11 @@ def label_value_errors(value: str) -> list[str]:
     return errors
 
 
-def _string_map(meta: dict[str, Any], field: str, value_check: Callable[[str], list[str]] | None) -> list[Problem]:
+def _string_map(meta: dict[str, Any], field: str, key_of: Callable[[str], str],
+                value_check: Callable[[str], list[str]] | None) -> list[Problem]:
+    """Labels or annotations: keys are label keys (annotation keys checked lower-cased,
+    ValidateAnnotations), values checked by ``value_check``; a bad key or value is reported on the
+    map itself (ValidateLabels: ``field.Invalid(fldPath, v, msg)``), a value of another type on its key."""
     value = meta.get(field)
     path = ("metadata", field)
     if value is None:
@@ -107,17 +125,21 @@ def _string_map(meta: dict[str, Any], field: str, value_check: Callable[[str], l
         return [(path, f"Invalid value: {_quote(value)}: must be a map of string keys to string values")]
     problems: list[Problem] = []
     for key, item in value.items():
-        for e in qualified_name_errors(key):
-            problems.append((path, f"Invalid value: {_quote(key)}: {e}"))
+        problems += [(path, f"Invalid value: {_quote(key)}: {e}") for e in qualified_name_errors(key_of(key))]
         if not isinstance(item, str):
             problems.append((path + (key,), f"Invalid value: {_quote(item)}: must be a string"))
         elif value_check:
-            problems += [(path + (key,), f"Invalid value: {_quote(item)}: {e}") for e in value_check(item)]
+            problems += [(path, f"Invalid value: {_quote(item)}: {e}") for e in value_check(item)]
     return problems
 
 
+def _name_problems(field: str, value: str, checked: str) -> list[Problem]:
+    return [(("metadata", field), f"Invalid value: {_quote(value)}: {e}") for e in dns1123_subdomain_errors(checked)]
+
+
 def validate_object_meta(meta: Any, namespaced: bool) -> list[Problem]:
-    """Problems with a CR's ``metadata``, each as (field path, message)."""
+    """Problems with a CR's ``metadata``, each as (field path, message), in the server's order
+    (ValidateObjectMetaAccessor with NameIsDNSSubdomain, after name generation)."""
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
@@ -129,23 +151,23 @@ def validate_object_meta(meta: Any, namespaced: bool) -> list[Problem]:
             problems.append((("metadata", field), f"Invalid value: {_quote(value)}: must be a string"))
     if problems:
         return problems
-    if not name and not generate:
+    if generate:
+        masked = generate[:-2] + "a" if len(generate) > 1 and generate.endswith("-") else generate
+        problems += _name_problems("generateName", generate, masked)
+        if not name:  # the server generates the name before it validates it
+            generated = generate[:_GENERATED_PREFIX_LIMIT] + _GENERATED_SUFFIX
+            problems += _name_problems("name", generated, generated)
+    elif not name:
         problems.append((("metadata", "name"), "Required value: name or generateName is required"))
     if name:
-        problems += [(("metadata", "name"), f"Invalid value: {_quote(name)}: {e}") for e in dns1123_subdomain_errors(name)]
-    if generate:
-        prefix = generate[:-1] if generate.endswith("-") else generate
-        problems += [
-            (("metadata", "generateName"), f"Invalid value: {_quote(generate)}: {e}")
-            for e in dns1123_subdomain_errors(prefix)
-        ]
+        problems += _name_problems("name", name, name)
     namespace = meta.get("namespace")
     if namespace and not namespaced:
         problems.append((("metadata", "namespace"), "Forbidden: not allowed on this type"))
     elif namespace:
         problems += [(("metadata", "namespace"), f"Invalid value: {_quote(namespace)}: {e}") for e in dns1123_label_errors(namespace)]
-    problems += _string_map(meta, "labels", label_value_errors)
-    problems += _string_map(meta, "annotations", None)
+    problems += _string_map(meta, "labels", str, label_value_errors)
+    problems += _string_map(meta, "annotations", str.lower, None)
     annotations = meta.get("annotations")
     if isinstance(annotations, dict):
         size = sum(len(k.encode()) + len(str(v).encode()) for k, v in annotations.items())
@@ -154,13 +176,20 @@ def validate_object_meta(meta: Any, namespaced: bool) -> list[Problem]:
                 (("metadata", "annotations"), f"Too long: must have at most {TOTAL_ANNOTATION_SIZE_LIMIT} bytes")
             )
     problems += validate_owner_references(meta.get("ownerReferences"))
-    finalizers = meta.get("finalizers")
-    if finalizers is not None:
-        if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):
-            problems.append((("metadata", "finalizers"), "Invalid value: must be a list of strings"))
-        else:
-            for i, f in enumerate(finalizers):
-                problems += [(("metadata", "finalizers", i), f"Invalid value: {_quote(f)}: {e}") for e in qualified_name_errors(f)]
+    return problems + _finalizer_problems(meta.get("finalizers"))
+
+
+def _finalizer_problems(finalizers: Any) -> list[Problem]:
+    """ValidateFinalizers: each a label key, reported on the list; orphan and foregroundDeletion
+    together are refused."""
+    path: tuple[str | int, ...] = ("metadata", "finalizers")
+    if finalizers is None:
+        return []
+    if not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers):
+        return [(path, "Invalid value: must be a list of strings")]
+    problems = [(path, f"Invalid value: {_quote(f)}: {e}") for f in finalizers for e in qualified_name_errors(f)]
+    if _ORPHAN in finalizers and _FOREGROUND in finalizers:
+        problems.append((path, f"Invalid value: {_quote(finalizers)}: finalizer {_ORPHAN} and {_FOREGROUND} cannot be both set"))
     return problems
 
 
