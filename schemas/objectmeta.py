@@ -84,11 +84,12 @@ def qualified_name_errors(value: str) -> list[str]:
         return [f"a valid label key {_QUALIFIED_NAME_RULE} with an optional DNS subdomain prefix and '/' "
                 "(e.g. 'example.com/MyName')"]
     name = parts[-1]
-    errors = []
     if len(parts) == 2 and not parts[0]:
-        errors.append("prefix part must be non-empty")
+        errors = ["prefix part must be non-empty"]
     elif len(parts) == 2:
-        errors += ["prefix part " + e for e in dns1123_subdomain_errors(parts[0])]
+        errors = ["prefix part " + e for e in dns1123_subdomain_errors(parts[0])]
+    else:
+        errors = []
     if not name:
         errors.append("name part must be non-empty")
     elif len(name) > 63:
@@ -153,7 +154,7 @@ def validate_object_meta(meta: Any, namespaced: bool) -> list[Problem]:
         return problems
     if generate:
         masked = generate[:-2] + "a" if len(generate) > 1 and generate.endswith("-") else generate
-        problems += _name_problems("generateName", generate, masked)
+        problems = _name_problems("generateName", generate, masked)
         if not name:  # the server generates the name before it validates it
             generated = generate[:_GENERATED_PREFIX_LIMIT] + _GENERATED_SUFFIX
             problems += _name_problems("name", generated, generated)
@@ -197,8 +198,8 @@ def _group_version(api_version: str) -> tuple[str, str]:
     """schema.ParseGroupVersion: ``v1`` is the core group; more than one ``/`` parses to nothing."""
     if api_version.count("/") > 1:
         return "", ""
-    group, slash, version = api_version.rpartition("/")
-    return (group, version) if slash else ("", api_version)
+    group, _, version = api_version.rpartition("/")  # no "/": the core group
+    return group, version
 
 
 def validate_owner_references(refs: Any) -> list[Problem]:
@@ -214,7 +215,7 @@ def validate_owner_references(refs: Any) -> list[Problem]:
     if not isinstance(refs, list) or not all(isinstance(r, dict) for r in refs):
         return [(path, f"Invalid value: {_quote(refs)}: must be a list of objects")]
     problems: list[Problem] = []
-    first_controller = ""
+    controllers: list[str] = []
     for ref in refs:
         api_version, kind = str(ref.get("apiVersion") or ""), str(ref.get("kind") or "")
         group, version = _group_version(api_version)
@@ -224,18 +225,16 @@ def validate_owner_references(refs: Any) -> list[Problem]:
             problems.append((path + ("kind",), f"Invalid value: {_quote(kind)}: must not be empty"))
         for field in ("name", "uid"):
             if not ref.get(field):
-                problems.append((path + (field,), f"Invalid value: {_quote(str(ref.get(field) or ''))}: must not be empty"))
+                problems.append((path + (field,), 'Invalid value: "": must not be empty'))
         if (group, version, kind) in _BANNED_OWNERS:
             banned = f"{group}/{version}, Kind={kind} is disallowed from being an owner"
             problems.append((path, f"Invalid value: {_quote(_ordered(ref))}: {banned}"))
         if ref.get("controller") is True:
-            current = f"{kind}/{ref.get('name') or ''}"
-            if first_controller:
+            controllers.append(f"{kind}/{ref.get('name') or ''}")
+            if len(controllers) > 1:  # each later controller is an error naming the first
                 listed = [_ordered(r) for r in refs]
                 problems.append((path, f"Invalid value: {_quote(listed)}: Only one reference can have Controller set to true. "
-                                       f'Found "true" in references for {first_controller} and {current}'))
-            else:
-                first_controller = current
+                                       f'Found "true" in references for {controllers[0]} and {controllers[-1]}'))
     return problems
 
 

@@ -116,6 +116,8 @@ def test_names_namespaces_and_their_types() -> None:
     ("A-", [("metadata.name", f'Invalid value: "A-xxxxx": {SUBDOMAIN}')]),  # masked "a" passes, the generated name does not
     ("a.-", [("metadata.name", f'Invalid value: "a.-xxxxx": {SUBDOMAIN}')]),  # masked "aa" passes
     ("a.", [("metadata.generateName", f'Invalid value: "a.": {SUBDOMAIN}')]),
+    ("B.-", [("metadata.generateName", f'Invalid value: "B.-": {SUBDOMAIN}'),  # masked "Ba"
+             ("metadata.name", f'Invalid value: "B.-xxxxx": {SUBDOMAIN}')]),
     ("-", [("metadata.generateName", f'Invalid value: "-": {SUBDOMAIN}'), ("metadata.name", f'Invalid value: "-xxxxx": {SUBDOMAIN}')]),
     ("a" * 300, [("metadata.generateName", f'Invalid value: "{"a" * 64}…": must be no more than 253 characters')]),
 ])
@@ -125,6 +127,11 @@ def test_generate_name_is_checked_masked_and_the_generated_name_too(generate: st
 
 def test_a_name_beside_generate_name_is_checked_itself() -> None:
     assert meta_errors({"name": "Bad", "generateName": "good-"}) == [("metadata.name", f'Invalid value: "Bad": {SUBDOMAIN}')]
+    assert meta_errors({"name": "Bad", "generateName": "Bad-"}) == [
+        ("metadata.generateName", f'Invalid value: "Bad-": {SUBDOMAIN}'),
+        ("metadata.name", f'Invalid value: "Bad": {SUBDOMAIN}'),
+    ]
+    assert meta_errors({"name": "m", "generateName": 5}) == [("metadata.generateName", "Invalid value: 5: must be a string")]
 
 
 def test_labels_name_the_map_for_bad_keys_and_values_and_the_key_for_a_wrong_type() -> None:
@@ -207,4 +214,7 @@ def test_owner_references_shape_banned_owner_and_two_controllers() -> None:
     assert path == "metadata.ownerReferences"
     assert message.endswith(': Only one reference can have Controller set to true. '
                             'Found "true" in references for ConfigMap/a and ConfigMap/c')
+    three = [owner(name="a", controller=True), owner(name="", controller=True), owner(name="c", controller=True)]
+    messages = [m for p, m in ref_errors(three) if p == "metadata.ownerReferences"]
+    assert [m.split("references for ")[1] for m in messages] == ["ConfigMap/a and ConfigMap/", "ConfigMap/a and ConfigMap/c"]
     assert message.startswith('Invalid value: [{"apiVersion":"v1","kind":"ConfigMap","name":"a","uid":"u","con…: ')
