@@ -83,10 +83,6 @@ def stage(group: dict, where: Path) -> None:
         raise SystemExit(f"mutation/groups.toml: no such test file: {', '.join(missing)}")
     lines = ["[mutmut]", f"source_paths = src/{PACKAGE}", "also_copy = examples", "only_mutate ="]
     lines += [f"    {staged(p)}" for p in group["mutate"]]
-    if group.get("isolation") == "forkserver":
-        # Fork each mutant's worker from a fresh process that has not imported the tests, so code
-        # the tests run at import (a module-level Validator(load_crd())) runs under the mutant too.
-        lines += ["process_isolation = forkserver", "forkserver_warmup = none"]
     lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q"]
     if group.get("skip"):  # slow property tests: random inputs make a random, slow verdict per mutant
         lines += ["    -k", "    " + " and ".join(f"not {name}" for name in group["skip"])]
