@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from . import cel_rules
 from .crd import CRD, Version
 from .excerpt import excerpt, quote_value
+from .metadecode import decode_object_meta
 from .objectmeta import validate_object_meta
 from .structural import prune_and_default
 from .to_jsonschema import FORMAT_COMMENT, to_json_schema
@@ -228,6 +229,10 @@ class Validator:
         if kind != self.crd.kind:
             # the server's kind check on a body sent to the resource's endpoint (issue text, kubectl v1.36)
             out.errors.append(Problem(("kind",), f"Invalid value: {quote_value(kind)}: must be {self.crd.kind}"))
+            return out
+        decoding = decode_object_meta(obj)
+        if decoding:  # kubectl refuses the object before sending it (metadecode.py)
+            out.errors += [Problem(p, m) for p, m in decoding]
             return out
         for path in prune_and_default(obj, version.schema):
             if self.strict:
