@@ -15,20 +15,29 @@ the server, the values here must be the ones that JSON would carry:
 - ``json.Marshal`` writes a float with no fraction as an integer (``1.0`` -> ``1``, ``1e3`` ->
   ``1000``) and the server reads it back as int64, so integral floats in the int64 range become
   ``int``; any number beyond int64 is read back as a float; NaN and infinities cannot be marshalled;
-- the last of duplicate keys wins; ``<<`` merge keys are honoured.
+- the last of duplicate keys wins; ``<<`` merge keys are honoured; a NaN or a null key is an
+  error only if no later duplicate replaces it (JSON marshalling sees only what is left);
+- tags: go-yaml resolves str, bool, int, float, null and timestamp; any other tag (``!foo``,
+  ``!!python/object``) leaves the scalar's text, a string, and ``!!binary`` is base64-decoded;
+- the stream is cut as kubectl cuts it (``iter_documents``): at lines starting with ``---``, one
+  document per chunk, JSON values one after another when the stream starts with ``{``.
 
 Parsing uses libyaml (pyyaml's C parser) and builds values straight from its node tree, which
 also carries the line and column of every key and value, so an error can be located without a
-second parse. Safety: only the YAML core tags are accepted (no Python object tags), and alias
-expansion is bounded, so a "billion laughs" document is an error rather than an OOM.
+second parse. Safety: no tag ever constructs an object (an unknown tag gives a string), and
+alias expansion is bounded, so a "billion laughs" document is an error rather than an OOM.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import itertools
+import json
 import math
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
@@ -79,21 +88,23 @@ class YAMLInputError(ValueError):
 class Document:
     """One YAML document of a stream: its JSON-compatible value and where it came from."""
 
-    __slots__ = ("value", "node", "index", "_keys")
+    __slots__ = ("value", "node", "index", "line_offset", "_keys")
 
-    def __init__(self, value: Any, node: Node, index: int) -> None:
+    def __init__(self, value: Any, node: Node, index: int, line_offset: int = 0) -> None:
         self.value = value
-        self.node = node  # libyaml's node tree, for positions
+        self.node = node  # libyaml's node tree of the document's chunk, for positions
         self.index = index  # 0-based document index in the stream
+        self.line_offset = line_offset  # lines of the stream before the chunk
         self._keys: dict[int, dict[str, tuple[Any, Node]]] = {}  # per mapping node: key -> (mark, value)
 
     @property
     def line(self) -> int:
-        return self.node.start_mark.line + 1
+        return self.node.start_mark.line + 1 + self.line_offset
 
     def position(self, path: tuple[str | int, ...]) -> tuple[int, int]:
         """1-based (line, column) of the deepest node on ``path`` that exists in the source."""
-        return locate(self.node, path, self._keys)
+        line, column = locate(self.node, path, self._keys)
+        return line + self.line_offset, column
 
 
 class _Resolver(yaml.resolver.BaseResolver):
@@ -175,9 +186,24 @@ def resolve_plain(text: str) -> Any:
 
 
 def _tagged_scalar(node: ScalarNode) -> Any:
-    """A scalar with an explicit core tag (``!!str 1``, ``!!int "3"``...), as go-yaml decodes it."""
+    """A scalar with an explicit tag (``!!str 1``, ``!!int "3"``, ``!foo x``...), as go-yaml v2 decodes it.
+
+    Only the tags it can resolve (str, timestamp, null, bool, int, float) are checked; any other
+    tag, local (``!foo``) or not (``!!python/object``), leaves the scalar's text, a string, and
+    ``!!binary`` is base64 decoded (goyaml.v2 resolve.go ``resolvableTag``, decode.go ``scalar``).
+    """
+    if not node.tag.startswith(_CORE):
+        return node.value
     tag, text = node.tag[len(_CORE):], node.value
     if tag in ("str", "timestamp"):
+        return text
+    if tag == "binary":
+        try:
+            data = base64.b64decode(text.replace("\n", "").replace("\r", ""), validate=True)
+        except (binascii.Error, ValueError):
+            raise _error(node, "!!binary value contains invalid base64 data") from None
+        return data.decode("utf-8", "replace")
+    if tag not in ("null", "bool", "int", "float"):
         return text
     value = resolve_plain(text)
     if tag == "null" and value is None:
@@ -220,12 +246,41 @@ def _key_string(value: Any, node: Node) -> str:
     raise _error(node, f"unsupported map key {quote_value(node.value)}: a key must be a string, number or boolean")
 
 
+class _Unsupported:
+    """A value (NaN, infinity) or key (null, a collection) that JSON cannot carry: kubectl fails on
+    it only if it survives into the document, not when a later duplicate key or a merge replaces it."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: YAMLInputError) -> None:
+        self.error = error
+
+
 class _Builder:
     """Builds JSON values from a node tree, copying aliases (bounded) so no value is shared."""
 
     def __init__(self) -> None:
         self.seen: set[int] = set()
         self.built = 0
+        self.deferred = 0  # _Unsupported values made
+
+    def _defer(self, error: YAMLInputError) -> _Unsupported:
+        self.deferred += 1
+        return _Unsupported(error)
+
+    def value(self, node: Node) -> Any:
+        """The document's value; the first unsupported value or key left in it is the error."""
+        value = self.build(node)
+        stack = [value] if self.deferred else []
+        while stack:
+            item = stack.pop()
+            if isinstance(item, _Unsupported):
+                raise item.error
+            if isinstance(item, dict):
+                stack += list(item.values()) + [k for k in item if isinstance(k, _Unsupported)]
+            elif isinstance(item, list):
+                stack += item
+        return value
 
     def build(self, node: Node) -> Any:
         self.built += 1
@@ -234,16 +289,12 @@ class _Builder:
         elif self.built > ALIAS_EXPANSION_LIMIT and self.built > ALIAS_EXPANSION_RATIO * len(self.seen):
             raise _error(node, "document contains excessive aliasing")
         if isinstance(node, ScalarNode):
-            if node.tag == _PLAIN:
-                value = resolve_plain(node.value)
-            elif node.tag.startswith(_CORE):
-                value = _tagged_scalar(node)
-            else:
-                raise _error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
-            return _json_number(value, node)
-        if node.tag not in (_CORE + "map", _CORE + "seq"):
-            raise _error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
-        if isinstance(node, SequenceNode):
+            value = resolve_plain(node.value) if node.tag == _PLAIN else _tagged_scalar(node)
+            try:
+                return _json_number(value, node)
+            except YAMLInputError as exc:
+                return self._defer(exc)
+        if isinstance(node, SequenceNode):  # a tag on a collection changes nothing (go-yaml v2)
             return [self.build(item) for item in node.value]
         return self.mapping(node)
 
@@ -258,7 +309,11 @@ class _Builder:
                 continue
             if not isinstance(key_node, ScalarNode):
                 raise _error(key_node, "unsupported map key: a key must be a scalar")
-            key = _key_string(self.build(key_node), key_node)
+            key_value = self.build(key_node)
+            try:
+                key: Any = key_value if isinstance(key_value, _Unsupported) else _key_string(key_value, key_node)
+            except YAMLInputError as exc:
+                key = self._defer(exc)
             out[key] = self.build(value_node)
         for key, value in merged.items():
             out.setdefault(key, value)
@@ -357,42 +412,178 @@ def _quote_name(name: str) -> str:
 
 
 def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
-    """Yield each non-empty document of a YAML (or JSON) stream, one at a time.
+    """Yield each non-empty document of a YAML (or JSON) stream, one at a time, as kubectl reads it.
+
+    kubectl does not hand the stream to a YAML parser (apimachinery util/yaml, YAMLOrJSONDecoder):
+    a stream that starts with ``{`` is first read as a sequence of JSON values; otherwise (and for
+    what follows the first JSON value that fails) it is cut into chunks at every line that starts
+    with ``---``, and go-yaml reads only the first document of each chunk (see ``_chunks``).
 
     Memory stays bounded by the largest document (itself bounded), not the stream. Raises
-    YAMLInputError with the position of a syntax error, an unknown tag, an alias bomb, excessive
-    nesting or an oversized document.
+    YAMLInputError with the position of a syntax error, an invalid ``!!binary``, an alias bomb,
+    excessive nesting or an oversized document.
     """
-    parser = _Parser(stream)
     index = -1
-    try:
-        while True:
-            try:
-                event = parser.get_event()
-                if isinstance(event, yaml.StreamStartEvent):
-                    event = parser.get_event()
-                if isinstance(event, yaml.StreamEndEvent):
-                    return
-                node = _compose(parser, event)
-            except yaml.MarkedYAMLError as exc:
-                mark = exc.problem_mark or exc.context_mark
-                problem = " ".join(p for p in (exc.context, exc.problem) if p)
-                raise YAMLInputError(
-                    f"invalid YAML: {problem}", (mark.line + 1) if mark else 0, (mark.column + 1) if mark else 0
-                ) from None
-            except yaml.YAMLError as exc:  # reader errors: binary junk, bad encoding
-                raise YAMLInputError(f"invalid YAML: {exc}".replace("\n", " ")) from None
+    for chunk, first_line in _chunks(stream):
+        try:
+            node = _first_document(chunk)
             index += 1
             if node is None or _is_null_document(node):
                 continue
             with recursion_room():
                 try:
-                    value = _Builder().build(node)
+                    value = _Builder().value(node)
                 except RecursionError:
                     raise _error(node, DEPTH_ERROR) from None
-            yield Document(value=value, node=node, index=index)
+        except YAMLInputError as exc:
+            if exc.line:
+                exc.line += first_line
+            raise
+        yield Document(value=value, node=node, index=index, line_offset=first_line)
+
+
+def _first_document(chunk: bytes) -> Node | None:
+    """The node tree of the first document of one chunk (go-yaml's Unmarshal reads no further)."""
+    parser = _Parser(chunk)
+    try:
+        event = parser.get_event()
+        if isinstance(event, yaml.StreamStartEvent):
+            event = parser.get_event()
+        if isinstance(event, yaml.StreamEndEvent):
+            return None
+        return _compose(parser, event)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        raise YAMLInputError(
+            f"invalid YAML: {problem}", (mark.line + 1) if mark else 0, (mark.column + 1) if mark else 0
+        ) from None
+    except yaml.YAMLError as exc:  # reader errors: binary junk, bad encoding
+        raise YAMLInputError(f"invalid YAML: {exc}".replace("\n", " ")) from None
     finally:
         parser.dispose()
+
+
+_READ_SIZE = 1 << 16
+_JSON_WHITESPACE = b" \t\r\n"
+
+
+def _raw_lines(stream: str | bytes | IO[Any]) -> Iterator[bytes]:
+    """The stream's lines, each ending with ``\\n`` except perhaps the last."""
+    if isinstance(stream, str):
+        stream = stream.encode("utf-8", "surrogatepass")
+    if isinstance(stream, bytes):
+        start = 0
+        while start < len(stream):
+            end = stream.find(b"\n", start)
+            end = len(stream) if end < 0 else end + 1
+            yield stream[start:end]
+            start = end
+        return
+    pending = b""
+    while True:
+        block = stream.read(_READ_SIZE)
+        if isinstance(block, str):
+            block = block.encode("utf-8", "surrogatepass")
+        if not block:
+            break
+        pending += block
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            yield line + b"\n"
+        if len(pending) > MAX_DOCUMENT_SIZE:  # a line this long is a document this long: yield it to be refused
+            yield pending
+            pending = b""
+    if pending:
+        yield pending
+
+
+def _chunks(stream: str | bytes | IO[Any]) -> Iterator[tuple[bytes, int]]:
+    """(chunk, 0-based line of its start) as kubectl cuts a stream.
+
+    YAMLReader: a line that starts with ``---`` ends the chunk (it is dropped, or kept when it opens
+    one), and anything but spaces and a comment after it is an error (``invalid Yaml document
+    separator``). So ``%YAML 1.1`` before ``---`` is a chunk of its own (an error), and what follows
+    ``...`` inside a chunk is never read. A stream whose first non-space character is ``{`` is read
+    as JSON values first (``_json_then_yaml``).
+    """
+    lines = _raw_lines(stream)
+    head: list[bytes] = []
+    for line in lines:
+        head.append(line)
+        if line.strip():
+            break
+    if b"".join(head).lstrip().startswith(b"{"):
+        yield from _json_then_yaml(b"".join(head) + b"".join(lines))
+        return
+    yield from _yaml_chunks(itertools.chain(head, lines), 0)
+
+
+def _yaml_chunks(lines: Iterable[bytes], first: int) -> Iterator[tuple[bytes, int]]:
+    """YAMLReader over ``lines``, the first of which is line ``first`` (0-based) of the stream."""
+    buffer: list[bytes] = []
+    size, start = 0, first
+    for number, line in enumerate(lines, first):
+        if line.startswith(b"---"):
+            rest = line[3:].strip()
+            if rest and not rest.startswith(b"#"):
+                text = rest.decode("utf-8", "replace")
+                raise YAMLInputError(f"invalid Yaml document separator: {excerpt(text)}", number + 1, 1)
+            if buffer:
+                yield b"".join(buffer), start
+                buffer, size = [], 0
+                continue
+        if not buffer:
+            start = number
+        buffer.append(line)
+        size += len(line)
+        if size > MAX_DOCUMENT_SIZE:
+            raise YAMLInputError(
+                f"document is larger than {MAX_DOCUMENT_SIZE // (1024 * 1024)} MiB, the API server's request limit; "
+                "not read", start + 1, 1)
+    if buffer:
+        yield b"".join(buffer), start
+
+
+def _json_then_yaml(data: bytes) -> Iterator[tuple[bytes, int]]:
+    """YAMLOrJSONDecoder on a stream that starts with ``{``: JSON values one after another; when one
+    fails to decode after at most one value, the rest (from the next line) is read as YAML chunks,
+    after two or more it is an error (``json: offset N: ...``)."""
+    text = data.decode("utf-8", "replace")
+    decoder = json.JSONDecoder(parse_constant=_no_constant)
+    pos, count, consumed = 0, 0, 0
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n":
+            pos += 1
+        if pos == len(text):
+            return
+        try:
+            _, end = decoder.raw_decode(text, pos)
+        except ValueError as exc:
+            if count > 1:
+                line = text.count("\n", 0, pos) + 1
+                raise YAMLInputError(f"invalid JSON: {str(exc).split(':')[0]}", line, pos - text.rfind("\n", 0, pos)) from None
+            break
+        line = text.count("\n", 0, pos)
+        yield _json_chunk(text, pos, end), line
+        count, pos, consumed = count + 1, end, end
+    pos = consumed  # back to the end of the last value; its trailing spaces up to the line end are eaten
+    while pos < len(text) and text[pos].isspace() and text[pos] != "\n":
+        pos += 1
+    if pos < len(text) and text[pos] == "\n":
+        pos += 1
+    rest = text[pos:].encode("utf-8")
+    yield from _yaml_chunks(_raw_lines(rest), text.count("\n", 0, pos))
+
+
+def _json_chunk(text: str, start: int, end: int) -> bytes:
+    """One JSON value as a chunk for the YAML parser (JSON is YAML), at its column."""
+    line_start = text.rfind("\n", 0, start) + 1
+    return (" " * (start - line_start) + text[start:end]).encode("utf-8")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"invalid character '{name[0]}' looking for beginning of value")
 
 
 #: Python frames for walking a value at the depth limit (flow and block nesting together, a few
