@@ -227,8 +227,13 @@ class Validator:
             ))
             return out
         if kind != self.crd.kind:
-            # the server's kind check on a body sent to the resource's endpoint (issue text, kubectl v1.36)
-            out.errors.append(Problem(("kind",), f"Invalid value: {quote_value(kind)}: must be {self.crd.kind}"))
+            # the server's kind check on a body sent to the resource's endpoint (issue text, kubectl v1.36);
+            # decoding comes first, and for a kind it does not know it checks only ObjectMeta, so unknown
+            # fields of metadata are a 400 instead, and nothing else is reported (transcript 38)
+            meta = obj.get("metadata")
+            unknown = prune_and_default({"metadata": meta}, {}) if self.strict and isinstance(meta, dict) else []
+            out.errors += [Problem(p, f'unknown field "{format_path(p)}"') for p in unknown] or [
+                Problem(("kind",), f"Invalid value: {quote_value(kind)}: must be {self.crd.kind}")]
             return out
         decoding = decode_object_meta(obj)
         if decoding:  # kubectl refuses the object before sending it (metadecode.py)

@@ -375,7 +375,8 @@ def _compose(parser: _Parser, start: Any) -> Node | None:
                 raise _mark_error(event, f"unknown anchor {_quote_name(event.anchor)} referenced")
             node = anchors[event.anchor]
         elif isinstance(event, yaml.ScalarEvent):
-            tag = event.tag if event.tag not in (None, "!") else parser.resolve(ScalarNode, event.value, event.implicit)
+            # "!" (non-specific) is a tag like any other to go-yaml: the scalar stays a string
+            tag = event.tag if event.tag is not None else parser.resolve(ScalarNode, event.value, event.implicit)
             node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
             if event.anchor is not None:
                 anchors[event.anchor] = node

@@ -89,7 +89,7 @@ def parse_kubectl(returncode: int, stdout: str, stderr: str) -> Verdict:
     fields = set(unknown) | set(_GO_FIELD.findall(stderr)) | set(_CAUSE.findall(stderr))
     fields.discard("<nil>")
     complete = "is invalid:" in stderr and not unknown and "cannot be handled" not in stderr
-    return Verdict(returncode == 0 and not stderr.strip(), frozenset(fields), unknown, complete, stdout + stderr)
+    return Verdict(returncode == 0, frozenset(fields), unknown, complete, stdout + stderr)  # warnings go to stderr too
 
 
 def server_verdict(text: str, kubeconfig: str, verb: str = "create", timeout: float = 60) -> Verdict:

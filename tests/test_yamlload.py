@@ -199,3 +199,8 @@ def test_what_kubectl_refuses_in_a_stream(text: str, message: str, line: int) ->
 def test_positions_count_the_lines_of_earlier_chunks() -> None:
     doc = list(iter_documents("# head\na: 1\n---\n\nb:\n  c: 2\n"))[1]
     assert doc.line == 5 and doc.position(("b", "c")) == (6, 3)
+
+
+def test_the_non_specific_tag_leaves_a_string() -> None:
+    """``! 2`` is the string "2" to go-yaml (kubectl sends ``"size": "2"``; transcript 38's last create)."""
+    assert values('a: ! 2\nb: ! "3"\n') == [{"a": "2", "b": "3"}]

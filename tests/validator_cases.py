@@ -206,6 +206,10 @@ CASES: list[Case] = [
          cr(meta="ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: o, uid: u, controller: 'true'}]"),
          False, ("metadata.ownerReferences[0].controller",),
          "[tx 38] 400 cannot unmarshal string into Go struct field OwnerReference.ownerReferences.controller of type bool"),
+    Case("kind-wrong-with-unknown-metadata-field", cr("size: 7\nx: 1", meta="labelz: 1", kind="memcached"), False,
+         ("metadata.labelz",), "[tx 38] for a kind it does not know the server decodes ObjectMeta only: 400 for metadata.labelz"),
+    Case("kind-wrong-only-the-kind", cr("size: 7", name="A", kind="memcached"), False, ("kind",),
+         "[tx 38] 422 names only the kind, not the bad name or size"),
     # --- CEL rules
     Case("cel-pass", cr("size: 5\ncontainerPort: 11211"), True, (), "[cel] rule holds", crd="all",
          stored_spec={"size": 5, "containerPort": 11211, "threads": 4}),
