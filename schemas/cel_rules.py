@@ -12,6 +12,7 @@ cel-python is imported only when a CRD has rules, so the shipped CRD (which has 
 
 from __future__ import annotations
 
+import codecs
 import re
 from functools import lru_cache
 from typing import Any
@@ -22,6 +23,10 @@ Problem = tuple[tuple[str | int, ...], str]
 _OLD_SELF = re.compile(r"\boldSelf\b")
 #: staging/src/k8s.io/apiserver/pkg/apis/cel/config.go MaxEvaluatedMessageExpressionSizeBytes
 MAX_MESSAGE_BYTES = 5 * 1024
+#: one step of a rule's fieldPath: ``.name`` or ``['quoted name']`` (validation.go ValidFieldPath)
+_FIELD_PATH_STEP = re.compile(r"\.([^.\[\]]+)|\['((?:[^'\\]|\\.)*)'\]")
+#: the characters unescapeSingleQuote accepts after a backslash; any other is an error
+_ESCAPED = "abfnrtv'\\"
 
 
 def has_rules(schema: dict[str, Any]) -> bool:
@@ -84,7 +89,8 @@ def _check_one(value: Any, schema: dict[str, Any], rule: dict[str, Any], path: t
         return [(path, f"Invalid value: {kind}: {excerpt(reason)} evaluating rule: {_rule_error_string(rule)}")]
     if bool(ok):
         return []
-    where = path + tuple(p for p in str(rule.get("fieldPath", "")).split(".") if p)
+    field = _normalized_field_path(str(rule.get("fieldPath", "")), schema)
+    where = path + (field,) if field else path  # currentFldPath.Child(NormalizedRuleFieldPath)
     detail = _evaluated_message(rule, activation)
     if detail is None:
         message = rule.get("message")
@@ -116,3 +122,36 @@ def _rule_error_string(rule: dict[str, Any]) -> str:
     """validation.go ruleErrorString: the message when there is one, else the rule, trimmed."""
     message = rule.get("message")
     return message.strip() if message else str(rule["rule"]).strip()
+
+
+def _normalized_field_path(field_path: str, schema: dict[str, Any]) -> str:
+    """A rule's fieldPath as validation.go ValidFieldPath normalizes it: ``.a['b.c']`` is the
+    property ``b.c`` of ``a`` (written ``a.b.c``); a step into additionalProperties is a key,
+    written ``m[k]``. "" when it names no field of the schema: the API server refuses such a CRD,
+    and the error stays at the rule's node."""
+    out, at = "", 0
+    while at < len(field_path):
+        step = _FIELD_PATH_STEP.match(field_path, at)
+        if step is None or not isinstance(schema, dict):
+            return ""
+        name = step[1] if step[1] is not None else _unescape(step[2])
+        if name is None:
+            return ""
+        at = step.end()
+        if schema.get("properties") is not None:
+            if name not in schema["properties"]:
+                return ""
+            out, schema = f"{out}.{name}" if out else name, schema["properties"][name]
+        elif schema.get("additionalProperties") is not None:
+            out, schema = f"{out}[{name}]", schema["additionalProperties"]
+        else:
+            return ""
+    return out
+
+
+def _unescape(quoted: str) -> str | None:
+    """validation.go unescapeSingleQuote: None for an escape it does not know."""
+    parts = re.split(r"\\(.)", quoted)  # text, escaped char, text, ...
+    if any(c not in _ESCAPED for c in parts[1::2]):
+        return None
+    return "".join(codecs.decode("\\" + p, "unicode_escape") if i % 2 else p for i, p in enumerate(parts))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from memcached_gitops.schemas import cel_rules
 from memcached_gitops.schemas.cel_rules import check_rules, has_rules
+from memcached_gitops.schemas.validator import format_path
 
 from .conftest import validate_text
 from .validator_cases import cr
@@ -124,10 +125,47 @@ def test_has_rules_finds_a_rule_wherever_it_is_declared() -> None:
 
 def test_field_path_moves_the_error_to_the_named_field() -> None:
     # validation.go: currentFldPath.Child(NormalizedRuleFieldPath)
-    schema = rules({"rule": "self.min <= self.max", "message": "min above max", "fieldPath": ".limits.min"})
-    assert check_rules({"min": 3, "max": 1}, schema, ("spec",)) == [
-        (("spec", "limits", "min"), "Invalid value: min above max")
-    ]
+    limits = {"type": "object", "properties": {"min": {"type": "integer"}, "max": {"type": "integer"}}}
+    schema = rules({"rule": "self.limits.min <= self.limits.max", "message": "min above max", "fieldPath": ".limits.min"},
+                   properties={"limits": limits})
+    [(path, message)] = check_rules({"limits": {"min": 3, "max": 1}}, schema, ("spec",))
+    assert (format_path(path), message) == ("spec.limits.min", "Invalid value: min above max")
+
+
+LIMITS = {"type": "object", "properties": {
+    "a": {"type": "object", "properties": {"bbb.c": {"type": "integer"}, "x": {"type": "integer"}}},
+    "foo": {"type": "object", "additionalProperties": {"type": "string"}},
+    "'foo'bar": {"type": "string"}, "white space": {"type": "string"}, "tab\there": {"type": "string"},
+    "back\\slash": {"type": "string"}, "scalar": {"type": "string"},
+}}
+
+
+def field_path_error(field_path: str) -> str:
+    """The field a false rule on LIMITS (at spec) is reported at, formatted as the validator does."""
+    schema = dict(LIMITS, **{"x-kubernetes-validations": [{"rule": "false", "message": "m", "fieldPath": field_path}]})
+    [(path, message)] = check_rules({}, schema, ("spec",))
+    assert message == "Invalid value: m"
+    return format_path(path)
+
+
+def test_field_path_is_normalized_as_the_server_does() -> None:
+    # validation_test.go TestValidateFieldPath: the same field paths and their normalized forms
+    assert field_path_error(".a") == "spec.a"
+    assert field_path_error(".a['bbb.c']") == "spec.a.bbb.c"  # one property named "bbb.c"
+    assert field_path_error(".foo.subAdd") == "spec.foo[subAdd]"  # a key of an additionalProperties map
+    assert field_path_error(".foo['subAdd']") == "spec.foo[subAdd]"
+    assert field_path_error("['\\'foo\\'bar']") == "spec.'foo'bar"
+    assert field_path_error(".white space") == "spec.white space"
+    assert field_path_error("['white space']") == "spec.white space"
+    assert field_path_error("['tab\\there']") == "spec.tab\there"
+    assert field_path_error("['back\\\\slash']") == "spec.back\\slash"
+
+
+def test_a_field_path_that_names_no_field_leaves_the_error_at_the_rule() -> None:
+    # ValidFieldPath errors (the API server refuses such a CRD): the rule's node is all that is left
+    for field_path in [". a", ".a.bb[b", ".a['bbb.c'", ".", ".nope", ".a.x.y", ".scalar.y", "['white\\qspace']",
+                       "['white\\Xspace']", "a", ".foo.k.deeper"]:
+        assert field_path_error(field_path) == "spec", field_path
 
 
 def test_an_evaluation_error_names_the_schema_type_and_stays_at_the_node() -> None:
