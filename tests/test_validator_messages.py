@@ -318,7 +318,7 @@ def test_metadata_errors_are_in_the_servers_words() -> None:
 
 def test_cel_rules_report_their_message_at_their_field() -> None:
     assert errors_of(cr("size: 5\ncontainerPort: 80"), "all") == [
-        ("spec", 'Invalid value: "object": sizes above 4 need the default port')
+        ("spec", 'Invalid value: sizes above 4 need the default port')
     ]
 
 
@@ -343,7 +343,7 @@ def test_cel_rules_are_evaluated_beside_other_schema_errors() -> None:
     # an Invalid value (a bound, a pattern) does not block: the rule's own failure is reported too
     assert errors_of(cr("size: 6\ncontainerPort: 80"), "all") == [
         ("spec.size", "Invalid value: 6: spec.size in body should be less than or equal to 5"),
-        ("spec", 'Invalid value: "object": sizes above 4 need the default port'),
+        ("spec", 'Invalid value: sizes above 4 need the default port'),
     ]
     assert errors_of(cr("size: 1\ntag: Abc"), "all") == [("spec.tag", "Invalid value: \"Abc\": spec.tag in body should match '^[a-z]+$'")]
 
