@@ -15,7 +15,8 @@ the server, the values here must be the ones that JSON would carry:
 - ``json.Marshal`` writes a float with no fraction as an integer (``1.0`` -> ``1``, ``1e3`` ->
   ``1000``) and the server reads it back as int64, so integral floats in the int64 range become
   ``int``; any number beyond int64 is read back as a float; NaN and infinities cannot be marshalled;
-- the last of duplicate keys wins; ``<<`` merge keys are honoured.
+- the last of duplicate keys wins; ``<<`` merge keys are honoured in document order, as go-yaml
+  v2 applies them: a merge writes over the keys before it, a later key over the merge.
 
 Parsing uses libyaml (pyyaml's C parser) and builds values straight from its node tree, which
 also carries the line and column of every key and value, so an error can be located without a
@@ -27,9 +28,11 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from decimal import Decimal
 from typing import IO, Any
 
 import yaml
@@ -52,6 +55,9 @@ _SPECIAL_FLOATS = {
     **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
 }
 _YAML_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
+#: Go's ParseFloat of a scalar that starts with "." (go-yaml tries it with no pattern first):
+#: underscores are allowed between digits (strconv's underscoreOK), as in ``.5_0``.
+_DOT_FLOAT = re.compile(r"^\.[0-9]+(_[0-9]+)*([eE][-+]?[0-9]+(_[0-9]+)*)?$")
 _GO_INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO]?[0-7]+|0[bB][01]+|[1-9][0-9]*|0)$")
 _INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 #: Alias expansion allowed beyond the document's own size (go-yaml v2 bounds it likewise).
@@ -61,6 +67,10 @@ ALIAS_EXPANSION_RATIO = 4
 #: ``max_indents``): more than 10,000 nested flow collections, or block collections, is an error.
 MAX_DEPTH = 10_000
 DEPTH_ERROR = f"yaml: exceeded max depth of {MAX_DEPTH}"
+#: kubectl then decodes the JSON with encoding/json, which refuses more than 10,000 nested objects
+#: and arrays in all (``maxNestingDepth``; the document's own mapping is the first): kubectl says
+#: ``invalid character '[' exceeded max depth``.
+JSON_DEPTH_ERROR = f"exceeded max depth: more than {MAX_DEPTH} nested maps and lists, which kubectl cannot decode as JSON"
 #: The API server refuses a request body over 3 MiB (apiserver's MaxRequestBodyBytes), so a
 #: larger document can never be applied; it is refused before it is composed.
 MAX_DOCUMENT_SIZE = 3 * 1024 * 1024
@@ -79,17 +89,12 @@ class YAMLInputError(ValueError):
 class Document:
     """One YAML document of a stream: its JSON-compatible value and where it came from."""
 
-    __slots__ = ("value", "node", "index", "_keys")
+    __slots__ = ("value", "node", "_keys")
 
-    def __init__(self, value: Any, node: Node, index: int) -> None:
+    def __init__(self, value: Any, node: Node) -> None:
         self.value = value
         self.node = node  # libyaml's node tree, for positions
-        self.index = index  # 0-based document index in the stream
         self._keys: dict[int, dict[str, tuple[Any, Node]]] = {}  # per mapping node: key -> (mark, value)
-
-    @property
-    def line(self) -> int:
-        return self.node.start_mark.line + 1
 
     def position(self, path: tuple[str | int, ...]) -> tuple[int, int]:
         """1-based (line, column) of the deepest node on ``path`` that exists in the source."""
@@ -159,7 +164,7 @@ def resolve_plain(text: str) -> Any:
     if first == ".":
         if text in _SPECIAL_FLOATS:
             return _SPECIAL_FLOATS[text]
-        return _go_float(text) if _YAML_FLOAT.match(text) else text
+        return _go_float(text.replace("_", ""), text) if _DOT_FLOAT.match(text) else text
     if first in "0123456789+-":
         if text in _SPECIAL_FLOATS:
             return _SPECIAL_FLOATS[text]
@@ -169,8 +174,6 @@ def resolve_plain(text: str) -> Any:
             return n
         if _YAML_FLOAT.match(plain):
             return _go_float(plain, text)
-    if text in _NULLS:
-        return None
     return text
 
 
@@ -186,9 +189,25 @@ def _tagged_scalar(node: ScalarNode) -> Any:
         return value
     if tag == "int" and isinstance(value, int) and not isinstance(value, bool):
         return value
-    if tag == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    raise _error(node, f"cannot decode {quote_value(text)} as !!{tag}")
+    if tag == "float" and (isinstance(value, float) or type(value) is int and value <= _INT64_MAX):
+        return float(value)  # go-yaml converts an int or int64, not a uint64 (resolve.go)
+    raise _error(node, f"cannot decode !!{_resolved_tag(value)} {quote_value(text)} as a !!{tag}")
+
+
+def _resolved_tag(value: Any) -> str:
+    """The tag go-yaml resolves a plain scalar to, for its "cannot decode" message."""
+    if value is None:
+        return "null"
+    return {bool: "bool", int: "int", float: "float"}.get(type(value), "str")
+
+
+def _scalar(node: ScalarNode) -> Any:
+    """The value go-yaml v2 decodes a scalar to, before kubectl's JSON step."""
+    if node.tag == _PLAIN:
+        return resolve_plain(node.value)
+    if node.tag.startswith(_CORE):
+        return _tagged_scalar(node)
+    raise _error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
 
 
 def _error(node: Node, message: str) -> YAMLInputError:
@@ -200,8 +219,12 @@ def _json_number(value: Any, node: Node) -> Any:
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             raise _error(node, f"unsupported value {quote_value(node.value)}: JSON has no NaN or infinity")
-        if value.is_integer() and _INT64_MIN <= value <= _INT64_MAX:
-            return int(value)  # json.Marshal prints it without a fraction; the server reads an int64
+        if value.is_integer():
+            # json.Marshal prints the shortest digits that read back as this float (2**60 is
+            # 1152921504606847000), without a fraction; the server reads them as an int64 if they fit
+            printed = int(Decimal(repr(value)))
+            if _INT64_MIN <= printed <= _INT64_MAX:
+                return printed
         return value
     if isinstance(value, int) and not isinstance(value, bool) and not _INT64_MIN <= value <= _INT64_MAX:
         return float(value)
@@ -209,15 +232,56 @@ def _json_number(value: Any, node: Node) -> Any:
 
 
 def _key_string(value: Any, node: Node) -> str:
+    """The map key as sigs.k8s.io/yaml's ``convertToJSONableObject`` writes it (yaml.go)."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int) and value > _INT64_MAX:
+        raise _error(node, f"unsupported map key {quote_value(node.value)}: an integer key must fit in int64")
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return format(value, "g")
+        return _go_float32_key(value)
     raise _error(node, f"unsupported map key {quote_value(node.value)}: a key must be a string, number or boolean")
+
+
+def _float32(value: float) -> float:
+    """Go's ``float32(value)``: rounded to the nearest single, infinite beyond its range."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _go_float32_key(value: float) -> str:
+    """``strconv.FormatFloat(value, 'g', -1, 32)`` with ``.inf``/``-.inf``/``.nan`` for Go's words.
+
+    The shortest digits that read back as the same float32; an exponent below -4 or from 6 on is
+    written ``1e+06``/``5e-05`` (Go's %e, two exponent digits at least), otherwise plainly.
+    """
+    single = _float32(value)
+    if math.isnan(single):
+        return ".nan"
+    if math.isinf(single):
+        return ".inf" if single > 0 else "-.inf"
+    sign = "-" if math.copysign(1.0, single) < 0 else ""
+    if single == 0:
+        return sign + "0"
+    for precision in range(9):  # a float32 needs at most 9 significant digits
+        text = f"{abs(single):.{precision}e}"
+        if _float32(float(text)) == abs(single):
+            break
+    mantissa, exponent = text.split("e")
+    digits, exp = mantissa.replace(".", "").rstrip("0") or "0", int(exponent)
+    if exp < -4 or exp >= 6:
+        fraction = "." + digits[1:] if len(digits) > 1 else ""
+        return f"{sign}{digits[0]}{fraction}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    if exp < 0:
+        return f"{sign}0.{'0' * (-exp - 1)}{digits}"
+    if exp + 1 >= len(digits):
+        return sign + digits + "0" * (exp + 1 - len(digits))
+    return f"{sign}{digits[:exp + 1]}.{digits[exp + 1:]}"
 
 
 class _Builder:
@@ -227,20 +291,18 @@ class _Builder:
         self.seen: set[int] = set()
         self.built = 0
 
-    def build(self, node: Node) -> Any:
+    def count(self, node: Node) -> None:
+        """Counts each node built; refuses a document whose aliases copy too much of it."""
         self.built += 1
         if id(node) not in self.seen:
             self.seen.add(id(node))
         elif self.built > ALIAS_EXPANSION_LIMIT and self.built > ALIAS_EXPANSION_RATIO * len(self.seen):
             raise _error(node, "document contains excessive aliasing")
+
+    def build(self, node: Node) -> Any:
+        self.count(node)
         if isinstance(node, ScalarNode):
-            if node.tag == _PLAIN:
-                value = resolve_plain(node.value)
-            elif node.tag.startswith(_CORE):
-                value = _tagged_scalar(node)
-            else:
-                raise _error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
-            return _json_number(value, node)
+            return _json_number(_scalar(node), node)
         if node.tag not in (_CORE + "map", _CORE + "seq"):
             raise _error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
         if isinstance(node, SequenceNode):
@@ -248,20 +310,19 @@ class _Builder:
         return self.mapping(node)
 
     def mapping(self, node: MappingNode) -> dict[str, Any]:
+        """Keys in document order, as go-yaml v2 decodes them: a later key replaces an earlier one,
+        and a ``<<`` merge writes its keys over those before it (decode.go ``mapping``, ``merge``)."""
         out: dict[str, Any] = {}
-        merged: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            if isinstance(key_node, ScalarNode) and key_node.tag == _PLAIN and key_node.value == "<<":
-                for source in self._merge_sources(value_node):
-                    for key, value in self.mapping(source).items():
-                        merged.setdefault(key, value)
+            if _is_merge(key_node):
+                for source in reversed(self._merge_sources(value_node)):  # earlier maps take precedence
+                    out.update(self.mapping(source))
                 continue
             if not isinstance(key_node, ScalarNode):
                 raise _error(key_node, "unsupported map key: a key must be a scalar")
-            key = _key_string(self.build(key_node), key_node)
+            self.count(key_node)  # a key keeps go-yaml's value: JSON's number rules apply to values only
+            key = _key_string(_scalar(key_node), key_node)
             out[key] = self.build(value_node)
-        for key, value in merged.items():
-            out.setdefault(key, value)
         return out
 
     @staticmethod
@@ -270,20 +331,22 @@ class _Builder:
             return [node]
         if isinstance(node, SequenceNode) and all(isinstance(n, MappingNode) for n in node.value):
             return list(node.value)
-        raise _error(node, "map merge requires a map or a sequence of maps as the value")
+        raise _error(node, "map merge requires map or sequence of maps as the value")
 
 
-def _is_null_document(node: Node) -> bool:
-    return isinstance(node, ScalarNode) and node.tag == _PLAIN and node.value in _NULLS
+def _is_merge(node: Node) -> bool:
+    """go-yaml's ``isMerge``: a plain ``<<`` or one tagged ``!!merge``; a quoted "<<" is a key."""
+    return isinstance(node, ScalarNode) and node.value == "<<" and node.tag in (_PLAIN, _CORE + "merge")
 
 
 class _Open:
-    """A collection being composed: its node, the key awaiting a value, its anchor."""
+    """A collection being composed: its node, the key awaiting a value, its anchor, and the
+    indentation levels go-yaml's scanner has pushed by the time it starts."""
 
-    __slots__ = ("node", "key", "anchor")
+    __slots__ = ("node", "key", "anchor", "indents")
 
-    def __init__(self, node: SequenceNode | MappingNode, anchor: str | None) -> None:
-        self.node, self.key, self.anchor = node, None, anchor
+    def __init__(self, node: SequenceNode | MappingNode, anchor: str | None, indents: int) -> None:
+        self.node, self.key, self.anchor, self.indents = node, None, anchor, indents
 
 
 def _compose(parser: _Parser, start: Any) -> Node | None:
@@ -291,12 +354,15 @@ def _compose(parser: _Parser, start: Any) -> Node | None:
 
     pyyaml's composers recurse once per level (a 50,000-deep flow sequence overflows the C stack);
     this loop keeps an explicit stack and refuses, as go-yaml does, more than ``MAX_DEPTH`` nested
-    flow or block collections, and any document larger than ``MAX_DOCUMENT_SIZE``.
+    flow or block collections, and any document larger than ``MAX_DOCUMENT_SIZE``. A document
+    within those limits but nested more than ``MAX_DEPTH`` deep in all is refused at its end, as
+    kubectl's JSON decoding refuses it once the whole document has been read as YAML.
     """
     anchors: dict[str, Node] = {}
     stack: list[_Open] = []
-    depth = {True: 0, False: 0}  # open flow collections, open block collections
+    flows = 0  # open flow collections
     root: Node | None = None
+    too_deep: YAMLInputError | None = None
     while True:
         event = parser.get_event()
         if event.end_mark.index - start.start_mark.index > MAX_DOCUMENT_SIZE:
@@ -304,11 +370,12 @@ def _compose(parser: _Parser, start: Any) -> Node | None:
                 f"document is larger than {MAX_DOCUMENT_SIZE // (1024 * 1024)} MiB, the API server's request limit; "
                 "not read", start.start_mark.line + 1, start.start_mark.column + 1)
         if isinstance(event, yaml.DocumentEndEvent):
+            if too_deep is not None:
+                raise too_deep
             return root
         if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             done = stack.pop()
-            depth[bool(done.node.flow_style)] -= 1
-            done.node.end_mark = event.end_mark
+            flows -= bool(done.node.flow_style)
             if done.anchor is not None:
                 anchors[done.anchor] = done.node
             continue
@@ -320,7 +387,8 @@ def _compose(parser: _Parser, start: Any) -> Node | None:
                 raise _mark_error(event, f"unknown anchor {_quote_name(event.anchor)} referenced")
             node = anchors[event.anchor]
         elif isinstance(event, yaml.ScalarEvent):
-            tag = event.tag if event.tag not in (None, "!") else parser.resolve(ScalarNode, event.value, event.implicit)
+            # go-yaml resolves only untagged scalars: the non-specific tag "!" keeps ``! 1`` a string
+            tag = _CORE + "str" if event.tag == "!" else event.tag or parser.resolve(ScalarNode, event.value, event.implicit)
             node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
             if event.anchor is not None:
                 anchors[event.anchor] = node
@@ -329,10 +397,20 @@ def _compose(parser: _Parser, start: Any) -> Node | None:
             kind = SequenceNode if is_seq else MappingNode
             tag = event.tag if event.tag not in (None, "!") else parser.resolve(kind, None, event.implicit)
             node = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
-            flow = bool(event.flow_style)
-            depth[flow] += 1
-            if depth[flow] > MAX_DEPTH:
-                raise _mark_error(event, DEPTH_ERROR)
+            outer = stack[-1] if stack else None
+            indents = outer.indents if outer else 0
+            if event.flow_style:
+                flows += 1
+                if flows > MAX_DEPTH:
+                    raise _mark_error(event, DEPTH_ERROR)
+            elif outer is None or event.start_mark.column > outer.node.start_mark.column:
+                # go-yaml pushes an indentation level for a block collection right of the one
+                # around it; a "- " list at its key's column (an indentless sequence) pushes none
+                indents += 1
+                if indents > MAX_DEPTH:
+                    raise _mark_error(event, DEPTH_ERROR)
+            if len(stack) >= MAX_DEPTH and too_deep is None:  # this collection is the 10,001st level
+                too_deep = _mark_error(event, JSON_DEPTH_ERROR)
         if stack:
             parent = stack[-1]
             if isinstance(parent.node, SequenceNode):
@@ -345,7 +423,7 @@ def _compose(parser: _Parser, start: Any) -> Node | None:
         else:
             root = node
         if isinstance(node, (SequenceNode, MappingNode)) and not isinstance(event, yaml.AliasEvent):
-            stack.append(_Open(node, event.anchor))
+            stack.append(_Open(node, event.anchor, indents))
 
 
 def _mark_error(event: Any, message: str) -> YAMLInputError:
@@ -364,7 +442,6 @@ def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
     nesting or an oversized document.
     """
     parser = _Parser(stream)
-    index = -1
     try:
         while True:
             try:
@@ -382,15 +459,15 @@ def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
                 ) from None
             except yaml.YAMLError as exc:  # reader errors: binary junk, bad encoding
                 raise YAMLInputError(f"invalid YAML: {exc}".replace("\n", " ")) from None
-            index += 1
-            if node is None or _is_null_document(node):
+            if node is None:
                 continue
             with recursion_room():
                 try:
                     value = _Builder().build(node)
                 except RecursionError:
                     raise _error(node, DEPTH_ERROR) from None
-            yield Document(value=value, node=node, index=index)
+            if value is not None:  # kubectl passes over a document whose JSON is null
+                yield Document(value=value, node=node)
     finally:
         parser.dispose()
 
