@@ -36,13 +36,13 @@ from decimal import Decimal
 from typing import IO, Any
 
 import yaml
-from yaml.cyaml import CParser
+from yaml._yaml import CParser
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .excerpt import excerpt, quote_value
 
 _CORE = "tag:yaml.org,2002:"
-_PLAIN = "!plain"  # tag given by our resolver to untagged plain scalars, resolved go-yaml's way
+_PLAIN = "!plain"  # the tag given to untagged plain scalars, resolved go-yaml's way
 
 _BOOLS = {
     **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
@@ -54,11 +54,17 @@ _SPECIAL_FLOATS = {
     **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
     **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
 }
+#: resolve.go's ``resolveMap``: the words a plain scalar resolves by, whatever its first character.
+_RESOLVED = {**_BOOLS, **dict.fromkeys(_NULLS), **_SPECIAL_FLOATS}
+#: resolve.go's hint for an int, float or timestamp: a plain scalar starting with a sign or digit.
+_NUMBER_START = frozenset("+-0123456789")
 _YAML_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 #: Go's ParseFloat of a scalar that starts with "." (go-yaml tries it with no pattern first):
 #: underscores are allowed between digits (strconv's underscoreOK), as in ``.5_0``.
 _DOT_FLOAT = re.compile(r"^\.[0-9]+(_[0-9]+)*([eE][-+]?[0-9]+(_[0-9]+)*)?$")
-_GO_INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO]?[0-7]+|0[bB][01]+|[1-9][0-9]*|0)$")
+#: Go's integer syntax with base 0: a sign, then hex, octal (``0o17`` or ``017``), binary or decimal digits.
+_GO_INT = re.compile(r"^(?P<sign>[-+]?)(?:0[xX](?P<x>[0-9a-fA-F]+)|0[oO]?(?P<o>[0-7]+)|0[bB](?P<b>[01]+)|(?P<d>[1-9][0-9]*|0))$")
+_BASES = {"x": 16, "o": 8, "b": 2, "d": 10}
 _INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 #: Alias expansion allowed beyond the document's own size (go-yaml v2 bounds it likewise).
 ALIAS_EXPANSION_LIMIT = 10_000
@@ -74,8 +80,8 @@ JSON_DEPTH_ERROR = f"exceeded max depth: more than {MAX_DEPTH} nested maps and l
 #: The API server refuses a request body over 3 MiB (apiserver's MaxRequestBodyBytes), so a
 #: larger document can never be applied; it is refused before it is composed.
 MAX_DOCUMENT_SIZE = 3 * 1024 * 1024
-#: Digits beyond which a plain scalar cannot be an int64/uint64 (Go's ParseInt/ParseUint).
-_MAX_INT_DIGITS = {"x": 16, "b": 64, "o": 22, "": 20}
+#: Decimal digits of the largest uint64: a longer decimal is out of ParseUint's range.
+_UINT64_DIGITS = 20
 
 
 class YAMLInputError(ValueError):
@@ -101,73 +107,37 @@ class Document:
         return locate(self.node, path, self._keys)
 
 
-class _Resolver(yaml.resolver.BaseResolver):
-    """Tags untagged plain scalars for go-yaml resolution; quoted scalars are strings."""
-
-    def resolve(self, kind: type, value: Any, implicit: Any) -> str:  # noqa: D102
-        if kind is ScalarNode:
-            return _PLAIN if implicit[0] else _CORE + "str"
-        return _CORE + ("seq" if kind is SequenceNode else "map")
-
-
-class _Parser(CParser, _Resolver):  # type: ignore[misc]
-    def __init__(self, stream: str | bytes | IO[Any]) -> None:
-        CParser.__init__(self, stream)
-        _Resolver.__init__(self)
-
-
 def _go_int(text: str) -> int | None:
     """strconv.ParseInt/ParseUint with base 0 (``text`` has no underscores)."""
-    if not _GO_INT.match(text):
+    match = _GO_INT.match(text)
+    if not match:
         return None
-    sign = -1 if text[0] == "-" else 1
-    digits = text.lstrip("+-")
-    low = digits[:2].lower()
-    base = low[1] if low in ("0x", "0b", "0o") else ("o" if len(digits) > 1 and digits[0] == "0" else "")
-    significant = (digits[2:] if base in ("x", "b") or low == "0o" else digits).lstrip("0")
-    if len(significant) > _MAX_INT_DIGITS[base]:
-        return None  # out of ParseInt's range, and never handed to int() (CPython's 4300-digit limit)
-    if low == "0x":
-        n = int(digits[2:], 16)
-    elif low == "0b":
-        n = int(digits[2:], 2)
-    elif low == "0o":
-        n = int(digits[2:], 8)
-    elif len(digits) > 1 and digits[0] == "0":
-        n = int(digits[1:], 8)
-    else:
-        n = int(digits)
-    n *= sign
+    base, digits = next((base, digits) for base, digits in match.groupdict().items() if base in _BASES and digits)
+    if base == "d" and len(digits) > _UINT64_DIGITS:
+        return None  # out of range, and never handed to int() (CPython's 4300-digit limit for decimals)
+    n = int(digits, _BASES[base])
+    if match["sign"] == "-":
+        n = -n
     return n if _INT64_MIN <= n <= _UINT64_MAX else None
 
 
-def _go_float(plain: str, text: str | None = None) -> float | str:
-    """strconv.ParseFloat: beyond float64 it fails with ErrRange, and go-yaml keeps the scalar a string.
+def _go_float(plain: str, text: str) -> float | str:
+    """strconv.ParseFloat of ``plain`` (``text`` without underscores): beyond float64 it fails with
+    ErrRange, and go-yaml keeps ``text``, a string.
 
     So a 5,000-digit ``size`` reaches the server as a string (``must be of type integer``).
     """
     value = float(plain)
-    return (text if text is not None else plain) if math.isinf(value) else value
+    return text if math.isinf(value) else value
 
 
 def resolve_plain(text: str) -> Any:
     """The value go-yaml v2 gives an untagged plain scalar."""
-    if not text:
-        return None
-    first = text[0]
-    if first in "yYnNtTfFoO~":
-        if text in _BOOLS:
-            return _BOOLS[text]
-        if text in _NULLS:
-            return None
-        return text
-    if first == ".":
-        if text in _SPECIAL_FLOATS:
-            return _SPECIAL_FLOATS[text]
+    if text in _RESOLVED:
+        return _RESOLVED[text]
+    if text.startswith("."):
         return _go_float(text.replace("_", ""), text) if _DOT_FLOAT.match(text) else text
-    if first in "0123456789+-":
-        if text in _SPECIAL_FLOATS:
-            return _SPECIAL_FLOATS[text]
+    if text[0] in _NUMBER_START:
         plain = text.replace("_", "")
         n = _go_int(plain)
         if n is not None:
@@ -226,7 +196,7 @@ def _json_number(value: Any, node: Node) -> Any:
             if _INT64_MIN <= printed <= _INT64_MAX:
                 return printed
         return value
-    if isinstance(value, int) and not isinstance(value, bool) and not _INT64_MIN <= value <= _INT64_MAX:
+    if isinstance(value, int) and not _INT64_MIN <= value <= _INT64_MAX:  # (a bool is 0 or 1)
         return float(value)
     return value
 
@@ -264,19 +234,16 @@ def _go_float32_key(value: float) -> str:
     if math.isnan(single):
         return ".nan"
     if math.isinf(single):
-        return ".inf" if single > 0 else "-.inf"
-    sign = "-" if math.copysign(1.0, single) < 0 else ""
-    if single == 0:
-        return sign + "0"
-    for precision in range(9):  # a float32 needs at most 9 significant digits
-        text = f"{abs(single):.{precision}e}"
-        if _float32(float(text)) == abs(single):
-            break
-    mantissa, exponent = text.split("e")
-    digits, exp = mantissa.replace(".", "").rstrip("0") or "0", int(exponent)
+        return {math.inf: ".inf", -math.inf: "-.inf"}[single]
+    precision = 0  # a float32 reads back from 9 significant digits at most
+    while _float32(float(f"{single:.{precision}e}")) != single:
+        precision += 1
+    mantissa, exponent = f"{single:.{precision}e}".split("e")
+    sign = "-" if mantissa.startswith("-") else ""
+    digits, exp = mantissa.replace("-", "").replace(".", ""), int(exponent)
     if exp < -4 or exp >= 6:
         fraction = "." + digits[1:] if len(digits) > 1 else ""
-        return f"{sign}{digits[0]}{fraction}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+        return f"{sign}{digits[0]}{fraction}e{exp:+03d}"
     if exp < 0:
         return f"{sign}0.{'0' * (-exp - 1)}{digits}"
     if exp + 1 >= len(digits):
@@ -349,7 +316,7 @@ class _Open:
         self.node, self.key, self.anchor, self.indents = node, None, anchor, indents
 
 
-def _compose(parser: _Parser, start: Any) -> Node | None:
+def _compose(parser: CParser, start: Any) -> Node | None:
     """One document's node tree, composed from libyaml's event stream without recursion.
 
     pyyaml's composers recurse once per level (a 50,000-deep flow sequence overflows the C stack);
@@ -387,15 +354,17 @@ def _compose(parser: _Parser, start: Any) -> Node | None:
                 raise _mark_error(event, f"unknown anchor {_quote_name(event.anchor)} referenced")
             node = anchors[event.anchor]
         elif isinstance(event, yaml.ScalarEvent):
-            # go-yaml resolves only untagged scalars: the non-specific tag "!" keeps ``! 1`` a string
-            tag = _CORE + "str" if event.tag == "!" else event.tag or parser.resolve(ScalarNode, event.value, event.implicit)
-            node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+            # go-yaml resolves only untagged plain scalars: a quoted one, or one with the non-specific
+            # tag "!" (``! 1``), is a string
+            tag = event.tag or (_PLAIN if event.implicit[0] else _CORE + "str")
+            tag = _CORE + "str" if tag == "!" else tag
+            node = ScalarNode(tag, event.value, event.start_mark)
             if event.anchor is not None:
                 anchors[event.anchor] = node
         else:  # a collection starts
             is_seq = isinstance(event, yaml.SequenceStartEvent)
             kind = SequenceNode if is_seq else MappingNode
-            tag = event.tag if event.tag not in (None, "!") else parser.resolve(kind, None, event.implicit)
+            tag = event.tag if event.tag not in (None, "!") else _CORE + ("seq" if is_seq else "map")
             node = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
             outer = stack[-1] if stack else None
             indents = outer.indents if outer else 0
@@ -441,7 +410,7 @@ def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
     YAMLInputError with the position of a syntax error, an unknown tag, an alias bomb, excessive
     nesting or an oversized document.
     """
-    parser = _Parser(stream)
+    parser = CParser(stream)
     try:
         while True:
             try:
@@ -452,11 +421,9 @@ def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
                     return
                 node = _compose(parser, event)
             except yaml.MarkedYAMLError as exc:
-                mark = exc.problem_mark or exc.context_mark
                 problem = " ".join(p for p in (exc.context, exc.problem) if p)
-                raise YAMLInputError(
-                    f"invalid YAML: {problem}", (mark.line + 1) if mark else 0, (mark.column + 1) if mark else 0
-                ) from None
+                mark = exc.problem_mark  # libyaml marks every scanner and parser error with its problem
+                raise YAMLInputError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1) from None
             except yaml.YAMLError as exc:  # reader errors: binary junk, bad encoding
                 raise YAMLInputError(f"invalid YAML: {exc}".replace("\n", " ")) from None
             if node is None:
@@ -498,19 +465,18 @@ def locate(node: Node, path: tuple[str | int, ...], keys: dict[int, dict[str, tu
     keys = {} if keys is None else keys
     mark = node.start_mark
     for step in path:
-        child: Node | None = None
         if isinstance(node, MappingNode):
             index = keys.get(id(node))
             if index is None:
                 index = keys[id(node)] = {
                     k.value: (k.start_mark, v) for k, v in node.value if isinstance(k, ScalarNode)
                 }  # the last duplicate wins, as in the value
-            if str(step) in index:
-                mark, child = index[str(step)]
+            if str(step) not in index:
+                break
+            mark, node = index[str(step)]
         elif isinstance(node, SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
-            child = node.value[step]
-            mark = child.start_mark
-        if child is None:
+            node = node.value[step]
+            mark = node.start_mark
+        else:
             break
-        node = child
     return mark.line + 1, mark.column + 1

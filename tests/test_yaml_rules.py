@@ -234,6 +234,8 @@ def test_core_tags_as_go_yaml_decodes_them() -> None:
     assert same(value(text), {"x": ["2001-12-14", "2001-12-14 21:59:43.10", "2001-12-14T21:59:43.10-05:00"]})
     assert same(value("x: [!!str, !!str ~, !!str yes, !!float -9223372036854775809, !!int 18446744073709551615]\n"),
                 {"x": ["", "~", "yes", -9.223372036854775808e18, 1.8446744073709552e19]})
+    # int64's most as a !!float: 2**63, printed 9223372036854775808 and read back as a float
+    assert same(value("x: !!float 9223372036854775807\n"), {"x": 9.223372036854775808e18})
 
 
 @pytest.mark.parametrize(
@@ -477,6 +479,7 @@ def test_positions_point_at_keys_and_items() -> None:
     (doc,) = iter_documents('a: {b: 1, "c": [x, {d: 2}]}\n0: zero\nl:\n- p\n- q: 1\n')
     assert doc.position(()) == (1, 1)
     assert doc.position(("a", "c")) == (1, 11), "a quoted key starts at its quote"
+    assert doc.position(("a", "c", 0)) == (1, 17)
     assert doc.position(("a", "c", 1)) == (1, 20)
     assert doc.position(("a", "c", 1, "d")) == (1, 21)
     assert doc.position((0,)) == (2, 1), "an index on a map is the key written as that number"
