@@ -497,6 +497,13 @@ def test_a_duplicate_key_is_located_at_its_last_occurrence() -> None:
     assert locate(doc.node, ("a",)) == (3, 1)
 
 
+def test_a_document_indexes_each_mapping_once() -> None:
+    (doc,) = iter_documents("a: {b: 1}\n")
+    assert doc.position(("a", "b")) == (1, 5)
+    doc.node.value.clear()  # the document's index of each mapping answers now
+    assert doc.position(("a", "b")) == (1, 5)
+
+
 def test_locate_keeps_each_mapping_s_index_in_the_cache_given() -> None:
     (doc,) = iter_documents("a: {b: 1}\n")
     cache: dict = {}
