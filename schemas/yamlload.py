@@ -15,7 +15,8 @@ the server, the values here must be the ones that JSON would carry:
 - ``json.Marshal`` writes a float with no fraction as an integer (``1.0`` -> ``1``, ``1e3`` ->
   ``1000``) and the server reads it back as int64, so integral floats in the int64 range become
   ``int``; any number beyond int64 is read back as a float; NaN and infinities cannot be marshalled;
-- the last of duplicate keys wins; ``<<`` merge keys are honoured.
+- the last of duplicate keys wins; ``<<`` merge keys are honoured in document order, as go-yaml
+  v2 applies them: a merge writes over the keys before it, a later key over the merge.
 
 Parsing uses libyaml (pyyaml's C parser) and builds values straight from its node tree, which
 also carries the line and column of every key and value, so an error can be located without a
@@ -27,19 +28,21 @@ from __future__ import annotations
 
 import math
 import re
+import struct
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from decimal import Decimal
 from typing import IO, Any
 
 import yaml
-from yaml.cyaml import CParser
+from yaml._yaml import CParser
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .excerpt import excerpt, quote_value
 
 _CORE = "tag:yaml.org,2002:"
-_PLAIN = "!plain"  # tag given by our resolver to untagged plain scalars, resolved go-yaml's way
+_PLAIN = "!plain"  # the tag given to untagged plain scalars, resolved go-yaml's way
 
 _BOOLS = {
     **dict.fromkeys(("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"), True),
@@ -51,8 +54,17 @@ _SPECIAL_FLOATS = {
     **dict.fromkeys((".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"), math.inf),
     **dict.fromkeys(("-.inf", "-.Inf", "-.INF"), -math.inf),
 }
+#: resolve.go's ``resolveMap``: the words a plain scalar resolves by, whatever its first character.
+_RESOLVED = {**_BOOLS, **dict.fromkeys(_NULLS), **_SPECIAL_FLOATS}
+#: resolve.go's hint for an int, float or timestamp: a plain scalar starting with a sign or digit.
+_NUMBER_START = frozenset("+-0123456789")
 _YAML_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
-_GO_INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO]?[0-7]+|0[bB][01]+|[1-9][0-9]*|0)$")
+#: Go's ParseFloat of a scalar that starts with "." (go-yaml tries it with no pattern first):
+#: underscores are allowed between digits (strconv's underscoreOK), as in ``.5_0``.
+_DOT_FLOAT = re.compile(r"^\.[0-9]+(_[0-9]+)*([eE][-+]?[0-9]+(_[0-9]+)*)?$")
+#: Go's integer syntax with base 0: a sign, then hex, octal (``0o17`` or ``017``), binary or decimal digits.
+_GO_INT = re.compile(r"^(?P<sign>[-+]?)(?:0[xX](?P<x>[0-9a-fA-F]+)|0[oO]?(?P<o>[0-7]+)|0[bB](?P<b>[01]+)|(?P<d>[1-9][0-9]*|0))$")
+_BASES = {"x": 16, "o": 8, "b": 2, "d": 10}
 _INT64_MIN, _INT64_MAX, _UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 #: Alias expansion allowed beyond the document's own size (go-yaml v2 bounds it likewise).
 ALIAS_EXPANSION_LIMIT = 10_000
@@ -61,11 +73,15 @@ ALIAS_EXPANSION_RATIO = 4
 #: ``max_indents``): more than 10,000 nested flow collections, or block collections, is an error.
 MAX_DEPTH = 10_000
 DEPTH_ERROR = f"yaml: exceeded max depth of {MAX_DEPTH}"
+#: kubectl then decodes the JSON with encoding/json, which refuses more than 10,000 nested objects
+#: and arrays in all (``maxNestingDepth``; the document's own mapping is the first): kubectl says
+#: ``invalid character '[' exceeded max depth``.
+JSON_DEPTH_ERROR = f"exceeded max depth: more than {MAX_DEPTH} nested maps and lists, which kubectl cannot decode as JSON"
 #: The API server refuses a request body over 3 MiB (apiserver's MaxRequestBodyBytes), so a
 #: larger document can never be applied; it is refused before it is composed.
 MAX_DOCUMENT_SIZE = 3 * 1024 * 1024
-#: Digits beyond which a plain scalar cannot be an int64/uint64 (Go's ParseInt/ParseUint).
-_MAX_INT_DIGITS = {"x": 16, "b": 64, "o": 22, "": 20}
+#: Decimal digits of the largest uint64: a longer decimal is out of ParseUint's range.
+_UINT64_DIGITS = 20
 
 
 class YAMLInputError(ValueError):
@@ -79,98 +95,55 @@ class YAMLInputError(ValueError):
 class Document:
     """One YAML document of a stream: its JSON-compatible value and where it came from."""
 
-    __slots__ = ("value", "node", "index", "_keys")
+    __slots__ = ("value", "node", "_keys")
 
-    def __init__(self, value: Any, node: Node, index: int) -> None:
+    def __init__(self, value: Any, node: Node) -> None:
         self.value = value
         self.node = node  # libyaml's node tree, for positions
-        self.index = index  # 0-based document index in the stream
         self._keys: dict[int, dict[str, tuple[Any, Node]]] = {}  # per mapping node: key -> (mark, value)
-
-    @property
-    def line(self) -> int:
-        return self.node.start_mark.line + 1
 
     def position(self, path: tuple[str | int, ...]) -> tuple[int, int]:
         """1-based (line, column) of the deepest node on ``path`` that exists in the source."""
         return locate(self.node, path, self._keys)
 
 
-class _Resolver(yaml.resolver.BaseResolver):
-    """Tags untagged plain scalars for go-yaml resolution; quoted scalars are strings."""
-
-    def resolve(self, kind: type, value: Any, implicit: Any) -> str:  # noqa: D102
-        if kind is ScalarNode:
-            return _PLAIN if implicit[0] else _CORE + "str"
-        return _CORE + ("seq" if kind is SequenceNode else "map")
-
-
-class _Parser(CParser, _Resolver):  # type: ignore[misc]
-    def __init__(self, stream: str | bytes | IO[Any]) -> None:
-        CParser.__init__(self, stream)
-        _Resolver.__init__(self)
-
-
 def _go_int(text: str) -> int | None:
     """strconv.ParseInt/ParseUint with base 0 (``text`` has no underscores)."""
-    if not _GO_INT.match(text):
+    match = _GO_INT.match(text)
+    if not match:
         return None
-    sign = -1 if text[0] == "-" else 1
-    digits = text.lstrip("+-")
-    low = digits[:2].lower()
-    base = low[1] if low in ("0x", "0b", "0o") else ("o" if len(digits) > 1 and digits[0] == "0" else "")
-    significant = (digits[2:] if base in ("x", "b") or low == "0o" else digits).lstrip("0")
-    if len(significant) > _MAX_INT_DIGITS[base]:
-        return None  # out of ParseInt's range, and never handed to int() (CPython's 4300-digit limit)
-    if low == "0x":
-        n = int(digits[2:], 16)
-    elif low == "0b":
-        n = int(digits[2:], 2)
-    elif low == "0o":
-        n = int(digits[2:], 8)
-    elif len(digits) > 1 and digits[0] == "0":
-        n = int(digits[1:], 8)
-    else:
-        n = int(digits)
-    n *= sign
+    base, digits = next((base, digits) for base, digits in match.groupdict().items() if base in _BASES and digits)
+    if base == "d" and len(digits) > _UINT64_DIGITS:
+        return None  # out of range, and never handed to int() (CPython's 4300-digit limit for decimals)
+    n = int(digits, _BASES[base])
+    if match["sign"] == "-":
+        n = -n
     return n if _INT64_MIN <= n <= _UINT64_MAX else None
 
 
-def _go_float(plain: str, text: str | None = None) -> float | str:
-    """strconv.ParseFloat: beyond float64 it fails with ErrRange, and go-yaml keeps the scalar a string.
+def _go_float(plain: str, text: str) -> float | str:
+    """strconv.ParseFloat of ``plain`` (``text`` without underscores): beyond float64 it fails with
+    ErrRange, and go-yaml keeps ``text``, a string.
 
     So a 5,000-digit ``size`` reaches the server as a string (``must be of type integer``).
     """
     value = float(plain)
-    return (text if text is not None else plain) if math.isinf(value) else value
+    return text if math.isinf(value) else value
 
 
 def resolve_plain(text: str) -> Any:
     """The value go-yaml v2 gives an untagged plain scalar."""
-    if not text:
-        return None
-    first = text[0]
-    if first in "yYnNtTfFoO~":
-        if text in _BOOLS:
-            return _BOOLS[text]
-        if text in _NULLS:
-            return None
-        return text
-    if first == ".":
-        if text in _SPECIAL_FLOATS:
-            return _SPECIAL_FLOATS[text]
-        return _go_float(text) if _YAML_FLOAT.match(text) else text
-    if first in "0123456789+-":
-        if text in _SPECIAL_FLOATS:
-            return _SPECIAL_FLOATS[text]
+    if text in _RESOLVED:
+        return _RESOLVED[text]
+    if text.startswith("."):
+        return _go_float(text.replace("_", ""), text) if _DOT_FLOAT.match(text) else text
+    if text[0] in _NUMBER_START:
         plain = text.replace("_", "")
         n = _go_int(plain)
         if n is not None:
             return n
         if _YAML_FLOAT.match(plain):
             return _go_float(plain, text)
-    if text in _NULLS:
-        return None
     return text
 
 
@@ -186,9 +159,25 @@ def _tagged_scalar(node: ScalarNode) -> Any:
         return value
     if tag == "int" and isinstance(value, int) and not isinstance(value, bool):
         return value
-    if tag == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    raise _error(node, f"cannot decode {quote_value(text)} as !!{tag}")
+    if tag == "float" and (isinstance(value, float) or type(value) is int and value <= _INT64_MAX):
+        return float(value)  # go-yaml converts an int or int64, not a uint64 (resolve.go)
+    raise _error(node, f"cannot decode !!{_resolved_tag(value)} {quote_value(text)} as a !!{tag}")
+
+
+def _resolved_tag(value: Any) -> str:
+    """The tag go-yaml resolves a plain scalar to, for its "cannot decode" message."""
+    if value is None:
+        return "null"
+    return {bool: "bool", int: "int", float: "float"}.get(type(value), "str")
+
+
+def _scalar(node: ScalarNode) -> Any:
+    """The value go-yaml v2 decodes a scalar to, before kubectl's JSON step."""
+    if node.tag == _PLAIN:
+        return resolve_plain(node.value)
+    if node.tag.startswith(_CORE):
+        return _tagged_scalar(node)
+    raise _error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
 
 
 def _error(node: Node, message: str) -> YAMLInputError:
@@ -200,24 +189,66 @@ def _json_number(value: Any, node: Node) -> Any:
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             raise _error(node, f"unsupported value {quote_value(node.value)}: JSON has no NaN or infinity")
-        if value.is_integer() and _INT64_MIN <= value <= _INT64_MAX:
-            return int(value)  # json.Marshal prints it without a fraction; the server reads an int64
+        if value.is_integer():
+            # json.Marshal prints the shortest digits that read back as this float (2**60 is
+            # 1152921504606847000), without a fraction; the server reads them as an int64 if they fit
+            printed = int(Decimal(repr(value)))
+            if _INT64_MIN <= printed <= _INT64_MAX:
+                return printed
         return value
-    if isinstance(value, int) and not isinstance(value, bool) and not _INT64_MIN <= value <= _INT64_MAX:
+    if isinstance(value, int) and not _INT64_MIN <= value <= _INT64_MAX:  # (a bool is 0 or 1)
         return float(value)
     return value
 
 
 def _key_string(value: Any, node: Node) -> str:
+    """The map key as sigs.k8s.io/yaml's ``convertToJSONableObject`` writes it (yaml.go)."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, int) and value > _INT64_MAX:
+        raise _error(node, f"unsupported map key {quote_value(node.value)}: an integer key must fit in int64")
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return format(value, "g")
+        return _go_float32_key(value)
     raise _error(node, f"unsupported map key {quote_value(node.value)}: a key must be a string, number or boolean")
+
+
+def _float32(value: float) -> float:
+    """Go's ``float32(value)``: rounded to the nearest single, infinite beyond its range."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _go_float32_key(value: float) -> str:
+    """``strconv.FormatFloat(value, 'g', -1, 32)`` with ``.inf``/``-.inf``/``.nan`` for Go's words.
+
+    The shortest digits that read back as the same float32; an exponent below -4 or from 6 on is
+    written ``1e+06``/``5e-05`` (Go's %e, two exponent digits at least), otherwise plainly.
+    """
+    single = _float32(value)
+    if math.isnan(single):
+        return ".nan"
+    if math.isinf(single):
+        return {math.inf: ".inf", -math.inf: "-.inf"}[single]
+    precision = 0  # a float32 reads back from 9 significant digits at most
+    while _float32(float(f"{single:.{precision}e}")) != single:
+        precision += 1
+    mantissa, exponent = f"{single:.{precision}e}".split("e")
+    sign = "-" if mantissa.startswith("-") else ""
+    digits, exp = mantissa.replace("-", "").replace(".", ""), int(exponent)
+    if exp < -4 or exp >= 6:
+        fraction = "." + digits[1:] if len(digits) > 1 else ""
+        return f"{sign}{digits[0]}{fraction}e{exp:+03d}"
+    if exp < 0:
+        return f"{sign}0.{'0' * (-exp - 1)}{digits}"
+    if exp + 1 >= len(digits):
+        return sign + digits + "0" * (exp + 1 - len(digits))
+    return f"{sign}{digits[:exp + 1]}.{digits[exp + 1:]}"
 
 
 class _Builder:
@@ -227,20 +258,18 @@ class _Builder:
         self.seen: set[int] = set()
         self.built = 0
 
-    def build(self, node: Node) -> Any:
+    def count(self, node: Node) -> None:
+        """Counts each node built; refuses a document whose aliases copy too much of it."""
         self.built += 1
         if id(node) not in self.seen:
             self.seen.add(id(node))
         elif self.built > ALIAS_EXPANSION_LIMIT and self.built > ALIAS_EXPANSION_RATIO * len(self.seen):
             raise _error(node, "document contains excessive aliasing")
+
+    def build(self, node: Node) -> Any:
+        self.count(node)
         if isinstance(node, ScalarNode):
-            if node.tag == _PLAIN:
-                value = resolve_plain(node.value)
-            elif node.tag.startswith(_CORE):
-                value = _tagged_scalar(node)
-            else:
-                raise _error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
-            return _json_number(value, node)
+            return _json_number(_scalar(node), node)
         if node.tag not in (_CORE + "map", _CORE + "seq"):
             raise _error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
         if isinstance(node, SequenceNode):
@@ -248,20 +277,19 @@ class _Builder:
         return self.mapping(node)
 
     def mapping(self, node: MappingNode) -> dict[str, Any]:
+        """Keys in document order, as go-yaml v2 decodes them: a later key replaces an earlier one,
+        and a ``<<`` merge writes its keys over those before it (decode.go ``mapping``, ``merge``)."""
         out: dict[str, Any] = {}
-        merged: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            if isinstance(key_node, ScalarNode) and key_node.tag == _PLAIN and key_node.value == "<<":
-                for source in self._merge_sources(value_node):
-                    for key, value in self.mapping(source).items():
-                        merged.setdefault(key, value)
+            if _is_merge(key_node):
+                for source in reversed(self._merge_sources(value_node)):  # earlier maps take precedence
+                    out.update(self.mapping(source))
                 continue
             if not isinstance(key_node, ScalarNode):
                 raise _error(key_node, "unsupported map key: a key must be a scalar")
-            key = _key_string(self.build(key_node), key_node)
+            self.count(key_node)  # a key keeps go-yaml's value: JSON's number rules apply to values only
+            key = _key_string(_scalar(key_node), key_node)
             out[key] = self.build(value_node)
-        for key, value in merged.items():
-            out.setdefault(key, value)
         return out
 
     @staticmethod
@@ -270,33 +298,38 @@ class _Builder:
             return [node]
         if isinstance(node, SequenceNode) and all(isinstance(n, MappingNode) for n in node.value):
             return list(node.value)
-        raise _error(node, "map merge requires a map or a sequence of maps as the value")
+        raise _error(node, "map merge requires map or sequence of maps as the value")
 
 
-def _is_null_document(node: Node) -> bool:
-    return isinstance(node, ScalarNode) and node.tag == _PLAIN and node.value in _NULLS
+def _is_merge(node: Node) -> bool:
+    """go-yaml's ``isMerge``: a plain ``<<`` or one tagged ``!!merge``; a quoted "<<" is a key."""
+    return isinstance(node, ScalarNode) and node.value == "<<" and node.tag in (_PLAIN, _CORE + "merge")
 
 
 class _Open:
-    """A collection being composed: its node, the key awaiting a value, its anchor."""
+    """A collection being composed: its node, the key awaiting a value, its anchor, and the
+    indentation levels go-yaml's scanner has pushed by the time it starts."""
 
-    __slots__ = ("node", "key", "anchor")
+    __slots__ = ("node", "key", "anchor", "indents")
 
-    def __init__(self, node: SequenceNode | MappingNode, anchor: str | None) -> None:
-        self.node, self.key, self.anchor = node, None, anchor
+    def __init__(self, node: SequenceNode | MappingNode, anchor: str | None, indents: int) -> None:
+        self.node, self.key, self.anchor, self.indents = node, None, anchor, indents
 
 
-def _compose(parser: _Parser, start: Any) -> Node | None:
+def _compose(parser: CParser, start: Any) -> Node | None:
     """One document's node tree, composed from libyaml's event stream without recursion.
 
     pyyaml's composers recurse once per level (a 50,000-deep flow sequence overflows the C stack);
     this loop keeps an explicit stack and refuses, as go-yaml does, more than ``MAX_DEPTH`` nested
-    flow or block collections, and any document larger than ``MAX_DOCUMENT_SIZE``.
+    flow or block collections, and any document larger than ``MAX_DOCUMENT_SIZE``. A document
+    within those limits but nested more than ``MAX_DEPTH`` deep in all is refused at its end, as
+    kubectl's JSON decoding refuses it once the whole document has been read as YAML.
     """
     anchors: dict[str, Node] = {}
     stack: list[_Open] = []
-    depth = {True: 0, False: 0}  # open flow collections, open block collections
+    flows = 0  # open flow collections
     root: Node | None = None
+    too_deep: YAMLInputError | None = None
     while True:
         event = parser.get_event()
         if event.end_mark.index - start.start_mark.index > MAX_DOCUMENT_SIZE:
@@ -304,11 +337,12 @@ def _compose(parser: _Parser, start: Any) -> Node | None:
                 f"document is larger than {MAX_DOCUMENT_SIZE // (1024 * 1024)} MiB, the API server's request limit; "
                 "not read", start.start_mark.line + 1, start.start_mark.column + 1)
         if isinstance(event, yaml.DocumentEndEvent):
+            if too_deep is not None:
+                raise too_deep
             return root
         if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             done = stack.pop()
-            depth[bool(done.node.flow_style)] -= 1
-            done.node.end_mark = event.end_mark
+            flows -= bool(done.node.flow_style)
             if done.anchor is not None:
                 anchors[done.anchor] = done.node
             continue
@@ -320,19 +354,32 @@ def _compose(parser: _Parser, start: Any) -> Node | None:
                 raise _mark_error(event, f"unknown anchor {_quote_name(event.anchor)} referenced")
             node = anchors[event.anchor]
         elif isinstance(event, yaml.ScalarEvent):
-            tag = event.tag if event.tag not in (None, "!") else parser.resolve(ScalarNode, event.value, event.implicit)
-            node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+            # go-yaml resolves only untagged plain scalars: a quoted one, or one with the non-specific
+            # tag "!" (``! 1``), is a string
+            tag = event.tag or (_PLAIN if event.implicit[0] else _CORE + "str")
+            tag = _CORE + "str" if tag == "!" else tag
+            node = ScalarNode(tag, event.value, event.start_mark)
             if event.anchor is not None:
                 anchors[event.anchor] = node
         else:  # a collection starts
             is_seq = isinstance(event, yaml.SequenceStartEvent)
             kind = SequenceNode if is_seq else MappingNode
-            tag = event.tag if event.tag not in (None, "!") else parser.resolve(kind, None, event.implicit)
+            tag = event.tag if event.tag not in (None, "!") else _CORE + ("seq" if is_seq else "map")
             node = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
-            flow = bool(event.flow_style)
-            depth[flow] += 1
-            if depth[flow] > MAX_DEPTH:
-                raise _mark_error(event, DEPTH_ERROR)
+            outer = stack[-1] if stack else None
+            indents = outer.indents if outer else 0
+            if event.flow_style:
+                flows += 1
+                if flows > MAX_DEPTH:
+                    raise _mark_error(event, DEPTH_ERROR)
+            elif outer is None or event.start_mark.column > outer.node.start_mark.column:
+                # go-yaml pushes an indentation level for a block collection right of the one
+                # around it; a "- " list at its key's column (an indentless sequence) pushes none
+                indents += 1
+                if indents > MAX_DEPTH:
+                    raise _mark_error(event, DEPTH_ERROR)
+            if len(stack) >= MAX_DEPTH and too_deep is None:  # this collection is the 10,001st level
+                too_deep = _mark_error(event, JSON_DEPTH_ERROR)
         if stack:
             parent = stack[-1]
             if isinstance(parent.node, SequenceNode):
@@ -345,7 +392,7 @@ def _compose(parser: _Parser, start: Any) -> Node | None:
         else:
             root = node
         if isinstance(node, (SequenceNode, MappingNode)) and not isinstance(event, yaml.AliasEvent):
-            stack.append(_Open(node, event.anchor))
+            stack.append(_Open(node, event.anchor, indents))
 
 
 def _mark_error(event: Any, message: str) -> YAMLInputError:
@@ -363,8 +410,7 @@ def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
     YAMLInputError with the position of a syntax error, an unknown tag, an alias bomb, excessive
     nesting or an oversized document.
     """
-    parser = _Parser(stream)
-    index = -1
+    parser = CParser(stream)
     try:
         while True:
             try:
@@ -375,22 +421,20 @@ def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
                     return
                 node = _compose(parser, event)
             except yaml.MarkedYAMLError as exc:
-                mark = exc.problem_mark or exc.context_mark
                 problem = " ".join(p for p in (exc.context, exc.problem) if p)
-                raise YAMLInputError(
-                    f"invalid YAML: {problem}", (mark.line + 1) if mark else 0, (mark.column + 1) if mark else 0
-                ) from None
+                mark = exc.problem_mark  # libyaml marks every scanner and parser error with its problem
+                raise YAMLInputError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1) from None
             except yaml.YAMLError as exc:  # reader errors: binary junk, bad encoding
                 raise YAMLInputError(f"invalid YAML: {exc}".replace("\n", " ")) from None
-            index += 1
-            if node is None or _is_null_document(node):
+            if node is None:
                 continue
             with recursion_room():
                 try:
                     value = _Builder().build(node)
                 except RecursionError:
                     raise _error(node, DEPTH_ERROR) from None
-            yield Document(value=value, node=node, index=index)
+            if value is not None:  # kubectl passes over a document whose JSON is null
+                yield Document(value=value, node=node)
     finally:
         parser.dispose()
 
@@ -421,19 +465,18 @@ def locate(node: Node, path: tuple[str | int, ...], keys: dict[int, dict[str, tu
     keys = {} if keys is None else keys
     mark = node.start_mark
     for step in path:
-        child: Node | None = None
         if isinstance(node, MappingNode):
             index = keys.get(id(node))
             if index is None:
                 index = keys[id(node)] = {
                     k.value: (k.start_mark, v) for k, v in node.value if isinstance(k, ScalarNode)
                 }  # the last duplicate wins, as in the value
-            if str(step) in index:
-                mark, child = index[str(step)]
+            if str(step) not in index:
+                break
+            mark, node = index[str(step)]
         elif isinstance(node, SequenceNode) and isinstance(step, int) and 0 <= step < len(node.value):
-            child = node.value[step]
-            mark = child.start_mark
-        if child is None:
+            node = node.value[step]
+            mark = node.start_mark
+        else:
             break
-        node = child
     return mark.line + 1, mark.column + 1
