@@ -136,7 +136,7 @@ def resolve_plain(text: str) -> Any:
     if text in _RESOLVED:
         return _RESOLVED[text]
     if text.startswith("."):
-        return _go_float(text.replace("_", ""), text) if _DOT_FLOAT.match(text) else text
+        return _go_float(text, text) if _DOT_FLOAT.match(text) else text  # Python's float() takes "5_0" too
     if text[0] in _NUMBER_START:
         plain = text.replace("_", "")
         n = _go_int(plain)
@@ -270,7 +270,7 @@ class _Builder:
         self.count(node)
         if isinstance(node, ScalarNode):
             return _json_number(_scalar(node), node)
-        if node.tag not in (_CORE + "map", _CORE + "seq"):
+        if node.tag not in (None, _CORE + "map", _CORE + "seq"):
             raise _error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
         if isinstance(node, SequenceNode):
             return [self.build(item) for item in node.value]
@@ -316,7 +316,7 @@ class _Open:
         self.node, self.key, self.anchor, self.indents = node, None, anchor, indents
 
 
-def _compose(parser: CParser, start: Any) -> Node | None:
+def _compose(parser: CParser, start: Any) -> Node:
     """One document's node tree, composed from libyaml's event stream without recursion.
 
     pyyaml's composers recurse once per level (a 50,000-deep flow sequence overflows the C stack);
@@ -339,7 +339,7 @@ def _compose(parser: CParser, start: Any) -> Node | None:
         if isinstance(event, yaml.DocumentEndEvent):
             if too_deep is not None:
                 raise too_deep
-            return root
+            return root  # libyaml gives every document a node: an empty one is an empty plain scalar
         if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
             done = stack.pop()
             flows -= bool(done.node.flow_style)
@@ -362,10 +362,9 @@ def _compose(parser: CParser, start: Any) -> Node | None:
             if event.anchor is not None:
                 anchors[event.anchor] = node
         else:  # a collection starts
-            is_seq = isinstance(event, yaml.SequenceStartEvent)
-            kind = SequenceNode if is_seq else MappingNode
-            tag = event.tag if event.tag not in (None, "!") else _CORE + ("seq" if is_seq else "map")
-            node = kind(tag, [], event.start_mark, None, flow_style=event.flow_style)
+            kind = SequenceNode if isinstance(event, yaml.SequenceStartEvent) else MappingNode
+            # go-yaml ignores a collection's tag; an untagged one (or "!") has none here
+            node = kind(None if event.tag == "!" else event.tag, [], event.start_mark, flow_style=event.flow_style)
             outer = stack[-1] if stack else None
             indents = outer.indents if outer else 0
             if event.flow_style:
@@ -426,8 +425,6 @@ def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
                 raise YAMLInputError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1) from None
             except yaml.YAMLError as exc:  # reader errors: binary junk, bad encoding
                 raise YAMLInputError(f"invalid YAML: {exc}".replace("\n", " ")) from None
-            if node is None:
-                continue
             with recursion_room():
                 try:
                     value = _Builder().build(node)
