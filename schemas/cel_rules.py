@@ -12,14 +12,21 @@ cel-python is imported only when a CRD has rules, so the shipped CRD (which has 
 
 from __future__ import annotations
 
+import codecs
 import re
 from functools import lru_cache
 from typing import Any
 
-from .excerpt import excerpt
+from .excerpt import excerpt, quote_value
 
 Problem = tuple[tuple[str | int, ...], str]
 _OLD_SELF = re.compile(r"\boldSelf\b")
+#: staging/src/k8s.io/apiserver/pkg/apis/cel/config.go MaxEvaluatedMessageExpressionSizeBytes
+MAX_MESSAGE_BYTES = 5 * 1024
+#: one step of a rule's fieldPath: ``.name`` or ``['quoted name']`` (validation.go ValidFieldPath)
+_FIELD_PATH_STEP = re.compile(r"\.([^.\[\]]+)|\['((?:[^'\\]|\\.)*)'\]")
+#: the characters unescapeSingleQuote accepts after a backslash; any other is an error
+_ESCAPED = "abfnrtv'\\"
 
 
 def has_rules(schema: dict[str, Any]) -> bool:
@@ -44,10 +51,10 @@ def _program(expression: str) -> Any:
 def check_rules(value: Any, schema: dict[str, Any], path: tuple[str | int, ...] = ()) -> list[Problem]:
     """Evaluate every rule that applies to ``value`` and its children."""
     problems: list[Problem] = []
-    if value is None:
+    if value is None:  # validation.go: "We only validate non-null values"
         return problems
     for rule in schema.get("x-kubernetes-validations") or []:
-        problems += _check_one(value, rule, path)
+        problems += _check_one(value, schema, rule, path)
     if isinstance(value, dict):
         props = schema.get("properties") or {}
         additional = schema.get("additionalProperties")
@@ -61,35 +68,90 @@ def check_rules(value: Any, schema: dict[str, Any], path: tuple[str | int, ...] 
     return problems
 
 
-def _check_one(value: Any, rule: dict[str, Any], path: tuple[str | int, ...]) -> list[Problem]:
+def _check_one(value: Any, schema: dict[str, Any], rule: dict[str, Any], path: tuple[str | int, ...]) -> list[Problem]:
+    """One rule on one value, worded as apiextensions-apiserver/pkg/apiserver/schema/cel/validation.go
+    words it: an evaluation error names the schema's type at the node's own path; a false rule names
+    the value (not for an object or an array) at the node's path plus ``fieldPath``."""
     import celpy
 
-    expression = rule.get("rule", "")
-    if _OLD_SELF.search(expression):
+    expression = str(rule.get("rule", ""))
+    if not expression.strip() or _OLD_SELF.search(expression):  # compilation.go: an empty rule is no rule
         return []
-    where = path + tuple(p for p in str(rule.get("fieldPath", "")).split(".") if p)
     activation = {"self": celpy.json_to_cel(value)}
     try:
         ok = _program(expression).evaluate(activation)
         if isinstance(ok, Exception):  # celpy may return an evaluation error as the value
             raise ok
     except Exception as exc:  # a compile or evaluation error is a rejection on the server too
-        return [(where, f"Invalid value: {_kind_of(value)}: rule {expression!r} could not be evaluated: {excerpt(str(exc))}")]
+        # celpy's errors carry their words first, then the Python exception behind them
+        reason = str(exc.args[0]) if exc.args else type(exc).__name__
+        kind = quote_value(schema.get("type", ""))
+        return [(path, f"Invalid value: {kind}: {excerpt(reason)} evaluating rule: {_rule_error_string(rule)}")]
     if bool(ok):
         return []
-    message = rule.get("message") or f"failed rule: {expression}"
-    if rule.get("messageExpression"):
-        try:
-            message = str(_program(rule["messageExpression"]).evaluate(activation))
-        except Exception:  # the server falls back to message/rule text as well
-            pass
-    return [(where, f"Invalid value: {_kind_of(value)}: {message}")]
+    field = _normalized_field_path(str(rule.get("fieldPath", "")), schema)
+    where = path + (field,) if field else path  # currentFldPath.Child(NormalizedRuleFieldPath)
+    detail = _evaluated_message(rule, activation)
+    if detail is None:
+        message = rule.get("message")
+        detail = message.strip() if message else f"failed rule: {_rule_error_string(rule)}"
+    if schema.get("type") in ("object", "array"):  # field.OmitValueType{}: the value is left out
+        return [(where, f"Invalid value: {detail}")]
+    return [(where, f"Invalid value: {quote_value(value)}: {detail}")]
 
 
-def _kind_of(value: Any) -> str:
-    """How the API server names a value's type in a CEL error ("object", "array", or the value)."""
-    if isinstance(value, dict):
-        return '"object"'
-    if isinstance(value, list):
-        return '"array"'
-    return repr(value)
+def _evaluated_message(rule: dict[str, Any], activation: dict[str, Any]) -> str | None:
+    """The value of ``messageExpression``, or None where the server falls back to ``message``
+    (validation.go evalMessageExpression: an error, not a string, empty, a line break, over 5 KiB)."""
+    source = rule.get("messageExpression")
+    if not source:
+        return None
+    try:
+        result = _program(source).evaluate(activation)
+    except Exception:
+        return None
+    if not isinstance(result, str):  # also an evaluation error celpy returns as the value
+        return None
+    text = result.strip()
+    if not text or "\n" in text or len(text.encode()) > MAX_MESSAGE_BYTES:
+        return None
+    return text
+
+
+def _rule_error_string(rule: dict[str, Any]) -> str:
+    """validation.go ruleErrorString: the message when there is one, else the rule, trimmed."""
+    message = rule.get("message")
+    return message.strip() if message else str(rule["rule"]).strip()
+
+
+def _normalized_field_path(field_path: str, schema: dict[str, Any]) -> str:
+    """A rule's fieldPath as validation.go ValidFieldPath normalizes it: ``.a['b.c']`` is the
+    property ``b.c`` of ``a`` (written ``a.b.c``); a step into additionalProperties is a key,
+    written ``m[k]``. "" when it names no field of the schema: the API server refuses such a CRD,
+    and the error stays at the rule's node."""
+    out, at = "", 0
+    while at < len(field_path):
+        step = _FIELD_PATH_STEP.match(field_path, at)
+        if step is None or not isinstance(schema, dict):
+            return ""
+        name = step[1] if step[1] is not None else _unescape(step[2])
+        if name is None:
+            return ""
+        at = step.end()
+        if schema.get("properties") is not None:
+            if name not in schema["properties"]:
+                return ""
+            out, schema = f"{out}.{name}" if out else name, schema["properties"][name]
+        elif schema.get("additionalProperties") is not None:
+            out, schema = f"{out}[{name}]", schema["additionalProperties"]
+        else:
+            return ""
+    return out
+
+
+def _unescape(quoted: str) -> str | None:
+    """validation.go unescapeSingleQuote: None for an escape it does not know."""
+    parts = re.split(r"\\(.)", quoted)  # text, escaped char, text, ...
+    if any(c not in _ESCAPED for c in parts[1::2]):
+        return None
+    return "".join(codecs.decode("\\" + p, "unicode_escape") if i % 2 else p for i, p in enumerate(parts))

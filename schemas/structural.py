@@ -7,7 +7,8 @@ schema/defaulting/algorithm.go):
 
 1. fields not declared in the structural schema are pruned (with ``fieldValidation=Strict``, as
    ``kubectl apply --validate=strict`` sends, each one is an error instead: ``unknown field``);
-   ``x-kubernetes-preserve-unknown-fields`` and ``additionalProperties`` keep them; the root's
+   ``x-kubernetes-preserve-unknown-fields`` and ``additionalProperties`` keep them (``true``
+   keeps the key but prunes the fields of an object under it, as a value with no schema); the root's
    ``apiVersion``, ``kind`` and ``metadata`` are always kept, and unknown keys inside
    ``metadata`` are pruned like any other (objectmeta.go);
 2. ``null`` in a field that is not ``nullable`` is dropped, unless the field has a default;
@@ -57,9 +58,12 @@ def _prune_known(x: dict[str, Any], known: frozenset[str], path: Path, pruned: l
 
 
 def _as_integer(value: Any, s: dict[str, Any]) -> Any:
-    """A float with no fraction where an integer is declared is that integer: the server decodes
-    JSON numbers as int64 when they have no fraction (1.0 arrives from kubectl as 1)."""
-    if isinstance(value, float) and value.is_integer() and s.get("type") == "integer" and abs(value) < 2**63:
+    """A float with no fraction where an integer is declared is that integer, as the server stores
+    it: Go's encoding/json writes such a float64 without a fraction (below 1e21) and
+    sigs.k8s.io/json convertNumber reads the digits back as an int64 when ParseInt accepts them,
+    so the int64 range [-2**63, 2**63) decides. Elsewhere the float stays: kube-openapi's type
+    check names it "number" in a string field."""
+    if isinstance(value, float) and value.is_integer() and s.get("type") == "integer" and -(2**63) <= value < 2**63:
         return int(value)
     return value
 
@@ -78,21 +82,23 @@ def _walk(x: Any, s: dict[str, Any], path: Path, pruned: list[Path], root: bool 
 def _walk_object(x: dict[str, Any], s: dict[str, Any], path: Path, pruned: list[Path], resource: bool) -> None:
     props: dict[str, Any] = s.get("properties") or {}
     additional = s.get("additionalProperties")
-    keep_unknown = bool(s.get("x-kubernetes-preserve-unknown-fields")) or additional is True
+    preserve = bool(s.get("x-kubernetes-preserve-unknown-fields"))
     for key in list(x):
         sub = props.get(key)
         if sub is None and isinstance(additional, dict):
             sub = additional
         if sub is None:
-            if not keep_unknown and not (resource and key in _ROOT_FIELDS):
+            if preserve or (resource and key in _ROOT_FIELDS):
+                continue
+            if additional is True:  # kept, and pruned as a value with no schema
+                _prune_schemaless(x[key], path + (key,), pruned)
+            else:
                 del x[key]
                 pruned.append(path + (key,))
             continue
         if x[key] is None and not sub.get("nullable"):
-            if "default" not in sub:
-                del x[key]
-                continue
-            x[key] = copy.deepcopy(sub["default"])
+            del x[key]  # defaulting/algorithm.go isNonNullableNull: the loop below puts a default back
+            continue
         if resource and key == "metadata":
             continue  # ObjectMeta: validated by objectmeta.py, never pruned by the CRD schema
         x[key] = _as_integer(x[key], sub)
@@ -100,4 +106,18 @@ def _walk_object(x: dict[str, Any], s: dict[str, Any], path: Path, pruned: list[
     for key, sub in props.items():
         if key not in x and "default" in sub:
             x[key] = copy.deepcopy(sub["default"])
-            _walk(x[key], sub, path + (key,), pruned)
+            # the server prunes a CRD's defaults when it serves the CRD (customresource_handler.go
+            # PruneDefaults): a field a default has beyond the schema is dropped, never reported
+            _walk(x[key], sub, path + (key,), [])
+
+
+def _prune_schemaless(x: Any, path: Path, pruned: list[Path]) -> None:
+    """pruning/algorithm.go ``prune(x, nil)``, what ``additionalProperties: true`` gives a value:
+    a scalar stays, every field of an object (also inside a list) is unknown and pruned."""
+    if isinstance(x, dict):
+        for key in list(x):
+            del x[key]
+            pruned.append(path + (key,))
+    elif isinstance(x, list):
+        for i, item in enumerate(x):
+            _prune_schemaless(item, path + (i,), pruned)

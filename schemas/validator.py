@@ -68,16 +68,8 @@ def format_path(path: Iterable[str | int]) -> str:
     return out or "<root>"
 
 
-def _quote(value: Any) -> str:
-    """A value in an ``Invalid value: …`` message: objects and arrays by type, the rest excerpted."""
-    if isinstance(value, dict):
-        return '"object"'
-    if isinstance(value, list):
-        return '"array"'
-    return quote_value(value)
-
-
 def _type_name(value: Any) -> str:
+    """The JSON type kube-openapi names in a type error (validate/type.go schemaInfoForType)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -91,40 +83,70 @@ def _type_name(value: Any) -> str:
     return "array" if isinstance(value, list) else "object"
 
 
+def _plural(count: Any, noun: str) -> str:
+    """``1 item``, ``2 items``: field.TooMany and field.TooLong use the singular for a limit of 1."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _valid_alternatives(schemas: list[Any], instance: Any) -> str:
+    """kube-openapi's oneOf detail (validate/schema_props.go): how many alternatives matched."""
+    import jsonschema_rs
+
+    valid = sum(1 for s in schemas if jsonschema_rs.Draft202012Validator(s).is_valid(instance))
+    return "Found none valid" if valid == 0 else f"Found {valid} valid alternatives"
+
+
 def describe(keyword: str, limit: Any, instance: Any, where: str, subschema: dict[str, Any]) -> str:
-    """A schema failure in kube-openapi's words (k8s.io/kube-openapi/pkg/validation/errors)."""
+    """A schema failure in the API server's words.
+
+    kube-openapi (pkg/validation/errors/schema.go) writes the detail; apiextensions-apiserver
+    (pkg/apiserver/validation/validation.go kubeOpenAPIResultToFieldErrors) wraps it in a field
+    error (apimachinery util/validation/field/errors.go): ``Invalid value: <value>: <detail>``,
+    ``Required value``, ``Unsupported value``, ``Too long``, ``Too many``. Expected strings are in
+    apiextensions-apiserver's validation_test.go. Where the server names no field (``<nil>``: anyOf,
+    oneOf, not, the format check) the problem keeps the field's path, so that it can be located.
+    """
     comment = subschema.get("$comment", "")
     if comment.startswith(FORMAT_COMMENT) and keyword in ("minimum", "maximum"):
-        return f"Invalid value: {_quote(instance)}: must be of type integer with {comment}"
-    value = f"Invalid value: {_quote(instance)}: {where} in body"
+        # kubernetes/kubernetes#136582: the format's bounds, checked after the type
+        return f'Invalid value: "": Checked value must be of type integer with {comment} in {where}'
     if keyword == "type":
-        # kube-openapi names the value's type, not the value (transcript 12: Invalid value: "string")
-        wanted = limit if isinstance(limit, str) else " or ".join(t for t in limit if t != "null")
+        # the value's type, not the value (transcript 12: Invalid value: "string"); the types joined
+        # by "," as kube-openapi joins them (x-kubernetes-int-or-string: "integer,string")
+        wanted = limit if isinstance(limit, str) else ",".join(t for t in limit if t != "null")
         got = _type_name(instance)
         return f'Invalid value: "{got}": {where} in body must be of type {wanted}: "{got}"'
-    messages = {
-        "maximum": f"{value} should be less than or equal to {limit}",
-        "exclusiveMaximum": f"{value} should be less than {limit}",
-        "minimum": f"{value} should be greater than or equal to {limit}",
-        "exclusiveMinimum": f"{value} should be greater than {limit}",
-        "multipleOf": f"{value} should be a multiple of {limit}",
-        "pattern": f"{value} should match '{limit}'",
-        "minLength": f"{value} should be at least {limit} chars long",
-        "maxLength": f"Too long: may not be more than {limit} characters",
-        "minItems": f"{value} should have at least {limit} items",
-        "maxItems": f"Too many: {len(instance) if isinstance(instance, list) else '?'}: must have at most {limit} items",
-        "minProperties": f"{value} should have at least {limit} properties",
-        "maxProperties": f"{value} should have at most {limit} properties",
-        "uniqueItems": f"Duplicate value: {where} in body shouldn't contain duplicates",
-        "anyOf": f"{value} must validate at least one schema (anyOf)",
-        "oneOf": f"{value} must validate one and only one schema (oneOf)",
-        "not": f"{value} must not validate the schema (not)",
-        "additionalProperties": f"Invalid value: {_quote(instance)}: unknown field",
-    }
     if keyword == "enum":
-        options = ", ".join(_quote(o) for o in limit)
-        return f"Unsupported value: {_quote(instance)}: supported values: {options}"
-    return messages.get(keyword, f"{value} fails {keyword} {limit!r}")
+        # field.NotSupported: each supported value quoted, JSON first when it is not a string
+        options = ", ".join(quote_value(o if isinstance(o, str) else quote_value(o)) for o in limit)
+        return f"Unsupported value: {quote_value(instance)}: supported values: {options}"
+    if keyword == "maxLength":
+        return f"Too long: may not be more than {_plural(limit, 'byte')}"
+    if keyword in ("maxItems", "maxProperties"):
+        return f"Too many: {len(instance)}: must have at most {_plural(limit, 'item')}"
+    if keyword in ("minItems", "minProperties"):
+        noun = "items" if keyword == "minItems" else "properties"
+        return f"Invalid value: {len(instance)}: {where} in body should have at least {limit} {noun}"
+    if keyword in ("anyOf", "oneOf", "not", "uniqueItems"):
+        detail = {
+            "anyOf": f'"{where}" must validate at least one schema (anyOf)',
+            "oneOf": f'"{where}" must validate one and only one schema (oneOf)',
+            "not": f'"{where}" must not validate the schema (not)',
+            "uniqueItems": f"{where} in body shouldn't contain duplicates",
+        }[keyword]
+        if keyword == "oneOf":
+            detail += ". " + _valid_alternatives(limit, instance)
+        return f'Invalid value: "": {detail}'
+    detail = {
+        "maximum": f"should be less than or equal to {limit}",
+        "exclusiveMaximum": f"should be less than {limit}",
+        "minimum": f"should be greater than or equal to {limit}",
+        "exclusiveMinimum": f"should be greater than {limit}",
+        "multipleOf": f"should be a multiple of {limit}",
+        "pattern": f"should match '{limit}'",
+        "minLength": f"should be at least {limit} chars long",
+    }.get(keyword, f"fails {keyword} {limit!r}")
+    return f"Invalid value: {quote_value(instance)}: {where} in body {detail}"
 
 
 def _subschema(schema: dict[str, Any], schema_path: Iterable[Any]) -> Any:
@@ -132,6 +154,18 @@ def _subschema(schema: dict[str, Any], schema_path: Iterable[Any]) -> Any:
     for step in schema_path:
         node = node[step]
     return node
+
+
+#: customresource/strategy.go hasBlockingErr: after an error of these types (NotSupported,
+#: Required, TooLong, TooMany, TypeInvalid) the CEL rules are not evaluated, and this is said instead
+#: (field.Invalid(nil, nil, ...): the server names no field, and writes the nil value as null).
+RULES_NOT_CHECKED = ("Invalid value: null: some validation rules were not checked because the object was invalid; "
+                     "correct the existing errors to complete validation")
+_BLOCKING_PREFIXES = ("Unsupported value", "Required value", "Too long", "Too many")
+
+
+def _blocks_rules(problem: Problem) -> bool:
+    return problem.message.startswith(_BLOCKING_PREFIXES) or " in body must be of type " in problem.message
 
 
 def identity_problems(doc: dict[str, Any]) -> list[Problem]:
@@ -142,7 +176,7 @@ def identity_problems(doc: dict[str, Any]) -> list[Problem]:
         if value is None or value == "":
             problems.append(Problem((field,), f"{field} not set"))
         elif not isinstance(value, str):
-            problems.append(Problem((field,), f"Invalid value: {_quote(value)}: {field} must be a string"))
+            problems.append(Problem((field,), f"Invalid value: {quote_value(value)}: {field} must be a string"))
     return problems
 
 
@@ -208,8 +242,8 @@ class Validator:
         if not isinstance(doc, dict):
             return False
         api_version, kind = doc.get("apiVersion"), doc.get("kind")
-        group = api_version.partition("/")[0] if isinstance(api_version, str) and "/" in api_version else ""
-        return group == self.crd.group or (isinstance(kind, str) and kind.lower() in self.crd.spellings())
+        in_group = isinstance(api_version, str) and api_version.startswith(self.crd.group + "/")
+        return in_group or (isinstance(kind, str) and kind.lower() in self.crd.spellings())
 
     def validate(self, obj: dict[str, Any]) -> Outcome:
         """The verdict on ``obj`` (which it takes over and prunes/defaults in place)."""
@@ -240,10 +274,9 @@ class Validator:
             out.errors += [Problem(p, m) for p, m in decoding]
             return out
         for path in prune_and_default(obj, version.schema):
-            if self.strict:
-                out.errors.append(Problem(path, f'unknown field "{format_path(path)}"'))
-            else:
-                out.warnings.append(Problem(path, f'unknown field "{format_path(path)}" pruned'))
+            # strict: the 400 "strict decoding error: unknown field ..."; otherwise the Warning
+            # header of a pruned field (transcript 23: 299 - "unknown field \"spec.image\"")
+            (out.errors if self.strict else out.warnings).append(Problem(path, f'unknown field "{format_path(path)}"'))
         engine = self._engine(version)
         if version.status_subresource and "status" in obj:
             status = obj.pop("status")
@@ -256,8 +289,11 @@ class Validator:
                     out.warnings.append(problem)
         out.errors += self._schema_problems(engine, obj)
         out.errors += [Problem(p, m) for p, m in validate_object_meta(obj.get("metadata"), self.crd.namespaced)]
-        if self._cel[version.name] and not out.errors:
-            out.errors += [Problem(p, m) for p, m in cel_rules.check_rules(obj, version.schema)]
+        if self._cel[version.name]:
+            if any(_blocks_rules(p) for p in out.errors):
+                out.errors.append(Problem((), RULES_NOT_CHECKED))
+            else:
+                out.errors += [Problem(p, m) for p, m in cel_rules.check_rules(obj, version.schema)]
         return out
 
     @staticmethod
@@ -265,8 +301,8 @@ class Validator:
         found: dict[tuple[FieldPath, str], Problem] = {}
         for path, keyword, limit, value, sub in engine.problems(instance):
             if keyword == "required":
-                for name in limit:
-                    if isinstance(value, dict) and name not in value:
+                for name in limit:  # the whole list: one error per name missing from the object
+                    if name not in value:
                         found[(path + (name,), keyword)] = Problem(path + (name,), "Required value")
                 continue
             if keyword == "additionalProperties" and isinstance(value, dict):
@@ -275,4 +311,5 @@ class Validator:
                         found[(path + (name,), keyword)] = Problem(path + (name,), f'unknown field "{format_path(path + (name,))}"')
                 continue
             found[(path, keyword)] = Problem(path, describe(keyword, limit, value, format_path(path), sub))
-        return sorted(found.values(), key=lambda p: (p.field, p.message))
+        # by path, then message: an array's items in index order, as kube-openapi checks them
+        return sorted(found.values())

@@ -180,3 +180,21 @@ def test_version() -> None:
     proc = run("--version")
     assert proc.returncode == 0
     assert proc.stdout.decode() == "memcached-gitops 0.1.0 (Memcached cache.example.com/v1alpha1)\n"
+
+
+@pytest.mark.parametrize("command", [["validate"], ["render"], ["validate", "--format", "github"]])
+def test_a_file_name_with_a_line_break_or_escape_cannot_forge_a_log_line(tmp_path: Path, command: list[str]) -> None:
+    """Git commits any file name: one holding a newline must not start a line of its own in a CI
+    log, where GitHub Actions would read ``::error ...`` as a workflow command, nor send a terminal
+    escape sequence."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    forged = "x\n::error file=README.md,line=1::forged\r\x1b[2Jy.yaml"
+    (root / forged).write_text(GOOD.replace("size: 1", "size: 9"))
+    proc = run(*command, str(root))
+    err = assert_clean_failure(proc)
+    lines = (proc.stdout.decode() if "github" in command else err).splitlines()
+    assert not any(line.startswith("::error file=README.md") for line in lines), lines
+    assert "\x1b" not in err + proc.stdout.decode()
+    finding = next(line for line in lines if "spec.size" in line)
+    assert "forged" in finding  # the whole name stays on the finding's own line, escaped

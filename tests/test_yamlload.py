@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import math
-import re
 
 import pytest
 from memcached_gitops.schemas.yamlload import YAMLInputError, iter_documents, resolve_plain
@@ -81,26 +80,21 @@ def test_merge_keys_and_aliases_are_copies() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "value"),
-    [("a: !!python/object:os.system ls\n", {"a": "ls"}), ("a: !foo bar\n", {"a": "bar"}), ("a: !foo 2\n", {"a": "2"}),
-     ("!!python/name:os.system\n", ""), ("a: !!binary aGVsbG8=\n", {"a": "hello"}), ("a: !!binary ''\n", {"a": ""}),
-     ("a: !custom {b: 1}\n", {"a": {"b": 1}}), ("a: !!python/object/apply:os.system [ls]\n", {"a": ["ls"]})],
+    "text",
+    ["a: !!python/object:os.system ls\n", "a: !foo bar\n", "!!python/name:os.system\n", "a: !custom {b: 1}\n",
+     "a: !!python/object/apply:os.system [ls]\n"],
 )
-def test_other_tags_leave_strings_as_go_yaml_does(text: str, value: object) -> None:
-    """goyaml.v2 resolves only the str/bool/int/float/null/timestamp tags; any other tag leaves the
-    scalar's text, a string, never an object (kubectl v1.37: ``size: !foo 2`` reaches the server as
-    the string "2"; ``!!binary Mg==`` as "2"; bench/validator_differential.py)."""
-    assert values(text) == [value]
-
-
-def test_invalid_base64_is_an_error() -> None:
-    with pytest.raises(YAMLInputError, match="!!binary value contains invalid base64 data"):
-        values("a: !!binary '%%'\n")
+def test_only_core_tags_are_accepted(text: str) -> None:
+    # kubectl would read these scalars as their text; untrusted YAML gets no arbitrary tags (README)
+    with pytest.raises(YAMLInputError, match="^unknown tag .*: only the YAML core tags are allowed$"):
+        values(text)
 
 
 def test_alias_bomb_is_refused_quickly() -> None:
+    # six levels of nine (531,441 copies) are refused as a billion would be; a loader without the
+    # bound would still finish this one, and the test would fail rather than hang
     lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    for i in range(1, 10):
+    for i in range(1, 7):
         lines.append(f"a{i}: &a{i} [" + ",".join([f"*a{i-1}"] * 9) + "]")
     with pytest.raises(YAMLInputError, match="excessive aliasing"):
         values("\n".join(lines) + "\n")
@@ -155,52 +149,3 @@ def test_streams_from_files_are_read_lazily() -> None:
     assert next(docs).value == {"b": 2}
     with pytest.raises(YAMLInputError):
         next(docs)
-
-
-# --- the stream as kubectl cuts it (apimachinery util/yaml YAMLOrJSONDecoder and YAMLReader); each
-# verdict below is kubectl v1.37's with kube-apiserver v1.36.2 (bench/validator_differential.py)
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("a: 1\n...\nb: [\n", [{"a": 1}]),  # go-yaml reads the first document of a chunk, no further
-        ("a: 1\n---\nb: 2\n", [{"a": 1}, {"b": 2}]),
-        ("--- # a comment\na: 1\n", [{"a": 1}]),
-        ('{"a": 1}\n{"a": 2}\n', [{"a": 1}, {"a": 2}]),  # a JSON stream needs no separators
-        ('{"a": 1} {"a": 2} {"a": 3}', [{"a": 1}, {"a": 2}, {"a": 3}]),
-        ("{a: 1, b: [x]}\n", [{"a": 1, "b": ["x"]}]),  # not JSON: read again as YAML
-        ('{"a": 1}\n---\nb: 2\n', [{"a": 1}, {"b": 2}]),  # one JSON value, then YAML
-        ("a: .nan\na: 1\n", [{"a": 1}]),  # JSON cannot carry NaN, but a later duplicate replaces it
-        ("m: {~: 1}\nm: {b: 2}\n", [{"m": {"b": 2}}]),  # the same for a null key
-    ],
-)
-def test_the_stream_is_cut_as_kubectl_cuts_it(text: str, expected: list) -> None:
-    assert values(text) == expected
-
-
-@pytest.mark.parametrize(
-    ("text", "message", "line"),
-    [
-        ("%YAML 1.1\n---\na: 1\n", "did not find expected <document start>", 2),  # the directive is a chunk of its own
-        ("--- {a: 1}\n", "invalid Yaml document separator: {a: 1}", 1),
-        ("a: 1\n---\n...\n", "did not find expected node content", 3),
-        ('{"a": 1}\n...\n', "did not find expected node content", 2),
-        ('{"a": 1}\n{"a": 2}\n{"a": \n', "invalid JSON", 3),  # after two JSON values it stays JSON
-        ("a: 1\n---\nb: .nan\n", "JSON has no NaN", 3),
-        ("a: 1\n---\nb: {~: 1}\n", "unsupported map key", 3),
-    ],
-)
-def test_what_kubectl_refuses_in_a_stream(text: str, message: str, line: int) -> None:
-    with pytest.raises(YAMLInputError, match=re.escape(message)) as caught:
-        values(text)
-    assert caught.value.line == line
-
-
-def test_positions_count_the_lines_of_earlier_chunks() -> None:
-    doc = list(iter_documents("# head\na: 1\n---\n\nb:\n  c: 2\n"))[1]
-    assert doc.line == 5 and doc.position(("b", "c")) == (6, 3)
-
-
-def test_the_non_specific_tag_leaves_a_string() -> None:
-    """``! 2`` is the string "2" to go-yaml (kubectl sends ``"size": "2"``; transcript 38's last create)."""
-    assert values('a: ! 2\nb: ! "3"\n') == [{"a": "2", "b": "3"}]

@@ -18,7 +18,7 @@ import typer
 from memcached_gitops.render import DEFAULT_IMAGE, to_yaml
 from memcached_gitops.schemas.crd import builtin_crd_text, load_crd
 
-from .commands import EXIT_INVALID, OutputFormat, ReportFormat, guarded, render_files, validate_files
+from .commands import EXIT_INVALID, OutputFormat, ReportFormat, echo, guarded, render_files, validate_files
 from .commands import check_nonempty as _check_nonempty
 from .commands import fail as _fail
 from .commands import input_budget as _budget
@@ -147,7 +147,7 @@ def krm(
         where = r.get("file", {}).get("path", "")
         ref = r.get("resourceRef") or {}
         parts = [where, f"{ref.get('kind', '')}/{ref.get('name', '')}" if ref else "", r.get("field", {}).get("path", "")]
-        typer.echo(": ".join([p for p in parts if p] + [r["message"]]), err=True)
+        echo(": ".join([p for p in parts if p] + [r["message"]]), err=True)
     if failed:
         raise typer.Exit(EXIT_INVALID)
 

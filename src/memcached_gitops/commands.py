@@ -37,8 +37,16 @@ class ReportFormat(StrEnum):
     github = "github"
 
 
+#: Diagnostics are one line each. A control character from the input (Git can commit a file whose
+#: name holds a newline or an escape sequence) is written escaped, so it can neither start a line of
+#: its own in a CI log (a forged ``::error`` workflow command, a fake summary) nor drive a terminal.
+_ONE_LINE = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c != 0x09}
+_ONE_LINE |= {0x0A: "\\n", 0x0D: "\\r", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
 def echo(text: str, err: bool = False) -> None:
-    print(text, file=sys.stderr if err else sys.stdout)
+    """Write a line: to stdout as it is (YAML, JSON), to stderr as one escaped diagnostic line."""
+    print(text.translate(_ONE_LINE) if err else text, file=sys.stderr if err else sys.stdout)
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> SystemExit:
@@ -84,7 +92,7 @@ def report_github(findings: list[Finding]) -> None:
     """GitHub Actions workflow commands: annotations on the lines of the pull request."""
 
     def esc(value: str, prop: bool = False) -> str:
-        value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").translate(_ONE_LINE)
         return value.replace(":", "%3A").replace(",", "%2C") if prop else value
 
     for f in findings:

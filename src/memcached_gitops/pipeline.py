@@ -13,7 +13,7 @@ from typing import IO, Any, NamedTuple
 
 from memcached_gitops.render import RenderError, render
 from memcached_gitops.schemas import Problem, Validator, format_path
-from memcached_gitops.schemas.excerpt import excerpt, type_and_length
+from memcached_gitops.schemas.excerpt import excerpt, quote_value, type_and_length
 from memcached_gitops.schemas.validator import identity_problems
 from memcached_gitops.schemas.yamlload import Document, YAMLInputError, iter_documents
 
@@ -51,6 +51,7 @@ class Result:
         self.others: list[dict[str, Any]] = []
         self.findings: list[Finding] = []
         self.documents = 0
+        self.defined_at: dict[tuple[str, str], str] = {}  # (namespace, name) -> "file:line:column"
 
     @property
     def errors(self) -> list[Finding]:
@@ -134,11 +135,31 @@ def process_object(
     if not outcome.ok:
         return
     result.crs.append(outcome.obj)
+    duplicate = _duplicate(result, outcome.obj, file, locate)
+    if duplicate:
+        result.findings.append(finding(duplicate, "warning"))
     if do_render:
         try:
             result.rendered += render(outcome.obj, image)
         except RenderError as exc:
             result.findings.append(finding(Problem(exc.path, exc.message)))
+
+
+def _duplicate(result: Result, cr: dict[str, Any], file: str,
+               locate: Callable[[tuple[str | int, ...]], tuple[int, int]]) -> Problem | None:
+    """A second CR of the same namespace and name: kubectl apply keeps the later one, kustomize
+    refuses the pair and Argo CD reports a repeated resource, so it is pointed out where it is."""
+    meta = cr.get("metadata") or {}
+    if not meta.get("name"):
+        return None  # generateName: each create makes a new object
+    key = (meta.get("namespace") or "", meta["name"])
+    first = result.defined_at.get(key)
+    if first is None:
+        line, column = locate(("metadata", "name"))
+        result.defined_at[key] = f"{file}:{line}:{column}" if line else file
+        return None
+    return Problem(("metadata", "name"), f"Duplicate value: {quote_value(meta['name'])}: already defined at {first}; "
+                   "kubectl apply keeps the later one, kustomize refuses both")
 
 
 __all__ = ["Finding", "Result", "format_path", "object_ref", "process", "process_object"]

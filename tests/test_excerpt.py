@@ -1,0 +1,75 @@
+"""Excerpts of input in messages: bounded, quoted as the API server quotes, never the whole value.
+
+Messages go to public places (CI logs, the Argo CD UI, Events); input comes from strangers. A
+value is quoted by at most EXCERPT_LIMIT (64) characters and then ``…``; strings as Go's %q / JSON
+(``Invalid value: "Bad_Name"``, transcript 12), other values as compact JSON
+(``Invalid value: {"a":"b"}``, transcript 12, the Deployment without a selector).
+"""
+
+from __future__ import annotations
+
+import datetime
+
+from memcached_gitops.schemas.excerpt import ELLIPSIS, EXCERPT_LIMIT, excerpt, quote_value, type_and_length
+
+
+def test_the_limit_is_64_characters_and_the_mark_an_ellipsis() -> None:
+    assert (EXCERPT_LIMIT, ELLIPSIS) == (64, "…")
+
+
+def test_a_text_up_to_the_limit_is_kept_whole() -> None:
+    assert excerpt("x" * 64) == "x" * 64
+    assert excerpt("") == ""
+    assert excerpt("abc", limit=3) == "abc"
+
+
+def test_a_longer_text_is_cut_at_the_limit_and_marked() -> None:
+    assert excerpt("x" * 65) == "x" * 64 + "…"
+    assert excerpt("abcd", limit=3) == "abc…"
+
+
+def test_a_string_is_quoted_after_it_is_cut_so_the_quotes_stay_balanced() -> None:
+    assert quote_value("Bad_Name") == '"Bad_Name"'  # transcript 12, exchange 9
+    assert quote_value("y" * 70) == '"' + "y" * 64 + '…"'
+    assert quote_value('say "hi"\n') == '"say \\"hi\\"\\n"'
+
+
+def test_non_ascii_is_written_as_itself_not_escaped() -> None:
+    # Go's %q and json.Marshal keep printable UTF-8 as it is
+    assert quote_value("ééé") == '"ééé"'
+    assert quote_value(["é"]) == '["é"]'
+
+
+def test_other_values_are_compact_json() -> None:
+    assert quote_value({"a": "b"}) == '{"a":"b"}'  # transcript 12, exchange 13
+    assert quote_value([1, {"k": None}]) == '[1,{"k":null}]'
+    assert quote_value(4) == "4"
+    assert quote_value(True) == "true"
+    assert quote_value(None) == "null"
+    assert quote_value(1.5) == "1.5"
+
+
+def test_a_long_json_value_is_cut_like_a_string() -> None:
+    assert quote_value(["b" * 100]) == '["' + "b" * 62 + "…"
+
+
+def test_a_value_json_has_no_form_for_is_written_as_text() -> None:
+    assert quote_value({"when": datetime.date(2026, 11, 23)}) == '{"when":"2026-11-23"}'
+
+
+def test_a_value_json_cannot_write_is_quoted_by_its_repr_and_still_cut() -> None:
+    loop: list = []
+    loop.append(loop)
+    assert quote_value(loop) == "[[...]]"
+    deep: list = [loop] * 30
+    assert quote_value(deep) == excerpt(repr(deep)) and quote_value(deep).endswith("…")
+
+
+def test_a_document_that_is_not_a_mapping_is_described_by_type_and_size_only() -> None:
+    assert type_and_length(None) == "null"
+    assert type_and_length(True) == "a boolean"
+    assert type_and_length(12345) == "a number of 5 digits"
+    assert type_and_length(1.5) == "a number of 3 digits"
+    assert type_and_length("secret") == "a string of 6 characters"
+    assert type_and_length([1, 2]) == "a list of 2 items"
+    assert type_and_length(b"raw") == "a bytes"

@@ -1,0 +1,37 @@
+"""The pipeline's rules across documents (each CR alone is the validator's business)."""
+
+from __future__ import annotations
+
+from memcached_gitops.render import DEFAULT_IMAGE
+from memcached_gitops.schemas import Validator
+
+from memcached_gitops.pipeline import process
+
+from .conftest import crd_named
+
+
+def cr(name: str, namespace: str | None = None, size: int = 1) -> str:
+    ns = f", namespace: {namespace}" if namespace else ""
+    return f"apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {{name: {name}{ns}}}\nspec: {{size: {size}}}\n"
+
+
+def run(*files: tuple[str, str], do_render: bool = True):
+    return process(list(files), Validator(crd_named("builtin")), DEFAULT_IMAGE, do_render)
+
+
+def test_a_second_cr_of_the_same_namespace_and_name_is_a_warning_pointing_at_the_first() -> None:
+    result = run(("a.yaml", cr("web") + "---\n" + cr("other")), ("b.yaml", "# again\n" + cr("web", size=2)))
+    assert [(f.file, f.line, f.column, f.severity, f.field) for f in result.findings] == [
+        ("b.yaml", 4, 12, "warning", "metadata.name")]
+    assert result.findings[0].message == (
+        'Duplicate value: "web": already defined at a.yaml:3:12; kubectl apply keeps the later one, kustomize refuses both')
+    assert len(result.crs) == 3 and len(result.rendered) == 3  # still rendered: the warning does not change output
+
+
+def test_the_same_name_in_other_namespaces_or_by_generate_name_is_no_duplicate() -> None:
+    generated = cr("x").replace("name: x", "generateName: web-")
+    # validate only: a CR with generateName alone is valid, but cannot be rendered (no name)
+    result = run(("a.yaml", "---\n".join([cr("web"), cr("web", "shop"), cr("web", "cdn"), generated, generated])), do_render=False)
+    assert result.findings == []
+    assert [f.message.split(":")[0] for f in run(("a.yaml", cr("web", "shop") + "---\n" + cr("web", "shop"))).findings] == [
+        "Duplicate value"]
