@@ -544,7 +544,7 @@ def _chunks(stream: str | bytes | IO[Any]) -> Iterator[tuple[bytes, int]]:
 
 def _lines(stream: str | bytes | IO[Any]) -> Iterator[bytes]:
     """The stream's lines, each with its ``\\n`` but perhaps the last; a line longer than a
-    document may be is cut there, to be refused before the rest of it is read."""
+    document may be is the last, cut there: it is refused, and the rest is never read."""
     if isinstance(stream, str):
         stream = io.StringIO(stream)
     elif isinstance(stream, bytes):
@@ -557,7 +557,7 @@ def _lines(stream: str | bytes | IO[Any]) -> Iterator[bytes]:
         yield from (line + b"\n" for line in lines)
         if len(pending) > MAX_DOCUMENT_SIZE:
             yield pending
-            pending = b""
+            return
     if pending:
         yield pending
 
