@@ -24,16 +24,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from .metadecode import MANAGED_FIELDS_ENTRY, OBJECT_META, OWNER_REFERENCE
+
 Path = tuple[str | int, ...]
 
 #: ObjectMeta's JSON fields (k8s.io/apimachinery/pkg/apis/meta/v1/types.go).
-OBJECT_META_FIELDS = frozenset(
-    (
-        "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-        "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
-        "annotations", "ownerReferences", "finalizers", "managedFields",
-    )
-)
+OBJECT_META_FIELDS = frozenset(OBJECT_META)
+#: metav1.OwnerReference's and metav1.ManagedFieldsEntry's JSON fields.
+OWNER_REFERENCE_FIELDS = frozenset(OWNER_REFERENCE)
+MANAGED_FIELDS_ENTRY_FIELDS = frozenset(MANAGED_FIELDS_ENTRY)
 _ROOT_FIELDS = ("apiVersion", "kind", "metadata")
 
 
@@ -42,11 +41,20 @@ def prune_and_default(obj: dict[str, Any], schema: dict[str, Any]) -> list[Path]
     pruned: list[Path] = []
     metadata = obj.get("metadata")
     if isinstance(metadata, dict):
-        for key in [k for k in metadata if k not in OBJECT_META_FIELDS]:
-            del metadata[key]
-            pruned.append(("metadata", key))
+        _prune_known(metadata, OBJECT_META_FIELDS, ("metadata",), pruned)
+        for field, known in (("ownerReferences", OWNER_REFERENCE_FIELDS), ("managedFields", MANAGED_FIELDS_ENTRY_FIELDS)):
+            items = metadata.get(field)
+            for i, item in enumerate(items if isinstance(items, list) else []):
+                if isinstance(item, dict):  # strict decoding names them too (transcript 38)
+                    _prune_known(item, known, ("metadata", field, i), pruned)
     _walk(obj, schema, (), pruned, root=True)
     return pruned
+
+
+def _prune_known(x: dict[str, Any], known: frozenset[str], path: Path, pruned: list[Path]) -> None:
+    for key in [k for k in x if k not in known]:
+        del x[key]
+        pruned.append(path + (key,))
 
 
 def _as_integer(value: Any, s: dict[str, Any]) -> Any:

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from . import cel_rules
 from .crd import CRD, Version
 from .excerpt import excerpt, quote_value
+from .metadecode import decode_object_meta
 from .objectmeta import validate_object_meta
 from .structural import prune_and_default
 from .to_jsonschema import FORMAT_COMMENT, to_json_schema
@@ -260,8 +261,17 @@ class Validator:
             ))
             return out
         if kind != self.crd.kind:
-            # the server's kind check on a body sent to the resource's endpoint (issue text, kubectl v1.36)
-            out.errors.append(Problem(("kind",), f"Invalid value: {quote_value(kind)}: must be {self.crd.kind}"))
+            # the server's kind check on a body sent to the resource's endpoint (issue text, kubectl v1.36);
+            # decoding comes first, and for a kind it does not know it checks only ObjectMeta, so unknown
+            # fields of metadata are a 400 instead, and nothing else is reported (transcript 38)
+            meta = obj.get("metadata")
+            unknown = prune_and_default({"metadata": meta}, {}) if self.strict and isinstance(meta, dict) else []
+            out.errors += [Problem(p, f'unknown field "{format_path(p)}"') for p in unknown] or [
+                Problem(("kind",), f"Invalid value: {quote_value(kind)}: must be {self.crd.kind}")]
+            return out
+        decoding = decode_object_meta(obj)
+        if decoding:  # kubectl refuses the object before sending it (metadecode.py)
+            out.errors += [Problem(p, m) for p, m in decoding]
             return out
         for path in prune_and_default(obj, version.schema):
             # strict: the 400 "strict decoding error: unknown field ..."; otherwise the Warning

@@ -16,21 +16,33 @@ the server, the values here must be the ones that JSON would carry:
   ``1000``) and the server reads it back as int64, so integral floats in the int64 range become
   ``int``; any number beyond int64 is read back as a float; NaN and infinities cannot be marshalled;
 - the last of duplicate keys wins; ``<<`` merge keys are honoured in document order, as go-yaml
-  v2 applies them: a merge writes over the keys before it, a later key over the merge.
+  v2 applies them: a merge writes over the keys before it, a later key over the merge; a NaN or a
+  key JSON cannot carry (null, beyond int64) is an error only if no later key or merge replaces it
+  (kubectl finds them after decoding, in what is left);
+- ``!!binary`` is base64-decoded (decode.go ``scalar``);
+- the stream is cut as kubectl cuts it (apimachinery util/yaml, ``YAMLOrJSONDecoder``): at lines
+  starting with ``---``, one document per chunk, JSON values one after another when the stream
+  starts with ``{`` (``_chunks``).
 
 Parsing uses libyaml (pyyaml's C parser) and builds values straight from its node tree, which
 also carries the line and column of every key and value, so an error can be located without a
-second parse. Safety: only the YAML core tags are accepted (no Python object tags), and alias
-expansion is bounded, so a "billion laughs" document is an error rather than an OOM.
+second parse. Safety: only the YAML core tags are accepted (no Python object tags), where kubectl
+would read a scalar with any other tag as its text, and alias expansion is bounded, so a "billion
+laughs" document is an error rather than an OOM.
 """
 
 from __future__ import annotations
 
+import base64
+import bisect
+import io
+import itertools
+import json
 import math
 import re
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
 from typing import IO, Any
@@ -78,10 +90,15 @@ DEPTH_ERROR = f"yaml: exceeded max depth of {MAX_DEPTH}"
 #: ``invalid character '[' exceeded max depth``.
 JSON_DEPTH_ERROR = f"exceeded max depth: more than {MAX_DEPTH} nested maps and lists, which kubectl cannot decode as JSON"
 #: The API server refuses a request body over 3 MiB (apiserver's MaxRequestBodyBytes), so a
-#: larger document can never be applied; it is refused before it is composed.
+#: larger document can never be applied; it is refused while its lines are read.
 MAX_DOCUMENT_SIZE = 3 * 1024 * 1024
+#: The scalar tags go-yaml v2 decodes (resolve.go, decode.go); any other tag is refused here.
+_SCALAR_TAGS = frozenset(_CORE + tag for tag in ("str", "timestamp", "binary", "null", "bool", "int", "float"))
 #: Decimal digits of the largest uint64: a longer decimal is out of ParseUint's range.
 _UINT64_DIGITS = 20
+#: json.Marshal writes each byte of a Go string that is not UTF-8 as U+FFFD; Python's
+#: surrogateescape decoding has turned each such byte into one of these surrogates.
+_NOT_UTF8 = dict.fromkeys(range(0xDC80, 0xDD00), "\ufffd")
 
 
 class YAMLInputError(ValueError):
@@ -95,16 +112,18 @@ class YAMLInputError(ValueError):
 class Document:
     """One YAML document of a stream: its JSON-compatible value and where it came from."""
 
-    __slots__ = ("value", "node", "_keys")
+    __slots__ = ("value", "node", "line_offset", "_keys")
 
-    def __init__(self, value: Any, node: Node) -> None:
+    def __init__(self, value: Any, node: Node, line_offset: int) -> None:
         self.value = value
-        self.node = node  # libyaml's node tree, for positions
+        self.node = node  # libyaml's node tree of the document's chunk, for positions
+        self.line_offset = line_offset  # lines of the stream before the chunk
         self._keys: dict[int, dict[str, tuple[Any, Node]]] = {}  # per mapping node: key -> (mark, value)
 
     def position(self, path: tuple[str | int, ...]) -> tuple[int, int]:
         """1-based (line, column) of the deepest node on ``path`` that exists in the source."""
-        return locate(self.node, path, self._keys)
+        line, column = locate(self.node, path, self._keys)
+        return line + self.line_offset, column
 
 
 def _go_int(text: str) -> int | None:
@@ -152,6 +171,8 @@ def _tagged_scalar(node: ScalarNode) -> Any:
     tag, text = node.tag[len(_CORE):], node.value
     if tag in ("str", "timestamp"):
         return text
+    if tag == "binary":
+        return _binary(node)
     value = resolve_plain(text)
     if tag == "null" and value is None:
         return None
@@ -162,6 +183,16 @@ def _tagged_scalar(node: ScalarNode) -> Any:
     if tag == "float" and (isinstance(value, float) or type(value) is int and value <= _INT64_MAX):
         return float(value)  # go-yaml converts an int or int64, not a uint64 (resolve.go)
     raise _error(node, f"cannot decode !!{_resolved_tag(value)} {quote_value(text)} as a !!{tag}")
+
+
+def _binary(node: ScalarNode) -> str:
+    """go-yaml's ``!!binary``: Go's base64 StdEncoding (padded; line breaks skipped) decoded to a Go
+    string, which json.Marshal writes with each byte that is not UTF-8 as U+FFFD."""
+    try:
+        data = base64.b64decode(node.value.replace("\n", "").replace("\r", ""), validate=True)
+    except ValueError:  # binascii.Error, or a character beyond ASCII
+        raise _error(node, "!!binary value contains invalid base64 data") from None
+    return data.decode(errors="surrogateescape").translate(_NOT_UTF8)
 
 
 def _resolved_tag(value: Any) -> str:
@@ -175,7 +206,7 @@ def _scalar(node: ScalarNode) -> Any:
     """The value go-yaml v2 decodes a scalar to, before kubectl's JSON step."""
     if node.tag == _PLAIN:
         return resolve_plain(node.value)
-    if node.tag.startswith(_CORE):
+    if node.tag in _SCALAR_TAGS:
         return _tagged_scalar(node)
     raise _error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
 
@@ -251,12 +282,57 @@ def _go_float32_key(value: float) -> str:
     return f"{sign}{digits[:exp + 1]}.{digits[exp + 1:]}"
 
 
+class _Unsupported:
+    """A value or key that JSON cannot carry, in place until the document is built: kubectl meets
+    it only after decoding (convertToJSONableObject, json.Marshal), so a later duplicate key or
+    merge that replaces it leaves no error."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: YAMLInputError) -> None:
+        self.error = error
+
+
+def _reachable(value: Any) -> set[int]:
+    """The ids of ``value`` and of every key, value and item inside it."""
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        found.add(id(item))
+        if isinstance(item, dict):
+            stack += [*item, *item.values()]
+        elif isinstance(item, list):
+            stack += item
+    return found
+
+
 class _Builder:
     """Builds JSON values from a node tree, copying aliases (bounded) so no value is shared."""
 
     def __init__(self) -> None:
         self.seen: set[int] = set()
         self.built = 0
+        self.unsupported: list[_Unsupported] = []  # in document order
+
+    def document(self, node: Node) -> Any:
+        """The document's value; the first value or key JSON cannot carry left in it is the error."""
+        value = self.build(node)
+        if self.unsupported:
+            reachable = _reachable(value)
+            for unsupported in self.unsupported:
+                if id(unsupported) in reachable:
+                    raise unsupported.error
+        return value
+
+    def jsonable(self, convert: Callable[[Any, Node], Any], value: Any, node: Node) -> Any:
+        """``convert(value, node)``, or, if JSON cannot carry it, an ``_Unsupported`` in its place."""
+        try:
+            return convert(value, node)
+        except YAMLInputError as exc:
+            unsupported = _Unsupported(exc)
+            self.unsupported.append(unsupported)
+            return unsupported
 
     def count(self, node: Node) -> None:
         """Counts each node built; refuses a document whose aliases copy too much of it."""
@@ -269,7 +345,7 @@ class _Builder:
     def build(self, node: Node) -> Any:
         self.count(node)
         if isinstance(node, ScalarNode):
-            return _json_number(_scalar(node), node)
+            return self.jsonable(_json_number, _scalar(node), node)
         if node.tag not in (None, _CORE + "map", _CORE + "seq"):
             raise _error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
         if isinstance(node, SequenceNode):
@@ -288,8 +364,7 @@ class _Builder:
             if not isinstance(key_node, ScalarNode):
                 raise _error(key_node, "unsupported map key: a key must be a scalar")
             self.count(key_node)  # a key keeps go-yaml's value: JSON's number rules apply to values only
-            key = _key_string(_scalar(key_node), key_node)
-            out[key] = self.build(value_node)
+            out[self.jsonable(_key_string, _scalar(key_node), key_node)] = self.build(value_node)
         return out
 
     @staticmethod
@@ -316,14 +391,14 @@ class _Open:
         self.node, self.key, self.anchor, self.indents = node, None, anchor, indents
 
 
-def _compose(parser: CParser, start: Any) -> Node:
+def _compose(parser: CParser) -> Node:
     """One document's node tree, composed from libyaml's event stream without recursion.
 
     pyyaml's composers recurse once per level (a 50,000-deep flow sequence overflows the C stack);
     this loop keeps an explicit stack and refuses, as go-yaml does, more than ``MAX_DEPTH`` nested
-    flow or block collections, and any document larger than ``MAX_DOCUMENT_SIZE``. A document
-    within those limits but nested more than ``MAX_DEPTH`` deep in all is refused at its end, as
-    kubectl's JSON decoding refuses it once the whole document has been read as YAML.
+    flow or block collections. A document within those limits but nested more than ``MAX_DEPTH``
+    deep in all is refused at its end, as kubectl's JSON decoding refuses it once the whole
+    document has been read as YAML.
     """
     anchors: dict[str, Node] = {}
     stack: list[_Open] = []
@@ -332,10 +407,6 @@ def _compose(parser: CParser, start: Any) -> Node:
     too_deep: YAMLInputError | None = None
     while True:
         event = parser.get_event()
-        if event.end_mark.index - start.start_mark.index > MAX_DOCUMENT_SIZE:
-            raise YAMLInputError(
-                f"document is larger than {MAX_DOCUMENT_SIZE // (1024 * 1024)} MiB, the API server's request limit; "
-                "not read", start.start_mark.line + 1, start.start_mark.column + 1)
         if isinstance(event, yaml.DocumentEndEvent):
             if too_deep is not None:
                 raise too_deep
@@ -403,37 +474,156 @@ def _quote_name(name: str) -> str:
 
 
 def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
-    """Yield each non-empty document of a YAML (or JSON) stream, one at a time.
+    """Yield each non-empty document of a YAML (or JSON) stream, one at a time, as kubectl reads it.
 
-    Memory stays bounded by the largest document (itself bounded), not the stream. Raises
+    Memory stays bounded by the largest document (itself bounded), not the stream, unless the
+    stream is a run of JSON values (read whole, as the input budget bounds it). Raises
     YAMLInputError with the position of a syntax error, an unknown tag, an alias bomb, excessive
     nesting or an oversized document.
     """
-    parser = CParser(stream)
-    try:
-        while True:
-            try:
-                event = parser.get_event()
-                if isinstance(event, yaml.StreamStartEvent):
-                    event = parser.get_event()
-                if isinstance(event, yaml.StreamEndEvent):
-                    return
-                node = _compose(parser, event)
-            except yaml.MarkedYAMLError as exc:
-                problem = " ".join(p for p in (exc.context, exc.problem) if p)
-                mark = exc.problem_mark  # libyaml marks every scanner and parser error with its problem
-                raise YAMLInputError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1) from None
-            except yaml.YAMLError as exc:  # reader errors: binary junk, bad encoding
-                raise YAMLInputError(f"invalid YAML: {exc}".replace("\n", " ")) from None
+    for chunk, first_line in _chunks(stream):
+        try:
+            node = _first_document(chunk)
+            if node is None:
+                continue
             with recursion_room():
                 try:
-                    value = _Builder().build(node)
+                    value = _Builder().document(node)
                 except RecursionError:
                     raise _error(node, DEPTH_ERROR) from None
-            if value is not None:  # kubectl passes over a document whose JSON is null
-                yield Document(value=value, node=node)
+        except YAMLInputError as exc:
+            if exc.line:  # a reader error has no position
+                exc.line += first_line
+            raise
+        if value is not None:  # kubectl passes over a document whose JSON is null
+            yield Document(value, node, first_line)
+
+
+def _first_document(chunk: bytes) -> Node | None:
+    """The node tree of the first document of a chunk (go-yaml's Unmarshal reads no further)."""
+    parser = CParser(chunk)
+    try:
+        parser.get_event()  # the stream's start
+        if isinstance(parser.get_event(), yaml.StreamEndEvent):
+            return None  # no document: blank lines and comments
+        return _compose(parser)
+    except yaml.MarkedYAMLError as exc:
+        problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        mark = exc.problem_mark  # libyaml marks every scanner and parser error with its problem
+        raise YAMLInputError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1) from None
+    except yaml.YAMLError as exc:  # reader errors: binary junk, bad encoding
+        raise YAMLInputError(f"invalid YAML: {exc}".replace("\n", " ")) from None
     finally:
         parser.dispose()
+
+
+def _too_large(line: int, column: int) -> YAMLInputError:
+    return YAMLInputError(
+        f"document is larger than {MAX_DOCUMENT_SIZE // (1024 * 1024)} MiB, the API server's request limit; not read",
+        line, column)
+
+
+_READ_SIZE = 1 << 16
+_JSON_SPACE = re.compile(r"[ \t\r\n]*")
+_REST_OF_LINE = re.compile(r"[^\S\n]*\n?")
+
+
+def _chunks(stream: str | bytes | IO[Any]) -> Iterator[tuple[bytes, int]]:
+    """(chunk, lines of the stream before it) as kubectl's YAMLOrJSONDecoder cuts a stream: a
+    run of JSON values if its first non-blank character is ``{``, else YAML chunks."""
+    lines = _lines(stream)
+    head: list[bytes] = []
+    for line in lines:
+        head.append(line)
+        if line.strip():
+            break
+    if head and head[-1].lstrip().startswith(b"{"):
+        return _json_then_yaml(b"".join(head) + b"".join(lines))
+    return _yaml_chunks(itertools.chain(head, lines), 0)
+
+
+def _lines(stream: str | bytes | IO[Any]) -> Iterator[bytes]:
+    """The stream's lines, each with its ``\\n`` but perhaps the last; a line longer than a
+    document may be is the last, cut there: it is refused, and the rest is never read."""
+    if isinstance(stream, str):
+        stream = io.StringIO(stream)
+    elif isinstance(stream, bytes):
+        stream = io.BytesIO(stream)
+    pending = b""
+    while block := stream.read(_READ_SIZE):
+        if isinstance(block, str):
+            block = block.encode(errors="surrogatepass")  # a lone surrogate is then a reader error
+        *lines, pending = (pending + block).split(b"\n")
+        yield from (line + b"\n" for line in lines)
+        if len(pending) > MAX_DOCUMENT_SIZE:
+            yield pending
+            return
+    if pending:
+        yield pending
+
+
+def _yaml_chunks(lines: Iterable[bytes], first: int) -> Iterator[tuple[bytes, int]]:
+    """apimachinery's YAMLReader over ``lines``, the first of which is line ``first`` (0-based).
+
+    A line that starts with ``---`` ends a chunk and is dropped (it stays when it opens one), and
+    anything but blanks and a comment after it is an error. So ``%YAML 1.1`` before ``---`` is a
+    chunk of its own (an error), and what follows ``...`` inside a chunk is never read.
+    """
+    chunk: list[bytes] = []
+    size = start = 0
+    for number, line in enumerate(lines, first):
+        if line.startswith(b"---"):
+            rest = line[3:].strip()
+            if rest and not rest.startswith(b"#"):
+                separator = excerpt(rest.decode(errors="replace"))
+                raise YAMLInputError(f"invalid Yaml document separator: {separator}", number + 1, 1)
+            if chunk:
+                yield b"".join(chunk), start
+                chunk, size = [], 0
+                continue
+        if not chunk:
+            start = number
+        chunk.append(line)
+        size += len(line)
+        if size > MAX_DOCUMENT_SIZE:
+            raise _too_large(start + 1, 1)
+    if chunk:
+        yield b"".join(chunk), start
+
+
+def _json_then_yaml(data: bytes) -> Iterator[tuple[bytes, int]]:
+    """YAMLOrJSONDecoder on a stream that starts with ``{``: JSON values one after another. When
+    one fails to decode after a single value, the rest (from the end of that value's line) is read
+    as YAML; after two or more, it is an error."""
+    text = data.decode(errors="replace")
+    breaks = [m.start() for m in re.finditer("\n", text)]
+
+    def where(pos: int) -> tuple[int, int]:
+        """0-based line and column of ``pos``."""
+        line = bisect.bisect_left(breaks, pos)
+        return line, pos - (breaks[line - 1] + 1 if line else 0)
+
+    decoder = json.JSONDecoder(parse_constant=_no_constant)
+    values = end = 0
+    while (start := _JSON_SPACE.match(text, end).end()) < len(text):
+        line, column = where(start)
+        try:
+            end = decoder.raw_decode(text, start)[1]
+        except ValueError as exc:
+            if values > 1:
+                raise YAMLInputError(f"invalid JSON: {str(exc).split(':')[0]}", line + 1, column + 1) from None
+            rest = _REST_OF_LINE.match(text, end).end()
+            yield from _yaml_chunks(_lines(text[rest:]), where(rest)[0])
+            return
+        if end - start > MAX_DOCUMENT_SIZE:
+            raise _too_large(line + 1, column + 1)
+        yield (" " * column + text[start:end]).encode(), line  # at its column, for positions
+        values += 1
+
+
+def _no_constant(name: str) -> Any:
+    """Go's encoding/json has no NaN or Infinity."""
+    raise ValueError(f"invalid character '{name[0]}' looking for beginning of value")
 
 
 #: Python frames for walking a value at the depth limit (flow and block nesting together, a few

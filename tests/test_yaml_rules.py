@@ -9,6 +9,7 @@ for the same text (client side, no server), or a constant of those sources.
 
 from __future__ import annotations
 
+import io
 import math
 import sys
 
@@ -16,6 +17,7 @@ import pytest
 from memcached_gitops.schemas.yamlload import (
     DEPTH_ERROR,
     JSON_DEPTH_ERROR,
+    MAX_DOCUMENT_SIZE,
     YAMLInputError,
     iter_documents,
     locate,
@@ -30,7 +32,12 @@ def value(text: str) -> object:
     return doc.value
 
 
-def refusal(text: str) -> tuple[int, int, str]:
+def values(text: str) -> list:
+    """Every document of ``text``."""
+    return [doc.value for doc in iter_documents(text)]
+
+
+def refusal(text: str | bytes | io.IOBase) -> tuple[int, int, str]:
     """(line, column, message) of the error reading ``text``."""
     with pytest.raises(YAMLInputError) as caught:
         list(iter_documents(text))
@@ -212,6 +219,42 @@ def test_a_null_key_is_refused_at_the_key() -> None:
     assert refusal("x:\n  !!null : 1\n")[:2] == (2, 3)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a: .nan\na: 1\n", {"a": 1}),
+        ("m: {~: 1}\nm: {b: 2}\n", {"m": {"b": 2}}),
+        ("m: [{18446744073709551615: a}]\nm: 1\n", {"m": 1}),
+        ("x: {a: [.inf], <<: {a: 1}}\n", {"x": {"a": 1}}),  # a merge writes over it
+        ("x: {<<: {a: -.inf, b: 1}, a: 2}\n", {"x": {"a": 2, "b": 1}}),
+        ("k: &k {x: .nan}\nk: 1\nc: {<<: *k, x: 2}\n", {"k": 1, "c": {"x": 2}}),
+    ],
+)
+def test_what_json_cannot_carry_is_no_error_once_a_later_key_replaces_it(text: str, expected: dict) -> None:
+    # convertToJSONableObject and json.Marshal see the decoded map, where a duplicate key has
+    # replaced the earlier value: kubectl sends {"a": 1} for the first text (bench/validator_differential.py)
+    assert same(value(text), expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("- .nan\n- {a: 1}\n", (1, 3, 'unsupported value ".nan": JSON has no NaN or infinity')),
+        ("a: .nan\nb: [1]\n", (1, 4, 'unsupported value ".nan": JSON has no NaN or infinity')),
+        ("a: [1, {b: .inf}]\na: [2, {b: -.inf}]\n", (2, 12, 'unsupported value "-.inf": JSON has no NaN or infinity')),
+        # the first left in document order: a key before a value, a value before a key
+        ("a: {~: 1}\nb: .nan\n", (1, 5, 'unsupported map key "~": a key must be a string, number or boolean')),
+        ("a: .nan\nb: {~: 1}\n", (1, 4, 'unsupported value ".nan": JSON has no NaN or infinity')),
+        ("a: {~: 1}\nb: {c: 1}\na: {0x8000000000000000: 1}\n",
+         (3, 5, 'unsupported map key "0x8000000000000000": an integer key must fit in int64')),
+        (".nan\n", (1, 1, 'unsupported value ".nan": JSON has no NaN or infinity')),
+        ("a: &n .nan\na: 1\nb: *n\n", (1, 4, 'unsupported value ".nan": JSON has no NaN or infinity')),
+    ],
+)
+def test_what_json_cannot_carry_and_is_left_is_refused_where_it_is(text: str, expected: tuple[int, int, str]) -> None:
+    assert refusal(text) == expected
+
+
 @pytest.mark.parametrize(("text", "position"), [("x:\n  ? [1]\n  : 2\n", (2, 5)), ("x: {a: 1, {b: 1}: 2}\n", (1, 11))])
 def test_a_collection_key_is_refused_at_the_key(text: str, position: tuple[int, int]) -> None:
     # kubectl: yaml: invalid map key: []interface {}{1}
@@ -261,7 +304,8 @@ def test_a_core_tag_that_does_not_fit_is_refused_at_the_scalar(text: str, messag
 
 
 def test_the_non_specific_tag_keeps_a_scalar_a_string() -> None:
-    # go-yaml resolves only untagged scalars; kubectl: ["1", [1], {"a": 1}]
+    # go-yaml resolves only untagged scalars; kubectl: ["1", [1], {"a": 1}]; transcript 38's last
+    # create: kubectl sends ``size: ! 2`` as "2" (tests/fixtures/apiserver-transcripts/38-validator-differential.json)
     assert same(value("x: [! 1, ! [1], ! {a: 1}, ! yes, ! ~]\n"), {"x": ["1", [1], {"a": 1}, "yes", "~"]})
 
 
@@ -274,16 +318,36 @@ def test_map_and_seq_tags_are_accepted_on_collections() -> None:
 @pytest.mark.parametrize(
     ("text", "position", "tag"),
     [("a: !foo 1\n", (1, 4), "!foo"), ("a:\n  - !custom {b: 1}\n", (2, 5), "!custom"), ("- !seq [1]\n", (1, 3), "!seq"),
-     ("a: !!omap [1]\n", (1, 4), "tag:yaml.org,2002:omap")],
+     ("a: !!omap [1]\n", (1, 4), "tag:yaml.org,2002:omap"),
+     ("a: !!python/object:os.system ls\n", (1, 4), "tag:yaml.org,2002:python/object:os.system"),
+     ("b: 1\n!!python/name:os.system : 2\n", (2, 1), "tag:yaml.org,2002:python/name:os.system"),
+     ("a: !!merge x\n", (1, 4), "tag:yaml.org,2002:merge")],  # merge is a tag for a key only
 )
 def test_other_tags_are_refused_where_they_are(text: str, position: tuple[int, int], tag: str) -> None:
-    # stricter than kubectl, which reads an unknown tag's scalar as a string (README: only core tags)
+    # stricter than kubectl, which reads a scalar with a tag it cannot resolve as its text (kubectl
+    # sends ``!foo 2`` as "2"): untrusted YAML is parsed safely, no arbitrary tags (README)
     assert refusal(text) == (*position, f'unknown tag "{tag}": only the YAML core tags are allowed')
 
 
-def test_binary_is_refused() -> None:
-    # go-yaml decodes !!binary from base64 (kubectl: "hello"); here it is refused like a misfit core tag
-    assert refusal("a: !!binary aGVsbG8=\n") == (1, 4, 'cannot decode !!str "aGVsbG8=" as a !!binary')
+def test_binary_is_base64_decoded_as_go_yaml_does() -> None:
+    # decode.go scalar: base64.StdEncoding (padding required, bits after the last byte ignored,
+    # line breaks skipped); kubectl sends !!binary aGVsbG8= as "hello" and !!binary Mg== as "2"
+    text = 'x: [!!binary aGVsbG8=, !!binary Mg==, !!binary "", !!binary aG==, !!binary "aGVs\\rbG8=", !!binary w6k=]\n'
+    assert same(value(text), {"x": ["hello", "2", "", "h", "hello", "é"]})
+    assert value("x: !!binary |\n  aGVs\n  bG8=\n") == {"x": "hello"}
+    assert value("!!binary aGk= : 1\n") == {"hi": 1}
+
+
+def test_binary_bytes_that_are_not_utf8_are_written_as_json_marshal_writes_them() -> None:
+    # a Go string holds any bytes; json.Marshal writes each byte that is not UTF-8 as U+FFFD
+    assert value("x: [!!binary /w==, !!binary 4oI=, !!binary 7aCA, !!binary YcM=]\n") == {
+        "x": ["\ufffd", "\ufffd\ufffd", "\ufffd\ufffd\ufffd", "a\ufffd"]}
+
+
+@pytest.mark.parametrize("text", ["%%", "aGVsbG8", "aGk=aGk=", "aGk==", "=", "aGVs bG8=", "é"])
+def test_binary_that_is_not_base64_is_refused_at_the_scalar(text: str) -> None:
+    # go-yaml's words: yaml: !!binary value contains invalid base64 data
+    assert refusal(f"a: !!binary '{text}'\n") == (1, 4, "!!binary value contains invalid base64 data")
 
 
 # --- merge keys: decode.go mapping and merge --------------------------------------------------------
@@ -436,14 +500,41 @@ def test_a_document_of_three_mib_is_read_and_one_character_more_is_not() -> None
     assert len(value("a: " + "x" * (limit - 4) + "\n")["a"]) == limit - 4
     message = "document is larger than 3 MiB, the API server's request limit; not read"
     assert refusal("a: " + "x" * (limit - 3) + "\n") == (1, 1, message)
-    # each document of a stream is measured from its own start, and the error points at it
-    # ("---\nb: " + the scalar + "\n": 8 characters more than the scalar)
-    docs = iter_documents("a: 1\n---\nb: " + "x" * (limit - 8) + "\n---\nc: " + "x" * (limit - 7) + "\n")
+    assert len(value("a: 1\nb: " + "x" * (limit - 9) + "\n")["b"]) == limit - 9, "all its lines count"
+    assert refusal("a: 1\nb: " + "x" * (limit - 8) + "\n") == (1, 1, message)
+    # each chunk of a stream is measured from its first line, after the "---" line kubectl drops
+    # (YAMLReader), and the error points at that line
+    docs = iter_documents("a: 1\n---\nb: " + "x" * (limit - 4) + "\n---\nc: " + "x" * (limit - 3) + "\n")
     assert next(docs).value == {"a": 1}
-    assert len(next(docs).value["b"]) == limit - 8
+    assert len(next(docs).value["b"]) == limit - 4
     with pytest.raises(YAMLInputError) as caught:
         next(docs)
-    assert (caught.value.line, caught.value.column, caught.value.message) == (4, 1, message)
+    assert (caught.value.line, caught.value.column, caught.value.message) == (5, 1, message)
+    assert MAX_DOCUMENT_SIZE == limit
+
+
+def test_a_document_is_refused_while_its_lines_are_read() -> None:
+    class Endless(io.RawIOBase):
+        """A stream with no line break, ever."""
+
+        reads = 0
+
+        def read(self, size: int = -1) -> bytes:
+            self.reads += 1
+            return b"x" * size
+
+    stream = Endless()
+    assert refusal(stream) == (1, 1, "document is larger than 3 MiB, the API server's request limit; not read")
+    assert stream.reads == 49, "3 MiB and one 64 KiB block"
+    # a line cut there is still one line: the "---" after 3 MiB of it separates nothing
+    assert refusal("a: " + "x" * (MAX_DOCUMENT_SIZE - 3) + "---\n")[:2] == (1, 1)
+
+
+def test_a_json_value_of_three_mib_is_read_and_one_character_more_is_not() -> None:
+    limit = MAX_DOCUMENT_SIZE
+    assert len(values('{"a": 1}\n{"b": "' + "x" * (limit - 9) + '"}\n')[1]["b"]) == limit - 9
+    assert refusal('{"a": 1}\n {"b": "' + "x" * (limit - 8) + '"}\n') == (
+        2, 2, "document is larger than 3 MiB, the API server's request limit; not read")
 
 
 # --- the stream ---------------------------------------------------------------------------------------
@@ -469,11 +560,100 @@ def test_undecodable_bytes_are_an_error_without_a_position() -> None:
 
 
 def test_empty_and_null_documents_are_passed_over() -> None:
-    # kubectl's StreamVisitor skips a document whose JSON is null (kubectl: !!null and !!null "" too)
-    text = "---\n~\n---\nnull\n--- NULL\n---\n''\n---\n!!null\n---\n!!null ''\n---\n# nothing\n"
+    # kubectl's StreamVisitor skips a document whose JSON is null (kubectl: !!null and !!null "" too);
+    # a document on the "---" line itself is an error to kubectl's YAMLReader (see below)
+    text = "---\n~\n---\nnull\n---\nNULL\n---\n''\n---\n!!null\n---\n!!null ''\n---\n# nothing\n"
     assert [d.value for d in iter_documents(text)] == [""]
     assert [d.value for d in iter_documents("a: 1\n...\n---\nb: 2\n")] == [{"a": 1}, {"b": 2}]
-    assert [d.value for d in iter_documents("--- 5\n--- [~]\n--- Null\n")] == [5, [None]]
+    assert [d.value for d in iter_documents("---\n5\n---\n[~]\n---\nNull\n")] == [5, [None]]
+    assert values("# a comment\n---\na: 1\n---\n\n") == [{"a": 1}]
+
+
+# --- the stream as kubectl cuts it: apimachinery util/yaml YAMLOrJSONDecoder and YAMLReader -------
+
+
+def test_a_line_starting_with_three_dashes_ends_a_chunk() -> None:
+    # YAMLReader drops the "---" line that ends a chunk, keeps one that opens it (a "---" right
+    # after another); go-yaml then reads the first document of each chunk only
+    assert values("a\n---\n---\nb\n--- # c\n---\t# d\nc: 1\n") == ["a", "b", {"c": 1}]
+    assert values("a: 1\n...\nb: [\n") == [{"a": 1}], "what follows ... in a chunk is never read"
+    assert values("a: |\n  x\n  ---\n") == [{"a": "x\n---\n"}], "an indented --- is the document's"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("--- 5\n", (1, 1, "invalid Yaml document separator: 5")),
+        ("a: 1\n---x\n", (2, 1, "invalid Yaml document separator: x")),
+        ("a: 1\n----\n", (2, 1, "invalid Yaml document separator: -")),
+        ("a: 1\n\n--- {a: 1} # c\n", (3, 1, "invalid Yaml document separator: {a: 1} # c")),
+        ("--- " + "x" * 100 + "\n", (1, 1, "invalid Yaml document separator: " + "x" * 64 + "…")),
+        (b"--- \xff\n", (1, 1, "invalid Yaml document separator: \ufffd")),
+        # the directive is a chunk of its own, with no document
+        ("%YAML 1.1\n---\na: 1\n", (2, 1, "invalid YAML: did not find expected <document start>")),
+        ("a: 1\n---\n...\n", (3, 1, "invalid YAML: while parsing a block node did not find expected node content")),
+    ],
+)
+def test_what_kubectl_refuses_in_a_stream_and_where(text: str, expected: tuple[int, int, str]) -> None:
+    assert refusal(text) == expected
+
+
+def test_errors_and_positions_count_the_lines_of_earlier_chunks() -> None:
+    docs = list(iter_documents("# head\na: 1\n---\n\nb:\n  c: 2\n"))
+    assert [d.position(()) for d in docs] == [(2, 1), (5, 1)]
+    assert docs[1].position(("b", "c")) == (6, 3)
+    assert refusal("a: 1\n---\nb: [1,\n") == (4, 1, "invalid YAML: while parsing a flow node did not find expected node content")
+    assert refusal("a: 1\n---\n\nb: !!int x\n") == (4, 4, 'cannot decode !!str "x" as a !!int')
+    # a reader error has no line: its position is counted from the chunk
+    assert refusal(b"a: 1\n---\nb: \xff\n") == (
+        0, 0, 'invalid YAML: unacceptable character #x00ff: invalid leading UTF-8 octet   in "<byte string>", position 3')
+
+
+def test_text_of_any_kind_is_read_as_utf8() -> None:
+    assert values(io.StringIO("a: é\n---\nb: 2")) == [{"a": "é"}, {"b": 2}]
+    assert values(io.BytesIO("a: é\n".encode())) == [{"a": "é"}]
+    message = 'invalid YAML: unacceptable character #xd800: invalid Unicode character   in "<byte string>", position 3'
+    assert refusal("a: \ud800\n") == refusal(io.StringIO("a: \ud800\n")) == (0, 0, message)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1}\n{"a": 2}\n', [{"a": 1}, {"a": 2}]),  # a run of JSON values needs no separator
+        ('\n  {"a": 1} {"a": 2}{"a": 3}', [{"a": 1}, {"a": 2}, {"a": 3}]),
+        ("{a: 1, b: [x]}\n", [{"a": 1, "b": ["x"]}]),  # not JSON: read again as YAML
+        ('{"a": NaN}\n', [{"a": "NaN"}]),  # encoding/json has no NaN: YAML reads a string
+        ('{"a": 1}\n---\nb: 2\n', [{"a": 1}, {"b": 2}]),  # one JSON value, then YAML from the next line
+        ('{"a": 1}  x\n', [{"a": 1}, "x"]),  # ... or from what follows on its line
+        (b'{"a": "\xff"}', [{"a": "\ufffd"}]),
+        ("  a: 1\n  b: 2\n", [{"a": 1, "b": 2}]),  # YAML: indented, but no "{"
+        ("", []),
+    ],
+)
+def test_a_stream_starting_with_a_brace_is_read_as_json_values(text: str, expected: list) -> None:
+    assert values(text) == expected
+
+
+def test_json_values_are_located_where_they_are() -> None:
+    docs = list(iter_documents('{"a": 1} {"b": 2}\n\n  {"c": [1,\n 2]}\n{"d": 4}\n'))
+    assert [d.position(()) for d in docs] == [(1, 1), (1, 10), (3, 3), (5, 1)]
+    assert docs[2].position(("c", 1)) == (4, 2)
+    docs = list(iter_documents('\n{"a": 1}\n\n---\nb:\n  c: 2\n'))
+    assert [d.position(()) for d in docs] == [(2, 1), (5, 1)]
+    assert docs[1].position(("b", "c")) == (6, 3)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # after two JSON values the stream is JSON: no going back to YAML
+        ('{"a": 1}\n{"a": 2}\n  {"a": \n', (3, 3, "invalid JSON: Expecting value")),
+        ('{"a": 1}\n{"a": 2}\n{"a": NaN}\n', (3, 1, "invalid JSON: invalid character 'N' looking for beginning of value")),
+        ('{"a": 1}\n...\n', (2, 1, "invalid YAML: while parsing a block node did not find expected node content")),
+    ],
+)
+def test_what_kubectl_refuses_in_a_json_stream(text: str, expected: tuple[int, int, str]) -> None:
+    assert refusal(text) == expected
 
 
 # --- positions ------------------------------------------------------------------------------------------

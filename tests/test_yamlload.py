@@ -81,11 +81,12 @@ def test_merge_keys_and_aliases_are_copies() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["a: !!python/object:os.system ls\n", "a: !foo bar\n", "!!python/name:os.system\n", "a: !!binary aGVsbG8=\n",
-     "a: !custom {b: 1}\n"],
+    ["a: !!python/object:os.system ls\n", "a: !foo bar\n", "!!python/name:os.system\n", "a: !custom {b: 1}\n",
+     "a: !!python/object/apply:os.system [ls]\n"],
 )
 def test_only_core_tags_are_accepted(text: str) -> None:
-    with pytest.raises(YAMLInputError):
+    # kubectl would read these scalars as their text; untrusted YAML gets no arbitrary tags (README)
+    with pytest.raises(YAMLInputError, match="^unknown tag .*: only the YAML core tags are allowed$"):
         values(text)
 
 

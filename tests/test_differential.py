@@ -1,0 +1,38 @@
+"""The differential test's own rules, checked without a cluster: what counts as a disagreement.
+
+tests/test_validator_real_apiserver.py and bench/validator_differential.py compare the validator
+with kubectl through ``compare``; a refusal listed in ``DELIBERATE_DIFFERENCES`` must never be
+reported as one, and nothing else may hide behind it.
+"""
+
+from __future__ import annotations
+
+from memcached_gitops.schemas import Validator
+
+from .differential import DELIBERATE_DIFFERENCES, Verdict, compare, deliberate_difference, our_verdict, parse_kubectl
+
+CR = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: m}\nspec:\n  size: {size}\n"
+#: kubectl reads ``size: !foo 2`` as the string "2"; the server's answer to that body (transcript 38's last create).
+SERVER_ON_A_STRING = parse_kubectl(
+    1, "", 'The Memcached "m" is invalid: spec.size: Invalid value: "string": spec.size in body must be of type '
+    'integer: "string"\n')
+
+
+def test_a_tag_outside_the_core_schema_is_a_deliberate_difference(builtin_validator: Validator) -> None:
+    text = CR.replace("{size}", "!foo 2")
+    ours = our_verdict(text, builtin_validator)
+    assert not ours.accepted and 'unknown tag "!foo": only the YAML core tags are allowed' in ours.text
+    assert deliberate_difference(ours.text) == DELIBERATE_DIFFERENCES["only the YAML core tags are allowed"]
+    assert SERVER_ON_A_STRING.fields == {"spec.size"}
+    assert compare(text, ours, SERVER_ON_A_STRING) is None, "the server names a field ours does not"
+    assert compare(text, ours, Verdict(True)) is None, "kubectl would accept a string where a string is declared"
+
+
+def test_other_answers_are_still_compared(builtin_validator: Validator) -> None:
+    text = CR.replace("{size}", "'2'")
+    ours = our_verdict(text, builtin_validator)
+    assert deliberate_difference(ours.text) is None
+    assert compare(text, ours, SERVER_ON_A_STRING) is None, "the same refusal, the same field"
+    found = compare(text, ours, Verdict(True))
+    assert found is not None and found.kind == "verdict"
+    assert compare(text, Verdict(True), SERVER_ON_A_STRING).kind == "verdict"

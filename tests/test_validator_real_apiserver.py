@@ -1,0 +1,88 @@
+"""The validator against a real kube-apiserver, on random CR texts (opt-in).
+
+Runs when MEMCACHED_GITOPS_E2E_KUBECONFIG names a kubeconfig of a disposable cluster; it installs the
+shipped CRD and a few namespaces (tests/differential.py), then, for each text from
+tests/cr_texts.py, compares
+
+- the verdict and the fields of ``kubectl create --dry-run=server --validate=strict -f FILE`` with
+  the validator's (``pipeline.process``, what every front end runs);
+- the exit code of ``memcached-gitops validate FILE`` with kubectl's, and its error lines
+  (``FILE:LINE:COL: ...``, one line each, no traceback);
+- ``kubectl apply --dry-run=server --validate=strict`` (the README's command) with ``create``: they
+  differ only where kubectl apply refuses a ``generateName`` on the client.
+
+Reproducible and bounded: ``pytest --hypothesis-seed=N``; MEMCACHED_GITOPS_E2E_EXAMPLES examples
+(default 30); kubectl from MEMCACHED_GITOPS_E2E_KUBECTL or ~/.realk8s/bin/kubectl. Thousands of
+cases: bench/validator_differential.py. Skipped with the reason otherwise: no kube-apiserver can
+be installed from the package registries this project's CI reaches.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from memcached_gitops.schemas import Validator, load_crd
+
+from .cr_texts import cr_texts
+from .differential import compare, count_documents, deliberate_difference, our_verdict, prepare_cluster, server_verdict
+
+KUBECONFIG = os.environ.get("MEMCACHED_GITOPS_E2E_KUBECONFIG")
+EXAMPLES = int(os.environ.get("MEMCACHED_GITOPS_E2E_EXAMPLES") or 30)
+pytestmark = pytest.mark.skipif(
+    not KUBECONFIG,
+    reason="no real cluster: set MEMCACHED_GITOPS_E2E_KUBECONFIG to a disposable cluster's kubeconfig to run these",
+)
+CLI = [sys.executable, "-m", "memcached_gitops"]
+ERROR_LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+):(?P<col>\d+): ")
+SLOW = settings(max_examples=EXAMPLES, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])
+
+
+@pytest.fixture(scope="module")
+def validator() -> Validator:
+    assert KUBECONFIG
+    prepare_cluster(KUBECONFIG)
+    return Validator(load_crd())
+
+
+@SLOW
+@given(text=cr_texts())
+def test_the_validator_agrees_with_the_api_server(validator: Validator, text: str) -> None:
+    assert KUBECONFIG
+    server = server_verdict(text, KUBECONFIG)
+    found = compare(text, our_verdict(text, validator), server, count_documents(text))
+    assert found is None, found.describe()
+
+
+@SLOW
+@given(text=cr_texts())
+def test_the_cli_exit_code_agrees_and_errors_are_located(validator: Validator, text: str, tmp_path_factory) -> None:
+    assert KUBECONFIG
+    path = tmp_path_factory.mktemp("cr") / "cr.yaml"
+    path.write_text(text, encoding="utf-8")
+    server = server_verdict(text, KUBECONFIG)
+    done = subprocess.run([*CLI, "validate", str(path)], capture_output=True, text=True, timeout=60)
+    refused = not server.accepted or deliberate_difference(done.stderr) is not None
+    assert done.returncode == (1 if refused else 0), f"{done.stderr}\nserver: {server.text}\n---\n{text}"
+    assert "Traceback" not in done.stderr
+    if refused:
+        errors = [line for line in done.stderr.splitlines()[:-1] if "warning:" not in line]
+        assert errors, done.stderr
+        for line in errors:
+            match = ERROR_LINE.match(line.removeprefix("error: "))
+            assert match and Path(match["file"]) == path and int(match["line"]) >= 1, line
+
+
+@SLOW
+@given(text=cr_texts())
+def test_kubectl_apply_differs_from_create_only_on_generate_name(text: str) -> None:
+    assert KUBECONFIG
+    created, applied = server_verdict(text, KUBECONFIG), server_verdict(text, KUBECONFIG, "apply")
+    if created.accepted != applied.accepted:
+        assert created.accepted and "cannot use generate name with apply" in applied.text, applied.text
