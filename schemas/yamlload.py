@@ -492,8 +492,7 @@ def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
                 except RecursionError:
                     raise _error(node, DEPTH_ERROR) from None
         except YAMLInputError as exc:
-            if exc.line:  # a reader error has no position
-                exc.line += first_line
+            exc.line += first_line
             raise
         if value is not None:  # kubectl passes over a document whose JSON is null
             yield Document(value, node, first_line)
@@ -511,8 +510,10 @@ def _first_document(chunk: bytes) -> Node | None:
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
         mark = exc.problem_mark  # libyaml marks every scanner and parser error with its problem
         raise YAMLInputError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1) from None
-    except yaml.YAMLError as exc:  # reader errors: binary junk, bad encoding
-        raise YAMLInputError(f"invalid YAML: {exc}".replace("\n", " ")) from None
+    except yaml.reader.ReaderError as exc:  # binary junk, bad encoding: libyaml gives a byte offset
+        start = chunk.rfind(b"\n", 0, exc.position) + 1
+        problem = str(exc).split("\n")[0]  # without '  in "<byte string>", position N'
+        raise YAMLInputError(f"invalid YAML: {problem}", chunk.count(b"\n", 0, start) + 1, exc.position - start + 1) from None
     finally:
         parser.dispose()
 
