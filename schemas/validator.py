@@ -266,12 +266,12 @@ class Validator:
             # fields of metadata are a 400 instead, and nothing else is reported (transcript 38)
             meta = obj.get("metadata")
             unknown = prune_and_default({"metadata": meta}, {}) if self.strict and isinstance(meta, dict) else []
-            out.errors += [Problem(p, f'unknown field "{format_path(p)}"') for p in unknown] or [
+            out.errors = [Problem(p, f'unknown field "{format_path(p)}"') for p in unknown] or [
                 Problem(("kind",), f"Invalid value: {quote_value(kind)}: must be {self.crd.kind}")]
             return out
         decoding = decode_object_meta(obj)
         if decoding:  # kubectl refuses the object before sending it (metadecode.py)
-            out.errors += [Problem(p, m) for p, m in decoding]
+            out.errors = [Problem(p, m) for p, m in decoding]
             return out
         for path in prune_and_default(obj, version.schema):
             # strict: the 400 "strict decoding error: unknown field ..."; otherwise the Warning

@@ -104,7 +104,7 @@ _NOT_UTF8 = dict.fromkeys(range(0xDC80, 0xDD00), "\ufffd")
 class YAMLInputError(ValueError):
     """A document that kubectl could not turn into JSON; carries a 1-based position."""
 
-    def __init__(self, message: str, line: int = 0, column: int = 0) -> None:
+    def __init__(self, message: str, line: int, column: int) -> None:
         super().__init__(message)
         self.message, self.line, self.column = message, line, column
 
@@ -511,9 +511,9 @@ def _first_document(chunk: bytes) -> Node | None:
         mark = exc.problem_mark  # libyaml marks every scanner and parser error with its problem
         raise YAMLInputError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1) from None
     except yaml.reader.ReaderError as exc:  # binary junk, bad encoding: libyaml gives a byte offset
-        start = chunk.rfind(b"\n", 0, exc.position) + 1
+        before = chunk[:exc.position]
         problem = str(exc).split("\n")[0]  # without '  in "<byte string>", position N'
-        raise YAMLInputError(f"invalid YAML: {problem}", chunk.count(b"\n", 0, start) + 1, exc.position - start + 1) from None
+        raise YAMLInputError(f"invalid YAML: {problem}", before.count(b"\n") + 1, len(before) - before.rfind(b"\n")) from None
     finally:
         parser.dispose()
 

@@ -486,6 +486,20 @@ def test_a_closed_flow_collection_leaves_those_around_it_open() -> None:
     assert refusal("x: [[[], " + "[" * 9_999 + "]" * 9_999 + "]]\n") == (1, 10_008, DEPTH_ERROR)
 
 
+def test_running_out_of_python_frames_is_the_depth_error_at_the_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a host with less recursion room than the loader asks for gets the one-line depth error, at the
+    # document's first line, not a RecursionError traceback
+    from memcached_gitops.schemas import yamlload
+
+    monkeypatch.setattr(yamlload, "RECURSION_ROOM", 0)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(300)
+    try:
+        assert refusal("# c\nx:\n  y: " + "[" * 400 + "]" * 400 + "\n") == (2, 1, DEPTH_ERROR)
+    finally:
+        sys.setrecursionlimit(old)
+
+
 def test_closed_collections_do_not_count() -> None:
     assert len(value("x: [" + "[[]], " * 10_001 + "]\n")["x"]) == 10_001
     assert len(value("x:\n" + "- a:\n    - b\n" * 10_001)["x"]) == 10_001
