@@ -214,6 +214,13 @@ class _PythonEngine:
 ENGINES = {"jsonschema-rs": _RustEngine, "jsonschema": _PythonEngine}
 
 
+#: kubectl apply's words for a generateName without a name (kubectl pkg/cmd/apply/apply.go).
+GENERATE_NAME_WARNING = (
+    "cannot use generate name with apply: kubectl apply, server-side apply and Argo CD sync need "
+    "metadata.name; only kubectl create can make this object"
+)
+
+
 class Validator:
     """Validates CRs of one CRD; build once, call ``validate`` per document."""
 
@@ -289,6 +296,11 @@ class Validator:
                     out.warnings.append(problem)
         out.errors += self._schema_problems(engine, obj)
         out.errors += [Problem(p, m) for p, m in validate_object_meta(obj.get("metadata"), self.crd.namespaced)]
+        meta = obj.get("metadata")
+        if isinstance(meta, dict) and not meta.get("name") and meta.get("generateName"):
+            # valid for create, but kubectl apply refuses it on the client (apply.go) and server-side
+            # apply needs a name: a GitOps tool can only create it, once
+            out.warnings.append(Problem(("metadata", "generateName"), GENERATE_NAME_WARNING))
         if self._cel[version.name]:
             if any(_blocks_rules(p) for p in out.errors):
                 out.errors.append(Problem((), RULES_NOT_CHECKED))

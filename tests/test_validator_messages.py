@@ -287,6 +287,20 @@ def test_another_spelling_of_our_kind_is_decoded_with_objectmetas_rules_only() -
     assert errors_of(text, "builtin", strict=False) == [("kind", 'Invalid value: "memcached": must be Memcached')]
 
 
+def test_a_generate_name_without_a_name_is_valid_with_a_warning_that_apply_refuses_it() -> None:
+    # the server creates it (kubectl create --dry-run=server accepts it); kubectl apply refuses it on
+    # the client: "from web-: cannot use generate name with apply" (kubectl pkg/cmd/apply/apply.go)
+    text = cr(name="", meta="generateName: web-")
+    outcome = Validator(crd_named("builtin")).validate(next(iter_documents(text)).value)
+    assert outcome.ok and [(w.field, w.message) for w in outcome.warnings] == [(
+        "metadata.generateName",
+        "cannot use generate name with apply: kubectl apply, server-side apply and Argo CD sync need "
+        "metadata.name; only kubectl create can make this object",
+    )]
+    with_a_name = cr(meta="generateName: web-")
+    assert Validator(crd_named("builtin")).validate(next(iter_documents(with_a_name)).value).warnings == []
+
+
 def test_metadata_that_does_not_decode_is_refused_before_any_schema_check() -> None:
     # [tx 38] 400 "json: cannot unmarshal string into Go struct field ObjectMeta.generation of type int64",
     # word for word at the field's path; the bad size is not reached (kubectl never sends it)
