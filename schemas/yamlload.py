@@ -48,6 +48,7 @@ from decimal import Decimal
 from typing import IO, Any
 
 import yaml
+from yaml import _yaml as libyaml
 from yaml._yaml import CParser
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -89,6 +90,13 @@ DEPTH_ERROR = f"yaml: exceeded max depth of {MAX_DEPTH}"
 #: and arrays in all (``maxNestingDepth``; the document's own mapping is the first): kubectl says
 #: ``invalid character '[' exceeded max depth``.
 JSON_DEPTH_ERROR = f"exceeded max depth: more than {MAX_DEPTH} nested maps and lists, which kubectl cannot decode as JSON"
+#: libyaml 0.2.6 (PyYAML 6.0.4's wheels) has a nesting limit of its own, 1,000 by default, flow and
+#: block levels counted together, and refuses a deeper document in its words ("while increasing
+#: flow level exceeded maximum nesting depth") before ``_compose`` sees it. The limit must stay out
+#: of the way of kubectl's rule: a document holds up to ``MAX_DEPTH`` block and ``MAX_DEPTH`` flow
+#: levels, and the scanner reads at most 1,024 characters ahead of the parser (a possible simple
+#: key's reach), so ``_compose`` refuses every deeper document before libyaml would.
+LIBYAML_NEST_LIMIT = 3 * MAX_DEPTH
 #: The API server refuses a request body over 3 MiB (apiserver's MaxRequestBodyBytes), so a
 #: larger document can never be applied; it is refused while its lines are read.
 MAX_DOCUMENT_SIZE = 3 * 1024 * 1024
@@ -498,8 +506,22 @@ def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
             yield Document(value, node, first_line)
 
 
+def lift_libyaml_nest_limit() -> None:
+    """Raise libyaml's nesting limit to ``LIBYAML_NEST_LIMIT`` where libyaml has one.
+
+    PyYAML 6.0.4 exposes libyaml 0.2.6's ``yaml_set_max_nest_level`` as ``_yaml._set_max_nest_level``
+    (a no-op, with ``_get_max_nest_level() == -1``, when built against an older libyaml); PyYAML
+    6.0.3 and older have neither, and their libyaml 0.2.5 no limit. The limit is one global of the
+    process, which any other library may lower, so it is checked before each parse: a C call.
+    """
+    get_limit = getattr(libyaml, "_get_max_nest_level", None)
+    if get_limit is not None and -1 < get_limit() < LIBYAML_NEST_LIMIT:
+        libyaml._set_max_nest_level(LIBYAML_NEST_LIMIT)
+
+
 def _first_document(chunk: bytes) -> Node | None:
     """The node tree of the first document of a chunk (go-yaml's Unmarshal reads no further)."""
+    lift_libyaml_nest_limit()
     parser = CParser(chunk)
     try:
         parser.get_event()  # the stream's start
