@@ -2,13 +2,26 @@
 venv := ".venv"
 py := venv + "/bin/python"
 
-# Create the virtualenv with the test and lint tools.
+# Create the virtualenv: the locked test install (requirements/test.txt), then the lint and lock tools.
 setup:
-    python3 -m venv {{venv}} && {{venv}}/bin/pip install -q -e '.[dev]'
+    python3 -m venv {{venv}} && {{venv}}/bin/pip install -q --require-hashes -r requirements/test.txt
+    {{venv}}/bin/pip install -q -e '.[dev]'
 
 # Run the whole test suite (what CI runs).
 test: setup
     {{py}} -m pytest
+
+# The whole suite on the newest releases pyproject.toml allows: a fresh venv, no lock, no pip cache.
+test-latest:
+    rm -rf .venv-latest && python3 -m venv .venv-latest
+    .venv-latest/bin/pip install -q --no-cache-dir '.[test]'
+    .venv-latest/bin/python -m pytest
+
+# Refresh the locks CI installs from (requirements/*.txt) after pyproject.toml's dependencies change:
+# pins that still fit are kept. `just lock --upgrade` takes the newest releases the ranges allow.
+lock *args: setup
+    {{venv}}/bin/uv pip compile pyproject.toml --extra test --generate-hashes --universal --custom-compile-command "just lock" -o requirements/test.txt {{args}}
+    {{venv}}/bin/uv pip compile requirements/oldest-pyyaml.in --generate-hashes --universal --custom-compile-command "just lock" -o requirements/oldest-pyyaml.txt {{args}}
 
 # Lint with ruff.
 lint: setup

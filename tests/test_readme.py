@@ -23,3 +23,11 @@ def test_ci_runs_the_readme_test_command_exactly() -> None:
     _, test = _commands()
     ci = (REPO / ".ci" / "run").read_text().splitlines()
     assert test in ci
+
+
+def test_the_test_command_installs_the_lock_with_hashes_and_the_project_without_dependencies() -> None:
+    # every distribution comes hash-checked from requirements/test.txt; the project adds none of its own
+    _, test = _commands()
+    installs = [step for step in test.split(" && ") if " install " in step]
+    assert installs == [".venv/bin/pip install -q --require-hashes -r requirements/test.txt",
+                        ".venv/bin/pip install -q --no-deps --no-build-isolation ."]
