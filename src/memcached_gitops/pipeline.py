@@ -71,7 +71,7 @@ def object_ref(obj: Any, kind: str | None = None) -> str:
     return f"{excerpt(str(kind or obj.get('kind') or '<no kind>'))}/{excerpt(str(name))}"
 
 
-def _items(doc: Document) -> Iterator[tuple[Any, tuple[str | int, ...]]]:
+def items_of(doc: Document) -> Iterator[tuple[Any, tuple[str | int, ...]]]:
     """The objects of a document: itself, or the items of a ``v1 List`` (kubectl expands them)."""
     value = doc.value
     if isinstance(value, dict) and value.get("kind") == "List" and value.get("apiVersion") == "v1":
@@ -94,7 +94,7 @@ def process(
         try:
             for doc in iter_documents(stream):
                 result.documents += 1
-                for obj, prefix in _items(doc):
+                for obj, prefix in items_of(doc):
                     process_object(result, name, obj, validator, image, do_render,
                                    lambda path, doc=doc, prefix=prefix: doc.position(prefix + path))
         except YAMLInputError as exc:
@@ -162,4 +162,4 @@ def _duplicate(result: Result, cr: dict[str, Any], file: str,
                    "kubectl apply keeps the later one, kustomize refuses both")
 
 
-__all__ = ["Finding", "Result", "format_path", "object_ref", "process", "process_object"]
+__all__ = ["Finding", "Result", "format_path", "items_of", "object_ref", "process", "process_object"]
