@@ -20,7 +20,17 @@ from memcached_gitops.render import DEFAULT_IMAGE, to_json, to_single, to_yaml
 from memcached_gitops.schemas import CRDError, Validator, load_crd
 from memcached_gitops.schemas.excerpt import quote_value
 
-from .files import DEFAULT_MAX_INPUT, MAX_INPUT_ENV, InputBudget, InputError, expand, open_sources, parse_size, write_atomic
+from .files import (
+    DEFAULT_MAX_INPUT,
+    MAX_INPUT_ENV,
+    InputBudget,
+    InputError,
+    expand,
+    is_kustomize_file,
+    open_sources,
+    parse_size,
+    write_atomic,
+)
 from .pipeline import Finding, Result, process
 
 EXIT_INVALID, EXIT_USAGE = 1, 2
@@ -76,7 +86,9 @@ def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: 
         files = expand(paths)
         if not files:
             raise InputError(f"{', '.join(paths)}: no *.yaml, *.yml or *.json files found")
-        return process(open_sources(files, budget), validator, image, do_render)
+        result = process(open_sources([f for f in files if not is_kustomize_file(f)], budget), validator, image, do_render)
+        result.passed_over += [f.name for f in files if is_kustomize_file(f)]
+        return result
     except InputError as exc:
         for problem in exc.problems[:-1]:
             echo(f"error: {problem}", err=True)
@@ -103,12 +115,15 @@ def report_github(findings: list[Finding]) -> None:
 
 
 def summary(result: Result, kind: str) -> str:
-    skipped = f", {len(result.others)} other object(s) ignored" if result.others else ""
+    others = len(result.others) + len(result.passed_over)  # kustomization files count as other objects
+    skipped = f", {others} other object(s) ignored" if others else ""
     return f"{len(result.crs)} {kind} valid, {len(result.errors)} error(s), {len(result.warnings)} warning(s){skipped}"
 
 
 def check_nonempty(result: Result, paths: list[str]) -> None:
-    if result.documents == 0 and not result.findings:
+    """Empty input is an error; a run given only kustomization files (a pre-commit hook's run on a
+    commit that touched one) is not empty: they are other objects, passed over."""
+    if result.documents == 0 and not result.findings and not result.passed_over:
         raise fail(f"{', '.join(paths)}: no documents found (empty input)", EXIT_INVALID)
 
 
@@ -151,8 +166,9 @@ def render_files(paths: list[str], crd: str | None = None, strict: bool = True, 
 
 
 def render_validated(paths: list[str], validator: Validator, image: str, output: OutputFormat, output_dir: Path | None,
-                     include_input: bool, max_input: str | None = None) -> None:
-    """The render command's work, shared with the Argo CD plugin's generate."""
+                     include_input: bool, max_input: str | None = None, allow_empty: bool = True) -> None:
+    """The render command's work, shared with the Argo CD plugin's generate (``allow_empty=False``:
+    an empty manifest set is an application with no resources, which Argo CD would prune to)."""
     result = run_pipeline(paths, validator, image, do_render=True, max_input=max_input)
     check_nonempty(result, paths)
     report_text(result.findings)
@@ -162,10 +178,16 @@ def render_validated(paths: list[str], validator: Validator, image: str, output:
     if result.crs and not result.rendered:
         raise fail("the input held Memcached CRs but nothing was rendered; refusing to emit an empty set", EXIT_INVALID)
     objects = (result.crs + result.others if include_input else []) + result.rendered
+    if not objects and not allow_empty:
+        what = f"no {validator.crd.kind}" + ("" if include_input else " (and include-input is false)")
+        raise fail(f"{', '.join(paths)}: {what}: nothing to generate; refusing to print an empty set", EXIT_INVALID)
     if not result.crs:
         echo(f"warning: no {validator.crd.kind} found in {', '.join(paths)}", err=True)
     elif result.others and not include_input:
-        echo(f"{len(result.others)} object(s) of other kinds ignored (use --include-input to pass them through)", err=True)
+        ignored = len(result.others) + len(result.passed_over)
+        echo(f"{ignored} object(s) of other kinds ignored (use --include-input to pass them through)", err=True)
+    elif result.passed_over:  # kustomize's configuration: never a manifest, even with --include-input
+        echo(f"{len(result.passed_over)} object(s) of other kinds ignored (kustomize configuration)", err=True)
     if output_dir is not None:
         for obj in objects:
             write_atomic(output_dir / file_name(obj, output), to_single(obj, output.value))

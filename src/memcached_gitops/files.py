@@ -12,6 +12,11 @@ from typing import IO, NamedTuple
 from memcached_gitops.schemas.excerpt import excerpt
 
 SUFFIXES = (".yaml", ".yml", ".json")
+#: kustomize's own file names (kustomize api/konfig ``RecognizedKustomizationFileNames``): its
+#: configuration, never a manifest. kustomize, kubectl -k and Argo CD's kustomize source read them
+#: as configuration, and a scaffolded ``config/samples/kustomization.yaml`` has no apiVersion or
+#: kind at all, so every front end passes them over by name.
+KUSTOMIZE_FILE_NAMES = frozenset(("kustomization.yaml", "kustomization.yml", "Kustomization"))
 #: Total input of one run, all files together: Argo CD's --max-combined-directory-manifests-size
 #: default ("10M", a Kubernetes quantity: 10,000,000 bytes).
 DEFAULT_MAX_INPUT = "10M"
@@ -26,6 +31,11 @@ class Source(NamedTuple):
     name: str
     path: str
     in_root: bool = False
+
+
+def is_kustomize_file(source: Source) -> bool:
+    """Whether an input is a kustomization file, by its name (stdin never is)."""
+    return source.path != "-" and os.path.basename(source.name) in KUSTOMIZE_FILE_NAMES
 
 
 class InputError(ValueError):

@@ -49,6 +49,8 @@ class Result:
         self.rendered: list[dict[str, Any]] = []
         self.crs: list[dict[str, Any]] = []
         self.others: list[dict[str, Any]] = []
+        #: kustomize's configuration, a kustomization file (by its name) or object: never emitted
+        self.passed_over: list[str] = []
         self.findings: list[Finding] = []
         self.documents = 0
         self.defined_at: dict[tuple[str, str], str] = {}  # (namespace, name) -> "file:line:column"
@@ -102,6 +104,17 @@ def process(
     return result
 
 
+#: The API groups of kustomize's configuration kinds (Kustomization, Component): no API server serves
+#: them, so Argo CD's sync fails on one that reaches the cluster.
+KUSTOMIZE_GROUPS = ("kustomize.config.k8s.io/",)
+
+
+def is_kustomize_config(obj: dict[str, Any]) -> bool:
+    """Whether an object is kustomize's configuration (``kustomize.config.k8s.io``), not a manifest."""
+    api_version = obj.get("apiVersion")
+    return isinstance(api_version, str) and api_version.startswith(KUSTOMIZE_GROUPS)
+
+
 def _no_position(path: tuple[str | int, ...]) -> tuple[int, int]:
     return 0, 0
 
@@ -121,6 +134,9 @@ def process_object(
         line, column = locate(())
         message = f"a document must be a Kubernetes object (a map), not {type_and_length(obj)}"
         result.findings.append(Finding(file, line, column, "", "", message))
+        return
+    if is_kustomize_config(obj):
+        result.passed_over.append(f"{file}: {object_ref(obj)}")
         return
     identity = identity_problems(obj)
     if identity:
