@@ -342,3 +342,19 @@ def test_servicemonitor_component_builds_with_the_deployment_overlay(tmp_path: P
     [service] = [o for o in objects if o["kind"] == "Service"]
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
+
+
+def test_krm_never_echoes_a_long_scalar_item() -> None:
+    # every front end describes a non-object by type and size (schemas/excerpt.py type_and_length)
+    long = "x" * 800
+    code, out = _krm({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [long, OTHER]})
+    assert code == 1 and long not in json.dumps(out) and out["items"] == [OTHER]
+    assert out["results"] == [{"message": "a document must be a Kubernetes object (a map), not a string of 800 characters",
+                               "severity": "error"}]
+    for field in ("items", "functionConfig"):
+        proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "krm"], capture_output=True, timeout=60,
+                              input=json.dumps({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", field: long}).encode())
+        assert proc.returncode == 1 and proc.stdout == b"" and long.encode() not in proc.stderr
+        assert proc.stderr.decode().splitlines() == [f"error: <stdin>: ResourceList: {field}: must be "
+                                                     f"{'a list of objects' if field == 'items' else 'an object'}, "
+                                                     "not a string of 800 characters"]

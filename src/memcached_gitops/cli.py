@@ -131,7 +131,7 @@ def krm(
     """A KRM function (kustomize/kpt): a ResourceList on stdin, a ResourceList on stdout."""
     from memcached_gitops.schemas.yamlload import YAMLInputError, iter_documents
 
-    from .krm import transform
+    from .krm import shape_problem, transform
 
     try:
         docs = [d.value for d in iter_documents(_budget(max_input).wrap("<stdin>", sys.stdin.buffer))]
@@ -141,6 +141,9 @@ def krm(
         raise _fail(str(exc), EXIT_INVALID) from None
     if len(docs) != 1 or not isinstance(docs[0], dict) or docs[0].get("kind") != "ResourceList":
         raise _fail("<stdin>: expected one config.kubernetes.io/v1 ResourceList", EXIT_INVALID)
+    problem = shape_problem(docs[0])
+    if problem:
+        raise _fail(f"<stdin>: ResourceList: {problem}", EXIT_INVALID)
     out, failed = transform(docs[0], _validator(crd, True), _image(image))
     sys.stdout.write(to_yaml([out]))
     for r in out.get("results", []):

@@ -20,7 +20,7 @@ import copy
 from typing import Any
 
 from memcached_gitops.schemas import Validator
-from memcached_gitops.schemas.excerpt import excerpt
+from memcached_gitops.schemas.excerpt import excerpt, type_and_length
 from memcached_gitops.schemas.yamlload import recursion_room
 
 from .pipeline import Result, process_object
@@ -32,6 +32,20 @@ INDEX_ANNOTATIONS = ("internal.config.kubernetes.io/index", "config.kubernetes.i
 def _annotation(obj: Any, names: tuple[str, ...]) -> str | None:
     annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {} if isinstance(obj, dict) else {}
     return next((annotations[n] for n in names if n in annotations), None)
+
+
+def shape_problem(resource_list: dict[str, Any]) -> str | None:
+    """What makes a ResourceList unreadable: ``items`` not a list, or ``functionConfig`` not a map.
+
+    Described by type and size, never echoed: a scalar ``items`` would otherwise be read character
+    by character, one result each.
+    """
+    items, config = resource_list.get("items"), resource_list.get("functionConfig")
+    if items is not None and not isinstance(items, list):
+        return f"items: must be a list of objects, not {type_and_length(items)}"
+    if config is not None and not isinstance(config, dict):
+        return f"functionConfig: must be an object, not {type_and_length(config)}"
+    return None
 
 
 def transform(resource_list: dict[str, Any], validator: Validator, image: str) -> tuple[dict[str, Any], bool]:
@@ -68,7 +82,10 @@ def transform(resource_list: dict[str, Any], validator: Validator, image: str) -
                 if index is not None and str(index).isdigit():
                     entry["file"]["index"] = int(index)
             results.append(entry)
-    out: dict[str, Any] = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": list(items) + generated}
+    # an item that is no object (a scalar, a list) is no resource: its result describes it by type and
+    # size, and it is not written back whole (an 800-character string would be echoed otherwise)
+    kept = [i for i in items if isinstance(i, dict)]
+    out: dict[str, Any] = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": kept + generated}
     if config:
         out["functionConfig"] = config
     if results:
