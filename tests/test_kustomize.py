@@ -209,7 +209,7 @@ def test_argocd_cmp_component_adds_the_documented_sidecar(tmp_path: Path) -> Non
         f"  - {os.path.relpath(K / 'components/argocd-cmp', tmp_path)}\n  - {os.path.relpath(K / 'components/image', tmp_path)}\n")
     objects = build(tmp_path)
     [dep] = [o for o in objects if o["kind"] == "Deployment"]
-    [cm] = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "memcached-gitops-cmp"]
+    [cm] = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("memcached-gitops-cmp-")]
     [argocd] = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "argocd-cm"]
     health = K / "components/argocd-cmp/resource_customizations/cache.example.com/Memcached/health.lua"
     assert argocd["data"] == {"url": "https://argocd.example.com",

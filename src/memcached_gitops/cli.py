@@ -28,7 +28,7 @@ from .commands import report_text as _report_text
 from .commands import resolve_image as _image
 from .commands import run_pipeline as _run
 from .extras import missing_cluster_client
-from .files import MAX_INPUT_ENV, InputError
+from .files import MAX_INPUT_ENV, InputError, expand, is_kustomize_file, open_sources
 
 app = typer.Typer(
     name="memcached-gitops",
@@ -106,20 +106,46 @@ def argocd_generate(
 ) -> None:
     """The Argo CD Config Management Plugin's generate: objects on stdout, logs on stderr.
 
-    Reads the plugin parameters from ARGOCD_APP_PARAMETERS (``image``, ``include-input``) and the
-    Application's plugin env as ARGOCD_ENV_MEMCACHED_IMAGE / ARGOCD_ENV_INCLUDE_INPUT; a parameter
-    wins over the env. Fails (non-zero, nothing on stdout) rather than print an empty set.
+    Reads the parameters ``image`` and ``include-input`` as the repo-server sends them
+    (ARGOCD_APP_PARAMETERS, which is ``null`` for ``plugin: {}``; PARAM_*), else the Application's
+    plugin env ARGOCD_ENV_MEMCACHED_IMAGE / ARGOCD_ENV_INCLUDE_INPUT. Fails (non-zero, nothing on
+    stdout) rather than print an empty set, which Argo CD would sync as "delete everything".
     """
-    params: dict[str, str] = {}
-    raw = os.environ.get("ARGOCD_APP_PARAMETERS")
-    if raw:
-        try:
-            params = {p["name"]: str(p.get("string", "")) for p in json.loads(raw) if isinstance(p, dict) and "name" in p}
-        except (ValueError, TypeError, KeyError):
-            raise _fail("ARGOCD_APP_PARAMETERS is not the JSON list Argo CD sends", EXIT_INVALID) from None
-    image = params.get("image") or os.environ.get("ARGOCD_ENV_MEMCACHED_IMAGE") or None
-    include = (params.get("include-input") or os.environ.get("ARGOCD_ENV_INCLUDE_INPUT") or "true").lower()
-    _render([path], _validator(crd, True), _image(image), OutputFormat.yaml, None, include not in ("false", "0", "no"), max_input)
+    from .argocd import PluginInputError, include_input, plugin_settings
+
+    try:
+        settings = plugin_settings(os.environ)
+        include = include_input(settings)
+    except PluginInputError as exc:
+        raise _fail(str(exc), EXIT_INVALID) from None
+    _render([path], _validator(crd, True), _image(settings.get("image")), OutputFormat.yaml, None, include, max_input,
+            allow_empty=False)
+
+
+@app.command("argocd-discover")
+def argocd_discover(
+    path: Annotated[str, typer.Argument(help="The application directory (the plugin runs in it).")] = ".",
+    crd: CrdOpt = None,
+    max_input: MaxInputOpt = None,
+) -> None:
+    """The Argo CD plugin's discover: prints the first file holding a Memcached, nothing if none.
+
+    The same walk and reading as argocd-generate (JSON files, quoted kinds and v1 Lists count;
+    hidden directories and kustomization files do not), so discover matches exactly the
+    directories generate renders. Always exits 0: the cmp-server matches on a non-empty stdout.
+    """
+    from .argocd import first_memcached
+
+    validator = _validator(crd, True)
+    try:
+        sources = [s for s in expand([path]) if not is_kustomize_file(s)]
+        found = first_memcached(open_sources(sources, _budget(max_input)), validator)
+    except InputError as exc:
+        for problem in exc.problems:
+            echo(f"{problem} (discover: no match)", err=True)
+        return
+    if found is not None:
+        echo(found)
 
 
 @app.command()

@@ -1,0 +1,112 @@
+"""The Argo CD Config Management Plugin's side of the contract, as the repo-server really calls it.
+
+The repo-server builds the plugin's environment (argoproj/argo-cd 37ee0097cf, reposerver/repository/
+repository.go ``getPluginParamEnvs``; pkg/apis/application/v1alpha1/types.go
+``ApplicationSourcePluginParameters.Environ``; tests/test_argocd_plugin.py cites the lines):
+
+- ``ARGOCD_APP_PARAMETERS`` is ``json.Marshal`` of the Application's ``plugin.parameters``. An
+  Application with ``plugin: {}``, or with only ``name`` or ``env``, has a nil list, which Go
+  marshals as ``null``; with no ``plugin`` section at all the variable is not set.
+- Each parameter is also ``PARAM_<NAME>`` (upper case, every character outside ``A-Z0-9_`` an
+  underscore), ``PARAM_<NAME>_<i>`` for an array, ``PARAM_<NAME>_<KEY>`` for a map.
+- Each ``plugin.env`` entry is ``ARGOCD_ENV_<name>``.
+
+The cmp-server runs discover's and generate's commands in the application's directory with that
+environment (cmpserver/plugin/plugin.go ``runCommand``). Discover matches on a non-empty stdout;
+generate's stdout is the manifests, and an empty one is an application with no resources, which an
+automated sync with prune empties. So discover and generate decide by one rule (``first_memcached``),
+and generate never succeeds with nothing to print.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import IO
+
+from memcached_gitops.schemas import Validator
+from memcached_gitops.schemas.excerpt import excerpt, quote_value
+from memcached_gitops.schemas.yamlload import YAMLInputError, iter_documents
+
+from .pipeline import items_of
+
+#: The plugin's parameters (plugin.yaml ``parameters.static``) and the plugin env each falls back to.
+PARAMETERS = {"image": "MEMCACHED_IMAGE", "include-input": "INCLUDE_INPUT"}
+#: strconv.ParseBool's words, as Argo CD's own boolean parameters are read.
+_TRUE, _FALSE = frozenset(("1", "t", "T", "TRUE", "true", "True")), frozenset(("0", "f", "F", "FALSE", "false", "False"))
+
+
+class PluginInputError(ValueError):
+    """The plugin's environment cannot be read; the message names the variable."""
+
+
+def param_env_name(name: str) -> str:
+    """``PARAM_<NAME>`` as types.go ``escaped`` spells it: upper case, ``[^A-Z0-9_]`` as ``_``."""
+    return "PARAM_" + re.sub(r"[^A-Z0-9_]", "_", name.upper())
+
+
+def plugin_settings(environ: Mapping[str, str]) -> dict[str, str]:
+    """Each of ``PARAMETERS`` the Application sets: a parameter, else its plugin env; unset ones absent.
+
+    Only string parameters exist in plugin.yaml, so an array or a map given for one is an error;
+    parameters the plugin does not declare are ignored, as Argo CD passes them all.
+    """
+    given = _parameters(environ)
+    settings: dict[str, str] = {}
+    for name, env in PARAMETERS.items():
+        value = given.get(name, environ.get(param_env_name(name)))
+        if value is None or value == "":
+            value = environ.get("ARGOCD_ENV_" + env)
+        if value is not None and value != "":
+            settings[name] = value
+    return settings
+
+
+def _parameters(environ: Mapping[str, str]) -> dict[str, str]:
+    raw = environ.get("ARGOCD_APP_PARAMETERS")
+    if raw is None or raw.strip() in ("", "null"):  # no plugin section; or plugin: {}, name or env only
+        return {}
+    try:
+        listed = json.loads(raw)
+    except ValueError:
+        raise PluginInputError(f"ARGOCD_APP_PARAMETERS is not JSON: {quote_value(raw)}") from None
+    if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
+        raise PluginInputError(f"ARGOCD_APP_PARAMETERS is not the list of parameters Argo CD sends: {quote_value(raw)}")
+    out: dict[str, str] = {}
+    for param in listed:
+        name = param.get("name")  # ``name,omitempty``: a parameter may come without one
+        if name not in PARAMETERS:
+            continue
+        if "array" in param or "map" in param or not isinstance(param.get("string", ""), str):
+            raise PluginInputError(f"ARGOCD_APP_PARAMETERS: parameter {quote_value(name)} must be a string (plugin.yaml declares it so)")
+        out[name] = param.get("string", "")
+    return out
+
+
+def include_input(settings: Mapping[str, str]) -> bool:
+    """``include-input``, ``true`` unless set; read as Go's strconv.ParseBool reads it."""
+    value = settings.get("include-input", "true")
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise PluginInputError(f"include-input: must be true or false, not {quote_value(excerpt(value))}")
+
+
+def first_memcached(sources: Iterable[tuple[str, IO[bytes]]], validator: Validator) -> str | None:
+    """The first file holding a document generate would judge as a Memcached, or None.
+
+    Files are those generate reads (the same walk), documents are read as generate reads them, and
+    a document counts if the pipeline claims it (the CRD's group, or its kind in any spelling),
+    valid or not, so that generate reports what is wrong with it. A file that is not YAML up to
+    such a document does not count: a Helm chart's templates must not pull its directory in.
+    """
+    for name, stream in sources:
+        try:
+            for doc in iter_documents(stream):
+                if any(validator.claims(obj) for obj, _ in items_of(doc)):
+                    return name
+        except YAMLInputError:
+            continue
+    return None
