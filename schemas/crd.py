@@ -8,6 +8,7 @@ own copy given with ``--crd`` changes the rules with no code change.
 from __future__ import annotations
 
 import json
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -48,6 +49,9 @@ class CRD(NamedTuple):
     storage_version: str
     source: str
     document: dict[str, Any]
+    #: (group, kind) of every other CRD of the file (kubebuilder's dist/install.yaml, a
+    #: ``kubectl kustomize config/crd``): objects of theirs are other objects, never judged by this one
+    siblings: frozenset[tuple[str, str]] = frozenset()
 
     def spellings(self) -> frozenset[str]:
         """Every name kubectl resolves to this kind (kind, plural, singular, shortNames), lower case."""
@@ -55,6 +59,12 @@ class CRD(NamedTuple):
 
     def api_versions(self) -> list[str]:
         return [f"{self.group}/{v}" for v in self.versions]
+
+    def serves_sibling(self, api_version: Any, kind: Any) -> bool:
+        """Whether another CRD of the file serves this group and kind."""
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            return False
+        return (api_version.partition("/")[0], kind) in self.siblings
 
     def version_of(self, api_version: Any) -> Version | None:
         """The served version an ``apiVersion`` names, or None."""
@@ -74,16 +84,33 @@ def builtin_crd_data() -> str:
     return json.dumps(parse_crd(builtin_crd_text(), CRD_FILE).document, indent=1) + "\n"
 
 
+#: The kind this product renders: in a file of several CRDs, the first CRD of this kind judges.
+PRODUCT_KIND = "Memcached"
+
+
 def parse_crd(text: str, source: str) -> CRD:
-    """Build a CRD from YAML text; the first CustomResourceDefinition document is used."""
+    """Build a CRD from YAML text that may hold several (an install.yaml, a ``kubectl kustomize``).
+
+    The first CustomResourceDefinition of kind ``PRODUCT_KIND`` is used, else the first one; every
+    other CRD of the file is a sibling, whose objects are other objects. Documents of other kinds
+    (Namespaces, RBAC, the manager's Deployment) are passed over.
+    """
     try:
         docs = [d.value for d in iter_documents(text)]
     except YAMLInputError as exc:
         raise CRDError(f"{source}:{exc.line}:{exc.column}: {exc.message}") from None
-    for doc in docs:
-        if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-            return _from_document(doc, source)
-    raise CRDError(f"{source}: no CustomResourceDefinition found")
+    crds = [d for d in docs if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
+    if not crds:
+        raise CRDError(f"{source}: no CustomResourceDefinition found")
+    chosen = next((d for d in crds if _group_and_kind(d)[1] == PRODUCT_KIND), crds[0])
+    siblings = frozenset(_group_and_kind(d) for d in crds if d is not chosen) - {_group_and_kind(chosen)}
+    return _from_document(chosen, source)._replace(siblings=siblings)
+
+
+def _group_and_kind(doc: dict[str, Any]) -> tuple[str, str]:
+    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
+    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    return str(spec.get("group") or ""), str(names.get("kind") or "")
 
 
 def _typed(parent: dict[str, Any], key: str, kind: type, where: str, source: str) -> Any:
@@ -141,11 +168,15 @@ def _from_document(doc: dict[str, Any], source: str) -> CRD:
 
 @cache
 def load_crd(path: str | None = None) -> CRD:
-    """The CRD at ``path``, or the shipped one. Raises CRDError with a one-line reason."""
+    """The CRD at ``path`` (``-``: standard input, as ``kubectl kustomize config/crd | ...``), or the
+    shipped one. Raises CRDError with a one-line reason."""
     if path is None:
         return _from_document(json.loads((HERE / CRD_DATA).read_text(encoding="utf-8")), f"(built-in) {CRD_FILE}")
     try:
+        if path == "-":
+            return parse_crd(sys.stdin.buffer.read().decode("utf-8"), "<stdin>")
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise CRDError(f"{path}: cannot read the CRD: {exc.strerror if isinstance(exc, OSError) else exc}") from None
+        name = "<stdin>" if path == "-" else path
+        raise CRDError(f"{name}: cannot read the CRD: {exc.strerror if isinstance(exc, OSError) else exc}") from None
     return parse_crd(text, path)

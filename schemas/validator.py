@@ -249,6 +249,8 @@ class Validator:
         if not isinstance(doc, dict):
             return False
         api_version, kind = doc.get("apiVersion"), doc.get("kind")
+        if self.crd.serves_sibling(api_version, kind):
+            return False  # another CRD of the --crd file serves it
         in_group = isinstance(api_version, str) and api_version.startswith(self.crd.group + "/")
         return in_group or (isinstance(kind, str) and kind.lower() in self.crd.spellings())
 
