@@ -29,6 +29,14 @@ RUN_AS_USER = 1001
 #: memcached's own cache size in MiB; the container limit leaves room for connections and threads.
 CACHE_MEMORY_MB = 64
 RESOURCES = {"requests": {"cpu": "100m", "memory": "96Mi"}, "limits": {"memory": "128Mi"}}
+#: The values the tutorials' controllers use where a team's own CRD (``--crd``) lacks the field or
+#: leaves it unset: the kubebuilder book's memcached_controller.go (kubebuilder 5c400728, lines
+#: 153-155) scales to 0 unless ``spec.size`` is set, and listens on ``ContainerPort: 11211`` (line
+#: 261; its CRD has no containerPort). Seed 000's controller does the same (``Size int32``, whose
+#: zero value is 0; ``ContainerPort: 11211``). The shipped CRD defaults both, so these never apply
+#: under it.
+UNSET_SIZE = 0
+UNSET_CONTAINER_PORT = 11211
 _TAG = re.compile(r":([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})$")
 
 
@@ -80,6 +88,8 @@ def _check_renderable(cr: dict[str, Any]) -> tuple[str, int, int]:
             f"Invalid value: {quote_value(name)}: cannot name a Deployment and label its Pods: {problems[0]}",
         )
     size, port = spec.get("size"), spec.get("containerPort")
+    size = UNSET_SIZE if size is None else size
+    port = UNSET_CONTAINER_PORT if port is None else port
     if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= 2**31 - 1:
         raise RenderError(("spec", "size"), f"Invalid value: {quote_value(size)}: replicas must be an int32 of 0 or more")
     if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:

@@ -31,13 +31,21 @@ def test_image_version_is_the_tag_when_it_can_be_a_label_value(image: str, versi
 
 @pytest.mark.parametrize(("size", "port", "field"), [
     (-1, 11211, "spec.size"), (2**31, 11211, "spec.size"), (True, 11211, "spec.size"), ("1", 11211, "spec.size"),
-    (1, 0, "spec.containerPort"), (1, 65536, "spec.containerPort"), (1, False, "spec.containerPort"), (1, None, "spec.containerPort"),
+    (1, 0, "spec.containerPort"), (1, 65536, "spec.containerPort"), (1, False, "spec.containerPort"),
 ])
 def test_out_of_range_values_are_render_errors_naming_the_field(size: object, port: object, field: str) -> None:
     with pytest.raises(RenderError) as err:
         render_deployment(cr(size=size, port=port))
     assert ".".join(map(str, err.value.path)) == field and str(err.value) == err.value.message
     assert "Invalid value" in err.value.message
+
+
+def test_an_unset_size_or_port_takes_the_tutorial_controllers_value() -> None:
+    # a team's CRD without the field or its default: the kubebuilder book's controller scales to 0
+    # and listens on 11211 (render/deployment.py UNSET_SIZE, UNSET_CONTAINER_PORT)
+    dep = render_deployment(cr(size=None, port=None))
+    assert dep["spec"]["replicas"] == 0
+    assert dep["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] == 11211
 
 
 @pytest.mark.parametrize(("size", "port"), [(0, 1), (2**31 - 1, 65535)])
