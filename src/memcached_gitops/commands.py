@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -65,7 +65,9 @@ def fail(message: str, code: int = EXIT_USAGE) -> SystemExit:
     return SystemExit(code)
 
 
-def make_validator(crd: str | None, strict: bool) -> Validator:
+def make_validator(crd: str | None, strict: bool, paths: Sequence[str] = ()) -> Validator:
+    if crd == "-" and "-" in paths:
+        raise fail("--crd - and a path - both read standard input; give one of them as a file")
     try:
         return Validator(load_crd(crd), strict=strict)
     except CRDError as exc:
@@ -143,7 +145,7 @@ def file_name(obj: dict[str, Any], output: OutputFormat) -> str:
 def validate_files(paths: list[str], crd: str | None = None, strict: bool = True,
                    format: ReportFormat = ReportFormat.text, max_input: str | None = None) -> None:
     """The validate command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
-    validator = make_validator(crd, strict)
+    validator = make_validator(crd, strict, paths)
     result = run_pipeline(paths, validator, DEFAULT_IMAGE, do_render=False, max_input=max_input)
     check_nonempty(result, paths)
     if format is ReportFormat.json:
@@ -162,7 +164,7 @@ def render_files(paths: list[str], crd: str | None = None, strict: bool = True, 
                  output_dir: Path | None = None, include_input: bool = False, image: str | None = None,
                  max_input: str | None = None) -> None:
     """The render command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
-    render_validated(paths, make_validator(crd, strict), resolve_image(image), output, output_dir, include_input, max_input)
+    render_validated(paths, make_validator(crd, strict, paths), resolve_image(image), output, output_dir, include_input, max_input)
 
 
 def render_validated(paths: list[str], validator: Validator, image: str, output: OutputFormat, output_dir: Path | None,

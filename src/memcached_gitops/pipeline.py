@@ -150,15 +150,16 @@ def process_object(
     result.findings += sorted(located, key=lambda f: (f.line, f.column))
     if not outcome.ok:
         return
-    result.crs.append(outcome.obj)
     duplicate = _duplicate(result, outcome.obj, file, locate)
     if duplicate:
         result.findings.append(finding(duplicate, "warning"))
     if do_render:
         try:
             result.rendered += render(outcome.obj, image)
-        except RenderError as exc:
+        except RenderError as exc:  # a CR that cannot be rendered is not counted as valid
             result.findings.append(finding(Problem(exc.path, exc.message)))
+            return
+    result.crs.append(outcome.obj)
 
 
 def _duplicate(result: Result, cr: dict[str, Any], file: str,
