@@ -28,7 +28,7 @@ from .excerpt import excerpt, quote_value
 from .metadecode import decode_object_meta
 from .objectmeta import validate_object_meta
 from .structural import prune_and_default
-from .to_jsonschema import FORMAT_COMMENT, to_json_schema
+from .to_jsonschema import FORMAT_COMMENT, INT_FORMATS, to_json_schema
 
 FieldPath = tuple[str | int, ...]
 
@@ -115,6 +115,10 @@ def describe(keyword: str, limit: Any, instance: Any, where: str, subschema: dic
         # by "," as kube-openapi joins them (x-kubernetes-int-or-string: "integer,string")
         wanted = limit if isinstance(limit, str) else ",".join(t for t in limit if t != "null")
         got = _type_name(instance)
+        if isinstance(instance, float) and subschema.get("format") in INT_FORMATS:
+            # kube-openapi validate/type.go: a number that is no JSON integer, under an integer
+            # format, is named by formats (transcript 38: must be of type int32: "float64")
+            wanted, got = subschema["format"], "float64"
         return f'Invalid value: "{got}": {where} in body must be of type {wanted}: "{got}"'
     if keyword == "enum":
         # field.NotSupported: each supported value quoted, JSON first when it is not a string
@@ -166,6 +170,33 @@ _BLOCKING_PREFIXES = ("Unsupported value", "Required value", "Too long", "Too ma
 
 def _blocks_rules(problem: Problem) -> bool:
     return problem.message.startswith(_BLOCKING_PREFIXES) or " in body must be of type " in problem.message
+
+
+#: swag.IsFloat64AJSONInteger: a float64 is a JSON integer only within +-2**53 (and integral)
+_JSON_INTEGER_LIMIT = 2**53
+
+
+def _number_causes(path: FieldPath, keyword: str, value: Any, sub: dict[str, Any]
+                   ) -> list[tuple[tuple[FieldPath, str, bool], Problem]]:
+    """The causes the server adds for a number that is no JSON integer under an integer format.
+
+    kube-openapi checks the type and the format of one value separately, and both fail for such a
+    number: 1.5 is a type error and fails the format check; 9223372036854775808 (a float64 past
+    2**53) passes the JSON Schema type but is a type error to the server, besides failing the
+    format's bounds. Each failure found here brings its sibling, so the server's causes are all
+    listed whichever the engine reported.
+    """
+    if not isinstance(value, float):
+        return []
+    where = format_path(path)
+    if keyword == "type" and sub.get("format") in INT_FORMATS:
+        comment = FORMAT_COMMENT + sub["format"]
+        return [((path, "format", True), Problem(path, describe("maximum", 0, value, where, {"$comment": comment})))]
+    comment = sub.get("$comment", "")
+    if comment.startswith(FORMAT_COMMENT) and not (value.is_integer() and abs(value) <= _JSON_INTEGER_LIMIT):
+        fmt = comment.removeprefix(FORMAT_COMMENT)
+        return [((path, "type", False), Problem(path, describe("type", "integer", value, where, {"format": fmt})))]
+    return []
 
 
 def identity_problems(doc: dict[str, Any]) -> list[Problem]:
@@ -312,18 +343,23 @@ class Validator:
 
     @staticmethod
     def _schema_problems(engine: Any, instance: Any) -> list[Problem]:
-        found: dict[tuple[FieldPath, str], Problem] = {}
+        # keyed by path, keyword and whether the format's bounds raised it: the server lists the
+        # format check and the schema's own bound on one value as two causes (transcript 38)
+        found: dict[tuple[FieldPath, str, bool], Problem] = {}
         for path, keyword, limit, value, sub in engine.problems(instance):
+            for key, problem in _number_causes(path, keyword, value, sub):
+                found.setdefault(key, problem)
             if keyword == "required":
                 for name in limit:  # the whole list: one error per name missing from the object
                     if name not in value:
-                        found[(path + (name,), keyword)] = Problem(path + (name,), "Required value")
+                        found[(path + (name,), keyword, False)] = Problem(path + (name,), "Required value")
                 continue
             if keyword == "additionalProperties" and isinstance(value, dict):
                 for name in value:
                     if name not in (sub.get("properties") or {}):
-                        found[(path + (name,), keyword)] = Problem(path + (name,), f'unknown field "{format_path(path + (name,))}"')
+                        found[(path + (name,), keyword, False)] = Problem(path + (name,), f'unknown field "{format_path(path + (name,))}"')
                 continue
-            found[(path, keyword)] = Problem(path, describe(keyword, limit, value, format_path(path), sub))
+            in_format = sub.get("$comment", "").startswith(FORMAT_COMMENT)
+            found[(path, keyword, in_format)] = Problem(path, describe(keyword, limit, value, format_path(path), sub))
         # by path, then message: an array's items in index order, as kube-openapi checks them
         return sorted(found.values())

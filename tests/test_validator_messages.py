@@ -132,7 +132,6 @@ def test_bounds_lengths_and_counts_in_the_api_servers_words(spec: str, crd, expe
 TYPES = [
     ('containerPort: "11211"', "builtin", "spec.containerPort", "string", "integer"),  # [tx 12] exchange 8
     ("size: yes", "builtin", "spec.size", "boolean", "integer"),
-    ("size: 1.5", "builtin", "spec.size", "number", "integer"),
     ("size: [1]", "builtin", "spec.size", "array", "integer"),
     ("size: {}", "builtin", "spec.size", "object", "integer"),
     ("tag: 5", "all", "spec.tag", "integer", "string"),
@@ -150,6 +149,26 @@ def test_a_wrong_type_names_the_values_type(spec: str, crd: str, field: str, got
     assert spec_errors(spec, crd, engine) == [
         (field, f'Invalid value: "{got}": {field} in body must be of type {wanted}: "{got}"')
     ]
+
+
+FORMAT_CHECK = 'Invalid value: "": Checked value must be of type integer with format int32 in spec.size'
+FLOAT_TYPE = 'Invalid value: "float64": spec.size in body must be of type int32: "float64"'
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("spec", "causes"), [
+    # [tx 38] a number that is no JSON integer under format int32: a type error in the format's
+    # words and the format check, each its own cause
+    ("size: 1.5", [FORMAT_CHECK, FLOAT_TYPE]),
+    # [tx 38] past int64 the value is a float64 beyond 2**53: the same two, and the bound
+    ("size: 9223372036854775808", [FORMAT_CHECK, FLOAT_TYPE,
+                                   "Invalid value: 9.223372036854776e+18: spec.size in body should be less than or equal to 3"]),
+    ("size: 4.5", [FORMAT_CHECK, FLOAT_TYPE, "Invalid value: 4.5: spec.size in body should be less than or equal to 3"]),
+    # an integer past int32: the format check and the bound, never one for the other
+    ("size: 4294967296", [FORMAT_CHECK, "Invalid value: 4294967296: spec.size in body should be less than or equal to 3"]),
+])
+def test_every_cause_the_server_lists_for_one_number(spec: str, causes: list[str], engine: str) -> None:
+    assert spec_errors(spec, "builtin", engine) == [("spec.size", c) for c in causes]
 
 
 # --- enum: field.NotSupported
