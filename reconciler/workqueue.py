@@ -10,6 +10,11 @@
 - ``get`` blocks on a Condition variable and wakes the moment a key is added: nothing between an
   event and its reconcile waits on a timer or polls. Only delayed re-adds (a backoff) wait, on a
   single thread that sleeps until the earliest is due.
+
+Time is an input: ``clock`` is read for every deadline, and ``release_due`` is the one place a
+delayed key comes due. With ``delay_thread=False`` nothing runs in the background, and a test
+moves its own clock and calls ``release_due`` (tests/test_workqueue_model.py drives the queue so
+against a model of client-go's rules).
 """
 
 from __future__ import annotations
@@ -63,7 +68,7 @@ class TokenBucket:
 
 class WorkQueue:
     def __init__(self, backoff: ExponentialBackoff | None = None, bucket: TokenBucket | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, delay_thread: bool = True) -> None:
         self.backoff = backoff or ExponentialBackoff()
         self.bucket = bucket or TokenBucket(clock=clock)
         self.clock = clock
@@ -75,6 +80,7 @@ class WorkQueue:
         self._delayed: list[tuple[float, int, Hashable]] = []
         self._seq = itertools.count()
         self._delay_thread: threading.Thread | None = None
+        self._start_delay_thread = delay_thread
 
     # ---- adding
     def add(self, key: Hashable, arrived: float | None = None) -> None:
@@ -96,7 +102,7 @@ class WorkQueue:
             if self._shutting_down:
                 return
             heapq.heappush(self._delayed, (self.clock() + delay, next(self._seq), key))
-            if self._delay_thread is None:
+            if self._delay_thread is None and self._start_delay_thread:
                 self._delay_thread = threading.Thread(target=self._release_delayed, daemon=True, name="workqueue-delay")
                 self._delay_thread.start()
             self._cond.notify_all()  # the delay thread may need to wake earlier
@@ -114,23 +120,27 @@ class WorkQueue:
         with self._cond:
             return self.backoff.failures.get(key, 0)
 
-    def _release_delayed(self) -> None:
+    def release_due(self) -> float | None:
+        """Queue every delayed key that is due by the clock, as ``add`` would (a key a worker holds
+        waits in ``dirty`` for its ``done``); the time until the next one is due, or None."""
         with self._cond:
-            while not self._shutting_down:
-                if not self._delayed:
-                    self._cond.wait()
-                    continue
+            while self._delayed and not self._shutting_down:
                 due, _, key = self._delayed[0]
                 wait = due - self.clock()
                 if wait > 0:
-                    self._cond.wait(wait)
-                    continue
+                    return wait
                 heapq.heappop(self._delayed)
                 if key not in self._dirty:
                     self._dirty[key] = self.clock()
                     if key not in self._processing:
                         self._queue.append(key)
                         self._cond.notify_all()
+            return None
+
+    def _release_delayed(self) -> None:
+        with self._cond:
+            while not self._shutting_down:
+                self._cond.wait(self.release_due())  # the Condition's lock is reentrant
 
     # ---- taking
     def get(self, timeout: float | None = None) -> tuple[Hashable, float] | None:
