@@ -13,6 +13,8 @@ GET only after a conflict), a standby tries every retry period (with client-go's
 leader that has not renewed within the renew deadline, counted from when its last successful
 renewal was sent, stops leading at once: ``is_leader`` turns False by the clock even while a
 renewal hangs, so no write starts after the deadline, 5 s before another replica may take over.
+``monotonic`` (the deadline's clock) and ``clock`` (the Lease's wall time) are inputs, and ``step``
+is one try of ``run``'s loop, so tests drive time themselves (tests/test_leader_time.py).
 """
 
 from __future__ import annotations
@@ -40,10 +42,12 @@ def parse_micro_time(text: str) -> dt.datetime:
 
 class LeaderElector:
     def __init__(self, api: KubeAPI, namespace: str, identity: str, name: str = "memcached-gitops-leader",
-                 duration: int = 15, clock: Any = None, renew_deadline: float = 10.0, retry_period: float = 2.0) -> None:
+                 duration: int = 15, clock: Any = None, renew_deadline: float = 10.0, retry_period: float = 2.0,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self.api, self.namespace, self.identity, self.name, self.duration = api, namespace, identity, name, duration
         self.renew_deadline, self.retry_period = renew_deadline, retry_period
-        self.clock = clock or (lambda: dt.datetime.now(dt.UTC))
+        self.clock = clock or (lambda: dt.datetime.now(dt.UTC))  # wall time, for the Lease's MicroTimes
+        self.monotonic = monotonic  # the deadline's time: an input, so tests can move it
         self.lease: dict[str, Any] | None = None
         self.holder = ""  # who held the Lease at the last read
         self._leading = False
@@ -53,38 +57,42 @@ class LeaderElector:
     def is_leader(self) -> bool:
         """Leading, and renewed within the deadline (checked by the clock, not by the thread)."""
         with self._lock:
-            return self._leading and time.monotonic() - self._renewed_at < self.renew_deadline
+            return self._leading and self.monotonic() - self._renewed_at < self.renew_deadline
 
     def run(self, stop: threading.Event, on_started: Callable[[], None], on_stopped: Callable[[], None],
             on_holder: Callable[[str], None] | None = None) -> None:
         """Campaign, lead and renew until ``stop`` is set; call back on each change of leadership."""
         while not stop.is_set():
-            sent = time.monotonic()
-            try:
-                ok = self.try_acquire_or_renew()
-            except APIError as exc:
-                log.warning("Lease %s/%s: %s", self.namespace, self.name, exc)
-                ok = False
-            if on_holder:
-                on_holder(self.holder)
-            with self._lock:
-                was = self._leading
-                if ok:
-                    self._leading, self._renewed_at = True, sent
-                elif was and time.monotonic() - self._renewed_at >= self.renew_deadline:
-                    self._leading = False
-                now_leading = self._leading
-            if now_leading and not was:
-                log.info("became the leader (%s)", self.identity)
-                on_started()
-            elif was and not now_leading:
-                log.error("could not renew the Lease within %gs: stopped leading", self.renew_deadline)
-                on_stopped()
-            if was and now_leading and not ok:
-                # the clock may run out before the next try: stop the workers exactly at the deadline
-                stop.wait(max(0.0, min(self.retry_period, self._renewed_at + self.renew_deadline - time.monotonic())))
-                continue
-            stop.wait(self.retry_period if now_leading else self.retry_period * random.uniform(1.0, 2.2))
+            stop.wait(self.step(on_started, on_stopped, on_holder))
+
+    def step(self, on_started: Callable[[], None], on_stopped: Callable[[], None],
+             on_holder: Callable[[str], None] | None = None) -> float:
+        """One try to acquire or renew, and the callbacks it calls for; how long to wait until the next."""
+        sent = self.monotonic()
+        try:
+            ok = self.try_acquire_or_renew()
+        except APIError as exc:
+            log.warning("Lease %s/%s: %s", self.namespace, self.name, exc)
+            ok = False
+        if on_holder:
+            on_holder(self.holder)
+        with self._lock:
+            was = self._leading
+            if ok:
+                self._leading, self._renewed_at = True, sent  # the deadline counts from the send
+            elif was and self.monotonic() - self._renewed_at >= self.renew_deadline:
+                self._leading = False
+            now_leading = self._leading
+        if now_leading and not was:
+            log.info("became the leader (%s)", self.identity)
+            on_started()
+        elif was and not now_leading:
+            log.error("could not renew the Lease within %gs: stopped leading", self.renew_deadline)
+            on_stopped()
+        if was and now_leading and not ok:
+            # the clock may run out before the next try: stop the workers exactly at the deadline
+            return max(0.0, min(self.retry_period, self._renewed_at + self.renew_deadline - self.monotonic()))
+        return self.retry_period if now_leading else self.retry_period * random.uniform(1.0, 2.2)
 
     @property
     def path(self) -> str:
