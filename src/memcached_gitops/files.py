@@ -48,7 +48,7 @@ class InputError(ValueError):
 
 def parse_size(text: str) -> int:
     """A byte count written as a Kubernetes quantity (``10M``, ``512Mi``, ``1G``) or plain bytes."""
-    number = text.rstrip("kMGTi")
+    number = text.rstrip("kKMGTi")
     factor = _SUFFIX_FACTORS.get(text[len(number):])
     if not number.isdigit() or factor is None:
         raise ValueError(f"invalid size {excerpt(text)!r} (use e.g. 10M, 512Mi, 1G or a number of bytes)")

@@ -1,0 +1,167 @@
+"""The file-system edge, in-process (src/memcached_gitops/files.py): the root's bounds, hidden
+paths, the input budget, quantities and atomic writes. tests/test_untrusted_input.py runs the same
+rules through the command line; these call the functions, so a mutation of them is seen."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from memcached_gitops.files import (
+    InputBudget,
+    InputError,
+    Source,
+    expand,
+    is_kustomize_file,
+    open_sources,
+    parse_size,
+    write_atomic,
+)
+
+CR = b"apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\n"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """``app/`` (the root) beside ``app-secrets/`` and ``other/``: names that share its prefix."""
+    for name in ("app", "app-secrets", "other"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "app" / "cr.yaml").write_bytes(CR)
+    (tmp_path / "app-secrets" / "token.yaml").write_bytes(b"apiVersion: v1\nkind: Secret\n")
+    return tmp_path
+
+
+def names(sources: list[Source], root: Path) -> list[str]:
+    return [os.path.relpath(s.name, root) for s in sources]
+
+
+def test_a_symlink_into_a_sibling_sharing_the_roots_name_is_outside(tree: Path) -> None:
+    (tree / "app" / "leak.yaml").symlink_to(tree / "app-secrets" / "token.yaml")
+    (tree / "app" / "dir").symlink_to(tree / "app-secrets", target_is_directory=True)
+    with pytest.raises(InputError) as caught:
+        expand([str(tree / "app")])
+    assert sorted(p.split(":")[0] for p in caught.value.problems) == [str(tree / "app" / "dir"), str(tree / "app" / "leak.yaml")]
+    assert all("resolves outside the root" in p and "not read" in p for p in caught.value.problems)
+
+
+def test_links_that_stay_inside_are_read_at_their_real_path(tree: Path) -> None:
+    (tree / "app" / "sub").mkdir()
+    (tree / "app" / "sub" / "two.yaml").write_bytes(CR)
+    (tree / "app" / "alias.yaml").symlink_to(tree / "app" / "cr.yaml")
+    (tree / "app" / "subdir-link").symlink_to(tree / "app" / "sub", target_is_directory=True)
+    sources = expand([str(tree / "app")])
+    assert names(sources, tree / "app") == ["alias.yaml", "cr.yaml", "sub/two.yaml"]
+    assert [s.path for s in sources][0] == str((tree / "app" / "cr.yaml").resolve()) and all(s.in_root for s in sources)
+
+
+def test_hidden_files_and_directories_under_the_root_are_skipped(tree: Path) -> None:
+    root = tree / "app"
+    for hidden in (".git/cr.yaml", ".github/workflows/ci.yaml", "sub/.cache/cr.yaml", ".cr.yaml", "sub/.x.yml"):
+        (root / hidden).parent.mkdir(parents=True, exist_ok=True)
+        (root / hidden).write_bytes(CR)
+    (root / "sub" / "seen.yml").write_bytes(CR)
+    (root / "notes.txt").write_bytes(CR)
+    assert names(expand([str(root)]), root) == ["cr.yaml", "sub/seen.yml"]
+    # named on the command line, a hidden path is the user's choice
+    assert expand([str(root / ".git" / "cr.yaml")]) == [Source(str(root / ".git" / "cr.yaml"), str(root / ".git" / "cr.yaml"))]
+
+
+def test_a_dangling_link_fifo_and_missing_path(tree: Path) -> None:
+    root = tree / "app"
+    (root / "gone.yaml").symlink_to(root / "nowhere.yaml")
+    os.mkfifo(root / "pipe.yaml")
+    assert names(expand([str(root)]), root) == ["cr.yaml"]
+    with pytest.raises(InputError) as caught:
+        expand([str(tree / "missing.yaml"), "-"])
+    assert caught.value.problems == [f"{tree / 'missing.yaml'}: no such file or directory"]
+    assert expand(["-"]) == [Source("-", "-")]
+
+
+class Counting(io.BytesIO):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.taken = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        self.taken += len(data)
+        return data
+
+
+@pytest.mark.parametrize("size", [-1, 4, 1 << 16])
+def test_the_budget_reads_at_most_one_byte_past_the_limit(size: int) -> None:
+    stream = Counting(b"x" * 1000)
+    bounded = InputBudget(10).wrap("big.yaml", stream)
+    with pytest.raises(InputError) as caught:
+        while bounded.read(size):
+            pass
+    assert stream.taken == 11, "the limit plus the one byte that proves it is exceeded"
+    assert str(caught.value) == ("big.yaml: the input is larger than the limit of 10 bytes "
+                                 "(all files together; --max-input-size or MEMCACHED_GITOPS_MAX_INPUT_SIZE); refused")
+
+
+def test_the_budget_is_shared_and_exactly_the_limit_is_allowed() -> None:
+    budget = InputBudget(10)
+    assert budget.wrap("a", io.BytesIO(b"x" * 6)).read() == b"x" * 6
+    second = budget.wrap("b", io.BytesIO(b"y" * 4))
+    assert second.read() == b"y" * 4 and second.read() == b"" and budget.used == 10
+    with pytest.raises(InputError, match="^c: "):
+        budget.wrap("c", io.BytesIO(b"z")).read()
+
+
+@pytest.mark.parametrize(("text", "size"), [
+    ("10M", 10_000_000), ("64Mi", 64 * 2**20), ("1G", 10**9), ("2Gi", 2 * 2**30), ("3k", 3000), ("1Ki", 1024),
+    ("5", 5), ("0", 0), ("1T", 10**12), ("1Ti", 2**40),  # Ki with a capital K, k without
+])
+def test_sizes_are_kubernetes_quantities(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "M", "10m", "1.5M", "-1", "10 M", "10MB", "Mi10", "ten", "1K", "1ki"])
+def test_a_size_that_is_no_quantity_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="^invalid size .*use e.g. 10M, 512Mi, 1G or a number of bytes"):
+        parse_size(text)
+
+
+def test_open_sources_refuses_a_link_swapped_in_after_the_walk(tree: Path) -> None:
+    root = tree / "app"
+    [source] = expand([str(root)])
+    os.unlink(source.path)
+    os.symlink(tree / "app-secrets" / "token.yaml", source.path)
+    with pytest.raises(InputError, match=r"cr\.yaml: cannot read: "):
+        list(open_sources([source], InputBudget(100)))
+
+
+def test_open_sources_opens_one_file_at_a_time_and_refuses_a_non_regular_file(tree: Path) -> None:
+    root = tree / "app"
+    os.mkfifo(root / "fifo.yaml")
+    fifo = Source(str(root / "fifo.yaml"), str(root / "fifo.yaml"), True)
+    with pytest.raises(InputError, match=r"fifo\.yaml: not a regular file; not read"):
+        list(open_sources([fifo], InputBudget(100)))
+    opened = open_sources([Source("cr.yaml", str(root / "cr.yaml"), True), fifo], InputBudget(100))
+    name, stream = next(opened)  # the fifo is not opened until the first file is done with
+    assert name == "cr.yaml" and stream.read() == CR
+    with pytest.raises(InputError, match="not a regular file"):
+        next(opened)
+
+
+def test_write_atomic_replaces_whole_or_not_at_all(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "deployment-a.yaml"
+    write_atomic(target, "first\n")
+    assert target.read_text() == "first\n"
+    with pytest.raises(UnicodeEncodeError):
+        write_atomic(target, "half\n\udcff")  # fails while writing: the old file stays, no temporary is left
+    assert target.read_text() == "first\n" and os.listdir(target.parent) == ["deployment-a.yaml"]
+    write_atomic(target, "second\n")
+    assert target.read_text() == "second\n"
+
+
+@pytest.mark.parametrize(("name", "config"), [
+    ("kustomization.yaml", True), ("kustomization.yml", True), ("Kustomization", True), ("dir/kustomization.yaml", True),
+    ("Kustomization.yaml", False), ("my-kustomization.yaml", False), ("kustomization.json", False), ("-", False),
+])
+def test_kustomize_files_are_known_by_name(name: str, config: bool) -> None:
+    assert is_kustomize_file(Source(name, name)) is config
