@@ -86,6 +86,7 @@ def stage(group: dict, where: Path) -> None:
     lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q"]
     if group.get("skip"):  # slow property tests: random inputs make a random, slow verdict per mutant
         lines += ["    -k", "    " + " and ".join(f"not {name}" for name in group["skip"])]
+    lines += [f"    {arg}" for arg in group.get("args", [])]  # e.g. a derandomized hypothesis profile
     lines += ["pytest_add_cli_args_test_selection ="] + [f"    {t}" for t in group["tests"]]
     (where / "setup.cfg").write_text("\n".join(lines) + "\n")
 

@@ -10,9 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from memcached_gitops.schemas import CRD, Validator, load_crd
 from memcached_gitops.schemas.crd import parse_crd
 from memcached_gitops.schemas.yamlload import iter_documents
+
+# Mutation runs (mutation/groups.toml "args") run model-based tests with fixed sequences, so a
+# mutant's verdict does not depend on the draw.
+settings.register_profile("mutation", derandomize=True, database=None)
 
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
