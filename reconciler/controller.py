@@ -27,8 +27,6 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from memcached_gitops.render import MANAGED_BY
-
 from .api import APIError, KubeAPI, RetryPolicy
 from .cycle import CROutcome, Reconciler
 from .drift import Drift
@@ -36,11 +34,10 @@ from .fights import FightDetector
 from .informer import Informer, Kind, key_of, slim
 from .leader import LeaderElector
 from .metrics import Metrics
+from .vocabulary import INSTANCE_LABEL, SELECTOR, Action
 from .workqueue import WorkQueue
 
 log = logging.getLogger("memcached_gitops.controller")
-SELECTOR = f"app.kubernetes.io/managed-by={MANAGED_BY}"
-INSTANCE = "app.kubernetes.io/instance"
 #: A full resync every 10 minutes. Events carry every change, so the resync only repairs what a
 #: bug or a lost event could have missed; it reads the cache and writes nothing unless something
 #: drifted, so it costs CPU (about 1 ms per CR), not API requests. 10 minutes is Flux's usual
@@ -130,7 +127,7 @@ class Controller:
         elif kind == "Deployment":
             self.queue.add((ns, owner_name(obj)), arrived)
         else:
-            instance = (meta.get("labels") or {}).get(INSTANCE)
+            instance = (meta.get("labels") or {}).get(INSTANCE_LABEL)
             if not instance:
                 return
             with self._pods_lock:
@@ -183,12 +180,12 @@ class Controller:
                                                degraded=self._fight_check)
         if outcome.deployment is not None:
             self._put("Deployment", outcome.deployment)
-            if outcome.action == "corrected":
+            if outcome.action == Action.CORRECTED:
                 self.metrics.correction_latency.observe(outcome.applied_at - arrived)
         if outcome.cr is not None:
             self._put("Memcached", outcome.cr)
         self.metrics.observe_outcome(outcome)
-        if outcome.action == "failed":
+        if outcome.action == Action.FAILED:
             raise APIError(0, outcome.error)
         return outcome
 
@@ -298,7 +295,7 @@ def owner_name(deployment: dict[str, Any]) -> str:
     for ref in meta.get("ownerReferences") or []:
         if ref.get("controller") and ref.get("kind") == "Memcached":
             return ref.get("name", "")
-    return (meta.get("labels") or {}).get(INSTANCE) or meta.get("name", "")
+    return (meta.get("labels") or {}).get(INSTANCE_LABEL) or meta.get("name", "")
 
 
 def lease_client(api: KubeAPI, renew_deadline: float) -> KubeAPI:

@@ -28,16 +28,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memcached_gitops.render import DEFAULT_IMAGE, MANAGED_BY, RenderError, render
+from memcached_gitops.render import DEFAULT_IMAGE, RenderError, render
 from memcached_gitops.schemas import CRD, Validator
 
 from .api import APIError, KubeAPI, collection_path, object_path
 from .drift import Drift, compare, removal_patch
 from .ownership import Ownership, classify, spec_manager
 from .status import Observation, desired_status, status_differs
+from .vocabulary import FAILURES, INSTANCE_LABEL, SELECTOR, WRITES, Action
 
 log = logging.getLogger("memcached_gitops.reconciler")
-SELECTOR = f"app.kubernetes.io/managed-by={MANAGED_BY}"
 #: Called before the status write with the drift just corrected (empty: none); answers a
 #: (reason, message) that makes the CR Degraded, or None. The event-driven mode's fight detector.
 DegradedCheck = Callable[[dict[str, Any], list[Drift]], "tuple[str, str] | None"]
@@ -62,7 +62,7 @@ class Options:
 class CROutcome:
     namespace: str
     name: str
-    action: str  # unchanged | created | corrected | adopted | observed | drifted (--detect-only) | not-owned | invalid | failed
+    action: Action
     drift: list[Drift] = field(default_factory=list)
     error: str = ""
     deployment: dict[str, Any] | None = None  # as our apply left it
@@ -79,11 +79,11 @@ class CycleReport:
 
     @property
     def failed(self) -> list[CROutcome]:
-        return [o for o in self.outcomes if o.action in ("failed", "invalid", "not-owned")]
+        return [o for o in self.outcomes if o.action in FAILURES]
 
     @property
     def drifted(self) -> list[CROutcome]:
-        return [o for o in self.outcomes if o.action in ("created", "corrected", "adopted")]
+        return [o for o in self.outcomes if o.action in WRITES]
 
 
 def now_rfc3339() -> str:
@@ -145,7 +145,7 @@ class Reconciler:
         pods_by_owner: dict[tuple[str, str], list[str]] = {}
         for pod in pods:
             labels = pod["metadata"].get("labels") or {}
-            owner = (pod["metadata"].get("namespace", ""), labels.get("app.kubernetes.io/instance", ""))
+            owner = (pod["metadata"].get("namespace", ""), labels.get(INSTANCE_LABEL, ""))
             pods_by_owner.setdefault(owner, []).append(pod["metadata"]["name"])
         for cr in sorted(crs, key=lambda c: (c["metadata"].get("namespace", ""), c["metadata"]["name"])):
             if self.stop.is_set():
@@ -156,7 +156,7 @@ class Reconciler:
             try:
                 outcome = self.reconcile_cr(cr, by_name.get(key), tuple(pods_by_owner.get(key, [])), declared, condition_fields)
             except APIError as exc:  # one bad CR never stops the others
-                outcome = CROutcome(key[0], key[1], "failed", error=str(exc))
+                outcome = CROutcome(key[0], key[1], Action.FAILED, error=str(exc))
                 log.error("%s/%s: %s", key[0], key[1], exc)
                 self._event(cr, "Warning", "ReconcileFailed", str(exc)[:1024])
             report.outcomes.append(outcome)
@@ -173,7 +173,7 @@ class Reconciler:
         """
         ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
         generation = cr["metadata"].get("generation", 1)
-        result = CROutcome(ns, name, "unchanged")
+        result = CROutcome(ns, name, Action.UNCHANGED)
 
         def status(obs: Observation) -> None:
             result.cr = self._write_status(cr, obs, declared, condition_fields) or result.cr
@@ -183,7 +183,7 @@ class Reconciler:
             message = "; ".join(f"{p.field}: {p.message}" for p in outcome.errors)[:1024]
             status(Observation(generation, 0, live, pods, "InvalidSpec", message))
             self._event_once(cr, "InvalidSpec", message)
-            result.action, result.error = "invalid", message
+            result.action, result.error = Action.INVALID, message
             return result
         try:
             desired = render(outcome.obj, self.options.image)[0]
@@ -191,7 +191,7 @@ class Reconciler:
             message = f"{'.'.join(map(str, exc.path))}: {exc.message}"
             status(Observation(generation, 0, live, pods, "InvalidSpec", message))
             self._event_once(cr, "InvalidSpec", message)
-            result.action, result.error = "invalid", message
+            result.action, result.error = Action.INVALID, message
             return result
         size = desired["spec"]["replicas"]
         desired["metadata"]["ownerReferences"] = [{
@@ -205,7 +205,7 @@ class Reconciler:
             message = f"Deployment {ns}/{name} exists and is not controlled by this Memcached; it is left alone"
             status(Observation(generation, size, None, (), "ResourceNotOwned", message))
             self._event_once(cr, "ResourceNotOwned", message)
-            result.action, result.error = "not-owned", message
+            result.action, result.error = Action.NOT_OWNED, message
             return result
         drift = compare(desired, live)
         result.drift = drift
@@ -218,10 +218,10 @@ class Reconciler:
             log.warning("%s/%s: %s", ns, name, message)
             status(Observation(generation, size, live, pods, "DriftDetected", message))
             self._event_once(cr, "DriftDetected", message)
-            result.action = "drifted"
+            result.action = Action.DRIFTED
             return result
         if drift:
-            result.action = "created" if live is None else "adopted" if applied_by else "corrected"
+            result.action = Action.CREATED if live is None else Action.ADOPTED if applied_by else Action.CORRECTED
             summary = ("created the Deployment" if live is None else
                        f"took over the Deployment applied by {applied_by} (controller ownerReference added)" if applied_by else
                        "corrected " + "; ".join(d.describe() for d in drift))[:2048]
@@ -237,14 +237,14 @@ class Reconciler:
                     message = f"apply failed: {exc}"
                     status(Observation(generation, size, live, pods, "ApplyFailed", message))
                     self._event(cr, "Warning", "ApplyFailed", message[:1024])
-                    result.action, result.error = "failed", message
+                    result.action, result.error = Action.FAILED, message
                     return result
                 result.deployment, result.applied_at = live, time.monotonic()
-                reason = {"created": "DeploymentCreated", "adopted": "Adopted"}.get(result.action, "DriftCorrected")
+                reason = {Action.CREATED: "DeploymentCreated", Action.ADOPTED: "Adopted"}.get(result.action, "DriftCorrected")
                 corrections = _corrections(drift) if applied_by else []
                 details = "; corrected " + "; ".join(d.describe() for d in corrections) if corrections else ""
                 self._event(cr, "Normal", reason, (summary + details)[:1024])
-        reason, message = (degraded(cr, drift if result.action == "corrected" else []) if degraded else None) or ("", "")
+        reason, message = (degraded(cr, drift if result.action == Action.CORRECTED else []) if degraded else None) or ("", "")
         if not self.options.dry_run:
             # The correction is told by its Event and the log, not by a status message that the next
             # reconcile would have to put back (a second status write per correction).
@@ -261,7 +261,7 @@ class Reconciler:
         note = f"{len(differences)} field(s) differ from the rendering, e.g. {differences[0].field}" if differences else ""
         written = self._write_status(cr, Observation(cr["metadata"].get("generation", 1), size, live, pods, applied_by=applied_by,
                                                      drift_note=note), declared, condition_fields)
-        return CROutcome(ns, name, "observed", differences, cr=written)
+        return CROutcome(ns, name, Action.OBSERVED, differences, cr=written)
 
     def _find_unlabelled(self, ns: str, name: str) -> dict[str, Any] | None:
         """The rare path: a CR whose Deployment is not in the labelled LIST. One GET, so that a

@@ -13,16 +13,17 @@ import threading
 from typing import Any
 
 from .cycle import CycleReport, Reconciler
+from .vocabulary import WRITES, Action
 
 log = logging.getLogger("memcached_gitops.reconciler")
 
 
 def log_report(report: CycleReport) -> None:
     for o in report.outcomes:
-        if o.action in ("created", "corrected", "adopted"):
+        if o.action in WRITES:
             for d in o.drift:
                 log.info("drift %s/%s %s", o.namespace, o.name, d.describe())
-        elif o.action not in ("unchanged", "observed"):  # observed: the cycle logged what differs
+        elif o.action not in (Action.UNCHANGED, Action.OBSERVED):  # observed: the cycle logged what differs
             log.warning("%s %s/%s: %s", o.action, o.namespace, o.name, o.error)
     log.info("cycle done in %.3fs: %d CRs, %d corrected, %d failed%s", report.duration, len(report.outcomes),
              len(report.drifted), len(report.failed), "" if report.complete else f" (incomplete: {report.error})")

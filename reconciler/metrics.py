@@ -20,6 +20,8 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily
 
+from .vocabulary import FAILURES, Action
+
 PREFIX = "memcached_gitops"
 #: From one millisecond (a correction on a quiet server) to ten seconds (a saturated queue).
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -102,10 +104,10 @@ class Metrics:
 
     def observe_outcome(self, outcome: Any) -> None:
         """Count one CR's result: its corrected (or, detect-only, reported) fields and its failure."""
-        counter = self.drift_detected if outcome.action == "drifted" else self.corrections
+        counter = self.drift_detected if outcome.action == Action.DRIFTED else self.corrections
         for d in outcome.drift:
             counter.labels(d.field or "<object>").inc()
-        if outcome.action in ("failed", "invalid", "not-owned"):
+        if outcome.action in FAILURES:
             self.errors.labels(outcome.action).inc()
 
     def value(self, name: str, labels: dict[str, str] | None = None) -> float:

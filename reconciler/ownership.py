@@ -15,10 +15,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from memcached_gitops.render import MANAGED_BY
-
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-INSTANCE_LABEL = "app.kubernetes.io/instance"
+from memcached_gitops.render import INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 
 
 class Ownership(enum.Enum):

@@ -23,6 +23,9 @@ from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors, label_
 
 DEFAULT_IMAGE = "memcached:1.6.26-alpine3.19"
 MANAGED_BY = "memcached-gitops"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+#: the label naming a Deployment's CR: in its selector, and how the reconciler maps Pods back to CRs
+INSTANCE_LABEL = "app.kubernetes.io/instance"
 CONTAINER_NAME = "memcached"
 PORT_NAME = "memcached"
 RUN_AS_USER = 1001
@@ -50,7 +53,7 @@ class RenderError(ValueError):
 
 def selector_labels(name: str) -> dict[str, str]:
     """The selector of a CR's Deployment: unique per CR, never changed later."""
-    return {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": name}
+    return {"app.kubernetes.io/name": "memcached", INSTANCE_LABEL: name}
 
 
 def image_version(image: str) -> str | None:
@@ -71,7 +74,7 @@ def labels_for(name: str, image: str) -> dict[str, str]:
         labels["app.kubernetes.io/version"] = version
     labels["app.kubernetes.io/component"] = "cache"
     labels["app.kubernetes.io/part-of"] = "memcached"
-    labels["app.kubernetes.io/managed-by"] = MANAGED_BY
+    labels[MANAGED_BY_LABEL] = MANAGED_BY
     return labels
 
 
