@@ -45,7 +45,7 @@ class Drift(NamedTuple):
 
     @property
     def field(self) -> str:
-        return format_path(self.path)
+        return format_drift_path(self.path)
 
     def describe(self) -> str:
         who = ", ".join(self.managers) if self.managers else "no field manager"
@@ -97,7 +97,9 @@ def _matches(item: dict[str, Any], key: tuple[tuple[str, Any], ...]) -> bool:
     return _key(item, tuple(k for k, _ in key)) == key
 
 
-def format_path(path: tuple[PathStep, ...]) -> str:
+def format_drift_path(path: tuple[PathStep, ...]) -> str:
+    """A drift's path as the reconciler reports it: ``.spec.template.spec.containers[name="memcached"].image``,
+    list items named by their merge keys (the validator's ``format_path`` writes CR field paths)."""
     out = ""
     for kind, value in path:
         out += f".{value}" if kind == "f" else "[" + ",".join(f"{k}={quote_value(v)}" for k, v in value) + "]"
