@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 from memcached_gitops.reconciler.workqueue import ExponentialBackoff, TokenBucket, WorkQueue
 
 
@@ -87,3 +88,80 @@ def test_shut_down_drains_the_current_item_only() -> None:
     assert not q.wait_idle(timeout=0.05), "the current item is still being processed"
     q.done(key)
     assert q.wait_idle(timeout=1)
+
+
+class FakeClock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_token_bucket_refills_by_elapsed_time_and_never_asks_for_a_negative_wait() -> None:
+    clock = FakeClock(1024.0)
+    bucket = TokenBucket(rate=10.0, burst=2, clock=clock)
+    assert [bucket.reserve(), bucket.reserve()] == [0.0, 0.0]  # the burst
+    assert bucket.reserve() == 0.1 and bucket.reserve() == 0.2  # then one every 1/rate s, queued up
+    clock.now += 0.375  # 3.75 tokens' worth: the debt of 2 paid, 1.75 left
+    assert bucket.reserve() == 0.0 and bucket.tokens == 0.75
+    assert bucket.reserve() == pytest.approx(0.025)  # a quarter of a token short
+
+
+def test_a_key_added_without_an_arrival_time_arrives_by_the_clock() -> None:
+    clock = FakeClock()
+    q = WorkQueue(clock=clock, delay_thread=False)
+    q.add("a")
+    q.add_after("b", 5.0)
+    clock.now += 5.0
+    assert q.release_due() is None
+    assert q.get(timeout=0) == ("a", 1000.0) and q.get(timeout=0) == ("b", 1005.0)
+
+
+def test_the_delay_thread_starts_only_when_asked_for_and_never_blocks_exit() -> None:
+    manual = WorkQueue(delay_thread=False)
+    manual.add_after("a", 10.0)
+    assert manual._delay_thread is None and manual.release_due() > 9.0
+    q = WorkQueue()
+    q.add_after("a", 10.0)
+    assert q._delay_thread is not None and q._delay_thread.daemon and q._delay_thread.name == "workqueue-delay"
+    q.shut_down()
+
+
+def test_wait_idle_wakes_when_the_last_key_is_done() -> None:
+    q = WorkQueue(clock=FakeClock())  # a frozen clock: only done's notify can end the wait
+    q.add("a")
+    q.add("b")
+    keys = [q.get()[0], q.get()[0]]
+    result: list[bool] = []
+    waiter = threading.Thread(target=lambda: result.append(q.wait_idle(timeout=1000.0)), daemon=True)
+    waiter.start()
+    q.done(keys[0])
+    waiter.join(0.2)
+    assert waiter.is_alive(), "a key is still being processed"
+    q.done(keys[1])
+    waiter.join(5.0)
+    assert result == [True]
+
+
+def test_wait_idle_without_a_timeout_waits_for_done() -> None:
+    q = WorkQueue()
+    assert q.wait_idle() is True  # nothing processing
+    q.add("a")
+    key, _ = q.get()
+    threading.Timer(0.05, q.done, args=(key,)).start()
+    assert q.wait_idle() is True and not q._processing
+
+
+def test_wait_idle_gives_up_after_its_timeout_and_not_before() -> None:
+    q = WorkQueue()
+    q.add("a")
+    q.get()
+    start = time.monotonic()
+    assert q.wait_idle(timeout=0.2) is False
+    assert time.monotonic() - start >= 0.2
+    clock = FakeClock()
+    frozen = WorkQueue(clock=clock)
+    frozen.add("a")
+    frozen.get()
+    assert frozen.wait_idle(timeout=0) is False  # the deadline is now: no wait at all

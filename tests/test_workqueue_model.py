@@ -41,7 +41,7 @@ class Model:
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self.queue: list[str] = []
-        self.dirty: set[str] = set()
+        self.dirty: dict[str, float] = {}  # key -> when it was added (latency counts from it)
         self.processing: set[str] = set()
         self.delayed: list[tuple[float, int, str]] = []
         self.seq = itertools.count()
@@ -51,7 +51,7 @@ class Model:
     def add(self, key: str) -> None:
         if key in self.dirty:
             return
-        self.dirty.add(key)
+        self.dirty[key] = self.clock.now
         if key not in self.processing:
             self.queue.append(key)
 
@@ -75,13 +75,12 @@ class Model:
         while self.delayed and self.delayed[0][0] <= self.clock.now:
             self.add(heapq.heappop(self.delayed)[2])
 
-    def get(self) -> str | None:
+    def get(self) -> tuple[str, float] | None:
         if not self.queue:
             return None
         key = self.queue.pop(0)
         self.processing.add(key)
-        self.dirty.discard(key)
-        return key
+        return key, self.dirty.pop(key)
 
     def done(self, key: str) -> None:
         self.processing.discard(key)
@@ -128,10 +127,10 @@ class WorkQueueMachine(RuleBasedStateMachine):
     def get(self) -> None:
         got = self.queue.get(timeout=0)
         expected = self.model.get()
-        assert (got[0] if got else None) == expected
+        assert got == expected
         if expected is not None:
-            assert expected not in self.held, "a key was handed to a second worker"
-            self.held.append(expected)
+            assert expected[0] not in self.held, "a key was handed to a second worker"
+            self.held.append(expected[0])
 
     @precondition(lambda self: self.held)
     @rule(data=st.data())
@@ -146,6 +145,8 @@ class WorkQueueMachine(RuleBasedStateMachine):
         assert len(self.queue) == len(self.model.queue)
         assert list(self.queue._queue) == self.model.queue
         assert set(self.queue._processing) == self.model.processing == set(self.held)
+        assert self.queue._dirty == self.model.dirty
+        assert self.queue._delay_thread is None, "time is the test's: no thread of its own"
 
     @invariant()
     def same_failures(self) -> None:
