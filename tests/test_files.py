@@ -165,3 +165,58 @@ def test_write_atomic_replaces_whole_or_not_at_all(tmp_path: Path) -> None:
 ])
 def test_kustomize_files_are_known_by_name(name: str, config: bool) -> None:
     assert is_kustomize_file(Source(name, name)) is config
+
+
+def test_the_outside_message_names_the_link_its_target_and_the_root(tree: Path) -> None:
+    (tree / "app" / "leak.yaml").symlink_to("../app-secrets/token.yaml")
+    with pytest.raises(InputError) as caught:
+        expand([str(tree / "app")])
+    assert caught.value.problems == [f"{tree / 'app' / 'leak.yaml'}: symlink to '../app-secrets/token.yaml' resolves outside "
+                                     f"the root {tree / 'app'}; not read"]
+    assert str(InputError("a", "b")) == "a\nb"
+
+
+def test_every_argument_is_kept_in_order(tree: Path) -> None:
+    (tree / "other" / "x.yaml").write_bytes(CR)
+    got = expand([str(tree / "other" / "x.yaml"), str(tree / "app"), "-"])
+    assert [s.name for s in got] == [str(tree / "other" / "x.yaml"), str(tree / "app" / "cr.yaml"), "-"]
+
+
+def test_a_link_named_on_the_command_line_is_followed_and_stdin_is_read_too(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    link = tree / "other" / "via-link.yaml"
+    link.symlink_to(tree / "app" / "cr.yaml")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"kind: X\n")))
+    opened = open_sources([Source("-", "-"), Source(str(link), str(link))], InputBudget(1000))
+    name, stream = next(opened)
+    assert name == "<stdin>" and stream.read() == b"kind: X\n"
+    name, stream = next(opened)
+    assert name == str(link) and stream.read() == CR
+
+
+def test_the_budget_names_the_source_that_crossed_it(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened = open_sources([Source("cr.yaml", str(tree / "app" / "cr.yaml"), True)], InputBudget(5))
+    _, stream = next(opened)  # the file stays open until the generator moves on
+    with pytest.raises(InputError, match=r"^cr\.yaml: the input is larger than the limit of 5 bytes"):
+        stream.read()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"x" * 10)))
+    name, stdin = next(open_sources([Source("-", "-")], InputBudget(5)))
+    with pytest.raises(InputError, match=r"^<stdin>: the input is larger"):
+        stdin.read()
+
+
+def test_a_bounded_read_returns_no_more_than_asked() -> None:
+    bounded = InputBudget(100).wrap("f", io.BytesIO(b"abcdefgh"))
+    assert bounded.read(0) == b"" and bounded.read(3) == b"abc" and bounded.read(1) == b"d" and bounded.read() == b"efgh"
+
+
+def test_write_atomic_makes_the_folders_and_its_temporary_beside_the_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # os.replace is atomic only within one file system: the temporary is a hidden file in the target's folder
+    target = tmp_path / "a" / "b" / "deployment-x.yaml"
+    replaced: list[tuple[str, str]] = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: (replaced.append((src, dst)), real_replace(src, dst)))
+    write_atomic(target, "kind: Deployment\n")
+    [(src, dst)] = replaced
+    assert Path(dst) == target and Path(src).parent == target.parent
+    assert Path(src).name.startswith(".deployment-x.yaml.") and src.endswith(".tmp")
+    assert target.read_text() == "kind: Deployment\n"

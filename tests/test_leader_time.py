@@ -148,3 +148,97 @@ def test_another_replica_takes_over_only_after_the_lease_expires(server: FakeAPI
     second.step(15.1)
     assert second.started == 1 and not first.leading_at(15.1)
     assert second.elector.holder == "replica-2"
+
+
+def _lease(server: FakeAPIServer) -> dict[str, Any]:
+    lease = server.get("coordination.k8s.io", "leases", "default", "memcached-gitops-leader")
+    assert lease is not None
+    return lease
+
+
+def test_client_gos_timings_are_the_defaults(server: FakeAPIServer) -> None:
+    elector = LeaderElector(KubeAPI.connect(host=server.url), "default", "me")
+    assert (elector.duration, elector.renew_deadline, elector.retry_period) == (15, 10.0, 2.0)
+    assert elector.name == "memcached-gitops-leader" and elector.holder == "" and not elector.is_leader()
+
+
+def test_the_lease_is_written_as_client_go_writes_it(server: FakeAPIServer) -> None:
+    leader = Leader(server)
+    holders: list[str] = []
+    assert leader.elector.step(leader._on_started, leader._on_stopped, holders.append) == 2.0  # a leader retries every 2 s
+    spec = _lease(server)["spec"]
+    assert spec == {"holderIdentity": "replica-1", "leaseDurationSeconds": 15, "acquireTime": "2026-11-24T12:00:00.000000Z",
+                    "renewTime": "2026-11-24T12:00:00.000000Z", "leaseTransitions": 0}
+    assert holders == ["replica-1"] and leader.elector.holder == "replica-1"
+    first_version = _lease(server)["metadata"]["resourceVersion"]
+    leader.step(2.25)
+    renewed = _lease(server)
+    assert renewed["spec"]["renewTime"] == "2026-11-24T12:00:02.250000Z"
+    assert renewed["spec"]["acquireTime"] == "2026-11-24T12:00:00.000000Z" and renewed["spec"]["leaseTransitions"] == 0
+    assert renewed["metadata"]["resourceVersion"] != first_version
+    # the leader's renewal is one update of the Lease it holds; the first try read it and created it
+    assert dict(leader.api.api.requests) == {"get": 1, "create": 1, "update": 1}
+
+
+def test_a_takeover_counts_a_transition_and_the_old_leader_sees_the_new_holder(server: FakeAPIServer) -> None:
+    first, second = Leader(server), Leader(server)
+    second.elector.identity = "replica-2"
+    first.step(0.0)
+    first.clocks.now = second.clocks.now = 16.0  # the first replica stopped renewing; its Lease expired at 15
+    assert not first.elector.is_leader()
+    second.step(16.0)
+    spec = _lease(server)["spec"]
+    assert (spec["holderIdentity"], spec["leaseTransitions"], spec["acquireTime"]) == ("replica-2", 1, "2026-11-24T12:00:16.000000Z")
+    holders: list[str] = []
+    wait = first.elector.step(first._on_started, first._on_stopped, holders.append)
+    assert holders == ["replica-2"] and not first.elector.is_leader() and first.elector.lease is None
+    assert first.stopped == 1 and 2.0 <= wait <= 4.4, "a standby retries with client-go's jitter"
+
+
+def test_a_lease_held_by_a_live_replica_is_left_alone(server: FakeAPIServer) -> None:
+    first, second = Leader(server), Leader(server)
+    second.elector.identity = "replica-2"
+    first.step(0.0)
+    for at in (5.0, 14.999):
+        second.step(at)
+        assert second.started == 0 and second.elector.holder == "replica-1"
+    assert _lease(server)["spec"]["holderIdentity"] == "replica-1"
+
+
+def test_a_renewal_that_loses_a_race_rereads_the_lease(server: FakeAPIServer) -> None:
+    first, second = Leader(server), Leader(server)
+    second.elector.identity = "replica-2"
+    first.step(0.0)
+    second.step(16.0)  # took the expired Lease: the first's copy is stale
+    assert not first.elector.try_acquire_or_renew()  # its update is a 409, then the read sees replica-2
+    assert first.elector.holder == "replica-2" and first.elector.lease is None
+
+
+def test_release_hands_the_lease_over_at_once(server: FakeAPIServer) -> None:
+    first, second = Leader(server), Leader(server)
+    second.elector.identity = "replica-2"
+    first.step(0.0)
+    first.elector.release()
+    assert _lease(server)["spec"].get("holderIdentity") in (None, "") and first.elector.lease is None
+    assert not first.elector.is_leader()
+    second.step(1.0)  # no need to wait for the 15 s lease
+    assert second.started == 1 and _lease(server)["spec"]["leaseTransitions"] == 1
+    first.elector.release()  # nothing held: nothing sent
+    assert first.api.api.requests["patch"] == 1
+
+
+def test_a_release_with_a_stale_copy_is_refused_and_changes_nothing(server: FakeAPIServer) -> None:
+    first, second = Leader(server), Leader(server)
+    second.elector.identity = "replica-2"
+    first.step(0.0)
+    second.step(16.0)
+    first.elector.release()  # conditional on the resourceVersion it read: a 409, logged
+    assert _lease(server)["spec"]["holderIdentity"] == "replica-2" and first.elector.lease is None
+
+
+def test_micro_time_is_utc_with_six_fractional_digits() -> None:
+    from memcached_gitops.reconciler.leader import micro_time, parse_micro_time
+
+    paris = dt.timezone(dt.timedelta(hours=1))
+    assert micro_time(dt.datetime(2026, 11, 24, 13, 0, 0, 5, tzinfo=paris)) == "2026-11-24T12:00:00.000005Z"
+    assert parse_micro_time("2026-11-24T12:00:00.000005Z") == dt.datetime(2026, 11, 24, 12, 0, 0, 5, tzinfo=dt.UTC)
