@@ -115,7 +115,7 @@ class LeaderElector:
         self.holder = holder or ""
         renewed = spec.get("renewTime")
         duration = dt.timedelta(seconds=spec.get("leaseDurationSeconds", self.duration))
-        expired = not renewed or parse_micro_time(renewed) + duration < now
+        expired = not renewed or parse_micro_time(renewed) + duration <= now  # client-go: valid while renew + duration is After(now)
         if holder and holder != self.identity and not expired:
             self.lease = None
             return False

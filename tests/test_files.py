@@ -40,10 +40,14 @@ def names(sources: list[Source], root: Path) -> list[str]:
 
 def test_a_symlink_into_a_sibling_sharing_the_roots_name_is_outside(tree: Path) -> None:
     (tree / "app" / "leak.yaml").symlink_to(tree / "app-secrets" / "token.yaml")
+    (tree / "app" / "more.yaml").symlink_to(tree / "app-secrets" / "token.yaml")
     (tree / "app" / "dir").symlink_to(tree / "app-secrets", target_is_directory=True)
     with pytest.raises(InputError) as caught:
         expand([str(tree / "app")])
-    assert sorted(p.split(":")[0] for p in caught.value.problems) == [str(tree / "app" / "dir"), str(tree / "app" / "leak.yaml")]
+    # every one is reported, each on its own line, naming the root it leaves
+    assert sorted(p.split(":")[0] for p in caught.value.problems) == [
+        str(tree / "app" / "dir"), str(tree / "app" / "leak.yaml"), str(tree / "app" / "more.yaml")]
+    assert all(f"resolves outside the root {tree / 'app'};" in p for p in caught.value.problems)
     assert all("resolves outside the root" in p and "not read" in p for p in caught.value.problems)
 
 

@@ -39,13 +39,16 @@ class Clocks:
 
 
 class InFlight:
-    """The elector's API, with a hook run while a Lease renewal (a PUT) is in flight."""
+    """The elector's API, with a hook run while a Lease renewal (a PUT) is in flight; it keeps every
+    request as sent (method, path and arguments)."""
 
     def __init__(self, api: KubeAPI) -> None:
         self.api = api
         self.during_put: Any = None
+        self.sent: list[tuple[str, str, dict[str, Any]]] = []
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        self.sent.append((method, path, kwargs))
         if method == "PUT" and self.during_put is not None:
             self.during_put()
         return self.api.request(method, path, **kwargs)
@@ -242,3 +245,50 @@ def test_micro_time_is_utc_with_six_fractional_digits() -> None:
     paris = dt.timezone(dt.timedelta(hours=1))
     assert micro_time(dt.datetime(2026, 11, 24, 13, 0, 0, 5, tzinfo=paris)) == "2026-11-24T12:00:00.000005Z"
     assert parse_micro_time("2026-11-24T12:00:00.000005Z") == dt.datetime(2026, 11, 24, 12, 0, 0, 5, tzinfo=dt.UTC)
+
+
+LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/default/leases/memcached-gitops-leader"
+
+
+def test_each_request_is_the_one_the_api_server_expects(server: FakeAPIServer) -> None:
+    # transcript 15's exchanges: create with POST to the collection, renew with PUT carrying the
+    # resourceVersion read, release with a merge patch conditional on it
+    leader = Leader(server)
+    leader.step(0.0)
+    leader.step(2.0)
+    held = leader.elector.lease["metadata"]["resourceVersion"]  # what the renewal got back
+    leader.elector.release()
+    (get, _, _), (post, collection, create), (put, path, update), (patch, release_path, release) = leader.api.sent
+    assert (get, post, put, patch) == ("GET", "POST", "PUT", "PATCH")
+    assert collection == "/apis/coordination.k8s.io/v1/namespaces/default/leases" and path == release_path == LEASE_PATH
+    assert create == {"verb": "create", "body": {
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "memcached-gitops-leader", "namespace": "default"},
+        "spec": {"holderIdentity": "replica-1", "leaseDurationSeconds": 15, "acquireTime": "2026-11-24T12:00:00.000000Z",
+                 "renewTime": "2026-11-24T12:00:00.000000Z", "leaseTransitions": 0}}}
+    assert update["verb"] == "update" and update["body"]["apiVersion"] == "coordination.k8s.io/v1" and update["body"]["kind"] == "Lease"
+    assert update["body"]["metadata"]["resourceVersion"] and update["body"]["spec"]["renewTime"] == "2026-11-24T12:00:02.000000Z"
+    assert release == {"verb": "patch", "content_type": "application/merge-patch+json", "body": {
+        "metadata": {"resourceVersion": held}, "spec": {"holderIdentity": None}}}
+    assert dict(leader.api.api.requests) == {"get": 1, "create": 1, "update": 1, "patch": 1}
+
+
+def test_the_holders_own_lease_duration_decides_expiry(server: FakeAPIServer) -> None:
+    patient, other = Leader(server), Leader(server)
+    patient.elector.duration = 30  # a holder that asked for 30 s
+    other.elector.identity = "replica-2"
+    patient.step(0.0)
+    other.step(29.999)
+    assert other.started == 0, "held for the holder's 30 s, not for our 15"
+    other.step(30.0)  # client-go: valid while renewTime + duration is After(now); at equality it is not
+    assert other.started == 1 and _lease(server)["spec"]["leaseDurationSeconds"] == 15
+
+
+def test_a_lease_without_transitions_counts_from_zero(server: FakeAPIServer) -> None:
+    first, second = Leader(server), Leader(server)
+    second.elector.identity = "replica-2"
+    first.step(0.0)
+    lease = _lease(server)
+    del lease["spec"]["leaseTransitions"]  # as a Lease written by another tool may be
+    first.api.api.request("PUT", LEASE_PATH, body=lease)
+    second.step(16.0)
+    assert _lease(server)["spec"]["leaseTransitions"] == 1

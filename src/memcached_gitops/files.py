@@ -35,7 +35,7 @@ class Source(NamedTuple):
 
 def is_kustomize_file(source: Source) -> bool:
     """Whether an input is a kustomization file, by its name (stdin never is)."""
-    return source.path != "-" and os.path.basename(source.name) in KUSTOMIZE_FILE_NAMES
+    return os.path.basename(source.name) in KUSTOMIZE_FILE_NAMES
 
 
 class InputError(ValueError):
@@ -56,7 +56,8 @@ def parse_size(text: str) -> int:
 
 
 def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+    """Whether a resolved path is ``root`` or below it (``/srv/app-secrets`` is not under ``/srv/app``)."""
+    return os.path.commonpath([path, root]) == root
 
 
 def _walk_root(root: str, found: list[Source], problems: list[str]) -> None:
