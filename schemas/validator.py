@@ -108,8 +108,7 @@ def describe(keyword: str, limit: Any, instance: Any, where: str, subschema: dic
     """
     comment = subschema.get("$comment", "")
     if comment.startswith(FORMAT_COMMENT) and keyword in ("minimum", "maximum"):
-        # kubernetes/kubernetes#136582: the format's bounds, checked after the type
-        return f'Invalid value: "": Checked value must be of type integer with {comment} in {where}'
+        return _format_check(comment.removeprefix(FORMAT_COMMENT), where)
     if keyword == "type":
         # the value's type, not the value (transcript 12: Invalid value: "string"); the types joined
         # by "," as kube-openapi joins them (x-kubernetes-int-or-string: "integer,string")
@@ -176,8 +175,12 @@ def _blocks_rules(problem: Problem) -> bool:
 _JSON_INTEGER_LIMIT = 2**53
 
 
-def _number_causes(path: FieldPath, keyword: str, value: Any, sub: dict[str, Any]
-                   ) -> list[tuple[tuple[FieldPath, str, bool], Problem]]:
+def _format_check(fmt: str, where: str) -> str:
+    """kubernetes/kubernetes#136582: an integer format's check, a cause with no field (``<nil>``)."""
+    return f'Invalid value: "": Checked value must be of type integer with {FORMAT_COMMENT}{fmt} in {where}'
+
+
+def _number_causes(path: FieldPath, keyword: str, value: Any, sub: dict[str, Any]) -> list[Problem]:
     """The causes the server adds for a number that is no JSON integer under an integer format.
 
     kube-openapi checks the type and the format of one value separately, and both fail for such a
@@ -188,14 +191,12 @@ def _number_causes(path: FieldPath, keyword: str, value: Any, sub: dict[str, Any
     """
     if not isinstance(value, float):
         return []
-    where = format_path(path)
     if keyword == "type" and sub.get("format") in INT_FORMATS:
-        comment = FORMAT_COMMENT + sub["format"]
-        return [((path, "format", True), Problem(path, describe("maximum", 0, value, where, {"$comment": comment})))]
+        return [Problem(path, _format_check(sub["format"], format_path(path)))]
     comment = sub.get("$comment", "")
     if comment.startswith(FORMAT_COMMENT) and not (value.is_integer() and abs(value) <= _JSON_INTEGER_LIMIT):
         fmt = comment.removeprefix(FORMAT_COMMENT)
-        return [((path, "type", False), Problem(path, describe("type", "integer", value, where, {"format": fmt})))]
+        return [Problem(path, describe("type", "integer", value, format_path(path), {"format": fmt}))]
     return []
 
 
@@ -343,23 +344,19 @@ class Validator:
 
     @staticmethod
     def _schema_problems(engine: Any, instance: Any) -> list[Problem]:
-        # keyed by path, keyword and whether the format's bounds raised it: the server lists the
-        # format check and the schema's own bound on one value as two causes (transcript 38)
-        found: dict[tuple[FieldPath, str, bool], Problem] = {}
+        # a set of causes: one value may fail several checks, each a cause of its own, as the
+        # server lists the format check and the schema's own bound (transcript 38)
+        found: set[Problem] = set()
         for path, keyword, limit, value, sub in engine.problems(instance):
-            for key, problem in _number_causes(path, keyword, value, sub):
-                found.setdefault(key, problem)
+            found.update(_number_causes(path, keyword, value, sub))
             if keyword == "required":
-                for name in limit:  # the whole list: one error per name missing from the object
-                    if name not in value:
-                        found[(path + (name,), keyword, False)] = Problem(path + (name,), "Required value")
+                # the whole list: one error per name missing from the object
+                found.update(Problem(path + (name,), "Required value") for name in limit if name not in value)
                 continue
             if keyword == "additionalProperties" and isinstance(value, dict):
-                for name in value:
-                    if name not in (sub.get("properties") or {}):
-                        found[(path + (name,), keyword, False)] = Problem(path + (name,), f'unknown field "{format_path(path + (name,))}"')
+                known = sub.get("properties") or {}
+                found.update(Problem(path + (n,), f'unknown field "{format_path(path + (n,))}"') for n in value if n not in known)
                 continue
-            in_format = sub.get("$comment", "").startswith(FORMAT_COMMENT)
-            found[(path, keyword, in_format)] = Problem(path, describe(keyword, limit, value, format_path(path), sub))
+            found.add(Problem(path, describe(keyword, limit, value, format_path(path), sub)))
         # by path, then message: an array's items in index order, as kube-openapi checks them
-        return sorted(found.values())
+        return sorted(found)

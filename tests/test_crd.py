@@ -6,10 +6,14 @@ shape, so a mistake in it is an error naming the file and the field, never a tra
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
 from memcached_gitops.schemas.crd import CRD, CRDError, load_crd, parse_crd
+from memcached_gitops.schemas.yamlload import iter_documents
+
+from .conftest import REPO
 
 SCHEMA = {"openAPIV3Schema": {"type": "object"}}
 
@@ -135,3 +139,54 @@ def test_spec_that_is_not_a_mapping_is_named() -> None:
     doc = json.loads(crd_text())
     doc["spec"] = "x"
     assert error(json.dumps(doc)) == "my-crd.yaml: spec: must be a mapping"
+
+
+
+UPSTREAM_KB = REPO / "tests/fixtures/upstream/kubebuilder/testdata"
+
+
+def test_a_file_of_many_crds_is_judged_by_its_memcached_crd() -> None:
+    # kubebuilder's project-v4-multigroup dist/install.yaml: 13 CRDs, Memcached the 11th (vendored, SOURCE.md)
+    crd = parse_crd((UPSTREAM_KB / "project-v4-multigroup/dist/install.yaml").read_text(), "install.yaml")
+    assert (crd.group, crd.kind, list(crd.versions)) == ("example.com.testproject.org", "Memcached", ["v1alpha1"])
+    assert len(crd.siblings) == 12 and ("example.com.testproject.org", "Busybox") in crd.siblings
+    assert ("crew.testproject.org", "Captain") in crd.siblings and ("example.com.testproject.org", "Memcached") not in crd.siblings
+    assert crd.serves_sibling("example.com.testproject.org/v1alpha1", "Busybox")
+    assert crd.serves_sibling("ship.testproject.org/v1beta1", "Frigate")
+    assert not crd.serves_sibling("example.com.testproject.org/v1alpha1", "Memcache")  # no CRD serves it: the server's verdict
+    assert not crd.serves_sibling("example.com.testproject.org/v1alpha1", "Memcached")
+    assert not crd.serves_sibling(None, "Busybox") and not crd.serves_sibling("example.com.testproject.org/v1alpha1", None)
+    assert not crd.serves_sibling("example.com.testproject.org/v1alpha1", "busybox"), "a kind is matched exactly"
+
+
+def test_without_a_memcached_crd_the_first_judges_and_odd_siblings_do_not_break_it() -> None:
+    text = (UPSTREAM_KB / "project-v4-with-plugins/dist/install.yaml").read_text()
+    docs = [d.value for d in iter_documents(text) if d.value.get("kind") == "CustomResourceDefinition"]
+    others = [d for d in docs if d["spec"]["names"]["kind"] != "Memcached"]
+    broken = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "x"}, "spec": "oops"}
+    nameless = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "y"},
+                "spec": {"group": "g.example", "names": "oops"}}
+    crd = parse_crd("\n---\n".join(json.dumps(d) for d in [*others, broken, nameless]), "others.yaml")
+    assert crd.kind == others[0]["spec"]["names"]["kind"] and crd.source == "others.yaml"
+    assert crd.siblings == {(d["spec"]["group"], d["spec"]["names"]["kind"]) for d in others[1:]} | {("", ""), ("g.example", "")}
+
+
+def test_the_same_crd_twice_is_no_sibling_of_itself() -> None:
+    text = (UPSTREAM_KB / "project-v4-with-plugins/config/crd/bases/example.com.testproject.org_memcacheds.yaml").read_text()
+    crd = parse_crd(text + "\n---\n" + text, "twice.yaml")
+    assert crd.kind == "Memcached" and crd.siblings == frozenset()
+
+
+def test_the_crd_can_come_on_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (UPSTREAM_KB / "project-v4-with-plugins/dist/install.yaml").read_bytes()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text)))
+    load_crd.cache_clear()
+    try:
+        crd = load_crd("-")
+        assert crd.kind == "Memcached" and crd.source == "<stdin>" and len(crd.siblings) == 2
+    finally:
+        load_crd.cache_clear()
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\xff\xfe")))
+    with pytest.raises(CRDError, match="^<stdin>: cannot read the CRD: "):
+        load_crd("-")
+    load_crd.cache_clear()

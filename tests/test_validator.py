@@ -10,7 +10,7 @@ from memcached_gitops.schemas import Validator
 from memcached_gitops.schemas.crd import parse_crd
 from memcached_gitops.schemas.yamlload import iter_documents
 
-from .conftest import TRANSCRIPTS, crd_named, validate_text
+from .conftest import REPO, TRANSCRIPTS, crd_named, validate_text
 from .validator_cases import CASES, Case, cr
 
 
@@ -140,3 +140,14 @@ def test_documents_before_the_crd_that_are_not_mappings_are_passed_over() -> Non
     from memcached_gitops.schemas.crd import builtin_crd_text, parse_crd
 
     assert parse_crd("- 1\n---\n" + builtin_crd_text(), "crds.yaml").kind == "Memcached"
+
+
+def test_an_object_another_crd_of_the_file_serves_is_not_claimed() -> None:
+    # kubebuilder's project-v4-multigroup dist/install.yaml and samples (tests/fixtures/upstream, SOURCE.md)
+    project = REPO / "tests/fixtures/upstream/kubebuilder/testdata/project-v4-multigroup"
+    validator = Validator(parse_crd((project / "dist/install.yaml").read_text(), "install.yaml"))
+    busybox, memcached = (next(iter_documents((project / f"config/samples/example.com_v1alpha1_{k}.yaml").read_text())).value
+                          for k in ("busybox", "memcached"))
+    assert not validator.claims(busybox) and validator.claims(memcached)
+    assert validator.claims({**memcached, "kind": "Memcache"}), "a kind no CRD of the file serves keeps the server's verdict"
+    assert validator.validate({**memcached, "kind": "Memcache"}).errors[0].message.startswith('no matches for kind "Memcache"')

@@ -135,6 +135,7 @@ TYPES = [
     ("size: [1]", "builtin", "spec.size", "array", "integer"),
     ("size: {}", "builtin", "spec.size", "object", "integer"),
     ("tag: 5", "all", "spec.tag", "integer", "string"),
+    ("tag: 1.5", "all", "spec.tag", "number", "string"),  # no int format: the JSON type names
     ("hosts: [a, null]", "all", "spec.hosts[1]", "null", "string"),
     # a nullable field: null is allowed, and not named among the types wanted
     ("comment: 5", "all", "spec.comment", "integer", "string"),
