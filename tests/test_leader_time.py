@@ -12,12 +12,13 @@ thread is doing, so two replicas never write at the same time.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.api import APIError, KubeAPI, RetryPolicy
 from memcached_gitops.reconciler.leader import LeaderElector
 
 from .fakeapi.server import FakeAPIServer, Fault
@@ -292,3 +293,69 @@ def test_a_lease_without_transitions_counts_from_zero(server: FakeAPIServer) -> 
     first.api.api.request("PUT", LEASE_PATH, body=lease)
     second.step(16.0)
     assert _lease(server)["spec"]["leaseTransitions"] == 1
+
+
+def test_what_the_log_says(server: FakeAPIServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="memcached_gitops.leader")
+    leader = Leader(server)
+    leader.step(0.0)
+    server.faults.append(Fault(method="PUT", path_contains="/leases/", status=500, times=100))
+    leader.step(10.0)
+    server.faults.clear()
+    leader.elector.lease = None  # no copy held: the next try reads the Lease first
+    server.faults.append(Fault(method="GET", path_contains="/leases/", status=500, times=1))
+    assert not leader.elector.try_acquire_or_renew()
+    other = Leader(server)
+    other.elector.identity = "replica-2"
+    other.step(16.0)
+    leader.step(17.0)  # re-reads the Lease: replica-2's now
+    leader.elector.lease = {**_lease(server), "metadata": {**_lease(server)["metadata"], "resourceVersion": "1"}}
+    leader.elector.release()  # a stale copy: the conditional patch is refused
+    said = [(r.levelname, r.getMessage().split(": HTTP")[0]) for r in caplog.records]
+    assert said == [
+        ("INFO", "became the leader (replica-1)"),
+        ("WARNING", "Lease default/memcached-gitops-leader"),
+        ("ERROR", "could not renew the Lease within 10s: stopped leading"),
+        ("WARNING", "cannot read the Lease"),
+        ("INFO", "became the leader (replica-2)"),
+        ("WARNING", "could not release the Lease"),
+    ]
+    assert all("HTTP " in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+
+
+def test_a_takeover_counts_on_from_the_leases_transitions_and_survives_a_lost_race(server: FakeAPIServer) -> None:
+    first, second = Leader(server), Leader(server)
+    second.elector.identity = "replica-2"
+    first.step(0.0)
+    lease = _lease(server)
+    lease["spec"]["leaseTransitions"] = 5
+    first.api.api.request("PUT", LEASE_PATH, body=lease)
+    second.clocks.now = 16.0
+    server.faults.append(Fault(method="PUT", path_contains="/leases/", status=409, times=1))
+    assert not second.elector.try_acquire_or_renew() and second.elector.lease is None  # another candidate wrote first
+    server.faults.append(Fault(method="PUT", path_contains="/leases/", status=500, times=1))
+    with pytest.raises(APIError):
+        second.elector.try_acquire_or_renew()  # anything else is the caller's (step logs it and retries)
+    assert second.elector.try_acquire_or_renew()
+    assert _lease(server)["spec"]["leaseTransitions"] == 6 and second.api.api.requests["update"] == 3  # each try an update
+
+
+def test_the_waits_between_tries(server: FakeAPIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[tuple[float, float]] = []
+    monkeypatch.setattr("memcached_gitops.reconciler.leader.random.uniform", lambda a, b: asked.append((a, b)) or 1.5)
+    leader, standby = Leader(server), Leader(server)
+    standby.elector.identity = "replica-2"
+    leader.clocks.now = standby.clocks.now = 100.0
+    assert leader.step(100.0) == 2.0  # a leader: every retry period
+    assert standby.step(100.0) == 3.0 and asked == [(1.0, 2.2)]  # a standby: client-go's jitter
+    server.faults.append(Fault(method="PUT", path_contains="/leases/", status=500, times=100))
+    assert leader.step(105.0) == 2.0 and leader.step(109.5) == pytest.approx(0.5), "the next try falls on the deadline"
+    assert leader.leading_at(109.999) and not leader.leading_at(110.0)
+
+
+def test_run_tries_until_stopped(server: FakeAPIServer) -> None:
+    leader = Leader(server)
+    stop = threading.Event()
+    holders: list[str] = []
+    leader.elector.run(stop, stop.set, leader._on_stopped, holders.append)  # stops itself once it leads
+    assert holders == ["replica-1"] and leader.elector.is_leader() and leader.stopped == 0
