@@ -359,3 +359,76 @@ def test_run_tries_until_stopped(server: FakeAPIServer) -> None:
     holders: list[str] = []
     leader.elector.run(stop, stop.set, leader._on_stopped, holders.append)  # stops itself once it leads
     assert holders == ["replica-1"] and leader.elector.is_leader() and leader.stopped == 0
+
+
+def test_micro_time_is_utc_whatever_the_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from memcached_gitops.reconciler.leader import micro_time
+
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        assert micro_time(START) == "2026-11-24T12:00:00.000000Z"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_two_candidates_creating_the_lease_at_once(server: FakeAPIServer) -> None:
+    leader = Leader(server)
+    server.faults.append(Fault(method="POST", path_contains="/leases", status=409, times=1))
+    assert not leader.elector.try_acquire_or_renew()  # the other candidate created it first
+    server.faults.append(Fault(method="POST", path_contains="/leases", status=500, times=1))
+    with pytest.raises(APIError):
+        leader.elector.try_acquire_or_renew()
+    assert leader.elector.try_acquire_or_renew() and leader.elector.holder == "replica-1"
+
+
+def test_a_released_lease_has_no_holder_to_report(server: FakeAPIServer) -> None:
+    first, second = Leader(server), Leader(server)
+    second.elector.identity = "replica-2"
+    first.step(0.0)
+    first.elector.release()
+    server.faults.append(Fault(method="PUT", path_contains="/leases/", status=500, times=1))
+    holders: list[str] = []
+    second.clocks.now = 1.0
+    second.elector.step(second._on_started, second._on_stopped, holders.append)
+    assert holders == [""] and second.started == 0
+
+
+def test_a_lease_without_a_duration_is_read_with_ours(server: FakeAPIServer) -> None:
+    first, second = Leader(server), Leader(server)
+    second.elector.identity = "replica-2"
+    first.step(0.0)
+    lease = _lease(server)
+    del lease["spec"]["leaseDurationSeconds"]
+    first.api.api.request("PUT", LEASE_PATH, body=lease)
+    second.step(14.9)
+    assert second.started == 0
+    second.step(15.0)
+    assert second.started == 1
+
+
+def test_a_lost_renewal_race_then_a_lost_create_race_leaves_no_stale_copy(server: FakeAPIServer) -> None:
+    leader = Leader(server)
+    leader.step(0.0)
+    server.faults += [Fault(method="PUT", path_contains="/leases/", status=409, times=1),
+                      Fault(method="GET", path_contains="/leases/", status=404, times=1),
+                      Fault(method="POST", path_contains="/leases", status=409, times=1)]
+    assert not leader.elector.try_acquire_or_renew() and leader.elector.lease is None
+    assert leader.elector.try_acquire_or_renew()  # reads the Lease afresh: still its own
+    assert all(method.isupper() for method, _, _ in leader.api.sent)
+
+
+def test_run_calls_back_when_leadership_is_lost(server: FakeAPIServer) -> None:
+    leader = Leader(server)
+    stop = threading.Event()
+
+    def started() -> None:
+        leader.clocks.now += 11.0  # the next renewal comes too late, and fails
+        server.faults.append(Fault(method="PUT", path_contains="/leases/", status=500, times=100))
+
+    leader.elector.retry_period = 0.01
+    leader.elector.run(stop, started, stop.set)  # stops itself once it has lost the lead
+    assert not leader.elector.is_leader() and stop.is_set()
