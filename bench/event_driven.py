@@ -72,7 +72,7 @@ def populate(api: FakeAPIServer, n: int, size: int) -> None:
     tens of milliseconds validating each new Deployment against kubernetes' schema, which would
     make a 10,000-CR cluster take hours to build). Statuses come from the product's own pure
     status code, so the first pass over them finds nothing to write."""
-    from memcached_gitops.reconciler.cycle import now_rfc3339
+    from memcached_gitops.reconciler.events import now_rfc3339
     from memcached_gitops.reconciler.status import Observation, desired_status
 
     seed(api, n, size)

@@ -202,7 +202,7 @@ class Controller:
                 if fight is not None:
                     log.warning("%s/%s: fight: %s", key[0], key[1], fight.message)
                     self.metrics.fights.labels(fight.field, fight.manager).inc()
-                    self.reconciler._event(cr, "Warning", "FightDetected", fight.message[:1024])
+                    self.reconciler.events.record(cr, "Warning", "FightDetected", fight.message[:1024])
         fight = self.fights.active(key, now)
         return ("FieldManagerFight", fight.message) if fight else None
 
@@ -228,7 +228,7 @@ class Controller:
             for informer in informers:
                 informer.start()
         try:
-            self._schema = self.reconciler._status_schema()
+            self._schema = self.reconciler.status_schema()
         except APIError as exc:
             log.warning("cannot read the served CRD: %s", exc)
         all_informers = [i for group in self.informers.values() for i in group]

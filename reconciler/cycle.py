@@ -20,7 +20,6 @@ One bad CR never stops the others; a stop request (SIGTERM) ends the cycle after
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import logging
 import threading
 import time
@@ -33,6 +32,7 @@ from memcached_gitops.schemas import CRD, Validator
 
 from .api import APIError, KubeAPI, collection_path, object_path
 from .drift import Drift, compare, removal_patch
+from .events import EventRecorder, now_rfc3339
 from .ownership import Ownership, classify, spec_manager
 from .status import Observation, desired_status, status_differs
 from .vocabulary import FAILURES, INSTANCE_LABEL, SELECTOR, WRITES, Action
@@ -86,10 +86,6 @@ class CycleReport:
         return [o for o in self.outcomes if o.action in WRITES]
 
 
-def now_rfc3339() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class Reconciler:
     """Holds the validator (built once) and runs cycles."""
 
@@ -101,6 +97,7 @@ class Reconciler:
         self.version = crd.storage_version or next(iter(crd.versions))
         self._reported_schema_errors: set[tuple[str, str]] = set()
         self.clock = now_rfc3339  # lastTransitionTime of the conditions
+        self.events = EventRecorder(api, enabled=self.options.events and not self.options.dry_run)
 
     # ---- reading
     def _list(self, group: str, version: str, plural: str, selector: str | None = None) -> list[dict[str, Any]]:
@@ -110,7 +107,7 @@ class Reconciler:
             items += self.api.list_all(collection_path(group, version, plural, ns), selector, limit=PAGE_SIZE)
         return items
 
-    def _status_schema(self) -> tuple[frozenset[str] | None, frozenset[str] | None]:
+    def status_schema(self) -> tuple[frozenset[str] | None, frozenset[str] | None]:
         """The status fields the served CRD declares (a GET of the CRD; None when it cannot be read)."""
         try:
             crd = self.api.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{self.crd.plural}.{self.crd.group}")
@@ -135,7 +132,7 @@ class Reconciler:
             crs = self._list(self.crd.group, self.version, self.crd.plural)
             deployments = self._list("apps", "v1", "deployments", SELECTOR)
             pods = self._list("", "v1", "pods", SELECTOR)
-            declared, condition_fields = self._status_schema()
+            declared, condition_fields = self.status_schema()
         except APIError as exc:
             report.complete, report.error = False, f"listing failed: {exc}"
             log.error("cycle could not run: %s", report.error)
@@ -158,7 +155,7 @@ class Reconciler:
             except APIError as exc:  # one bad CR never stops the others
                 outcome = CROutcome(key[0], key[1], Action.FAILED, error=str(exc))
                 log.error("%s/%s: %s", key[0], key[1], exc)
-                self._event(cr, "Warning", "ReconcileFailed", str(exc)[:1024])
+                self.events.record(cr, "Warning", "ReconcileFailed", str(exc)[:1024])
             report.outcomes.append(outcome)
         report.duration = time.monotonic() - started
         return report
@@ -182,7 +179,7 @@ class Reconciler:
         if not outcome.ok:
             message = "; ".join(f"{p.field}: {p.message}" for p in outcome.errors)[:1024]
             status(Observation(generation, 0, live, pods, "InvalidSpec", message))
-            self._event_once(cr, "InvalidSpec", message)
+            self.events.warn_once(cr, "InvalidSpec", message)
             result.action, result.error = Action.INVALID, message
             return result
         try:
@@ -190,7 +187,7 @@ class Reconciler:
         except RenderError as exc:
             message = f"{'.'.join(map(str, exc.path))}: {exc.message}"
             status(Observation(generation, 0, live, pods, "InvalidSpec", message))
-            self._event_once(cr, "InvalidSpec", message)
+            self.events.warn_once(cr, "InvalidSpec", message)
             result.action, result.error = Action.INVALID, message
             return result
         size = desired["spec"]["replicas"]
@@ -204,7 +201,7 @@ class Reconciler:
         if ownership is Ownership.FOREIGN:
             message = f"Deployment {ns}/{name} exists and is not controlled by this Memcached; it is left alone"
             status(Observation(generation, size, None, (), "ResourceNotOwned", message))
-            self._event_once(cr, "ResourceNotOwned", message)
+            self.events.warn_once(cr, "ResourceNotOwned", message)
             result.action, result.error = Action.NOT_OWNED, message
             return result
         drift = compare(desired, live)
@@ -217,7 +214,7 @@ class Reconciler:
                        "drift left uncorrected (--detect-only): " + "; ".join(d.describe() for d in drift))[:1024]
             log.warning("%s/%s: %s", ns, name, message)
             status(Observation(generation, size, live, pods, "DriftDetected", message))
-            self._event_once(cr, "DriftDetected", message)
+            self.events.warn_once(cr, "DriftDetected", message)
             result.action = Action.DRIFTED
             return result
         if drift:
@@ -236,14 +233,14 @@ class Reconciler:
                 except APIError as exc:
                     message = f"apply failed: {exc}"
                     status(Observation(generation, size, live, pods, "ApplyFailed", message))
-                    self._event(cr, "Warning", "ApplyFailed", message[:1024])
+                    self.events.record(cr, "Warning", "ApplyFailed", message[:1024])
                     result.action, result.error = Action.FAILED, message
                     return result
                 result.deployment, result.applied_at = live, time.monotonic()
                 reason = {Action.CREATED: "DeploymentCreated", Action.ADOPTED: "Adopted"}.get(result.action, "DriftCorrected")
                 corrections = _corrections(drift) if applied_by else []
                 details = "; corrected " + "; ".join(d.describe() for d in corrections) if corrections else ""
-                self._event(cr, "Normal", reason, (summary + details)[:1024])
+                self.events.record(cr, "Normal", reason, (summary + details)[:1024])
         reason, message = (degraded(cr, drift if result.action == Action.CORRECTED else []) if degraded else None) or ("", "")
         if not self.options.dry_run:
             # The correction is told by its Event and the log, not by a status message that the next
@@ -297,33 +294,6 @@ class Reconciler:
                     log.error("%s/%s: the served CRD does not declare a status field we write: %s", ns, name, exc.message)
                 return None
             raise
-
-    def _event_once(self, cr: dict[str, Any], reason: str, message: str) -> None:
-        """A Warning for a state that persists: only when the CR's Degraded condition is not already saying it."""
-        degraded = next((c for c in (cr.get("status") or {}).get("conditions") or [] if c.get("type") == "Degraded"), {})
-        if degraded.get("status") == "True" and degraded.get("reason") == reason and degraded.get("message") == message:
-            return
-        self._event(cr, "Warning", reason, message)
-
-    def _event(self, cr: dict[str, Any], type_: str, reason: str, message: str) -> None:
-        """A core/v1 Event, the record.EventRecorder shape that ``kubectl describe`` shows."""
-        if not self.options.events or self.options.dry_run:
-            return
-        ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
-        now = now_rfc3339()
-        event = {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": ns},
-            "involvedObject": {"apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": name, "namespace": ns,
-                               "uid": cr["metadata"].get("uid", "")},
-            "reason": reason, "message": message, "type": type_, "count": 1,
-            "firstTimestamp": now, "lastTimestamp": now, "source": {"component": "memcached-gitops"},
-            "reportingComponent": "memcached-gitops", "reportingInstance": "memcached-gitops",
-        }
-        try:
-            self.api.request("POST", collection_path("", "v1", "events", ns), body=event, verb="create")
-        except APIError as exc:  # an Event is best effort
-            log.warning("could not record event %s on %s/%s: %s", reason, ns, name, exc)
 
 
 def _corrections(drift: list[Drift]) -> list[Drift]:
