@@ -55,10 +55,8 @@ def plugin_settings(environ: Mapping[str, str]) -> dict[str, str]:
     given = _parameters(environ)
     settings: dict[str, str] = {}
     for name, env in PARAMETERS.items():
-        value = given.get(name, environ.get(param_env_name(name)))
-        if value is None or value == "":
-            value = environ.get("ARGOCD_ENV_" + env)
-        if value is not None and value != "":
+        value = given.get(name, environ.get(param_env_name(name))) or environ.get("ARGOCD_ENV_" + env)
+        if value:  # an empty parameter is unset: plugin.yaml's static default for image is ""
             settings[name] = value
     return settings
 

@@ -28,7 +28,7 @@ from .commands import report_text as _report_text
 from .commands import resolve_image as _image
 from .commands import run_pipeline as _run
 from .extras import missing_cluster_client
-from .files import MAX_INPUT_ENV, InputError, expand, is_kustomize_file, open_sources
+from .files import MAX_INPUT_ENV, InputError, manifest_sources, open_sources
 
 app = typer.Typer(
     name="memcached-gitops",
@@ -138,8 +138,8 @@ def argocd_discover(
 
     validator = _validator(crd, True)
     try:
-        sources = [s for s in expand([path]) if not is_kustomize_file(s)]
-        found = first_memcached(open_sources(sources, _budget(max_input)), validator)
+        manifests, _ = manifest_sources([path])
+        found = first_memcached(open_sources(manifests, _budget(max_input)), validator)
     except InputError as exc:
         for problem in exc.problems:
             echo(f"{problem} (discover: no match)", err=True)

@@ -25,8 +25,7 @@ from .files import (
     MAX_INPUT_ENV,
     InputBudget,
     InputError,
-    expand,
-    is_kustomize_file,
+    manifest_sources,
     open_sources,
     parse_size,
     write_atomic,
@@ -85,11 +84,11 @@ def input_budget(max_input: str | None) -> InputBudget:
 def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: bool, max_input: str | None = None) -> Result:
     budget = input_budget(max_input)
     try:
-        files = expand(paths)
-        if not files:
+        manifests, kustomize_files = manifest_sources(paths)
+        if not manifests and not kustomize_files:
             raise InputError(f"{', '.join(paths)}: no *.yaml, *.yml or *.json files found")
-        result = process(open_sources([f for f in files if not is_kustomize_file(f)], budget), validator, image, do_render)
-        result.passed_over += [f.name for f in files if is_kustomize_file(f)]
+        result = process(open_sources(manifests, budget), validator, image, do_render)
+        result.passed_over += [f.name for f in kustomize_files]
         return result
     except InputError as exc:
         for problem in exc.problems[:-1]:
@@ -117,8 +116,7 @@ def report_github(findings: list[Finding]) -> None:
 
 
 def summary(result: Result, kind: str) -> str:
-    others = len(result.others) + len(result.passed_over)  # kustomization files count as other objects
-    skipped = f", {others} other object(s) ignored" if others else ""
+    skipped = f", {result.ignored} other object(s) ignored" if result.ignored else ""
     return f"{len(result.crs)} {kind} valid, {len(result.errors)} error(s), {len(result.warnings)} warning(s){skipped}"
 
 
@@ -186,8 +184,7 @@ def render_validated(paths: list[str], validator: Validator, image: str, output:
     if not result.crs:
         echo(f"warning: no {validator.crd.kind} found in {', '.join(paths)}", err=True)
     elif result.others and not include_input:
-        ignored = len(result.others) + len(result.passed_over)
-        echo(f"{ignored} object(s) of other kinds ignored (use --include-input to pass them through)", err=True)
+        echo(f"{result.ignored} object(s) of other kinds ignored (use --include-input to pass them through)", err=True)
     elif result.passed_over:  # kustomize's configuration: never a manifest, even with --include-input
         echo(f"{len(result.passed_over)} object(s) of other kinds ignored (kustomize configuration)", err=True)
     if output_dir is not None:

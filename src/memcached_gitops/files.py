@@ -124,6 +124,12 @@ def expand(paths: list[str]) -> list[Source]:
     return out
 
 
+def manifest_sources(paths: list[str]) -> tuple[list[Source], list[Source]]:
+    """``expand(paths)`` split into the manifests to read and the kustomization files passed over."""
+    sources = expand(paths)
+    return [s for s in sources if not is_kustomize_file(s)], [s for s in sources if is_kustomize_file(s)]
+
+
 class InputBudget:
     """The bytes one run may read, all sources together; reading past it refuses the input."""
 

@@ -56,6 +56,11 @@ class Result:
         self.defined_at: dict[tuple[str, str], str] = {}  # (namespace, name) -> "file:line:column"
 
     @property
+    def ignored(self) -> int:
+        """Objects of other kinds, kustomize's configuration counted with them."""
+        return len(self.others) + len(self.passed_over)
+
+    @property
     def errors(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "error"]
 
