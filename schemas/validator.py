@@ -113,11 +113,9 @@ def describe(keyword: str, limit: Any, instance: Any, where: str, subschema: dic
         # the value's type, not the value (transcript 12: Invalid value: "string"); the types joined
         # by "," as kube-openapi joins them (x-kubernetes-int-or-string: "integer,string")
         wanted = limit if isinstance(limit, str) else ",".join(t for t in limit if t != "null")
-        got = _type_name(instance)
         if isinstance(instance, float) and subschema.get("format") in INT_FORMATS:
-            # kube-openapi validate/type.go: a number that is no JSON integer, under an integer
-            # format, is named by formats (transcript 38: must be of type int32: "float64")
-            wanted, got = subschema["format"], "float64"
+            return _float_type_error(subschema["format"], where)
+        got = _type_name(instance)
         return f'Invalid value: "{got}": {where} in body must be of type {wanted}: "{got}"'
     if keyword == "enum":
         # field.NotSupported: each supported value quoted, JSON first when it is not a string
@@ -180,6 +178,12 @@ def _format_check(fmt: str, where: str) -> str:
     return f'Invalid value: "": Checked value must be of type integer with {FORMAT_COMMENT}{fmt} in {where}'
 
 
+def _float_type_error(fmt: str, where: str) -> str:
+    """kube-openapi validate/type.go: a number that is no JSON integer, under an integer format, is
+    named by formats (transcript 38: ``must be of type int32: "float64"``)."""
+    return f'Invalid value: "float64": {where} in body must be of type {fmt}: "float64"'
+
+
 def _number_causes(path: FieldPath, keyword: str, value: Any, sub: dict[str, Any]) -> list[Problem]:
     """The causes the server adds for a number that is no JSON integer under an integer format.
 
@@ -195,8 +199,7 @@ def _number_causes(path: FieldPath, keyword: str, value: Any, sub: dict[str, Any
         return [Problem(path, _format_check(sub["format"], format_path(path)))]
     comment = sub.get("$comment", "")
     if comment.startswith(FORMAT_COMMENT) and not (value.is_integer() and abs(value) <= _JSON_INTEGER_LIMIT):
-        fmt = comment.removeprefix(FORMAT_COMMENT)
-        return [Problem(path, describe("type", "integer", value, format_path(path), {"format": fmt}))]
+        return [Problem(path, _float_type_error(comment.removeprefix(FORMAT_COMMENT), format_path(path)))]
     return []
 
 

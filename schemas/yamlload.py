@@ -506,6 +506,10 @@ def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
             yield Document(value, node, first_line)
 
 
+#: libyaml 0.2.6's limit, read through PyYAML 6.0.4 (None on older PyYAMLs): looked up once.
+_GET_NEST_LIMIT = getattr(libyaml, "_get_max_nest_level", None)
+
+
 def lift_libyaml_nest_limit() -> None:
     """Raise libyaml's nesting limit to ``LIBYAML_NEST_LIMIT`` where libyaml has one.
 
@@ -514,8 +518,7 @@ def lift_libyaml_nest_limit() -> None:
     6.0.3 and older have neither, and their libyaml 0.2.5 no limit. The limit is one global of the
     process, which any other library may lower, so it is checked before each parse: a C call.
     """
-    get_limit = getattr(libyaml, "_get_max_nest_level", None)
-    if get_limit is not None and -1 < get_limit() < LIBYAML_NEST_LIMIT:
+    if _GET_NEST_LIMIT is not None and -1 < _GET_NEST_LIMIT() < LIBYAML_NEST_LIMIT:
         libyaml._set_max_nest_level(LIBYAML_NEST_LIMIT)
 
 
