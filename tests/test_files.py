@@ -16,6 +16,7 @@ from memcached_gitops.files import (
     Source,
     expand,
     is_kustomize_file,
+    manifest_sources,
     open_sources,
     parse_size,
     write_atomic,
@@ -224,3 +225,13 @@ def test_write_atomic_makes_the_folders_and_its_temporary_beside_the_target(tmp_
     assert Path(dst) == target and Path(src).parent == target.parent
     assert Path(src).name.startswith(".deployment-x.yaml.") and src.endswith(".tmp")
     assert target.read_text() == "kind: Deployment\n"
+
+
+def test_manifest_sources_sets_kustomization_files_apart(tree: Path) -> None:
+    root = tree / "app"
+    (root / "kustomization.yaml").write_bytes(b"resources: [cr.yaml]\n")
+    (root / "sub").mkdir()
+    (root / "sub" / "kustomization.yml").write_bytes(b"resources: []\n")
+    manifests, kustomize_files = manifest_sources([str(root), "-"])
+    assert [s.name for s in manifests] == [str(root / "cr.yaml"), "-"]
+    assert [s.name for s in kustomize_files] == [str(root / "kustomization.yaml"), str(root / "sub" / "kustomization.yml")]
