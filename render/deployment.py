@@ -4,6 +4,9 @@ The Deployment follows the kubebuilder tutorial's ``deploymentForMemcached``, co
 
 - the selector is ``app.kubernetes.io/name: memcached`` + ``app.kubernetes.io/instance: <CR
   name>``, unique per CR and fixed for the CR's life (a Deployment selector is immutable);
+- a rollout only surges (``maxUnavailable: 0``): no running Pod, and so no warm cache, is taken
+  away before its replacement is available; this is also what lets ``reconcile --adopt`` roll the
+  Deployments a Go operator left running onto this rendering without losing one;
 - restricted Pod Security (non-root UID 1001, seccomp RuntimeDefault, no privilege escalation,
   all capabilities dropped, read-only root filesystem), resources and TCP probes on the named port;
 - every value is written in the form the API server stores it (quantities canonical within their
@@ -32,6 +35,8 @@ RUN_AS_USER = 1001
 #: memcached's own cache size in MiB; the container limit leaves room for connections and threads.
 CACHE_MEMORY_MB = 64
 RESOURCES = {"requests": {"cpu": "100m", "memory": "96Mi"}, "limits": {"memory": "128Mi"}}
+#: maxSurge keeps the API server's default (25%, at least one Pod); maxUnavailable 0 replaces its 25%.
+MAX_SURGE, MAX_UNAVAILABLE = "25%", 0
 #: The values the tutorials' controllers use where a team's own CRD (``--crd``) lacks the field or
 #: leaves it unset: the kubebuilder book's memcached_controller.go (kubebuilder 5c400728, lines
 #: 153-155) scales to 0 unless ``spec.size`` is set, and listens on ``ContainerPort: 11211`` (line
@@ -121,6 +126,7 @@ def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[st
         "spec": {
             "replicas": size,
             "selector": {"matchLabels": selector_labels(name)},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": MAX_SURGE, "maxUnavailable": MAX_UNAVAILABLE}},
             "template": {
                 "metadata": {"labels": dict(labels)},
                 "spec": {

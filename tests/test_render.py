@@ -63,6 +63,14 @@ def test_image_override() -> None:
     assert "app.kubernetes.io/version" not in by_digest["metadata"]["labels"]
 
 
+def test_a_rollout_only_surges() -> None:
+    """No Pod (no warm cache) is removed before its replacement is available, at any size: the
+    API server's default maxUnavailable of 25% would allow one of four to go first."""
+    for size in (1, 4, 10):  # beyond the shipped CRD's maximum of 3: a team's own CRD may allow it
+        [deployment] = render({"metadata": {"name": "x"}, "spec": {"size": size, "containerPort": 11211}})
+        assert deployment["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}}
+
+
 def test_values_are_in_the_form_the_api_server_stores() -> None:
     """Transcript 25: cpu 0.1 is stored as 100m, 65536Ki as 64Mi; our quantities must be canonical."""
     stored = {}
