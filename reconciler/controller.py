@@ -34,6 +34,7 @@ from .fights import FightDetector
 from .informer import Informer, Kind, key_of, slim
 from .leader import LeaderElector
 from .metrics import Metrics
+from .selectors import has_kept_selector, selector_of, template_labels
 from .vocabulary import INSTANCE_LABEL, SELECTOR, Action
 from .workqueue import WorkQueue
 
@@ -89,6 +90,8 @@ class Controller:
         }
         self._pods: dict[tuple[str, str], set[str]] = {}
         self._pods_lock = threading.Lock()
+        self._kept: dict[str, set[str]] = {}  # namespace -> Deployments with a kept selector (selectors.py)
+        self._kept_lock = threading.Lock()
         self._schema: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
         self.synced_after: float | None = None  # seconds from start to the first complete sync
         self.resyncs = 0
@@ -126,6 +129,8 @@ class Controller:
             self.queue.add(key, arrived)
         elif kind == "Deployment":
             self.queue.add((ns, owner_name(obj)), arrived)
+            for peer in self._kept_peers(type_, obj, old):
+                self.queue.add((ns, peer), arrived)
         else:
             instance = (meta.get("labels") or {}).get(INSTANCE_LABEL)
             if not instance:
@@ -140,6 +145,29 @@ class Controller:
                 changed = len(names) != before
             if changed:
                 self.queue.add((ns, instance), arrived)
+
+    def _kept_peers(self, type_: str, obj: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
+        """Track the Deployments with a kept selector; when one comes, goes, or changes its selector
+        or Pod labels, the other such Deployments of its namespace, whose overlap report may change."""
+        meta = obj.get("metadata") or {}
+        ns, name = meta.get("namespace", ""), meta.get("name", "")
+        kept = type_ != "DELETED" and has_kept_selector(obj)
+        changed = (type_ in ("ADDED", "DELETED") or old is None or selector_of(old) != selector_of(obj)
+                   or template_labels(old) != template_labels(obj))
+        with self._kept_lock:
+            names = self._kept.setdefault(ns, set())
+            was = name in names
+            if kept:
+                names.add(name)
+            else:
+                names.discard(name)
+            return sorted(names - {name}) if (kept or was) and changed else []
+
+    def kept_deployments(self, ns: str) -> list[dict[str, Any]]:
+        """The cached Deployments of ``ns`` with a kept selector (the overlap report's neighbours)."""
+        with self._kept_lock:
+            names = sorted(self._kept.get(ns, ()))
+        return [d for d in (self._get("Deployment", (ns, n)) for n in names) if d is not None]
 
     # ---- workers
     def _work(self) -> None:
@@ -177,7 +205,7 @@ class Controller:
         live = self._get("Deployment", key)  # type: ignore[arg-type]
         declared, condition_fields = self._schema
         outcome = self.reconciler.reconcile_cr(cr, live, self.pods_of(key), declared, condition_fields,  # type: ignore[arg-type]
-                                               degraded=self._fight_check)
+                                               degraded=self._fight_check, neighbours=self.kept_deployments)
         if outcome.deployment is not None:
             self._put("Deployment", outcome.deployment)
             if outcome.action == Action.CORRECTED:

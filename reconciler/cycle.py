@@ -10,7 +10,9 @@
    the labelled LIST is looked up once before creating, so that a foreign Deployment of the same
    name is never taken over (``Degraded``, reason ``ResourceNotOwned``). A GitOps-applied one
    (ownership.py) is observed, not written, unless ``adopt`` is set: then one apply adds the
-   controller ownerReference and corrects its drift.
+   controller ownerReference and corrects its drift. So is one another controller created for the
+   CR (the seeds' Go operators): adopted, it keeps its selector, which is immutable (selectors.py),
+   and a kept selector that shares Pods with another Deployment is reported on the CR.
 4. Status through the status subresource under its own field manager, only when it changed.
 5. An Event on the CR for each correction and each failure.
 
@@ -23,7 +25,7 @@ import copy
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +36,8 @@ from .api import APIError, KubeAPI, collection_path, object_path
 from .drift import Drift, compare, removal_patch
 from .events import EventRecorder, now_rfc3339
 from .ownership import Ownership, classify, spec_manager
+from .selectors import describe as describe_selector
+from .selectors import has_kept_selector, keep_live_selector, overlapping, selector_of
 from .status import Observation, desired_status, status_differs
 from .vocabulary import FAILURES, INSTANCE_LABEL, SELECTOR, WRITES, Action
 
@@ -41,6 +45,8 @@ log = logging.getLogger("memcached_gitops.reconciler")
 #: Called before the status write with the drift just corrected (empty: none); answers a
 #: (reason, message) that makes the CR Degraded, or None. The event-driven mode's fight detector.
 DegradedCheck = Callable[[dict[str, Any], list[Drift]], "tuple[str, str] | None"]
+#: The Deployments of a namespace with a kept selector (selectors.py), for the overlap report.
+Neighbours = Callable[[str], Iterable[dict[str, Any]]]
 #: Items per LIST page: large enough that a cluster of a few thousand CRs costs one page per kind
 #: (the steady state then makes 4 requests), small enough to bound one answer's size.
 PAGE_SIZE = 5000
@@ -139,6 +145,10 @@ class Reconciler:
             report.duration = time.monotonic() - started
             return report
         by_name = {(d["metadata"].get("namespace", ""), d["metadata"]["name"]): d for d in deployments}
+        kept: dict[str, dict[str, dict[str, Any]]] = {}
+        for d in deployments:
+            if has_kept_selector(d):
+                kept.setdefault(d["metadata"].get("namespace", ""), {})[d["metadata"]["name"]] = d
         pods_by_owner: dict[tuple[str, str], list[str]] = {}
         for pod in pods:
             labels = pod["metadata"].get("labels") or {}
@@ -151,7 +161,10 @@ class Reconciler:
                 break
             key = (cr["metadata"].get("namespace", ""), cr["metadata"]["name"])
             try:
-                outcome = self.reconcile_cr(cr, by_name.get(key), tuple(pods_by_owner.get(key, [])), declared, condition_fields)
+                outcome = self.reconcile_cr(cr, by_name.get(key), tuple(pods_by_owner.get(key, [])), declared, condition_fields,
+                                            neighbours=lambda ns: kept.get(ns, {}).values())
+                if outcome.deployment is not None and has_kept_selector(outcome.deployment):
+                    kept.setdefault(key[0], {})[key[1]] = outcome.deployment  # seen by the CRs after it
             except APIError as exc:  # one bad CR never stops the others
                 outcome = CROutcome(key[0], key[1], Action.FAILED, error=str(exc))
                 log.error("%s/%s: %s", key[0], key[1], exc)
@@ -162,7 +175,7 @@ class Reconciler:
 
     def reconcile_cr(self, cr: dict[str, Any], live: dict[str, Any] | None, pods: tuple[str, ...],
                      declared: frozenset[str] | None, condition_fields: frozenset[str] | None,
-                     degraded: DegradedCheck | None = None) -> CROutcome:
+                     degraded: DegradedCheck | None = None, neighbours: Neighbours | None = None) -> CROutcome:
         """One CR, from what was read (a LIST, or the informers' cache): the step both modes share.
 
         A correction costs one apply and at most one status write; in ``detect_only`` mode drift
@@ -197,18 +210,20 @@ class Reconciler:
         }]
         if live is None:
             live = self._find_unlabelled(ns, name)
-        ownership = classify(live, cr) if live is not None else Ownership.OWNED
+        ownership = classify(live, cr, self.options.field_manager) if live is not None else Ownership.OWNED
         if ownership is Ownership.FOREIGN:
             message = f"Deployment {ns}/{name} exists and is not controlled by this Memcached; it is left alone"
             status(Observation(generation, size, None, (), "ResourceNotOwned", message))
             self.events.warn_once(cr, "ResourceNotOwned", message)
             result.action, result.error = Action.NOT_OWNED, message
             return result
+        desired = keep_live_selector(desired, live)
         drift = compare(desired, live)
         result.drift = drift
-        applied_by = (spec_manager(live) or "another tool") if ownership is Ownership.GITOPS_APPLIED else ""
+        inherited = ownership is Ownership.INHERITED
+        applied_by = (spec_manager(live) or "another tool") if ownership in (Ownership.GITOPS_APPLIED, Ownership.INHERITED) else ""
         if applied_by and not self.options.adopt:
-            return self._observe(cr, live, pods, applied_by, drift, size, declared, condition_fields)
+            return self._observe(cr, live, pods, applied_by, drift, size, declared, condition_fields, inherited)
         if drift and self.options.detect_only:
             message = ("the Deployment does not exist" if live is None else
                        "drift left uncorrected (--detect-only): " + "; ".join(d.describe() for d in drift))[:1024]
@@ -220,6 +235,8 @@ class Reconciler:
         if drift:
             result.action = Action.CREATED if live is None else Action.ADOPTED if applied_by else Action.CORRECTED
             summary = ("created the Deployment" if live is None else
+                       f"took over the Deployment {applied_by} created, in place, keeping its selector "
+                       f"{describe_selector(selector_of(desired))}" if inherited else
                        f"took over the Deployment applied by {applied_by} (controller ownerReference added)" if applied_by else
                        "corrected " + "; ".join(d.describe() for d in drift))[:2048]
             log.info("%s/%s: %s", ns, name, summary)
@@ -242,22 +259,39 @@ class Reconciler:
                 details = "; corrected " + "; ".join(d.describe() for d in corrections) if corrections else ""
                 self.events.record(cr, "Normal", reason, (summary + details)[:1024])
         reason, message = (degraded(cr, drift if result.action == Action.CORRECTED else []) if degraded else None) or ("", "")
+        overlap = self._overlap(cr, live, neighbours) if live is not None and neighbours is not None else ""
         if not self.options.dry_run:
             # The correction is told by its Event and the log, not by a status message that the next
             # reconcile would have to put back (a second status write per correction).
-            status(Observation(generation, size, live, pods, reason, message))
+            status(Observation(generation, size, live, pods, reason, message, overlap=overlap))
         return result
 
+    def _overlap(self, cr: dict[str, Any], deployment: dict[str, Any], neighbours: Neighbours) -> str:
+        """The report of a kept selector that shares Pods with other Deployments ("" when none)."""
+        if not has_kept_selector(deployment):
+            return ""  # ours is unique per CR (render.selector_labels)
+        ns = cr["metadata"].get("namespace", "")
+        others = overlapping(deployment, neighbours(ns))
+        if not others:
+            return ""
+        message = (f"the Deployment's selector {describe_selector(selector_of(deployment))}, kept from the Deployment "
+                   f"this Memcached took over, shares Pods with Deployment(s) {', '.join(f'{ns}/{o}' for o in others)}: "
+                   "a Service or PodDisruptionBudget built on it spans both (README: Moving from the Go operator)")[:1024]
+        self.events.warn_once(cr, "SelectorOverlap", message)
+        return message
+
     def _observe(self, cr: dict[str, Any], live: dict[str, Any], pods: tuple[str, ...], applied_by: str, drift: list[Drift],
-                 size: int, declared: frozenset[str] | None, condition_fields: frozenset[str] | None) -> CROutcome:
-        """A GitOps-applied Deployment: status from it, nothing written to it; drift is information."""
+                 size: int, declared: frozenset[str] | None, condition_fields: frozenset[str] | None,
+                 inherited: bool = False) -> CROutcome:
+        """A GitOps-applied or inherited Deployment: status from it, nothing written to it; drift is information."""
         ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
         differences = _corrections(drift)
         if differences:
             log.info("%s/%s: applied by %s, not corrected: %s", ns, name, applied_by, "; ".join(d.describe() for d in differences))
         note = f"{len(differences)} field(s) differ from the rendering, e.g. {differences[0].field}" if differences else ""
+        kept = describe_selector(selector_of(live)) if inherited else ""
         written = self._write_status(cr, Observation(cr["metadata"].get("generation", 1), size, live, pods, applied_by=applied_by,
-                                                     drift_note=note), declared, condition_fields)
+                                                     drift_note=note, inherited_selector=kept), declared, condition_fields)
         return CROutcome(ns, name, Action.OBSERVED, differences, cr=written)
 
     def _find_unlabelled(self, ns: str, name: str) -> dict[str, Any] | None:

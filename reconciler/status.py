@@ -22,6 +22,11 @@ from memcached_gitops.schemas.excerpt import excerpt
 CONDITION_TYPES = ("Available", "Progressing", "Degraded")
 #: Degraded=False reason of a CR whose Deployment Argo CD (or another tool) applied: see ownership.py.
 GITOPS_APPLIED = "GitOpsApplied"
+#: Degraded=False reason of a CR whose Deployment another controller created for it (the seeds' Go
+#: operators) and that ``--adopt`` has not taken over yet: see ownership.py.
+NOT_ADOPTED = "NotAdopted"
+#: Degraded=False reason of a CR whose Deployment's (kept) selector shares Pods with another's: selectors.py.
+SELECTOR_OVERLAP = "SelectorOverlap"
 #: The Deployment controller's Progressing=False reason once progressDeadlineSeconds has passed (35).
 PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
 
@@ -39,6 +44,8 @@ class Observation:
     degraded_message: str = ""
     applied_by: str = ""  # GitOps-applied (ownership.py): the field manager that applied the Deployment
     drift_note: str = ""  # GitOps-applied: what differs from the rendering (information, not failure)
+    inherited_selector: str = ""  # inherited, not adopted (ownership.py): the selector it was created with
+    overlap: str = ""  # the other Deployments whose Pods its selector shares (selectors.py)
 
 
 def _condition(ctype: str, status: bool, reason: str, message: str, generation: int) -> dict[str, Any]:
@@ -134,10 +141,18 @@ def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
 
 def _not_degraded(obs: Observation) -> tuple[str, str]:
     """Reason and message of ``Degraded=False``: who manages the Deployment."""
+    note = f"; {obs.drift_note}" if obs.drift_note else ""
+    if obs.applied_by and obs.inherited_selector:
+        message = (f"the Deployment was created for this Memcached by {obs.applied_by} with a selector of its own "
+                   f"({obs.inherited_selector}): observed, never written; reconcile --adopt takes it over in place, "
+                   "keeping that selector")
+        return NOT_ADOPTED, message + note
     if obs.applied_by:
         message = (f"the Deployment is applied by {obs.applied_by} (no controller ownerReference): observed, "
                    "never written; reconcile --adopt takes it over")
-        return GITOPS_APPLIED, message + (f"; {obs.drift_note}" if obs.drift_note else "")
+        return GITOPS_APPLIED, message + note
+    if obs.overlap:
+        return SELECTOR_OVERLAP, obs.overlap
     return "AsExpected", "the reconciler can manage this Memcached"
 
 

@@ -17,8 +17,14 @@ from .test_reconciler import DEP_PATH, condition, cr_status, deployment, make_cr
 CR = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m", "namespace": "default", "uid": "u-1"}}
 
 
-def _dep(labels: dict | None = None, owners: list | None = None) -> dict:
-    return {"metadata": {"name": "m", "labels": labels or {}, **({"ownerReferences": owners} if owners else {})}}
+def _dep(labels: dict | None = None, owners: list | None = None, selector: dict | None = None, managers: tuple = ()) -> dict:
+    dep: dict = {"metadata": {"name": "m", "labels": labels or {}, **({"ownerReferences": owners} if owners else {})}}
+    if selector is not None:
+        dep["spec"] = {"selector": {"matchLabels": selector}}
+    if managers:
+        dep["metadata"]["managedFields"] = [{"manager": m, "operation": op, **({"subresource": sub} if sub else {})}
+                                            for m, op, sub in managers]
+    return dep
 
 
 OURS = {"app.kubernetes.io/managed-by": "memcached-gitops", "app.kubernetes.io/instance": "m"}
@@ -33,7 +39,18 @@ OURS = {"app.kubernetes.io/managed-by": "memcached-gitops", "app.kubernetes.io/i
     (_dep({"app.kubernetes.io/managed-by": "memcached-gitops", "app.kubernetes.io/instance": "n"}), Ownership.FOREIGN),
     (_dep({"app.kubernetes.io/managed-by": "helm", "app.kubernetes.io/instance": "m"}), Ownership.FOREIGN),
     (_dep({}), Ownership.FOREIGN),
-], ids=["owned", "owned-unlabelled", "gitops", "gitops-non-controller-owner", "other-controller", "other-instance", "helm", "bare"])
+    # the seeds' Go operators: a controller reference to this CR, a selector of their own
+    (_dep({}, [{"uid": "u-1", "controller": True}], {"app.kubernetes.io/name": "project"}, (("manager", "Update", ""),)),
+     Ownership.INHERITED),
+    (_dep({}, [{"uid": "u-1", "controller": True}], {"app.kubernetes.io/name": "project"},
+          (("manager", "Update", ""), ("memcached-gitops", "Update", ""), ("memcached-gitops", "Apply", "status"))),
+     Ownership.INHERITED),  # neither an Update nor a status apply by our name is our apply of the Deployment
+    (_dep(OURS, [{"uid": "u-1", "controller": True}], {"app.kubernetes.io/name": "project"},
+          (("manager", "Update", ""), ("memcached-gitops", "Apply", ""))), Ownership.OWNED),  # adopted: ours from then on
+    (_dep({}, [{"uid": "u-1", "controller": True}], {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "m"},
+          (("manager", "Update", ""),)), Ownership.OWNED),  # our selector: nothing to keep, corrected as ours
+], ids=["owned", "owned-unlabelled", "gitops", "gitops-non-controller-owner", "other-controller", "other-instance", "helm", "bare",
+        "inherited", "inherited-no-apply-of-ours", "adopted", "their-controller-our-selector"])
 def test_classify(deployment_: dict, expected: Ownership) -> None:
     assert classify(deployment_, CR) is expected
 

@@ -111,3 +111,46 @@ def test_event_driven_mode_corrects_a_scale_from_the_watch_on_a_real_cluster(rea
     finally:
         controller.stop.set()
         thread.join(30)
+
+
+def test_adopting_a_go_operator_deployment_keeps_every_running_pod_on_a_real_cluster(real) -> None:
+    """``--adopt`` of the Deployment operator-sdk's Go operator left running (tests/test_adopt_go_operator.py
+    builds it from their source): one apply, the selector kept, and, with kube-controller-manager,
+    the old ReplicaSet not scaled down before the new one has available Pods (there are none here:
+    no kubelet, so the old ReplicaSet must keep every Pod)."""
+    from .test_adopt_go_operator import MANAGER_UA, operator_sdk_labels
+
+    api, ns = real
+    cr = api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds",
+                     body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m"}, "spec": {"size": 3}})
+    go = KubeAPI.connect(KUBECONFIG, user_agent=MANAGER_UA)
+    labels = operator_sdk_labels()
+    go.request("POST", f"/apis/apps/v1/namespaces/{ns}/deployments", body={
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "m", "ownerReferences": [{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "m",
+                                                       "uid": cr["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]},
+        "spec": {"replicas": 3, "selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {
+            "containers": [{"name": "memcached", "image": "memcached:1.6.26-alpine3.19",
+                            "command": ["memcached", "-m=64", "-o", "modern", "-v"],
+                            "ports": [{"containerPort": 11211, "name": "memcached"}]}]}}}})
+
+    def replica_sets() -> dict[str, int]:
+        items = api.request("GET", f"/apis/apps/v1/namespaces/{ns}/replicasets").get("items") or []
+        return {rs["metadata"]["name"]: rs["spec"].get("replicas", 0) for rs in items}
+
+    time.sleep(3)  # kube-controller-manager, when it runs, creates the old ReplicaSet
+    old = replica_sets()
+    assert [o.action for o in Reconciler(api, load_crd(), Options(namespaces=(ns,))).run_cycle().outcomes] == ["observed"]
+    rec = Reconciler(api, load_crd(), Options(namespaces=(ns,), adopt=True))
+    assert [o.action for o in rec.run_cycle().outcomes] == ["adopted"]
+    dep = api.request("GET", f"/apis/apps/v1/namespaces/{ns}/deployments/m")
+    assert dep["spec"]["selector"] == {"matchLabels": labels}
+    assert any(e["manager"] == "memcached-gitops" and e["operation"] == "Apply" for e in dep["metadata"]["managedFields"])
+    time.sleep(5)  # the Deployment controller rolls out
+    after = replica_sets()
+    for name, replicas in old.items():
+        assert after.get(name) == replicas, f"the old ReplicaSet {name} lost Pods before their replacements were available: {after}"
+    rec.run_cycle()
+    before = dict(api.requests)
+    assert [o.action for o in rec.run_cycle().outcomes] == ["unchanged"]
+    assert not any(v - before.get(k, 0) for k, v in api.requests.items() if k in ("apply", "create", "update", "patch"))

@@ -1,0 +1,251 @@
+"""Taking over the Deployments the tutorials' Go operators left running (``reconcile --adopt``).
+
+Each Deployment below is the one a Go operator creates, field for field, as its own code builds it
+and as controller-runtime sends it (a POST by the binary ``manager``, so the field manager is
+``manager``: transcript 22):
+
+- seed 000 (../shared/seeds/000, ``deploymentForMemcached``): selector ``app.kubernetes.io/name:
+  project`` for every CR of a namespace;
+- seed 002 (../shared/seeds/002, ``labelsForMemcached``, line 1513): the image tag in the selector;
+- operator-sdk's memcached-operator at 60559f3e (tests/fixtures/upstream/operator-sdk/...
+  internal/controller/memcached_controller.go): the labels of ``labelsForMemcached`` (lines
+  419-431) are read from that file, so this test follows their code, not our idea of it.
+
+A Deployment's selector is immutable (transcript 29), so the only in-place takeover keeps it: one
+apply by our field manager, the selector untouched, the Pod template labelled as the selector
+needs, replicas from ``spec.size``, and a rollout that only surges.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from memcached_gitops.reconciler.selectors import keep_live_selector, matches, overlapping
+
+from .fakeapi.server import DeploymentController, FakeAPIServer
+from .test_controller import running, settle, wait_for
+from .test_reconciler import condition, deployment, make_cr, reconciler_for, writes
+
+OPERATOR_SDK = (Path(__file__).parent / "fixtures" / "upstream" / "operator-sdk" / "testdata" / "go" / "v4"
+                / "memcached-operator" / "internal" / "controller" / "memcached_controller.go")
+#: config/manager/manager.yaml's MEMCACHED_IMAGE in the operator-sdk project
+OPERATOR_SDK_IMAGE = "memcached:1.6.26-alpine3.19"
+#: controller-runtime's user agent for a binary named ``manager`` (kubebuilder's default)
+MANAGER_UA = "manager/v0.0.0 (linux/amd64) kubernetes/$Format"
+
+
+def operator_sdk_labels() -> dict[str, str]:
+    """``labelsForMemcached`` of the operator-sdk controller, read from its source."""
+    body = re.search(r"func labelsForMemcached\(\) map\[string\]string \{.*?return map\[string\]string\{(.*?)\}",
+                     OPERATOR_SDK.read_text(), re.S)
+    assert body, "labelsForMemcached not found in the fixture"
+    labels = dict(re.findall(r'"([^"]+)":\s*("[^"]*"|imageTag)', body.group(1)))
+    return {k: OPERATOR_SDK_IMAGE.split(":")[1] if v == "imageTag" else json.loads(v) for k, v in labels.items()}
+
+
+def seed_000_labels(name: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": "project"}
+
+
+def seed_002_labels(name: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": "Memcached", "app.kubernetes.io/instance": name,
+            "app.kubernetes.io/version": "1.4.36-alpine", "app.kubernetes.io/part-of": "memcached-operator",
+            "app.kubernetes.io/created-by": "controller-manager"}
+
+
+SEEDS = {"seed-000": seed_000_labels, "seed-002": seed_002_labels, "operator-sdk": lambda name: operator_sdk_labels()}
+
+
+def go_operator_deployment(api: FakeAPIServer, cr: dict, labels: dict[str, str], image: str = OPERATOR_SDK_IMAGE) -> dict:
+    """POST the Deployment as the Go controllers build it (``deploymentForMemcached``)."""
+    meta = cr["metadata"]
+    body = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"], "ownerReferences": [{
+            "apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": meta["name"], "uid": meta["uid"],
+            "controller": True, "blockOwnerDeletion": True}]},  # ctrl.SetControllerReference
+        "spec": {
+            "replicas": cr["spec"]["size"],
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {
+                "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                "containers": [{
+                    "image": image, "name": "memcached", "imagePullPolicy": "IfNotPresent",
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": 1001, "allowPrivilegeEscalation": False,
+                                        "capabilities": {"drop": ["ALL"]}},
+                    "ports": [{"containerPort": 11211, "name": "memcached"}],
+                    "command": ["memcached", "-m=64", "-o", "modern", "-v"],
+                }],
+            }},
+        },
+    }
+    path = f"/apis/apps/v1/namespaces/{meta['namespace']}/deployments"
+    code, _, data = api.handle("POST", path, {"User-Agent": MANAGER_UA, "Content-Type": "application/json"}, json.dumps(body).encode())
+    assert code == 201, data
+    return json.loads(data)
+
+
+@pytest.fixture
+def cluster():
+    with FakeAPIServer(namespaces=("default", "shop")) as api:
+        yield api
+
+
+def left_running(api: FakeAPIServer, seed: str, names: tuple[str, ...] = ("a",), size: int = 2) -> dict[str, dict]:
+    found = {}
+    for name in names:
+        cr = make_cr(api, name, size=size)
+        found[name] = go_operator_deployment(api, cr, SEEDS[seed](name))
+    DeploymentController(api).sync(available=True)
+    return found
+
+
+def test_the_fixture_is_operator_sdks_own_labels() -> None:
+    assert operator_sdk_labels() == {"app.kubernetes.io/name": "memcached-operator", "app.kubernetes.io/version": "1.6.26-alpine3.19",
+                                     "app.kubernetes.io/managed-by": "MemcachedController"}
+
+
+@pytest.mark.parametrize("seed", sorted(SEEDS))
+def test_without_adopt_it_is_observed_and_never_written(cluster: FakeAPIServer, seed: str) -> None:
+    left_running(cluster, seed)
+    before = deployment(cluster, "a")
+    cluster.reset_log()
+    report = reconciler_for(cluster).run_cycle()
+    assert [o.action for o in report.outcomes] == ["observed"]
+    assert not [w for w in writes(cluster) if "/deployments/" in w], "the Go operator may still be running: no second writer"
+    assert deployment(cluster, "a")["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    degraded = condition(cluster, "a", "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("False", "NotAdopted")
+    assert "created for this Memcached by manager" in degraded["message"] and "--adopt" in degraded["message"]
+    assert condition(cluster, "a", "Available")["status"] == "True", "its status is read from the running Deployment"
+
+
+@pytest.mark.parametrize("seed", sorted(SEEDS))
+def test_adopt_takes_it_over_in_place_and_a_second_run_writes_nothing(cluster: FakeAPIServer, seed: str) -> None:
+    before = left_running(cluster, seed, size=2)["a"]
+    cluster.objects[("cache.example.com", "memcacheds", "default", "a")]["spec"]["size"] = 3  # the CR now asks for 3
+    rec = reconciler_for(cluster, adopt=True)
+    cluster.reset_log()
+    report = rec.run_cycle()
+    assert [o.action for o in report.outcomes] == ["adopted"], report.outcomes[0].error
+    after = deployment(cluster, "a")
+    assert after["metadata"]["uid"] == before["metadata"]["uid"], "taken over in place, never deleted and re-created"
+    assert after["spec"]["selector"] == before["spec"]["selector"], "the selector is immutable: kept"
+    assert matches(after["spec"]["selector"], after["spec"]["template"]["metadata"]["labels"])
+    assert after["spec"]["replicas"] == 3, "replicas follow spec.size"
+    assert after["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0, "no running Pod goes before its replacement"
+    applies = [e for e in after["metadata"]["managedFields"] if e["manager"] == "memcached-gitops"]
+    assert [e["operation"] for e in applies] == ["Apply"]
+    assert after["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "memcached-gitops", "in our labelled LIST from now on"
+    assert "DELETE" not in {r.method for r in cluster.log}
+    events = [o for k, o in cluster.objects.items() if k[1] == "events"]
+    assert [e["reason"] for e in events] == ["Adopted"] and "keeping its selector" in events[0]["message"]
+    DeploymentController(cluster).sync(available=True)
+    rec.run_cycle()
+    assert condition(cluster, "a", "Degraded")["status"] == "False"
+    cluster.reset_log()
+    again = rec.run_cycle()
+    assert [o.action for o in again.outcomes] == ["unchanged"]
+    assert not [w for w in writes(cluster) if "/deployments/" in w], "a second run writes nothing"
+
+
+@pytest.mark.parametrize("seed", ["seed-000", "operator-sdk"])
+def test_a_selector_shared_by_every_cr_of_a_namespace_is_reported_on_both(cluster: FakeAPIServer, seed: str) -> None:
+    left_running(cluster, seed, names=("a", "b"))
+    make_cr(cluster, "c", size=1)  # one of ours, with a selector of its own: never part of an overlap
+    rec = reconciler_for(cluster, adopt=True)
+    rec.run_cycle()
+    rec.run_cycle()
+    for name, other in (("a", "b"), ("b", "a")):
+        degraded = condition(cluster, name, "Degraded")
+        assert (degraded["status"], degraded["reason"]) == ("False", "SelectorOverlap"), degraded
+        assert f"default/{other}" in degraded["message"]
+    assert condition(cluster, "c", "Degraded")["reason"] == "AsExpected"
+    reasons = sorted((e["involvedObject"]["name"], e["reason"]) for k, e in cluster.objects.items() if k[1] == "events")
+    assert ("a", "SelectorOverlap") in reasons and ("b", "SelectorOverlap") in reasons
+
+
+def test_seed_002s_selector_names_each_cr_so_nothing_overlaps(cluster: FakeAPIServer) -> None:
+    left_running(cluster, "seed-002", names=("a", "b"))
+    rec = reconciler_for(cluster, adopt=True)
+    rec.run_cycle()
+    rec.run_cycle()
+    assert {condition(cluster, n, "Degraded")["reason"] for n in ("a", "b")} == {"AsExpected"}
+
+
+def test_the_event_driven_mode_adopts_and_reports_the_overlap_on_both(cluster: FakeAPIServer) -> None:
+    left_running(cluster, "seed-000", names=("a", "b"))
+    with running(cluster, adopt=True):
+        wait_for(lambda: all(condition(cluster, n, "Degraded").get("reason") == "SelectorOverlap" for n in ("a", "b")),
+                 what="both CRs report the shared selector")
+        settle(cluster)
+        for name in ("a", "b"):
+            dep = deployment(cluster, name)
+            assert dep["spec"]["selector"] == {"matchLabels": {"app.kubernetes.io/name": "project"}}
+            assert any(e["manager"] == "memcached-gitops" for e in dep["metadata"]["managedFields"])
+        # b's Deployment deleted: re-created with a selector of its own, and a's report ends from the event
+        code, _, data = cluster.handle("DELETE", "/apis/apps/v1/namespaces/default/deployments/b", {"User-Agent": "kubectl/v1.37.1"}, b"")
+        assert code == 200, data
+        wait_for(lambda: condition(cluster, "a", "Degraded").get("reason") == "AsExpected", what="a's overlap report to end")
+        assert deployment(cluster, "b")["spec"]["selector"] == {"matchLabels": {"app.kubernetes.io/name": "memcached",
+                                                                                 "app.kubernetes.io/instance": "b"}}
+
+
+def test_the_event_driven_mode_without_adopt_never_writes(cluster: FakeAPIServer) -> None:
+    left_running(cluster, "operator-sdk")
+    with running(cluster):
+        wait_for(lambda: condition(cluster, "a", "Degraded").get("reason") == "NotAdopted", what="NotAdopted")
+        settle(cluster)
+    assert not [w for w in writes(cluster) if "/deployments/" in w]
+
+
+# ---- the pure rules
+def test_keep_live_selector_labels_the_template_as_the_selector_needs() -> None:
+    desired = {"spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}},
+                        "template": {"metadata": {"labels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a",
+                                                             "app.kubernetes.io/managed-by": "memcached-gitops"}}}}}
+    live = {"spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "project"},
+                                  "matchExpressions": [{"key": "tier", "operator": "In", "values": ["cache", "db"]}]},
+                     "template": {"metadata": {"labels": {"app.kubernetes.io/name": "project", "tier": "cache", "other": "x"}}}}}
+    kept = keep_live_selector(desired, live)
+    assert kept["spec"]["selector"] == live["spec"]["selector"]
+    assert kept["spec"]["template"]["metadata"]["labels"] == {
+        "app.kubernetes.io/name": "project", "app.kubernetes.io/instance": "a", "app.kubernetes.io/managed-by": "memcached-gitops",
+        "tier": "cache"}, "the selector's labels win; a label it does not need is not copied"
+    assert desired["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "memcached", "the input is not changed"
+    assert keep_live_selector(desired, None) is desired
+    same = {"spec": {"selector": desired["spec"]["selector"], "template": live["spec"]["template"]}}
+    assert keep_live_selector(desired, same) is desired
+
+
+@pytest.mark.parametrize(("selector", "labels", "expected"), [
+    (None, {"a": "1"}, False),
+    ({}, {}, True),
+    ({"matchLabels": {"a": "1"}}, {"a": "1", "b": "2"}, True),
+    ({"matchLabels": {"a": "1"}}, {"a": "2"}, False),
+    ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1", "2"]}]}, {"a": "2"}, True),
+    ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]}, {}, False),
+    ({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {}, True),
+    ({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {"a": "1"}, False),
+    ({"matchExpressions": [{"key": "a", "operator": "Exists"}]}, {"a": ""}, True),
+    ({"matchExpressions": [{"key": "a", "operator": "Exists"}]}, {"b": "1"}, False),
+    ({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}, {"b": "1"}, True),
+    ({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}, {"a": "1"}, False),
+])
+def test_selector_matching_follows_label_selector_as_selector(selector, labels, expected) -> None:
+    assert matches(selector, labels) is expected
+
+
+def test_overlap_either_way_and_never_with_itself() -> None:
+    def dep(name: str, selector: dict, labels: dict) -> dict:
+        return {"metadata": {"name": name}, "spec": {"selector": {"matchLabels": selector}, "template": {"metadata": {"labels": labels}}}}
+
+    wide = dep("a", {"app": "x"}, {"app": "x", "i": "a"})
+    narrow = dep("b", {"app": "x", "i": "b"}, {"app": "x", "i": "b"})
+    apart = dep("c", {"app": "y"}, {"app": "y"})
+    assert overlapping(wide, [wide, narrow, apart]) == ["b"], "a selects b's Pods"
+    assert overlapping(narrow, [wide, narrow, apart]) == ["a"], "b's Pods are selected by a"
+    assert overlapping(apart, [wide, narrow]) == []
