@@ -29,8 +29,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memcached_gitops.render import DEFAULT_IMAGE, RenderError, render
-from memcached_gitops.schemas import CRD, Validator
+from memcached_gitops.render import DEFAULT_IMAGE
+from memcached_gitops.schemas import CRD, Problem, Validator
+
+from memcached_gitops.desired import validate_and_render
 
 from .api import APIError, KubeAPI, collection_path, object_path
 from .drift import Drift, compare, removal_patch
@@ -188,26 +190,14 @@ class Reconciler:
         def status(obs: Observation) -> None:
             result.cr = self._write_status(cr, obs, declared, condition_fields) or result.cr
 
-        outcome = self.validator.validate(copy.deepcopy(cr))
-        if not outcome.ok:
-            message = "; ".join(f"{p.field}: {p.message}" for p in outcome.errors)[:1024]
-            status(Observation(generation, 0, live, pods, "InvalidSpec", message))
-            self.events.warn_once(cr, "InvalidSpec", message)
-            result.action, result.error = Action.INVALID, message
-            return result
-        try:
-            desired = render(outcome.obj, self.options.image)[0]
-        except RenderError as exc:
-            message = f"{'.'.join(map(str, exc.path))}: {exc.message}"
+        desired, problems = self.desired_for(cr)
+        if desired is None:
+            message = "; ".join(f"{p.field}: {p.message}" for p in problems)[:1024]
             status(Observation(generation, 0, live, pods, "InvalidSpec", message))
             self.events.warn_once(cr, "InvalidSpec", message)
             result.action, result.error = Action.INVALID, message
             return result
         size = desired["spec"]["replicas"]
-        desired["metadata"]["ownerReferences"] = [{
-            "apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": name, "uid": cr["metadata"]["uid"],
-            "controller": True, "blockOwnerDeletion": True,
-        }]
         if live is None:
             live = self._find_unlabelled(ns, name)
         ownership = classify(live, cr, self.options.field_manager) if live is not None else Ownership.OWNED
@@ -303,6 +293,21 @@ class Reconciler:
             if exc.status == 404:
                 return None
             raise
+
+    def desired_for(self, cr: dict[str, Any]) -> tuple[dict[str, Any] | None, list[Problem]]:
+        """The Deployment a CR asks for, with its controller ownerReference (None and the problems
+        when the CR is invalid or cannot be rendered), through the step every command shares
+        (``validate_and_render``)."""
+        meta = cr["metadata"]
+        verdict = validate_and_render(self.validator, copy.deepcopy(cr), self.options.image)
+        if not verdict.ok:
+            return None, verdict.problems
+        desired = verdict.manifests[0]
+        desired["metadata"]["ownerReferences"] = [{
+            "apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": meta["name"], "uid": meta["uid"],
+            "controller": True, "blockOwnerDeletion": True,
+        }]
+        return desired, []
 
     # ---- writes
     def _write_status(self, cr: dict[str, Any], obs: Observation, declared: frozenset[str] | None,

@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, NamedTuple
 
-from memcached_gitops.render import RenderError, render
 from memcached_gitops.schemas import Problem, Validator, format_path
 from memcached_gitops.schemas.excerpt import excerpt, quote_value, type_and_length
 from memcached_gitops.schemas.validator import identity_problems
 from memcached_gitops.schemas.yamlload import Document, YAMLInputError, iter_documents
+
+from .desired import validate_and_render
 
 
 class Finding(NamedTuple):
@@ -150,7 +151,8 @@ def process_object(
     if not validator.claims(obj):
         result.others.append(obj)
         return
-    outcome = validator.validate(obj)
+    desired = validate_and_render(validator, obj, image, rendering=do_render)
+    outcome = desired.outcome
     located = [finding(w, "warning") for w in outcome.warnings] + [finding(e) for e in outcome.errors]
     result.findings += sorted(located, key=lambda f: (f.line, f.column))
     if not outcome.ok:
@@ -158,12 +160,10 @@ def process_object(
     duplicate = _duplicate(result, outcome.obj, file, locate)
     if duplicate:
         result.findings.append(finding(duplicate, "warning"))
-    if do_render:
-        try:
-            result.rendered += render(outcome.obj, image)
-        except RenderError as exc:  # a CR that cannot be rendered is not counted as valid
-            result.findings.append(finding(Problem(exc.path, exc.message)))
-            return
+    if desired.render_problem:  # a CR that cannot be rendered is not counted as valid
+        result.findings.append(finding(desired.render_problem))
+        return
+    result.rendered += desired.manifests
     result.crs.append(outcome.obj)
 
 
