@@ -25,6 +25,7 @@ import copy
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,9 @@ log = logging.getLogger("memcached_gitops.reconciler")
 DegradedCheck = Callable[[dict[str, Any], list[Drift]], "tuple[str, str] | None"]
 #: The Deployments of a namespace with a kept selector (selectors.py), for the overlap report.
 Neighbours = Callable[[str], Iterable[dict[str, Any]]]
+#: CRs whose desired Deployment is kept between events (least recently reconciled dropped first):
+#: a few KiB each, so a bounded share of the cache's memory, enough for every CR of most clusters.
+DESIRED_KEPT = 1024
 #: Items per LIST page: large enough that a cluster of a few thousand CRs costs one page per kind
 #: (the steady state then makes 4 requests), small enough to bound one answer's size.
 PAGE_SIZE = 5000
@@ -106,6 +110,8 @@ class Reconciler:
         self._reported_schema_errors: set[tuple[str, str]] = set()
         self.clock = now_rfc3339  # lastTransitionTime of the conditions
         self.events = EventRecorder(api, enabled=self.options.events and not self.options.dry_run)
+        self._desired: OrderedDict[tuple[str, str], tuple[tuple[Any, Any], dict[str, Any] | None, list[Problem]]] = OrderedDict()
+        self._desired_lock = threading.Lock()
 
     # ---- reading
     def _list(self, group: str, version: str, plural: str, selector: str | None = None) -> list[dict[str, Any]]:
@@ -297,17 +303,30 @@ class Reconciler:
     def desired_for(self, cr: dict[str, Any]) -> tuple[dict[str, Any] | None, list[Problem]]:
         """The Deployment a CR asks for, with its controller ownerReference (None and the problems
         when the CR is invalid or cannot be rendered), through the step every command shares
-        (``validate_and_render``)."""
+        (``validate_and_render``). Kept per CR for its uid and generation: a Deployment event
+        (the drift to correct) then costs no validation and no rendering. Callers never change
+        the answer (``keep_live_selector`` copies)."""
         meta = cr["metadata"]
+        key, version = (meta.get("namespace", ""), meta["name"]), (meta.get("uid"), meta.get("generation"))
+        with self._desired_lock:
+            kept = self._desired.get(key)
+            if kept is not None and kept[0] == version and None not in version:
+                self._desired.move_to_end(key)
+                return kept[1], kept[2]
         verdict = validate_and_render(self.validator, copy.deepcopy(cr), self.options.image)
-        if not verdict.ok:
-            return None, verdict.problems
-        desired = verdict.manifests[0]
-        desired["metadata"]["ownerReferences"] = [{
-            "apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": meta["name"], "uid": meta["uid"],
-            "controller": True, "blockOwnerDeletion": True,
-        }]
-        return desired, []
+        desired = None
+        if verdict.ok:
+            desired = verdict.manifests[0]
+            desired["metadata"]["ownerReferences"] = [{
+                "apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": meta["name"], "uid": meta["uid"],
+                "controller": True, "blockOwnerDeletion": True,
+            }]
+        with self._desired_lock:
+            self._desired[key] = (version, desired, verdict.problems)
+            self._desired.move_to_end(key)
+            while len(self._desired) > DESIRED_KEPT:
+                self._desired.popitem(last=False)
+        return desired, verdict.problems
 
     # ---- writes
     def _write_status(self, cr: dict[str, Any], obs: Observation, declared: frozenset[str] | None,

@@ -1,0 +1,126 @@
+"""Where the time goes between a Deployment's watch event and our apply, on a real kube-apiserver.
+
+Runs the event-driven controller in this process against a running kit (../shared/realk8s: start.sh),
+in a namespace of 20 Memcacheds, scales each Deployment with ``kubectl scale`` and prints, for the
+reconciles that corrected the drift, the medians and maxima of:
+
+- event -> worker: from the watch line decoded to a worker taking the key (the queue's hand-off);
+- worker -> apply sent: the reconcile up to the apply (cache reads, the desired Deployment, compare);
+- of which desired, compare: the desired Deployment (validation and rendering, or the kept one) and the drift;
+- apply round trip: the apply request until its answer.
+
+The latency the API server sees adds the watch's delivery and the HTTP send; bench/latency_interleaved.py
+measures that from the audit log.
+
+    ~/.realk8s/start.sh && python bench/event_path_parts.py --kubeconfig ~/.realk8s/kubeconfig --kubectl ~/.realk8s/bin/kubectl
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from memcached_gitops.reconciler import cycle
+from memcached_gitops.reconciler.api import KubeAPI
+from memcached_gitops.reconciler.controller import Controller, Settings
+from memcached_gitops.reconciler.cycle import Options, Reconciler
+from memcached_gitops.reconciler.metrics import Metrics
+from memcached_gitops.schemas import load_crd
+
+HERE = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--kubectl", default="kubectl")
+    parser.add_argument("--scales", type=int, default=40)
+    args = parser.parse_args()
+
+    def k(*argv: str, stdin: str | None = None) -> None:
+        subprocess.run([args.kubectl, "--kubeconfig", args.kubeconfig, *argv], input=stdin, text=True, check=True, capture_output=True)
+
+    ns = f"parts-{uuid.uuid4().hex[:6]}"
+    k("apply", "--server-side", "-f", str(HERE / "schemas" / "memcached-crd.yaml"))
+    k("wait", "--for=condition=Established", "crd/memcacheds.cache.example.com")
+    k("create", "namespace", ns)
+    k("apply", "-n", ns, "-f", "-", stdin="".join(
+        f"---\napiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {{name: c{i}}}\nspec: {{size: {i % 3 + 1}}}\n"
+        for i in range(20)))
+    api = KubeAPI.connect(args.kubeconfig)
+    reconciler = Reconciler(api, load_crd(), Options(namespaces=(ns,)))
+    controller = Controller(reconciler, Metrics(), None, Settings(workers=4, resync=3600))
+    current = threading.local()
+    samples: list[dict[str, float]] = []
+
+    def timed(name: str, f):
+        """``f``, adding its duration to the current reconcile's ``name``."""
+        def wrapper(*a, **kw):
+            began = time.monotonic()
+            try:
+                return f(*a, **kw)
+            finally:
+                stamp = getattr(current, "stamp", None)
+                if stamp is not None:
+                    stamp[name] = stamp.get(name, 0.0) + time.monotonic() - began
+        return wrapper
+
+    reconcile = controller.reconcile
+
+    def traced(key, arrived):
+        current.stamp = {"event": arrived, "worker": time.monotonic()}
+        try:
+            return reconcile(key, arrived)
+        finally:
+            if "sent" in current.stamp:
+                samples.append(current.stamp)
+            current.stamp = None
+
+    controller.reconcile = traced  # type: ignore[method-assign]
+    request = api.request
+
+    def traced_request(method, path, query=None, body=None, content_type="application/json", verb=None, accept=None):
+        stamp = getattr(current, "stamp", None)
+        deployment_apply = verb == "apply" and "/deployments/" in path and stamp is not None and "sent" not in stamp
+        if deployment_apply:
+            stamp["sent"] = time.monotonic()
+        out = request(method, path, query, body, content_type, verb, accept)
+        if deployment_apply:
+            stamp["answered"] = time.monotonic()
+        return out
+
+    api.request = traced_request  # type: ignore[method-assign]
+    reconciler.desired_for = timed("desired", reconciler.desired_for)  # type: ignore[method-assign]
+    cycle.compare = timed("compare", cycle.compare)
+    thread = threading.Thread(target=controller.run, daemon=True)
+    thread.start()
+    time.sleep(5)
+    samples.clear()
+    for n in range(args.scales):
+        k("scale", "deployment", f"c{n % 20}", "-n", ns, "--replicas=7")
+        time.sleep(0.3)
+    time.sleep(1)
+    controller.stop.set()
+    thread.join(10)
+    k("delete", "namespace", ns, "--wait=false")
+
+    def line(label: str, values: list[float]) -> None:
+        values = sorted(v * 1000 for v in values)
+        print(f"{label:24s} median {statistics.median(values):6.2f} ms   max {values[-1]:6.2f} ms")
+
+    print(f"{len(samples)} corrections")
+    line("event -> worker", [s["worker"] - s["event"] for s in samples])
+    line("worker -> apply sent", [s["sent"] - s["worker"] for s in samples])
+    line("  of which desired", [s.get("desired", 0.0) for s in samples])
+    line("  of which compare", [s.get("compare", 0.0) for s in samples])
+    line("apply round trip", [s["answered"] - s["sent"] for s in samples])
+    print(f"reproduce: python bench/event_path_parts.py --kubeconfig {args.kubeconfig} --kubectl {args.kubectl} --scales {args.scales}")
+
+
+if __name__ == "__main__":
+    main()
