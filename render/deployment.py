@@ -21,8 +21,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memcached_gitops.schemas.excerpt import quote_value
 from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors, label_value_errors
+
+from memcached_gitops.excerpt import quote_value
 
 DEFAULT_IMAGE = "memcached:1.6.26-alpine3.19"
 MANAGED_BY = "memcached-gitops"

@@ -3,7 +3,7 @@
 YAML goes through libyaml's emitter (the fast path). PyYAML's resolver is YAML 1.1 but not
 go-yaml's: it would write ``y``, ``n``, ``0o17`` or ``1e3`` as plain scalars, which kubectl then
 reads as a boolean or a number. Every string is checked with the same resolver the loader uses
-(schemas.yamlload.resolve_plain) and quoted whenever a plain scalar would not read back as itself.
+(yamlreader.resolve_plain) and quoted whenever a plain scalar would not read back as itself.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from typing import Any
 
 import yaml
-from memcached_gitops.schemas.yamlload import recursion_room, resolve_plain
 from yaml.cyaml import CSafeDumper
+
+from memcached_gitops.yamlreader import recursion_room, resolve_plain
 
 
 class _Dumper(CSafeDumper):  # type: ignore[misc]

@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from memcached_gitops.excerpt import excerpt, quote_value
+
 from . import cel_rules
 from .crd import CRD, Version
-from .excerpt import excerpt, quote_value
 from .metadecode import decode_object_meta
 from .objectmeta import validate_object_meta
 from .structural import prune_and_default

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memcached_gitops.schemas.yamlload import iter_documents
+
+from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import REPO
 

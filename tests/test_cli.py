@@ -11,7 +11,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from memcached_gitops.schemas.yamlload import iter_documents
+
+from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import DATA, REPO
 

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from memcached_gitops.schemas.yamlload import iter_documents
+
+from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import REPO
 

@@ -11,7 +11,8 @@ import json
 
 import pytest
 from memcached_gitops.schemas.crd import CRD, CRDError, load_crd, parse_crd
-from memcached_gitops.schemas.yamlload import iter_documents
+
+from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import REPO
 

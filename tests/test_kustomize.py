@@ -14,7 +14,8 @@ from pathlib import Path
 import kubernetes_validate
 import pytest
 from memcached_gitops.schemas import Validator, load_crd
-from memcached_gitops.schemas.yamlload import iter_documents
+
+from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import REPO
 from .fakeapi.server import DeploymentController, FakeAPIServer

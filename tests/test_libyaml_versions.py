@@ -2,7 +2,7 @@
 
 PyYAML 6.0.4's wheels bundle libyaml 0.2.6, which refuses more than 1,000 nested levels by
 default, flow and block counted together; 6.0.3's bundle libyaml 0.2.5, which has no limit. The
-loader lifts 0.2.6's limit (``yamlload.lift_libyaml_nest_limit``) so that kubectl's rule alone
+loader lifts 0.2.6's limit (``yamlreader.lift_libyaml_nest_limit``) so that kubectl's rule alone
 decides. Each PyYAML here is installed, hash-checked, from a lock (the one CI installs, and
 requirements/oldest-pyyaml.txt) into a folder of its own, and the installed loader reads the same
 documents under it in a child process: a new libyaml that reads them differently fails this test.
@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memcached_gitops.schemas.yamlload import DEPTH_ERROR, JSON_DEPTH_ERROR
+
+from memcached_gitops.yamlreader import DEPTH_ERROR, JSON_DEPTH_ERROR
 
 from .locks import OLDEST_PYYAML_LOCK, TEST_LOCK, read_lock
 
@@ -54,7 +55,7 @@ PROBE = """
 import json, sys
 import yaml
 from yaml import _yaml
-from memcached_gitops.schemas.yamlload import YAMLInputError, iter_documents
+from memcached_gitops.yamlreader import YAMLInputError, iter_documents
 if hasattr(_yaml, "_set_max_nest_level"):
     _yaml._set_max_nest_level(1000)  # libyaml 0.2.6's default, as another library in the process may set it
 verdicts = {}

@@ -24,7 +24,8 @@ from memcached_gitops.schemas.crd import parse_crd
 from memcached_gitops.schemas.to_jsonschema import to_json_schema
 from memcached_gitops.schemas.validator import ENGINES as ENGINE_CLASSES
 from memcached_gitops.schemas.validator import Problem, describe, format_path, identity_problems
-from memcached_gitops.schemas.yamlload import iter_documents
+
+from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import crd_named
 from .validator_cases import cr

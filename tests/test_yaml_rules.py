@@ -14,7 +14,8 @@ import math
 import sys
 
 import pytest
-from memcached_gitops.schemas.yamlload import (
+
+from memcached_gitops.yamlreader import (
     DEPTH_ERROR,
     JSON_DEPTH_ERROR,
     MAX_DOCUMENT_SIZE,
@@ -489,9 +490,9 @@ def test_a_closed_flow_collection_leaves_those_around_it_open() -> None:
 def test_running_out_of_python_frames_is_the_depth_error_at_the_document(monkeypatch: pytest.MonkeyPatch) -> None:
     # a host with less recursion room than the loader asks for gets the one-line depth error, at the
     # document's first line, not a RecursionError traceback
-    from memcached_gitops.schemas import yamlload
+    from memcached_gitops import yamlreader
 
-    monkeypatch.setattr(yamlload, "RECURSION_ROOM", 0)
+    monkeypatch.setattr(yamlreader, "RECURSION_ROOM", 0)
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(300)
     try:

@@ -6,7 +6,8 @@ import io
 import math
 
 import pytest
-from memcached_gitops.schemas.yamlload import YAMLInputError, iter_documents, resolve_plain
+
+from memcached_gitops.yamlreader import YAMLInputError, iter_documents, resolve_plain
 
 
 def values(text: str) -> list:

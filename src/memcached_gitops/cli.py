@@ -155,7 +155,7 @@ def krm(
     max_input: MaxInputOpt = None,
 ) -> None:
     """A KRM function (kustomize/kpt): a ResourceList on stdin, a ResourceList on stdout."""
-    from memcached_gitops.schemas.yamlload import YAMLInputError, iter_documents
+    from memcached_gitops.yamlreader import YAMLInputError, iter_documents
 
     from .krm import shape_problem, transform
 

@@ -16,9 +16,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from memcached_gitops.excerpt import quote_value
 from memcached_gitops.render import DEFAULT_IMAGE, to_json, to_single, to_yaml
 from memcached_gitops.schemas import CRDError, Validator, load_crd
-from memcached_gitops.schemas.excerpt import quote_value
 
 from .files import (
     DEFAULT_MAX_INPUT,

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, NamedTuple
 
-from memcached_gitops.schemas.excerpt import excerpt
+from memcached_gitops.excerpt import excerpt
 
 SUFFIXES = (".yaml", ".yml", ".json")
 #: kustomize's own file names (kustomize api/konfig ``RecognizedKustomizationFileNames``): its

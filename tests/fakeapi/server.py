@@ -55,7 +55,8 @@ import yaml
 from memcached_gitops.schemas import Validator
 from memcached_gitops.schemas.crd import CRDError, _from_document, builtin_crd_text
 from memcached_gitops.schemas.structural import prune_and_default
-from memcached_gitops.schemas.yamlload import YAMLInputError, iter_documents
+
+from memcached_gitops.yamlreader import YAMLInputError, iter_documents
 
 from . import fields as F
 from . import selectors
