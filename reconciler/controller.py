@@ -28,6 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .api import APIError, KubeAPI, RetryPolicy
+from .autoscalers import GROUP as HPA_GROUP
+from .autoscalers import PLURAL as HPA_PLURAL
+from .autoscalers import VERSION as HPA_VERSION
+from .autoscalers import scale_target
 from .cycle import CROutcome, Reconciler
 from .drift import Drift
 from .fights import FightDetector
@@ -79,6 +83,8 @@ class Controller:
             "Memcached": Kind("Memcached", crd.group, reconciler.version, crd.plural),
             "Deployment": Kind("Deployment", "apps", "v1", "deployments", SELECTOR, keep_managed_fields=True),
             "Pod": Kind("Pod", "", "v1", "pods", SELECTOR, metadata_only=True),
+            # every HPA in scope (they are the users' objects, without our labels): which one scales a CR's Deployment
+            "HorizontalPodAutoscaler": Kind("HorizontalPodAutoscaler", HPA_GROUP, HPA_VERSION, HPA_PLURAL),
         }
         scopes = reconciler.options.namespaces or (None,)
         s = self.settings
@@ -92,6 +98,8 @@ class Controller:
         self._pods_lock = threading.Lock()
         self._kept: dict[str, set[str]] = {}  # namespace -> Deployments with a kept selector (selectors.py)
         self._kept_lock = threading.Lock()
+        self._autoscalers: dict[tuple[str, str], set[str]] = {}  # a scaled Deployment -> the HPAs that name it
+        self._autoscalers_lock = threading.Lock()
         self._schema: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
         self.synced_after: float | None = None  # seconds from start to the first complete sync
         self.resyncs = 0
@@ -131,6 +139,9 @@ class Controller:
             self.queue.add((ns, owner_name(obj)), arrived)
             for peer in self._kept_peers(type_, obj, old):
                 self.queue.add((ns, peer), arrived)
+        elif kind == "HorizontalPodAutoscaler":
+            for target in self._track_autoscaler(type_, obj, old):
+                self.queue.add(target, arrived)
         else:
             instance = (meta.get("labels") or {}).get(INSTANCE_LABEL)
             if not instance:
@@ -162,6 +173,24 @@ class Controller:
             else:
                 names.discard(name)
             return sorted(names - {name}) if (kept or was) and changed else []
+
+    def _track_autoscaler(self, type_: str, obj: dict[str, Any], old: dict[str, Any] | None) -> list[tuple[str, str]]:
+        """Index an HPA by the Deployment it scales; the Deployments whose replicas changed hands."""
+        name = (obj.get("metadata") or {}).get("name", "")
+        before = scale_target(old) if old is not None else None
+        after = scale_target(obj) if type_ != "DELETED" else None
+        with self._autoscalers_lock:
+            if before is not None and before != after:
+                self._autoscalers.get(before, set()).discard(name)
+            if after is not None:
+                self._autoscalers.setdefault(after, set()).add(name)
+        return [t for t in {before, after} if t is not None]
+
+    def autoscaler_of(self, key: tuple[str, str]) -> str:
+        """The HPA that scales this CR's Deployment ("" when none): the first by name, as in the once mode."""
+        with self._autoscalers_lock:
+            names = self._autoscalers.get(key)
+            return min(names) if names else ""
 
     def kept_deployments(self, ns: str) -> list[dict[str, Any]]:
         """The cached Deployments of ``ns`` with a kept selector (the overlap report's neighbours)."""
@@ -205,7 +234,8 @@ class Controller:
         live = self._get("Deployment", key)  # type: ignore[arg-type]
         declared, condition_fields = self._schema
         outcome = self.reconciler.reconcile_cr(cr, live, self.pods_of(key), declared, condition_fields,  # type: ignore[arg-type]
-                                               degraded=self._fight_check, neighbours=self.kept_deployments)
+                                               degraded=self._fight_check, neighbours=self.kept_deployments,
+                                               autoscaler=self.autoscaler_of(key))  # type: ignore[arg-type]
         if outcome.deployment is not None:
             self._put("Deployment", outcome.deployment)
             if outcome.action == Action.CORRECTED:

@@ -1,8 +1,8 @@
 """One reconcile cycle over every Memcached in scope.
 
 1. LIST Memcacheds, LIST Deployments labelled ``app.kubernetes.io/managed-by=memcached-gitops``,
-   LIST the Pods with that label (paginated), and GET the CRD once to learn which status fields
-   it declares. No per-object GET in a steady state.
+   LIST the Pods with that label (paginated), LIST the HorizontalPodAutoscalers (autoscalers.py),
+   and GET the CRD once to learn which status fields it declares. No per-object GET in a steady state.
 2. For each CR: validate with the same validator as ``memcached-gitops validate``; render; add the
    controller ownerReference.
 3. Compare with the live Deployment on the fields we set (drift.py). Equal: no write. Different or
@@ -36,6 +36,10 @@ from memcached_gitops.schemas import CRD, Problem, Validator
 from memcached_gitops.desired import validate_and_render
 
 from .api import APIError, KubeAPI, collection_path, object_path
+from .autoscalers import GROUP as HPA_GROUP
+from .autoscalers import PLURAL as HPA_PLURAL
+from .autoscalers import VERSION as HPA_VERSION
+from .autoscalers import autoscalers_by_target, hand_off_replicas
 from .drift import Drift, compare, removal_patch
 from .events import EventRecorder, now_rfc3339
 from .ownership import Ownership, classify, spec_manager
@@ -54,7 +58,7 @@ Neighbours = Callable[[str], Iterable[dict[str, Any]]]
 #: a few KiB each, so a bounded share of the cache's memory, enough for every CR of most clusters.
 DESIRED_KEPT = 1024
 #: Items per LIST page: large enough that a cluster of a few thousand CRs costs one page per kind
-#: (the steady state then makes 4 requests), small enough to bound one answer's size.
+#: (the steady state then makes 5 requests), small enough to bound one answer's size.
 PAGE_SIZE = 5000
 
 
@@ -112,6 +116,7 @@ class Reconciler:
         self.events = EventRecorder(api, enabled=self.options.events and not self.options.dry_run)
         self._desired: OrderedDict[tuple[str, str], tuple[tuple[Any, Any], dict[str, Any] | None, list[Problem]]] = OrderedDict()
         self._desired_lock = threading.Lock()
+        self._hpa_warned = False
 
     # ---- reading
     def _list(self, group: str, version: str, plural: str, selector: str | None = None) -> list[dict[str, Any]]:
@@ -138,6 +143,19 @@ class Reconciler:
                 return frozenset(props), (frozenset(item) if item else None)
         return None, None
 
+    def autoscalers(self) -> dict[tuple[str, str], str]:
+        """The HPA of each scaled Deployment in scope (autoscalers.py); empty, with one log line, when
+        HPAs cannot be read (an RBAC from before they were watched): replicas then follow spec.size."""
+        try:
+            return autoscalers_by_target(self._list(HPA_GROUP, HPA_VERSION, HPA_PLURAL))
+        except APIError as exc:
+            if exc.status not in (403, 404):
+                raise
+            if not self._hpa_warned:
+                self._hpa_warned = True
+                log.warning("cannot list HorizontalPodAutoscalers (%s); replicas follow spec.size", exc)
+            return {}
+
     # ---- the cycle
     def run_cycle(self) -> CycleReport:
         started = time.monotonic()
@@ -146,6 +164,7 @@ class Reconciler:
             crs = self._list(self.crd.group, self.version, self.crd.plural)
             deployments = self._list("apps", "v1", "deployments", SELECTOR)
             pods = self._list("", "v1", "pods", SELECTOR)
+            autoscalers = self.autoscalers()
             declared, condition_fields = self.status_schema()
         except APIError as exc:
             report.complete, report.error = False, f"listing failed: {exc}"
@@ -170,7 +189,7 @@ class Reconciler:
             key = (cr["metadata"].get("namespace", ""), cr["metadata"]["name"])
             try:
                 outcome = self.reconcile_cr(cr, by_name.get(key), tuple(pods_by_owner.get(key, [])), declared, condition_fields,
-                                            neighbours=lambda ns: kept.get(ns, {}).values())
+                                            neighbours=lambda ns: kept.get(ns, {}).values(), autoscaler=autoscalers.get(key, ""))
                 if outcome.deployment is not None and has_kept_selector(outcome.deployment):
                     kept.setdefault(key[0], {})[key[1]] = outcome.deployment  # seen by the CRs after it
             except APIError as exc:  # one bad CR never stops the others
@@ -183,11 +202,13 @@ class Reconciler:
 
     def reconcile_cr(self, cr: dict[str, Any], live: dict[str, Any] | None, pods: tuple[str, ...],
                      declared: frozenset[str] | None, condition_fields: frozenset[str] | None,
-                     degraded: DegradedCheck | None = None, neighbours: Neighbours | None = None) -> CROutcome:
+                     degraded: DegradedCheck | None = None, neighbours: Neighbours | None = None,
+                     autoscaler: str = "") -> CROutcome:
         """One CR, from what was read (a LIST, or the informers' cache): the step both modes share.
 
         A correction costs one apply and at most one status write; in ``detect_only`` mode drift
         is reported (Degraded ``DriftDetected``, a Warning Event, the log) and no Deployment is written.
+        ``autoscaler`` names the HPA that scales this Deployment: its replicas are the HPA's (autoscalers.py).
         """
         ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
         generation = cr["metadata"].get("generation", 1)
@@ -214,6 +235,9 @@ class Reconciler:
             result.action, result.error = Action.NOT_OWNED, message
             return result
         desired = keep_live_selector(desired, live)
+        if autoscaler:
+            desired = hand_off_replicas(desired, live, self.options.field_manager)
+            size = (live or desired)["spec"].get("replicas", size)
         drift = compare(desired, live)
         result.drift = drift
         inherited = ownership is Ownership.INHERITED
@@ -259,7 +283,7 @@ class Reconciler:
         if not self.options.dry_run:
             # The correction is told by its Event and the log, not by a status message that the next
             # reconcile would have to put back (a second status write per correction).
-            status(Observation(generation, size, live, pods, reason, message, overlap=overlap))
+            status(Observation(generation, size, live, pods, reason, message, overlap=overlap, autoscaler=autoscaler))
         return result
 
     def _overlap(self, cr: dict[str, Any], deployment: dict[str, Any], neighbours: Neighbours) -> str:

@@ -46,6 +46,7 @@ class Observation:
     drift_note: str = ""  # GitOps-applied: what differs from the rendering (information, not failure)
     inherited_selector: str = ""  # inherited, not adopted (ownership.py): the selector it was created with
     overlap: str = ""  # the other Deployments whose Pods its selector shares (selectors.py)
+    autoscaler: str = ""  # the HorizontalPodAutoscaler that owns the Deployment's replicas (autoscalers.py)
 
 
 def _condition(ctype: str, status: bool, reason: str, message: str, generation: int) -> dict[str, Any]:
@@ -112,6 +113,8 @@ def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
         avail_reason = "MinimumReplicasAvailable" if available else "DeploymentUnavailable"
         avail_message = f"{verdict.available_replicas} of {obs.size} replicas available" if verdict.observed else (
             f"waiting for the Deployment controller to observe generation {verdict.generation}")
+        if obs.autoscaler:
+            avail_message += f"; replicas follow HorizontalPodAutoscaler {obs.autoscaler}, not spec.size"
     failure = (verdict.failure_reason, verdict.failure_message) if verdict and verdict.failure_reason and not own_failure else None
     if own_failure or verdict is None:
         progressing, prog_reason, prog_message = False, "NotProgressing", "no rollout under way"

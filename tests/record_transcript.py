@@ -96,12 +96,82 @@ def _adopt_go_operator(ns: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     ]
 
 
-SCENARIOS = {"39": ("39-adopt-go-operator-deployment", "tx39-adopt-rec2", _adopt_go_operator)}
+KCM_UA = "kube-controller-manager/v0.0.0 (linux/amd64) kubernetes/$Format"
+
+
+def _hpa_scale_handoff(ns: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """What kube-controller-manager's HPA controller sends (seen in a real audit log: GET then PUT of
+    the scale subresource, autoscaling/v1 Scale with the resourceVersion it read), around our applies."""
+    ours = render({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "mc", "namespace": ns},
+                   "spec": {"size": 1, "containerPort": 11211}})[0]
+    without_replicas = json.loads(json.dumps(ours))
+    del without_replicas["spec"]["replicas"]
+    copied = json.loads(json.dumps(ours))
+    copied["spec"]["replicas"] = 3
+    deployment = f"/apis/apps/v1/namespaces/{ns}/deployments/mc"
+    apply = {"fieldManager": "memcached-gitops", "force": "true"}
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "mc", "namespace": ns},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "mc"}, "minReplicas": 3, "maxReplicas": 5,
+                    "metrics": [{"type": "Resource",
+                                 "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]}}
+
+    def ex(note: str, method: str, path: str, body: Any = None, query: dict | None = None, ua: str = OURS_UA,
+           ctype: str = "application/json", setup: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {"note": note, "request": {"method": method, "path": path, "query": query or {}, "content_type": ctype,
+                                                         "body": body, "user_agent": ua}}
+        if setup:
+            out["setup"] = True
+        return out
+
+    meta = {
+        "title": "An HorizontalPodAutoscaler's scale writes, and our applies around them",
+        "what_it_shows": (
+            "The HPA controller (kube-controller-manager) GETs the Deployment's scale subresource and PUTs an autoscaling/v1 "
+            "Scale with the resourceVersion it read: the Deployment's replicas change, a kube-controller-manager / Update / "
+            "subresource scale entry (without time) takes spec.replicas, and our Apply entry loses it. Our apply without "
+            "replicas then changes nothing; our apply with the live value makes replicas co-owned; our apply with another "
+            "value (force) takes replicas back in one write and the scale entry disappears."),
+        "recorded_from": "kube-apiserver v1.36.2 (etcd 3.5.1, no controllers running); the HPA controller's two requests as a "
+                         "real kube-controller-manager sent them (its audit log)",
+        "namespace": ns,
+        "observations": [
+            "PUT .../deployments/mc/scale by kube-controller-manager: 200 with the Scale; the Deployment's generation moves",
+            "managedFields afterwards: memcached-gitops Apply (no f:replicas), kube-controller-manager Update subresource scale "
+            "(f:spec.f:replicas, no time)",
+            "our apply without replicas: a no-op (resourceVersion unchanged), replicas stay 3",
+            "our apply with replicas 3 (the live value): 200, replicas co-owned by both entries",
+            "our apply with replicas 1 and force: 200, replicas 1 in one write, the scale entry gone",
+        ],
+    }
+    return meta, [
+        ex("setup: a fresh namespace for this transcript", "POST", "/api/v1/namespaces",
+           {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}, ua=PYTHON_UA, setup=True),
+        ex("our Deployment, replicas 1", "PATCH", deployment, json.dumps(ours), apply, ctype="application/apply-patch+yaml"),
+        ex("an HPA on it, created with kubectl", "POST", f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers", hpa,
+           {"fieldManager": "kubectl-create"}, ua=KUBECTL_UA),
+        ex("the HPA controller reads the scale", "GET", deployment + "/scale", ua=KCM_UA),
+        ex("the HPA controller writes it (its minReplicas)", "PUT", deployment + "/scale",
+           {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": {"name": "mc", "namespace": ns, "resourceVersion": "{rv:3}"},
+            "spec": {"replicas": 3}}, ua=KCM_UA),
+        ex("the Deployment afterwards", "GET", deployment),
+        ex("our apply without replicas (the HPA owns them)", "PATCH", deployment, json.dumps(without_replicas), apply,
+           ctype="application/apply-patch+yaml"),
+        ex("our apply with the live value", "PATCH", deployment, json.dumps(copied), apply, ctype="application/apply-patch+yaml"),
+        ex("the HPA deleted: our apply with spec.size again", "PATCH", deployment, json.dumps(ours), apply,
+           ctype="application/apply-patch+yaml"),
+        ex("the HPAs of the namespace, as the once-per-cycle mode lists them", "GET",
+           f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers"),
+    ]
+
+
+SCENARIOS = {"39": ("39-adopt-go-operator-deployment", "tx39-adopt-rec2", _adopt_go_operator),
+             "40": ("40-hpa-scale-handoff", "tx40-hpa-rec", _hpa_scale_handoff)}
 
 
 def _fill(value: Any, answers: list[dict[str, Any]]) -> Any:
     text = json.dumps(value)
     text = re.sub(r"\{uid:(\d+)\}", lambda m: answers[int(m.group(1))]["metadata"]["uid"], text)
+    text = re.sub(r"\{rv:(\d+)\}", lambda m: answers[int(m.group(1))]["metadata"]["resourceVersion"], text)
     return json.loads(text)
 
 

@@ -155,3 +155,58 @@ def test_adopting_a_go_operator_deployment_keeps_every_running_pod_on_a_real_clu
     before = dict(api.requests)
     assert [o.action for o in rec.run_cycle().outcomes] == ["unchanged"]
     assert not any(v - before.get(k, 0) for k, v in api.requests.items() if k in ("apply", "create", "update", "patch"))
+
+
+def test_an_hpa_owns_replicas_without_a_fight_on_a_real_cluster(real) -> None:
+    """With kube-controller-manager's HPA controller (``WITH_KCM=1`` in ../shared/realk8s): an HPA with
+    minReplicas 3 on a Memcached of size 1 is a real second writer of replicas (no metrics needed).
+    In the event-driven mode its replicas stay, no fight is raised, and deleting it brings back
+    spec.size in one write."""
+    import threading
+
+    from memcached_gitops.reconciler.controller import Controller, Settings
+    from memcached_gitops.reconciler.metrics import Metrics
+
+    api, ns = real
+    api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds",
+                body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m"}, "spec": {"size": 1}})
+    controller = Controller(Reconciler(api, load_crd(), Options(namespaces=(ns,))), Metrics(), None, Settings(workers=2, resync=600))
+    thread = threading.Thread(target=controller.run, daemon=True)
+    thread.start()
+    deployment = f"/apis/apps/v1/namespaces/{ns}/deployments/m"
+
+    def replicas() -> int | None:
+        try:
+            return api.request("GET", deployment)["spec"]["replicas"]
+        except APIError:
+            return None
+
+    def wait(predicate, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.25)
+        return False
+
+    try:
+        assert wait(lambda: replicas() == 1, 20)
+        api.request("POST", f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers", body={
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "m"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "m"}, "minReplicas": 3, "maxReplicas": 5}})
+        if not wait(lambda: replicas() == 3, 40):
+            pytest.skip("no HPA controller scaled the Deployment: start the kit with WITH_KCM=1")
+        time.sleep(35)  # two of the HPA controller's 15 s syncs
+        assert replicas() == 3
+        events = api.request("GET", f"/api/v1/namespaces/{ns}/events").get("items") or []
+        assert not [e for e in events if e.get("reason") == "FightDetected"], [e.get("message") for e in events]
+        cr = api.request("GET", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds/m")
+        assert "HorizontalPodAutoscaler m" in next(c for c in cr["status"]["conditions"] if c["type"] == "Available")["message"]
+        owners = {(e["manager"], e.get("subresource", "")) for e in api.request("GET", deployment)["metadata"]["managedFields"]
+                  if "f:replicas" in json.dumps(e["fieldsV1"].get("f:spec", {}))}
+        assert owners == {("kube-controller-manager", "scale")}, f"we never took replicas back from the HPA: {owners}"
+        api.request("DELETE", f"/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers/m")
+        assert wait(lambda: replicas() == 1, 20), "spec.size rules again"
+    finally:
+        controller.stop.set()
+        thread.join(10)

@@ -90,6 +90,8 @@ BUILTINS = [
     Resource("deployments", "apps", "v1", "Deployment", status=True, scale=True, types=DEPLOYMENT_TYPES,
              generation="spec+annotations"),
     Resource("leases", "coordination.k8s.io", "v1", "Lease"),
+    # what an HPA's scaleTargetRef names, read by the reconciler (40); the HPA controller itself is a test's PUT to /scale
+    Resource("horizontalpodautoscalers", "autoscaling", "v2", "HorizontalPodAutoscaler", status=True),
     Resource("customresourcedefinitions", "apiextensions.k8s.io", "v1", "CustomResourceDefinition", namespaced=False,
              status=True, generation="spec"),
 ]

@@ -289,6 +289,7 @@ class LoggedRequest:
     content_type: str = ""
     received: float = field(default_factory=time.monotonic)
     received_at: float = field(default_factory=time.time)
+    body: bytes = b""  # what was sent (a test reads what an apply carried)
 
     @property
     def is_write(self) -> bool:
@@ -549,7 +550,7 @@ class FakeAPIServer:
                     data = exc.body.encode()
                 else:
                     data = json.dumps(exc.body).encode()
-            self.log.append(LoggedRequest(method, split.path, query, code, ua, ctype, received, received_at))
+            self.log.append(LoggedRequest(method, split.path, query, code, ua, ctype, received, received_at, body or b""))
             return code, out_headers, data
 
     def _take_fault(self, method: str, path: str, query: dict[str, str]) -> Fault | None:
@@ -881,6 +882,9 @@ class FakeAPIServer:
             default_deployment(obj)
             self._validate_deployment(res, obj, old)
             return order_deployment(obj)
+        if res.plural == "horizontalpodautoscalers" and old is None and "status" not in obj:
+            # the Go type's zero status: desiredReplicas is not omitempty, currentMetrics is a nil list (40)
+            obj["status"] = {"desiredReplicas": 0, "currentMetrics": None}
         return obj
 
     def _validate_deployment(self, res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -1103,6 +1107,8 @@ class FakeAPIServer:
                     {"reason": "FieldValueInvalid", "message": "Invalid value: 0: must be specified for an update", "field": "metadata.resourceVersion"}]}))
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise conflict_modified(res, name)
+        if sub == "scale":  # an autoscaling/v1 Scale, as the HPA controller PUTs it (40)
+            return self._write_scale(res, key, old, obj, manager, query)
         self._check_kind_specific(res, obj, old)
         new = self._merge_subresource(res, old, obj, sub)
         return self._commit_update(res, key, old, new, manager, sub, query)
@@ -1164,12 +1170,7 @@ class FakeAPIServer:
             raise not_found(res, name)
         patch = self._json_body(body)
         if sub == "scale":
-            replicas = (patch.get("spec") or {}).get("replicas")
-            target = copy.deepcopy(old)
-            if replicas is not None:
-                target["spec"]["replicas"] = replicas
-            code, obj, headers = self._commit_update(res, key, old, target, manager, "scale", query)
-            return code, self._scale_view(res, obj), headers
+            return self._write_scale(res, key, old, patch, manager, query)
         view = copy.deepcopy(old)
         if ctype == "application/merge-patch+json":
             rv = (patch.get("metadata") or {}).get("resourceVersion") if isinstance(patch, dict) else None
@@ -1184,6 +1185,16 @@ class FakeAPIServer:
             merged = json_patch(view, patch)
         merged = self._merge_subresource(res, old, merged, sub)
         return self._commit_update(res, key, old, merged, manager, sub, query)
+
+    def _write_scale(self, res: Resource, key: tuple, old: dict[str, Any], scale: Any, manager: str, query: dict[str, str]):
+        """A write to /scale (a merge patch, 04; a PUT of a Scale, 40): only spec.replicas changes, and the
+        writer's entry is an Update of subresource scale."""
+        replicas = (scale.get("spec") or {}).get("replicas") if isinstance(scale, dict) else None
+        target = copy.deepcopy(old)
+        if replicas is not None:
+            target["spec"]["replicas"] = replicas
+        code, obj, headers = self._commit_update(res, key, old, target, manager, "scale", query)
+        return code, self._scale_view(res, obj), headers
 
     def _scale_view(self, res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         meta = obj["metadata"]

@@ -1,0 +1,57 @@
+"""HorizontalPodAutoscalers: who owns a Deployment's ``spec.replicas``. Pure.
+
+An autoscaling/v2 HorizontalPodAutoscaler whose ``scaleTargetRef`` names a Memcached's Deployment
+owns that Deployment's replicas: the HPA controller writes them through the scale subresource (a GET
+then a PUT of an autoscaling/v1 Scale; its managedFields entry is ``kube-controller-manager`` /
+Update / ``subresource: scale``, and our Apply entry loses ``spec.replicas``: transcript 40). Our
+applies then hand the field over by Flux's rule for an ignored field (kustomize-controller,
+``.spec.ignore``): drop it when another manager owns it (dropping it changes nothing: 40), or carry
+the live value when we are its only owner (dropping it would set it back to the default of 1:
+transcript 21). So the value never jumps to a default in between, and the fight detector never
+sees a replicas correction. Once the HPA is gone, ``spec.size`` rules again: one forced apply takes
+the field back, straight from the HPA's value to the CR's (40).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .managedfields import owners_of
+
+GROUP, VERSION, PLURAL = "autoscaling", "v2", "horizontalpodautoscalers"
+REPLICAS = (("f", "spec"), ("f", "replicas"))
+
+
+def scale_target(hpa: dict[str, Any]) -> tuple[str, str] | None:
+    """The (namespace, name) of the Deployment an HPA scales, or None when it scales something else."""
+    ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
+    group = str(ref.get("apiVersion") or "").partition("/")[0]
+    if ref.get("kind") != "Deployment" or group != "apps" or not ref.get("name"):
+        return None
+    return (hpa.get("metadata") or {}).get("namespace", ""), str(ref["name"])
+
+
+def autoscalers_by_target(hpas: Iterable[dict[str, Any]]) -> dict[tuple[str, str], str]:
+    """Each scaled Deployment's HPA (by name; the first in name order when several name it)."""
+    found: dict[tuple[str, str], str] = {}
+    for hpa in sorted(hpas, key=lambda h: (h.get("metadata") or {}).get("name", "")):
+        target = scale_target(hpa)
+        if target is not None:
+            found.setdefault(target, (hpa.get("metadata") or {}).get("name", ""))
+    return found
+
+
+def hand_off_replicas(desired: dict[str, Any], live: dict[str, Any] | None, field_manager: str) -> dict[str, Any]:
+    """``desired`` as our apply should carry it while an HPA owns replicas (a new dict; ``desired``
+    is not changed): without replicas when another manager owns them, with the live value when we
+    alone do, unchanged when there is no live Deployment yet (the CR's size starts it)."""
+    if live is None:
+        return desired
+    spec = dict(desired["spec"])
+    others = [m for m in owners_of((live.get("metadata") or {}).get("managedFields") or [], REPLICAS) if m != field_manager]
+    if others:
+        spec.pop("replicas", None)
+    else:
+        spec["replicas"] = (live.get("spec") or {}).get("replicas", spec.get("replicas"))
+    return {**desired, "spec": spec}
