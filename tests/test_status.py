@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from memcached_gitops.reconciler.ownership import spec_manager
-from memcached_gitops.reconciler.status import Observation, deployment_verdict, desired_conditions
+from memcached_gitops.reconciler.status import Observation, columns, deployment_verdict, desired_conditions, desired_status, status_reason
 
 
 def dep(gen: int = 1, observed: int = 1, avail: int = 0, upd: int = 0, conds: list | None = None) -> dict:
@@ -112,3 +112,61 @@ def test_spec_manager_counts_leaves_and_keeps_the_first_of_equals() -> None:
     assert spec_manager({"metadata": {"managedFields": [entry("scaler", {"f:replicas": {}}, "scale")]}}) == ""
     assert spec_manager({"metadata": {"managedFields": [entry(None, {"f:x": {}})]}}) == ""
     assert spec_manager({"metadata": {"managedFields": [entry("a", {"f:x": {}, "f:y": {}}), entry("b", deep | {"f:c": {}})]}}) == "b"
+
+
+# ---- the printer columns (kubectl get memcached): READY, STATUS, and -o wide's IMAGE and REPLICAS-BY
+STATUS_COLUMN = {
+    "missing": "DeploymentMissing", "invalid": "InvalidSpec", "not-owned": "ResourceNotOwned", "complete": "Available",
+    "complete-with-more-than-asked": "Available", "not-observed": "Progressing", "rolling-out": "Progressing",
+    "available-but-updating": "Progressing", "gitops-applied": "GitOpsApplied", "gitops-applied-no-drift": "GitOpsApplied",
+    "replica-failure-without-words": "ReplicaFailure",
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_status_column_is_the_reason_that_matters_now(case: str) -> None:
+    obs = CASES[case][0]
+    assert status_reason(desired_conditions(obs)) == STATUS_COLUMN[case]
+
+
+def test_a_failure_wins_over_a_rollout_and_a_rollout_over_news() -> None:
+    rolling_and_fighting = Observation(3, 2, dep(avail=1, upd=2), (), "FieldManagerFight", "kubectl (scale) sets .spec.replicas")
+    assert status_reason(desired_conditions(rolling_and_fighting)) == "FieldManagerFight"
+    overlap_rolling = Observation(3, 2, dep(avail=1, upd=2), (), overlap="shares Pods")
+    assert status_reason(desired_conditions(overlap_rolling)) == "Progressing"
+    overlap_done = Observation(3, 2, dep(avail=2, upd=2), (), overlap="shares Pods")
+    assert status_reason(desired_conditions(overlap_done)) == "SelectorOverlap"
+    not_adopted = Observation(3, 2, dep(avail=2, upd=2), (), applied_by="manager", inherited_selector="app=x")
+    assert status_reason(desired_conditions(not_adopted)) == "NotAdopted"
+
+
+def _with_containers(d: dict, *containers: dict) -> dict:
+    return {**d, "spec": {"template": {"spec": {"containers": list(containers)}}}}
+
+
+def test_ready_image_and_who_sets_the_replicas() -> None:
+    live = _with_containers(dep(avail=1, upd=2), {"name": "sidecar", "image": "envoy:1"}, {"name": "memcached", "image": "memcached:1.6"})
+    obs = Observation(3, 2, live, ())
+    assert columns(obs, desired_conditions(obs)) == {"ready": "1/2", "reason": "Progressing", "image": "memcached:1.6",
+                                                     "replicasOwner": "spec.size"}
+    not_observed = Observation(3, 2, _with_containers(dep(gen=2, observed=1, avail=2), {"name": "x", "image": "other:2"}), ())
+    assert columns(not_observed, desired_conditions(not_observed))["ready"] == "0/2", "an older spec's count does not count"
+    assert columns(not_observed, desired_conditions(not_observed))["image"] == "other:2", "no memcached container: the first"
+    hpa = Observation(3, 4, live, (), autoscaler="web")
+    assert columns(hpa, desired_conditions(hpa))["replicasOwner"] == "HorizontalPodAutoscaler/web"
+    argo = Observation(3, 2, live, (), applied_by="argocd-controller")
+    assert columns(argo, desired_conditions(argo))["replicasOwner"] == "argocd-controller"
+    missing = Observation(3, 2, None, ())
+    assert columns(missing, desired_conditions(missing)) == {"ready": "0/2", "reason": "DeploymentMissing", "image": "",
+                                                             "replicasOwner": "spec.size"}
+    long = Observation(3, 2, _with_containers(dep(), {"name": "memcached", "image": "r/" + "i" * 5000}), (), autoscaler="h" * 600)
+    out = columns(long, desired_conditions(long))
+    assert len(out["image"]) == 4096 and len(out["replicasOwner"]) == 512, "within the CRD's maxLength, or the status write is refused"
+
+
+def test_the_columns_are_written_only_where_the_crd_declares_them() -> None:
+    obs = Observation(3, 2, dep(avail=2, upd=2), ())
+    tutorial = desired_status(obs, None, "2026-01-01T00:00:00Z", declared=frozenset({"conditions", "nodes"}))
+    assert set(tutorial) == {"conditions", "nodes"}
+    ours = desired_status(obs, None, "2026-01-01T00:00:00Z")
+    assert {"ready", "reason", "image", "replicasOwner"} <= set(ours)
