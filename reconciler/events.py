@@ -25,9 +25,10 @@ class EventRecorder:
         self.api, self.enabled = api, enabled
 
     def warn_once(self, cr: dict[str, Any], reason: str, message: str) -> None:
-        """A Warning for a state that persists: only when the CR's Degraded condition is not already saying it."""
+        """A Warning for a state that persists: only when the CR's Degraded condition is not already saying
+        it, True (a failure) or False (news such as SelectorOverlap that is no failure)."""
         degraded = next((c for c in (cr.get("status") or {}).get("conditions") or [] if c.get("type") == "Degraded"), {})
-        if degraded.get("status") == "True" and degraded.get("reason") == reason and degraded.get("message") == message:
+        if degraded.get("reason") == reason and degraded.get("message") == message:
             return
         self.record(cr, "Warning", reason, message)
 
