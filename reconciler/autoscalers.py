@@ -26,19 +26,19 @@ REPLICAS = (("f", "spec"), ("f", "replicas"))
 def scale_target(hpa: dict[str, Any]) -> tuple[str, str] | None:
     """The (namespace, name) of the Deployment an HPA scales, or None when it scales something else."""
     ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
-    group = str(ref.get("apiVersion") or "").partition("/")[0]
-    if ref.get("kind") != "Deployment" or group != "apps" or not ref.get("name"):
+    # an apiVersion without a group ("v1", or "apps" alone) is the core group's, as the HPA controller parses it
+    if ref.get("kind") != "Deployment" or not str(ref.get("apiVersion")).startswith("apps/") or not ref.get("name"):
         return None
-    return (hpa.get("metadata") or {}).get("namespace", ""), str(ref["name"])
+    return hpa["metadata"]["namespace"], str(ref["name"])
 
 
 def autoscalers_by_target(hpas: Iterable[dict[str, Any]]) -> dict[tuple[str, str], str]:
     """Each scaled Deployment's HPA (by name; the first in name order when several name it)."""
     found: dict[tuple[str, str], str] = {}
-    for hpa in sorted(hpas, key=lambda h: (h.get("metadata") or {}).get("name", "")):
+    for hpa in sorted(hpas, key=lambda h: h["metadata"]["name"]):
         target = scale_target(hpa)
         if target is not None:
-            found.setdefault(target, (hpa.get("metadata") or {}).get("name", ""))
+            found.setdefault(target, hpa["metadata"]["name"])
     return found
 
 
@@ -51,7 +51,7 @@ def hand_off_replicas(desired: dict[str, Any], live: dict[str, Any] | None, fiel
     spec = dict(desired["spec"])
     others = [m for m in owners_of((live.get("metadata") or {}).get("managedFields") or [], REPLICAS) if m != field_manager]
     if others:
-        spec.pop("replicas", None)
+        del spec["replicas"]
     else:
-        spec["replicas"] = (live.get("spec") or {}).get("replicas", spec.get("replicas"))
+        spec["replicas"] = live["spec"]["replicas"]  # the API server defaults it: always there
     return {**desired, "spec": spec}

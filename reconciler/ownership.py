@@ -43,7 +43,7 @@ def classify(deployment: dict[str, Any], cr: dict[str, Any], field_manager: str 
         if not uid or controller.get("uid") != uid:
             return Ownership.FOREIGN
         selector = (deployment.get("spec") or {}).get("selector")
-        name = (cr.get("metadata") or {}).get("name", "")
+        name = cr["metadata"]["name"]
         if selector and selector != {"matchLabels": selector_labels(name)} and not applied_by(deployment, field_manager):
             return Ownership.INHERITED
         return Ownership.OWNED

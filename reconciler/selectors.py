@@ -29,8 +29,7 @@ def selector_of(deployment: dict[str, Any]) -> dict[str, Any] | None:
 
 def has_kept_selector(deployment: dict[str, Any]) -> bool:
     """Whether a Deployment's selector is other than the one we render for its name (a kept one)."""
-    name = (deployment.get("metadata") or {}).get("name", "")
-    return selector_of(deployment) != {"matchLabels": selector_labels(name)}
+    return selector_of(deployment) != {"matchLabels": selector_labels(deployment["metadata"]["name"])}
 
 
 def template_labels(deployment: dict[str, Any]) -> dict[str, str]:
@@ -81,13 +80,12 @@ def overlapping(deployment: dict[str, Any], others: Iterable[dict[str, Any]]) ->
     Pods, sorted. The Deployment controller keeps each Pod with its own ReplicaSet (controller
     references), but a Service, a PodDisruptionBudget or ``kubectl get pods -l`` built from either
     selector sees both sets of Pods."""
-    name = (deployment.get("metadata") or {}).get("name")
+    name = deployment["metadata"]["name"]
     mine, my_labels = selector_of(deployment), template_labels(deployment)
     found = {
-        (other.get("metadata") or {}).get("name", "")
+        other["metadata"]["name"]
         for other in others
-        if (other.get("metadata") or {}).get("name") != name
-        and (matches(mine, template_labels(other)) or matches(selector_of(other), my_labels))
+        if other["metadata"]["name"] != name and (matches(mine, template_labels(other)) or matches(selector_of(other), my_labels))
     }
     return sorted(found)
 

@@ -199,7 +199,9 @@ def columns(obs: Observation, conditions: list[dict[str, Any]]) -> dict[str, str
     image = next((c.get("image") for c in containers if c.get("name") == "memcached"), None) or (
         containers[0].get("image") if containers else "")
     owner = (f"HorizontalPodAutoscaler/{obs.autoscaler}" if obs.autoscaler else obs.applied_by or "spec.size")
-    return {"ready": f"{available}/{obs.size}"[:32], "reason": status_reason(conditions)[:1024],
+    # ready (at most "2147483647/2147483647") and reason (ours, or a condition's, itself at most 1,024) fit
+    # the CRD's maxLength; the image and the owner come from others' objects and are cut to it.
+    return {"ready": f"{available}/{obs.size}", "reason": status_reason(conditions),
             "image": str(image or "")[:4096], "replicasOwner": owner[:512]}
 
 

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 import pytest
-from memcached_gitops.reconciler.selectors import keep_live_selector, matches, overlapping
+from memcached_gitops.reconciler.selectors import describe, has_kept_selector, keep_live_selector, matches, overlapping
 
 from .fakeapi.server import DeploymentController, FakeAPIServer
 from .test_controller import running, settle, wait_for
@@ -250,3 +250,20 @@ def test_overlap_either_way_and_never_with_itself() -> None:
     assert overlapping(wide, [wide, narrow, apart]) == ["b"], "a selects b's Pods"
     assert overlapping(narrow, [wide, narrow, apart]) == ["a"], "b's Pods are selected by a"
     assert overlapping(apart, [wide, narrow]) == []
+
+
+def test_a_kept_selector_is_one_we_would_not_have_rendered_for_that_name() -> None:
+    ours = {"metadata": {"name": "a"}, "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "memcached",
+                                                                            "app.kubernetes.io/instance": "a"}}}}
+    assert not has_kept_selector(ours)
+    assert has_kept_selector({**ours, "metadata": {"name": "b"}}), "another CR's selector"
+    assert has_kept_selector({"metadata": {"name": "a"}, "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "project"}}}})
+    assert has_kept_selector({"metadata": {"name": "a"}, "spec": {}}), "none at all is not ours either"
+
+
+def test_describe_spells_a_selector_as_kubectl_get_l_takes_it() -> None:
+    assert describe(None) == "<none>" and describe({}) == "<none>"
+    assert describe({"matchLabels": {"b": "2", "a": "1"}, "matchExpressions": [
+        {"key": "tier", "operator": "In", "values": ["cache", "db"]}, {"key": "env", "operator": "NotIn", "values": ["dev"]},
+        {"key": "owned", "operator": "Exists"}, {"key": "legacy", "operator": "DoesNotExist"}]}) == (
+        "a=1,b=2,tier in (cache,db),env notin (dev),owned,!legacy")

@@ -146,6 +146,8 @@ def test_without_rbac_for_hpas_the_once_mode_goes_on_with_spec_size(cluster: Fak
     ({"apiVersion": "apps/v1", "kind": "Deployment", "name": "a"}, ("ns", "a")),
     ({"apiVersion": "apps/v1beta2", "kind": "Deployment", "name": "a"}, ("ns", "a")),
     ({"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "a"}, None),
+    ({"apiVersion": "apps", "kind": "Deployment", "name": "a"}, None),  # no group: the core group's version "apps"
+    ({"apiVersion": "extensions/v1beta1", "kind": "Deployment", "name": "a"}, None),
     ({"apiVersion": "cache.example.com/v1alpha1", "kind": "Deployment", "name": "a"}, None),
     ({"apiVersion": "apps/v1", "kind": "Deployment"}, None),
     ({}, None),

@@ -56,6 +56,20 @@ CASES = {
         ("Progressing", "False", "ReconcileComplete", "the rollout is complete", 3),
         ("Degraded", "False", "GitOpsApplied", "the Deployment is applied by kubectl (no controller ownerReference): "
          "observed, never written; reconcile --adopt takes it over", 3)]),
+    "not-adopted": (Observation(3, 2, dep(avail=2, upd=2), (), applied_by="manager", inherited_selector="app.kubernetes.io/name=project"), [
+        ("Available", "True", "MinimumReplicasAvailable", "2 of 2 replicas available", 3),
+        ("Progressing", "False", "ReconcileComplete", "the rollout is complete", 3),
+        ("Degraded", "False", "NotAdopted", "the Deployment was created for this Memcached by manager with a selector of its own "
+         "(app.kubernetes.io/name=project): observed, never written; reconcile --adopt takes it over in place, keeping that selector",
+         3)]),
+    "autoscaled": (Observation(3, 4, dep(avail=4, upd=4), (), autoscaler="web"), [
+        ("Available", "True", "MinimumReplicasAvailable",
+         "4 of 4 replicas available; replicas follow HorizontalPodAutoscaler web, not spec.size", 3),
+        ("Progressing", "False", "ReconcileComplete", "the Deployment matches the CR", 3), AS_EXPECTED]),
+    "selector-overlap": (Observation(3, 2, dep(avail=2, upd=2), (), overlap="shares Pods with Deployment(s) ns/b"), [
+        ("Available", "True", "MinimumReplicasAvailable", "2 of 2 replicas available", 3),
+        ("Progressing", "False", "ReconcileComplete", "the Deployment matches the CR", 3),
+        ("Degraded", "False", "SelectorOverlap", "shares Pods with Deployment(s) ns/b", 3)]),
     "replica-failure-without-words": (Observation(3, 2, dep(upd=2, conds=[{"type": "ReplicaFailure", "status": "True"}]), ()), [
         ("Available", "False", "DeploymentUnavailable", "0 of 2 replicas available", 3),
         ("Progressing", "True", "RollingOut", "waiting for 2 available replicas", 3),
@@ -119,7 +133,8 @@ STATUS_COLUMN = {
     "missing": "DeploymentMissing", "invalid": "InvalidSpec", "not-owned": "ResourceNotOwned", "complete": "Available",
     "complete-with-more-than-asked": "Available", "not-observed": "Progressing", "rolling-out": "Progressing",
     "available-but-updating": "Progressing", "gitops-applied": "GitOpsApplied", "gitops-applied-no-drift": "GitOpsApplied",
-    "replica-failure-without-words": "ReplicaFailure",
+    "replica-failure-without-words": "ReplicaFailure", "not-adopted": "NotAdopted", "autoscaled": "Available",
+    "selector-overlap": "SelectorOverlap",
 }
 
 
