@@ -42,6 +42,8 @@ from .autoscalers import VERSION as HPA_VERSION
 from .autoscalers import autoscalers_by_target, hand_off_replicas
 from .drift import Drift, compare, removal_patch
 from .events import EventRecorder, now_rfc3339
+from .ignore import ANNOTATION as IGNORE_ANNOTATION
+from .ignore import IgnoreError, follow, pointers_of
 from .ownership import Ownership, classify, spec_manager
 from .selectors import describe as describe_selector
 from .selectors import has_kept_selector, keep_live_selector, overlapping, selector_of
@@ -84,6 +86,7 @@ class CROutcome:
     deployment: dict[str, Any] | None = None  # as our apply left it
     cr: dict[str, Any] | None = None  # as our status write left it
     applied_at: float = 0.0  # monotonic time the apply finished
+    ignored: list[Drift] = field(default_factory=list)  # drift at the CR's ignored paths (ignore.py): never corrected
 
 
 @dataclass
@@ -225,6 +228,14 @@ class Reconciler:
             result.action, result.error = Action.INVALID, message
             return result
         size = desired["spec"]["replicas"]
+        try:
+            pointers = pointers_of(cr)
+        except IgnoreError as exc:
+            message = str(exc)[:1024]
+            status(Observation(generation, size, live, pods, "InvalidIgnorePaths", message))
+            self.events.warn_once(cr, "InvalidIgnorePaths", message)
+            result.action, result.error = Action.INVALID, message
+            return result
         if live is None:
             live = self._find_unlabelled(ns, name)
         ownership = classify(live, cr, self.options.field_manager) if live is not None else Ownership.OWNED
@@ -238,15 +249,25 @@ class Reconciler:
         if autoscaler:
             desired = hand_off_replicas(desired, live, self.options.field_manager)
             size = (live or desired)["spec"].get("replicas", size)
-        drift = compare(desired, live)
+        if pointers and live is not None:
+            everything = compare(desired, live)
+            desired = follow(desired, live, pointers, self.options.field_manager)
+            drift = compare(desired, live)
+            kept = {d.field for d in drift}
+            result.ignored = [d for d in everything if d.field not in kept]
+            if result.ignored:
+                log.info("%s/%s: ignored (%s): %s", ns, name, IGNORE_ANNOTATION, "; ".join(d.describe() for d in result.ignored)[:2048])
+        else:
+            drift = compare(desired, live)
         result.drift = drift
         inherited = ownership is Ownership.INHERITED
         applied_by = (spec_manager(live) or "another tool") if ownership in (Ownership.GITOPS_APPLIED, Ownership.INHERITED) else ""
         if applied_by and not self.options.adopt:
             return self._observe(cr, live, pods, applied_by, drift, size, declared, condition_fields, inherited)
         if drift and self.options.detect_only:
+            ignored = f"; ignored ({IGNORE_ANNOTATION}): " + "; ".join(d.describe() for d in result.ignored) if result.ignored else ""
             message = ("the Deployment does not exist" if live is None else
-                       "drift left uncorrected (--detect-only): " + "; ".join(d.describe() for d in drift))[:1024]
+                       "drift left uncorrected (--detect-only): " + "; ".join(d.describe() for d in drift) + ignored)[:1024]
             log.warning("%s/%s: %s", ns, name, message)
             status(Observation(generation, size, live, pods, "DriftDetected", message))
             self.events.warn_once(cr, "DriftDetected", message)

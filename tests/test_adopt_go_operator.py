@@ -213,6 +213,7 @@ def test_keep_live_selector_labels_the_template_as_the_selector_needs() -> None:
                      "template": {"metadata": {"labels": {"app.kubernetes.io/name": "project", "tier": "cache", "other": "x"}}}}}
     kept = keep_live_selector(desired, live)
     assert kept["spec"]["selector"] == live["spec"]["selector"]
+    assert kept["spec"]["selector"]["matchLabels"] is not live["spec"]["selector"]["matchLabels"], "never an alias of the cache"
     assert kept["spec"]["template"]["metadata"]["labels"] == {
         "app.kubernetes.io/name": "project", "app.kubernetes.io/instance": "a", "app.kubernetes.io/managed-by": "memcached-gitops",
         "tier": "cache"}, "the selector's labels win; a label it does not need is not copied"

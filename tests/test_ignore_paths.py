@@ -1,0 +1,198 @@
+"""The ``cache.example.com/ignore-paths`` annotation (reconciler/ignore.py): Flux's ``.spec.ignore``
+semantics for fields of a Memcached's Deployment that people or other tools set."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from memcached_gitops.reconciler.ignore import ANNOTATION, IgnoreError, follow, pointers_of
+
+from .fakeapi.server import FakeAPIServer
+from .test_controller import running, settle, wait_for
+from .test_reconciler import CR_PATH, DEP_PATH, condition, deployment, make_cr, patch, reconciler_for
+
+
+@pytest.fixture
+def cluster():
+    with FakeAPIServer(namespaces=("default",)) as api:
+        yield api
+
+
+def annotate(api: FakeAPIServer, name: str, value: str | None) -> None:
+    body = {"metadata": {"annotations": {ANNOTATION: value}}}
+    patch(api, CR_PATH.format(ns="default") + f"/{name}", body, "application/merge-patch+json")
+
+
+def scale(api: FakeAPIServer, name: str, replicas: int) -> None:
+    # kubectl scale: a merge patch to /scale without fieldManager (transcript 04)
+    path = DEP_PATH.format(ns="default", name=name) + "/scale"
+    patch(api, path, {"spec": {"replicas": replicas}}, "application/merge-patch+json")
+
+
+def set_memory(api: FakeAPIServer, name: str, memory: str) -> None:
+    body = {"spec": {"template": {"spec": {"containers": [{"name": "memcached", "resources": {"limits": {"memory": memory}}}]}}}}
+    patch(api, DEP_PATH.format(ns="default", name=name), body, "application/strategic-merge-patch+json", "?fieldManager=kubectl-set")
+
+
+def deployment_writes(api: FakeAPIServer) -> list:
+    return [r for r in api.writes() if "/deployments/" in r.path and r.user_agent.startswith("memcached-gitops")]
+
+
+def test_a_manual_scale_on_an_ignored_path_stays_and_is_not_reported(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "m", size=1)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    annotate(cluster, "m", "/spec/replicas")
+    scale(cluster, "m", 3)
+    cluster.reset_log()
+    [outcome] = rec.run_cycle().outcomes
+    assert outcome.action == "unchanged" and outcome.drift == []
+    assert [d.field for d in outcome.ignored] == [".spec.replicas"]
+    assert deployment(cluster, "m")["spec"]["replicas"] == 3 and deployment_writes(cluster) == []
+    annotate(cluster, "m", None)  # the rule removed: spec.size rules again
+    [outcome] = rec.run_cycle().outcomes
+    assert outcome.action == "corrected" and deployment(cluster, "m")["spec"]["replicas"] == 1
+
+
+def test_an_apply_for_other_reasons_leaves_the_ignored_field_to_its_owner(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "m", size=1)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    annotate(cluster, "m", "/spec/template/spec/containers/0/resources/limits/memory, /spec/replicas")
+    set_memory(cluster, "m", "256Mi")
+    scale(cluster, "m", 2)
+    cr = cluster.objects[("cache.example.com", "memcacheds", "default", "m")]
+    cr["spec"]["containerPort"], cr["metadata"]["generation"] = 11311, cr["metadata"]["generation"] + 1  # a real change
+    cluster.reset_log()
+    [outcome] = rec.run_cycle().outcomes
+    assert outcome.action == "corrected"
+    assert {d.field for d in outcome.ignored} == {'.spec.template.spec.containers[name="memcached"].resources.limits.memory',
+                                                  ".spec.replicas"}
+    live = deployment(cluster, "m")
+    assert live["spec"]["replicas"] == 2, "another manager's: left out of our apply, so it stays"
+    assert live["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] == "256Mi"
+    assert live["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] == 11311
+    [apply] = [w for w in deployment_writes(cluster) if w.content_type == "application/apply-patch+yaml"]
+    assert "replicas" not in json.loads(apply.body)["spec"]
+
+
+def test_detect_only_lists_ignored_drift_apart(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "m", size=1)
+    reconciler_for(cluster).run_cycle()
+    annotate(cluster, "m", "/spec/replicas")
+    scale(cluster, "m", 3)
+    set_memory(cluster, "m", "256Mi")
+    [outcome] = reconciler_for(cluster, detect_only=True).run_cycle().outcomes
+    assert outcome.action == "drifted"
+    message = condition(cluster, "m", "Degraded")["message"]
+    assert message.startswith("drift left uncorrected (--detect-only): .spec.template.spec.containers")
+    assert f"; ignored ({ANNOTATION}): .spec.replicas" in message
+
+
+@pytest.mark.parametrize("value", ["spec/replicas", "/spec/a~2b", "/spec/selector", "/spec/selector/matchLabels",
+                                   "/metadata/name", "/metadata/ownerReferences/0", "/spec", "/"])
+def test_a_bad_pointer_is_an_error_on_the_cr_and_nothing_is_written(cluster: FakeAPIServer, value: str) -> None:
+    make_cr(cluster, "m", size=1)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    annotate(cluster, "m", value)
+    scale(cluster, "m", 3)
+    cluster.reset_log()
+    [outcome] = rec.run_cycle().outcomes
+    rec.run_cycle()
+    assert outcome.action == "invalid" and deployment_writes(cluster) == []
+    degraded = condition(cluster, "m", "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "InvalidIgnorePaths") and ANNOTATION in degraded["message"]
+    assert [e["reason"] for k, e in cluster.objects.items() if k[1] == "events"].count("InvalidIgnorePaths") == 1
+
+
+def test_the_event_driven_mode_follows_the_annotation(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "m", size=1)
+    with running(cluster):
+        wait_for(lambda: deployment(cluster, "m"), what="the Deployment")
+        annotate(cluster, "m", "/spec/replicas")
+        settle(cluster)
+        scale(cluster, "m", 3)
+        settle(cluster)
+        assert deployment(cluster, "m")["spec"]["replicas"] == 3, "a person's scale, on an ignored path, stays"
+        annotate(cluster, "m", None)
+        wait_for(lambda: deployment(cluster, "m")["spec"]["replicas"] == 1, what="spec.size to rule again")
+
+
+# ---- the pure rules
+def test_pointers_are_rfc_6901_separated_by_commas_or_lines() -> None:
+    cr = {"metadata": {"annotations": {ANNOTATION: " /spec/replicas ,\n/spec/template/metadata/annotations/a~1b~0c,, "}}}
+    assert pointers_of(cr) == (("spec", "replicas"), ("spec", "template", "metadata", "annotations", "a/b~c"))
+    assert pointers_of({"metadata": {}}) == ()
+    with pytest.raises(IgnoreError, match=ANNOTATION):
+        pointers_of({"metadata": {"annotations": {ANNOTATION: "/spec/replicas,replicas"}}})
+
+
+def test_follow_drops_keeps_or_copies_and_never_changes_its_input() -> None:
+    desired = {"spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "memcached", "image": "memcached:1"}]}}}}
+    hpa = {"manager": "kubectl", "operation": "Update", "subresource": "scale", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+    ours = {"manager": "memcached-gitops", "operation": "Apply", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+    live = {"metadata": {"managedFields": [hpa]},
+            "spec": {"replicas": 4, "template": {"spec": {"containers": [{"name": "memcached", "image": "memcached:2"}]}}}}
+    image = ("spec", "template", "spec", "containers", "0", "image")
+    out = follow(desired, live, (("spec", "replicas"), image), "memcached-gitops")
+    assert "replicas" not in out["spec"], "another manager owns it: left out"
+    assert out["spec"]["template"]["spec"]["containers"][0]["image"] == "memcached:2", "through a list: the live value"
+    alone = {**live, "metadata": {"managedFields": [ours]}}
+    assert follow(desired, alone, (("spec", "replicas"),), "memcached-gitops")["spec"]["replicas"] == 4, "ours alone: the live value"
+    absent = {"metadata": {}, "spec": {"template": {}}}
+    assert "replicas" not in follow(desired, absent, (("spec", "replicas"),), "memcached-gitops")["spec"], "absent stays absent"
+    assert follow(desired, None, (("spec", "replicas"),), "memcached-gitops") is desired, "created whole"
+    assert desired["spec"]["replicas"] == 1 and desired["spec"]["template"]["spec"]["containers"][0]["image"] == "memcached:1"
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("spec/replicas", 'annotation cache.example.com/ignore-paths: "spec/replicas" is not a JSON Pointer (RFC 6901: '
+                      "/spec/replicas, with ~0 for ~ and ~1 for /)"),
+    ("/spec//replicas", 'annotation cache.example.com/ignore-paths: "/spec//replicas" has an empty step: no field of a '
+                        "Deployment has an empty name"),
+    ("/spec/selector", 'annotation cache.example.com/ignore-paths: "/spec/selector" names what makes the Deployment this '
+                       "Memcached's (its name, owner or selector); it cannot be ignored"),
+])
+def test_each_bad_pointer_says_why(value: str, message: str) -> None:
+    with pytest.raises(IgnoreError) as caught:
+        pointers_of({"metadata": {"annotations": {ANNOTATION: value}}})
+    assert str(caught.value) == message
+
+
+def test_a_pointer_through_a_list_carries_the_live_value_and_one_at_a_list_item_is_not_followed() -> None:
+    desired = {"spec": {"template": {"spec": {"containers": [{"name": "memcached", "image": "memcached:1", "args": ["-v"]}]}}}}
+    owner = {"manager": "kubectl-set", "operation": "Update",
+             "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"memcached"}': {"f:image": {}}}}}}}}
+    live = {"metadata": {"managedFields": [owner]},
+            "spec": {"template": {"spec": {"containers": [{"name": "memcached", "image": "memcached:2", "args": ["-vv"]}]}}}}
+    containers = ("spec", "template", "spec", "containers")
+    out = follow(desired, live, (containers + ("0", "image"), containers + ("0", "args", "0"), containers + ("7", "image")),
+                 "memcached-gitops")
+    assert out["spec"]["template"]["spec"]["containers"] == [{"name": "memcached", "image": "memcached:2", "args": ["-v"]}]
+
+
+def test_follow_handles_every_pointer_past_one_it_cannot_follow_and_never_aliases_the_live_object() -> None:
+    """The live object is the informers' cache, shared and compacted: what our apply carries is a copy."""
+    desired = {"metadata": {"labels": {"x": "ours"}},
+               "spec": {"template": {"metadata": {"labels": {"app": "m"}},
+                                     "spec": {"containers": [{"name": "memcached", "resources": {"limits": {"memory": "1"}}}]}}}}
+    other = {"manager": "kubectl-label", "operation": "Update",
+             "fieldsV1": {"f:spec": {"f:template": {"f:metadata": {"f:labels": {"f:app": {}}}}}}}
+    live = {"metadata": {"managedFields": [other], "labels": {"x": "theirs"}},
+            "spec": {"template": {"metadata": {"labels": {"app": "n"}},
+                                  "spec": {"containers": [{"name": "memcached", "resources": {"limits": {"memory": "2"}}}]}}}}
+    containers = ("spec", "template", "spec", "containers")
+    pointers = (containers + ("0",),  # a list item: not followed
+                containers + ("1", "image"),  # past the end of the live list
+                ("spec", "template", "metadata", "annotations"),  # absent on both sides
+                ("spec", "template", "metadata", "labels", "app"),  # another manager's: left out
+                containers + ("0", "resources"),  # through a list: the live value
+                ("metadata", "labels", "x"))  # nobody else's: the live value
+    out = follow(desired, live, pointers, "memcached-gitops")
+    assert out["spec"]["template"]["metadata"]["labels"] == {}
+    assert out["spec"]["template"]["spec"]["containers"][0]["resources"] == {"limits": {"memory": "2"}}
+    assert out["metadata"]["labels"] == {"x": "theirs"}
+    carried, cached = out["spec"]["template"]["spec"]["containers"][0], live["spec"]["template"]["spec"]["containers"][0]
+    assert carried["resources"]["limits"] is not cached["resources"]["limits"]
