@@ -68,10 +68,14 @@ def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], fiel
 
 
 def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | None, context: str | None,
-              host: str | None = None) -> int:
-    """Compare rendered Deployments with the cluster; print the drift report; 0 none, 1 drift, 2 error."""
+              host: str | None = None, ignores: dict[tuple[str, str], tuple[tuple[str, ...], ...]] | None = None) -> int:
+    """Compare rendered Deployments with the cluster; print the drift report; 0 none, 1 drift, 2 error.
+    ``ignores``: each CR's ignored paths (ignore.py), keyed by (namespace, name); drift there is
+    listed as ignored and does not count."""
     from .api import APIError, object_path
+    from .cycle import Options
     from .drift import compare
+    from .ignore import ANNOTATION, follow
 
     api = _connect(kubeconfig, context, host)
     if api is None:
@@ -87,7 +91,14 @@ def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | 
                 print(f"error: {ns}/{name}: {exc}", file=sys.stderr)
                 return 2
             live = None
-        for d in compare(desired, live):
+        everything = compare(desired, live)
+        pointers = (ignores or {}).get((ns, name), ())
+        drift = compare(follow(desired, live, pointers, Options().field_manager), live) if pointers and live is not None else everything
+        kept = {d.field for d in drift}
+        for d in drift:
             drifted = True
             print(f"{ns}/{name}: " + ("missing: the Deployment does not exist" if live is None else d.describe()))
+        for d in everything:
+            if d.field not in kept:
+                print(f"{ns}/{name}: ignored ({ANNOTATION}): {d.describe()}")
     return 1 if drifted else 0

@@ -73,3 +73,30 @@ def test_the_script_reads_what_the_status_mapping_writes() -> None:
         controller_writes(api, "quota", recorded_status("16", 2))  # the quota is freed
         rec.run_cycle()
         assert health(cr(api, "quota"))["status"] == "Healthy"
+
+
+def test_an_hpa_hand_off_and_ignored_drift_are_healthy_and_a_bad_rule_is_degraded() -> None:
+    """Argo CD's verdict on the other writers (issue 23): replicas the HPA owns and drift at ignored
+    paths are no failure; a pointer the reconciler cannot follow is."""
+    from .fakeapi.server import DeploymentController
+    from .test_autoscaler_handoff import create_hpa, hpa_scales
+    from .test_ignore_paths import annotate, scale
+    from .test_reconciler import make_cr, reconciler_for
+
+    with FakeAPIServer() as api:
+        rec = reconciler_for(api)
+        for name in ("scaled", "ignored", "broken"):
+            make_cr(api, name, size=1)
+        rec.run_cycle()
+        create_hpa(api, "scaled")
+        hpa_scales(api, 3, "scaled")
+        annotate(api, "ignored", "/spec/replicas")
+        scale(api, "ignored", 2)
+        annotate(api, "broken", "spec/replicas")
+        DeploymentController(api).sync(available=True)
+        rec.run_cycle()
+        verdicts = {n: health(api.get("cache.example.com", "memcacheds", "default", n)) for n in ("scaled", "ignored", "broken")}
+        assert verdicts["scaled"] == {"status": "Healthy", "message": "MinimumReplicasAvailable: 3 of 3 replicas available; "
+                                      "replicas follow HorizontalPodAutoscaler scaled, not spec.size"}
+        assert verdicts["ignored"]["status"] == "Healthy"
+        assert verdicts["broken"]["status"] == "Degraded" and verdicts["broken"]["message"].startswith("InvalidIgnorePaths: annotation")

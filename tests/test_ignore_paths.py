@@ -196,3 +196,25 @@ def test_follow_handles_every_pointer_past_one_it_cannot_follow_and_never_aliase
     assert out["metadata"]["labels"] == {"x": "theirs"}
     carried, cached = out["spec"]["template"]["spec"]["containers"][0], live["spec"]["template"]["spec"]["containers"][0]
     assert carried["resources"]["limits"] is not cached["resources"]["limits"]
+
+
+def test_diff_lists_drift_at_ignored_paths_as_ignored_and_exits_0(cluster: FakeAPIServer, tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from .test_reconciler import _kubeconfig
+
+    make_cr(cluster, "m", size=1)
+    reconciler_for(cluster).run_cycle()
+    scale(cluster, "m", 3)
+    kubeconfig = _kubeconfig(tmp_path, cluster.url)
+    cr = tmp_path / "m.yaml"
+    cr.write_text(f"apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: m\n"
+                  f"  annotations: {{{ANNOTATION}: /spec/replicas}}\nspec: {{size: 1}}\n")
+    cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(kubeconfig), str(cr)]
+    diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert diff.returncode == 0, diff.stdout + diff.stderr
+    assert diff.stdout == (f"default/m: ignored ({ANNOTATION}): .spec.replicas: live 3, desired 1 (set by kubectl (scale))\n")
+    cr.write_text(cr.read_text().replace("/spec/replicas", "spec/replicas"))
+    bad = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and f"default/m: annotation {ANNOTATION}" in bad.stderr and "Traceback" not in bad.stderr

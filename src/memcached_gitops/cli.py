@@ -295,8 +295,17 @@ def diff(
         raise typer.Exit(2)
     _setup_logging("warning")
     from memcached_gitops.reconciler import diff_live
+    from memcached_gitops.reconciler.ignore import IgnoreError, pointers_of
 
-    raise typer.Exit(diff_live(result.rendered, namespace, kubeconfig, context))
+    ignores = {}
+    for cr in result.crs:
+        meta = cr["metadata"]
+        try:
+            ignores[(meta.get("namespace") or namespace, meta["name"])] = pointers_of(cr)
+        except IgnoreError as exc:
+            print(f"error: {meta.get('namespace') or namespace}/{meta['name']}: {exc}", file=sys.stderr)
+            raise typer.Exit(2) from None
+    raise typer.Exit(diff_live(result.rendered, namespace, kubeconfig, context, ignores=ignores))
 
 
 def main() -> None:
