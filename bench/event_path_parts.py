@@ -25,7 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
-from memcached_gitops.reconciler import cycle
+from memcached_gitops.reconciler import plan
 from memcached_gitops.reconciler.api import KubeAPI
 from memcached_gitops.reconciler.controller import Controller, Settings
 from memcached_gitops.reconciler.cycle import Options, Reconciler
@@ -96,7 +96,7 @@ def main() -> None:
 
     api.request = traced_request  # type: ignore[method-assign]
     reconciler.desired_for = timed("desired", reconciler.desired_for)  # type: ignore[method-assign]
-    cycle.compare = timed("compare", cycle.compare)
+    plan.compare = timed("compare", plan.compare)
     thread = threading.Thread(target=controller.run, daemon=True)
     thread.start()
     time.sleep(5)

@@ -69,17 +69,26 @@ def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], fiel
 
 def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | None, context: str | None,
               host: str | None = None, ignores: dict[tuple[str, str], tuple[tuple[str, ...], ...]] | None = None) -> int:
-    """Compare rendered Deployments with the cluster; print the drift report; 0 none, 1 drift, 2 error.
-    ``ignores``: each CR's ignored paths (ignore.py), keyed by (namespace, name); drift there is
-    listed as ignored and does not count."""
-    from .api import APIError, object_path
+    """Compare rendered Deployments with the cluster as the reconciler would (plan.py: a kept
+    selector, an HPA's replicas, the CR's ignored paths, keyed by (namespace, name) in ``ignores``);
+    print the drift report; 0 none, 1 drift, 2 error. Ignored drift is listed and does not count."""
+    from .api import APIError, collection_path, object_path
+    from .autoscalers import GROUP, PLURAL, VERSION, autoscalers_by_target
     from .cycle import Options
-    from .drift import compare
-    from .ignore import ANNOTATION, follow
+    from .ignore import ANNOTATION
+    from .plan import plan
 
     api = _connect(kubeconfig, context, host)
     if api is None:
         return 2
+    autoscalers: dict[tuple[str, str], str] = {}
+    for ns in sorted({d["metadata"].get("namespace") or namespace for d in rendered}):
+        try:
+            autoscalers |= autoscalers_by_target(api.list_all(collection_path(GROUP, VERSION, PLURAL, ns), None))
+        except APIError as exc:  # not allowed to read HPAs: replicas are compared with spec.size
+            if exc.status not in (403, 404):
+                print(f"error: {ns}: {exc}", file=sys.stderr)
+                return 2
     drifted = False
     for desired in rendered:
         ns = desired["metadata"].get("namespace") or namespace
@@ -91,14 +100,10 @@ def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | 
                 print(f"error: {ns}/{name}: {exc}", file=sys.stderr)
                 return 2
             live = None
-        everything = compare(desired, live)
-        pointers = (ignores or {}).get((ns, name), ())
-        drift = compare(follow(desired, live, pointers, Options().field_manager), live) if pointers and live is not None else everything
-        kept = {d.field for d in drift}
-        for d in drift:
+        planned = plan(desired, live, Options().field_manager, autoscalers.get((ns, name), ""), (ignores or {}).get((ns, name), ()))
+        for d in planned.drift:
             drifted = True
             print(f"{ns}/{name}: " + ("missing: the Deployment does not exist" if live is None else d.describe()))
-        for d in everything:
-            if d.field not in kept:
-                print(f"{ns}/{name}: ignored ({ANNOTATION}): {d.describe()}")
+        for d in planned.ignored:
+            print(f"{ns}/{name}: ignored ({ANNOTATION}): {d.describe()}")
     return 1 if drifted else 0

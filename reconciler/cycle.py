@@ -39,14 +39,15 @@ from .api import APIError, KubeAPI, collection_path, object_path
 from .autoscalers import GROUP as HPA_GROUP
 from .autoscalers import PLURAL as HPA_PLURAL
 from .autoscalers import VERSION as HPA_VERSION
-from .autoscalers import autoscalers_by_target, hand_off_replicas
-from .drift import Drift, compare, removal_patch
+from .autoscalers import autoscalers_by_target
+from .drift import Drift, removal_patch
 from .events import EventRecorder, now_rfc3339
 from .ignore import ANNOTATION as IGNORE_ANNOTATION
-from .ignore import IgnoreError, follow, pointers_of
+from .ignore import IgnoreError, pointers_of
 from .ownership import Ownership, classify, spec_manager
+from .plan import plan
 from .selectors import describe as describe_selector
-from .selectors import has_kept_selector, keep_live_selector, overlapping, selector_of
+from .selectors import has_kept_selector, overlapping, selector_of
 from .status import Observation, desired_status, status_differs
 from .vocabulary import FAILURES, INSTANCE_LABEL, SELECTOR, WRITES, Action
 
@@ -245,20 +246,12 @@ class Reconciler:
             self.events.warn_once(cr, "ResourceNotOwned", message)
             result.action, result.error = Action.NOT_OWNED, message
             return result
-        desired = keep_live_selector(desired, live)
+        planned = plan(desired, live, self.options.field_manager, autoscaler, pointers)
+        desired, drift, result.ignored = planned.desired, planned.drift, planned.ignored
         if autoscaler:
-            desired = hand_off_replicas(desired, live, self.options.field_manager)
             size = (live or desired)["spec"].get("replicas", size)
-        if pointers and live is not None:
-            everything = compare(desired, live)
-            desired = follow(desired, live, pointers, self.options.field_manager)
-            drift = compare(desired, live)
-            kept = {d.field for d in drift}
-            result.ignored = [d for d in everything if d.field not in kept]
-            if result.ignored:
-                log.info("%s/%s: ignored (%s): %s", ns, name, IGNORE_ANNOTATION, "; ".join(d.describe() for d in result.ignored)[:2048])
-        else:
-            drift = compare(desired, live)
+        if result.ignored:
+            log.info("%s/%s: ignored (%s): %s", ns, name, IGNORE_ANNOTATION, "; ".join(d.describe() for d in result.ignored)[:2048])
         result.drift = drift
         inherited = ownership is Ownership.INHERITED
         applied_by = (spec_manager(live) or "another tool") if ownership in (Ownership.GITOPS_APPLIED, Ownership.INHERITED) else ""

@@ -268,3 +268,19 @@ def test_describe_spells_a_selector_as_kubectl_get_l_takes_it() -> None:
         {"key": "tier", "operator": "In", "values": ["cache", "db"]}, {"key": "env", "operator": "NotIn", "values": ["dev"]},
         {"key": "owned", "operator": "Exists"}, {"key": "legacy", "operator": "DoesNotExist"}]}) == (
         "a=1,b=2,tier in (cache,db),env notin (dev),owned,!legacy")
+
+
+def test_diff_after_adoption_sees_no_selector_drift(cluster: FakeAPIServer, tmp_path) -> None:
+    """``diff`` uses the reconciler's plan: a kept selector is no drift (it is immutable)."""
+    import subprocess
+    import sys
+
+    from .test_reconciler import _kubeconfig
+
+    left_running(cluster, "seed-000")
+    reconciler_for(cluster, adopt=True).run_cycle()
+    cr = tmp_path / "a.yaml"
+    cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 2}\n")
+    cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(_kubeconfig(tmp_path, cluster.url)), str(cr)]
+    diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert (diff.returncode, diff.stdout) == (0, ""), diff.stdout + diff.stderr

@@ -174,3 +174,24 @@ def test_hand_off_drops_or_keeps_the_live_value_and_never_changes_its_input() ->
     assert "replicas" not in hand_off_replicas(desired, live_hpa, "memcached-gitops")["spec"], "the HPA's: drop it"
     assert hand_off_replicas(desired, None, "memcached-gitops") is desired, "nothing live: the CR's size starts it"
     assert desired["spec"] == {"replicas": 1, "template": {}}
+
+
+def test_diff_compares_as_the_reconciler_does(cluster: FakeAPIServer, tmp_path) -> None:
+    """``diff`` uses the reconciler's plan: an HPA's replicas are no drift; without the HPA they are."""
+    import subprocess
+    import sys
+
+    from .test_reconciler import _kubeconfig
+
+    make_cr(cluster, "a", size=1)
+    reconciler_for(cluster).run_cycle()
+    create_hpa(cluster)
+    hpa_scales(cluster, 3)
+    cr = tmp_path / "a.yaml"
+    cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 1}\n")
+    cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(_kubeconfig(tmp_path, cluster.url)), str(cr)]
+    diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert (diff.returncode, diff.stdout) == (0, ""), diff.stdout + diff.stderr
+    call(cluster, "DELETE", HPA_PATH.format(ns="default") + "/a")
+    diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert diff.returncode == 1 and "default/a: .spec.replicas: live 3, desired 1 (set by kube-controller-manager (scale))" in diff.stdout
