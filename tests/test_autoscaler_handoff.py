@@ -58,6 +58,16 @@ def replicas_owners(api: FakeAPIServer, name: str = "a") -> list[tuple[str, str]
                   if "f:replicas" in json.dumps(e["fieldsV1"].get("f:spec", {})))
 
 
+def scaled_by_an_hpa(cluster: FakeAPIServer):
+    """A Memcached of size 1 whose Deployment an HPA has scaled to 3; the reconciler that created it."""
+    make_cr(cluster, "a", size=1)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    create_hpa(cluster)
+    hpa_scales(cluster, 3)
+    return rec
+
+
 def test_the_hpas_replicas_stay_and_nothing_is_written_to_them(cluster: FakeAPIServer) -> None:
     make_cr(cluster, "a", size=1)
     rec = reconciler_for(cluster)
@@ -79,11 +89,7 @@ def test_the_hpas_replicas_stay_and_nothing_is_written_to_them(cluster: FakeAPIS
 
 
 def test_a_spec_change_under_an_hpa_leaves_replicas_to_it(cluster: FakeAPIServer) -> None:
-    make_cr(cluster, "a", size=1)
-    rec = reconciler_for(cluster)
-    rec.run_cycle()
-    create_hpa(cluster)
-    hpa_scales(cluster, 3)
+    rec = scaled_by_an_hpa(cluster)
     cr = cluster.objects[("cache.example.com", "memcacheds", "default", "a")]
     cr["spec"]["containerPort"], cr["metadata"]["generation"] = 11311, cr["metadata"]["generation"] + 1
     cluster.reset_log()
@@ -95,11 +101,7 @@ def test_a_spec_change_under_an_hpa_leaves_replicas_to_it(cluster: FakeAPIServer
 
 
 def test_deleting_the_hpa_brings_back_spec_size_in_one_write(cluster: FakeAPIServer) -> None:
-    make_cr(cluster, "a", size=1)
-    rec = reconciler_for(cluster)
-    rec.run_cycle()
-    create_hpa(cluster)
-    hpa_scales(cluster, 3)
+    rec = scaled_by_an_hpa(cluster)
     rec.run_cycle()
     call(cluster, "DELETE", HPA_PATH.format(ns="default") + "/a")
     cluster.reset_log()
