@@ -1,0 +1,60 @@
+"""The informer's store (reconciler/informer.py Store): what a re-LIST after a 410 reports, and the
+write-through after our own writes. A relist that reported a change wrongly would make the
+controller miss a CR or act on a stale one (client-go's DeltaFIFO Replace, and its MutationCache
+comparing resourceVersions as integers)."""
+
+from __future__ import annotations
+
+from memcached_gitops.reconciler.informer import Store
+
+
+def obj(name: str, rv: str, ns: str = "default", **extra) -> dict:
+    return {"metadata": {"name": name, "namespace": ns, "resourceVersion": rv}, **extra}
+
+
+def test_a_relist_reports_exactly_what_changed_and_replaces_the_store() -> None:
+    store = Store()
+    kept, changed, gone = obj("kept", "5"), obj("changed", "6"), obj("gone", "7")
+    for o in (kept, changed, gone):
+        assert store.put(o) is None
+    changed2, new, other_ns = obj("changed", "9", spec={"size": 2}), obj("new", "10"), obj("kept", "11", ns="shop")
+    events = store.replace([obj("kept", "5"), changed2, new, other_ns])
+    assert sorted((t, o["metadata"]["namespace"], o["metadata"]["name"], (old or {}).get("metadata", {}).get("resourceVersion"))
+                  for t, o, old in events) == [
+        ("ADDED", "default", "new", None),
+        ("ADDED", "shop", "kept", None),
+        ("DELETED", "default", "gone", "7"),
+        ("MODIFIED", "default", "changed", "6"),
+    ], "an unchanged object (same resourceVersion) is no event; a deleted one carries its last state"
+    assert [o is changed2 for t, o, _ in events if t == "MODIFIED"] == [True]
+    assert [(o, old) == (gone, gone) for t, o, old in events if t == "DELETED"] == [True]
+    assert sorted(store.keys()) == [("default", "changed"), ("default", "kept"), ("default", "new"), ("shop", "kept")]
+    assert store.get(("default", "changed")) is changed2 and store.get(("default", "gone")) is None
+    assert len(store) == 4 and sorted(o["metadata"]["resourceVersion"] for o in store.values()) == ["10", "11", "5", "9"]
+
+
+def test_a_relist_into_an_empty_store_adds_everything_and_an_empty_relist_deletes_everything() -> None:
+    store = Store()
+    assert [t for t, _, _ in store.replace([obj("a", "1"), obj("b", "2")])] == ["ADDED", "ADDED"]
+    assert sorted((t, o["metadata"]["name"]) for t, o, _ in store.replace([])) == [("DELETED", "a"), ("DELETED", "b")]
+    assert len(store) == 0
+
+
+def test_put_and_remove_answer_the_previous_object() -> None:
+    store = Store()
+    first, second = obj("a", "1"), obj("a", "2")
+    assert store.put(first) is None and store.put(second) is first
+    assert store.remove(("default", "a")) is second and store.remove(("default", "a")) is None
+
+
+def test_our_write_goes_through_only_when_newer_compared_as_integers() -> None:
+    store = Store()
+    store.put(obj("a", "9"))
+    assert not store.put_if_newer(obj("a", "9")), "the same version is not newer"
+    assert not store.put_if_newer(obj("a", "8")), "an older answer never overwrites the cache"
+    assert store.put_if_newer(obj("a", "10")), "10 > 9 as integers, though '10' < '9' as strings"
+    assert store.get(("default", "a"))["metadata"]["resourceVersion"] == "10"
+    assert not store.put_if_newer(obj("a", "")), "an answer without a version is not newer"
+    assert store.put_if_newer(obj("b", "1")), "nothing stored: kept"
+    store.put(obj("c", "x"))
+    assert store.put_if_newer(obj("c", "3")), "a stored version that is not a number never blocks a write-through"
