@@ -129,6 +129,7 @@ def test_list_then_watch_from_its_version_and_resume_from_the_bookmark() -> None
     assert inf.store.get(("ns", "a"))["spec"]["replicas"] == 3
     assert inf.store.get(("ns", "a"))["metadata"]["managedFields"], "Deployments keep managedFields"
     assert inf.store.get(("ns", "b")) is None
+    assert inf.store.keys() == [("ns", "a")], "a BOOKMARK moves the resourceVersion and is never an object of the store"
     assert metrics.value("memcached_gitops_watch_events_total", {"kind": "Deployment", "type": "MODIFIED"}) == 1
     assert metrics.value("memcached_gitops_watch_restarts_total", {"kind": "Deployment", "reason": "closed"}) >= 1
     assert metrics.value("memcached_gitops_watch_restarts_total", {"kind": "Deployment", "reason": "dropped"}) == 0
@@ -218,3 +219,27 @@ def test_the_cache_shares_identical_pod_specs_and_keeps_values() -> None:
     assert sa["spec"]["template"]["spec"] is sb["spec"]["template"]["spec"], "one copy of an identical pod spec"
     assert sa["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"] is sb["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]
     assert sa["metadata"]["labels"] is not sb["metadata"]["labels"]
+
+
+def test_a_relist_hands_the_controller_the_previous_object_and_the_arrival_time() -> None:
+    """The controller compares old and new (a kept selector's Pod labels, an HPA's target): after a
+    410, the relist's MODIFIED event carries the object as the store had it."""
+    expired = (200, [{"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410,
+                                                  "reason": "Expired", "message": "too old resource version: 288 (351)"}}])
+    relist = (200, {"kind": "DeploymentList", "metadata": {"resourceVersion": "355"}, "items": [dep("a", "342", 2)]})
+    stub = Stub([REFUSED, LIST, expired, relist])
+    seen: list[tuple[str, Any, Any, Any]] = []
+    api = KubeAPI.connect(host=stub.url, retry=RetryPolicy(attempts=1))
+    inf = Informer(api, DEPLOYMENTS, lambda k, t, o, old, at: seen.append((t, o, old, at)), namespace="ns",
+                   backoff_base=0.01, backoff_cap=0.05)
+    started = time.monotonic()
+    inf.start()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and len(seen) < 2:
+        time.sleep(0.01)
+    inf.stop.set()
+    stub.close()
+    (added, new, none, first_at), (modified, now, before, at) = seen[:2]
+    assert (added, none, modified) == ("ADDED", None, "MODIFIED")
+    assert before["metadata"]["resourceVersion"] == "280" and now["metadata"]["resourceVersion"] == "342"
+    assert started <= first_at <= at <= time.monotonic()

@@ -58,3 +58,43 @@ def test_our_write_goes_through_only_when_newer_compared_as_integers() -> None:
     assert store.put_if_newer(obj("b", "1")), "nothing stored: kept"
     store.put(obj("c", "x"))
     assert store.put_if_newer(obj("c", "3")), "a stored version that is not a number never blocks a write-through"
+
+
+# ---- the shared subtrees of the cache (compact), and the informer's backoff
+def test_equal_pod_specs_are_one_object_in_the_cache_whatever_their_key_order(monkeypatch) -> None:
+    from memcached_gitops.reconciler import informer
+
+    monkeypatch.setattr(informer, "_SHARED", {})
+    spec_a = {"containers": [{"name": "memcached", "image": "m:1"}], "securityContext": {"runAsNonRoot": True}}
+    spec_b = {"securityContext": {"runAsNonRoot": True}, "containers": [{"image": "m:1", "name": "memcached"}]}
+    one = informer.compact({"spec": {"template": {"spec": spec_a}}})
+    two = informer.compact({"spec": {"template": {"spec": spec_b}}})
+    assert one["spec"]["template"]["spec"] is two["spec"]["template"]["spec"]
+    other = informer.compact({"spec": {"template": {"spec": {"containers": [{"name": "memcached", "image": "m:2"}]}}}})
+    assert other["spec"]["template"]["spec"] == {"containers": [{"name": "memcached", "image": "m:2"}]}, "a different one keeps its value"
+
+
+def test_the_shared_table_is_bounded(monkeypatch) -> None:
+    from memcached_gitops.reconciler import informer
+
+    monkeypatch.setattr(informer, "_SHARED", {})
+    monkeypatch.setattr(informer, "_SHARED_MAX", 2)
+    for n in range(3):
+        assert informer._share({"n": n}) == {"n": n}
+    assert len(informer._SHARED) == 2, "a cluster of all-different objects cannot grow it past its bound"
+
+
+def test_backoff_doubles_from_its_base_to_its_cap_with_jitter_and_names_the_kind(monkeypatch, caplog) -> None:
+    from memcached_gitops.reconciler import informer
+    from memcached_gitops.reconciler.informer import Informer, Kind
+
+    waits: list[float] = []
+    low_high = iter([0.5, 1.5] * 10)
+    monkeypatch.setattr(informer.random, "uniform", lambda a, b: (a, b) == (0.5, 1.5) and next(low_high))
+    watcher = Informer(None, Kind("Deployment", "apps", "v1", "deployments"), lambda *a: None,  # type: ignore[arg-type]
+                       backoff_base=1.0, backoff_cap=5.0)
+    monkeypatch.setattr(watcher.stop, "wait", lambda delay: waits.append(delay))
+    for _ in range(5):
+        watcher._backoff(RuntimeError("connection refused"))
+    assert waits == [0.5, 3.0, 2.0, 7.5, 2.5], "1, 2, 4, then the cap of 5 (not 8): each times a factor in [0.5, 1.5]"
+    assert "deployments: connection refused; retrying in 0.50s" in caplog.text
