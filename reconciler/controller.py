@@ -1,8 +1,8 @@
 """The event-driven mode (the Deployment): informers, a work queue, workers, a Lease, a resync.
 
-- Three informers (informer.py) mirror Memcacheds, and Deployments and Pods by our label, into
-  memory. Every event puts the key of the CR it concerns on the work queue (workqueue.py), at
-  once: no batching window, no polling.
+- Four informers (informer.py) mirror Memcacheds, Deployments and Pods by our label, and the
+  HorizontalPodAutoscalers in scope (autoscalers.py) into memory. Every event puts the key of the
+  CR it concerns on the work queue (workqueue.py), at once: no batching window, no polling.
 - ``workers`` threads each take one key and reconcile that CR from the cache with the per-CR
   step that ``--once`` uses (Reconciler.reconcile_cr): no GET, one apply per correction, at most
   one status write. What our writes return goes into the cache (write-through), so the events
