@@ -1,0 +1,924 @@
+"""The event-driven controller (reconciler/controller.py) in-process, without the fake API server.
+
+test_controller.py runs whole scenarios over HTTP (seconds each). These tests call the Controller's
+parts directly: events are handed to ``_on_event`` as the informers would, the cache is the
+informers' stores, ``reconcile_cr`` (the per-CR step that cycle.py's tests check) is replaced by a
+recorder where the test is about what the controller gives it and does with its outcome, and
+``run`` is driven with informers that are synced (or failed) at once. No test waits on a fixed
+sleep: each waits until a condition holds, with a generous bound.
+
+Each test names the rule it pins.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from memcached_gitops.reconciler.api import APIError, KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.controller import DEFAULT_RESYNC, Controller, Settings, lease_client, owner_name
+from memcached_gitops.reconciler.cycle import CROutcome, Options, Reconciler
+from memcached_gitops.reconciler.drift import Drift
+from memcached_gitops.reconciler.fights import FightDetector
+from memcached_gitops.reconciler.metrics import Metrics
+from memcached_gitops.reconciler.vocabulary import INSTANCE_LABEL, SELECTOR, Action
+from memcached_gitops.render import selector_labels
+from memcached_gitops.schemas import load_crd
+
+NOWHERE = "http://127.0.0.1:9"  # nothing listens: a test that sends a request fails loudly
+LOGGER = "memcached_gitops.controller"
+REPLICAS = (("f", "spec"), ("f", "replicas"))
+
+
+def make(namespaces: tuple[str, ...] = (), elector: Any = None, settings: Settings | None = None, fights: Any = None,
+         **options: Any) -> Controller:
+    api = KubeAPI.connect(host=NOWHERE, retry=RetryPolicy(attempts=1))
+    reconciler = Reconciler(api, load_crd(), Options(namespaces=namespaces, **options))
+    return Controller(reconciler, Metrics(), elector, settings, fights)
+
+
+def wait_for(predicate: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what or predicate}")
+
+
+def queued(c: Controller) -> list[tuple[Any, float]]:
+    """Everything on the work queue now, in order (taken off it)."""
+    items = []
+    while (item := c.queue.get(timeout=0)) is not None:
+        items.append(item)
+        c.queue.done(item[0])
+    return items
+
+
+def keys(c: Controller) -> list[Any]:
+    return [k for k, _ in queued(c)]
+
+
+def cr(name: str, ns: str = "default", rv: str = "1", **meta: Any) -> dict[str, Any]:
+    return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+            "metadata": {"name": name, "namespace": ns, "resourceVersion": rv, "uid": f"uid-{name}", **meta}, "spec": {"size": 1}}
+
+
+def dep(name: str, ns: str = "default", rv: str = "1", selector: dict | None = None, labels: dict | None = None,
+        owner: str | None = None, meta_labels: dict | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": ns, "resourceVersion": rv}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": owner, "controller": True}]
+    if meta_labels:
+        meta["labels"] = meta_labels
+    sel = selector if selector is not None else {"matchLabels": selector_labels(name)}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+            "spec": {"selector": sel, "template": {"metadata": {"labels": labels if labels is not None else dict(sel["matchLabels"])}}}}
+
+
+def pod(name: str, instance: str | None, ns: str = "default") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": ns, "labels": {INSTANCE_LABEL: instance} if instance else {}}}
+
+
+def hpa(name: str, target: str, ns: str = "default", kind: str = "Deployment", api_version: str = "apps/v1") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": ns},
+            "spec": {"scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": target}}}
+
+
+def store(c: Controller, kind: str, *objs: dict[str, Any], index: int = 0) -> None:
+    for obj in objs:
+        c.informers[kind][index].store.put(obj)
+
+
+# ---- construction
+def test_the_four_informers_mirror_what_the_reconciler_reads_in_each_namespace_in_scope() -> None:
+    """Memcacheds, Deployments and Pods by our label (Pods as metadata, Deployments with managedFields),
+    every HPA; one informer per namespace in scope, all with the controller's watch settings."""
+    settings = Settings(workers=1, watch_timeout=77, heartbeat=5.0, silence_grace=3.0, streaming_list=False)
+    c = make(namespaces=("default", "shop"), settings=settings)
+    assert sorted(c.informers) == ["Deployment", "HorizontalPodAutoscaler", "Memcached", "Pod"]
+    for name, informers in c.informers.items():
+        assert [i.namespace for i in informers] == ["default", "shop"]
+        for i in informers:
+            assert (i.kind.name, i.watch_timeout, i.silence_limit, i.streaming_list, i.metrics) == (name, 77, 8.0, False, c.metrics)
+    paths = {name: informers[1].path for name, informers in c.informers.items()}
+    assert paths == {"Memcached": "/apis/cache.example.com/v1alpha1/namespaces/shop/memcacheds",
+                     "Deployment": "/apis/apps/v1/namespaces/shop/deployments",
+                     "Pod": "/api/v1/namespaces/shop/pods",
+                     "HorizontalPodAutoscaler": "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers"}
+    kinds = {name: informers[0].kind for name, informers in c.informers.items()}
+    assert kinds["Memcached"].selector is None and kinds["HorizontalPodAutoscaler"].selector is None
+    assert kinds["Deployment"].selector == SELECTOR and kinds["Pod"].selector == SELECTOR
+    assert kinds["Deployment"].keep_managed_fields and not kinds["Memcached"].keep_managed_fields
+    assert kinds["Pod"].metadata_only and not kinds["Deployment"].metadata_only
+    assert not kinds["HorizontalPodAutoscaler"].keep_managed_fields and not kinds["HorizontalPodAutoscaler"].metadata_only
+    assert [i.namespace for i in make().informers["Memcached"]] == [None], "no namespaces: one informer for all"
+
+
+def test_the_default_settings() -> None:
+    """4 workers, a resync every 10 minutes, client-go's 300 s watch timeout, the 60 s heartbeat plus 10 s, streaming lists."""
+    s = Settings()
+    assert (s.workers, s.resync, s.watch_timeout, s.heartbeat, s.silence_grace, s.streaming_list) == (4, 600.0, 300, 60.0, 10.0, True)
+    assert DEFAULT_RESYNC == 600.0
+    c = make()
+    assert c.settings == Settings() and isinstance(c.fights, FightDetector)
+    assert c.informers["Deployment"][0].silence_limit == 70.0 and c.informers["Deployment"][0].watch_timeout == 300
+
+
+def test_without_an_elector_the_controller_leads_and_writes_with_one_it_asks_the_elector() -> None:
+    """A single replica leads from the start; with leader election every write is gated by is_leader."""
+    c = make()
+    assert c.leading.is_set() and c.api.may_write is None
+    elector = Elector(leads=False)
+    c = make(elector=elector)
+    assert not c.leading.is_set() and c.api.may_write == elector.is_leader
+
+
+def test_the_informers_use_the_controllers_client_and_deliver_to_it() -> None:
+    """Every informer reads with the controller's client (its requests are counted in /metrics) and
+    hands its events to the controller, which queues the CR."""
+    c = make(namespaces=("default", "shop"))
+    assert all(i.api is c.api for group in c.informers.values() for i in group)
+    c.informers["Memcached"][1].handler("Memcached", "ADDED", cr("a", "shop"), None, 4.0)
+    c.informers["Pod"][0].handler("Pod", "ADDED", pod("p", "b"), None, 5.0)
+    assert queued(c) == [(("shop", "a"), 4.0), (("default", "b"), 5.0)]
+
+
+def test_the_metrics_given_are_the_ones_updated() -> None:
+    """The Metrics the command line serves on /metrics are the controller's own, not a copy."""
+    api = KubeAPI.connect(host=NOWHERE, retry=RetryPolicy(attempts=1))
+    metrics = Metrics()
+    c = Controller(Reconciler(api, load_crd(), Options()), metrics)
+    assert c.metrics is metrics
+    c._started_leading()
+    assert metrics.value("memcached_gitops_leader") == 1
+
+
+def test_the_metrics_count_requests_and_show_the_queue_depth() -> None:
+    """/metrics shows the API requests counted by the client and the work queue's depth as it is now."""
+    c = make()
+    assert c.metrics.api_requests is c.api.requests
+    c.queue.add(("default", "a"))
+    c.queue.add(("default", "b"))
+    assert c.metrics.value("memcached_gitops_workqueue_depth") == 2
+    assert c.stop is c.reconciler.stop and c.error == "" and c.synced_after is None and c.resyncs == 0
+
+
+# ---- the cache
+def test_the_cache_is_read_and_written_through_the_informer_of_the_objects_namespace() -> None:
+    """A key is read from its namespace's informer; our writes' answers go to it, slimmed, if newer."""
+    c = make(namespaces=("default", "shop"))
+    store(c, "Memcached", cr("a", "shop", rv="5"), index=1)
+    assert c._get("Memcached", ("shop", "a"))["metadata"]["resourceVersion"] == "5"
+    assert c._get("Memcached", ("default", "a")) is None
+    assert c._get("Memcached", ("elsewhere", "a")) is None
+    c._put("Memcached", cr("a", "shop", rv="7", managedFields=[{"manager": "x"}]))
+    assert c.informers["Memcached"][1].store.get(("shop", "a")) == cr("a", "shop", rv="7"), "slimmed: a CR loses managedFields"
+    assert c.informers["Memcached"][0].store.keys() == []
+    c._put("Memcached", cr("a", "shop", rv="6"))
+    assert c._get("Memcached", ("shop", "a"))["metadata"]["resourceVersion"] == "7", "an older answer never replaces a newer event"
+    everywhere = make()
+    everywhere._put("Deployment", dep("d", "shop", rv="3"))
+    assert everywhere._get("Deployment", ("shop", "d"))["metadata"]["resourceVersion"] == "3"
+    assert sorted(make(namespaces=("default", "shop")).cr_keys()) == []
+
+
+def test_cr_keys_are_every_cached_cr_of_every_namespace() -> None:
+    c = make(namespaces=("default", "shop"))
+    store(c, "Memcached", cr("a"), cr("b"))
+    store(c, "Memcached", cr("a", "shop"), index=1)
+    assert sorted(c.cr_keys()) == [("default", "a"), ("default", "b"), ("shop", "a")]
+
+
+# ---- events
+def test_a_cr_event_queues_its_key_with_the_arrival_time_and_a_deleted_cr_is_forgotten() -> None:
+    """ADDED/MODIFIED queue the CR; DELETED only forgets its fight (the garbage collector removes its Deployment)."""
+    fights = FightDetector(threshold=0, window=60, base=10, cap=10)
+    c = make(fights=fights)
+    c._on_event("Memcached", "ADDED", cr("a", "shop"), None, 12.5)
+    assert queued(c) == [(("shop", "a"), 12.5)]
+    assert fights.record(("shop", "a"), "shop/a", ".spec.replicas", "kubectl", 1.0) is not None
+    assert fights.wait(("shop", "a"), 1.0) == 10
+    c._on_event("Memcached", "DELETED", cr("a", "shop"), cr("a", "shop"), 13.0)
+    assert queued(c) == [] and fights.wait(("shop", "a"), 1.0) == 0 and fights.active(("shop", "a"), 1.0) is None, \
+        "a CR created again under the name starts without the old fight"
+
+
+@pytest.mark.parametrize(("deployment", "owner"), [
+    (dep("d", owner="a"), "a"),
+    (dep("d", meta_labels={INSTANCE_LABEL: "b"}), "b"),
+    (dep("d", owner="a", meta_labels={INSTANCE_LABEL: "b"}), "a"),
+    (dep("d"), "d"),
+])
+def test_a_deployment_event_queues_the_cr_it_belongs_to(deployment, owner) -> None:
+    """Its controller owner (a Memcached), else our instance label, else a CR of its own name."""
+    c = make()
+    c._on_event("Deployment", "MODIFIED", deployment, deployment, 3.0)
+    assert queued(c) == [(("default", owner), 3.0)]
+
+
+def test_owner_name_reads_only_a_controlling_memcached_reference() -> None:
+    """A non-controller reference, or a controller of another kind, is not the CR."""
+    base = dep("d", meta_labels={INSTANCE_LABEL: "label"})
+    for ref in ({"kind": "Memcached", "name": "x"}, {"kind": "Memcached", "name": "x", "controller": False},
+                {"kind": "ReplicaSet", "name": "x", "controller": True}):
+        assert owner_name({**base, "metadata": {**base["metadata"], "ownerReferences": [ref]}}) == "label"
+    assert owner_name({"metadata": {"name": "n", "ownerReferences": [{"kind": "Memcached", "controller": True}]}}) == ""
+    assert owner_name({"metadata": {"name": "n", "labels": {INSTANCE_LABEL: ""}}}) == "n"
+    assert owner_name({"metadata": {}}) == "" and owner_name({}) == ""
+
+
+def test_a_pod_event_queues_its_cr_only_when_the_set_of_its_pods_changes() -> None:
+    """Pods by our instance label: a new or deleted Pod changes the CR's Pod list (status.nodes); a
+    MODIFIED Pod already known, or a Pod without the label, changes nothing."""
+    c = make()
+    c._on_event("Pod", "ADDED", pod("p1", "a"), None, 1.0)
+    c._on_event("Pod", "ADDED", pod("p2", "a"), None, 2.0)
+    assert queued(c) == [(("default", "a"), 1.0)] and c.pods_of(("default", "a")) == ("p1", "p2")
+    c._on_event("Pod", "MODIFIED", pod("p1", "a"), pod("p1", "a"), 3.0)
+    c._on_event("Pod", "ADDED", pod("q", None), None, 3.0)
+    c._on_event("Pod", "ADDED", {"metadata": {"name": "r", "namespace": "default"}}, None, 3.0)
+    assert queued(c) == [] and c.pods_of(("default", "")) == ()
+    c._on_event("Pod", "DELETED", pod("p1", "a"), pod("p1", "a"), 4.0)
+    assert queued(c) == [(("default", "a"), 4.0)] and c.pods_of(("default", "a")) == ("p2",)
+    c._on_event("Pod", "DELETED", pod("gone", "a"), None, 5.0)
+    assert queued(c) == [] and c.pods_of(("default", "a")) == ("p2",)
+    c._on_event("Pod", "ADDED", pod("p1", "a", ns="shop"), None, 6.0)
+    assert queued(c) == [(("shop", "a"), 6.0)] and c.pods_of(("shop", "a")) == ("p1",) and c.pods_of(("default", "b")) == ()
+
+
+def test_pods_of_lists_names_sorted() -> None:
+    c = make()
+    for name in ("p3", "p1", "p2"):
+        c._on_event("Pod", "ADDED", pod(name, "a"), None, 1.0)
+    assert c.pods_of(("default", "a")) == ("p1", "p2", "p3")
+
+
+KEPT = {"matchLabels": {"app": "memcached", "release": "r1"}}
+
+
+def test_kept_selector_deployments_queue_their_neighbours_when_they_come_go_or_change() -> None:
+    """A Deployment with a kept selector (adopted from a Go operator) can overlap its namespace's
+    other such Deployments: when one comes, goes, or changes its selector or Pod labels, the others
+    are queued (their SelectorOverlap report may change); a change to anything else queues none."""
+    c = make()
+    one, two = dep("one", selector=KEPT), dep("two", selector=KEPT)
+    c._on_event("Deployment", "ADDED", one, None, 1.0)
+    assert keys(c) == [("default", "one")]
+    c._on_event("Deployment", "ADDED", two, None, 2.0)
+    assert keys(c) == [("default", "two"), ("default", "one")]
+    assert [d["metadata"]["name"] for d in c.kept_deployments("default")] == [], "not in the cache yet"
+    store(c, "Deployment", one, two)
+    assert [d["metadata"]["name"] for d in c.kept_deployments("default")] == ["one", "two"]
+    assert c.kept_deployments("shop") == []
+    c._on_event("Deployment", "MODIFIED", {**one, "status": {"replicas": 2}}, one, 3.0)
+    assert keys(c) == [("default", "one")], "the same selector and Pod labels: no neighbour queued"
+    relabelled = dep("one", selector=KEPT, labels={"app": "memcached", "release": "r1", "tier": "cache"})
+    c._on_event("Deployment", "MODIFIED", relabelled, one, 4.0)
+    assert keys(c) == [("default", "one"), ("default", "two")]
+    reselected = dep("one", selector={"matchLabels": {"app": "memcached"}})
+    c._on_event("Deployment", "MODIFIED", reselected, relabelled, 5.0)
+    assert keys(c) == [("default", "one"), ("default", "two")]
+    c._on_event("Deployment", "MODIFIED", reselected, None, 5.5)
+    assert keys(c) == [("default", "one"), ("default", "two")], "no previous object (a relist): treated as a change"
+    c._on_event("Deployment", "DELETED", reselected, reselected, 6.0)
+    assert keys(c) == [("default", "one"), ("default", "two")]
+    store(c, "Deployment", one)
+    c.informers["Deployment"][0].store.remove(("default", "one"))
+    assert [d["metadata"]["name"] for d in c.kept_deployments("default")] == ["two"]
+
+
+def test_a_deleted_kept_deployment_is_no_longer_a_neighbour() -> None:
+    """DELETED takes a kept Deployment out of the set: its neighbours are queued (with the event's
+    arrival time), and it is not queued for later neighbours' changes."""
+    c = make()
+    one, two = dep("one", selector=KEPT), dep("two", selector=KEPT)
+    c._on_event("Deployment", "ADDED", one, None, 1.0)
+    c._on_event("Deployment", "ADDED", two, None, 2.0)
+    queued(c)
+    c._on_event("Deployment", "DELETED", one, one, 3.0)
+    assert queued(c) == [(("default", "one"), 3.0), (("default", "two"), 3.0)]
+    c._on_event("Deployment", "ADDED", dep("three", selector=KEPT), None, 4.0)
+    assert queued(c) == [(("default", "three"), 4.0), (("default", "two"), 4.0)]
+
+
+def test_an_added_kept_deployment_is_news_even_when_the_cache_held_it() -> None:
+    """ADDED is a change for the neighbours whatever the cache held before (our own write-through
+    of an apply can be there before the WATCH event)."""
+    c = make()
+    c._on_event("Deployment", "ADDED", dep("one", selector=KEPT), None, 1.0)
+    queued(c)
+    two = dep("two", selector=KEPT)
+    c._on_event("Deployment", "ADDED", two, two, 2.0)
+    assert queued(c) == [(("default", "two"), 2.0), (("default", "one"), 2.0)]
+
+
+def test_a_deployment_that_gives_up_its_kept_selector_tells_its_neighbours_once() -> None:
+    """A kept Deployment whose selector becomes ours again leaves the set (the others are queued);
+    a Deployment with our own selector never queues anyone."""
+    c = make()
+    c._on_event("Deployment", "ADDED", dep("one", selector=KEPT), None, 1.0)
+    c._on_event("Deployment", "ADDED", dep("two", selector=KEPT), None, 1.0)
+    queued(c)
+    c._on_event("Deployment", "MODIFIED", dep("one"), dep("one", selector=KEPT), 2.0)
+    assert keys(c) == [("default", "one"), ("default", "two")]
+    c._on_event("Deployment", "MODIFIED", dep("one", labels={"x": "y"}), dep("one"), 3.0)
+    assert keys(c) == [("default", "one")], "ours, and no longer kept: nobody to tell"
+    c._on_event("Deployment", "ADDED", dep("other", ns="shop", selector=KEPT), None, 4.0)
+    assert keys(c) == [("shop", "other")], "a namespace's neighbours only"
+
+
+def test_an_hpa_event_queues_the_crs_whose_replicas_changed_hands() -> None:
+    """An HPA scaling a CR's Deployment owns its replicas: the CR is queued when an HPA starts or
+    stops scaling it, or moves to another Deployment (both are queued)."""
+    c = make()
+    c._on_event("HorizontalPodAutoscaler", "ADDED", hpa("h", "a"), None, 1.0)
+    assert queued(c) == [(("default", "a"), 1.0)] and c.autoscaler_of(("default", "a")) == "h"
+    c._on_event("HorizontalPodAutoscaler", "ADDED", hpa("g", "a"), None, 2.0)
+    assert keys(c) == [("default", "a")] and c.autoscaler_of(("default", "a")) == "g", "the first by name, as in the once mode"
+    c._on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "b"), hpa("g", "a"), 3.0)
+    assert sorted(keys(c)) == [("default", "a"), ("default", "b")]
+    assert c.autoscaler_of(("default", "a")) == "h" and c.autoscaler_of(("default", "b")) == "g"
+    c._on_event("HorizontalPodAutoscaler", "DELETED", hpa("h", "a"), hpa("h", "a"), 4.0)
+    assert keys(c) == [("default", "a")] and c.autoscaler_of(("default", "a")) == ""
+    c._on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "b"), hpa("g", "b"), 5.0)
+    assert keys(c) == [("default", "b")] and c.autoscaler_of(("default", "b")) == "g"
+    c._on_event("HorizontalPodAutoscaler", "ADDED", hpa("s", "web", kind="StatefulSet"), None, 6.0)
+    assert keys(c) == [] and c.autoscaler_of(("default", "web")) == ""
+    c._on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "b", kind="StatefulSet"), hpa("g", "b"), 7.0)
+    assert keys(c) == [("default", "b")] and c.autoscaler_of(("default", "b")) == ""
+    c._on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "c"), None, 8.0)
+    assert keys(c) == [("default", "c")] and c.autoscaler_of(("default", "c")) == "g", "no previous object: the new target only"
+    assert c.autoscaler_of(("default", "nothing")) == ""
+
+
+# ---- reconciling one CR from the cache
+class Recorder:
+    """Stands in for Reconciler.reconcile_cr: records its arguments, answers ``outcome``."""
+
+    def __init__(self, outcome: Callable[..., CROutcome] | None = None) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self.outcome = outcome or (lambda cr, *a, **k: CROutcome(cr["metadata"]["namespace"], cr["metadata"]["name"], Action.UNCHANGED))
+
+    def __call__(self, cr, live, pods, declared, condition_fields, **kwargs) -> CROutcome:
+        self.calls.append({"cr": cr, "live": live, "pods": pods, "declared": declared, "condition_fields": condition_fields, **kwargs})
+        return self.outcome(cr, live, pods, declared, condition_fields, **kwargs)
+
+
+def test_reconcile_hands_the_step_everything_from_the_cache() -> None:
+    """No GET: the CR, its Deployment, its Pods, the served status schema, the fight check, the
+    kept-selector neighbours and the HPA that scales it all come from memory."""
+    c = make()
+    recorder = Recorder()
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    c._schema = (frozenset({"conditions"}), frozenset({"type"}))
+    store(c, "Memcached", cr("a"))
+    store(c, "Deployment", dep("a", rv="4"), dep("n", selector=KEPT))
+    c._on_event("Deployment", "ADDED", dep("n", selector=KEPT), None, 0.0)
+    c._on_event("Pod", "ADDED", pod("p", "a"), None, 0.0)
+    c._on_event("HorizontalPodAutoscaler", "ADDED", hpa("h", "a"), None, 0.0)
+    outcome = c.reconcile(("default", "a"), 0.0)
+    assert outcome is not None and outcome.action == Action.UNCHANGED
+    (call,) = recorder.calls
+    assert call["cr"] == cr("a") and call["live"] == dep("a", rv="4") and call["pods"] == ("p",)
+    assert (call["declared"], call["condition_fields"]) == (frozenset({"conditions"}), frozenset({"type"}))
+    assert call["autoscaler"] == "h"
+    assert [d["metadata"]["name"] for d in call["neighbours"]("default")] == ["n"]
+    assert call["degraded"](cr("a"), []) is None
+    assert c.reconcile(("default", "gone"), 0.0) is None and len(recorder.calls) == 1, "a CR no longer cached: nothing to do"
+
+
+def test_reconcile_writes_its_answers_through_to_the_cache_and_counts_the_correction() -> None:
+    """The Deployment our apply returned and the CR our status write returned replace the cached
+    ones (so their own events find nothing to do); a correction's latency is from the event's arrival."""
+    c = make()
+    applied = dep("a", rv="9")
+    written = cr("a", rv="8")
+    drift = Drift(REPLICAS, 5, 1, ("kubectl",))
+    c.reconciler.reconcile_cr = Recorder(lambda *a, **k: CROutcome(  # type: ignore[method-assign]
+        "default", "a", Action.CORRECTED, drift=[drift], deployment=applied, cr=written, applied_at=107.5))
+    store(c, "Memcached", cr("a"))
+    store(c, "Deployment", dep("a", rv="4"))
+    c.reconcile(("default", "a"), 100.0)
+    assert c._get("Deployment", ("default", "a")) == applied and c._get("Memcached", ("default", "a")) == written
+    assert c.metrics.value("memcached_gitops_drift_correction_latency_seconds_count") == 1
+    assert c.metrics.value("memcached_gitops_drift_correction_latency_seconds_sum") == 7.5
+    assert c.metrics.value("memcached_gitops_drift_corrections_total", {"field": ".spec.replicas"}) == 1
+
+
+def test_a_new_deployment_is_no_correction() -> None:
+    """Creating a missing Deployment is no drift corrected: no latency sample."""
+    c = make()
+    c.reconciler.reconcile_cr = Recorder(lambda *a, **k: CROutcome(  # type: ignore[method-assign]
+        "default", "a", Action.CREATED, deployment=dep("a", rv="9"), applied_at=5.0))
+    store(c, "Memcached", cr("a"))
+    c.reconcile(("default", "a"), 1.0)
+    assert c._get("Deployment", ("default", "a")) == dep("a", rv="9") and c._get("Memcached", ("default", "a")) == cr("a")
+    assert c.metrics.value("memcached_gitops_drift_correction_latency_seconds_count") == 0
+
+
+def test_a_failed_step_is_an_error_for_the_work_queue() -> None:
+    """A FAILED outcome is counted and raised, so the worker retries the CR with backoff."""
+    c = make()
+    c.reconciler.reconcile_cr = Recorder(lambda *a, **k: CROutcome("default", "a", Action.FAILED, error="apply refused"))  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"))
+    with pytest.raises(APIError) as err:
+        c.reconcile(("default", "a"), 1.0)
+    assert str(err.value) == "apply refused" and err.value.status == 0
+    assert c.metrics.value("memcached_gitops_errors_total", {"reason": "failed"}) == 1
+
+
+# ---- fights
+class Events:
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, str, str, str]] = []
+
+    def record(self, cr: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        self.recorded.append((cr["metadata"]["name"], type_, reason, message))
+
+
+def test_corrections_against_another_manager_become_a_fight(caplog) -> None:
+    """Each correction of a field another manager set is recorded; our own manager's never are.
+    One too many within the window is a fight: a Warning log line, the fights metric, a Warning
+    Event (the message cut to 1,024 characters), and the CR is Degraded FieldManagerFight."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    c = make(fights=FightDetector(threshold=2, window=60, base=10, cap=10))
+    c.reconciler.events = Events()  # type: ignore[assignment]
+    theirs = Drift(REPLICAS, 5, 1, ("memcached-gitops", "kubectl"))
+    ours = Drift(REPLICAS, 5, 1, ("memcached-gitops",))
+    for _ in range(5):
+        assert c._fight_check(cr("a"), [ours]) is None, "our own manager is never fought"
+    assert c._fight_check(cr("a"), [theirs]) is None
+    assert c._fight_check(cr("a"), [theirs]) is None
+    reason, message = c._fight_check(cr("a"), [theirs])
+    assert reason == "FieldManagerFight" and ".spec.replicas of Deployment default/a was corrected 3 times" in message
+    assert "by field manager kubectl;" in message
+    assert c.metrics.value("memcached_gitops_fights_total", {"field": ".spec.replicas", "manager": "kubectl"}) == 1
+    assert c.reconciler.events.recorded == [("a", "Warning", "FightDetected", message[:1024])]
+    assert f"default/a: fight: {message}" in [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert c._fight_check(cr("a"), []) == ("FieldManagerFight", message), "Degraded while the fight lasts"
+    assert c._fight_check(cr("b"), []) is None
+
+
+def test_a_fight_event_message_is_cut_to_1024_characters() -> None:
+    c = make(fights=FightDetector(threshold=0, window=60, base=10, cap=10))
+    c.reconciler.events = Events()  # type: ignore[assignment]
+    long_name = "d" * 1500
+    c._fight_check(cr(long_name), [Drift(REPLICAS, 5, 1, ("kubectl",))])
+    ((_, _, _, message),) = c.reconciler.events.recorded
+    assert len(message) == 1024 and message.startswith(".spec.replicas of Deployment default/ddd")
+
+
+# ---- workers
+def work(c: Controller, until: Callable[[], object]) -> None:
+    """One worker until ``until`` holds, then shut the queue down."""
+    thread = threading.Thread(target=c._work, daemon=True)
+    thread.start()
+    try:
+        wait_for(until)
+    finally:
+        c.queue.shut_down()
+        thread.join(10)
+    assert not thread.is_alive()
+
+
+def test_a_worker_reconciles_each_queued_cr_and_times_it() -> None:
+    c = make()
+    recorder = Recorder()
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"), cr("b"))
+    c.queue.add(("default", "a"), 1.0)
+    c.queue.add(("default", "b"), 2.0)
+    work(c, lambda: len(recorder.calls) == 2 and c.metrics.value("memcached_gitops_work_duration_seconds_count") == 2)
+    assert [call["cr"]["metadata"]["name"] for call in recorder.calls] == ["a", "b"]
+
+
+def test_a_worker_measures_a_correction_from_the_events_arrival() -> None:
+    """The latency of a correction runs from the arrival of the event that queued the CR; the work
+    duration is the time the worker spent on it."""
+    c = make()
+
+    def corrected(*a: Any, **k: Any) -> CROutcome:
+        time.sleep(0.05)
+        return CROutcome("default", "a", Action.CORRECTED, drift=[Drift(REPLICAS, 5, 1, ("kubectl",))],
+                         deployment=dep("a", rv="9"), applied_at=107.5)
+
+    c.reconciler.reconcile_cr = Recorder(corrected)  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"))
+    c.queue.add(("default", "a"), 100.0)
+    work(c, lambda: c.metrics.value("memcached_gitops_work_duration_seconds_count") == 1)
+    assert c.metrics.value("memcached_gitops_drift_correction_latency_seconds_sum") == 7.5
+    assert 0.05 <= c.metrics.value("memcached_gitops_work_duration_seconds_sum") < 30
+
+
+def test_a_standby_takes_keys_off_the_queue_without_reconciling() -> None:
+    """Not the leader: nothing is reconciled (everything is queued again on becoming the leader)."""
+    c = make(elector=Elector(leads=False))
+    recorder = Recorder()
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"), cr("b"))
+    thread = threading.Thread(target=c._work, daemon=True)
+    thread.start()
+    try:
+        c.queue.add(("default", "a"))
+        c.queue.add(("default", "b"))
+        wait_for(lambda: len(c.queue) == 0 and c.metrics.value("memcached_gitops_work_duration_seconds_count") == 2)
+        assert recorder.calls == []
+        c._started_leading()
+        wait_for(lambda: len(recorder.calls) == 2, what="the same worker reconciles once leading")
+    finally:
+        c.queue.shut_down()
+        thread.join(10)
+
+
+def test_a_cr_in_a_fight_waits_its_backoff() -> None:
+    """A CR backing off from a fight is put back after the wait (from now), then reconciled."""
+    fights = FightDetector(threshold=0, window=60, base=0.2, cap=0.2)
+    c = make(fights=fights)
+    recorder = Recorder()
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"))
+    started = time.monotonic()
+    assert fights.record(("default", "a"), "default/a", ".spec.replicas", "kubectl", started) is not None
+    c.queue.add(("default", "a"))
+    work(c, lambda: recorder.calls)
+    assert time.monotonic() - started >= 0.2
+
+
+def test_a_failing_cr_is_retried_with_backoff_and_a_success_resets_it(caplog) -> None:
+    """An APIError is a warning and a rate-limited retry; a bug is logged with its traceback and
+    retried too; the others go on; a success forgets the CR's failures."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    c = make()
+    failures = {"a": [APIError(500, "etcd leader changed"), RuntimeError("bug")]}
+
+    def outcome(cr: dict[str, Any], *a: Any, **k: Any) -> CROutcome:
+        name = cr["metadata"]["name"]
+        if failures.get(name):
+            raise failures[name].pop(0)
+        return CROutcome("default", name, Action.UNCHANGED)
+
+    recorder = Recorder(outcome)
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"), cr("b"))
+    c.queue.add(("default", "a"))
+    c.queue.add(("default", "b"))
+    work(c, lambda: [call["cr"]["metadata"]["name"] for call in recorder.calls].count("a") == 3)
+    assert c.metrics.value("memcached_gitops_workqueue_retries_total") == 2
+    assert c.queue.failures(("default", "a")) == 0, "the success forgot the failures"
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == LOGGER]
+    assert ("WARNING", "default/a: HTTP 500: etcd leader changed; retrying with backoff") in logged
+    assert ("ERROR", "default/a: reconcile failed") in logged
+    assert next(r for r in caplog.records if r.getMessage() == "default/a: reconcile failed").exc_info is not None
+
+
+def test_a_failing_cr_counts_its_failures() -> None:
+    c = make()
+    c.reconciler.reconcile_cr = Recorder(lambda *a, **k: CROutcome("default", "a", Action.FAILED, error="no"))  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"))
+    c.queue.add(("default", "a"))
+    work(c, lambda: c.queue.failures(("default", "a")) >= 1)
+    assert c.metrics.value("memcached_gitops_workqueue_retries_total") >= 1
+
+
+# ---- leadership
+class Elector:
+    """Stands in for LeaderElector: leads (or not) when run, records release."""
+
+    def __init__(self, leads: bool = True, holder: str = "me") -> None:
+        self.leads, self.holder, self.released, self.thread = leads, holder, False, None
+
+    def is_leader(self) -> bool:
+        return self.leads
+
+    def run(self, stop: threading.Event, on_started, on_stopped, on_holder) -> None:
+        self.thread = threading.current_thread()
+        on_holder(self.holder)
+        if self.leads:
+            on_started()
+        stop.wait()
+
+    def release(self) -> None:
+        self.released = True
+
+
+def test_becoming_the_leader_queues_every_cached_cr_and_losing_it_stops_the_work() -> None:
+    c = make(elector=Elector(leads=False))
+    store(c, "Memcached", cr("a"), cr("b"))
+    c._started_leading()
+    assert c.leading.is_set() and c.metrics.leader and c.metrics.value("memcached_gitops_leader") == 1
+    assert sorted(keys(c)) == [("default", "a"), ("default", "b")]
+    c._stopped_leading()
+    assert not c.leading.is_set() and not c.metrics.leader and c.metrics.value("memcached_gitops_leader") == 0
+    c._on_holder("replica-2")
+    assert c.metrics.holder == "replica-2"
+
+
+def test_the_lease_client_makes_one_bounded_attempt_and_is_never_gated() -> None:
+    """The Lease's own client: one attempt, a quarter of the renew deadline, the same counters,
+    credentials and User-Agent, and no may_write gate (it is how leadership is kept)."""
+    api = KubeAPI.connect(host=NOWHERE, retry=RetryPolicy(attempts=5), user_agent="memcached-gitops/1 replica-7")
+    api.may_write = lambda: False
+    lease = lease_client(api, 10.0)
+    assert lease.retry.attempts == 1 and lease.timeout == 2.5 and lease.requests is api.requests
+    assert lease.client is api.client and lease.user_agent == "memcached-gitops/1 replica-7" and lease.may_write is None
+
+
+# ---- run
+def ready(c: Controller, errors: dict[str, str] | None = None, never: tuple[str, ...] = ()) -> list[str]:
+    """Informers that are synced at start (with an error for the kinds in ``errors``; never for ``never``)."""
+    started: list[str] = []
+    for name, informers in c.informers.items():
+        for informer in informers:
+            def start(informer=informer, name=name):
+                started.append(name)
+                if name in (errors or {}):
+                    informer.error = errors[name]  # type: ignore[index]
+                if name not in never:
+                    informer.synced.set()
+                return informer
+            informer.start = start  # type: ignore[method-assign]
+    return started
+
+
+def start_run(c: Controller, **kwargs: Any) -> tuple[threading.Thread, list[int]]:
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(c.run(**kwargs)), daemon=True)
+    thread.start()
+    return thread, result
+
+
+def stop_run(c: Controller, thread: threading.Thread, result: list[int]) -> int:
+    c.stop.set()
+    thread.join(30)
+    assert result, "run returned"
+    return result[0]
+
+
+def test_run_syncs_then_reconciles_every_cr_and_stops_cleanly(caplog) -> None:
+    """Start every informer, read the served status schema once, wait for the first sync, then
+    reconcile every cached CR; on stop: 0, the queue drained, the informers stopped."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    c = make(settings=Settings(workers=2, resync=DEFAULT_RESYNC))
+    started = ready(c)
+    schema = (frozenset({"conditions", "nodes"}), None)
+    c.reconciler.status_schema = lambda: schema  # type: ignore[method-assign]
+    recorder = Recorder()
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"), cr("b"))
+    store(c, "Deployment", dep("a"))
+    thread, result = start_run(c)
+    wait_for(lambda: len(recorder.calls) == 2, what="both CRs reconciled")
+    assert sorted(started) == ["Deployment", "HorizontalPodAutoscaler", "Memcached", "Pod"]
+    assert c.metrics.ready and c.metrics.leader and c.synced_after is not None and 0 <= c.synced_after < 30
+    assert all((call["declared"], call["condition_fields"]) == schema for call in recorder.calls)
+    workers = sorted(t.name for t in threading.enumerate() if t.name.startswith("worker-"))
+    assert workers == ["worker-0", "worker-1"]
+    assert stop_run(c, thread, result) == 0
+    assert c.queue.shutting_down and all(i.stop.is_set() for group in c.informers.values() for i in group)
+    assert not c.metrics.leader and c.error == ""
+    logged = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert any(m.startswith("caches synced in ") and m.endswith("s: 2 Memcacheds, 1 Deployments, 0 Pods") for m in logged), logged
+    stopped = [float(m.removeprefix("stopped after ").removesuffix("s")) for m in logged if m.startswith("stopped after ")]
+    assert len(stopped) == 1 and 0 <= stopped[0] < 60, logged
+
+
+def test_run_with_an_elector_waits_for_leadership_and_releases_the_lease() -> None:
+    """With leader election: the elector runs in its own thread and decides when to lead; on stop the Lease is released."""
+    elector = Elector(leads=True, holder="replica-1")
+    c = make(elector=elector, settings=Settings(workers=1))
+    ready(c)
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    recorder = Recorder()
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"))
+    thread, result = start_run(c)
+    wait_for(lambda: recorder.calls, what="reconciled once leading")
+    assert elector.thread is not None and elector.thread.name == "leader-election" and elector.thread.daemon
+    assert c.metrics.holder == "replica-1" and c.metrics.leader
+    assert stop_run(c, thread, result) == 0
+    assert elector.released and not c.metrics.leader
+
+
+def test_a_standby_neither_reconciles_nor_resyncs() -> None:
+    elector = Elector(leads=False, holder="replica-2")
+    c = make(elector=elector, settings=Settings(workers=1, resync=0.05))
+    ready(c)
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    recorder = Recorder()
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"))
+    thread, result = start_run(c)
+    wait_for(lambda: c.metrics.holder == "replica-2" and c.metrics.ready)
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline:
+        assert recorder.calls == [] and c.resyncs == 0
+        time.sleep(0.02)
+    assert stop_run(c, thread, result) == 0 and elector.released
+
+
+def test_the_resync_queues_every_cached_cr_again_once_a_period(caplog) -> None:
+    """Every ``resync`` seconds each cached CR is reconciled again (the safety net), counted and
+    logged; the loop never sleeps past the next resync, nor more than a second (it watches the
+    informers' errors), and a resync is followed by a full period, not by another at once."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    c = make(settings=Settings(workers=1, resync=0.2))
+    ready(c)
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    recorder = Recorder()
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"), cr("b"))
+    sleeps: list[float] = []
+    real_wait = c.stop.wait
+    c.stop.wait = lambda timeout=None: sleeps.append(timeout) or real_wait(timeout)  # type: ignore[method-assign]
+    thread, result = start_run(c)
+    wait_for(lambda: c.resyncs >= 2 and len(recorder.calls) >= 6, what="two resyncs")
+    time.sleep(0.3)
+    resyncs = c.resyncs
+    assert stop_run(c, thread, result) == 0
+    assert resyncs <= 2 + 4, f"{resyncs} resyncs in about 0.7 s at one per 0.2 s"
+    logged = [r.getMessage() for r in caplog.records if r.name == LOGGER and r.getMessage().startswith("resync")]
+    assert logged == ["resync: queueing 2 CRs"] * c.resyncs
+    assert sleeps and all(0.0 <= t <= 0.2 for t in sleeps), sleeps
+
+
+def test_the_loop_looks_at_the_informers_at_least_once_a_second() -> None:
+    """With a long resync period the loop still wakes every second (an informer's failure ends run)."""
+    c = make(settings=Settings(workers=1, resync=3600.0))
+    ready(c)
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    sleeps: list[float] = []
+    real_wait = c.stop.wait
+    c.stop.wait = lambda timeout=None: sleeps.append(timeout) or real_wait(timeout)  # type: ignore[method-assign]
+    thread, result = start_run(c)
+    wait_for(lambda: sleeps, what="the loop's first sleep")
+    assert stop_run(c, thread, result) == 0
+    assert sleeps[0] == 1.0
+
+
+def test_a_cr_stuck_in_a_request_holds_shutdown_30_seconds_at_most() -> None:
+    """SIGTERM's drain waits for the workers' current CRs for 30 s (the kubelet's default grace
+    period), by the work queue's clock; then run returns even though a worker is still stuck."""
+    from memcached_gitops.reconciler.workqueue import WorkQueue
+
+    class StepClock:
+        """Real time until armed; then one reading, and every later one 30 s after it."""
+
+        def __init__(self) -> None:
+            self.armed, self.first = False, None
+
+        def __call__(self) -> float:
+            if not self.armed:
+                return time.monotonic()
+            if self.first is None:
+                self.first = 1000.0
+                return self.first
+            return self.first + 30.0
+
+    clock = StepClock()
+    c = make(settings=Settings(workers=1))
+    c.queue = WorkQueue(clock=clock)
+    ready(c)
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    inside, release = threading.Event(), threading.Event()
+
+    def stuck(*a: Any, **k: Any) -> CROutcome:
+        inside.set()
+        release.wait(30)
+        return CROutcome("default", "a", Action.UNCHANGED)
+
+    c.reconciler.reconcile_cr = Recorder(stuck)  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"))
+    thread, result = start_run(c)
+    try:
+        assert inside.wait(10)
+        clock.armed = True
+        c.stop.set()
+        thread.join(10)
+        assert result == [0], "returned while the worker is still stuck"
+    finally:
+        release.set()
+
+
+def test_no_resync_before_its_period() -> None:
+    """The first resync comes a full period after the sync, not at once."""
+    c = make(settings=Settings(workers=1, resync=HOURS))
+    ready(c)
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    recorder = Recorder()
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"))
+    thread, result = start_run(c)
+    wait_for(lambda: recorder.calls)
+    time.sleep(0.3)
+    assert c.resyncs == 0 and len(recorder.calls) == 1
+    assert stop_run(c, thread, result) == 0
+
+
+HOURS = 3600.0
+
+
+def test_an_informer_the_server_refuses_stops_run_with_its_error(caplog) -> None:
+    """A request the server will never accept (informer.error) ends run with 2 and every such error."""
+    c = make(namespaces=("default", "shop"))
+    ready(c, errors={"Pod": "pods: the API server refuses the request: HTTP 400: bad selector"})
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    assert c.run(first_sync_timeout=10) == 2
+    assert c.error == "; ".join(["pods: the API server refuses the request: HTTP 400: bad selector"] * 2)
+    assert not c.metrics.ready and c.synced_after is None
+    assert c.error in [r.getMessage() for r in caplog.records if r.name == LOGGER]
+
+
+def test_an_informer_that_fails_after_the_sync_stops_run() -> None:
+    c = make(settings=Settings(workers=1))
+    ready(c)
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    thread, result = start_run(c)
+    wait_for(lambda: c.metrics.ready)
+    c.informers["Deployment"][0].error = "deployments: gone"
+    c.informers["Pod"][0].error = "pods: gone"
+    thread.join(10)
+    assert result == [2] and c.error == "deployments: gone; pods: gone"
+
+
+def test_the_first_sync_is_bounded_and_a_stop_during_it_is_clean() -> None:
+    """``first_sync_timeout``: 2 when the caches never sync in time; 0 when stopped while waiting."""
+    c = make()
+    ready(c, never=("Pod",))
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    started = time.monotonic()
+    assert c.run(first_sync_timeout=0.1) == 2
+    assert 0.1 <= time.monotonic() - started < 1.0 and not c.metrics.ready, "the wait looks at its bound every 50 ms"
+    c = make()
+    ready(c, never=("Pod",))
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    thread, result = start_run(c)
+    time.sleep(0.2)
+    assert result == [] and not c.metrics.ready, "no timeout: it waits"
+    assert stop_run(c, thread, result) == 0
+
+
+def test_shutdown_finishes_the_current_cr(caplog) -> None:
+    """SIGTERM: the worker's current CR is finished before run returns."""
+    c = make(settings=Settings(workers=1))
+    ready(c)
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    inside, finished = threading.Event(), []
+
+    def slow(cr: dict[str, Any], *a: Any, **k: Any) -> CROutcome:
+        inside.set()
+        time.sleep(0.3)
+        finished.append(cr["metadata"]["name"])
+        return CROutcome("default", "a", Action.UNCHANGED)
+
+    c.reconciler.reconcile_cr = Recorder(slow)  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"))
+    thread, result = start_run(c)
+    assert inside.wait(10)
+    assert stop_run(c, thread, result) == 0
+    assert finished == ["a"]
+
+
+def test_the_cache_is_left_out_of_garbage_collections_after_the_first_sync() -> None:
+    """The cache's long-lived objects are frozen (gc.freeze) once synced: a full collection no longer walks them."""
+    import gc
+
+    gc.unfreeze()
+    c = make(settings=Settings(workers=1))
+    ready(c)
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    thread, result = start_run(c)
+    wait_for(lambda: c.metrics.ready)
+    try:
+        assert gc.get_freeze_count() > 0
+    finally:
+        assert stop_run(c, thread, result) == 0
+        gc.unfreeze()
+
+
+def test_workers_and_the_election_run_in_daemon_threads() -> None:
+    """Workers and the leader election are daemon threads, whoever calls run: a request stuck past
+    SIGTERM's drain never keeps the process alive."""
+    elector = Elector(leads=True)
+    c = make(elector=elector, settings=Settings(workers=2))
+    ready(c)
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    seen: dict[str, bool] = {}
+
+    def observe() -> None:
+        try:
+            wait_for(lambda: c.leading.is_set() and elector.thread is not None)
+            seen.update({t.name: t.daemon for t in threading.enumerate() if t.name.startswith("worker-")})
+            seen["leader-election"] = elector.thread.daemon  # type: ignore[union-attr]
+        finally:
+            c.stop.set()
+
+    observer = threading.Thread(target=observe, daemon=True)
+    observer.start()
+    assert c.run() == 0  # in this (non-daemon) thread
+    observer.join(10)
+    assert seen == {"worker-0": True, "worker-1": True, "leader-election": True}

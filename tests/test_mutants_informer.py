@@ -1,0 +1,452 @@
+"""The informer's loop (reconciler/informer.py Informer.run) driven in-process, without HTTP.
+
+A scripted stand-in for KubeAPI answers ``list_pages`` and ``watch`` and records what the
+informer asked for; a fake monotonic clock lets a stream "last" exactly so long. ``run()`` is
+called in the test's own thread and ends when the script is used up (``ScriptDone``), or by
+itself for a request the server will never accept. So each test takes milliseconds and never
+depends on the machine's timing (the HTTP scenarios are in test_informer.py).
+
+Each test names the rule it pins (client-go's reflector, transcripts 30-33, KEP-3157).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from memcached_gitops.reconciler import informer
+from memcached_gitops.reconciler.api import APIError, WatchDropped, WatchSilent
+from memcached_gitops.reconciler.informer import METADATA_LIST, METADATA_WATCH, Informer, Kind, compact, slim
+from memcached_gitops.reconciler.metrics import Metrics
+
+SELECTOR = "app.kubernetes.io/managed-by=memcached-gitops"
+DEPLOYMENTS = Kind("Deployment", "apps", "v1", "deployments", selector=SELECTOR, keep_managed_fields=True)
+PODS = Kind("Pod", "", "v1", "pods", selector=SELECTOR, metadata_only=True)
+LOGGER = "memcached_gitops.informer"
+
+
+class ScriptDone(BaseException):
+    """The script is used up: ends ``run()`` (a BaseException, which the loop does not catch)."""
+
+
+def dep(name: str, rv: str, replicas: int = 1) -> dict[str, Any]:
+    return {"kind": "Deployment", "apiVersion": "apps/v1",
+            "metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}, "spec": {"replicas": replicas}}
+
+
+def page(rv: str | None, *items: dict[str, Any], more: str = "") -> dict[str, Any]:
+    meta: dict[str, Any] = {} if rv is None else {"resourceVersion": rv}
+    if more:
+        meta["continue"] = more
+    return {"metadata": meta, "items": list(items)}
+
+
+def bookmark(rv: str, end: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"resourceVersion": rv}
+    if end:
+        meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+    return {"type": "BOOKMARK", "object": {"kind": "Deployment", "apiVersion": "apps/v1", "metadata": meta}}
+
+
+def ev(type_: str, obj: dict[str, Any]) -> dict[str, Any]:
+    return {"type": type_, "object": obj}
+
+
+REFUSED = ("watch", [{"type": "ERROR", "object": {"kind": "Status", "code": 500, "reason": "InternalError",
+                                                  "message": "RequestWatchProgress is disabled"}}])
+
+
+class FakeAPI:
+    """``script``: ("list", [pages] or an exception) and ("watch", [events, seconds to pass, or an
+    exception]) answered in order. ``calls``: (verb, path, query, read timeout, accept) of the requests
+    the script answered."""
+
+    def __init__(self, script: list[tuple[str, Any]], clock: SimpleNamespace) -> None:
+        self.script, self.clock, self.calls = list(script), clock, []
+
+    def _next(self, verb: str) -> Any:
+        if not self.script:
+            raise ScriptDone()
+        want, answer = self.script.pop(0)
+        assert want == verb, f"the informer asked for a {verb}, the script expected a {want}"
+        return answer
+
+    def list_pages(self, path: str, label_selector: str | None = None, limit: int = 500, accept: str | None = None):
+        answer = self._next("list")
+        self.calls.append(("list", path, {"labelSelector": label_selector, "limit": limit}, None, accept))
+        if isinstance(answer, BaseException):
+            raise answer
+        yield from answer
+
+    def watch(self, path: str, query: dict[str, Any], read_timeout: float, accept: str | None = None):
+        answer = self._next("watch")
+        self.calls.append(("watch", path, dict(query), read_timeout, accept))
+        for item in answer:
+            if isinstance(item, BaseException):
+                raise item
+            if isinstance(item, (int, float)):
+                self.clock.now += item
+                continue
+            yield item, self.clock.now
+
+
+class Run:
+    """One informer over a FakeAPI, its handler's calls, its backoff waits and its metrics."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, script: list[tuple[str, Any]], kind: Kind = DEPLOYMENTS,
+                 handler: Any = None, **kwargs: Any) -> None:
+        self.clock = SimpleNamespace(now=1000.0)
+        self.clock.monotonic = lambda: self.clock.now
+        monkeypatch.setattr(informer, "time", self.clock)
+        monkeypatch.setattr(informer.random, "uniform", lambda a, b: (a + b) / 2)  # jitter factor 1 for (0.5, 1.5)
+        self.api = FakeAPI(script, self.clock)
+        self.metrics = Metrics()
+        self.events: list[tuple[Any, ...]] = []
+        self.waits: list[float] = []
+        kwargs.setdefault("watch_timeout", 1)  # a stream that ends at once closed "at timeoutSeconds"
+        self.inf = Informer(self.api, kind, handler or self.record, namespace="ns", metrics=self.metrics, **kwargs)
+        monkeypatch.setattr(self.inf.stop, "wait", lambda delay: self.waits.append(delay) or False)
+
+    def record(self, kind: str, type_: str, obj: dict[str, Any], old: dict[str, Any] | None, arrived: float) -> None:
+        self.events.append((kind, type_, obj["metadata"].get("name"), (old or {}).get("metadata", {}).get("resourceVersion"), arrived))
+
+    def run(self) -> Run:
+        try:
+            self.inf.run()
+        except ScriptDone:
+            pass
+        return self
+
+    def verbs(self) -> list[str]:
+        return [c[0] for c in self.api.calls]
+
+    def restarts(self, reason: str) -> float:
+        return self.metrics.value("memcached_gitops_watch_restarts_total", {"kind": self.inf.kind.name, "reason": reason})
+
+
+def messages(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == LOGGER]
+
+
+# ---- what the informer asks for
+def test_the_defaults_are_client_gos_and_the_watch_caches(monkeypatch) -> None:
+    """Defaults: timeoutSeconds 300, a silence limit of the 60 s BOOKMARK heartbeat plus 10 s of grace,
+    LIST pages of 500 (client-go's), backoff from 0.2 s doubling to a cap of 30 s."""
+    clock = SimpleNamespace(now=0.0)
+    clock.monotonic = lambda: clock.now
+    monkeypatch.setattr(informer, "time", clock)
+    monkeypatch.setattr(informer.random, "uniform", lambda a, b: (a + b) / 2)
+    api = FakeAPI([REFUSED, ("list", [page("1")]), ("watch", [WatchDropped("x")])] + [("watch", [WatchDropped("x")])] * 9, clock)
+    inf = Informer(api, DEPLOYMENTS, lambda *a: None)
+    waits: list[float] = []
+    monkeypatch.setattr(inf.stop, "wait", lambda delay: waits.append(delay) or False)
+    with pytest.raises(ScriptDone):
+        inf.run()
+    assert api.calls[0][2]["timeoutSeconds"] == "300" and api.calls[0][3] == 70.0
+    assert api.calls[1][1:3] == ("/apis/apps/v1/deployments", {"labelSelector": SELECTOR, "limit": 500})
+    assert waits == pytest.approx([0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0])
+
+
+def test_streaming_list_then_watch_queries(monkeypatch) -> None:
+    """KEP-3157: the streaming list asks sendInitialEvents with resourceVersionMatch=NotOlderThan,
+    the label selector, and the silence limit as its read timeout; the WATCH carries the selector too."""
+    r = Run(monkeypatch, [("watch", [ev("ADDED", dep("a", "5")), bookmark("9", end=True)]), ("watch", [])],
+            heartbeat=20.0, silence_grace=2.0, watch_timeout=30)
+    r.run()
+    (verb, path, stream, timeout, accept), (verb2, _, watch, timeout2, accept2) = r.api.calls
+    assert (verb, verb2, path) == ("watch", "watch", "/apis/apps/v1/namespaces/ns/deployments")
+    assert stream == {"allowWatchBookmarks": "true", "timeoutSeconds": "30", "labelSelector": SELECTOR,
+                      "sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"}
+    assert watch == {"allowWatchBookmarks": "true", "timeoutSeconds": "30", "labelSelector": SELECTOR, "resourceVersion": "9"}
+    assert timeout == timeout2 == 22.0 and r.api.calls[1][1] == path
+    assert accept is None and accept2 is None, "Deployments are asked for whole (their managedFields name a culprit)"
+
+
+def test_a_metadata_only_kind_asks_for_partial_object_metadata_everywhere(monkeypatch) -> None:
+    """Pods are listed and watched as PartialObjectMetadata (client-go's metadata informer), other kinds as JSON."""
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [])], kind=PODS)
+    r.run()
+    assert [c[4] for c in r.api.calls] == [METADATA_WATCH, METADATA_LIST, METADATA_WATCH]
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [])])
+    r.run()
+    assert [c[4] for c in r.api.calls] == [None, None, None]
+
+
+def test_a_list_of_several_pages_keeps_every_page_and_the_first_pages_version(monkeypatch) -> None:
+    """Transcript 11: the pages share the first page's resourceVersion; every page's items are stored."""
+    pages = [page("10", dep("a", "4"), more="t1"), page("11", dep("b", "5"), more="t2"), page(None, dep("c", "6"))]
+    r = Run(monkeypatch, [REFUSED, ("list", pages), ("watch", [])], page_size=2)
+    r.run()
+    assert r.api.calls[1][2]["limit"] == 2
+    assert sorted(r.inf.store.keys()) == [("ns", "a"), ("ns", "b"), ("ns", "c")]
+    assert r.api.calls[2][2]["resourceVersion"] == "10"
+
+
+def test_a_list_without_a_version_is_listed_again(monkeypatch) -> None:
+    """With no resourceVersion to resume from, the next round starts with a fresh LIST, not a WATCH from "now"."""
+    r = Run(monkeypatch, [REFUSED, ("list", [page(None, dep("a", "4"))]), ("watch", []), ("list", [page("7")]), ("watch", [])])
+    r.run()
+    assert r.verbs() == ["watch", "list", "watch", "list", "watch"]
+    assert r.api.calls[4][2]["resourceVersion"] == "7"
+
+
+# ---- the streaming list (KEP-3157)
+def test_a_streaming_list_passes_ordinary_bookmarks_until_the_end_marker(monkeypatch) -> None:
+    """Only the BOOKMARK annotated k8s.io/initial-events-end ends the initial events; an earlier one is skipped."""
+    r = Run(monkeypatch, [("watch", [ev("ADDED", dep("a", "5")), bookmark("6"), ev("ADDED", dep("b", "7")), bookmark("8", end=True)]),
+                          ("watch", [])])
+    r.run()
+    assert r.verbs() == ["watch", "watch"], "served: no LIST"
+    assert [(e[1], e[2]) for e in r.events] == [("ADDED", "a"), ("ADDED", "b")]
+    assert r.api.calls[1][2]["resourceVersion"] == "8"
+
+
+@pytest.mark.parametrize(("answer", "reason"), [
+    ([{"type": "ERROR", "object": {"code": 500, "message": "RequestWatchProgress is disabled"}}, ev("ADDED", dep("a", "1"))],
+     "RequestWatchProgress is disabled"),
+    ([{"type": "ERROR", "object": {"code": 500}}], "an ERROR event"),
+    ([ev("ADDED", dep("a", "1"))], "the stream ended before the end of its initial events"),
+])
+def test_a_refused_streaming_list_says_why_and_falls_back_to_list_for_good(monkeypatch, caplog, answer, reason) -> None:
+    """Transcript 33: an ERROR event (its message, or "an ERROR event"), or a stream that ends before
+    the end marker, is a refusal: logged with the reason, then LIST + WATCH, the streaming list never again."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    expired = ("watch", [{"type": "ERROR", "object": {"code": 410, "message": "too old"}}])
+    r = Run(monkeypatch, [("watch", answer), ("list", [page("3")]), expired, ("list", [page("4")]), ("watch", [])])
+    r.run()
+    assert r.verbs() == ["watch", "list", "watch", "list", "watch"]
+    assert f"deployments: streaming list refused ({reason}); using LIST + WATCH" in messages(caplog)
+    assert r.inf.store.keys() == [], "the refused stream's objects are not kept"
+
+
+# ---- closing, resuming, backing off
+def test_a_stream_closed_within_a_second_of_timeout_seconds_is_the_servers_close(monkeypatch, caplog) -> None:
+    """Transcripts 30, 33: the server closes at timeoutSeconds; a close more than 1 s earlier is a
+    dropped stream (a restart, a proxy), retried with backoff and logged as such."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [4.0]), ("watch", [3.5]), ("watch", [3.999])],
+            watch_timeout=5, backoff_base=0.5)
+    r.run()
+    assert r.restarts("closed") == 1 and r.restarts("dropped") == 2
+    assert r.waits == [0.5, 1.0], "no wait after the close at timeoutSeconds"
+    assert messages(caplog).count("deployments: the stream closed before timeoutSeconds; retrying in 0.50s") == 1
+
+
+def test_a_stream_that_ends_at_once_is_dropped(monkeypatch) -> None:
+    """A watch that returns immediately with timeoutSeconds=300 did not reach the server's close."""
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [])], watch_timeout=300)
+    r.run()
+    assert r.restarts("dropped") == 1 and r.restarts("closed") == 0 and len(r.waits) == 1
+
+
+def test_the_backoff_starts_over_after_a_normal_close_or_an_event(monkeypatch) -> None:
+    """client-go's backoff resets once a watch works: after the close at timeoutSeconds, or an event."""
+    drop = ("watch", [WatchDropped("reset by peer")])
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), drop, drop, ("watch", [5.0]), drop, drop,
+                          ("watch", [ev("ADDED", dep("a", "4")), WatchDropped("reset by peer")]), drop],
+            watch_timeout=5, backoff_base=1.0, backoff_cap=100.0)
+    r.run()
+    assert r.waits == [1.0, 2.0, 1.0, 2.0, 1.0, 2.0]
+
+
+def test_a_410_is_logged_with_the_expired_version_and_listed_again(monkeypatch, caplog) -> None:
+    """Transcript 32: the 410 ERROR event means LIST again, at once (no backoff)."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    r = Run(monkeypatch, [REFUSED, ("list", [page("288", dep("a", "280"), dep("b", "281"))]),
+                          ("watch", [{"type": "ERROR", "object": {"code": 410, "message": "too old resource version"}}]),
+                          ("list", [page("355", dep("a", "342"), dep("c", "350"))]), ("watch", [])])
+    r.run()
+    assert "deployments: resourceVersion 288 expired; listing again" in messages(caplog)
+    assert r.verbs()[3] == "list" and r.restarts("expired") == 1 and r.waits == []
+    assert sorted(e[1:4] for e in r.events[2:]) == [("ADDED", "c", None), ("DELETED", "b", "281"), ("MODIFIED", "a", "280")], \
+        "the relist's events carry the object the store had (the controller compares old and new)"
+
+
+def test_a_silent_watch_is_logged_and_reopened_at_once_from_the_same_version(monkeypatch, caplog) -> None:
+    """A stream quiet past heartbeat + grace is dead (nolar/kopf#1276): re-opened without backoff."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    r = Run(monkeypatch, [REFUSED, ("list", [page("288")]), ("watch", [WatchSilent("nothing for 70s")]), ("watch", [])])
+    r.run()
+    assert "deployments: the watch went silent (nothing for 70s); reconnecting" in messages(caplog)
+    assert r.restarts("silent") == 1 and r.waits == []
+    assert r.api.calls[3][2]["resourceVersion"] == "288"
+
+
+@pytest.mark.parametrize("status", [400, 404, 405, 406, 415, 422])
+def test_a_request_the_server_will_never_accept_stops_the_informer(monkeypatch, caplog, status) -> None:
+    """A 400 (malformed selector), 404 (unknown resource), 405, 406, 415 or 422 is a clear error, not a retry loop."""
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [APIError(status, "no")]), ("watch", [])])
+    r.run()
+    assert r.inf.error == f"deployments: the API server refuses the request: HTTP {status}: no"
+    assert r.inf.synced.is_set() and r.verbs() == ["watch", "list", "watch"] and r.waits == []
+    assert [m for m in messages(caplog) if "refuses" in m] == [r.inf.error]
+
+
+@pytest.mark.parametrize("status", [401, 403, 429, 500, 503])
+def test_other_http_errors_are_retried_and_counted_by_status(monkeypatch, caplog, status) -> None:
+    """Any other status (or no answer) is retried with backoff, counted as http-STATUS and logged with the error."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [APIError(status, "busy")]), ("watch", [])],
+            backoff_base=0.25)
+    r.run()
+    assert r.inf.error == "" and r.restarts(f"http-{status}") == 1 and r.restarts("dropped") == 0
+    assert f"deployments: HTTP {status}: busy; retrying in 0.25s" in messages(caplog)
+    assert r.api.calls[3][2]["resourceVersion"] == "3", "resumed from the last version, not listed again"
+
+
+def test_a_malformed_event_starts_over_from_a_fresh_list(monkeypatch, caplog) -> None:
+    """An unexpected failure (a line that is no event object) is logged, counted as "error", backed
+    off, and followed by a fresh LIST: what the store holds may be out of step."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [["not", "an", "event"]]), ("list", [page("9")]), ("watch", [])],
+            backoff_base=0.25)
+    r.run()
+    assert r.verbs() == ["watch", "list", "watch", "list", "watch"]
+    failure = "'list' object has no attribute 'get'"
+    assert f"deployments: unexpected failure in the informer: {failure}" in messages(caplog)
+    assert f"deployments: {failure}; retrying in 0.25s" in messages(caplog)
+    assert r.restarts("error") == 1 and r.waits == [0.25]
+
+
+# ---- the events of a WATCH
+def test_an_unknown_event_type_drops_the_stream_naming_the_event(monkeypatch, caplog) -> None:
+    """Anything but ADDED, MODIFIED, DELETED, BOOKMARK or ERROR is not a watch stream: dropped, with
+    the first 200 characters of what arrived in the log; an event without a type counts as type ""."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    weird = {"type": "WEIRD", "object": {"x": "y" * 300}}
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [weird]), ("watch", [{"object": {}}]), ("watch", [])],
+            backoff_base=0.25, backoff_cap=0.25)
+    r.run()
+    assert f"deployments: not a watch event: {str(weird)[:200]}; retrying in 0.25s" in messages(caplog)
+    assert r.restarts("dropped") == 2
+    assert r.metrics.value("memcached_gitops_watch_events_total", {"kind": "Deployment", "type": ""}) == 1
+
+
+@pytest.mark.parametrize(("status", "text"), [({"code": 500, "message": "etcd is down"}, "etcd is down"),
+                                              ({"code": 500}, "{'code': 500}")])
+def test_an_error_event_other_than_410_drops_the_stream_with_its_message(monkeypatch, caplog, status, text) -> None:
+    """An ERROR event that is not a 410 is retried from the same version, its message (or the Status) logged."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [{"type": "ERROR", "object": status}]), ("watch", [])],
+            backoff_base=0.25)
+    r.run()
+    assert f"deployments: ERROR event: {text}; retrying in 0.25s" in messages(caplog)
+    assert r.api.calls[3][2]["resourceVersion"] == "3" and r.restarts("expired") == 0
+
+
+def test_a_bookmark_moves_the_version_and_the_stream_goes_on(monkeypatch) -> None:
+    """Transcript 33: a BOOKMARK only moves the resourceVersion; the events after it in the same stream are delivered."""
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [bookmark("5"), ev("ADDED", dep("a", "6")), bookmark("8")]),
+                          ("watch", [])])
+    r.run()
+    assert [(e[1], e[2]) for e in r.events] == [("ADDED", "a")]
+    assert r.api.calls[3][2]["resourceVersion"] == "8"
+
+
+def test_the_handler_gets_the_kind_the_previous_object_and_the_arrival_time(monkeypatch) -> None:
+    """handler(kind, type, object, previous object or None, the monotonic time the event was read)."""
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3", dep("a", "2"))]),
+                          ("watch", [0.5, ev("MODIFIED", dep("a", "4")), 0.25, ev("DELETED", dep("a", "5")), ev("ADDED", dep("b", "6"))]),
+                          ("watch", [])])
+    r.run()
+    assert r.events == [("Deployment", "ADDED", "a", None, 1000.0), ("Deployment", "MODIFIED", "a", "2", 1000.5),
+                        ("Deployment", "DELETED", "a", "4", 1000.75), ("Deployment", "ADDED", "b", None, 1000.75)]
+    assert r.inf.store.keys() == [("ns", "b")], "a DELETED event removes the object from the store"
+
+
+def test_a_failing_handler_is_logged_and_the_watch_goes_on(monkeypatch, caplog) -> None:
+    """A handler bug must not kill the watch: logged with the kind, the next event still delivered."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    seen: list[str] = []
+
+    def handler(kind: str, type_: str, obj: dict[str, Any], old: Any, arrived: float) -> None:
+        seen.append(obj["metadata"]["name"])
+        if obj["metadata"]["name"] == "a":
+            raise RuntimeError("handler bug")
+
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [ev("ADDED", dep("a", "4")), ev("ADDED", dep("b", "5"))]),
+                          ("watch", [])], handler=handler)
+    r.run()
+    assert seen == ["a", "b"] and r.api.calls[3][2]["resourceVersion"] == "5"
+    assert "deployments: event handler failed" in messages(caplog)
+
+
+def test_the_informer_runs_in_a_named_daemon_thread() -> None:
+    """start(): a daemon thread named informer-PLURAL, so a stuck read never keeps the process alive."""
+    release = threading.Event()
+    mine: list[threading.Thread] = []
+
+    class Blocking:
+        def list_pages(self, *a: Any, **k: Any):
+            yield page("1")
+
+        def watch(self, *a: Any, **k: Any):
+            release.wait(10)
+            return iter(())
+
+    before = set(threading.enumerate())  # other tests' informers may still be winding down
+    inf = Informer(Blocking(), DEPLOYMENTS, lambda *a: None, streaming_list=False).start()  # type: ignore[arg-type]
+    try:
+        assert inf.synced.wait(10)
+        mine += [t for t in threading.enumerate() if t not in before and t.name == "informer-deployments"]
+        assert len(mine) == 1 and mine[0].daemon
+    finally:
+        inf.stop.set()
+        release.set()
+    mine[0].join(10)
+    assert not mine[0].is_alive()
+
+
+# ---- what the store keeps
+def test_a_metadata_only_object_keeps_what_the_controller_reads() -> None:
+    """Pods: name, namespace, uid, resourceVersion, labels, ownerReferences, deletionTimestamp; nothing else."""
+    meta = {"name": "p", "namespace": "ns", "uid": "u-1", "resourceVersion": "5", "labels": {"a": "b"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "rs"}], "deletionTimestamp": "2026-01-01T00:00:00Z",
+            "annotations": {"x": "y"}, "managedFields": [{}], "generation": 2}
+    assert slim(PODS, {"metadata": meta, "spec": {}, "status": {}}) == {
+        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences", "deletionTimestamp")}}
+
+
+def test_strings_up_to_64_characters_are_one_object_in_the_cache() -> None:
+    """compact interns short strings (label keys and values, manager names): two objects' equal
+    64-character values are one string object."""
+    value = "v" * 64
+    one = compact({"metadata": {"labels": {"k": "".join(list(value))}}})
+    two = compact({"metadata": {"labels": {"k": "".join(list(value))}}})
+    assert one["metadata"]["labels"]["k"] is two["metadata"]["labels"]["k"]
+    assert one["metadata"]["labels"]["k"] is sys.intern(value)
+
+
+def test_managed_fields_go_except_for_deployments_and_nothing_else_goes() -> None:
+    """CRs (and HPAs) lose managedFields; Deployments keep them (they name a drift's culprit); the rest of the object stays."""
+    meta = {"name": "a", "namespace": "ns", "resourceVersion": "3", "labels": {"x": "y"}, "managedFields": [{"manager": "kubectl"}]}
+    cr_kind = Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds")
+    obj = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": meta, "spec": {"size": 2}}
+    assert slim(cr_kind, obj) == {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    assert slim(DEPLOYMENTS, obj) == obj
+    bare = {"metadata": {"name": "a", "namespace": "ns"}, "spec": {}}
+    assert slim(DEPLOYMENTS, bare) == bare and slim(cr_kind, bare) == bare
+
+
+def test_equal_managed_fields_spec_parts_are_one_object_in_the_cache(monkeypatch) -> None:
+    """The f:spec part of each managedFields entry, identical across thousands of Deployments, is kept once."""
+    monkeypatch.setattr(informer, "_SHARED", {})
+
+    def deployment(name: str) -> dict[str, Any]:
+        return {"metadata": {"name": name, "labels": {"app": name},
+                             "managedFields": [{"manager": "memcached-gitops", "operation": "Apply",
+                                                "fieldsV1": {"f:metadata": {"f:labels": {"f:app": {}}},
+                                                             "f:spec": {"f:replicas": {}, "f:template": {"f:spec": {}}}}}]},
+                "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "memcached"}]}}}}
+
+    a, b = compact(deployment("a")), compact(deployment("b"))
+    assert a == deployment("a") and b == deployment("b"), "compaction changes no value"
+    fa, fb = (d["metadata"]["managedFields"][0]["fieldsV1"] for d in (a, b))
+    assert fa["f:spec"] is fb["f:spec"]
+    assert fa["f:metadata"] is not fb["f:metadata"], "only the f:spec part is shared"
+    assert a["spec"]["template"]["spec"] is b["spec"]["template"]["spec"]
+    assert a["spec"] is not b["spec"] and a["metadata"]["labels"] is not b["metadata"]["labels"]
