@@ -32,13 +32,15 @@ def _connect(kubeconfig: str | None, context: str | None, host: str | None, **kw
 
 def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], field_manager: str, dry_run: bool,
         kubeconfig: str | None, context: str | None, crd: CRD, image: str, leader_elect: bool, lease_namespace: str,
-        metrics_port: int, host: str | None = None, adopt: bool = False, detect_only: bool = False, workers: int = 4) -> int:
+        metrics_port: int, host: str | None = None, adopt: bool = False, detect_only: bool = False, workers: int = 4,
+        shards: bool = False) -> int:
     """Connect and run ``--once`` (one LIST-based cycle) or the event-driven mode; returns the exit code."""
     from .controller import DEFAULT_RESYNC, Controller, Settings, lease_client
     from .cycle import Options, Reconciler
     from .leader import LeaderElector
     from .loop import install_stop_handlers, run_once
     from .metrics import Metrics, serve
+    from .shards import ShardRing
 
     stop = threading.Event()
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
@@ -53,10 +55,12 @@ def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], fiel
         return run_once(reconciler)
     metrics = Metrics()
     server = serve(metrics, metrics_port) if metrics_port else None
-    elector = None
-    if leader_elect and not dry_run:
+    elector, ring = None, None
+    if shards:
+        ring = ShardRing(lease_client(api, 10.0), lease_namespace, identity)
+    elif leader_elect and not dry_run:
         elector = LeaderElector(lease_client(api, 10.0), lease_namespace, identity)
-    controller = Controller(reconciler, metrics, elector, Settings(workers=workers, resync=interval or DEFAULT_RESYNC))
+    controller = Controller(reconciler, metrics, elector, Settings(workers=workers, resync=interval or DEFAULT_RESYNC), shards=ring)
     try:
         code = controller.run()
         if controller.error:

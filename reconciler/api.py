@@ -129,7 +129,7 @@ class KubeAPI:
         data = json.dumps(body) if isinstance(body, (dict, list)) and not content_type.endswith("json") else body
         verb = verb or method.lower()
         if method != "GET" and self.may_write is not None and not self.may_write():
-            raise APIError(0, "not the leader: writes are stopped")
+            raise APIError(0, "writes are stopped: not the leader, or not this replica's CR")
         for attempt in range(self.retry.attempts):
             self.requests[verb] += 1
             status, payload, retry_after = self._send(method, url, headers, data)

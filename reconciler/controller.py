@@ -14,6 +14,9 @@
   so a standby that takes over starts from a warm cache.
 - Every ``resync`` seconds every CR in the cache is queued again: a safety net that costs no
   request unless something drifted.
+- With ``shards`` (shards.py) every replica serves a share of the CRs instead: each holds a Lease
+  of its own, a fifth informer watches the ring's Leases, a worker reconciles only the CRs the ring
+  gives this replica, and every write is gated per CR (never two writers for one CR).
 - SIGTERM (``stop``): workers finish their current CR, the Lease is released, ``run`` returns 0.
 """
 
@@ -39,6 +42,7 @@ from .informer import Informer, Kind, key_of, slim
 from .leader import LeaderElector
 from .metrics import Metrics
 from .selectors import has_kept_selector, selector_of, template_labels
+from .shards import RING_LABEL, ShardRing
 from .vocabulary import INSTANCE_LABEL, SELECTOR, Action
 from .workqueue import WorkQueue
 
@@ -63,7 +67,7 @@ class Settings:
 
 class Controller:
     def __init__(self, reconciler: Reconciler, metrics: Metrics | None = None, elector: LeaderElector | None = None,
-                 settings: Settings | None = None, fights: FightDetector | None = None) -> None:
+                 settings: Settings | None = None, fights: FightDetector | None = None, shards: ShardRing | None = None) -> None:
         self.reconciler, self.api = reconciler, reconciler.api
         self.metrics = metrics or Metrics()
         self.metrics.api_requests = self.api.requests
@@ -74,7 +78,15 @@ class Controller:
         self.queue = WorkQueue()
         self.metrics.queue_depth.set_function(lambda: len(self.queue))
         self.leading = threading.Event()
-        if elector is None:
+        self.shards = shards
+        if shards is not None:
+            self.leading.set()  # every member leads its own share; the ring gates each CR
+            self.api.may_write = shards.may_write
+            shards.on_agreed = self._queue_share
+            shards.on_handover = self.metrics.observe_handover
+            self.metrics.shard_owned.set_function(lambda: len(self.owned_keys()))
+            self.metrics.shard_members.set_function(lambda: len(shards.view))
+        elif elector is None:
             self.leading.set()
         else:
             self.api.may_write = elector.is_leader
@@ -94,6 +106,12 @@ class Controller:
                    for ns in scopes]
             for name, kind in self.kinds.items()
         }
+        if shards is not None:
+            lease = Kind("Lease", "coordination.k8s.io", "v1", "leases", f"{RING_LABEL}={shards.ring}")
+            self.kinds["Lease"] = lease
+            self.informers["Lease"] = [Informer(self.api, lease, self._on_event, namespace=shards.namespace, metrics=self.metrics,
+                                                watch_timeout=s.watch_timeout, heartbeat=s.heartbeat, silence_grace=s.silence_grace,
+                                                streaming_list=s.streaming_list)]
         self._pods: dict[tuple[str, str], set[str]] = {}
         self._pods_lock = threading.Lock()
         self._kept: dict[str, set[str]] = {}  # namespace -> Deployments with a kept selector (selectors.py)
@@ -121,6 +139,11 @@ class Controller:
     def cr_keys(self) -> list[tuple[str, str]]:
         return [k for informer in self.informers["Memcached"] for k in informer.store.keys()]
 
+    def owned_keys(self) -> list[tuple[str, str]]:
+        """The CRs this replica serves: all of them, or its share of the ring."""
+        keys = self.cr_keys()
+        return keys if self.shards is None else [k for k in keys if self.shards.owns(k)]
+
     def pods_of(self, key: tuple[str, str]) -> tuple[str, ...]:
         with self._pods_lock:
             return tuple(sorted(self._pods.get(key, ())))
@@ -139,6 +162,9 @@ class Controller:
             self.queue.add((ns, owner_name(obj)), arrived)
             for peer in self._kept_peers(type_, obj, old):
                 self.queue.add((ns, peer), arrived)
+        elif kind == "Lease":
+            if self.shards is not None:
+                self.shards.on_lease(type_, obj)
         elif kind == "HorizontalPodAutoscaler":
             for target in self._track_autoscaler(type_, obj, old):
                 self.queue.add(target, arrived)
@@ -213,7 +239,13 @@ class Controller:
                 if wait > 0:
                     self.queue.add_after(key, wait)
                     continue
-                self.reconcile(key, arrived)
+                if self.shards is None:
+                    self.reconcile(key, arrived)
+                else:
+                    with self.shards.serving(key) as ours:
+                        if not ours:
+                            continue  # another replica's, or not yet: the ring queues its share when it agrees
+                        self.reconcile(key, arrived)
                 self.queue.forget(key)
             except Exception as exc:  # APIError, or a bug: this CR is retried with backoff, the others go on
                 if isinstance(exc, APIError):
@@ -271,6 +303,11 @@ class Controller:
         for key in self.cr_keys():
             self.queue.add(key)
 
+    def _queue_share(self) -> None:
+        """The ring agreed on a new view: this replica's share (perhaps grown) is queued."""
+        for key in self.owned_keys():
+            self.queue.add(key)
+
     def _stopped_leading(self) -> None:
         self.leading.clear()
         self.metrics.leader = False
@@ -282,9 +319,12 @@ class Controller:
     def run(self, first_sync_timeout: float | None = None) -> int:
         """Until ``stop``: 0 after a clean stop, 2 when the API server refuses our requests."""
         started = time.monotonic()
+        if self.shards is not None and not self._join_ring(started, first_sync_timeout):
+            return self._shutdown(started, 2 if self.error else 0)
         for informers in self.informers.values():
             for informer in informers:
-                informer.start()
+                if informer.kind.name != "Lease":
+                    informer.start()
         try:
             self._schema = self.reconciler.status_schema()
         except APIError as exc:
@@ -310,7 +350,9 @@ class Controller:
         threads = [threading.Thread(target=self._work, daemon=True, name=f"worker-{n}") for n in range(self.settings.workers)]
         for t in threads:
             t.start()
-        if self.elector is not None:
+        if self.shards is not None:
+            self._queue_share()  # the share as the ring has it now (a CR event queued the rest already)
+        elif self.elector is not None:
             threading.Thread(target=self.elector.run, args=(self.stop, self._started_leading, self._stopped_leading, self._on_holder),
                              daemon=True, name="leader-election").start()
         else:
@@ -325,14 +367,36 @@ class Controller:
                 next_resync = time.monotonic() + self.settings.resync
                 if self.leading.is_set():
                     self.resyncs += 1
-                    log.info("resync: queueing %d CRs", len(self.cr_keys()))
-                    for key in self.cr_keys():
+                    keys = self.owned_keys()
+                    log.info("resync: queueing %d CRs", len(keys))
+                    for key in keys:
                         self.queue.add(key)
             self.stop.wait(min(1.0, max(0.0, next_resync - time.monotonic())))
         return self._shutdown(started, 0)
 
+    def _join_ring(self, started: float, timeout: float | None) -> bool:
+        """Create our Lease, list the ring's, and start the Lease thread before the other caches sync,
+        so that the members see this one acknowledge them at once (they wait for it)."""
+        assert self.shards is not None
+        try:
+            self.shards.join()  # our Lease first: a member that lists after this sees us
+        except APIError as exc:
+            self.error = f"cannot create the shard Lease: {exc}"
+            return False
+        [leases] = self.informers["Lease"]
+        leases.start()
+        while not leases.synced.wait(0.05):
+            if self.stop.is_set() or leases.error or (timeout is not None and time.monotonic() > started + timeout):
+                self.error = leases.error or ("" if self.stop.is_set() else "the shard Leases did not sync")
+                return False
+        self.shards.listed = True
+        threading.Thread(target=self.shards.run, args=(self.stop,), daemon=True, name="shard-lease").start()
+        return True
+
     def _shutdown(self, started: float, code: int) -> int:
         self.stop.set()
+        if self.shards is not None:
+            self.shards.release()  # no new CR; the ones in flight end; the others take over at once
         self.queue.shut_down()
         self.queue.wait_idle(timeout=30)  # the current CR of each worker is finished
         for informers in self.informers.values():

@@ -63,6 +63,13 @@ class Metrics:
         self.correction_latency = Histogram(f"{PREFIX}_drift_correction_latency_seconds",
                                             "From the arrival of the WATCH event that showed drift to the finished apply.",
                                             buckets=LATENCY_BUCKETS, registry=r)
+        # reconcile --shards (shards.py): the ring as this replica sees it
+        self.shard_members = Gauge(f"{PREFIX}_shard_members", "Members of the shard ring in this replica's view.", registry=r)
+        self.shard_owned = Gauge(f"{PREFIX}_shard_owned_crs", "CRs this replica serves in its current view.", registry=r)
+        self.shard_handovers = Counter(f"{PREFIX}_shard_handovers", "Changes of the ring's view that reached agreement.", registry=r)
+        self.shard_handover_seconds = Histogram(f"{PREFIX}_shard_handover_seconds",
+                                                "From a change of this replica's view to the ring's agreement on it (writes resume).",
+                                                buckets=LATENCY_BUCKETS, registry=r)
         self._requests = _RequestCounter()
         r.register(self._requests)
         self._lock = threading.Lock()
@@ -101,6 +108,10 @@ class Metrics:
             self._holder = identity
             if identity:
                 self.lease_holder.labels(identity).set(1)
+
+    def observe_handover(self, seconds: float) -> None:
+        self.shard_handovers.inc()
+        self.shard_handover_seconds.observe(seconds)
 
     def observe_outcome(self, outcome: Any) -> None:
         """Count one CR's result: its corrected (or, detect-only, reported) fields and its failure."""

@@ -257,6 +257,9 @@ def reconcile(
     image: Annotated[str | None, typer.Option("--image", help=f"memcached image [env MEMCACHED_IMAGE; default {DEFAULT_IMAGE}]")] = None,
     leader_elect: Annotated[bool, typer.Option("--leader-elect/--no-leader-elect", help="Hold a Lease (event-driven mode).")] = True,
     lease_namespace: Annotated[str | None, typer.Option("--lease-namespace", help="Namespace of the Lease [env POD_NAMESPACE].")] = None,
+    shards: Annotated[bool, typer.Option(
+        "--shards", help="Event-driven mode: every replica serves a share of the CRs, each holding a Lease of its own "
+                         "(instead of one leader).")] = False,
     metrics_port: Annotated[int, typer.Option("--metrics-port", help="Port of /healthz, /readyz and /metrics (0: off).")] = 8080,
     log_level: Annotated[str, typer.Option("--log-level")] = "info",
 ) -> None:
@@ -264,6 +267,9 @@ def reconcile(
     _require_cluster_client("reconcile")
     if once and interval is not None:
         raise _fail("--interval is the resync period of the event-driven mode; it does not go with --once")
+    if shards and (once or dry_run or not leader_elect):
+        raise _fail("--shards splits the event-driven mode's CRs among replicas by Leases; it does not go with "
+                    "--once, --dry-run or --no-leader-elect")
     _setup_logging(log_level)
     from memcached_gitops.reconciler import run
 
@@ -271,7 +277,7 @@ def reconcile(
                field_manager=field_manager, dry_run=dry_run, kubeconfig=kubeconfig, context=context,
                crd=_validator(crd, True).crd, image=_image(image), leader_elect=leader_elect,
                lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE", "default"), metrics_port=metrics_port,
-               adopt=adopt, detect_only=detect_only, workers=workers)
+               adopt=adopt, detect_only=detect_only, workers=workers, shards=shards)
     raise typer.Exit(code)
 
 

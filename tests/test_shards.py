@@ -1,0 +1,325 @@
+"""Shards on Leases (issue 24): joining, leaving, dying and a partition, with time as a test input.
+
+The replicas' Leases live in the fake API server over real HTTP (transcript 15's rules for
+Leases: a PUT carries the resourceVersion read, MicroTimes). Each replica's ``step`` is one turn of
+its Lease thread, and what its Lease informer would deliver is handed to it by ``sync`` (a LIST of
+the ring's Leases turned into events), so a test decides when each replica's watch is current and
+when it lags. After every move, ``no_two_writers`` checks the promise of shards.py on 600 CR keys:
+at most one replica may write each CR.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.shards import RING_LABEL, VIEW_ANNOTATION, ShardRing, key_text, lease_name, owner
+
+from .fakeapi.server import FakeAPIServer, Fault
+
+START = dt.datetime(2026, 11, 25, 12, 0, 0, tzinfo=dt.UTC)
+KEYS = [(f"ns-{i % 7}", f"cache-{i}") for i in range(600)]
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def wall(self) -> dt.datetime:
+        return START + dt.timedelta(seconds=self.now)
+
+
+@pytest.fixture
+def server() -> Iterator[FakeAPIServer]:
+    with FakeAPIServer(namespaces=("default",)) as api:
+        yield api
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def replica(server: FakeAPIServer, clock: Clock, identity: str) -> ShardRing:
+    api = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=1), user_agent=f"memcached-gitops/1 {identity}")
+    ring = ShardRing(api, "default", identity, monotonic=clock.monotonic, clock=clock.wall)
+    ring.agreements = 0  # type: ignore[attr-defined]
+
+    def agreed() -> None:
+        ring.agreements += 1  # type: ignore[attr-defined]
+
+    ring.on_agreed = agreed
+    return ring
+
+
+def leases(server: FakeAPIServer) -> list[dict]:
+    """The ring's Leases, as a LIST answers."""
+    status, _, body = server.handle("GET", f"{LEASES}?labelSelector={RING_LABEL}%3Dmemcached-gitops", {}, b"")
+    assert status == 200
+    return json.loads(body)["items"]
+
+
+def sync(server: FakeAPIServer, ring: ShardRing) -> None:
+    """What the Lease informer delivers once its watch is current: every Lease of the ring, and the
+    DELETED event of every member it knew that is gone."""
+    listed = leases(server)
+    names = {lease["metadata"]["name"] for lease in listed}
+    for name in set(ring.peers) - names:
+        ring.on_lease("DELETED", {"metadata": {"name": name}})
+    for lease in listed:
+        ring.on_lease("MODIFIED", lease)
+    ring.listed = True
+
+
+def settle(server: FakeAPIServer, rings: list[ShardRing], rounds: int = 3) -> None:
+    """Each replica's watch catches up and its Lease thread takes a turn, a few times (no time passes)."""
+    for _ in range(rounds):
+        for ring in rings:
+            sync(server, ring)
+            ring.step()
+            no_two_writers(rings)
+
+
+def no_two_writers(rings: list[ShardRing]) -> dict[str, int]:
+    """At most one replica may write each CR; returns how many CRs each may write."""
+    share = {r.identity: 0 for r in rings}
+    for key in KEYS:
+        writers = [r.identity for r in rings if r.allowed(key)]
+        assert len(writers) <= 1, f"{key_text(key)} has two writers: {writers}"
+        for w in writers:
+            share[w] += 1
+    return share
+
+
+def lease(server: FakeAPIServer, ring: ShardRing) -> dict | None:
+    found = [x for x in leases(server) if x["metadata"]["name"] == ring.name]
+    return found[0] if found else None
+
+
+def start(server: FakeAPIServer, clock: Clock, *names: str) -> list[ShardRing]:
+    rings = []
+    for name in names:
+        ring = replica(server, clock, name)
+        ring.join()
+        rings.append(ring)
+        settle(server, rings)
+    return rings
+
+
+def advance(server: FakeAPIServer, clock: Clock, rings: list[ShardRing], seconds: float, step: float = 2.0,
+            live: list[ShardRing] | None = None) -> None:
+    """Time passes; the ``live`` replicas (all by default) renew every ``step`` seconds, watches current."""
+    live = rings if live is None else live
+    end = clock.now + seconds
+    while clock.now < end:
+        clock.now = min(end, clock.now + step)
+        for ring in live:
+            sync(server, ring)
+            ring.step()
+        no_two_writers(rings)
+
+
+# ---- the hash
+def test_rendezvous_moves_about_one_nth_when_a_member_joins_and_only_the_leavers_share_when_one_leaves() -> None:
+    keys = [key_text(k) for k in KEYS] + [f"default/m-{i}" for i in range(2400)]
+    three = {k: owner(k, ["a", "b", "c"]) for k in keys}
+    four = {k: owner(k, ["a", "b", "c", "d"]) for k in keys}
+    moved = [k for k in keys if three[k] != four[k]]
+    assert all(four[k] == "d" for k in moved), "a joining member takes CRs only for itself"
+    assert 0.20 < len(moved) / len(keys) < 0.30, f"about 1/4 move, not {len(moved) / len(keys):.2f}"
+    two = {k: owner(k, ["a", "c"]) for k in keys}
+    assert all(two[k] == three[k] for k in keys if three[k] != "b"), "only the leaver's CRs move"
+    shares = [sum(1 for k in keys if three[k] == m) / len(keys) for m in "abc"]
+    assert all(0.28 < s < 0.39 for s in shares), shares
+    assert owner("default/x", []) is None
+
+
+@given(st.sets(st.sampled_from("abcdefgh"), max_size=8), st.sets(st.sampled_from("abcdefgh"), max_size=8),
+       st.text(min_size=1, max_size=20))
+def test_two_members_that_count_each_other_never_both_own_a_cr(view1: set[str], view2: set[str], key: str) -> None:
+    first, second = owner(key, view1), owner(key, view2)
+    if first is not None and second is not None and first != second:
+        assert not (first in view2 and second in view1), "each would beat the other"
+
+
+def test_lease_names_are_dns_subdomains() -> None:
+    assert lease_name("memcached-gitops-7d9f-x2") == "memcached-gitops-shard-memcached-gitops-7d9f-x2"
+    assert lease_name("My_Host-123") == "memcached-gitops-shard-my-host-123"
+    assert len(lease_name("x" * 400)) == 253
+
+
+# ---- the protocol
+def test_a_lone_replica_serves_every_cr_once_its_lease_says_so(server: FakeAPIServer, clock: Clock) -> None:
+    [a] = start(server, clock, "a")
+    assert no_two_writers([a]) == {"a": len(KEYS)}
+    held = lease(server, a)
+    assert held["spec"]["holderIdentity"] == "a" and held["metadata"]["labels"] == {RING_LABEL: "memcached-gitops"}
+    assert held["metadata"]["annotations"][VIEW_ANNOTATION] == "a#0"
+    assert a.agreements == 1
+
+
+def test_a_joining_replica_writes_nothing_until_the_old_owner_has_let_go(server: FakeAPIServer, clock: Clock) -> None:
+    [a] = start(server, clock, "a")
+    b = replica(server, clock, "b")
+    b.join()
+    sync(server, b)
+    b.step()
+    # a's watch has not delivered b's Lease yet: a still serves everything, b nothing
+    assert no_two_writers([a, b]) == {"a": len(KEYS), "b": 0}
+    sync(server, a)  # a sees b: it stops writing b's share at once, before it publishes
+    shares = no_two_writers([a, b])
+    assert 0 < shares["a"] < len(KEYS) and shares["b"] == 0
+    a.step()  # a publishes {a, b}
+    sync(server, b)
+    shares = no_two_writers([a, b])
+    assert shares["b"] > 0 and shares["a"] + shares["b"] == len(KEYS)
+    assert 0.3 < shares["b"] / len(KEYS) < 0.7
+    settle(server, [a, b])
+    assert no_two_writers([a, b]) == shares, "the ring is stable"
+    assert b.agreements == 1 and a.agreements == 2
+
+
+def test_a_reconcile_in_flight_holds_the_view_until_it_ends(server: FakeAPIServer, clock: Clock) -> None:
+    [a] = start(server, clock, "a")
+    b = replica(server, clock, "b")
+    b.join()
+    moving = next(k for k in KEYS if owner(key_text(k), ["a", "b"]) == "b")
+    with a.serving(moving) as ours:
+        assert ours and a.may_write()
+        sync(server, a)
+        sync(server, b)
+        b.step()
+        assert not a.may_write(), "the view changed while the reconcile ran: it writes no more"
+        a.step()
+        assert lease(server, a)["metadata"]["annotations"][VIEW_ANNOTATION] == "a#0", "not published before the drain"
+        sync(server, b)
+        assert not b.allowed(moving)
+    assert a.wake.is_set(), "the end of the last old reconcile wakes the Lease thread"
+    a.step()
+    assert lease(server, a)["metadata"]["annotations"][VIEW_ANNOTATION] == "a#0,b#0"
+    sync(server, b)
+    assert b.allowed(moving) and not a.allowed(moving)
+    assert not b.may_write(), "no write outside a reconcile that holds its CR"
+
+
+def test_a_replica_stopped_with_sigterm_hands_over_at_once(server: FakeAPIServer, clock: Clock) -> None:
+    a, b, c = start(server, clock, "a", "b", "c")
+    before = no_two_writers([a, b, c])
+    assert min(before.values()) > 100
+    b.release()
+    assert lease(server, b) is None, "the Lease is deleted once nothing is in flight"
+    settle(server, [a, c])
+    after = no_two_writers([a, c])
+    assert after["a"] + after["c"] == len(KEYS), "b's share is served without waiting for any expiry"
+    assert after["a"] >= before["a"] and after["c"] >= before["c"], "only b's CRs moved"
+
+
+def test_a_killed_replica_is_taken_over_after_its_lease_and_not_before(server: FakeAPIServer, clock: Clock) -> None:
+    a, b = start(server, clock, "a", "b")
+    shares = no_two_writers([a, b])
+    killed_at = clock.now  # b's last renewal was sent at its last step, at this time
+    advance(server, clock, [a, b], 14.0, live=[a])
+    assert no_two_writers([a, b])["a"] == shares["a"], "b's share waits for its Lease to run out"
+    assert lease(server, b) is not None
+    advance(server, clock, [a, b], 2.0, live=[a])
+    assert clock.now - killed_at <= 16.0
+    assert no_two_writers([a, b])["a"] == len(KEYS), "taken over within a lease (15 s) and a step"
+    assert lease(server, b) is None, "the confirming replica deletes the dead member's Lease"
+
+
+def test_a_partitioned_replica_stops_writing_before_its_share_moves(server: FakeAPIServer, clock: Clock) -> None:
+    a, b = start(server, clock, "a", "b")
+    mine = [k for k in KEYS if b.allowed(k)]
+    cut_at = clock.now
+    server.faults.append(Fault(path_contains=f"/leases/{b.name}", method="PUT", status=500, times=1000))
+    fenced_out = taken = None
+    while taken is None:
+        clock.now += 0.5
+        for ring in (a, b):
+            sync(server, ring)
+            ring.step()
+        no_two_writers([a, b])
+        if fenced_out is None and not any(b.allowed(k) for k in mine):
+            fenced_out = clock.now
+        if all(a.allowed(k) for k in mine):
+            taken = clock.now
+        assert clock.now - cut_at < 30
+    assert fenced_out - cut_at <= 10.0, "b stops at its renew deadline"
+    assert taken - fenced_out >= 4.5, "a takes over only once b has been silent for a whole lease"
+
+
+def test_a_lagging_watch_does_not_kill_a_live_member(server: FakeAPIServer, clock: Clock) -> None:
+    a, b = start(server, clock, "a", "b")
+    shares = no_two_writers([a, b])
+    for _ in range(10):  # 20 s: b renews, a's watch delivers nothing
+        clock.now += 2.0
+        b.step()
+        a.step()
+        assert no_two_writers([a, b]) == shares
+    assert lease(server, b) is not None, "the GET showed the renewals the watch missed"
+
+
+def test_a_member_back_from_a_lapse_needs_a_fresh_acknowledgement(server: FakeAPIServer, clock: Clock) -> None:
+    a, b = start(server, clock, "a", "b")
+    server.faults.append(Fault(path_contains=f"/leases/{b.name}", method="PUT", status=500, times=6))
+    clock.now += 11.0  # past b's renew deadline; a has not yet dropped b (15 s)
+    sync(server, a)
+    a.step()
+    for _ in range(6):
+        b.step()  # the failing renewals
+    assert b.fenced() is False and not any(b.allowed(k) for k in KEYS)
+    b.step()  # the renewal goes through: a new incarnation
+    assert b.token == "b#1"
+    assert not any(b.allowed(k) for k in KEYS), "a acknowledged b#0, not b#1"
+    no_two_writers([a, b])
+    settle(server, [a, b])
+    shares = no_two_writers([a, b])
+    assert shares["a"] + shares["b"] == len(KEYS) and shares["b"] > 0
+
+
+def test_a_replica_restarted_under_the_same_name_comes_back_as_a_new_incarnation(server: FakeAPIServer, clock: Clock) -> None:
+    [a] = start(server, clock, "a")
+    again = replica(server, clock, "a")
+    again.join()
+    assert again.token == "a#1" and lease(server, a)["spec"]["leaseTransitions"] == 1
+    clock.now += 2.0  # (a Pod's name is unique: two live processes of one identity are a container restart's overlap)
+    a.step()
+    assert not any(a.allowed(k) for k in KEYS), "its renewal is refused (409): it stops and joins again"
+    settle(server, [again])
+    assert no_two_writers([again]) == {"a": len(KEYS)}
+
+
+def test_many_joins_and_leaves_in_random_order_never_make_two_writers(server: FakeAPIServer, clock: Clock) -> None:
+    rng = random.Random(24)
+    rings = start(server, clock, "r0")
+    names = iter(f"r{i}" for i in range(1, 100))
+    for _ in range(25):
+        move = rng.choice(["join", "leave", "kill", "tick", "lag"]) if len(rings) > 1 else "join"
+        if move == "join":
+            ring = replica(server, clock, next(names))
+            ring.join()
+            rings.append(ring)
+        elif move == "leave":
+            rings.pop(rng.randrange(len(rings))).release()
+        elif move == "kill":
+            rings.pop(rng.randrange(len(rings)))  # never steps again; its Lease runs out
+        elif move == "tick":
+            clock.now += rng.uniform(0.5, 4.0)
+        for ring in rings:
+            if move != "lag" or rng.random() < 0.5:
+                sync(server, ring)
+            ring.step()
+            no_two_writers(rings)
+    advance(server, clock, rings, 20.0)
+    shares = no_two_writers(rings)
+    assert sum(shares.values()) == len(KEYS), "once the dead have run out, every CR is served"

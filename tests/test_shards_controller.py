@@ -1,0 +1,171 @@
+"""``reconcile --shards`` end to end: replicas of the event-driven mode over real HTTP against the
+fake API server, each with its Lease, its informers and its workers (issue 24).
+
+The claims are read from the fake's request log, stamped on arrival as the API server's audit log
+is: which replica (by User-Agent) wrote which CR's Deployment and status, and when. Lease timings
+are shortened (a 3 s lease, a 2 s renew deadline) so that a dead replica's share moves in seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+
+import pytest
+from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.controller import Controller, Settings, lease_client
+from memcached_gitops.reconciler.cycle import Options, Reconciler
+from memcached_gitops.reconciler.metrics import Metrics
+from memcached_gitops.reconciler.shards import ShardRing, key_text, owner
+from memcached_gitops.schemas import load_crd
+
+from .fakeapi.server import FakeAPIServer
+from .test_controller import HOUR, replicas, wait_for
+from .test_reconciler import DEP_PATH, condition, make_cr, patch
+
+CRS = [f"cache-{i}" for i in range(24)]
+
+
+@pytest.fixture
+def cluster() -> Iterator[FakeAPIServer]:
+    with FakeAPIServer(namespaces=("default",)) as api:
+        yield api
+
+
+@contextlib.contextmanager
+def replica(api: FakeAPIServer, identity: str) -> Iterator[Controller]:
+    kube = KubeAPI.connect(host=api.url, retry=RetryPolicy(attempts=3, base=0.01, cap=0.05),
+                           user_agent=f"memcached-gitops/0.1.0 {identity}")
+    ring = ShardRing(lease_client(kube, 2.0), "default", identity, duration=3, renew_deadline=2.0, retry_period=0.25)
+    controller = Controller(Reconciler(kube, load_crd(), Options()), Metrics(), None,
+                            Settings(workers=2, resync=HOUR, watch_timeout=30, silence_grace=1), shards=ring)
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(controller.run()), daemon=True)
+    thread.start()
+    wait_for(lambda: controller.metrics.ready or result, what="the first sync")
+    controller.thread = thread  # type: ignore[attr-defined]
+    try:
+        yield controller
+    finally:
+        controller.stop.set()
+        thread.join(30)
+        controller.exit_code = result[0] if result else None  # type: ignore[attr-defined]
+
+
+def writers(api: FakeAPIServer, since: float = 0.0) -> dict[str, set[str]]:
+    """CR name -> the replicas that wrote its Deployment or its status."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for r in api.writes():
+        if r.received < since or not r.user_agent.startswith("memcached-gitops"):
+            continue
+        parts = r.path.split("/")
+        if "deployments" in parts or "memcacheds" in parts:
+            kind = "deployments" if "deployments" in parts else "memcacheds"
+            found[parts[parts.index(kind) + 1]].add(r.user_agent.split()[-1])
+    return found
+
+
+def all_available(api: FakeAPIServer) -> bool:
+    return all(condition(api, name, "Available") for name in CRS)
+
+
+def test_three_replicas_split_the_crs_and_each_cr_has_one_writer(cluster: FakeAPIServer) -> None:
+    with replica(cluster, "r1") as r1, replica(cluster, "r2") as r2, replica(cluster, "r3") as r3:
+        wait_for(lambda: all(c.shards.acknowledged() for c in (r1, r2, r3)), what="the ring")
+        for name in CRS:
+            make_cr(cluster, name)
+        wait_for(lambda: all_available(cluster), what="every CR served")
+        who = writers(cluster)
+        assert all(len(who[name]) == 1 for name in CRS), {n: w for n, w in who.items() if len(w) != 1}
+        for name in CRS:
+            assert who[name] == {owner(f"default/{name}", ["r1", "r2", "r3"])}, "the rendezvous owner serves it"
+        counts = {c.shards.identity: c.metrics.value("memcached_gitops_shard_owned_crs") for c in (r1, r2, r3)}
+        assert sum(counts.values()) == len(CRS) and min(counts.values()) > 0, counts
+        assert r1.metrics.value("memcached_gitops_shard_members") == 3
+
+
+def test_a_replica_stopped_with_sigterm_hands_its_crs_over_within_two_seconds(cluster: FakeAPIServer) -> None:
+    for name in CRS:
+        make_cr(cluster, name)
+    with replica(cluster, "r1") as r1, replica(cluster, "r2") as r2:
+        wait_for(lambda: all_available(cluster), what="every CR served")
+        theirs = [n for n in CRS if owner(f"default/{n}", ["r1", "r2"]) == "r2"]
+        r2.stop.set()
+        r2.thread.join(10)
+        stopped = time.monotonic()
+        for name in theirs:
+            patch(cluster, DEP_PATH.format(ns="default", name=name) + "/scale", {"spec": {"replicas": 4}}, "application/merge-patch+json")
+        wait_for(lambda: all(replicas(cluster, n) == 1 for n in theirs), timeout=5, what="r2's CRs corrected by r1")
+        last = max(r.received for r in cluster.writes() if "/deployments/" in r.path and r.user_agent.endswith(" r1"))
+        assert last - stopped < 2.0, f"handed over in {last - stopped:.2f}s"
+        assert r1.metrics.value("memcached_gitops_shard_handovers_total") >= 2
+
+
+def test_a_replica_cut_off_stops_writing_before_its_crs_move(cluster: FakeAPIServer) -> None:
+    for name in CRS:
+        make_cr(cluster, name)
+    with replica(cluster, "r1"), replica(cluster, "r2") as r2:
+        wait_for(lambda: all_available(cluster), what="every CR served")
+        theirs = [n for n in CRS if owner(f"default/{n}", ["r1", "r2"]) == "r2"]
+        healed = threading.Event()
+        for kube in (r2.api, r2.shards.api):  # every request of r2 fails, as behind a partition, until healed
+            send = kube._send
+
+            def cut(*args, _send=send, **kwargs):
+                return _send(*args, **kwargs) if healed.is_set() else (0, "connection refused (partition)", None)
+
+            kube._send = cut
+        cut_at = time.monotonic()
+        for name in theirs:
+            patch(cluster, DEP_PATH.format(ns="default", name=name) + "/scale", {"spec": {"replicas": 4}}, "application/merge-patch+json")
+        wait_for(lambda: all(replicas(cluster, n) == 1 for n in theirs), timeout=10, what="r2's CRs corrected by r1")
+        renewed = max(r.received for r in cluster.writes() if "/leases/" in r.path and r.user_agent.endswith(" r2"))
+        took = max(r.received for r in cluster.writes() if "/deployments/" in r.path and r.user_agent.endswith(" r1")) - renewed
+        assert 3.0 <= took < 4.5, f"taken over a 3 s lease after r2's last renewal (and a step), not {took:.2f}s"
+        assert not r2.shards.fenced(), "r2 (2 s renew deadline) fenced itself out first"
+        healed.set()
+        wait_for(lambda: r2.shards.token != "r2#0" and r2.shards.acknowledged(), timeout=5, what="r2 back as a new incarnation")
+        for name in theirs:
+            patch(cluster, DEP_PATH.format(ns="default", name=name) + "/scale", {"spec": {"replicas": 5}}, "application/merge-patch+json")
+        wait_for(lambda: all(replicas(cluster, n) == 1 for n in theirs), timeout=5, what="r2 serves its CRs again")
+        assert interleaved(cluster, since=cut_at, window=2.0) == []
+
+
+def interleaved(api: FakeAPIServer, since: float, window: float) -> list[str]:
+    """CRs whose writes went A, B, A within ``window`` seconds (two writers at once, as the audit log shows it)."""
+    by_cr: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for r in api.writes():
+        parts = r.path.split("/")
+        if r.received >= since and r.user_agent.startswith("memcached-gitops") and ("deployments" in parts or "memcacheds" in parts):
+            kind = "deployments" if "deployments" in parts else "memcacheds"
+            by_cr[parts[parts.index(kind) + 1]].append((r.received, r.user_agent.split()[-1]))
+    bad = []
+    for name, writes in by_cr.items():
+        writes.sort()
+        for (t1, a), (_, b), (t3, c) in zip(writes, writes[1:], writes[2:], strict=False):
+            if a == c != b and t3 - t1 < window:
+                bad.append(name)
+    return bad
+
+
+def test_the_shard_metrics_and_no_two_writers_while_a_replica_joins(cluster: FakeAPIServer) -> None:
+    for name in CRS:
+        make_cr(cluster, name)
+    with replica(cluster, "r1"):
+        wait_for(lambda: all_available(cluster), what="every CR served")
+        joined = time.monotonic()
+        with replica(cluster, "r2") as r2:
+            wait_for(lambda: r2.shards.acknowledged(), what="r2 acknowledged")
+            theirs = [n for n in CRS if owner(f"default/{n}", ["r1", "r2"]) == "r2"]
+            assert 0 < len(theirs) < len(CRS)
+            for name in theirs:
+                scale = DEP_PATH.format(ns="default", name=name) + "/scale"
+                patch(cluster, scale, {"spec": {"replicas": 3}}, "application/merge-patch+json")
+            wait_for(lambda: all(replicas(cluster, n) == 1 for n in theirs), timeout=5)
+            after = writers(cluster, joined)
+            assert all(after[n] == {"r2"} for n in theirs), {n: after[n] for n in theirs}
+            assert r2.metrics.value("memcached_gitops_shard_owned_crs") == len(theirs)
+            assert key_text(("default", theirs[0])) == f"default/{theirs[0]}"
