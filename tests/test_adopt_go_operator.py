@@ -191,6 +191,7 @@ def test_the_event_driven_mode_adopts_and_reports_the_overlap_on_both(cluster: F
         code, _, data = cluster.handle("DELETE", "/apis/apps/v1/namespaces/default/deployments/b", {"User-Agent": "kubectl/v1.37.1"}, b"")
         assert code == 200, data
         wait_for(lambda: condition(cluster, "a", "Degraded").get("reason") == "AsExpected", what="a's overlap report to end")
+        wait_for(lambda: deployment(cluster, "b") is not None, what="b's Deployment re-created (its own event, in parallel)")
         assert deployment(cluster, "b")["spec"]["selector"] == {"matchLabels": {"app.kubernetes.io/name": "memcached",
                                                                                  "app.kubernetes.io/instance": "b"}}
 
