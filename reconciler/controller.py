@@ -83,6 +83,7 @@ class Controller:
             self.leading.set()  # every member leads its own share; the ring gates each CR
             self.api.may_write = shards.may_write
             shards.on_agreed = self._queue_share
+            shards.on_view = self._share_changed_set
             shards.on_handover = self.metrics.observe_handover
             self.metrics.shard_owned.set_function(lambda: len(self.owned_keys()))
             self.metrics.shard_members.set_function(lambda: len(shards.view))
@@ -100,12 +101,16 @@ class Controller:
         }
         scopes = reconciler.options.namespaces or (None,)
         s = self.settings
+        keep = self._share_filters() if shards is not None else {}
         self.informers: dict[str, list[Informer]] = {
             name: [Informer(self.api, kind, self._on_event, namespace=ns, metrics=self.metrics, watch_timeout=s.watch_timeout,
-                            heartbeat=s.heartbeat, silence_grace=s.silence_grace, streaming_list=s.streaming_list)
+                            heartbeat=s.heartbeat, silence_grace=s.silence_grace, streaming_list=s.streaming_list,
+                            keep=keep.get(name))
                    for ns in scopes]
             for name, kind in self.kinds.items()
         }
+        self._share_changed = threading.Event()
+        self._cached_members: frozenset[str] = frozenset()
         if shards is not None:
             lease = Kind("Lease", "coordination.k8s.io", "v1", "leases", f"{RING_LABEL}={shards.ring}")
             self.kinds["Lease"] = lease
@@ -303,6 +308,54 @@ class Controller:
         for key in self.cr_keys():
             self.queue.add(key)
 
+    def _share_filters(self) -> dict[str, Any]:
+        """What each cache keeps with --shards: the objects of this replica's CRs (and every Deployment
+        with a kept selector, the overlap report's neighbours); HPAs and Leases are few and all kept."""
+        shards = self.shards
+        assert shards is not None
+
+        def cr(obj: dict[str, Any]) -> bool:
+            return shards.caches(key_of(obj))
+
+        def deployment(obj: dict[str, Any]) -> bool:
+            return has_kept_selector(obj) or shards.caches((key_of(obj)[0], owner_name(obj)))
+
+        def pod(obj: dict[str, Any]) -> bool:
+            meta = obj.get("metadata") or {}
+            return shards.caches((meta.get("namespace", ""), (meta.get("labels") or {}).get(INSTANCE_LABEL, "")))
+
+        return {"Memcached": cr, "Deployment": deployment, "Pod": pod}
+
+    def _share_changed_set(self) -> None:
+        self._share_changed.set()
+
+    def _follow_share(self) -> None:
+        """With --shards: when the members change, drop what left this replica's share and LIST what
+        joined it (Pods, then Deployments, then CRs, so that a CR's reconcile finds its objects)."""
+        assert self.shards is not None
+        while not self.stop.is_set():
+            if not self._share_changed.wait(0.5):
+                continue
+            self._share_changed.clear()
+            members = self.shards.cache_members()
+            if members == self._cached_members:
+                continue
+            grew = bool(self._cached_members - members)  # a member left: its CRs come to the others
+            self._cached_members = members
+            dropped = sum(i.store.prune() for kind in ("Memcached", "Deployment", "Pod") for i in self.informers[kind])
+            with self._pods_lock:  # the Pod index follows the Pod cache (no event comes for a Pod not kept)
+                self._pods = {k: v for k, v in self._pods.items() if self.shards.caches(k)}
+            added = 0
+            if grew:
+                try:
+                    added = sum(i.refill() for kind in ("Pod", "Deployment", "Memcached") for i in self.informers[kind])
+                except APIError as exc:
+                    log.warning("cannot list the objects of the grown share: %s; trying again", exc)
+                    self._cached_members = frozenset()
+                    self._share_changed.set()
+                    self.stop.wait(1.0)
+            log.info("shard members %s: %d objects dropped from the caches, %d added", ", ".join(sorted(members)), dropped, added)
+
     def _queue_share(self) -> None:
         """The ring agreed on a new view: this replica's share (perhaps grown) is queued."""
         for key in self.owned_keys():
@@ -391,6 +444,16 @@ class Controller:
                 return False
         self.shards.listed = True
         threading.Thread(target=self.shards.run, args=(self.stop,), daemon=True, name="shard-lease").start()
+        # Replicas of one Deployment start together: give the others one renew period to appear, and the
+        # ring time to acknowledge this one, so that the caches start from this replica's share (a cache
+        # that starts with everything and is pruned later keeps its peak memory).
+        settle = time.monotonic() + self.shards.retry_period
+        while not self.stop.is_set() and (time.monotonic() < settle or not self.shards.acknowledged()):
+            if time.monotonic() > settle + 4 * self.shards.retry_period:
+                break  # a member that never answers: its share waits for its expiry, ours need not
+            self.stop.wait(0.02)
+        self._cached_members = self.shards.cache_members()  # the other caches start from this share
+        threading.Thread(target=self._follow_share, daemon=True, name="shard-share").start()
         return True
 
     def _shutdown(self, started: float, code: int) -> int:

@@ -119,11 +119,20 @@ def _rv(obj: dict[str, Any] | None) -> int | None:
 
 
 class Store:
-    """A thread-safe map of key -> object for one kind."""
+    """A thread-safe map of key -> object for one kind.
 
-    def __init__(self) -> None:
+    With ``keep`` (``reconcile --shards``: this replica's share), only the objects it keeps are
+    stored; of the others only the resourceVersion is remembered (``_versions``: a few dozen bytes
+    an object instead of kilobytes), so that when the share grows ``fill`` can take the newly kept
+    objects from a LIST without ever storing a version older than one the watch already delivered
+    (a deleted object is no longer in ``_versions``: a LIST taken before its deletion cannot bring
+    it back)."""
+
+    def __init__(self, keep: Callable[[dict[str, Any]], bool] | None = None) -> None:
         self._lock = threading.Lock()
         self._items: dict[Key, dict[str, Any]] = {}
+        self.keep = keep
+        self._versions: dict[Key, int | None] = {}
 
     def get(self, key: Key) -> dict[str, Any] | None:
         with self._lock:
@@ -144,13 +153,52 @@ class Store:
     def put(self, obj: dict[str, Any]) -> dict[str, Any] | None:
         with self._lock:
             key = key_of(obj)
+            if self.keep is not None:
+                self._versions[key] = _rv(obj)
+                if not self.keep(obj):
+                    return self._items.pop(key, None)
             old = self._items.get(key)
             self._items[key] = obj
             return old
 
+    def holds(self, key: Key) -> bool:
+        with self._lock:
+            return key in self._items
+
     def remove(self, key: Key) -> dict[str, Any] | None:
         with self._lock:
+            self._versions.pop(key, None)
             return self._items.pop(key, None)
+
+    def prune(self) -> int:
+        """Drop the stored objects that ``keep`` no longer keeps (the share shrank); how many."""
+        if self.keep is None:
+            return 0
+        with self._lock:
+            gone = [k for k, o in self._items.items() if not self.keep(o)]
+            for k in gone:
+                del self._items[k]
+        return len(gone)
+
+    def fill(self, objs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Key]]:
+        """Store the objects of a LIST that ``keep`` keeps now and the store lacks: those whose
+        version is the one the watch last delivered, or newer. Returns them, and the keys whose
+        watch version is newer than the LIST's (to be read again)."""
+        added: list[dict[str, Any]] = []
+        stale: list[Key] = []
+        with self._lock:
+            for obj in objs:
+                key = key_of(obj)
+                if key in self._items or key not in self._versions or (self.keep is not None and not self.keep(obj)):
+                    continue  # held already; deleted since the LIST (or not yet seen: its ADDED comes); not kept
+                known, listed = self._versions[key], _rv(obj)
+                if known is not None and listed is not None and listed < known:
+                    stale.append(key)
+                    continue
+                self._items[key] = obj
+                self._versions[key] = listed
+                added.append(obj)
+        return added, stale
 
     def put_if_newer(self, obj: dict[str, Any]) -> bool:
         """Write-through after our own write, so that the next reconcile does not work from the
@@ -162,13 +210,22 @@ class Store:
             old, new = _rv(self._items.get(key)), _rv(obj)
             if old is not None and (new is None or new <= old):
                 return False
+            if self.keep is not None:
+                self._versions[key] = new
+                if not self.keep(obj):
+                    return False
             self._items[key] = obj
             return True
 
     def replace(self, objs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], dict[str, Any] | None]]:
         """Replace everything after a LIST; the differences as (type, object, old) events."""
         fresh = {key_of(o): o for o in objs}
+        if self.keep is not None:
+            versions = {k: _rv(o) for k, o in fresh.items()}
+            fresh = {k: o for k, o in fresh.items() if self.keep(o)}
         with self._lock:
+            if self.keep is not None:
+                self._versions = versions
             old_items, self._items = self._items, fresh
         events: list[tuple[str, dict[str, Any], dict[str, Any] | None]] = []
         for key, obj in fresh.items():
@@ -199,14 +256,14 @@ class Informer:
     def __init__(self, api: KubeAPI, kind: Kind, handler: Handler, *, namespace: str | None = None,
                  metrics: Any = None, watch_timeout: int = 300, heartbeat: float = 60.0, silence_grace: float = 10.0,
                  backoff_base: float = 0.2, backoff_cap: float = 30.0, page_size: int = 500,
-                 streaming_list: bool = True) -> None:
+                 streaming_list: bool = True, keep: Callable[[dict[str, Any]], bool] | None = None) -> None:
         self.api, self.kind, self.handler, self.namespace, self.metrics = api, kind, handler, namespace, metrics
         self.watch_timeout, self.silence_grace = watch_timeout, silence_grace
         #: the longest a live stream stays quiet: the heartbeat BOOKMARK, or the close at timeoutSeconds
         self.silence_limit = min(heartbeat, watch_timeout) + silence_grace
         self.backoff_base, self.backoff_cap, self.page_size = backoff_base, backoff_cap, page_size
         self.streaming_list = streaming_list
-        self.store = Store()
+        self.store = Store(keep)
         self.synced = threading.Event()
         self.stop = threading.Event()
         self.error: str = ""  # set when the informer gave up (a request the server will never accept)
@@ -279,13 +336,37 @@ class Informer:
         self._list()
 
     def _list(self) -> None:
+        self._replace(*self._list_items())
+
+    def _list_items(self) -> tuple[list[dict[str, Any]], str | None]:
         accept = METADATA_LIST if self.kind.metadata_only else None
         items: list[dict[str, Any]] = []
         version = None
         for page in self.api.list_pages(self.path, self.kind.selector, self.page_size, accept=accept):
             version = version or (page.get("metadata") or {}).get("resourceVersion")
             items += [slim(self.kind, o) for o in page.get("items") or []]
-        self._replace(items, version)
+        return items, version
+
+    def refill(self) -> int:
+        """The share grew (``reconcile --shards``): LIST, store the newly kept objects (an object the
+        watch has since seen newer is read again with a GET), and tell the handler of each as ADDED.
+        Runs beside the watch, in the caller's thread; the store's versions keep the two consistent."""
+        items, _ = self._list_items()
+        added, stale = self.store.fill(items)
+        for ns, name in stale:
+            try:
+                fresh = self.api.request("GET", f"{collection_path(self.kind.group, self.kind.version, self.kind.plural, ns)}/{name}",
+                                         accept=METADATA_WATCH if self.kind.metadata_only else None)
+            except APIError as exc:
+                if exc.status != 404:
+                    raise
+                continue
+            more, _ = self.store.fill([slim(self.kind, fresh)])
+            added += more
+        arrived = time.monotonic()
+        for obj in added:
+            self._emit("ADDED", obj, None, arrived)
+        return len(added)
 
     def _replace(self, items: list[dict[str, Any]], version: str | None) -> None:
         arrived = time.monotonic()
@@ -349,7 +430,8 @@ class Informer:
                 old = self.store.put(obj)
             self.resource_version = version or self.resource_version
             self._failures = 0
-            self._emit(type_, obj, old, arrived)
+            if self.store.keep is None or old is not None or self.store.holds(key_of(obj)):
+                self._emit(type_, obj, old, arrived)  # (another replica's share: nothing to tell)
 
     def _emit(self, type_: str, obj: dict[str, Any], old: dict[str, Any] | None, arrived: float) -> None:
         try:

@@ -124,6 +124,7 @@ class ShardRing:
         self.listed = False
         self.on_agreed: Callable[[], None] = lambda: None  # the share may have grown: queue it
         self.on_handover: Callable[[float], None] = lambda seconds: None
+        self.on_view: Callable[[], None] = lambda: None  # the view changed: the caches' share may have too
         self.wake = threading.Event()  # the Lease thread has something to publish
         self._lease: dict[str, Any] | None = None
         self._renewed_at: float | None = None  # monotonic time the last successful renewal was sent
@@ -158,6 +159,17 @@ class ShardRing:
     def owns(self, key: Key) -> bool:
         """This replica serves ``key`` in its current view (whether it may write now is ``allowed``)."""
         return owner(key_text(key), self.members()) == self.identity
+
+    def caches(self, key: Key) -> bool:
+        """This replica keeps ``key``'s objects in its caches: it owns the CR among the members and itself
+        (whether or not its own fence holds this moment, so that a blip does not empty the caches)."""
+        with self._lock:
+            members = {identity_of(t) for t in self.view} | {self.identity}
+        return owner(key_text(key), members) == self.identity
+
+    def cache_members(self) -> frozenset[str]:
+        with self._lock:
+            return frozenset(identity_of(t) for t in self.view) | {self.identity}
 
     def allowed(self, key: Key) -> bool:
         with self._lock:
@@ -200,6 +212,7 @@ class ShardRing:
                 log.info("shard view: %s", ", ".join(sorted(view)) or "(empty)")
                 self.view, self.epoch, self.changed_at = view, self.epoch + 1, self.monotonic()
                 self.wake.set()
+                self.on_view()
 
     def _check_agreed(self) -> None:
         """Tell the controller once per view when its share may be written (the share is queued then)."""

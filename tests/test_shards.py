@@ -323,3 +323,75 @@ def test_many_joins_and_leaves_in_random_order_never_make_two_writers(server: Fa
     advance(server, clock, rings, 20.0)
     shares = no_two_writers(rings)
     assert sum(shares.values()) == len(KEYS), "once the dead have run out, every CR is served"
+
+
+# ---- the caches keep only the share (informer.Store with ``keep``)
+def obj(name: str, rv: int, ns: str = "default") -> dict:
+    return {"metadata": {"namespace": ns, "name": name, "resourceVersion": str(rv)}}
+
+
+def test_a_store_with_a_share_keeps_only_its_objects_and_the_others_versions() -> None:
+    from memcached_gitops.reconciler.informer import Store
+
+    share = {"a", "c"}
+    store = Store(keep=lambda o: o["metadata"]["name"] in share)
+    assert store.put(obj("a", 5)) is None and store.put(obj("b", 6)) is None
+    assert store.keys() == [("default", "a")] and not store.holds(("default", "b"))
+    assert store.put_if_newer(obj("b", 7)) is False and store.keys() == [("default", "a")]
+    share.add("b")
+    added, stale = store.fill([obj("a", 5), obj("b", 6), obj("c", 3)])
+    assert [o["metadata"]["name"] for o in added] == [] and stale == [("default", "b")], \
+        "b's watch version (7) is newer than the LIST's; c was never seen (its ADDED is still to come); a is held"
+    added, stale = store.fill([obj("b", 7)])
+    assert [o["metadata"]["resourceVersion"] for o in added] == ["7"] and stale == []
+    store.remove(("default", "b"))
+    share.add("d")
+    store.put(obj("d", 9))
+    added, _ = store.fill([obj("b", 7)])
+    assert added == [], "deleted after the LIST was taken: never brought back"
+    share.discard("a")
+    assert store.prune() == 1 and sorted(store.keys()) == [("default", "d")]
+    events = store.replace([obj("a", 10), obj("c", 11), obj("e", 12)])
+    assert sorted((t, o["metadata"]["name"]) for t, o, _ in events) == [("ADDED", "c"), ("DELETED", "d")]
+    share.add("e")
+    added, _ = store.fill([obj("e", 12)])
+    assert [o["metadata"]["name"] for o in added] == ["e"], "a replace remembers the versions of what it did not keep"
+    unfiltered = Store()
+    assert unfiltered.prune() == 0 and unfiltered.put(obj("x", 1)) is None and unfiltered.keys() == [("default", "x")]
+
+
+def test_a_refill_reads_again_what_changed_after_its_list_and_never_restores_a_deleted_object(server: FakeAPIServer) -> None:
+    """Informer.refill over HTTP: the LIST it takes may be older than what the watch has delivered
+    since (the watch runs on); such an object is read again, and one deleted since stays deleted."""
+    import time
+
+    from memcached_gitops.reconciler.informer import Informer, Kind
+
+    from .test_reconciler import CR_PATH, make_cr, patch
+
+    for name in ("a", "b", "c"):
+        make_cr(server, name)
+    share = {"a"}
+    events: list[tuple[str, str]] = []
+    kube = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=1))
+    kind = Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds")
+    informer = Informer(kube, kind, lambda k, t, o, old, at: events.append((t, o["metadata"]["name"])), namespace="default",
+                        keep=lambda o: o["metadata"]["name"] in share).start()
+    try:
+        assert informer.synced.wait(5)
+        assert informer.store.keys() == [("default", "a")] and events == [("ADDED", "a")]
+        snapshot = informer._list_items()
+        patch(server, CR_PATH.format(ns="default") + "/b", {"spec": {"size": 3}}, "application/merge-patch+json")
+        server.handle("DELETE", CR_PATH.format(ns="default") + "/c", {"User-Agent": "kubectl/v1.37.1"}, b"")
+        deadline = time.monotonic() + 5
+        while informer.resource_version != str(server.rv) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert events == [("ADDED", "a")], "the other replicas' CRs raise no event here"
+        share |= {"b", "c"}
+        informer._list_items = lambda: snapshot  # the LIST taken before the change and the deletion
+        assert informer.refill() == 1
+        assert informer.store.get(("default", "b"))["spec"]["size"] == 3, "read again: the watch had seen it newer"
+        assert informer.store.get(("default", "c")) is None
+        assert events == [("ADDED", "a"), ("ADDED", "b")]
+    finally:
+        informer.stop.set()

@@ -169,3 +169,25 @@ def test_the_shard_metrics_and_no_two_writers_while_a_replica_joins(cluster: Fak
             assert all(after[n] == {"r2"} for n in theirs), {n: after[n] for n in theirs}
             assert r2.metrics.value("memcached_gitops_shard_owned_crs") == len(theirs)
             assert key_text(("default", theirs[0])) == f"default/{theirs[0]}"
+
+
+def cached(controller: Controller, kind: str) -> set[str]:
+    return {name for informer in controller.informers[kind] for _, name in informer.store.keys()}
+
+
+def test_each_replica_caches_only_its_share_and_lists_what_it_inherits(cluster: FakeAPIServer) -> None:
+    for name in CRS:
+        make_cr(cluster, name)
+    with replica(cluster, "r1") as r1, replica(cluster, "r2") as r2:
+        wait_for(lambda: all_available(cluster), what="every CR served")
+        mine = {n for n in CRS if owner(f"default/{n}", ["r1", "r2"]) == "r1"}
+        wait_for(lambda: cached(r1, "Memcached") == mine, what="r1's CR cache down to its share")
+        assert cached(r1, "Deployment") == mine and cached(r2, "Memcached") == set(CRS) - mine
+        r2.stop.set()
+        r2.thread.join(10)
+        wait_for(lambda: cached(r1, "Memcached") == set(CRS), timeout=5, what="r1 lists r2's CRs")
+        assert cached(r1, "Deployment") == set(CRS)
+        theirs = sorted(set(CRS) - mine)
+        for name in theirs:
+            patch(cluster, DEP_PATH.format(ns="default", name=name) + "/scale", {"spec": {"replicas": 2}}, "application/merge-patch+json")
+        wait_for(lambda: all(replicas(cluster, n) == 1 for n in theirs), timeout=5, what="r2's CRs corrected from r1's cache")
