@@ -48,7 +48,7 @@ def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], fiel
     if api is None:
         return 2
     options = Options(namespaces=namespaces, field_manager=field_manager, image=image, dry_run=dry_run, adopt=adopt,
-                      detect_only=detect_only)
+                      detect_only=detect_only, served_by=identity if shards and not once else "")
     reconciler = Reconciler(api, crd, options, stop)
     install_stop_handlers(stop)
     if once:

@@ -75,6 +75,7 @@ class Options:
     detect_only: bool = False  # report drift (status, Events, metrics, log), never write a Deployment
     events: bool = True
     adopt: bool = False  # take over GitOps-applied Deployments (ownership.py)
+    served_by: str = ""  # reconcile --shards: this replica, written as status.servedBy where the CRD declares it
 
 
 @dataclass
@@ -374,6 +375,8 @@ class Reconciler:
             return None
         live_status = cr.get("status") or {}
         status = desired_status(obs, live_status, self.clock(), declared, condition_fields)
+        if self.options.served_by and (declared is None or "servedBy" in declared):
+            status["servedBy"] = self.options.served_by[:253]
         if not status_differs(status, live_status):
             return None
         ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]

@@ -40,7 +40,7 @@ def replica(api: FakeAPIServer, identity: str) -> Iterator[Controller]:
     kube = KubeAPI.connect(host=api.url, retry=RetryPolicy(attempts=3, base=0.01, cap=0.05),
                            user_agent=f"memcached-gitops/0.1.0 {identity}")
     ring = ShardRing(lease_client(kube, 2.0), "default", identity, duration=3, renew_deadline=2.0, retry_period=0.25)
-    controller = Controller(Reconciler(kube, load_crd(), Options()), Metrics(), None,
+    controller = Controller(Reconciler(kube, load_crd(), Options(served_by=identity)), Metrics(), None,
                             Settings(workers=2, resync=HOUR, watch_timeout=30, silence_grace=1), shards=ring)
     result: list[int] = []
     thread = threading.Thread(target=lambda: result.append(controller.run()), daemon=True)
@@ -82,6 +82,7 @@ def test_three_replicas_split_the_crs_and_each_cr_has_one_writer(cluster: FakeAP
         assert all(len(who[name]) == 1 for name in CRS), {n: w for n, w in who.items() if len(w) != 1}
         for name in CRS:
             assert who[name] == {owner(f"default/{name}", ["r1", "r2", "r3"])}, "the rendezvous owner serves it"
+            assert cluster.get("cache.example.com", "memcacheds", "default", name)["status"]["servedBy"] in who[name]
         counts = {c.shards.identity: c.metrics.value("memcached_gitops_shard_owned_crs") for c in (r1, r2, r3)}
         assert sum(counts.values()) == len(CRS) and min(counts.values()) > 0, counts
         assert r1.metrics.value("memcached_gitops_shard_members") == 3
@@ -191,3 +192,5 @@ def test_each_replica_caches_only_its_share_and_lists_what_it_inherits(cluster: 
         for name in theirs:
             patch(cluster, DEP_PATH.format(ns="default", name=name) + "/scale", {"spec": {"replicas": 2}}, "application/merge-patch+json")
         wait_for(lambda: all(replicas(cluster, n) == 1 for n in theirs), timeout=5, what="r2's CRs corrected from r1's cache")
+        wait_for(lambda: all(cluster.get("cache.example.com", "memcacheds", "default", n)["status"]["servedBy"] == "r1" for n in theirs),
+                 timeout=5, what="status.servedBy follows the hand-over")
