@@ -244,3 +244,65 @@ def test_kubectl_get_tells_the_story_on_a_real_cluster(real) -> None:
     header, row = get("-o", "wide")
     assert header == ["NAME", "READY", "STATUS", "AGE", "SIZE", "IMAGE", "REPLICAS-BY"]
     assert row[4:] == ["2", "memcached:1.6.26-alpine3.19", "spec.size"], row
+
+
+def test_two_sharded_replicas_split_the_crs_and_hand_over_on_sigterm_on_a_real_cluster(real) -> None:
+    """reconcile --shards on a real API server: each CR written by its rendezvous owner only (by the
+    User-Agent of the replica's writes, as the fake's log and the audit log show it), status.servedBy
+    set, and a stopped replica's CRs corrected by the other within 2 s."""
+    import threading
+
+    from memcached_gitops.reconciler.controller import Controller, Settings, lease_client
+    from memcached_gitops.reconciler.metrics import Metrics
+    from memcached_gitops.reconciler.shards import ShardRing, owner
+
+    api, ns = real
+    names = [f"m{i}" for i in range(8)]
+    for name in names:
+        api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds",
+                    body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": name}})
+    replicas = {}
+    for identity in ("e2e-r1", "e2e-r2"):
+        kube = KubeAPI.connect(KUBECONFIG, user_agent=f"memcached-gitops/e2e {identity}")
+        ring = ShardRing(lease_client(kube, 2.0), ns, identity, duration=3, renew_deadline=2.0, retry_period=0.25)
+        controller = Controller(Reconciler(kube, load_crd(), Options(namespaces=(ns,), served_by=identity)), Metrics(), None,
+                                Settings(workers=2), shards=ring)
+        thread = threading.Thread(target=controller.run, daemon=True)
+        thread.start()
+        replicas[identity] = (controller, thread)
+
+    def cr(name: str) -> dict:
+        return api.request("GET", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds/{name}")
+
+    def size_of(name: str) -> int | None:
+        try:
+            return api.request("GET", f"/apis/apps/v1/namespaces/{ns}/deployments/{name}")["spec"]["replicas"]
+        except APIError:
+            return None
+
+    def wait(predicate, what: str, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.05)
+
+    try:
+        members = ["e2e-r1", "e2e-r2"]
+        wait(lambda: all((cr(n).get("status") or {}).get("servedBy") == owner(f"{ns}/{n}", members) for n in names),
+             "each CR served by its owner")
+        assert all(size_of(n) == 1 for n in names)
+        leaving = replicas["e2e-r2"]
+        leaving[0].stop.set()
+        leaving[1].join(30)
+        stopped = time.monotonic()
+        theirs = [n for n in names if owner(f"{ns}/{n}", members) == "e2e-r2"]
+        for name in theirs:
+            api.request("PATCH", f"/apis/apps/v1/namespaces/{ns}/deployments/{name}/scale", body={"spec": {"replicas": 3}},
+                        content_type="application/merge-patch+json")
+        wait(lambda: all(size_of(n) == 1 for n in theirs), "r2's CRs corrected by r1", timeout=5)
+        assert time.monotonic() - stopped < 2.0 + 1.0, "within 2 s (and the test's own GETs)"
+        wait(lambda: all((cr(n).get("status") or {}).get("servedBy") == "e2e-r1" for n in theirs), "servedBy follows")
+    finally:
+        for controller, thread in replicas.values():
+            controller.stop.set()
+            thread.join(30)
