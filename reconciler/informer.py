@@ -108,6 +108,10 @@ def compact(value: Any, path: tuple[str, ...] = ()) -> Any:
     return value
 
 
+#: Marks what a LIST keeps of an object outside the share (``Informer._initial``): its version only.
+OUTSIDE = "outsideShare"
+
+
 def key_of(obj: dict[str, Any]) -> Key:
     meta = obj.get("metadata") or {}
     return meta.get("namespace", ""), meta.get("name", "")
@@ -189,7 +193,7 @@ class Store:
         with self._lock:
             for obj in objs:
                 key = key_of(obj)
-                if key in self._items or key not in self._versions or (self.keep is not None and not self.keep(obj)):
+                if key in self._items or key not in self._versions or obj.get(OUTSIDE) or (self.keep is not None and not self.keep(obj)):
                     continue  # held already; deleted since the LIST (or not yet seen: its ADDED comes); not kept
                 known, listed = self._versions[key], _rv(obj)
                 if known is not None and listed is not None and listed < known:
@@ -222,7 +226,7 @@ class Store:
         fresh = {key_of(o): o for o in objs}
         if self.keep is not None:
             versions = {k: _rv(o) for k, o in fresh.items()}
-            fresh = {k: o for k, o in fresh.items() if self.keep(o)}
+            fresh = {k: o for k, o in fresh.items() if not o.get(OUTSIDE) and self.keep(o)}
         with self._lock:
             if self.keep is not None:
                 self._versions = versions
@@ -344,8 +348,17 @@ class Informer:
         version = None
         for page in self.api.list_pages(self.path, self.kind.selector, self.page_size, accept=accept):
             version = version or (page.get("metadata") or {}).get("resourceVersion")
-            items += [slim(self.kind, o) for o in page.get("items") or []]
+            items += [self._initial(o) for o in page.get("items") or []]
         return items, version
+
+    def _initial(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """An object of the initial state as the store takes it: slimmed, or with a share (``keep``)
+        and outside it, only its name and resourceVersion, so that a LIST of 30,000 objects never
+        holds them all at once (the peak is what the process keeps)."""
+        if self.store.keep is not None and not self.store.keep(obj):
+            meta = obj.get("metadata") or {}
+            return {OUTSIDE: True, "metadata": {k: meta[k] for k in ("namespace", "name", "resourceVersion") if k in meta}}
+        return slim(self.kind, obj)
 
     def refill(self) -> int:
         """The share grew (``reconcile --shards``): LIST, store the newly kept objects (an object the
@@ -391,7 +404,7 @@ class Informer:
                     return
                 continue
             if type_ == "ADDED":
-                initial.append(slim(self.kind, obj))
+                initial.append(self._initial(obj))
         raise StreamingRefused("the stream ended before the end of its initial events")
 
     # ---- watching

@@ -356,6 +356,11 @@ def test_a_store_with_a_share_keeps_only_its_objects_and_the_others_versions() -
     share.add("e")
     added, _ = store.fill([obj("e", 12)])
     assert [o["metadata"]["name"] for o in added] == ["e"], "a replace remembers the versions of what it did not keep"
+    outside = {"outsideShare": True, "metadata": {"namespace": "default", "name": "f", "resourceVersion": "13"}}
+    share.add("f")
+    store.replace([obj("c", 11), obj("e", 12), outside])
+    assert not store.holds(("default", "f")), "what a LIST kept of an object outside the share is never stored"
+    assert store.fill([outside]) == ([], [])
     unfiltered = Store()
     assert unfiltered.prune() == 0 and unfiltered.put(obj("x", 1)) is None and unfiltered.keys() == [("default", "x")]
 
@@ -380,7 +385,9 @@ def test_a_refill_reads_again_what_changed_after_its_list_and_never_restores_a_d
     try:
         assert informer.synced.wait(5)
         assert informer.store.keys() == [("default", "a")] and events == [("ADDED", "a")]
-        snapshot = informer._list_items()
+        share |= {"b", "c"}
+        snapshot = informer._list_items()  # a LIST as the grown share takes it, older than what comes next
+        share -= {"b", "c"}
         patch(server, CR_PATH.format(ns="default") + "/b", {"spec": {"size": 3}}, "application/merge-patch+json")
         server.handle("DELETE", CR_PATH.format(ns="default") + "/c", {"User-Agent": "kubectl/v1.37.1"}, b"")
         deadline = time.monotonic() + 5
