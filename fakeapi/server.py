@@ -61,50 +61,15 @@ from memcached_gitops.yamlreader import YAMLInputError, iter_documents
 from . import fields as F
 from . import selectors
 from .defaults import default_deployment, order_deployment, semantic
+from .errors import APIError, bad_request, conflict_modified, forbidden, invalid, not_found, status_body
 from .resources import BUILTINS, KEY_DEFAULTS, Resource, custom_types
 from .watch import PARTIAL_LIST, Change, Expired, WatchCache, WatchStream, as_partial, partial_metadata_view
 
-
-class APIError(Exception):
-    def __init__(self, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        super().__init__(str(body)[:200])
-        self.code, self.body, self.headers = code, body, headers or {}
-
-
-def status_body(code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message}
-    if reason:
-        body["reason"] = reason
-    if details is not None:
-        body["details"] = details
-    body["code"] = code
-    return body
-
-
-def not_found(res: Resource, name: str) -> APIError:
-    details = {"name": name, **({"group": res.group} if res.group else {}), "kind": res.plural}
-    return APIError(404, status_body(404, "NotFound", f'{res.group_resource} "{name}" not found', details))
-
-
-def conflict_modified(res: Resource, name: str) -> APIError:
-    details = {"name": name, **({"group": res.group} if res.group else {}), "kind": res.plural}
-    message = (f'Operation cannot be fulfilled on {res.group_resource} "{name}": the object has been modified; '
-               "please apply your changes to the latest version and try again")
-    return APIError(409, status_body(409, "Conflict", message, details))
-
-
-def invalid(res: Resource, name: str, causes: list[tuple[str, str, str]]) -> APIError:
-    """422 from field errors: causes are (reason, field, message)."""
-    parts = [f"{f}: {m}" for _, f, m in causes]
-    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
-    kind_group = f"{res.kind}.{res.group}" if res.group and res.group != "events.k8s.io" else res.kind
-    details = {"name": name, **({"group": res.group} if res.group and res.group != "events.k8s.io" else {}), "kind": res.kind,
-               "causes": [{"reason": r, "message": m, "field": f} for r, f, m in causes]}
-    return APIError(422, status_body(422, "Invalid", f'{kind_group} "{name}" is invalid: {joined}', details))
-
-
-def bad_request(message: str) -> APIError:
-    return APIError(400, status_body(400, "BadRequest", message))
+#: What tests and benchmarks import from fakeapi.server, wherever in the package it is defined.
+__all__ = [
+    "APIError", "DeploymentController", "FakeAPIServer", "Fault", "LoggedRequest", "bad_request", "conflict_modified",
+    "invalid", "json_patch", "manager_from_user_agent", "merge_patch", "not_found", "status_body", "strategic_merge_patch",
+]
 
 
 def manager_from_user_agent(ua: str) -> str:
@@ -650,7 +615,7 @@ class FakeAPIServer:
             return
         scope = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
         reason = f'User "{self.rbac_user}" cannot {verb} resource "{resource}" in API group "{group}"{scope}'
-        raise _forbidden(group, plural, name, reason)
+        raise forbidden(group, plural, name, reason)
 
     def _admit_owner_references(self, res: Resource, ns: str, name: str, old: dict[str, Any] | None, new: dict[str, Any]) -> None:
         """The OwnerReferencesPermissionEnforcement admission plugin, when switched on (37). An update
@@ -664,7 +629,7 @@ class FakeAPIServer:
         if refs == before:
             return
         if old is not None and not self._allowed(res.group, res.plural, "delete", name):
-            raise _forbidden(res.group, res.plural, name, "cannot set an ownerRef on a resource you can't delete: , <nil>")
+            raise forbidden(res.group, res.plural, name, "cannot set an ownerRef on a resource you can't delete: , <nil>")
         blocking_before = {r.get("uid") for r in before if r.get("blockOwnerDeletion") is True}
         for ref in refs:
             if ref.get("blockOwnerDeletion") is not True or ref.get("uid") in blocking_before:
@@ -672,8 +637,8 @@ class FakeAPIServer:
             group = ref.get("apiVersion", "").rpartition("/")[0]
             owner = next((r for r in self.resources.values() if r.group == group and r.kind == ref.get("kind")), None)
             if owner is not None and not self._allowed(owner.group, f"{owner.plural}/finalizers", "update", ref.get("name")):
-                raise _forbidden(res.group, res.plural, name, "cannot set blockOwnerDeletion if an ownerReference refers to a "
-                                 "resource you can't set finalizers on: , <nil>")
+                raise forbidden(res.group, res.plural, name, "cannot set blockOwnerDeletion if an ownerReference refers to a "
+                                "resource you can't set finalizers on: , <nil>")
 
     # ---- discovery
     def _discovery_group(self, group: str) -> dict[str, Any]:
@@ -1433,14 +1398,6 @@ class FakeAPIServer:
         del self.objects[key]
         details = {"name": name, **({"group": res.group} if res.group else {}), "kind": res.plural, "uid": old["metadata"]["uid"]}
         return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}, {}
-
-
-def _forbidden(group: str, plural: str, name: str | None, reason: str) -> APIError:
-    """kube-apiserver's NewForbidden: the group resource (no subresource), the name when the URL has one (34, 37)."""
-    prefix = f"{plural}.{group}" if group else plural
-    message = f'{prefix} "{name}" is forbidden: {reason}' if name else f"{prefix} is forbidden: {reason}"
-    details = {**({"name": name} if name else {}), **({"group": group} if group else {}), "kind": plural}
-    return APIError(403, status_body(403, "Forbidden", message, details))
 
 
 def _micro_time_problem(value: str) -> str | None:
