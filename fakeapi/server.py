@@ -9,9 +9,9 @@ It never looks at what the reconciler would like: where the docs and the recordi
 the recordings win (see their README's "Surprises").
 
 Also: a request log, fault injection (status, Retry-After, latency), optional RBAC enforcement
-of a ClusterRole (with the apply-create rule of transcript 34), the OwnerReferencesPermissionEnforcement
-admission plugin behind a switch (transcript 37), and ``DeploymentController`` to play the
-controller (status and pods).
+of a ClusterRole (with the apply-create rule of transcript 34) and the OwnerReferencesPermissionEnforcement
+admission plugin behind a switch (transcript 37). ``DeploymentController`` (controllers.py) plays
+the controller (status and pods).
 
 WATCH (``?watch=true``; rules and their transcripts in watch.py) for every resource, per namespace
 or across all, with ``labelSelector``, ``resourceVersion``, ``allowWatchBookmarks``,
@@ -60,6 +60,7 @@ from memcached_gitops.yamlreader import YAMLInputError, iter_documents
 
 from . import fields as F
 from . import selectors
+from .controllers import DeploymentController
 from .defaults import default_deployment, order_deployment, semantic
 from .errors import APIError, bad_request, conflict_modified, forbidden, invalid, not_found, status_body
 from .resources import BUILTINS, KEY_DEFAULTS, Resource, custom_types
@@ -1623,53 +1624,3 @@ def _undeclared_uncached(obj: dict[str, Any], raw: bool = False) -> Any:
     except Exception:  # other schema complaints are validation's business, not a 500
         return None
     return None
-
-
-class DeploymentController:
-    """Plays kube-controller-manager for tests: writes Deployment status (merge patch to /status, as
-    in transcript 16) and creates or deletes Pods so the reconciler has something to observe."""
-
-    def __init__(self, api: FakeAPIServer) -> None:
-        self.api = api
-
-    def sync(self, available: bool = True) -> None:
-        api = self.api
-        with api.lock:
-            for key, dep in list(api.objects.items()):
-                if key[1] != "deployments":
-                    continue
-                ns, name = key[2], key[3]
-                replicas = dep["spec"].get("replicas", 1)
-                ready = replicas if available else 0
-                status = {"observedGeneration": dep["metadata"].get("generation", 1), "replicas": replicas,
-                          "updatedReplicas": replicas}
-                if ready:
-                    status |= {"readyReplicas": ready, "availableReplicas": ready}
-                if replicas - ready:
-                    status["unavailableReplicas"] = replicas - ready
-                status["conditions"] = [
-                    {"type": "Available", "status": "True" if available else "False",
-                     "reason": "MinimumReplicasAvailable" if available else "MinimumReplicasUnavailable",
-                     "message": "Deployment has minimum availability." if available else "Deployment does not have minimum availability.",
-                     "lastUpdateTime": api.clock(), "lastTransitionTime": api.clock()},
-                    {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
-                     "message": f'ReplicaSet "{name}-5d9c8b7f6d" has successfully progressed.',
-                     "lastUpdateTime": api.clock(), "lastTransitionTime": api.clock()},
-                ]
-                if dep.get("status") != status:  # a new object, so the change reaches WATCH with its old state
-                    dep = {**copy.deepcopy(dep), "status": status}
-                    dep["metadata"]["resourceVersion"] = api._next_rv()
-                    api.objects[key] = dep
-                labels = dep["spec"]["template"]["metadata"].get("labels", {})
-                pods = sorted(k for k in api.objects if k[1] == "pods" and k[2] == ns and k[3].startswith(f"{name}-5d9c8b7f6d-"))
-                for extra in pods[replicas:]:
-                    del api.objects[extra]
-                for i in range(len(pods), replicas):
-                    pod_name = f"{name}-5d9c8b7f6d-{i:05x}"
-                    api.objects[("", "pods", ns, pod_name)] = {
-                        "kind": "Pod", "apiVersion": "v1",
-                        "metadata": {"name": pod_name, "namespace": ns, "uid": str(uuid.uuid4()), "resourceVersion": api._next_rv(),
-                                     "labels": dict(labels), "creationTimestamp": api.clock()},
-                        "spec": copy.deepcopy(dep["spec"]["template"]["spec"]),
-                        "status": {"phase": "Running" if available else "Pending"},
-                    }
