@@ -43,7 +43,7 @@ from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy  # noqa: E402
 from memcached_gitops.reconciler.cycle import Options, Reconciler  # noqa: E402
 from memcached_gitops.schemas import load_crd  # noqa: E402
 
-from tests.fakeapi.server import DeploymentController, FakeAPIServer  # noqa: E402
+from fakeapi.server import DeploymentController, FakeAPIServer  # noqa: E402
 
 KUBECTL = {"User-Agent": "kubectl/v1.37.1 (linux/amd64) kubernetes/f78e722"}
 NAMESPACES = 10

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fakeapi.server import FakeAPIServer  # noqa: E402
+from fakeapi.server import FakeAPIServer  # noqa: E402
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 

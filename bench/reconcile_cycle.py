@@ -22,7 +22,7 @@ from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy, object_path  #
 from memcached_gitops.reconciler.cycle import Options, Reconciler  # noqa: E402
 from memcached_gitops.schemas import load_crd  # noqa: E402
 
-from tests.fakeapi.server import DeploymentController, FakeAPIServer  # noqa: E402
+from fakeapi.server import DeploymentController, FakeAPIServer  # noqa: E402
 
 
 def seed(api: FakeAPIServer, n: int, namespaces: int = 10) -> None:

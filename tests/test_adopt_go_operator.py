@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 from memcached_gitops.reconciler.selectors import describe, has_kept_selector, keep_live_selector, matches, overlapping
 
-from .fakeapi.server import DeploymentController, FakeAPIServer
+from fakeapi.server import DeploymentController, FakeAPIServer
+
 from .test_controller import running, settle, wait_for
 from .test_reconciler import condition, deployment, make_cr, reconciler_for, writes
 

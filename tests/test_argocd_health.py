@@ -16,8 +16,9 @@ import lupa.lua51 as lua51  # the test extra's Lua interpreter
 import pytest
 import yaml
 
+from fakeapi.server import FakeAPIServer
+
 from .conftest import REPO
-from .fakeapi.server import FakeAPIServer
 
 CHECK = REPO / "kustomize/components/argocd-cmp/resource_customizations/cache.example.com/Memcached"
 CASES = yaml.safe_load((CHECK / "health_test.yaml").read_text())["tests"]
@@ -78,7 +79,8 @@ def test_the_script_reads_what_the_status_mapping_writes() -> None:
 def test_an_hpa_hand_off_and_ignored_drift_are_healthy_and_a_bad_rule_is_degraded() -> None:
     """Argo CD's verdict on the other writers (issue 23): replicas the HPA owns and drift at ignored
     paths are no failure; a pointer the reconciler cannot follow is."""
-    from .fakeapi.server import DeploymentController
+    from fakeapi.server import DeploymentController
+
     from .test_autoscaler_handoff import create_hpa, hpa_scales
     from .test_ignore_paths import annotate, scale
     from .test_reconciler import make_cr, reconciler_for

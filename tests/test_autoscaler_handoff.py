@@ -13,7 +13,8 @@ import json
 import pytest
 from memcached_gitops.reconciler.autoscalers import autoscalers_by_target, hand_off_replicas, scale_target
 
-from .fakeapi.server import DeploymentController, FakeAPIServer
+from fakeapi.server import DeploymentController, FakeAPIServer
+
 from .test_controller import running, settle, wait_for
 from .test_reconciler import DEP_PATH, condition, deployment, make_cr, reconciler_for
 

@@ -23,7 +23,8 @@ from memcached_gitops.reconciler.leader import LeaderElector
 from memcached_gitops.reconciler.metrics import Metrics
 from memcached_gitops.schemas import load_crd
 
-from .fakeapi.server import FakeAPIServer, Fault
+from fakeapi.server import FakeAPIServer, Fault
+
 from .test_reconciler import CR_PATH, DEP_PATH, condition, deployment, make_cr, patch
 
 HOUR = 3600.0

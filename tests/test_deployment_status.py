@@ -16,8 +16,9 @@ import copy
 import pytest
 from memcached_gitops.reconciler.loop import exit_code
 
+from fakeapi.server import FakeAPIServer
+
 from .conftest import transcript
-from .fakeapi.server import FakeAPIServer
 from .test_reconciler import DEP_PATH, cr_status, make_cr, patch, reconciler_for
 
 CONTROLLER_UA = "kube-controller-manager/v1.36.2 (linux/amd64) kubernetes/98b3519/system:serviceaccount:kube-system:deployment-controller"

@@ -9,7 +9,8 @@ import pytest
 from memcached_gitops.reconciler import cycle
 from memcached_gitops.reconciler.cycle import Reconciler
 
-from .fakeapi.server import FakeAPIServer
+from fakeapi.server import FakeAPIServer
+
 from .test_reconciler import reconciler_for
 
 

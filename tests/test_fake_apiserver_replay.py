@@ -25,9 +25,10 @@ from urllib.parse import urlencode, urlsplit
 
 import pytest
 
+from fakeapi import fields as F
+from fakeapi.server import FakeAPIServer
+
 from .conftest import TRANSCRIPTS
-from .fakeapi import fields as F
-from .fakeapi.server import FakeAPIServer
 
 # Transcripts the fake does not replay yet (the Deployment controller's statuses, garbage collection),
 # or should not: 38 records the validator's rules, and the fake validates Memcacheds with the validator,

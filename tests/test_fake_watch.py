@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from .fakeapi.server import DeploymentController, FakeAPIServer, Fault
+from fakeapi.server import DeploymentController, FakeAPIServer, Fault
 
 NS = "default"
 DEPLOYMENTS = f"/apis/apps/v1/namespaces/{NS}/deployments"

@@ -8,7 +8,8 @@ import json
 import pytest
 from memcached_gitops.reconciler.ignore import ANNOTATION, IgnoreError, follow, pointers_of
 
-from .fakeapi.server import FakeAPIServer
+from fakeapi.server import FakeAPIServer
+
 from .test_controller import running, settle, wait_for
 from .test_reconciler import CR_PATH, DEP_PATH, condition, deployment, make_cr, patch, reconciler_for
 

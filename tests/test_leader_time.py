@@ -21,7 +21,7 @@ import pytest
 from memcached_gitops.reconciler.api import APIError, KubeAPI, RetryPolicy
 from memcached_gitops.reconciler.leader import LeaderElector
 
-from .fakeapi.server import FakeAPIServer, Fault
+from fakeapi.server import FakeAPIServer, Fault
 
 START = dt.datetime(2026, 11, 24, 12, 0, 0, tzinfo=dt.UTC)
 

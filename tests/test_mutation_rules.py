@@ -19,9 +19,9 @@ from memcached_gitops.reconciler.status import Observation, desired_status
 from memcached_gitops.render import render
 from memcached_gitops.schemas import Validator, load_crd
 
+from fakeapi.server import FakeAPIServer
 from memcached_gitops.files import write_atomic
 
-from .fakeapi.server import FakeAPIServer
 from .test_reconciler import condition, deployment, make_cr, post, reconciler_for, writes
 
 

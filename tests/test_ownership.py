@@ -11,7 +11,8 @@ from memcached_gitops.reconciler.ownership import Ownership, classify, spec_mana
 from memcached_gitops.render import render
 from memcached_gitops.schemas import Validator, load_crd
 
-from .fakeapi.server import DeploymentController, FakeAPIServer
+from fakeapi.server import DeploymentController, FakeAPIServer
+
 from .test_reconciler import DEP_PATH, condition, cr_status, deployment, make_cr, patch, post, reconciler_for, writes
 
 CR = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m", "namespace": "default", "uid": "u-1"}}

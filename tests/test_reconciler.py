@@ -21,8 +21,9 @@ from memcached_gitops.reconciler.leader import LeaderElector
 from memcached_gitops.reconciler.loop import exit_code
 from memcached_gitops.schemas import load_crd
 
+from fakeapi.server import DeploymentController, FakeAPIServer, Fault
+
 from .conftest import transcript
-from .fakeapi.server import DeploymentController, FakeAPIServer, Fault
 
 CR_PATH = "/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds"
 DEP_PATH = "/apis/apps/v1/namespaces/{ns}/deployments/{name}"
