@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from event_driven import kubeconfig, peak_rss_mib, populate, wait  # noqa: E402
 
-from tests.fakeapi.server import FakeAPIServer  # noqa: E402
+from fakeapi.server import FakeAPIServer  # noqa: E402
 
 
 def start(config: str, name: str) -> tuple[subprocess.Popen, dict]:

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy
 from memcached_gitops.reconciler.shards import RING_LABEL, VIEW_ANNOTATION, ShardRing, key_text, lease_name, owner
 
-from .fakeapi.server import FakeAPIServer, Fault
+from fakeapi.server import FakeAPIServer, Fault
 
 START = dt.datetime(2026, 11, 25, 12, 0, 0, tzinfo=dt.UTC)
 KEYS = [(f"ns-{i % 7}", f"cache-{i}") for i in range(600)]

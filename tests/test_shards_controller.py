@@ -22,7 +22,8 @@ from memcached_gitops.reconciler.metrics import Metrics
 from memcached_gitops.reconciler.shards import ShardRing, key_text, owner
 from memcached_gitops.schemas import load_crd
 
-from .fakeapi.server import FakeAPIServer
+from fakeapi.server import FakeAPIServer
+
 from .test_controller import HOUR, replicas, wait_for
 from .test_reconciler import DEP_PATH, condition, make_cr, patch
 
