@@ -36,7 +36,7 @@ from memcached_gitops.schemas.structural import prune_and_default
 
 from .defaults import default_deployment, order_deployment
 from .errors import bad_request, forbidden, invalid
-from .resources import Resource
+from .resources import Resource, truthy
 
 
 class Authorizer:
@@ -50,7 +50,7 @@ class Authorizer:
                    namespace: str | None) -> None:
         """RBAC: the request must be allowed by one rule of the ClusterRole (apiGroups, resources, verbs)."""
         verb = {"GET": "get" if name else "list", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
-        if query.get("watch") in ("1", "true"):
+        if truthy(query.get("watch")):  # as routing reads it: the Python client sends watch=True
             verb = "watch"
         self._require(res.group, res.plural, sub, verb, name if method != "POST" else None, namespace)
 

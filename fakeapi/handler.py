@@ -42,6 +42,7 @@ from urllib.parse import parse_qsl, urlsplit
 from . import selectors
 from .errors import APIError, bad_request, status_body
 from .resources import BUILTINS, Resource
+from .resources import truthy as _truthy
 from .storage import _event_view
 from .watch import PARTIAL_LIST, Expired, WatchCache, WatchStream, as_partial, partial_metadata_view
 
@@ -53,9 +54,6 @@ def _get_field(obj: dict[str, Any], dotted: str) -> Any:
     return cur
 
 
-def _truthy(value: str | None) -> bool:
-    """A boolean query parameter as Go's strconv.ParseBool reads it (the Python client sends True)."""
-    return value in ("1", "t", "T", "true", "TRUE", "True")
 
 
 class _HTTPServer(ThreadingHTTPServer):

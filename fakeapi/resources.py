@@ -95,3 +95,8 @@ BUILTINS = [
     Resource("customresourcedefinitions", "apiextensions.k8s.io", "v1", "CustomResourceDefinition", namespaced=False,
              status=True, generation="spec"),
 ]
+
+
+def truthy(value: str | None) -> bool:
+    """A boolean query parameter as Go's strconv.ParseBool reads it (the Python client sends True)."""
+    return value in ("1", "t", "T", "true", "TRUE", "True")

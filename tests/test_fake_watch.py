@@ -262,3 +262,12 @@ def test_the_request_log_stamps_each_request_when_it_arrives(api: FakeAPIServer)
     assert sent_mono <= scaled.received < answered - 0.4  # stamped before the 0.5 s spent inside
     assert sent_wall - 1 < scaled.received_at < sent_wall + 0.4
     assert corrected.received - scaled.received >= 0.5
+
+
+@pytest.mark.parametrize("flag", ["true", "True", "1"])
+def test_rbac_reads_a_watch_as_routing_does(flag: str) -> None:
+    """The Python client sends watch=True (Go's ParseBool reads it): RBAC must check the verb watch, not list."""
+    with FakeAPIServer(rbac_rules=[{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]) as api:
+        code, _, body = api.handle("GET", f"/api/v1/namespaces/default/pods?watch={flag}", {"User-Agent": "t"}, b"")
+        assert code == 403 and b"cannot watch resource" in body
+        assert api.authorized_requests == [("", "pods", "watch")]
