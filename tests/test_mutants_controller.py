@@ -888,6 +888,39 @@ def test_the_first_sync_is_bounded_and_a_stop_during_it_is_clean() -> None:
     assert stop_run(c, thread, result) == 0
 
 
+class FakeTime:
+    """The controller's ``time`` module with a clock that stands still until the test moves it."""
+
+    def __init__(self, now: float) -> None:
+        self.now, self.readings = now, 0
+
+    def monotonic(self) -> float:
+        self.readings += 1
+        return self.now
+
+
+def test_the_caches_get_the_whole_first_sync_timeout(monkeypatch) -> None:
+    """``first_sync_timeout`` is the time the caches are given: when the clock reads the deadline
+    itself run still waits for them (a sync then comes in time); only past it does it give up with 2."""
+    from memcached_gitops.reconciler import controller
+
+    clock = FakeTime(1000.0)
+    monkeypatch.setattr(controller, "time", clock)
+    c = make()
+    ready(c, never=("Pod",))
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    thread, result = start_run(c, first_sync_timeout=5.0)
+    wait_for(lambda: clock.readings >= 2, what="the first look at the bound", thread=thread)
+    clock.now = 1000.0 + 5.0
+    seen = clock.readings
+    wait_for(lambda: clock.readings >= seen + 2, what="two looks at the deadline", thread=thread)
+    assert result == [] and not c.metrics.ready, "at the deadline it still waits"
+    clock.now = 1005.001
+    thread.join(10)
+    c.stop.set()
+    assert result == [2] and not c.metrics.ready
+
+
 def test_shutdown_finishes_the_current_cr(caplog) -> None:
     """SIGTERM: the worker's current CR is finished before run returns."""
     c = make(settings=Settings(workers=1))
