@@ -41,11 +41,18 @@ def make(namespaces: tuple[str, ...] = (), elector: Any = None, settings: Settin
     return Controller(reconciler, Metrics(), elector, settings, fights)
 
 
-def wait_for(predicate: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
+def wait_for(predicate: Callable[[], object], timeout: float = 10.0, what: str = "",
+             thread: threading.Thread | None = None) -> None:
+    """Until ``predicate`` holds; fails at once when ``thread`` (the run or the worker that should
+    make it hold) has ended without it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
+        if thread is not None and not thread.is_alive():
+            if predicate():
+                return
+            raise AssertionError(f"{thread.name} ended before {what or predicate}")
         time.sleep(0.01)
     raise AssertionError(f"timed out waiting for {what or predicate}")
 
@@ -57,6 +64,11 @@ def queued(c: Controller) -> list[tuple[Any, float]]:
         items.append(item)
         c.queue.done(item[0])
     return items
+
+
+def retries(c: Controller) -> float:
+    """CRs put back on the queue after a failed reconcile (the workqueue_retries_total metric)."""
+    return c.metrics.value("memcached_gitops_workqueue_retries_total")
 
 
 def keys(c: Controller) -> list[Any]:
@@ -476,10 +488,10 @@ def test_a_fight_event_message_is_cut_to_1024_characters() -> None:
 # ---- workers
 def work(c: Controller, until: Callable[[], object]) -> None:
     """One worker until ``until`` holds, then shut the queue down."""
-    thread = threading.Thread(target=c._work, daemon=True)
+    thread = threading.Thread(target=c._work, daemon=True, name="the worker")
     thread.start()
     try:
-        wait_for(until)
+        wait_for(until, thread=thread)
     finally:
         c.queue.shut_down()
         thread.join(10)
@@ -493,8 +505,9 @@ def test_a_worker_reconciles_each_queued_cr_and_times_it() -> None:
     store(c, "Memcached", cr("a"), cr("b"))
     c.queue.add(("default", "a"), 1.0)
     c.queue.add(("default", "b"), 2.0)
-    work(c, lambda: len(recorder.calls) == 2 and c.metrics.value("memcached_gitops_work_duration_seconds_count") == 2)
+    work(c, lambda: c.metrics.value("memcached_gitops_work_duration_seconds_count") >= 2 or retries(c))
     assert [call["cr"]["metadata"]["name"] for call in recorder.calls] == ["a", "b"]
+    assert retries(c) == 0, "a CR that reconciles is not retried"
 
 
 def test_a_worker_measures_a_correction_from_the_events_arrival() -> None:
@@ -521,15 +534,15 @@ def test_a_standby_takes_keys_off_the_queue_without_reconciling() -> None:
     recorder = Recorder()
     c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
     store(c, "Memcached", cr("a"), cr("b"))
-    thread = threading.Thread(target=c._work, daemon=True)
+    thread = threading.Thread(target=c._work, daemon=True, name="the worker")
     thread.start()
     try:
         c.queue.add(("default", "a"))
         c.queue.add(("default", "b"))
-        wait_for(lambda: len(c.queue) == 0 and c.metrics.value("memcached_gitops_work_duration_seconds_count") == 2)
+        wait_for(lambda: len(c.queue) == 0 and c.metrics.value("memcached_gitops_work_duration_seconds_count") == 2, thread=thread)
         assert recorder.calls == []
         c._started_leading()
-        wait_for(lambda: len(recorder.calls) == 2, what="the same worker reconciles once leading")
+        wait_for(lambda: len(recorder.calls) == 2, what="the same worker reconciles once leading", thread=thread)
     finally:
         c.queue.shut_down()
         thread.join(10)
@@ -546,9 +559,9 @@ def test_a_cr_in_a_fight_waits_its_backoff() -> None:
     started = time.monotonic()
     assert fights.record(("default", "a"), "default/a", ".spec.replicas", "kubectl", started) is not None
     c.queue.add(("default", "a"))
-    work(c, lambda: recorder.calls)
+    work(c, lambda: recorder.calls or retries(c))
     assert time.monotonic() - started >= 0.2 and len(recorder.calls) == 1
-    assert c.metrics.value("memcached_gitops_workqueue_retries_total") == 0, "waiting out a fight is no failure"
+    assert retries(c) == 0, "waiting out a fight is no failure"
 
 
 def test_a_failing_cr_is_retried_with_backoff_and_a_success_resets_it(caplog) -> None:
@@ -570,7 +583,7 @@ def test_a_failing_cr_is_retried_with_backoff_and_a_success_resets_it(caplog) ->
     c.queue.add(("default", "a"))
     c.queue.add(("default", "b"))
     work(c, lambda: [call["cr"]["metadata"]["name"] for call in recorder.calls].count("a") == 3)
-    assert c.metrics.value("memcached_gitops_workqueue_retries_total") == 2
+    assert retries(c) == 2
     assert c.queue.failures(("default", "a")) == 0, "the success forgot the failures"
     logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == LOGGER]
     assert ("WARNING", "default/a: HTTP 500: etcd leader changed; retrying with backoff") in logged
@@ -584,7 +597,7 @@ def test_a_failing_cr_counts_its_failures() -> None:
     store(c, "Memcached", cr("a"))
     c.queue.add(("default", "a"))
     work(c, lambda: c.queue.failures(("default", "a")) >= 1)
-    assert c.metrics.value("memcached_gitops_workqueue_retries_total") >= 1
+    assert retries(c) >= 1
 
 
 # ---- leadership
@@ -649,9 +662,18 @@ def ready(c: Controller, errors: dict[str, str] | None = None, never: tuple[str,
 
 def start_run(c: Controller, **kwargs: Any) -> tuple[threading.Thread, list[int]]:
     result: list[int] = []
-    thread = threading.Thread(target=lambda: result.append(c.run(**kwargs)), daemon=True)
+    thread = threading.Thread(target=lambda: result.append(c.run(**kwargs)), daemon=True, name="run")
     thread.start()
     return thread, result
+
+
+def run_to_end(c: Controller, bound: float = 10.0, **kwargs: Any) -> list[int]:
+    """``run`` where it should return by itself: its exit code, or [] when it had not returned
+    within ``bound`` seconds (then it is stopped, so that a wrong run fails the test, not hangs it)."""
+    thread, result = start_run(c, **kwargs)
+    thread.join(bound)
+    c.stop.set()
+    return result
 
 
 def stop_run(c: Controller, thread: threading.Thread, result: list[int]) -> int:
@@ -674,7 +696,8 @@ def test_run_syncs_then_reconciles_every_cr_and_stops_cleanly(caplog) -> None:
     store(c, "Memcached", cr("a"), cr("b"))
     store(c, "Deployment", dep("a"))
     thread, result = start_run(c)
-    wait_for(lambda: len(recorder.calls) == 2, what="both CRs reconciled")
+    wait_for(lambda: len(recorder.calls) == 2 or retries(c), what="both CRs reconciled", thread=thread)
+    assert len(recorder.calls) == 2 and retries(c) == 0
     assert sorted(started) == ["Deployment", "HorizontalPodAutoscaler", "Memcached", "Pod"]
     assert c.metrics.ready and c.metrics.leader and c.synced_after is not None and 0 <= c.synced_after < 30
     assert all((call["declared"], call["condition_fields"]) == schema for call in recorder.calls)
@@ -699,7 +722,7 @@ def test_run_with_an_elector_waits_for_leadership_and_releases_the_lease() -> No
     c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
     store(c, "Memcached", cr("a"))
     thread, result = start_run(c)
-    wait_for(lambda: recorder.calls, what="reconciled once leading")
+    wait_for(lambda: recorder.calls, what="reconciled once leading", thread=thread)
     assert elector.thread is not None and elector.thread.name == "leader-election" and elector.thread.daemon
     assert c.metrics.holder == "replica-1" and c.metrics.leader
     assert stop_run(c, thread, result) == 0
@@ -715,12 +738,26 @@ def test_a_standby_neither_reconciles_nor_resyncs() -> None:
     c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
     store(c, "Memcached", cr("a"))
     thread, result = start_run(c)
-    wait_for(lambda: c.metrics.holder == "replica-2" and c.metrics.ready)
+    wait_for(lambda: c.metrics.holder == "replica-2" and c.metrics.ready, thread=thread)
     deadline = time.monotonic() + 0.5
     while time.monotonic() < deadline:
         assert recorder.calls == [] and c.resyncs == 0
         time.sleep(0.02)
     assert stop_run(c, thread, result) == 0 and elector.released
+
+
+def test_the_loop_looks_at_the_informers_at_least_once_a_second() -> None:
+    """With a long resync period the loop still wakes every second (an informer's failure ends run)."""
+    c = make(settings=Settings(workers=1, resync=3600.0))
+    ready(c)
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    sleeps: list[float] = []
+    real_wait = c.stop.wait
+    c.stop.wait = lambda timeout=None: sleeps.append(timeout) or real_wait(timeout)  # type: ignore[method-assign]
+    thread, result = start_run(c)
+    wait_for(lambda: sleeps, what="the loop's first sleep", thread=thread)
+    assert stop_run(c, thread, result) == 0
+    assert sleeps[0] == 1.0
 
 
 def test_the_resync_queues_every_cached_cr_again_once_a_period(caplog) -> None:
@@ -738,7 +775,8 @@ def test_the_resync_queues_every_cached_cr_again_once_a_period(caplog) -> None:
     real_wait = c.stop.wait
     c.stop.wait = lambda timeout=None: sleeps.append(timeout) or real_wait(timeout)  # type: ignore[method-assign]
     thread, result = start_run(c)
-    wait_for(lambda: c.resyncs >= 2 and len(recorder.calls) >= 6, what="two resyncs")
+    wait_for(lambda: len(recorder.calls) >= 6 or retries(c), what="two resyncs", thread=thread)
+    assert c.resyncs >= 2 and retries(c) == 0, "the CRs of the first sync, then each resync's"
     time.sleep(0.3)
     resyncs = c.resyncs
     assert stop_run(c, thread, result) == 0
@@ -746,20 +784,6 @@ def test_the_resync_queues_every_cached_cr_again_once_a_period(caplog) -> None:
     logged = [r.getMessage() for r in caplog.records if r.name == LOGGER and r.getMessage().startswith("resync")]
     assert logged == ["resync: queueing 2 CRs"] * c.resyncs
     assert sleeps and all(0.0 <= t <= 0.2 for t in sleeps), sleeps
-
-
-def test_the_loop_looks_at_the_informers_at_least_once_a_second() -> None:
-    """With a long resync period the loop still wakes every second (an informer's failure ends run)."""
-    c = make(settings=Settings(workers=1, resync=3600.0))
-    ready(c)
-    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
-    sleeps: list[float] = []
-    real_wait = c.stop.wait
-    c.stop.wait = lambda timeout=None: sleeps.append(timeout) or real_wait(timeout)  # type: ignore[method-assign]
-    thread, result = start_run(c)
-    wait_for(lambda: sleeps, what="the loop's first sleep")
-    assert stop_run(c, thread, result) == 0
-    assert sleeps[0] == 1.0
 
 
 def test_a_cr_stuck_in_a_request_holds_shutdown_30_seconds_at_most() -> None:
@@ -815,7 +839,7 @@ def test_no_resync_before_its_period() -> None:
     c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
     store(c, "Memcached", cr("a"))
     thread, result = start_run(c)
-    wait_for(lambda: recorder.calls)
+    wait_for(lambda: recorder.calls, thread=thread)
     time.sleep(0.3)
     assert c.resyncs == 0 and len(recorder.calls) == 1
     assert stop_run(c, thread, result) == 0
@@ -829,7 +853,7 @@ def test_an_informer_the_server_refuses_stops_run_with_its_error(caplog) -> None
     c = make(namespaces=("default", "shop"))
     ready(c, errors={"Pod": "pods: the API server refuses the request: HTTP 400: bad selector"})
     c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
-    assert c.run(first_sync_timeout=10) == 2
+    assert run_to_end(c, first_sync_timeout=10) == [2]
     assert c.error == "; ".join(["pods: the API server refuses the request: HTTP 400: bad selector"] * 2)
     assert not c.metrics.ready and c.synced_after is None
     assert c.error in [r.getMessage() for r in caplog.records if r.name == LOGGER]
@@ -840,7 +864,7 @@ def test_an_informer_that_fails_after_the_sync_stops_run() -> None:
     ready(c)
     c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
     thread, result = start_run(c)
-    wait_for(lambda: c.metrics.ready)
+    wait_for(lambda: c.metrics.ready, thread=thread)
     c.informers["Deployment"][0].error = "deployments: gone"
     c.informers["Pod"][0].error = "pods: gone"
     thread.join(10)
@@ -853,7 +877,7 @@ def test_the_first_sync_is_bounded_and_a_stop_during_it_is_clean() -> None:
     ready(c, never=("Pod",))
     c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
     started = time.monotonic()
-    assert c.run(first_sync_timeout=0.1) == 2
+    assert run_to_end(c, 1.0, first_sync_timeout=0.1) == [2]
     assert 0.1 <= time.monotonic() - started < 1.0 and not c.metrics.ready, "the wait looks at its bound every 50 ms"
     c = make()
     ready(c, never=("Pod",))
@@ -862,6 +886,39 @@ def test_the_first_sync_is_bounded_and_a_stop_during_it_is_clean() -> None:
     time.sleep(0.2)
     assert result == [] and not c.metrics.ready, "no timeout: it waits"
     assert stop_run(c, thread, result) == 0
+
+
+class FakeTime:
+    """The controller's ``time`` module with a clock that stands still until the test moves it."""
+
+    def __init__(self, now: float) -> None:
+        self.now, self.readings = now, 0
+
+    def monotonic(self) -> float:
+        self.readings += 1
+        return self.now
+
+
+def test_the_caches_get_the_whole_first_sync_timeout(monkeypatch) -> None:
+    """``first_sync_timeout`` is the time the caches are given: when the clock reads the deadline
+    itself run still waits for them (a sync then comes in time); only past it does it give up with 2."""
+    from memcached_gitops.reconciler import controller
+
+    clock = FakeTime(1000.0)
+    monkeypatch.setattr(controller, "time", clock)
+    c = make()
+    ready(c, never=("Pod",))
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    thread, result = start_run(c, first_sync_timeout=5.0)
+    wait_for(lambda: clock.readings >= 2, what="the first look at the bound", thread=thread)
+    clock.now = 1000.0 + 5.0
+    seen = clock.readings
+    wait_for(lambda: clock.readings >= seen + 2, what="two looks at the deadline", thread=thread)
+    assert result == [] and not c.metrics.ready, "at the deadline it still waits"
+    clock.now = 1005.001
+    thread.join(10)
+    c.stop.set()
+    assert result == [2] and not c.metrics.ready
 
 
 def test_shutdown_finishes_the_current_cr(caplog) -> None:
@@ -894,7 +951,7 @@ def test_the_cache_is_left_out_of_garbage_collections_after_the_first_sync() -> 
     ready(c)
     c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
     thread, result = start_run(c)
-    wait_for(lambda: c.metrics.ready)
+    wait_for(lambda: c.metrics.ready, thread=thread)
     try:
         assert gc.get_freeze_count() > 0
     finally:
