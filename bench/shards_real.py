@@ -8,8 +8,9 @@ of ``memcached-gitops reconcile --shards`` (this checkout's venv), then ``--crs`
 - until all served: from the first CR's create to the last CR's first Deployment apply;
 - per-CR lag: a CR's create to its Deployment's first apply (median, p99, max);
 - each replica's RSS (current and peak) and its share of the Deployment writes;
-- with 3 replicas: SIGTERM one, scale 20 of its Deployments at once, and the time from the signal to
-  the last correction; then the same after a SIGKILL (the Lease must run out: 15 s);
+- with 3 replicas, once the burst's writes are done: SIGTERM one, scale 20 of its Deployments at once,
+  and the time from the signal to the last correction; then the same after a SIGKILL (the Lease must
+  run out: 15 s);
 - two writers: CRs whose Deployment or status writes went A, B, A within the 10 s renew deadline.
 
 Optional, never in CI: needs the kit of ../shared/realk8s and its audit policy.
@@ -159,6 +160,18 @@ def owned_by(kit: Kit, name: str, count: int, members: list[str], n: int = 20) -
     return [k for k in keys if owner(f"{k[0]}/{k[1]}", members) == name][:n]
 
 
+def quiet(kit: Kit, seconds: float = 3.0, timeout: float = 300) -> None:
+    """Until the replicas have written nothing but Leases for ``seconds`` (the burst's status writes done)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        last = max((stamp(e["requestReceivedTimestamp"]) for e in audit_events(kit.audit)
+                    if who(e) and e["verb"] in ("create", "update", "patch", "delete")
+                    and e.get("objectRef", {}).get("resource") != "leases"), default=0.0)
+        if time.time() - last >= seconds:
+            return
+        time.sleep(1.0)
+
+
 def handover(kit: Kit, name: str, sig: int, count: int, members: list[str]) -> float:
     """Signal one replica, scale 20 of its Deployments at once; seconds from the signal to the last correction."""
     targets = owned_by(kit, name, count, members)
@@ -229,10 +242,12 @@ def main() -> None:
                 print(f"  {m}: RSS {rss[m][0]:.0f} MiB (peak {rss[m][1]:.0f}), Deployment writes {writes.get(m, 0)} "
                       f"({writes.get(m, 0) / max(1, sum(writes.values())):.0%})")
             if n >= 3:
+                quiet(kit)
                 took = handover(kit, members[-1], signal.SIGTERM, args.crs, members)
                 print(f"  SIGTERM {members[-1]}: its 20 scaled Deployments corrected by the others {took:.2f} s after the signal")
                 rest = members[:-1]
                 kit.wait_ring(rest)
+                quiet(kit)
                 took = handover(kit, rest[-1], signal.SIGKILL, args.crs, rest)
                 print(f"  SIGKILL {rest[-1]}: its 20 scaled Deployments corrected by the others {took:.2f} s after the signal")
             bad = interleaved(audit_events(kit.audit))

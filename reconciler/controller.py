@@ -53,6 +53,9 @@ log = logging.getLogger("memcached_gitops.controller")
 #: interval and well under the 5-minute compaction window times two, so a missed event is repaired
 #: quickly; controller-runtime's 10-hour default trusts the watch more than we need to.
 DEFAULT_RESYNC = 600.0
+#: --shards: the CRs that come to a replica's share are queued at most this many a second (a
+#: thousand in five seconds), behind nothing and ahead of nothing that drifts meanwhile.
+SWEEP_RATE = 200.0
 
 
 @dataclass
@@ -111,6 +114,9 @@ class Controller:
         }
         self._share_changed = threading.Event()
         self._cached_members: frozenset[str] = frozenset()
+        self._served: set[tuple[str, str]] = set()  # the share as last acknowledged (--shards)
+        self._waiting: set[tuple[str, str]] = set()  # our keys that came while the ring was settling
+        self._waiting_lock = threading.Lock()
         if shards is not None:
             lease = Kind("Lease", "coordination.k8s.io", "v1", "leases", f"{RING_LABEL}={shards.ring}")
             self.kinds["Lease"] = lease
@@ -249,7 +255,8 @@ class Controller:
                 else:
                     with self.shards.serving(key) as ours:
                         if not ours:
-                            continue  # another replica's, or not yet: the ring queues its share when it agrees
+                            self._wait_for_ring(key)
+                            continue
                         self.reconcile(key, arrived)
                 self.queue.forget(key)
             except Exception as exc:  # APIError, or a bug: this CR is retried with backoff, the others go on
@@ -277,6 +284,10 @@ class Controller:
             self._put("Deployment", outcome.deployment)
             if outcome.action == Action.CORRECTED:
                 self.metrics.correction_latency.observe(outcome.applied_at - arrived)
+        elif outcome.read is not None and self.shards is not None:
+            for informer in self.informers["Deployment"]:  # read by a GET: kept unless the watch saw it go
+                if informer.namespace in (None, key[0]):  # type: ignore[index]
+                    informer.store.fill([slim(self.kinds["Deployment"], outcome.read)])
         if outcome.cr is not None:
             self._put("Memcached", outcome.cr)
         self.metrics.observe_outcome(outcome)
@@ -309,29 +320,24 @@ class Controller:
             self.queue.add(key)
 
     def _share_filters(self) -> dict[str, Any]:
-        """What each cache keeps with --shards: the objects of this replica's CRs (and every Deployment
-        with a kept selector, the overlap report's neighbours); HPAs and Leases are few and all kept."""
+        """What the caches keep with --shards: the Deployments of this replica's share (and every one
+        with a kept selector, the overlap report's neighbours), the largest objects by far (their
+        managedFields are kept). CRs, Pods (metadata only) and HPAs are small and all kept, so that a
+        CR handed over is served from the cache at once: its Deployment is read by one GET, or comes
+        with the LIST that follows the hand-over."""
         shards = self.shards
         assert shards is not None
-
-        def cr(obj: dict[str, Any]) -> bool:
-            return shards.caches(key_of(obj))
 
         def deployment(obj: dict[str, Any]) -> bool:
             return has_kept_selector(obj) or shards.caches((key_of(obj)[0], owner_name(obj)))
 
-        def pod(obj: dict[str, Any]) -> bool:
-            meta = obj.get("metadata") or {}
-            return shards.caches((meta.get("namespace", ""), (meta.get("labels") or {}).get(INSTANCE_LABEL, "")))
-
-        return {"Memcached": cr, "Deployment": deployment, "Pod": pod}
-
+        return {"Deployment": deployment}
     def _share_changed_set(self) -> None:
         self._share_changed.set()
 
     def _follow_share(self) -> None:
-        """With --shards: when the members change, drop what left this replica's share and LIST what
-        joined it (Pods, then Deployments, then CRs, so that a CR's reconcile finds its objects)."""
+        """With --shards: when the members change, drop the Deployments that left this replica's share
+        and LIST those that joined it (the ones not read meanwhile by a reconcile's GET)."""
         assert self.shards is not None
         while not self.stop.is_set():
             if not self._share_changed.wait(0.5):
@@ -342,24 +348,40 @@ class Controller:
                 continue
             grew = bool(self._cached_members - members)  # a member left: its CRs come to the others
             self._cached_members = members
-            dropped = sum(i.store.prune() for kind in ("Memcached", "Deployment", "Pod") for i in self.informers[kind])
-            with self._pods_lock:  # the Pod index follows the Pod cache (no event comes for a Pod not kept)
-                self._pods = {k: v for k, v in self._pods.items() if self.shards.caches(k)}
+            dropped = sum(i.store.prune() for i in self.informers["Deployment"])
             added = 0
             if grew:
                 try:
-                    added = sum(i.refill() for kind in ("Pod", "Deployment", "Memcached") for i in self.informers[kind])
+                    added = sum(i.refill() for i in self.informers["Deployment"])
                 except APIError as exc:
-                    log.warning("cannot list the objects of the grown share: %s; trying again", exc)
+                    log.warning("cannot list the Deployments of the grown share: %s; trying again", exc)
                     self._cached_members = frozenset()
                     self._share_changed.set()
                     self.stop.wait(1.0)
-            log.info("shard members %s: %d objects dropped from the caches, %d added", ", ".join(sorted(members)), dropped, added)
+            log.info("shard members %s: %d Deployments dropped from the cache, %d added", ", ".join(sorted(members)), dropped, added)
 
     def _queue_share(self) -> None:
-        """The ring agreed on a new view: this replica's share (perhaps grown) is queued."""
-        for key in self.owned_keys():
-            self.queue.add(key)
+        """The ring acknowledged this replica in a new view: the CRs new to its share are queued, at
+        most SWEEP_RATE a second, so that the events of drift (queued at once) are never stuck behind
+        a thousand CRs that only need their status.servedBy; the CRs it kept are served already."""
+        assert self.shards is not None
+        owned = set(self.owned_keys())
+        with self._waiting_lock:
+            waiting, self._waiting = self._waiting, set()
+        new = sorted(owned - self._served)
+        self._served = owned
+        for key in sorted(waiting & owned):
+            self.queue.add(key)  # their events came while the ring was settling
+        for n, key in enumerate(new):
+            self.queue.add_after(key, n / SWEEP_RATE)
+
+    def _wait_for_ring(self, key: tuple[str, str]) -> None:
+        """A key this replica may not write now: another replica's (dropped), or its own while the
+        ring has not acknowledged it yet or its fence is down (kept for the next acknowledgement)."""
+        assert self.shards is not None
+        if self.shards.owns(key):
+            with self._waiting_lock:
+                self._waiting.add(key)
 
     def _stopped_leading(self) -> None:
         self.leading.clear()
@@ -403,8 +425,8 @@ class Controller:
         threads = [threading.Thread(target=self._work, daemon=True, name=f"worker-{n}") for n in range(self.settings.workers)]
         for t in threads:
             t.start()
-        if self.shards is not None:
-            self._queue_share()  # the share as the ring has it now (a CR event queued the rest already)
+        if self.shards is not None and self.shards.acknowledged():
+            self._queue_share()  # the share as the ring has it now (else its acknowledgement queues it)
         elif self.elector is not None:
             threading.Thread(target=self.elector.run, args=(self.stop, self._started_leading, self._stopped_leading, self._on_holder),
                              daemon=True, name="leader-election").start()

@@ -89,6 +89,7 @@ class CROutcome:
     cr: dict[str, Any] | None = None  # as our status write left it
     applied_at: float = 0.0  # monotonic time the apply finished
     ignored: list[Drift] = field(default_factory=list)  # drift at the CR's ignored paths (ignore.py): never corrected
+    read: dict[str, Any] | None = None  # the Deployment as a GET read it (not in the cache), when not written
 
 
 @dataclass
@@ -239,7 +240,7 @@ class Reconciler:
             result.action, result.error = Action.INVALID, message
             return result
         if live is None:
-            live = self._find_unlabelled(ns, name)
+            live = result.read = self._find_unlabelled(ns, name)
         ownership = classify(live, cr, self.options.field_manager) if live is not None else Ownership.OWNED
         if ownership is Ownership.FOREIGN:
             message = f"Deployment {ns}/{name} exists and is not controlled by this Memcached; it is left alone"

@@ -177,21 +177,59 @@ def cached(controller: Controller, kind: str) -> set[str]:
     return {name for informer in controller.informers[kind] for _, name in informer.store.keys()}
 
 
-def test_each_replica_caches_only_its_share_and_lists_what_it_inherits(cluster: FakeAPIServer) -> None:
+def test_each_replica_caches_only_its_share_of_deployments_and_takes_over_from_the_cache(cluster: FakeAPIServer) -> None:
     for name in CRS:
         make_cr(cluster, name)
     with replica(cluster, "r1") as r1, replica(cluster, "r2") as r2:
         wait_for(lambda: all_available(cluster), what="every CR served")
         mine = {n for n in CRS if owner(f"default/{n}", ["r1", "r2"]) == "r1"}
-        wait_for(lambda: cached(r1, "Memcached") == mine, what="r1's CR cache down to its share")
-        assert cached(r1, "Deployment") == mine and cached(r2, "Memcached") == set(CRS) - mine
+        wait_for(lambda: cached(r1, "Deployment") == mine, what="r1's Deployment cache down to its share")
+        assert cached(r2, "Deployment") == set(CRS) - mine
+        assert cached(r1, "Memcached") == cached(r2, "Memcached") == set(CRS), "CRs are small: all kept"
         r2.stop.set()
         r2.thread.join(10)
-        wait_for(lambda: cached(r1, "Memcached") == set(CRS), timeout=5, what="r1 lists r2's CRs")
-        assert cached(r1, "Deployment") == set(CRS)
         theirs = sorted(set(CRS) - mine)
         for name in theirs:
             patch(cluster, DEP_PATH.format(ns="default", name=name) + "/scale", {"spec": {"replicas": 2}}, "application/merge-patch+json")
-        wait_for(lambda: all(replicas(cluster, n) == 1 for n in theirs), timeout=5, what="r2's CRs corrected from r1's cache")
+        wait_for(lambda: all(replicas(cluster, n) == 1 for n in theirs), timeout=5, what="r2's CRs corrected by r1")
+        wait_for(lambda: cached(r1, "Deployment") == set(CRS), timeout=5, what="r1 caches the Deployments it inherited")
         wait_for(lambda: all(cluster.get("cache.example.com", "memcacheds", "default", n)["status"]["servedBy"] == "r1" for n in theirs),
                  timeout=5, what="status.servedBy follows the hand-over")
+
+
+def test_the_crs_new_to_a_share_are_swept_behind_the_drift_events() -> None:
+    """The acknowledged share's new CRs go through add_after at SWEEP_RATE; the CRs kept are not queued again."""
+    from memcached_gitops.reconciler.controller import SWEEP_RATE
+
+    class Queue:
+        def __init__(self) -> None:
+            self.delays: dict[tuple[str, str], float] = {}
+
+        def add_after(self, key, delay) -> None:
+            self.delays[key] = delay
+
+        def add(self, key) -> None:
+            self.delays[key] = -1.0  # at once
+
+    class Ring:
+        share: set = set()
+
+        def owns(self, key) -> bool:
+            return key[1] in self.share
+
+    c = Controller.__new__(Controller)
+    c.shards, c.queue, c._served, c._waiting, c._waiting_lock = Ring(), Queue(), set(), set(), threading.Lock()  # type: ignore[assignment]
+    c.cr_keys = lambda: [("default", n) for n in ("a", "b", "c", "d")]  # type: ignore[method-assign]
+    Ring.share = {"a", "b"}
+    c._queue_share()
+    assert c.queue.delays == {("default", "a"): 0.0, ("default", "b"): 1 / SWEEP_RATE}
+    c.queue.delays.clear()
+    Ring.share = {"a", "b", "c", "d"}
+    c._queue_share()
+    assert c.queue.delays == {("default", "c"): 0.0, ("default", "d"): 1 / SWEEP_RATE}, "only the CRs new to the share"
+    c.queue.delays.clear()
+    Ring.share = {"a", "b"}
+    c._wait_for_ring(("default", "a"))  # an event of a's while the ring settles: kept
+    c._wait_for_ring(("default", "c"))  # another replica's now: dropped
+    c._queue_share()
+    assert c.queue.delays == {("default", "a"): -1.0}, "a's event is served as soon as the ring acknowledges"
