@@ -352,7 +352,8 @@ class Controller:
             added = 0
             if grew:
                 try:
-                    added = sum(i.refill() for i in self.informers["Deployment"])
+                    # no event per Deployment: the sweep of the new CRs (_queue_share) visits them at its pace
+                    added = sum(i.refill(emit=False) for i in self.informers["Deployment"])
                 except APIError as exc:
                     log.warning("cannot list the Deployments of the grown share: %s; trying again", exc)
                     self._cached_members = frozenset()

@@ -360,10 +360,11 @@ class Informer:
             return {OUTSIDE: True, "metadata": {k: meta[k] for k in ("namespace", "name", "resourceVersion") if k in meta}}
         return slim(self.kind, obj)
 
-    def refill(self) -> int:
+    def refill(self, emit: bool = True) -> int:
         """The share grew (``reconcile --shards``): LIST, store the newly kept objects (an object the
-        watch has since seen newer is read again with a GET), and tell the handler of each as ADDED.
-        Runs beside the watch, in the caller's thread; the store's versions keep the two consistent."""
+        watch has since seen newer is read again with a GET), and tell the handler of each as ADDED
+        (unless ``emit`` is False: the caller visits them itself). Runs beside the watch, in the
+        caller's thread; the store's versions keep the two consistent."""
         items, _ = self._list_items()
         added, stale = self.store.fill(items)
         for ns, name in stale:
@@ -377,7 +378,7 @@ class Informer:
             more, _ = self.store.fill([slim(self.kind, fresh)])
             added += more
         arrived = time.monotonic()
-        for obj in added:
+        for obj in added if emit else ():
             self._emit("ADDED", obj, None, arrived)
         return len(added)
 

@@ -402,3 +402,25 @@ def test_a_refill_reads_again_what_changed_after_its_list_and_never_restores_a_d
         assert events == [("ADDED", "a"), ("ADDED", "b")]
     finally:
         informer.stop.set()
+
+
+def test_a_refill_without_events_stores_and_leaves_the_visiting_to_its_caller(server: FakeAPIServer) -> None:
+    from memcached_gitops.reconciler.informer import Informer, Kind
+
+    from .test_reconciler import make_cr
+
+    for name in ("a", "b"):
+        make_cr(server, name)
+    share = {"a"}
+    events: list[tuple[str, str]] = []
+    kube = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=1))
+    kind = Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds")
+    informer = Informer(kube, kind, lambda k, t, o, old, at: events.append((t, o["metadata"]["name"])), namespace="default",
+                        keep=lambda o: o["metadata"]["name"] in share).start()
+    try:
+        assert informer.synced.wait(5) and events == [("ADDED", "a")]
+        share.add("b")
+        assert informer.refill(emit=False) == 1 and informer.store.get(("default", "b")) is not None
+        assert events == [("ADDED", "a")]
+    finally:
+        informer.stop.set()
