@@ -90,6 +90,7 @@ class CROutcome:
     applied_at: float = 0.0  # monotonic time the apply finished
     ignored: list[Drift] = field(default_factory=list)  # drift at the CR's ignored paths (ignore.py): never corrected
     read: dict[str, Any] | None = None  # the Deployment as a GET read it (not in the cache), when not written
+    served_by_deferred: bool = False  # reconcile_cr(lazy_served_by=True): only status.servedBy was out of date
 
 
 @dataclass
@@ -209,7 +210,7 @@ class Reconciler:
     def reconcile_cr(self, cr: dict[str, Any], live: dict[str, Any] | None, pods: tuple[str, ...],
                      declared: frozenset[str] | None, condition_fields: frozenset[str] | None,
                      degraded: DegradedCheck | None = None, neighbours: Neighbours | None = None,
-                     autoscaler: str = "") -> CROutcome:
+                     autoscaler: str = "", lazy_served_by: bool = False) -> CROutcome:
         """One CR, from what was read (a LIST, or the informers' cache): the step both modes share.
 
         A correction costs one apply and at most one status write; in ``detect_only`` mode drift
@@ -221,7 +222,7 @@ class Reconciler:
         result = CROutcome(ns, name, Action.UNCHANGED)
 
         def status(obs: Observation) -> None:
-            result.cr = self._write_status(cr, obs, declared, condition_fields) or result.cr
+            result.cr = self._write_status(cr, obs, declared, condition_fields, lazy_served_by, result) or result.cr
 
         desired, problems = self.desired_for(cr)
         if desired is None:
@@ -370,14 +371,21 @@ class Reconciler:
 
     # ---- writes
     def _write_status(self, cr: dict[str, Any], obs: Observation, declared: frozenset[str] | None,
-                      condition_fields: frozenset[str] | None) -> dict[str, Any] | None:
-        """Apply the status when it changed; the CR as the API server answered (None: no write)."""
+                      condition_fields: frozenset[str] | None, lazy_served_by: bool = False,
+                      result: CROutcome | None = None) -> dict[str, Any] | None:
+        """Apply the status when it changed; the CR as the API server answered (None: no write).
+        With ``lazy_served_by``, a status whose only change is ``servedBy`` is not written now: the
+        outcome says so (``served_by_deferred``) and the caller writes it later, at its pace."""
         if self.options.dry_run:
             return None
         live_status = cr.get("status") or {}
         status = desired_status(obs, live_status, self.clock(), declared, condition_fields)
         if self.options.served_by and (declared is None or "servedBy" in declared):
             status["servedBy"] = self.options.served_by[:253]
+            if lazy_served_by and not status_differs({k: v for k, v in status.items() if k != "servedBy"}, live_status):
+                if result is not None and status_differs(status, live_status):
+                    result.served_by_deferred = True
+                return None
         if not status_differs(status, live_status):
             return None
         ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]

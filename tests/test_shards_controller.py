@@ -219,10 +219,12 @@ def test_the_crs_new_to_a_share_are_swept_behind_the_drift_events() -> None:
 
     c = Controller.__new__(Controller)
     c.shards, c.queue, c._served, c._waiting, c._waiting_lock = Ring(), Queue(), set(), set(), threading.Lock()  # type: ignore[assignment]
+    c._sweeping, c._next_served_by = set(), 0.0
     c.cr_keys = lambda: [("default", n) for n in ("a", "b", "c", "d")]  # type: ignore[method-assign]
     Ring.share = {"a", "b"}
     c._queue_share()
     assert c.queue.delays == {("default", "a"): 0.0, ("default", "b"): 1 / SWEEP_RATE}
+    assert c._sweeping == {("default", "a"), ("default", "b")}, "their first visit may leave servedBy for later"
     c.queue.delays.clear()
     Ring.share = {"a", "b", "c", "d"}
     c._queue_share()
@@ -233,3 +235,37 @@ def test_the_crs_new_to_a_share_are_swept_behind_the_drift_events() -> None:
     c._wait_for_ring(("default", "c"))  # another replica's now: dropped
     c._queue_share()
     assert c.queue.delays == {("default", "a"): -1.0}, "a's event is served as soon as the ring acknowledges"
+
+
+def test_deferred_served_by_writes_are_spaced_from_a_second_on() -> None:
+    from memcached_gitops.reconciler.controller import SERVED_BY_RATE
+
+    c = Controller.__new__(Controller)
+    c._waiting_lock, c._next_served_by = threading.Lock(), 0.0
+    delays = [c._served_by_slot() for _ in range(3)]
+    assert 0.99 < delays[0] <= 1.0
+    assert all(abs((b - a) - 1 / SERVED_BY_RATE) < 0.01 for a, b in zip(delays, delays[1:], strict=False)), delays
+
+
+def test_a_visit_that_only_changes_served_by_defers_that_write(cluster: FakeAPIServer) -> None:
+    """reconcile_cr(lazy_served_by=True): drift is corrected and a real status change written at once;
+    a status whose only change is servedBy is left for later, and said so."""
+    kube = KubeAPI.connect(host=cluster.url, retry=RetryPolicy(attempts=3, base=0.01, cap=0.05))
+    make_cr(cluster, "a")
+    first = Reconciler(kube, load_crd(), Options(served_by="r1"))
+    first.run_cycle()
+    cr = cluster.get("cache.example.com", "memcacheds", "default", "a")
+    assert cr["status"]["servedBy"] == "r1"
+    dep = cluster.get("apps", "deployments", "default", "a")
+    declared, fields = first.status_schema()
+    second = Reconciler(kube, load_crd(), Options(served_by="r2"))
+    writes = len(cluster.writes())
+    lazy = second.reconcile_cr(cr, dep, (), declared, fields, lazy_served_by=True)
+    assert lazy.served_by_deferred and lazy.cr is None and len(cluster.writes()) == writes
+    now = second.reconcile_cr(cr, dep, (), declared, fields)
+    assert not now.served_by_deferred and now.cr["status"]["servedBy"] == "r2"
+    patch(cluster, DEP_PATH.format(ns="default", name="a") + "/scale", {"spec": {"replicas": 3}}, "application/merge-patch+json")
+    cr = cluster.get("cache.example.com", "memcacheds", "default", "a")
+    drifted = Reconciler(kube, load_crd(), Options(served_by="r1")).reconcile_cr(
+        cr, cluster.get("apps", "deployments", "default", "a"), (), declared, fields, lazy_served_by=True)
+    assert drifted.action == "corrected" and replicas(cluster, "a") == 1
