@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import random
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -365,23 +366,30 @@ def test_a_store_with_a_share_keeps_only_its_objects_and_the_others_versions() -
     assert unfiltered.prune() == 0 and unfiltered.put(obj("x", 1)) is None and unfiltered.keys() == [("default", "x")]
 
 
+def share_informer(server: FakeAPIServer, names: tuple[str, ...], share: set[str], events: list[tuple[str, str]]) -> Any:
+    """The CRs ``names``, and a started Memcached informer that keeps those in ``share`` and notes its events."""
+    from memcached_gitops.reconciler.informer import Informer, Kind
+
+    from .test_reconciler import make_cr
+
+    for name in names:
+        make_cr(server, name)
+    kube = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=1))
+    kind = Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds")
+    return Informer(kube, kind, lambda k, t, o, old, at: events.append((t, o["metadata"]["name"])), namespace="default",
+                    keep=lambda o: o["metadata"]["name"] in share).start()
+
+
 def test_a_refill_reads_again_what_changed_after_its_list_and_never_restores_a_deleted_object(server: FakeAPIServer) -> None:
     """Informer.refill over HTTP: the LIST it takes may be older than what the watch has delivered
     since (the watch runs on); such an object is read again, and one deleted since stays deleted."""
     import time
 
-    from memcached_gitops.reconciler.informer import Informer, Kind
+    from .test_reconciler import CR_PATH, patch
 
-    from .test_reconciler import CR_PATH, make_cr, patch
-
-    for name in ("a", "b", "c"):
-        make_cr(server, name)
-    share = {"a"}
+    share: set[str] = {"a"}
     events: list[tuple[str, str]] = []
-    kube = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=1))
-    kind = Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds")
-    informer = Informer(kube, kind, lambda k, t, o, old, at: events.append((t, o["metadata"]["name"])), namespace="default",
-                        keep=lambda o: o["metadata"]["name"] in share).start()
+    informer = share_informer(server, ("a", "b", "c"), share, events)
     try:
         assert informer.synced.wait(5)
         assert informer.store.keys() == [("default", "a")] and events == [("ADDED", "a")]
@@ -405,18 +413,9 @@ def test_a_refill_reads_again_what_changed_after_its_list_and_never_restores_a_d
 
 
 def test_a_refill_without_events_stores_and_leaves_the_visiting_to_its_caller(server: FakeAPIServer) -> None:
-    from memcached_gitops.reconciler.informer import Informer, Kind
-
-    from .test_reconciler import make_cr
-
-    for name in ("a", "b"):
-        make_cr(server, name)
-    share = {"a"}
+    share: set[str] = {"a"}
     events: list[tuple[str, str]] = []
-    kube = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=1))
-    kind = Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds")
-    informer = Informer(kube, kind, lambda k, t, o, old, at: events.append((t, o["metadata"]["name"])), namespace="default",
-                        keep=lambda o: o["metadata"]["name"] in share).start()
+    informer = share_informer(server, ("a", "b"), share, events)
     try:
         assert informer.synced.wait(5) and events == [("ADDED", "a")]
         share.add("b")
