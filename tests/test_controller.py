@@ -21,6 +21,7 @@ from memcached_gitops.reconciler.fights import FightDetector
 from memcached_gitops.reconciler.informer import Kind
 from memcached_gitops.reconciler.leader import LeaderElector
 from memcached_gitops.reconciler.metrics import Metrics
+from memcached_gitops.reconciler.shards import ShardRing
 from memcached_gitops.schemas import load_crd
 
 from fakeapi.server import FakeAPIServer, Fault
@@ -54,19 +55,24 @@ def client(api: FakeAPIServer, identity: str = "replica-1") -> KubeAPI:
 @contextlib.contextmanager
 def running(api: FakeAPIServer, *, identity: str = "replica-1", elect: bool = False, lease: tuple[float, float, float] = (15, 10, 2),
             settings: Settings | None = None, fights: FightDetector | None = None, wait_leader: bool = True,
-            **options) -> Iterator[Controller]:
-    """A controller in a thread; stopped (as by SIGTERM) at the end. ``controller.exit_code`` after."""
+            shards: bool = False, **options) -> Iterator[Controller]:
+    """A controller in a thread; stopped (as by SIGTERM) at the end. ``controller.exit_code`` after.
+    With ``shards``, a member of the shard ring (``lease`` its timings) instead of an elector."""
     kube = client(api, identity)
     reconciler = Reconciler(kube, load_crd(), Options(**options))
-    elector = None
+    elector, ring = None, None
+    duration, deadline, retry = lease
     if elect:
-        duration, deadline, retry = lease
         elector = LeaderElector(lease_client(kube, deadline), "default", identity, duration=int(duration),
                                 renew_deadline=deadline, retry_period=retry)
+    if shards:
+        ring = ShardRing(lease_client(kube, deadline), "default", identity, duration=int(duration), renew_deadline=deadline,
+                         retry_period=retry)
     settings = settings or Settings(workers=2, resync=HOUR, watch_timeout=30, silence_grace=1)
-    controller = Controller(reconciler, Metrics(), elector, settings, fights)
+    controller = Controller(reconciler, Metrics(), elector, settings, fights, shards=ring)
     result: list[int] = []
     thread = threading.Thread(target=lambda: result.append(controller.run()), daemon=True)
+    controller.thread = thread  # type: ignore[attr-defined]
     thread.start()
     wait_for(lambda: controller.metrics.ready or result, what="the first sync")
     if wait_leader:

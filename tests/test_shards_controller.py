@@ -16,15 +16,14 @@ from collections.abc import Iterator
 
 import pytest
 from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy
-from memcached_gitops.reconciler.controller import Controller, Settings, lease_client
+from memcached_gitops.reconciler.controller import Controller
 from memcached_gitops.reconciler.cycle import Options, Reconciler
-from memcached_gitops.reconciler.metrics import Metrics
-from memcached_gitops.reconciler.shards import ShardRing, key_text, owner
+from memcached_gitops.reconciler.shards import key_text, owner
 from memcached_gitops.schemas import load_crd
 
 from fakeapi.server import FakeAPIServer
 
-from .test_controller import HOUR, replicas, wait_for
+from .test_controller import replicas, running, wait_for
 from .test_reconciler import DEP_PATH, condition, make_cr, patch
 
 CRS = [f"cache-{i}" for i in range(24)]
@@ -36,24 +35,9 @@ def cluster() -> Iterator[FakeAPIServer]:
         yield api
 
 
-@contextlib.contextmanager
-def replica(api: FakeAPIServer, identity: str) -> Iterator[Controller]:
-    kube = KubeAPI.connect(host=api.url, retry=RetryPolicy(attempts=3, base=0.01, cap=0.05),
-                           user_agent=f"memcached-gitops/0.1.0 {identity}")
-    ring = ShardRing(lease_client(kube, 2.0), "default", identity, duration=3, renew_deadline=2.0, retry_period=0.25)
-    controller = Controller(Reconciler(kube, load_crd(), Options(served_by=identity)), Metrics(), None,
-                            Settings(workers=2, resync=HOUR, watch_timeout=30, silence_grace=1), shards=ring)
-    result: list[int] = []
-    thread = threading.Thread(target=lambda: result.append(controller.run()), daemon=True)
-    thread.start()
-    wait_for(lambda: controller.metrics.ready or result, what="the first sync")
-    controller.thread = thread  # type: ignore[attr-defined]
-    try:
-        yield controller
-    finally:
-        controller.stop.set()
-        thread.join(30)
-        controller.exit_code = result[0] if result else None  # type: ignore[attr-defined]
+def replica(api: FakeAPIServer, identity: str) -> contextlib.AbstractContextManager[Controller]:
+    """A member of the ring with a 3 s lease, a 2 s renew deadline and renewals every 0.25 s."""
+    return running(api, identity=identity, shards=True, lease=(3, 2.0, 0.25), wait_leader=False, served_by=identity)
 
 
 def writers(api: FakeAPIServer, since: float = 0.0) -> dict[str, set[str]]:
