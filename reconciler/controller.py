@@ -117,6 +117,7 @@ class Controller:
         }
         self._share_changed = threading.Event()
         self._cached_members: frozenset[str] = frozenset()
+        self._refill_pending = False  # the share grew and its Deployments are not listed yet
         self._served: set[tuple[str, str]] = set()  # the share as last acknowledged (--shards)
         self._waiting: set[tuple[str, str]] = set()  # our keys that came while the ring was settling
         self._waiting_lock = threading.Lock()
@@ -356,19 +357,20 @@ class Controller:
                 continue
             self._share_changed.clear()
             members = self.shards.cache_members()
-            if members == self._cached_members:
+            if members == self._cached_members and not self._refill_pending:
                 continue
-            grew = bool(self._cached_members - members)  # a member left: its CRs come to the others
+            # a member left (its CRs come to the others), or the last LIST for that failed
+            self._refill_pending = self._refill_pending or bool(self._cached_members - members)
             self._cached_members = members
             dropped = sum(i.store.prune() for i in self.informers["Deployment"])
             added = 0
-            if grew:
+            if self._refill_pending:
                 try:
                     # no event per Deployment: the sweep of the new CRs (_queue_share) visits them at its pace
                     added = sum(i.refill(emit=False) for i in self.informers["Deployment"])
+                    self._refill_pending = False
                 except APIError as exc:
                     log.warning("cannot list the Deployments of the grown share: %s; trying again", exc)
-                    self._cached_members = frozenset()
                     self._share_changed.set()
                     self.stop.wait(1.0)
             log.info("shard members %s: %d Deployments dropped from the cache, %d added", ", ".join(sorted(members)), dropped, added)

@@ -133,6 +133,7 @@ class ShardRing:
         self._agreed_epoch = -1
         self._lock = threading.RLock()
         self._local = threading.local()
+        self.last_error: APIError | None = None  # the last write's refusal
 
     # ---- the pure part: who may write what, now
     @property
@@ -249,8 +250,10 @@ class ShardRing:
 
     # ---- the Lease thread
     def join(self) -> None:
-        """Create this replica's Lease (or take over its own from an earlier process of the same name)."""
-        self._write(create=True)
+        """Create this replica's Lease (or take over its own from an earlier process of the same name);
+        raises the API's refusal (a 403 without the Lease RBAC), which no retry would change."""
+        if not self._write(create=True):
+            raise self.last_error or APIError(0, "the shard Lease could not be written")
         self._recompute()
 
     def run(self, stop: threading.Event) -> None:
@@ -334,6 +337,7 @@ class ShardRing:
             self.incarnation += 1  # the others may have taken our share: come back as somebody new
             self._lapsed = False
         body, view = self._body(self.clock())
+        self.last_error = None
         try:
             if self._lease is not None and not create:
                 body["metadata"]["resourceVersion"] = self._lease["metadata"]["resourceVersion"]
@@ -343,6 +347,7 @@ class ShardRing:
             else:
                 lease = self._create(body)
         except APIError as exc:
+            self.last_error = exc
             if exc.status in (404, 409):  # deleted as expired, or written by someone else: start again
                 log.warning("shard Lease %s: %s; joining again", self.name, exc)
                 self._lease, self._lapsed = None, True

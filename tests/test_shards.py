@@ -423,3 +423,15 @@ def test_a_refill_without_events_stores_and_leaves_the_visiting_to_its_caller(se
         assert events == [("ADDED", "a")]
     finally:
         informer.stop.set()
+
+
+def test_a_refused_lease_stops_the_join_with_the_servers_answer() -> None:
+    """Without the Lease RBAC a replica would never be acknowledged and serve nothing: join raises the 403."""
+    from memcached_gitops.reconciler.api import APIError
+
+    with FakeAPIServer(namespaces=("default",), rbac_rules=[{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                                                            "verbs": ["get", "list", "watch"]}]) as server:
+        ring = replica(server, Clock(), "a")
+        with pytest.raises(APIError) as refused:
+            ring.join()
+        assert refused.value.status == 403 and "cannot create resource" in str(refused.value)

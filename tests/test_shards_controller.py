@@ -253,3 +253,48 @@ def test_a_visit_that_only_changes_served_by_defers_that_write(cluster: FakeAPIS
     drifted = Reconciler(kube, load_crd(), Options(served_by="r1")).reconcile_cr(
         cr, cluster.get("apps", "deployments", "default", "a"), (), declared, fields, lazy_served_by=True)
     assert drifted.action == "corrected" and replicas(cluster, "a") == 1
+
+
+def test_a_replica_without_the_lease_rbac_exits_2_and_says_why() -> None:
+    rules = [{"apiGroups": ["", "apps", "cache.example.com", "autoscaling", "apiextensions.k8s.io", "events.k8s.io"],
+              "resources": ["*"], "verbs": ["*"]},
+             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "watch"]}]
+    with FakeAPIServer(namespaces=("default",), rbac_rules=rules) as api:
+        with replica(api, "r1") as r1:
+            wait_for(lambda: not r1.thread.is_alive(), timeout=5, what="the replica gives up")
+        assert r1.exit_code == 2 and "cannot create the shard Lease" in r1.error
+
+
+def test_a_failed_list_of_a_grown_share_is_tried_again() -> None:
+    from memcached_gitops.reconciler.api import APIError
+
+    class Informer:
+        calls = 0
+
+        class store:  # noqa: N801 (the informer's store, as the controller reads it)
+            @staticmethod
+            def prune() -> int:
+                return 0
+
+        def refill(self, emit: bool = True) -> int:
+            Informer.calls += 1
+            if Informer.calls == 1:
+                raise APIError(500, "etcd is busy")
+            return 3
+
+    class Ring:
+        def cache_members(self) -> frozenset[str]:
+            return frozenset({"r1"})
+
+    c = Controller.__new__(Controller)
+    c.shards, c.informers, c.stop = Ring(), {"Deployment": [Informer()]}, threading.Event()  # type: ignore[assignment]
+    c._share_changed, c._cached_members, c._refill_pending = threading.Event(), frozenset({"r1", "r2"}), False
+    c._share_changed.set()  # r2 left
+    thread = threading.Thread(target=c._follow_share, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: Informer.calls >= 2, timeout=5, what="the LIST tried again")
+        wait_for(lambda: not c._refill_pending, timeout=5)
+    finally:
+        c.stop.set()
+        thread.join(5)
