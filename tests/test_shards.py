@@ -435,3 +435,41 @@ def test_a_refused_lease_stops_the_join_with_the_servers_answer() -> None:
         with pytest.raises(APIError) as refused:
             ring.join()
         assert refused.value.status == 403 and "cannot create resource" in str(refused.value)
+
+def test_release_stops_serving_at_once_and_deletes_the_lease_only_after_the_work_in_flight(server: FakeAPIServer, clock: Clock) -> None:
+    """SIGTERM: no CR may be written from the moment release begins; the Lease is deleted once the
+    reconciles in flight have ended, or after ``timeout`` seconds (by the ring's clock) of a stuck one."""
+    import threading
+
+    a, b = start(server, clock, "a", "b")
+    mine = next(k for k in KEYS if a.allowed(k))
+    done = threading.Event()
+    with a.serving(mine) as ours:
+        assert ours
+        releasing = threading.Thread(target=lambda: (a.release(), done.set()), daemon=True)
+        releasing.start()
+        assert not done.wait(0.2), "waits for the reconcile in flight"
+        assert a.stopping and a.token not in a.view and not any(a.allowed(k) for k in KEYS) and not a.may_write()
+        assert lease(server, a) is not None
+    assert done.wait(5) and lease(server, a) is None
+    assert lease(server, b) is not None
+    stuck = threading.Event()
+    other = next(k for k in KEYS if b.allowed(k))
+    entered = threading.Event()
+
+    def reconcile() -> None:
+        with b.serving(other) as ok:
+            entered.set()
+            if ok:
+                stuck.wait(10)
+
+    threading.Thread(target=reconcile, daemon=True).start()
+    assert entered.wait(5) and b._holds[b.epoch] == 1
+    finished = threading.Event()
+    threading.Thread(target=lambda: (b.release(timeout=30.0), finished.set()), daemon=True).start()
+    assert not finished.wait(0.2) and lease(server, b) is not None
+    clock.now += 29.0
+    assert not finished.wait(0.1), "30 s are not over"
+    clock.now += 1.5
+    assert finished.wait(5) and lease(server, b) is None, "a stuck reconcile holds the Lease 30 s at most"
+    stuck.set()
