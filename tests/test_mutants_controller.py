@@ -12,6 +12,7 @@ Each test names the rule it pins.
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -25,6 +26,7 @@ from memcached_gitops.reconciler.cycle import CROutcome, Options, Reconciler
 from memcached_gitops.reconciler.drift import Drift
 from memcached_gitops.reconciler.fights import FightDetector
 from memcached_gitops.reconciler.metrics import Metrics
+from memcached_gitops.reconciler.shards import RING_LABEL, VIEW_ANNOTATION, ShardRing, key_text, lease_name, owner
 from memcached_gitops.reconciler.vocabulary import INSTANCE_LABEL, SELECTOR, Action
 from memcached_gitops.render import selector_labels
 from memcached_gitops.schemas import load_crd
@@ -981,3 +983,353 @@ def test_workers_and_the_election_run_in_daemon_threads() -> None:
     assert c.run() == 0  # in this (non-daemon) thread
     observer.join(10)
     assert seen == {"worker-0": True, "worker-1": True, "leader-election": True}
+
+
+# ---- shards (reconcile --shards): the ring is a real ShardRing on an in-process Lease client
+class LeaseAPI:
+    """The ring's client in-process: one namespace's Leases in a dict, every request recorded as
+    (method, path); ``refuse`` makes the next request of that method fail."""
+
+    def __init__(self) -> None:
+        self.leases: dict[str, dict[str, Any]] = {}
+        self.calls: list[tuple[str, str]] = []
+        self.rv = 0
+        self.refuse: dict[str, APIError] = {}
+
+    def request(self, method: str, path: str, body: Any = None, verb: str | None = None, **_: Any) -> dict[str, Any]:
+        self.calls.append((method, path))
+        if method in self.refuse:
+            raise self.refuse.pop(method)
+        name = body["metadata"]["name"] if method == "POST" else path.rsplit("/", 1)[1]
+        if method == "GET":
+            if name not in self.leases:
+                raise APIError(404, "not found")
+            return self.leases[name]
+        if method == "DELETE":
+            self.leases.pop(name, None)
+            return {}
+        self.rv += 1
+        lease = copy.deepcopy(body)
+        lease["metadata"]["resourceVersion"] = str(self.rv)
+        self.leases[name] = lease
+        return lease
+
+
+class RingClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def sharded(identity: str = "a", namespaces: tuple[str, ...] = (), settings: Settings | None = None,
+            monotonic: Callable[[], float] | None = None, **ring: Any) -> tuple[Controller, ShardRing, LeaseAPI]:
+    """A controller with a ShardRing of ring ``blue`` in namespace ``leases`` (not a CR namespace)."""
+    api = KubeAPI.connect(host=NOWHERE, retry=RetryPolicy(attempts=1))
+    leases = LeaseAPI()
+    shards = ShardRing(leases, "leases", identity, ring="blue", monotonic=monotonic or RingClock(), **ring)  # type: ignore[arg-type]
+    c = Controller(Reconciler(api, load_crd(), Options(namespaces=namespaces)), Metrics(), None, settings, None, shards=shards)
+    return c, shards, leases
+
+
+def peer_lease(identity: str, *view: str, incarnation: int = 0) -> dict[str, Any]:
+    return {"metadata": {"name": lease_name(identity), "namespace": "leases", "resourceVersion": "7",
+                         "labels": {RING_LABEL: "blue"}, "annotations": {VIEW_ANNOTATION: ",".join(view)}},
+            "spec": {"holderIdentity": identity, "leaseTransitions": incarnation, "renewTime": "2026-11-25T12:00:00.000000Z"}}
+
+
+NAMES = [f"cache-{i}" for i in range(12)]
+
+
+def share(of: str, ns: str = "default", members: tuple[str, ...] = ("a", "b")) -> list[str]:
+    """The names of NAMES that ``of`` serves among ``members``."""
+    return [n for n in NAMES if owner(key_text((ns, n)), members) == of]
+
+
+def test_with_shards_every_replica_leads_its_share_and_each_write_asks_the_ring() -> None:
+    """No leader election: the workers run at once, the API client's write gate is the ring's
+    per-CR may_write, and the ring's callbacks are the controller's (an agreement queues the
+    share, a new view wakes the share follower, a hand-over is measured)."""
+    c, ring, _ = sharded()
+    assert c.leading.is_set() and c.shards is ring and c.api.may_write == ring.may_write
+    assert ring.on_agreed == c._queue_share
+    assert not c._share_changed.is_set()
+    ring.on_view()
+    assert c._share_changed.is_set()
+    ring.on_handover(1.5)
+    assert c.metrics.value("memcached_gitops_shard_handovers_total") == 1
+    assert c.metrics.value("memcached_gitops_shard_handover_seconds_sum") == 1.5
+
+
+def test_with_shards_a_fifth_informer_watches_the_rings_leases_in_the_rings_namespace() -> None:
+    """The Lease informer: coordination.k8s.io/v1 leases labelled with this ring, in the ring's own
+    namespace (whatever namespaces the CRs are watched in), with the controller's watch settings;
+    it keeps every Lease. The CR, Deployment and Pod caches keep this replica's share only."""
+    settings = Settings(workers=1, watch_timeout=77, heartbeat=5.0, silence_grace=3.0, streaming_list=False)
+    c, ring, _ = sharded(namespaces=("default", "shop"), settings=settings)
+    assert sorted(c.informers) == ["Deployment", "HorizontalPodAutoscaler", "Lease", "Memcached", "Pod"]
+    [leases] = c.informers["Lease"]
+    kind = c.kinds["Lease"]
+    assert leases.kind is kind and (kind.name, kind.group, kind.version, kind.plural) == ("Lease", "coordination.k8s.io", "v1", "leases")
+    assert kind.selector == f"{RING_LABEL}=blue" and not kind.metadata_only and not kind.keep_managed_fields
+    assert leases.namespace == "leases" and leases.path == "/apis/coordination.k8s.io/v1/namespaces/leases/leases"
+    assert (leases.watch_timeout, leases.silence_limit, leases.streaming_list, leases.metrics) == (77, 8.0, False, c.metrics)
+    assert leases.api is c.api and leases.handler == c._on_event and leases.store.keep is None
+    for name in ("Memcached", "Deployment", "Pod"):
+        assert all(i.store.keep is not None for i in c.informers[name]), name
+    assert all(i.store.keep is None for i in c.informers["HorizontalPodAutoscaler"])
+    assert "Lease" not in make().informers, "without shards: no Lease informer"
+
+
+def test_a_lease_event_goes_to_the_ring_and_without_shards_is_ignored() -> None:
+    c, ring, _ = sharded()
+    c._on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)
+    assert [p.token for p in ring.peers.values()] == ["b#0"] and ring.members() == ["b"]
+    c._on_event("Lease", "DELETED", peer_lease("b", "b#0"), None, 2.0)
+    assert ring.peers == {} and queued(c) == []
+    plain = make()
+    plain._on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)
+    assert queued(plain) == []
+
+
+def test_with_shards_the_caches_keep_the_objects_of_this_replicas_share() -> None:
+    """Among the members and itself: a CR by its key, a Deployment by the CR it belongs to (its
+    owner, not its own name) or when it has a kept selector (a neighbour of any CR), a Pod by its
+    instance label. HPAs are all kept."""
+    c, ring, _ = sharded()
+    c._on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)  # b is a member; a is not yet fenced
+    mine, theirs = share("a"), share("b")
+    assert mine and theirs
+    keep = {name: c.informers[name][0].store.keep for name in ("Memcached", "Deployment", "Pod")}
+    assert keep["Memcached"](cr(mine[0])) and not keep["Memcached"](cr(theirs[0]))
+    assert keep["Memcached"](cr(theirs[0], ns="shop")) == (owner(key_text(("shop", theirs[0])), ["a", "b"]) == "a")
+    assert keep["Deployment"](dep(theirs[0], owner=mine[0])) and not keep["Deployment"](dep(mine[0], owner=theirs[0]))
+    assert keep["Deployment"](dep(theirs[0], selector=KEPT)), "a kept selector's Deployment is every CR's neighbour"
+    assert keep["Pod"](pod("p", mine[0])) and not keep["Pod"](pod("p", theirs[0]))
+    assert keep["Pod"](pod("p", None)) == (owner("default/", ["a", "b"]) == "a")
+    c.informers["Memcached"][0].store.put(cr(theirs[0]))
+    assert c.cr_keys() == [], "another replica's CR is not cached"
+
+
+def joined(c: Controller, ring: ShardRing, *peers: str) -> None:
+    """This replica's Lease written, the ring listed, and each peer's Lease (acknowledging it) delivered."""
+    ring.join()
+    ring.listed = True
+    ring.step()  # publishes the view with itself in it
+    for p in peers:
+        c._on_event("Lease", "ADDED", peer_lease(p, ring.token, f"{p}#0"), None, 1.0)
+
+
+def test_with_shards_the_owned_crs_are_this_replicas_share_and_an_agreement_queues_them() -> None:
+    """owned_keys is the share in the current view (the metric too); when the ring acknowledges a
+    view this replica's share is queued, none of the others' CRs."""
+    c, ring, leases = sharded()
+    store(c, "Memcached", *(cr(n) for n in NAMES))
+    assert c.owned_keys() == [] and c.metrics.value("memcached_gitops_shard_owned_crs") == 0, "not a member yet"
+    joined(c, ring)
+    assert list(leases.leases) == [lease_name("a")]
+    assert sorted(keys(c)) == [("default", n) for n in sorted(NAMES)] and len(c.owned_keys()) == len(NAMES), "alone: every CR"
+    c._on_event("Lease", "ADDED", peer_lease("b", "a#0", "b#0"), None, 2.0)
+    assert sorted(c.owned_keys()) == [("default", n) for n in sorted(share("a"))]
+    assert c.metrics.value("memcached_gitops_shard_owned_crs") == len(share("a"))
+    assert c.metrics.value("memcached_gitops_shard_members") == 2
+    assert sorted(keys(c)) == [("default", n) for n in sorted(share("a"))], "the new view's agreement queues the share"
+    plain = make()
+    store(plain, "Memcached", cr("x"), cr("y"))
+    assert plain.owned_keys() == [("default", "x"), ("default", "y")]
+
+
+def test_with_shards_a_worker_reconciles_only_what_the_ring_allows_and_holds_it_while_it_runs() -> None:
+    """Each key is served under the ring's hold: another replica's CR is taken off the queue without
+    a reconcile (and without a retry); one of ours is reconciled with its writes allowed, and the
+    hold ends with the reconcile."""
+    c, ring, _ = sharded()
+    joined(c, ring, "b")
+    queued(c)
+    writable: list[bool] = []
+
+    def outcome(cr: dict[str, Any], *a: Any, **k: Any) -> CROutcome:
+        writable.append(c.api.may_write())
+        return CROutcome("default", cr["metadata"]["name"], Action.UNCHANGED)
+
+    recorder = Recorder(outcome)
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(c, "Memcached", *(cr(n) for n in NAMES))
+    for n in NAMES:
+        c.queue.add(("default", n))
+    work(c, lambda: c.metrics.value("memcached_gitops_work_duration_seconds_count") >= len(NAMES) or retries(c))
+    assert sorted(call["cr"]["metadata"]["name"] for call in recorder.calls) == sorted(share("a"))
+    assert writable == [True] * len(share("a")) and retries(c) == 0
+    assert not any(ring._holds.values()) and not c.api.may_write(), "no hold outside a reconcile"
+
+
+def follow(c: Controller) -> threading.Thread:
+    thread = threading.Thread(target=c._follow_share, daemon=True, name="shard-share")
+    thread.start()
+    return thread
+
+
+def refills(c: Controller, answers: list[Any] | None = None) -> list[str]:
+    """Replaces each informer's refill by a recorder (kind names, in call order), answering 1 or the next of ``answers``."""
+    calls: list[str] = []
+    for name, informers in c.informers.items():
+        for informer in informers:
+            def refill(name=name) -> int:
+                calls.append(name)
+                answer = answers.pop(0) if answers else 1
+                if isinstance(answer, Exception):
+                    raise answer
+                return answer
+            informer.refill = refill  # type: ignore[method-assign]
+    return calls
+
+
+def cached_names(c: Controller, kind: str) -> list[str]:
+    return sorted(name for i in c.informers[kind] for _, name in i.store.keys())
+
+
+def test_when_a_member_joins_the_caches_drop_its_share_and_when_one_leaves_they_list_what_comes(caplog) -> None:
+    """The share follower: a new member's CRs, Deployments and Pods leave the caches (and the Pod
+    index) with no request; a member's leaving lists the grown share again, Pods first, then
+    Deployments, then CRs (a CR's reconcile finds its objects); a wake-up with the same members does nothing."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    c, ring, _ = sharded()
+    joined(c, ring)
+    for n in NAMES:
+        store(c, "Memcached", cr(n))
+        store(c, "Deployment", dep(n, owner=n))
+        store(c, "Pod", pod(f"{n}-pod", n))
+        c._on_event("Pod", "ADDED", pod(f"{n}-pod", n), None, 1.0)
+    c._cached_members = ring.cache_members()
+    calls = refills(c)
+    thread = follow(c)
+    try:
+        c._on_event("Lease", "ADDED", peer_lease("b", "a#0", "b#0"), None, 2.0)
+        wait_for(lambda: cached_names(c, "Pod") == sorted(f"{n}-pod" for n in share("a")), what="the Pods pruned", thread=thread)
+        wait_for(lambda: any(r.getMessage().startswith("shard members a, b") for r in caplog.records), thread=thread)
+        assert cached_names(c, "Memcached") == sorted(share("a")) and cached_names(c, "Deployment") == sorted(share("a"))
+        assert sorted(k[1] for k in c._pods) == sorted(share("a")) and c.pods_of(("default", share("b")[0])) == ()
+        assert calls == [], "a member joined: nothing to list"
+        dropped = 3 * len(share("b"))
+        assert f"shard members a, b: {dropped} objects dropped from the caches, 0 added" in [r.getMessage() for r in caplog.records]
+        assert c._cached_members == {"a", "b"}
+        c._on_event("Lease", "DELETED", peer_lease("b", "a#0", "b#0"), None, 3.0)
+        wait_for(lambda: len(calls) == 3, what="the grown share listed", thread=thread)
+        assert calls == ["Pod", "Deployment", "Memcached"]
+        wait_for(lambda: "shard members a: 0 objects dropped from the caches, 3 added" in [r.getMessage() for r in caplog.records],
+                 thread=thread)
+        before = len(caplog.records)
+        c._share_changed.set()
+        wait_for(lambda: not c._share_changed.is_set(), thread=thread)
+        time.sleep(0.05)
+        assert len(caplog.records) == before and calls == ["Pod", "Deployment", "Memcached"], "the same members: nothing to do"
+    finally:
+        c.stop.set()
+        thread.join(10)
+    assert not thread.is_alive(), "the follower ends with stop"
+
+
+def test_a_failed_listing_of_the_grown_share_is_tried_again_and_the_follower_goes_on(caplog) -> None:
+    """A LIST refused while the share grows is a warning; the follower waits a second (on stop, so a
+    SIGTERM is not held), takes the members again, and keeps following the ring."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    c, ring, _ = sharded()
+    joined(c, ring, "b")
+    c._cached_members = ring.cache_members()
+    calls = refills(c, [APIError(500, "etcd leader changed")])
+    waits: list[float | None] = []
+    real_wait = c.stop.wait
+    c.stop.wait = lambda timeout=None: waits.append(timeout) or real_wait(min(timeout or 0.0, 0.05))  # type: ignore[method-assign]
+    thread = follow(c)
+    try:
+        c._on_event("Lease", "DELETED", peer_lease("b"), None, 3.0)
+        warning = "cannot list the objects of the grown share: HTTP 500: etcd leader changed; trying again"
+        wait_for(lambda: warning in [r.getMessage() for r in caplog.records], thread=thread)
+        wait_for(lambda: sum(r.getMessage().startswith("shard members a:") for r in caplog.records) == 2,
+                 what="the members taken again after the failure", thread=thread)
+        assert waits == [1.0] and calls[0] == "Pod" and c._cached_members == {"a"}
+        c._on_event("Lease", "ADDED", peer_lease("c", "a#0", "c#0"), None, 4.0)
+        wait_for(lambda: any(r.getMessage().startswith("shard members a, c:") for r in caplog.records), what="still following",
+                 thread=thread)
+    finally:
+        c.stop.set()
+        thread.join(10)
+
+
+def test_run_with_shards_joins_the_ring_before_the_caches_and_deletes_its_lease_on_stop() -> None:
+    """The Lease is created and the ring's Leases listed before any other cache starts (the Lease
+    informer is started once); the share is reconciled; the Lease thread and the share follower run
+    in named daemon threads; on stop the Lease is deleted, after the work in flight."""
+    c, ring, leases = sharded(settings=Settings(workers=1), monotonic=time.monotonic, retry_period=0.05)
+    started = ready(c)
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    recorder = Recorder()
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(c, "Memcached", *(cr(n) for n in NAMES))
+    thread, result = start_run(c)
+    names = lambda: {call["cr"]["metadata"]["name"] for call in recorder.calls}  # noqa: E731
+    wait_for(lambda: names() == set(NAMES) or retries(c), what="the share reconciled", thread=thread)
+    assert retries(c) == 0
+    assert started[0] == "Lease" and sorted(started[1:]) == ["Deployment", "HorizontalPodAutoscaler", "Memcached", "Pod"]
+    assert leases.calls[0] == ("POST", "/apis/coordination.k8s.io/v1/namespaces/leases/leases") and ring.listed
+    daemons = {t.name: t.daemon for t in threading.enumerate() if t.name.startswith("shard-")}
+    assert daemons == {"shard-lease": True, "shard-share": True}
+    assert c._cached_members == {"a"} and c.metrics.ready
+    assert stop_run(c, thread, result) == 0
+    assert leases.leases == {} and leases.calls[-1] == ("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/leases/leases/{ring.name}")
+    assert ring.stopping and c.queue.shutting_down
+
+
+def test_run_with_shards_ends_when_the_ring_cannot_be_listed() -> None:
+    """A Lease informer the server refuses: 2 and its error (the Lease just created is deleted);
+    one that never syncs within the first sync's bound: 2; a stop while it syncs: 0, no error."""
+    c, _, leases = sharded()
+    ready(c, errors={"Lease": "leases: the API server refuses the request: HTTP 403"}, never=("Lease",))
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    assert run_to_end(c, first_sync_timeout=10) == [2]
+    assert c.error == "leases: the API server refuses the request: HTTP 403" and leases.leases == {}
+    c, _, _ = sharded()
+    started = ready(c, never=("Lease",))
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    assert run_to_end(c, first_sync_timeout=0.1) == [2]
+    assert c.error == "the shard Leases did not sync" and started == ["Lease"]
+    c, _, _ = sharded()
+    ready(c, never=("Lease",))
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    thread, result = start_run(c)
+    time.sleep(0.2)
+    assert result == [], "no bound: it waits"
+    assert stop_run(c, thread, result) == 0 and c.error == ""
+
+
+@pytest.mark.parametrize(("peer", "settled"), [(None, 2.0), ("b", 10.0)])
+def test_joining_gives_the_ring_a_renew_period_and_a_silent_member_four_more(monkeypatch, peer, settled) -> None:
+    """After listing the Leases the caches wait one renew period (replicas start together), and then
+    until the ring acknowledges this replica, but at most four renew periods more: a member that
+    never answers does not hold this one's share. Then the Lease thread and the share follower start."""
+    from memcached_gitops.reconciler import controller
+
+    clock = FakeTime(1000.0)
+    monkeypatch.setattr(controller, "time", clock)
+    c, ring, _ = sharded()
+    ready(c)
+    if peer:
+        c._on_event("Lease", "ADDED", peer_lease(peer, f"{peer}#0"), None, 1.0)
+    waits: list[float] = []
+
+    def wait(timeout: float | None = None) -> bool:
+        waits.append(timeout)  # type: ignore[arg-type]
+        clock.now += timeout  # type: ignore[operator]
+        return False
+
+    c.stop.wait = wait  # type: ignore[method-assign]
+    threads: dict[str, threading.Thread] = {}
+    ring.run = lambda stop: threads.update({"run": threading.current_thread()})  # type: ignore[method-assign]
+    c._follow_share = lambda: threads.update({"follow": threading.current_thread()})  # type: ignore[method-assign]
+    assert c._join_ring(1000.0, None) is True
+    assert 1000.0 + settled <= clock.now < 1000.0 + settled + 0.05 and set(waits) == {0.02}
+    wait_for(lambda: len(threads) == 2)
+    assert (threads["run"].name, threads["run"].daemon, threads["follow"].name, threads["follow"].daemon) == \
+        ("shard-lease", True, "shard-share", True)
+    assert c._cached_members == ({"a", peer} if peer else {"a"})
