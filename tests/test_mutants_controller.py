@@ -1065,7 +1065,7 @@ def test_with_shards_every_replica_leads_its_share_and_each_write_asks_the_ring(
 def test_with_shards_a_fifth_informer_watches_the_rings_leases_in_the_rings_namespace() -> None:
     """The Lease informer: coordination.k8s.io/v1 leases labelled with this ring, in the ring's own
     namespace (whatever namespaces the CRs are watched in), with the controller's watch settings;
-    it keeps every Lease. The CR, Deployment and Pod caches keep this replica's share only."""
+    it keeps every Lease. The Deployment cache keeps this replica's share only."""
     settings = Settings(workers=1, watch_timeout=77, heartbeat=5.0, silence_grace=3.0, streaming_list=False)
     c, ring, _ = sharded(namespaces=("default", "shop"), settings=settings)
     assert sorted(c.informers) == ["Deployment", "HorizontalPodAutoscaler", "Lease", "Memcached", "Pod"]
@@ -1076,9 +1076,9 @@ def test_with_shards_a_fifth_informer_watches_the_rings_leases_in_the_rings_name
     assert leases.namespace == "leases" and leases.path == "/apis/coordination.k8s.io/v1/namespaces/leases/leases"
     assert (leases.watch_timeout, leases.silence_limit, leases.streaming_list, leases.metrics) == (77, 8.0, False, c.metrics)
     assert leases.api is c.api and leases.handler == c._on_event and leases.store.keep is None
-    for name in ("Memcached", "Deployment", "Pod"):
-        assert all(i.store.keep is not None for i in c.informers[name]), name
-    assert all(i.store.keep is None for i in c.informers["HorizontalPodAutoscaler"])
+    assert all(i.store.keep is not None for i in c.informers["Deployment"])
+    for name in ("Memcached", "Pod", "HorizontalPodAutoscaler"):
+        assert all(i.store.keep is None for i in c.informers[name]), f"{name}: small, all kept"
     assert "Lease" not in make().informers, "without shards: no Lease informer"
 
 
@@ -1093,23 +1093,18 @@ def test_a_lease_event_goes_to_the_ring_and_without_shards_is_ignored() -> None:
     assert queued(plain) == []
 
 
-def test_with_shards_the_caches_keep_the_objects_of_this_replicas_share() -> None:
-    """Among the members and itself: a CR by its key, a Deployment by the CR it belongs to (its
-    owner, not its own name) or when it has a kept selector (a neighbour of any CR), a Pod by its
-    instance label. HPAs are all kept."""
+def test_with_shards_the_deployment_cache_keeps_the_objects_of_this_replicas_share() -> None:
+    """Among the members and itself: a Deployment by the CR it belongs to (its owner, not its own
+    name), or when it has a kept selector (a neighbour of any CR)."""
     c, ring, _ = sharded()
     c._on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)  # b is a member; a is not yet fenced
     mine, theirs = share("a"), share("b")
     assert mine and theirs
-    keep = {name: c.informers[name][0].store.keep for name in ("Memcached", "Deployment", "Pod")}
-    assert keep["Memcached"](cr(mine[0])) and not keep["Memcached"](cr(theirs[0]))
-    assert keep["Memcached"](cr(theirs[0], ns="shop")) == (owner(key_text(("shop", theirs[0])), ["a", "b"]) == "a")
-    assert keep["Deployment"](dep(theirs[0], owner=mine[0])) and not keep["Deployment"](dep(mine[0], owner=theirs[0]))
-    assert keep["Deployment"](dep(theirs[0], selector=KEPT)), "a kept selector's Deployment is every CR's neighbour"
-    assert keep["Pod"](pod("p", mine[0])) and not keep["Pod"](pod("p", theirs[0]))
-    assert keep["Pod"](pod("p", None)) == (owner("default/", ["a", "b"]) == "a")
-    c.informers["Memcached"][0].store.put(cr(theirs[0]))
-    assert c.cr_keys() == [], "another replica's CR is not cached"
+    keep = c.informers["Deployment"][0].store.keep
+    assert keep(dep(theirs[0], owner=mine[0])) and not keep(dep(mine[0], owner=theirs[0]))
+    assert keep(dep(theirs[0], selector=KEPT)), "a kept selector's Deployment is every CR's neighbour"
+    c.informers["Deployment"][0].store.put(dep(theirs[0], owner=theirs[0]))
+    assert c._get("Deployment", ("default", theirs[0])) is None, "another replica's Deployment is not cached"
 
 
 def joined(c: Controller, ring: ShardRing, *peers: str) -> None:
@@ -1129,12 +1124,13 @@ def test_with_shards_the_owned_crs_are_this_replicas_share_and_an_agreement_queu
     assert c.owned_keys() == [] and c.metrics.value("memcached_gitops_shard_owned_crs") == 0, "not a member yet"
     joined(c, ring)
     assert list(leases.leases) == [lease_name("a")]
-    assert sorted(keys(c)) == [("default", n) for n in sorted(NAMES)] and len(c.owned_keys()) == len(NAMES), "alone: every CR"
+    everything = {("default", n) for n in NAMES}
+    assert c._served == c._sweeping == everything and len(c.owned_keys()) == len(NAMES), "alone: every CR, swept"
     c._on_event("Lease", "ADDED", peer_lease("b", "a#0", "b#0"), None, 2.0)
     assert sorted(c.owned_keys()) == [("default", n) for n in sorted(share("a"))]
     assert c.metrics.value("memcached_gitops_shard_owned_crs") == len(share("a"))
     assert c.metrics.value("memcached_gitops_shard_members") == 2
-    assert sorted(keys(c)) == [("default", n) for n in sorted(share("a"))], "the new view's agreement queues the share"
+    assert c._served == {("default", n) for n in share("a")}, "the new view's acknowledgement: a smaller share, nothing new"
     plain = make()
     store(plain, "Memcached", cr("x"), cr("y"))
     assert plain.owned_keys() == [("default", "x"), ("default", "y")]
@@ -1162,99 +1158,6 @@ def test_with_shards_a_worker_reconciles_only_what_the_ring_allows_and_holds_it_
     assert sorted(call["cr"]["metadata"]["name"] for call in recorder.calls) == sorted(share("a"))
     assert writable == [True] * len(share("a")) and retries(c) == 0
     assert not any(ring._holds.values()) and not c.api.may_write(), "no hold outside a reconcile"
-
-
-def follow(c: Controller) -> threading.Thread:
-    thread = threading.Thread(target=c._follow_share, daemon=True, name="shard-share")
-    thread.start()
-    return thread
-
-
-def refills(c: Controller, answers: list[Any] | None = None) -> list[str]:
-    """Replaces each informer's refill by a recorder (kind names, in call order), answering 1 or the next of ``answers``."""
-    calls: list[str] = []
-    for name, informers in c.informers.items():
-        for informer in informers:
-            def refill(name=name) -> int:
-                calls.append(name)
-                answer = answers.pop(0) if answers else 1
-                if isinstance(answer, Exception):
-                    raise answer
-                return answer
-            informer.refill = refill  # type: ignore[method-assign]
-    return calls
-
-
-def cached_names(c: Controller, kind: str) -> list[str]:
-    return sorted(name for i in c.informers[kind] for _, name in i.store.keys())
-
-
-def test_when_a_member_joins_the_caches_drop_its_share_and_when_one_leaves_they_list_what_comes(caplog) -> None:
-    """The share follower: a new member's CRs, Deployments and Pods leave the caches (and the Pod
-    index) with no request; a member's leaving lists the grown share again, Pods first, then
-    Deployments, then CRs (a CR's reconcile finds its objects); a wake-up with the same members does nothing."""
-    caplog.set_level(logging.INFO, logger=LOGGER)
-    c, ring, _ = sharded()
-    joined(c, ring)
-    for n in NAMES:
-        store(c, "Memcached", cr(n))
-        store(c, "Deployment", dep(n, owner=n))
-        store(c, "Pod", pod(f"{n}-pod", n))
-        c._on_event("Pod", "ADDED", pod(f"{n}-pod", n), None, 1.0)
-    c._cached_members = ring.cache_members()
-    calls = refills(c)
-    thread = follow(c)
-    try:
-        c._on_event("Lease", "ADDED", peer_lease("b", "a#0", "b#0"), None, 2.0)
-        wait_for(lambda: cached_names(c, "Pod") == sorted(f"{n}-pod" for n in share("a")), what="the Pods pruned", thread=thread)
-        wait_for(lambda: any(r.getMessage().startswith("shard members a, b") for r in caplog.records), thread=thread)
-        assert cached_names(c, "Memcached") == sorted(share("a")) and cached_names(c, "Deployment") == sorted(share("a"))
-        assert sorted(k[1] for k in c._pods) == sorted(share("a")) and c.pods_of(("default", share("b")[0])) == ()
-        assert calls == [], "a member joined: nothing to list"
-        dropped = 3 * len(share("b"))
-        assert f"shard members a, b: {dropped} objects dropped from the caches, 0 added" in [r.getMessage() for r in caplog.records]
-        assert c._cached_members == {"a", "b"}
-        c._on_event("Lease", "DELETED", peer_lease("b", "a#0", "b#0"), None, 3.0)
-        wait_for(lambda: len(calls) == 3, what="the grown share listed", thread=thread)
-        assert calls == ["Pod", "Deployment", "Memcached"]
-        wait_for(lambda: "shard members a: 0 objects dropped from the caches, 3 added" in [r.getMessage() for r in caplog.records],
-                 thread=thread)
-        before = len(caplog.records)
-        c._share_changed.set()
-        wait_for(lambda: not c._share_changed.is_set(), thread=thread)
-        time.sleep(0.05)
-        assert len(caplog.records) == before and calls == ["Pod", "Deployment", "Memcached"], "the same members: nothing to do"
-    finally:
-        c.stop.set()
-        thread.join(10)
-    assert not thread.is_alive(), "the follower ends with stop"
-
-
-def test_a_failed_listing_of_the_grown_share_is_tried_again_and_the_follower_goes_on(caplog) -> None:
-    """A LIST refused while the share grows is a warning; the follower waits a second (on stop, so a
-    SIGTERM is not held), takes the members again, and keeps following the ring."""
-    caplog.set_level(logging.INFO, logger=LOGGER)
-    c, ring, _ = sharded()
-    joined(c, ring, "b")
-    c._cached_members = ring.cache_members()
-    calls = refills(c, [APIError(500, "etcd leader changed")])
-    waits: list[float | None] = []
-    real_wait = c.stop.wait
-    c.stop.wait = lambda timeout=None: waits.append(timeout) or real_wait(min(timeout or 0.0, 0.05))  # type: ignore[method-assign]
-    thread = follow(c)
-    try:
-        c._on_event("Lease", "DELETED", peer_lease("b"), None, 3.0)
-        warning = "cannot list the objects of the grown share: HTTP 500: etcd leader changed; trying again"
-        wait_for(lambda: warning in [r.getMessage() for r in caplog.records], thread=thread)
-        wait_for(lambda: sum(r.getMessage().startswith("shard members a:") for r in caplog.records) == 2,
-                 what="the members taken again after the failure", thread=thread)
-        assert waits == [1.0] and calls[0] == "Pod" and c._cached_members == {"a"}
-        c._on_event("Lease", "ADDED", peer_lease("c", "a#0", "c#0"), None, 4.0)
-        wait_for(lambda: any(r.getMessage().startswith("shard members a, c:") for r in caplog.records), what="still following",
-                 thread=thread)
-    finally:
-        c.stop.set()
-        thread.join(10)
 
 
 def test_run_with_shards_joins_the_ring_before_the_caches_and_deletes_its_lease_on_stop() -> None:
