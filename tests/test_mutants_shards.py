@@ -1,0 +1,255 @@
+"""The shard ring (reconciler/shards.py) in-process: its Lease requests as sent, on a recording Lease
+API with the API server's rules for Leases (a PUT or a DELETE carries the resourceVersion read, a
+conflict is a 409), and time as an input. tests/test_shards.py drives whole rings; these tests pin
+what each request says."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+from typing import Any
+
+import pytest
+from memcached_gitops.reconciler import shards
+from memcached_gitops.reconciler.api import APIError
+from memcached_gitops.reconciler.shards import ShardRing, lease_name, parse_view
+
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/ring/leases"
+
+
+class LeaseAPI:
+    """One namespace's Leases; every request recorded as (method, path, body, verb)."""
+
+    def __init__(self) -> None:
+        self.leases: dict[str, dict[str, Any]] = {}
+        self.calls: list[tuple[str, str, Any, str | None]] = []
+        self.rv = 0
+        self.refuse: dict[str, APIError] = {}
+
+    def request(self, method: str, path: str, body: Any = None, verb: str | None = None, **_: Any) -> dict[str, Any]:
+        self.calls.append((method, path, copy.deepcopy(body), verb or method.lower()))  # KubeAPI's default verb
+        if method in self.refuse:
+            raise self.refuse.pop(method)
+        name = body["metadata"]["name"] if method == "POST" else path.rsplit("/", 1)[1]
+        held = self.leases.get(name)
+        if method == "GET":
+            if held is None:
+                raise APIError(404, "not found")
+            return copy.deepcopy(held)
+        if method == "POST" and held is not None:
+            raise APIError(409, "already exists")
+        if method in ("PUT", "DELETE"):
+            if held is None:
+                raise APIError(404, "not found")
+            wanted = (body["metadata"] if method == "PUT" else body["preconditions"])["resourceVersion"]
+            if wanted != held["metadata"]["resourceVersion"]:
+                raise APIError(409, "the object has been modified")
+        if method == "DELETE":
+            del self.leases[name]
+            return {}
+        self.rv += 1
+        lease = copy.deepcopy(body)
+        lease["metadata"]["resourceVersion"] = str(self.rv)
+        self.leases[name] = lease
+        return copy.deepcopy(lease)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def ring(identity: str = "a", api: LeaseAPI | None = None, clock: Clock | None = None) -> ShardRing:
+    return ShardRing(api or LeaseAPI(), "ring", identity, monotonic=clock or Clock())  # type: ignore[arg-type]
+
+
+def test_release_deletes_the_lease_it_holds_on_its_resource_version(caplog) -> None:
+    api = LeaseAPI()
+    a = ring(api=api)
+    a.join()
+    rv = api.leases[a.name]["metadata"]["resourceVersion"]
+    a.release()
+    assert api.calls[-1] == ("DELETE", f"{LEASES}/{a.name}", {"preconditions": {"resourceVersion": rv}}, "delete")
+    assert api.leases == {} and a._lease is None
+    api.calls.clear()
+    a.release()
+    assert api.calls == [], "nothing held: nothing deleted"
+
+
+def test_release_leaves_a_lease_written_since_by_another_process_and_says_so(caplog) -> None:
+    api = LeaseAPI()
+    a = ring(api=api)
+    a.join()
+    again = ring(api=api)
+    again.join()  # the same identity again (a restarted container): it took the Lease over
+    with caplog.at_level(logging.WARNING, logger="memcached_gitops.shards"):
+        a.release()
+    assert lease_name("a") in api.leases and api.leases[a.name]["spec"]["leaseTransitions"] == 1
+    assert f"could not delete shard Lease {a.name}: " in caplog.text and "modified" in caplog.text
+    assert a._lease is None
+
+
+def test_release_polls_the_work_in_flight_often_and_gives_it_thirty_seconds_by_default(monkeypatch) -> None:
+    """The wait for the reconciles in flight: short sleeps (the hand-over is milliseconds), a
+    deadline of 30 s by the ring's clock, and none beyond it."""
+    clock = Clock()
+    api = LeaseAPI()
+    a = ring(api=api, clock=clock)
+    a.join()
+    a.listed = True
+    a._recompute()
+    key = ("default", "x")
+    sleeps: list[float] = []
+
+    class Time:
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            sleeps.append(seconds)
+            assert len(sleeps) <= 2, "waits past the deadline"
+            clock.now = {1: 129.5, 2: 130.0}.get(len(sleeps), clock.now)  # 130.0: exactly the deadline, it is over
+
+    monkeypatch.setattr(shards, "time", Time)
+    done = threading.Event()
+    with a.serving(key) as ours:
+        assert ours
+        a.release()
+        done.set()
+        assert api.leases == {}, "a stuck reconcile holds the Lease 30 s at most"
+    assert len(sleeps) == 2 and all(0 < s <= 0.01 for s in sleeps)
+
+
+def test_an_identity_with_a_hash_sign_is_still_its_own_member() -> None:
+    """A token is ``identity#incarnation``: the identity is everything before the last ``#``."""
+    api = LeaseAPI()
+    a = ring("web#2", api=api)
+    a.join()
+    a.listed = True
+    a.step()
+    assert a.token == "web#2#0" and a.members() == ["web#2"]
+    assert a.owns(("default", "x")) and a.allowed(("default", "x"))
+
+
+def test_a_lease_without_a_view_annotation_has_published_nothing() -> None:
+    assert parse_view(None) == frozenset() and parse_view("") == frozenset()
+    assert parse_view("a#0,,b#1") == frozenset({"a#0", "b#1"})
+
+
+def peer(identity: str, *view: str, rv: str = "7", renew: str = "2026-11-25T12:00:00.000000Z") -> dict[str, Any]:
+    return {"metadata": {"name": lease_name(identity), "namespace": "ring", "resourceVersion": rv,
+                         "annotations": {shards.VIEW_ANNOTATION: ",".join(view)}},
+            "spec": {"holderIdentity": identity, "leaseTransitions": 0, "renewTime": renew}}
+
+
+def test_the_hand_over_is_timed_from_the_change_of_view_to_the_acknowledgement(caplog) -> None:
+    clock = Clock()
+    a = ring(clock=clock)
+    took: list[float] = []
+    agreed: list[int] = []
+    a.on_handover = took.append
+    a.on_agreed = lambda: agreed.append(a.epoch)
+    a.join()
+    a.listed = True
+    a.on_lease("ADDED", peer("b", "b#0"))  # the view {a, b} from 100.0; b has not acknowledged a
+    assert took == [] and a.changed_at == 100.0
+    clock.now = 102.5
+    with caplog.at_level(logging.INFO, logger="memcached_gitops.shards"):
+        a.on_lease("MODIFIED", peer("b", "a#0", "b#0", rv="8"))
+    assert took == [2.5] and agreed == [a.epoch]
+    assert "shard ring of 2 members acknowledged this replica; serving its share" in caplog.text
+    a.on_lease("MODIFIED", peer("b", "a#0", "b#0", rv="9"))
+    assert took == [2.5] and len(agreed) == 1, "once per view"
+
+
+def test_the_lease_thread_wakes_for_a_renewal_the_fences_end_and_a_peers_expiry() -> None:
+    """The next turn: the retry period, or sooner when this replica's fence ends or a peer's Lease
+    runs out (each a change of view); never less than 10 ms."""
+    clock = Clock()
+    a = ring(clock=clock)
+    assert a._next_turn() == 2.0, "not renewed yet: the retry period"
+    a.join()  # renewed at 100.0: fenced until 110.0
+    assert a._next_turn() == 2.0
+    clock.now = 109.0
+    assert a._next_turn() == 1.0, "the fence ends in 1 s"
+    clock.now = 94.5
+    a.on_lease("ADDED", peer("b", "b#0"))  # first seen at 94.5: runs out at 109.5
+    clock.now = 109.25
+    assert a._next_turn() == 0.25, "b's Lease runs out before the fence"
+    clock.now = 109.75
+    assert a._next_turn() == 0.01, "b has run out: at once (10 ms)"
+    clock.now = 112.0
+    a.peers.clear()
+    assert a._next_turn() == 2.0, "the fence has ended: the retry period"
+    clock.now = 108.5
+    b = ring("b", clock=clock)
+    b.join()
+    clock.now = 118.4
+    assert b._next_turn() == pytest.approx(0.1)
+
+
+def expiring(get: APIError | None = None, delete: APIError | None = None, fresh: dict[str, Any] | None = None):
+    """Ring a with peer b first seen at 100.0 and b's Lease (rv 7) in the API; 15 s later a steps."""
+    clock = Clock()
+    api = LeaseAPI()
+    a = ring(api=api, clock=clock)
+    a.join()
+    a.listed = True
+    b = peer("b", "a#0", "b#0")
+    api.leases[b["metadata"]["name"]] = fresh or b
+    a.on_lease("ADDED", b)
+    if get:
+        api.refuse["GET"] = get
+    if delete:
+        api.refuse["DELETE"] = delete
+    for clock.now in (106.0, 112.0, 114.9):  # a renews
+        a.step()
+    assert "b#0" in a.view and not [c for c in api.calls if c[0] in ("GET", "DELETE")], "not before 15 s"
+    clock.now = 115.0
+    a.step()
+    return a, api
+
+
+def test_a_peer_silent_for_a_lease_is_confirmed_by_a_get_and_its_lease_deleted_on_that_version(caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="memcached_gitops.shards"):
+        a, api = expiring()
+    path = f"{LEASES}/{lease_name('b')}"
+    assert [c for c in api.calls if c[0] in ("GET", "DELETE")] == [
+        ("GET", path, None, "get"), ("DELETE", path, {"preconditions": {"resourceVersion": "7"}}, "delete")]
+    assert a.peers == {} and a.view == {"a#0"} and lease_name("b") not in api.leases
+    assert "shard member b#0 did not renew for 15s: taking over its share" in caplog.text
+
+
+@pytest.mark.parametrize("change", ["renewTime", "leaseTransitions"])
+def test_a_get_that_shows_another_renewal_keeps_the_peer(change) -> None:
+    fresh = peer("b", "a#0", "b#0", rv="9")
+    fresh["spec"][change] = {"renewTime": "2026-11-25T12:00:14.000000Z", "leaseTransitions": 1}[change]
+    a, api = expiring(fresh=fresh)
+    assert not [c for c in api.calls if c[0] == "DELETE"] and len(a.peers) == 1
+    [p] = a.peers.values()
+    assert p.seen == 115.0 and p.resource_version == "9", "seen again now: another 15 s"
+
+
+def test_a_peer_whose_lease_is_gone_is_dropped_without_a_delete() -> None:
+    a, api = expiring(get=APIError(404, "not found"))
+    assert a.peers == {} and not [c for c in api.calls if c[0] == "DELETE"]
+
+
+def test_a_failed_get_keeps_the_peer_and_says_so(caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="memcached_gitops.shards"):
+        a, api = expiring(get=APIError(500, "etcd is busy"))
+    assert len(a.peers) == 1 and not [c for c in api.calls if c[0] == "DELETE"]
+    assert f"cannot confirm shard Lease {lease_name('b')}: " in caplog.text and "etcd is busy" in caplog.text
+
+
+@pytest.mark.parametrize(("status", "dropped"), [(404, True), (409, False), (500, False)])
+def test_a_refused_delete_of_an_expired_lease(status, dropped, caplog) -> None:
+    """404: another replica deleted it (dropped); 409: it renewed between the GET and the DELETE
+    (kept); anything else: kept, and said."""
+    with caplog.at_level(logging.WARNING, logger="memcached_gitops.shards"):
+        a, _ = expiring(delete=APIError(status, "no"))
+    assert (a.peers == {}) is dropped
+    said = f"cannot delete the expired shard Lease {lease_name('b')}: " in caplog.text
+    assert said is (status == 500)
