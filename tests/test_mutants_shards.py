@@ -190,14 +190,15 @@ def test_the_lease_thread_wakes_for_a_renewal_the_fences_end_and_a_peers_expiry(
     assert b._next_turn() == pytest.approx(0.1)
 
 
-def expiring(get: APIError | None = None, delete: APIError | None = None, fresh: dict[str, Any] | None = None):
+def expiring(get: APIError | None = None, delete: APIError | None = None, fresh: dict[str, Any] | None = None,
+             b: dict[str, Any] | None = None):
     """Ring a with peer b first seen at 100.0 and b's Lease (rv 7) in the API; 15 s later a steps."""
     clock = Clock()
     api = LeaseAPI()
     a = ring(api=api, clock=clock)
     a.join()
     a.listed = True
-    b = peer("b", "a#0", "b#0")
+    b = b or peer("b", "a#0", "b#0")
     api.leases[b["metadata"]["name"]] = fresh or b
     a.on_lease("ADDED", b)
     if get:
@@ -229,7 +230,8 @@ def test_a_get_that_shows_another_renewal_keeps_the_peer(change) -> None:
     a, api = expiring(fresh=fresh)
     assert not [c for c in api.calls if c[0] == "DELETE"] and len(a.peers) == 1
     [p] = a.peers.values()
-    assert p.seen == 115.0 and p.resource_version == "9", "seen again now: another 15 s"
+    assert p.seen == 115.0 and p.token == fresh["spec"]["holderIdentity"] + "#" + str(fresh["spec"]["leaseTransitions"]), \
+        "seen again now: another 15 s"
 
 
 def test_a_peer_whose_lease_is_gone_is_dropped_without_a_delete() -> None:
@@ -253,3 +255,42 @@ def test_a_refused_delete_of_an_expired_lease(status, dropped, caplog) -> None:
     assert (a.peers == {}) is dropped
     said = f"cannot delete the expired shard Lease {lease_name('b')}: " in caplog.text
     assert said is (status == 500)
+
+
+def test_a_deleted_event_drops_the_peer_though_it_carries_the_lease_as_it_was() -> None:
+    """A watch's DELETED event carries the object's last state, holder and all; a Lease released
+    (no holder) is dropped too; this replica's own Lease is never a peer."""
+    a = ring()
+    a.join()
+    a.listed = True
+    a.on_lease("ADDED", peer("b", "a#0", "b#0"))
+    a.on_lease("ADDED", peer("c", "a#0", "c#0"))
+    assert sorted(p.token for p in a.peers.values()) == ["b#0", "c#0"]
+    a.on_lease("DELETED", peer("b", "a#0", "b#0"))
+    released = peer("c")
+    released["spec"]["holderIdentity"] = None
+    a.on_lease("MODIFIED", released)
+    assert a.peers == {} and a.view == {"a#0"}
+    a.on_lease("MODIFIED", peer("a", "a#0", "zzz#0"))
+    assert a.peers == {}
+
+
+def test_a_lease_without_transitions_or_a_renewal_time_reads_as_incarnation_0_never_renewed() -> None:
+    """The API server may leave out a zero leaseTransitions: that member is ``b#0``, the token it
+    publishes itself. A Lease without renewTime that stays so for a lease is confirmed and dropped."""
+    b = peer("b", "a#0", "b#0")
+    del b["spec"]["leaseTransitions"], b["spec"]["renewTime"]
+    a = ring()
+    a.join()
+    a.listed = True
+    a.on_lease("ADDED", b)
+    assert [p.token for p in a.peers.values()] == ["b#0"] and a.view == {"a#0", "b#0"} and a.acknowledged()
+    a, api = expiring(b=b)
+    assert a.peers == {} and [c[0] for c in api.calls if c[0] in ("GET", "DELETE")] == ["GET", "DELETE"]
+
+
+def test_a_deleted_event_of_a_lease_never_seen_is_harmless() -> None:
+    a = ring()
+    a.on_lease("DELETED", peer("x"))
+    a.on_lease("DELETED", {"metadata": {"name": lease_name("y")}})
+    assert a.peers == {}
