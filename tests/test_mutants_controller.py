@@ -1463,3 +1463,15 @@ def test_the_share_follower_lists_again_after_a_failed_list_even_when_the_member
     assert informer.calls == ["prune", ("refill", False), "prune", ("refill", False)]
     assert waits == [1.0] and not c._refill_pending
     assert "cannot list the Deployments of the grown share" in caplog.text and "trying again" in caplog.text
+
+
+def test_run_with_shards_ends_with_2_when_the_lease_cannot_be_created() -> None:
+    """A refused Lease creation (no RBAC for Leases): 2 and the server's answer, no cache started,
+    nothing to delete."""
+    c, ring, leases = sharded()
+    started = ready(c)
+    leases.refuse["POST"] = APIError(403, 'leases.coordination.k8s.io is forbidden: cannot create resource "leases"')
+    assert run_to_end(c, first_sync_timeout=10) == [2]
+    assert c.error == 'cannot create the shard Lease: ' + str(APIError(403, 'leases.coordination.k8s.io is forbidden: cannot create resource "leases"'))
+    assert started == [] and leases.calls == [("POST", "/apis/coordination.k8s.io/v1/namespaces/leases/leases")]
+    assert ring.stopping and c.queue.shutting_down
