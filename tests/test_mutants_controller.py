@@ -1470,8 +1470,9 @@ def test_run_with_shards_ends_with_2_when_the_lease_cannot_be_created() -> None:
     nothing to delete."""
     c, ring, leases = sharded()
     started = ready(c)
-    leases.refuse["POST"] = APIError(403, 'leases.coordination.k8s.io is forbidden: cannot create resource "leases"')
+    refused = APIError(403, 'leases.coordination.k8s.io is forbidden: cannot create resource "leases"')
+    leases.refuse["POST"] = refused
     assert run_to_end(c, first_sync_timeout=10) == [2]
-    assert c.error == 'cannot create the shard Lease: ' + str(APIError(403, 'leases.coordination.k8s.io is forbidden: cannot create resource "leases"'))
+    assert c.error == f"cannot create the shard Lease: {refused}"
     assert started == [] and leases.calls == [("POST", "/apis/coordination.k8s.io/v1/namespaces/leases/leases")]
     assert ring.stopping and c.queue.shutting_down

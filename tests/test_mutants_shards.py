@@ -294,3 +294,44 @@ def test_a_deleted_event_of_a_lease_never_seen_is_harmless() -> None:
     a.on_lease("DELETED", peer("x"))
     a.on_lease("DELETED", {"metadata": {"name": lease_name("y")}})
     assert a.peers == {}
+
+
+def test_a_refused_renewal_is_said_and_a_conflict_joins_again_as_a_new_incarnation(caplog) -> None:
+    """A failed renewal keeps the Lease held (the fence runs on from the last success); a 409 or a
+    404 (deleted as expired, or taken over) drops it: the next write creates it, as ``a#1``."""
+    clock = Clock()
+    api = LeaseAPI()
+    a = ring(api=api, clock=clock)
+    a.join()
+    assert [c[:2] for c in api.calls] == [("POST", LEASES)] and a._renewed_at == 100.0
+    clock.now = 102.0
+    api.refuse["PUT"] = APIError(500, "etcd is busy")
+    with caplog.at_level(logging.WARNING, logger="memcached_gitops.shards"):
+        assert a._write(create=False) is False
+    assert f"cannot renew shard Lease {a.name}: " in caplog.text and a._lease is not None and a._renewed_at == 100.0
+    assert a.last_error is not None and a.last_error.status == 500
+    caplog.clear()
+    api.refuse["PUT"] = APIError(409, "the object has been modified")
+    with caplog.at_level(logging.WARNING, logger="memcached_gitops.shards"):
+        assert a._write(create=False) is False
+    assert f"shard Lease {a.name}: " in caplog.text and "; joining again" in caplog.text
+    assert a._lease is None and a._renewed_at is None and not a.fenced() and a.token == "a#0"
+    del api.leases[a.name]
+    assert a._write(create=False) is True and a.token == "a#1" and a.last_error is None
+    assert api.calls[-1][0] == "POST" and api.leases[a.name]["spec"]["leaseTransitions"] == 1
+    assert api.leases[a.name]["spec"]["acquireTime"] == api.leases[a.name]["spec"]["renewTime"]
+
+
+def test_a_renewal_carries_the_resource_version_held_and_the_first_acquire_time() -> None:
+    clock = Clock()
+    api = LeaseAPI()
+    a = ring(api=api, clock=clock)
+    a.join()
+    acquired = api.leases[a.name]["spec"]["acquireTime"]
+    clock.now = 102.0
+    a.step()
+    method, path, body, verb = api.calls[-1]
+    assert (method, path, verb) == ("PUT", f"{LEASES}/{a.name}", "update")
+    assert body["metadata"]["resourceVersion"] == "1" and body["spec"]["acquireTime"] == acquired
+    assert body["spec"]["renewTime"] != acquired and body["spec"]["leaseDurationSeconds"] == 15
+    assert a.fenced() and a._renewed_at == 102.0
