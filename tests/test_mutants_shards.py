@@ -335,3 +335,42 @@ def test_a_renewal_carries_the_resource_version_held_and_the_first_acquire_time(
     assert body["metadata"]["resourceVersion"] == "1" and body["spec"]["acquireTime"] == acquired
     assert body["spec"]["renewTime"] != acquired and body["spec"]["leaseDurationSeconds"] == 15
     assert a.fenced() and a._renewed_at == 102.0
+
+
+def puts(api: LeaseAPI) -> int:
+    return sum(1 for c in api.calls if c[0] == "PUT")
+
+
+def test_a_step_renews_once_the_retry_period_is_nine_tenths_over_and_publishes_only_a_changed_view() -> None:
+    clock = Clock()
+    api = LeaseAPI()
+    a = ShardRing(api, "ring", "a", retry_period=2.5, monotonic=clock)  # type: ignore[arg-type]
+    a.join()
+    a.listed = True
+    a.step()  # publishes the view with itself in it
+    assert puts(api) == 1 and api.leases[a.name]["metadata"]["annotations"][shards.VIEW_ANNOTATION] == "a#0"
+    a.step()
+    assert puts(api) == 1, "nothing due, nothing new to publish: no write"
+    clock.now = 102.24
+    a.step()
+    assert puts(api) == 1
+    clock.now = 102.25  # 0.9 x 2.5 s after the last renewal
+    a.step()
+    assert puts(api) == 2 and a._renewed_at == 102.25
+    a.on_lease("ADDED", peer("b", "a#0", "b#0"))
+    a.step()
+    assert puts(api) == 3 and api.leases[a.name]["metadata"]["annotations"][shards.VIEW_ANNOTATION] == "a#0,b#0"
+
+
+def test_a_step_after_a_lapse_renews_as_a_new_incarnation_and_publishes_it_at_once() -> None:
+    clock = Clock()
+    api = LeaseAPI()
+    a = ring(api=api, clock=clock)
+    a.join()
+    a.listed = True
+    a.step()
+    clock.now = 111.0  # the fence ran out at 110.0
+    a.step()
+    held = api.leases[a.name]
+    assert held["spec"]["leaseTransitions"] == 1 and held["metadata"]["annotations"][shards.VIEW_ANNOTATION] == "a#1"
+    assert a.view == {"a#1"} and a.published == {"a#1"} and puts(api) == 3
