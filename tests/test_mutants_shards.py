@@ -374,3 +374,44 @@ def test_a_step_after_a_lapse_renews_as_a_new_incarnation_and_publishes_it_at_on
     held = api.leases[a.name]
     assert held["spec"]["leaseTransitions"] == 1 and held["metadata"]["annotations"][shards.VIEW_ANNOTATION] == "a#1"
     assert a.view == {"a#1"} and a.published == {"a#1"} and puts(api) == 3
+
+
+def test_the_rings_defaults_are_the_leases_and_its_clock_is_utc() -> None:
+    import datetime as dt
+    import time
+
+    api = LeaseAPI()
+    a = ShardRing(api, "ring", "a")  # type: ignore[arg-type]
+    assert (a.ring, a.duration, a.renew_deadline, a.retry_period, a.monotonic) == ("memcached-gitops", 15, 10.0, 2.0, time.monotonic)
+    before = dt.datetime.now(dt.UTC)
+    a.join()
+    renewed = dt.datetime.strptime(api.leases[a.name]["spec"]["renewTime"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)
+    assert before - dt.timedelta(seconds=1) <= renewed <= dt.datetime.now(dt.UTC)
+    assert api.leases[a.name]["metadata"]["labels"] == {shards.RING_LABEL: "memcached-gitops"} and a.fenced()
+    with pytest.raises(AssertionError, match="a member must stop writing before the others may take its share"):
+        ShardRing(api, "ring", "b", duration=10, renew_deadline=10.0)  # type: ignore[arg-type]
+
+
+def test_the_lease_thread_steps_until_stopped_waiting_the_turn_or_a_wake() -> None:
+    a = ring()
+    stop = threading.Event()
+    turns: list[int] = []
+
+    def step() -> float:
+        turns.append(1)
+        if len(turns) == 2:
+            a.wake.set()  # something to publish: the next turn at once, though the wait is long
+            return 60.0
+        if len(turns) == 4:
+            stop.set()
+        return 0.001
+
+    a.step = step  # type: ignore[method-assign]
+    thread = threading.Thread(target=a.run, args=(stop,), daemon=True)
+    thread.start()
+    thread.join(5)
+    assert not thread.is_alive() and len(turns) == 4 and not a.wake.is_set()
+    a.stopping = True
+    stop.clear()
+    a.run(stop)
+    assert len(turns) == 4, "a released ring takes no turn"
