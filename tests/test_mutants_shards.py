@@ -415,3 +415,21 @@ def test_the_lease_thread_steps_until_stopped_waiting_the_turn_or_a_wake() -> No
     stop.clear()
     a.run(stop)
     assert len(turns) == 4, "a released ring takes no turn"
+
+
+def test_each_peer_runs_out_on_its_own_time() -> None:
+    clock = Clock()
+    api = LeaseAPI()
+    a = ring(api=api, clock=clock)
+    a.join()
+    a.listed = True
+    c_then, b = peer("c", "a#0", "c#0"), peer("b", "a#0", "b#0")
+    c_now = peer("c", "a#0", "c#0", rv="9", renew="2026-11-25T12:00:05.000000Z")
+    api.leases.update({lease_name("b"): b, lease_name("c"): c_now})
+    a.on_lease("ADDED", c_then)
+    a.on_lease("ADDED", b)
+    for clock.now in (105.0, 110.0, 115.0):
+        if clock.now == 105.0:
+            a.on_lease("MODIFIED", c_now)  # c renewed: it runs out at 120.0, b at 115.0
+        a.step()
+    assert sorted(p.token for p in a.peers.values()) == ["c#0"] and lease_name("b") not in api.leases
