@@ -433,3 +433,15 @@ def test_each_peer_runs_out_on_its_own_time() -> None:
             a.on_lease("MODIFIED", c_now)  # c renewed: it runs out at 120.0, b at 115.0
         a.step()
     assert sorted(p.token for p in a.peers.values()) == ["c#0"] and lease_name("b") not in api.leases
+
+
+def test_a_ring_without_callbacks_is_acknowledged_alone_and_a_ring_never_joined_releases_nothing() -> None:
+    api = LeaseAPI()
+    a = ring(api=api)
+    a.release()
+    assert api.calls == [] and a.stopping
+    b = ring("b", api=api)
+    b.join()
+    b.listed = True
+    b.step()  # acknowledged alone: the default callbacks do nothing
+    assert b.acknowledged() and b.allowed(("default", "x"))
