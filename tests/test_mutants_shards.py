@@ -445,3 +445,68 @@ def test_a_ring_without_callbacks_is_acknowledged_alone_and_a_ring_never_joined_
     b.listed = True
     b.step()  # acknowledged alone: the default callbacks do nothing
     assert b.acknowledged() and b.allowed(("default", "x"))
+
+
+def test_the_lease_created_says_who_holds_it_for_how_long_in_which_ring_and_the_view() -> None:
+    api = LeaseAPI()
+    a = ShardRing(api, "ring", "a", ring="blue", monotonic=Clock())  # type: ignore[arg-type]
+    a.join()
+    method, path, body, verb = api.calls[0]
+    assert (method, path, verb) == ("POST", LEASES, "create")
+    renewed = body["spec"]["renewTime"]
+    assert body == {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": lease_name("a"), "namespace": "ring", "labels": {shards.RING_LABEL: "blue"},
+                                 "annotations": {shards.VIEW_ANNOTATION: ""}},
+                    "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15, "renewTime": renewed, "leaseTransitions": 0,
+                             "acquireTime": renewed}}
+
+
+def test_the_fence_ends_exactly_at_the_renew_deadline_and_each_lapse_is_a_new_incarnation(caplog) -> None:
+    clock = Clock()
+    api = LeaseAPI()
+    a = ring(api=api, clock=clock)
+    a.join()
+    clock.now = 109.5
+    assert a.fenced()
+    clock.now = 110.0
+    assert not a.fenced(), "10 s after the renewal was sent"
+    assert a._write(create=False) and a.token == "a#1"
+    clock.now = 120.0
+    assert a._write(create=False) and a.token == "a#2"
+    api.refuse["PUT"] = APIError(404, "not found")  # deleted as expired by another replica
+    clock.now = 121.0
+    with caplog.at_level(logging.WARNING, logger="memcached_gitops.shards"):
+        assert a._write(create=False) is False
+    assert a._lease is None and "joining again" in caplog.text
+    del api.leases[a.name]
+    assert a._write(create=False) and a.token == "a#3" and api.calls[-1][0] == "POST"
+
+
+def test_a_reconcile_begun_in_the_current_view_does_not_hold_its_publication_and_one_of_an_older_view_does(caplog) -> None:
+    clock = Clock()
+    api = LeaseAPI()
+    a = ring(api=api, clock=clock)
+    with caplog.at_level(logging.INFO, logger="memcached_gitops.shards"):
+        a.join()
+    assert "shard view: a#0" in caplog.text
+    a.listed = True
+    a.step()
+    key = next(k for k in (("default", f"x-{i}") for i in range(50)) if shards.owner(shards.key_text(k), ["a", "b"]) == "a")
+    a.on_lease("ADDED", peer("b", "a#0", "b#0"))  # a new view; nothing in flight
+    with a.serving(key) as ours:  # begun in the current view
+        assert ours and a.drained()
+        a.step()
+        assert api.leases[a.name]["metadata"]["annotations"][shards.VIEW_ANNOTATION] == "a#0,b#0"
+    with a.serving(key) as ours:
+        assert ours
+        a.on_lease("DELETED", peer("b"))  # b left while the reconcile runs
+        assert not a.drained()
+        clock.now = 102.0  # a renewal is due: it says the last view published, not the new one
+        a.step()
+        assert api.leases[a.name]["metadata"]["annotations"][shards.VIEW_ANNOTATION] == "a#0,b#0" and a.fenced()
+    a.step()
+    assert api.leases[a.name]["metadata"]["annotations"][shards.VIEW_ANNOTATION] == "a#0"
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="memcached_gitops.shards"):
+        a.release()
+    assert "shard view: (empty)" in caplog.text
