@@ -510,3 +510,50 @@ def test_a_reconcile_begun_in_the_current_view_does_not_hold_its_publication_and
     with caplog.at_level(logging.INFO, logger="memcached_gitops.shards"):
         a.release()
     assert "shard view: (empty)" in caplog.text
+
+
+def test_the_hash_is_pinned_so_that_replicas_of_two_versions_agree() -> None:
+    """Every replica computes the owner alone, during a rolling update too: the key is
+    ``namespace/name`` and the weight 64 bits of BLAKE2b, big-endian, the same in every version."""
+    assert shards.key_text(("shop", "cache-1")) == "shop/cache-1"
+    assert shards.score("a", "default/x") == 8304512854130978689
+    assert shards.score("replica-7", "shop/cache-1") == 7853882220688043426
+
+
+def test_lease_names_lose_the_dashes_and_dots_a_dns_name_may_not_start_or_end_with() -> None:
+    assert lease_name("-My.Host-") == "memcached-gitops-shard-my.host"
+    long = "a" * 229 + "-" + "b" * 10  # cut at 253 characters right after the dash
+    assert lease_name(long) == "memcached-gitops-shard-" + "a" * 229
+
+
+def test_a_restarted_process_takes_its_lease_over_as_the_next_incarnation() -> None:
+    api = LeaseAPI()
+    old = ring(api=api)
+    old.join()
+    old.incarnation = 3
+    old.listed = True
+    old._lapsed = False
+    old._renewed_at = None
+    old.step()  # the Lease now says leaseTransitions 3
+    assert api.leases[old.name]["spec"]["leaseTransitions"] == 3
+    rv = api.leases[old.name]["metadata"]["resourceVersion"]
+    api.calls.clear()
+    again = ring(api=api)
+    again.join()
+    assert [(m, p, v) for m, p, _, v in api.calls] == [("POST", LEASES, "create"), ("GET", f"{LEASES}/{old.name}", "get"),
+                                                       ("PUT", f"{LEASES}/{old.name}", "update")]
+    put = api.calls[-1][2]
+    assert put["metadata"]["resourceVersion"] == rv and put["spec"]["leaseTransitions"] == 4 and again.token == "a#4"
+    assert put["spec"]["acquireTime"] == put["spec"]["renewTime"]
+    del api.leases[old.name]["spec"]["leaseTransitions"]
+    third = ring(api=api)
+    third.join()
+    assert third.token == "a#1", "a Lease without transitions was incarnation 0"
+
+
+def test_the_view_is_logged_when_it_changes(caplog) -> None:
+    a = ring()
+    a.join()
+    with caplog.at_level(logging.INFO, logger="memcached_gitops.shards"):
+        a.on_lease("ADDED", peer("b", "b#0"))
+    assert "shard view: a#0, b#0" in caplog.text
