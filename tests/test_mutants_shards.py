@@ -557,3 +557,18 @@ def test_the_view_is_logged_when_it_changes(caplog) -> None:
     with caplog.at_level(logging.INFO, logger="memcached_gitops.shards"):
         a.on_lease("ADDED", peer("b", "b#0"))
     assert "shard view: a#0, b#0" in caplog.text
+
+
+def test_the_caches_keep_the_share_among_the_members_and_this_replica_fenced_or_not() -> None:
+    clock = Clock()
+    a = ring(clock=clock)
+    a.join()
+    a.on_lease("ADDED", peer("b", "b#0"))
+    keys = [("default", f"x-{i}") for i in range(40)]
+    mine = {k for k in keys if shards.owner(shards.key_text(k), ["a", "b"]) == "a"}
+    assert 0 < len(mine) < len(keys)
+    assert {k for k in keys if a.caches(k)} == mine and a.cache_members() == {"a", "b"}
+    clock.now = 111.0  # the fence is down: a leaves the view, not its caches' share
+    a._recompute()
+    assert a.view == {"b#0"} and not any(a.owns(k) for k in keys)
+    assert {k for k in keys if a.caches(k)} == mine and a.cache_members() == {"a", "b"}
