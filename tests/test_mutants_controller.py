@@ -1476,3 +1476,68 @@ def test_run_with_shards_ends_with_2_when_the_lease_cannot_be_created() -> None:
     assert c.error == f"cannot create the shard Lease: {refused}"
     assert started == [] and leases.calls == [("POST", "/apis/coordination.k8s.io/v1/namespaces/leases/leases")]
     assert ring.stopping and c.queue.shutting_down
+
+
+def test_the_deployment_cache_keeps_a_deployment_by_its_crs_namespace_and_name() -> None:
+    c, _, _ = sharded(namespaces=("shop",))
+    c._on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)
+    keep = c.informers["Deployment"][0].store.keep
+    assert [keep(dep(n, ns="shop", owner=n)) for n in NAMES] == [n in share("a", ns="shop") for n in NAMES]
+
+
+def test_with_shards_a_worker_measures_a_correction_from_the_events_arrival() -> None:
+    c, ring, _ = sharded()
+    joined(c, ring)
+    queued(c)
+    arrived = time.monotonic()
+
+    def corrected(cr: dict[str, Any], *a: Any, **k: Any) -> CROutcome:
+        return CROutcome("default", cr["metadata"]["name"], Action.CORRECTED, deployment=dep(cr["metadata"]["name"], rv="9"),
+                         applied_at=arrived + 0.25)
+
+    c.reconciler.reconcile_cr = Recorder(corrected)  # type: ignore[method-assign]
+    store(c, "Memcached", cr("cache-0"))
+    c.queue.add(("default", "cache-0"), arrived)
+    work(c, lambda: c.metrics.value("memcached_gitops_work_duration_seconds_count") >= 1)
+    assert c.metrics.value("memcached_gitops_drift_correction_latency_seconds_sum") == pytest.approx(0.25)
+
+
+class Changed(threading.Event):
+    """The share follower's event: its waits recorded; the first ``quiet`` waits time out."""
+
+    def __init__(self, quiet: int = 0) -> None:
+        super().__init__()
+        self.timeouts: list[float | None] = []
+        self.quiet = quiet
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.timeouts.append(timeout)
+        if self.quiet:
+            self.quiet -= 1
+            return False
+        return super().wait(0.01 if timeout is None else min(timeout, 0.01))
+
+
+def test_the_share_follower_looks_every_half_second_and_follows_on_after_a_quiet_time(caplog) -> None:
+    c, _, _ = sharded()
+    informer = ShareInformer(dropped=1, added=2)
+    c._cached_members = frozenset({"a", "b"})
+    c._share_changed = Changed(quiet=2)
+    c._share_changed.set()
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        follow(c, [frozenset({"a"})], [informer], lambda: "added" in caplog.text)
+    assert "shard members a: 1 Deployments dropped from the cache, 2 added" in caplog.messages
+    assert set(c._share_changed.timeouts) == {0.5} and len(c._share_changed.timeouts) >= 3
+
+
+def test_a_failed_list_of_the_grown_share_is_logged_with_the_servers_answer(caplog) -> None:
+    c, _, _ = sharded()
+    informer = ShareInformer(added=5)
+    busy = APIError(500, "etcd is busy")
+    informer.failures = [busy]
+    c._cached_members = frozenset({"a", "b"})
+    c._share_changed.set()
+    c.stop.wait = lambda timeout=None: False  # type: ignore[method-assign]
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        follow(c, [frozenset({"a"})], [informer], lambda: "5 added" in caplog.text)
+    assert f"cannot list the Deployments of the grown share: {busy}; trying again" in caplog.messages
