@@ -1236,3 +1236,308 @@ def test_joining_gives_the_ring_a_renew_period_and_a_silent_member_four_more(mon
     assert (threads["run"].name, threads["run"].daemon, threads["follow"].name, threads["follow"].daemon) == \
         ("shard-lease", True, "shard-share", True)
     assert c._cached_members == ({"a", peer} if peer else {"a"})
+
+
+class Queued:
+    """The work queue's add and add_after, recorded in order: (key, delay), -1 for at once."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[Any, float]] = []
+
+    def add(self, key: Any, arrived: float | None = None) -> None:
+        self.items.append((key, -1.0))
+
+    def add_after(self, key: Any, delay: float) -> None:
+        self.items.append((key, delay))
+
+
+def test_an_acknowledged_share_sweeps_its_new_crs_in_order_at_the_sweep_rate_and_marks_them() -> None:
+    """The CRs new to the share go through add_after, n / SWEEP_RATE apart in key order, and are
+    marked for a lazy servedBy; the marks of an earlier sweep not visited yet are kept; the CRs the
+    share kept are not queued again; the keys that waited for the ring come at once, if still ours."""
+    from memcached_gitops.reconciler.controller import SWEEP_RATE
+
+    c, ring, _ = sharded()
+    q = Queued()
+    c.queue = q  # type: ignore[assignment]
+    mine = sorted(share("a"))
+    store(c, "Memcached", *(cr(n) for n in NAMES))
+    ring.on_agreed = lambda: None  # the acknowledgements below are the test's
+    joined(c, ring, "b")
+    c._queue_share()
+    assert q.items == [(("default", n), i / SWEEP_RATE) for i, n in enumerate(mine)]
+    assert c._served == c._sweeping == {("default", n) for n in mine}
+    c._sweeping.discard(("default", mine[0]))  # visited
+    q.items.clear()
+    c._wait_for_ring(("default", mine[1]))  # an event of ours while the ring settles: kept
+    c._wait_for_ring(("default", share("b")[0]))  # another replica's: dropped
+    assert c._waiting == {("default", mine[1])}
+    c._on_event("Lease", "DELETED", peer_lease("b"), None, 3.0)  # b left: its share comes to a
+    c._queue_share()
+    theirs = sorted(share("b"))
+    assert q.items == [(("default", mine[1]), -1.0)] + [(("default", n), i / SWEEP_RATE) for i, n in enumerate(theirs)]
+    assert c._waiting == set() and c._served == {("default", n) for n in NAMES}
+    assert c._sweeping == {("default", n) for n in mine[1:] + theirs}, "the earlier marks stay until visited"
+
+
+def test_a_key_waits_for_the_ring_only_while_it_is_this_replicas() -> None:
+    c, ring, _ = sharded()
+    joined(c, ring, "b")
+    c._wait_for_ring(("default", share("b")[0]))
+    assert c._waiting == set()
+    c._wait_for_ring(("default", share("a")[0]))
+    c._wait_for_ring(("default", share("a")[1]))
+    assert c._waiting == {("default", share("a")[0]), ("default", share("a")[1])}
+
+
+def test_a_worker_keeps_a_key_it_may_not_write_yet_for_the_acknowledgement(monkeypatch) -> None:
+    """A key of ours that comes before the ring acknowledged this replica is not reconciled, not
+    retried, and kept for the acknowledgement; another replica's is dropped."""
+    c, ring, _ = sharded()
+    ring.join()
+    ring.listed = True
+    ring.step()
+    c._on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)  # b has not acknowledged a yet
+    assert not ring.acknowledged()
+    recorder = Recorder()
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(c, "Memcached", *(cr(n) for n in NAMES))
+    for n in NAMES:
+        c.queue.add(("default", n))
+    work(c, lambda: c.metrics.value("memcached_gitops_work_duration_seconds_count") >= len(NAMES))
+    assert recorder.calls == [] and retries(c) == 0
+    assert c._waiting == {("default", n) for n in share("a")}
+
+
+def test_deferred_served_by_writes_get_one_slot_each_from_a_second_on(monkeypatch) -> None:
+    """One every 1/SERVED_BY_RATE s, the first a second from now; after a quiet time, a second again."""
+    from memcached_gitops.reconciler import controller
+    from memcached_gitops.reconciler.controller import SERVED_BY_RATE
+
+    clock = FakeTime(1000.0)
+    monkeypatch.setattr(controller, "time", clock)
+    c, _, _ = sharded()
+    assert [c._served_by_slot() for _ in range(3)] == pytest.approx([1.0, 1.0 + 1 / SERVED_BY_RATE, 1.0 + 2 / SERVED_BY_RATE])
+    clock.now += 0.01
+    assert c._served_by_slot() == pytest.approx(1.0 + 3 / SERVED_BY_RATE - 0.01)
+    clock.now += 10.0
+    assert c._served_by_slot() == pytest.approx(1.0)
+    assert c._next_served_by == pytest.approx(1011.01)
+
+
+def test_the_first_visit_of_a_swept_cr_may_defer_its_served_by_and_queues_that_write() -> None:
+    """reconcile: a CR marked by the sweep is reconciled with lazy_served_by once (the mark is
+    taken); a deferred servedBy puts the CR back on the queue at its slot; without shards never lazy."""
+    c, ring, _ = sharded()
+    q = Queued()
+    c.queue = q  # type: ignore[assignment]
+    deferred = CROutcome("default", "x", Action.UNCHANGED, served_by_deferred=True)
+    recorder = Recorder(lambda cr, *a, **k: deferred if k["lazy_served_by"] else CROutcome("default", "x", Action.UNCHANGED))
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(c, "Memcached", cr("x"), cr("y"))
+    c._sweeping = {("default", "x"), ("default", "y")}
+    slots = iter([1.25, 1.5])
+    c._served_by_slot = lambda: next(slots)  # type: ignore[method-assign]
+    c.reconcile(("default", "x"), 0.0)
+    assert recorder.calls[-1]["lazy_served_by"] is True and c._sweeping == {("default", "y")}
+    assert q.items == [(("default", "x"), 1.25)]
+    c.reconcile(("default", "x"), 0.0)
+    assert recorder.calls[-1]["lazy_served_by"] is False and q.items == [(("default", "x"), 1.25)]
+    plain = make()
+    plain.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(plain, "Memcached", cr("x"))
+    plain._sweeping = {("default", "x")}
+    plain.reconcile(("default", "x"), 0.0)
+    assert recorder.calls[-1]["lazy_served_by"] is False and plain._sweeping == {("default", "x")}
+
+
+def test_with_shards_a_deployment_read_by_a_get_goes_into_the_cache_of_its_namespace() -> None:
+    """A Deployment the step read by a GET (not cached: it came with the share) is stored, with its
+    managedFields, in the cache of its namespace, unless the watch saw it go; without shards the
+    cache holds every Deployment and nothing is stored."""
+    c, ring, _ = sharded(namespaces=("default", "shop"))
+    joined(c, ring, "b")
+    name = share("b", ns="shop")[0]
+    seen = dep(name, ns="shop", rv="5")
+    seen["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    c.informers["Deployment"][1].store.put(seen)  # b's then: its version is known, the object not kept
+    assert c._get("Deployment", ("shop", name)) is None
+    c._on_event("Lease", "DELETED", peer_lease("b"), None, 2.0)  # b left: its share comes to a
+    c.reconciler.reconcile_cr = Recorder(lambda cr, *a, **k: CROutcome("shop", name, Action.UNCHANGED, read=seen))  # type: ignore[method-assign]
+    store(c, "Memcached", cr(name, ns="shop"), index=1)
+    c.reconcile(("shop", name), 0.0)
+    assert c._get("Deployment", ("shop", name)) == seen
+    assert c.informers["Deployment"][0].store.keys() == []
+    plain = make(namespaces=("default", "shop"))
+    plain.reconciler.reconcile_cr = c.reconciler.reconcile_cr  # type: ignore[method-assign]
+    plain.informers["Deployment"][1].store.put(seen)
+    plain.informers["Deployment"][1].store.remove(("shop", name))  # deleted since: a GET's answer is not brought back
+    store(plain, "Memcached", cr(name, ns="shop"), index=1)
+    plain.reconcile(("shop", name), 0.0)
+    assert plain._get("Deployment", ("shop", name)) is None
+
+
+class ShareInformer:
+    """A Deployment informer as _follow_share uses it: prune answers ``dropped``, refill ``added``
+    (or raises the next of ``failures``)."""
+
+    def __init__(self, dropped: int = 0, added: int = 0) -> None:
+        self.dropped, self.added, self.failures = dropped, added, []
+        self.calls: list[Any] = []
+        informer = self
+
+        class _Store:
+            @staticmethod
+            def prune() -> int:
+                informer.calls.append("prune")
+                return informer.dropped
+
+        self.store = _Store()
+
+    def refill(self, emit: bool = True) -> int:
+        self.calls.append(("refill", emit))
+        if self.failures:
+            raise self.failures.pop(0)
+        return self.added
+
+
+def follow(c: Controller, members: list[frozenset[str]], informers: list[ShareInformer], until: Callable[[], object]) -> None:
+    """_follow_share in a thread, the ring's cache members read from ``members`` (the last repeats)."""
+    class Ring:
+        def cache_members(self) -> frozenset[str]:
+            return members.pop(0) if len(members) > 1 else members[0]
+
+    c.shards, c.informers = Ring(), {"Deployment": informers}  # type: ignore[assignment]
+    thread = threading.Thread(target=c._follow_share, daemon=True, name="shard-share")
+    thread.start()
+    try:
+        wait_for(until, thread=thread)
+    finally:
+        c.stop.set()
+        thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_the_share_follower_prunes_when_members_come_and_lists_when_one_leaves(caplog) -> None:
+    """A member that comes shrinks the share: the caches are pruned, nothing is listed. A member
+    that leaves grows it: the caches are pruned and the grown share listed without events. The
+    same members again: nothing."""
+    c, _, _ = sharded()
+    first, second = ShareInformer(dropped=2, added=3), ShareInformer(dropped=1, added=4)
+    c._cached_members = frozenset({"a"})
+    c._share_changed.set()
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        follow(c, [frozenset({"a", "b"})], [first, second], lambda: "dropped" in caplog.text)
+    assert first.calls == ["prune"] and second.calls == ["prune"] and c._cached_members == {"a", "b"}
+    assert "shard members a, b: 3 Deployments dropped from the cache, 0 added" in caplog.text
+    caplog.clear()
+    c, _, _ = sharded()
+    first, second = ShareInformer(dropped=2, added=3), ShareInformer(dropped=1, added=4)
+    c._cached_members = frozenset({"a", "b"})
+    c._share_changed.set()
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        follow(c, [frozenset({"a"})], [first, second], lambda: "dropped" in caplog.text)
+    assert first.calls == ["prune", ("refill", False)] and second.calls == ["prune", ("refill", False)]
+    assert "shard members a: 3 Deployments dropped from the cache, 7 added" in caplog.text and not c._refill_pending
+    c, _, _ = sharded()
+    same = ShareInformer()
+    c._cached_members = frozenset({"a"})
+    c._share_changed.set()
+    follow(c, [frozenset({"a"})], [same], lambda: not c._share_changed.is_set())
+    time.sleep(0.05)
+    assert same.calls == []
+
+
+def test_the_share_follower_lists_again_after_a_failed_list_even_when_the_members_are_the_same(caplog) -> None:
+    """A failed LIST of the grown share is retried (the follower wakes itself) though the members
+    have not changed since; then nothing more is pending."""
+    c, _, _ = sharded()
+    informer = ShareInformer(added=5)
+    informer.failures = [APIError(500, "etcd is busy")]
+    c._cached_members = frozenset({"a", "b"})
+    c._share_changed.set()
+    waits: list[float] = []
+    c.stop.wait = lambda timeout=None: waits.append(timeout) or False  # type: ignore[method-assign,func-returns-value]
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        follow(c, [frozenset({"a"})], [informer], lambda: "5 added" in caplog.text)
+    assert informer.calls == ["prune", ("refill", False), "prune", ("refill", False)]
+    assert waits == [1.0] and not c._refill_pending
+    assert "cannot list the Deployments of the grown share" in caplog.text and "trying again" in caplog.text
+
+
+def test_run_with_shards_ends_with_2_when_the_lease_cannot_be_created() -> None:
+    """A refused Lease creation (no RBAC for Leases): 2 and the server's answer, no cache started,
+    nothing to delete."""
+    c, ring, leases = sharded()
+    started = ready(c)
+    refused = APIError(403, 'leases.coordination.k8s.io is forbidden: cannot create resource "leases"')
+    leases.refuse["POST"] = refused
+    assert run_to_end(c, first_sync_timeout=10) == [2]
+    assert c.error == f"cannot create the shard Lease: {refused}"
+    assert started == [] and leases.calls == [("POST", "/apis/coordination.k8s.io/v1/namespaces/leases/leases")]
+    assert ring.stopping and c.queue.shutting_down
+
+
+def test_the_deployment_cache_keeps_a_deployment_by_its_crs_namespace_and_name() -> None:
+    c, _, _ = sharded(namespaces=("shop",))
+    c._on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)
+    keep = c.informers["Deployment"][0].store.keep
+    assert [keep(dep(n, ns="shop", owner=n)) for n in NAMES] == [n in share("a", ns="shop") for n in NAMES]
+
+
+def test_with_shards_a_worker_measures_a_correction_from_the_events_arrival() -> None:
+    c, ring, _ = sharded()
+    joined(c, ring)
+    queued(c)
+    arrived = time.monotonic()
+
+    def corrected(cr: dict[str, Any], *a: Any, **k: Any) -> CROutcome:
+        return CROutcome("default", cr["metadata"]["name"], Action.CORRECTED, deployment=dep(cr["metadata"]["name"], rv="9"),
+                         applied_at=arrived + 0.25)
+
+    c.reconciler.reconcile_cr = Recorder(corrected)  # type: ignore[method-assign]
+    store(c, "Memcached", cr("cache-0"))
+    c.queue.add(("default", "cache-0"), arrived)
+    work(c, lambda: c.metrics.value("memcached_gitops_work_duration_seconds_count") >= 1)
+    assert c.metrics.value("memcached_gitops_drift_correction_latency_seconds_sum") == pytest.approx(0.25)
+
+
+class Changed(threading.Event):
+    """The share follower's event: its waits recorded; the first ``quiet`` waits time out."""
+
+    def __init__(self, quiet: int = 0) -> None:
+        super().__init__()
+        self.timeouts: list[float | None] = []
+        self.quiet = quiet
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.timeouts.append(timeout)
+        if self.quiet:
+            self.quiet -= 1
+            return False
+        return super().wait(0.01 if timeout is None else min(timeout, 0.01))
+
+
+def test_the_share_follower_looks_every_half_second_and_follows_on_after_a_quiet_time(caplog) -> None:
+    c, _, _ = sharded()
+    informer = ShareInformer(dropped=1, added=2)
+    c._cached_members = frozenset({"a", "b"})
+    c._share_changed = Changed(quiet=2)
+    c._share_changed.set()
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        follow(c, [frozenset({"a"})], [informer], lambda: "added" in caplog.text)
+    assert "shard members a: 1 Deployments dropped from the cache, 2 added" in caplog.messages
+    assert set(c._share_changed.timeouts) == {0.5} and len(c._share_changed.timeouts) >= 3
+
+
+def test_a_failed_list_of_the_grown_share_is_logged_with_the_servers_answer(caplog) -> None:
+    c, _, _ = sharded()
+    informer = ShareInformer(added=5)
+    busy = APIError(500, "etcd is busy")
+    informer.failures = [busy]
+    c._cached_members = frozenset({"a", "b"})
+    c._share_changed.set()
+    c.stop.wait = lambda timeout=None: False  # type: ignore[method-assign]
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        follow(c, [frozenset({"a"})], [informer], lambda: "5 added" in caplog.text)
+    assert f"cannot list the Deployments of the grown share: {busy}; trying again" in caplog.messages
