@@ -134,6 +134,7 @@ class ShardRing:
         self._lock = threading.RLock()
         self._local = threading.local()
         self.last_error: APIError | None = None  # the last write's refusal
+        self._io = threading.Lock()  # one Lease write at a time: the Lease thread's turn, or release's DELETE
 
     # ---- the pure part: who may write what, now
     @property
@@ -258,7 +259,10 @@ class ShardRing:
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set() and not self.stopping:
-            wait = self.step()
+            with self._io:
+                if self.stopping:
+                    return  # release began meanwhile: no renewal may follow (or re-create) its DELETE
+                wait = self.step()
             self.wake.wait(wait)
             self.wake.clear()
 
@@ -387,12 +391,13 @@ class ShardRing:
                 if not any(self._holds.values()):
                     break
             time.sleep(0.005)
-        if self._lease is None:
-            return
-        path = object_path("coordination.k8s.io", "v1", "leases", self.namespace, self.name)
-        try:
-            self.api.request("DELETE", path, body={"preconditions": {"resourceVersion": self._lease["metadata"]["resourceVersion"]}},
-                             verb="delete")
-        except APIError as exc:
-            log.warning("could not delete shard Lease %s: %s", self.name, exc)
-        self._lease = None
+        with self._io:  # after the Lease thread's turn in progress, so the version is the last one written
+            if self._lease is None:
+                return
+            path = object_path("coordination.k8s.io", "v1", "leases", self.namespace, self.name)
+            try:
+                self.api.request("DELETE", path, body={"preconditions": {"resourceVersion": self._lease["metadata"]["resourceVersion"]}},
+                                 verb="delete")
+            except APIError as exc:
+                log.warning("could not delete shard Lease %s: %s", self.name, exc)
+            self._lease = None

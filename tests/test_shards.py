@@ -473,3 +473,35 @@ def test_release_stops_serving_at_once_and_deletes_the_lease_only_after_the_work
     clock.now += 1.5
     assert finished.wait(5) and lease(server, b) is None, "a stuck reconcile holds the Lease 30 s at most"
     stuck.set()
+
+
+def test_release_waits_for_a_renewal_in_flight_and_no_renewal_follows_its_delete(server: FakeAPIServer, clock: Clock) -> None:
+    """SIGTERM while the Lease thread renews: the DELETE carries the version that renewal wrote (not a
+    409 that would leave the Lease to expire), and the thread writes nothing after it."""
+    import threading
+
+    [a] = start(server, clock, "a")
+    inner = a.api
+    in_flight, go = threading.Event(), threading.Event()
+
+    class Slow:
+        def request(self, method: str, path: str, **kwargs):
+            if method == "PUT":
+                in_flight.set()
+                go.wait(5)
+            return inner.request(method, path, **kwargs)
+
+    a.api = Slow()  # type: ignore[assignment]
+    clock.now += 2.0  # a renewal is due
+    stop = threading.Event()
+    thread = threading.Thread(target=a.run, args=(stop,), daemon=True)
+    thread.start()
+    assert in_flight.wait(5)
+    released = threading.Thread(target=a.release, daemon=True)
+    released.start()
+    released.join(0.2)
+    assert released.is_alive(), "release waits for the renewal in flight"
+    go.set()
+    released.join(5)
+    thread.join(5)
+    assert not thread.is_alive() and lease(server, a) is None, "deleted on the renewal's version; not re-created"
