@@ -10,6 +10,10 @@
 - ``get`` blocks on a Condition variable and wakes the moment a key is added: nothing between an
   event and its reconcile waits on a timer or polls. Only delayed re-adds (a backoff) wait, on a
   single thread that sleeps until the earliest is due.
+- Each kind of waiter has a Condition of its own, on one lock: workers (``_available``), the delay
+  thread (``_delays``) and ``wait_idle`` (``_idle``). ``notify`` wakes the longest waiter of its
+  Condition; on one shared Condition a key's wake-up could go to the delay thread or to
+  ``wait_idle``, which go back to sleep, and the key waited for the next event.
 
 Time is an input: ``clock`` is read for every deadline, and ``release_due`` is the one place a
 delayed key comes due. With ``delay_thread=False`` nothing runs in the background, and a test
@@ -72,7 +76,10 @@ class WorkQueue:
         self.backoff = backoff or ExponentialBackoff()
         self.bucket = bucket or TokenBucket(clock=clock)
         self.clock = clock
-        self._cond = threading.Condition()
+        self._lock = threading.RLock()
+        self._available = threading.Condition(self._lock)  # workers in get: a key was queued
+        self._delays = threading.Condition(self._lock)  # the delay thread: a delayed key was added
+        self._idle = threading.Condition(self._lock)  # wait_idle: the last key being processed is done
         self._queue: deque[Hashable] = deque()
         self._dirty: dict[Hashable, float] = {}  # key -> when it was first added since it was last taken
         self._processing: set[Hashable] = set()
@@ -85,45 +92,45 @@ class WorkQueue:
     # ---- adding
     def add(self, key: Hashable, arrived: float | None = None) -> None:
         """Queue ``key`` (``arrived``: when the event that caused it was read, for latency)."""
-        with self._cond:
+        with self._lock:
             if self._shutting_down or key in self._dirty:
                 return
             self._dirty[key] = arrived if arrived is not None else self.clock()
             if key in self._processing:
                 return  # done() queues it again
             self._queue.append(key)
-            self._cond.notify()
+            self._available.notify()
 
     def add_after(self, key: Hashable, delay: float) -> None:
         if delay <= 0:
             self.add(key)
             return
-        with self._cond:
+        with self._lock:
             if self._shutting_down:
                 return
             heapq.heappush(self._delayed, (self.clock() + delay, next(self._seq), key))
             if self._delay_thread is None and self._start_delay_thread:
                 self._delay_thread = threading.Thread(target=self._release_delayed, daemon=True, name="workqueue-delay")
                 self._delay_thread.start()
-            self._cond.notify_all()  # the delay thread may need to wake earlier
+            self._delays.notify()  # the delay thread may need to wake earlier
 
     def add_rate_limited(self, key: Hashable) -> None:
-        with self._cond:
+        with self._lock:
             delay = max(self.backoff.when(key), self.bucket.reserve())
         self.add_after(key, delay)
 
     def forget(self, key: Hashable) -> None:
-        with self._cond:
+        with self._lock:
             self.backoff.forget(key)
 
     def failures(self, key: Hashable) -> int:
-        with self._cond:
+        with self._lock:
             return self.backoff.failures.get(key, 0)
 
     def release_due(self) -> float | None:
         """Queue every delayed key that is due by the clock, as ``add`` would (a key a worker holds
         waits in ``dirty`` for its ``done``); the time until the next one is due, or None."""
-        with self._cond:
+        with self._lock:
             while self._delayed and not self._shutting_down:
                 due, _, key = self._delayed[0]
                 wait = due - self.clock()
@@ -134,20 +141,20 @@ class WorkQueue:
                     self._dirty[key] = self.clock()
                     if key not in self._processing:
                         self._queue.append(key)
-                        self._cond.notify_all()
+                        self._available.notify()
             return None
 
     def _release_delayed(self) -> None:
-        with self._cond:
+        with self._lock:
             while not self._shutting_down:
-                self._cond.wait(self.release_due())  # the Condition's lock is reentrant
+                self._delays.wait(self.release_due())  # the lock is reentrant
 
     # ---- taking
     def get(self, timeout: float | None = None) -> tuple[Hashable, float] | None:
         """The next key and when it was first added; None once shut down (or after ``timeout``)."""
-        with self._cond:
+        with self._lock:
             while not self._queue and not self._shutting_down:
-                if not self._cond.wait(timeout):
+                if not self._available.wait(timeout):
                     return None
             if self._shutting_down:
                 return None
@@ -157,34 +164,35 @@ class WorkQueue:
             return key, arrived
 
     def done(self, key: Hashable) -> None:
-        with self._cond:
+        with self._lock:
             self._processing.discard(key)
             if key in self._dirty and not self._shutting_down:
                 self._queue.append(key)
-                self._cond.notify()
+                self._available.notify()
             elif not self._processing:
-                self._cond.notify_all()  # wake wait_idle
+                self._idle.notify_all()
 
     def shut_down(self) -> None:
         """Workers' ``get`` returns None from now on; keys being processed finish (``done``)."""
-        with self._cond:
+        with self._lock:
             self._shutting_down = True
             self._delayed.clear()
-            self._cond.notify_all()
+            for waiters in (self._available, self._delays, self._idle):
+                waiters.notify_all()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Until no key is being processed (after shut_down: the current items are drained)."""
         deadline = None if timeout is None else self.clock() + timeout
-        with self._cond:
+        with self._lock:
             while self._processing:
                 remaining = None if deadline is None else deadline - self.clock()
                 if remaining is not None and remaining <= 0:
                     return False
-                self._cond.wait(remaining)
+                self._idle.wait(remaining)
             return True
 
     def __len__(self) -> int:
-        with self._cond:
+        with self._lock:
             return len(self._queue)
 
     @property

@@ -165,3 +165,57 @@ def test_wait_idle_gives_up_after_its_timeout_and_not_before() -> None:
     frozen.add("a")
     frozen.get()
     assert frozen.wait_idle(timeout=0) is False  # the deadline is now: no wait at all
+
+
+def waiting(q: WorkQueue, threads: int, bound: float = 5.0) -> None:
+    """Until ``threads`` threads wait on the queue's Conditions (each waiter is a lock in its list)."""
+    conditions = [v for v in vars(q).values() if isinstance(v, threading.Condition)]
+    deadline = time.monotonic() + bound
+    while sum(len(c._waiters) for c in conditions) < threads:  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, "the threads never waited"
+        time.sleep(0.005)
+
+
+@pytest.mark.parametrize("first_waiter", ["the delay thread", "wait_idle"])
+def test_an_added_key_wakes_a_worker_whichever_thread_has_waited_longest(first_waiter) -> None:
+    """A lost wake-up: ``notify`` wakes the longest waiter. When the delay thread (after any delayed
+    add) or a ``wait_idle`` caller waits longer than the workers, an added key's wake-up must still
+    reach a worker, not a thread that goes back to sleep and leaves the key queued until the next event."""
+    q = WorkQueue()
+    if first_waiter == "the delay thread":
+        q.add_after("retried", 0.001)
+        assert q.get(timeout=5) is not None
+        q.done("retried")
+        waiting(q, 1)  # the delay thread, with nothing delayed, waits
+    else:
+        q.add("held")
+        assert q.get(timeout=5) is not None  # processed, so wait_idle waits for its done
+        threading.Thread(target=q.wait_idle, daemon=True).start()
+        waiting(q, 1)
+    got: list[object] = []
+    worker = threading.Thread(target=lambda: got.append(q.get()), daemon=True)
+    worker.start()
+    waiting(q, 2)
+    q.add("drifted")
+    worker.join(5)
+    assert got and got[0][0] == "drifted", "the worker slept on with a key queued"  # type: ignore[index]
+
+
+def test_a_key_queued_again_by_done_wakes_a_worker_while_wait_idle_waits() -> None:
+    """``done`` of a key added while it was processed queues it again: that wake-up goes to a worker
+    even when a ``wait_idle`` caller (waiting for another key) has waited longer."""
+    q = WorkQueue()
+    q.add("a")
+    q.add("b")
+    assert q.get(timeout=5)[0] == "a"  # type: ignore[index]
+    assert q.get(timeout=5)[0] == "b"  # type: ignore[index]
+    threading.Thread(target=q.wait_idle, daemon=True).start()
+    waiting(q, 1)
+    got: list[object] = []
+    worker = threading.Thread(target=lambda: got.append(q.get()), daemon=True)
+    worker.start()
+    waiting(q, 2)
+    q.add("a")  # while it is processed: it waits in dirty
+    q.done("a")  # queued again; "b" is still processed, so wait_idle has nothing to wake for
+    worker.join(5)
+    assert got and got[0][0] == "a"  # type: ignore[index]
