@@ -1238,6 +1238,67 @@ def test_joining_gives_the_ring_a_renew_period_and_a_silent_member_four_more(mon
     assert c._cached_members == ({"a", peer} if peer else {"a"})
 
 
+class ScriptedWait:
+    """An Event's ``wait`` that records each timeout and moves the fake clock to the next scripted
+    reading (the last one repeats), returning ``False`` (not set) until the script says ``True``."""
+
+    def __init__(self, clock: FakeTime, readings: list[float], results: list[bool] | None = None) -> None:
+        self.clock, self.readings, self.results = clock, readings, results or []
+        self.timeouts: list[float | None] = []
+
+    def __call__(self, timeout: float | None = None) -> bool:
+        n = len(self.timeouts)
+        self.timeouts.append(timeout)
+        self.clock.now = self.readings[min(n, len(self.readings) - 1)]
+        return self.results[n] if n < len(self.results) else False
+
+
+def test_the_ring_s_leases_get_the_whole_first_sync_timeout_looked_at_every_50_ms(monkeypatch) -> None:
+    """The Lease cache's sync is polled every 50 ms; at the deadline itself it still waits (a sync then
+    comes in time), and only past ``started + timeout`` does the join give up."""
+    from memcached_gitops.reconciler import controller
+
+    clock = FakeTime(1000.0)
+    monkeypatch.setattr(controller, "time", clock)
+    c, ring, _ = sharded()
+    ready(c, never=("Lease",))
+    [leases] = c.informers["Lease"]
+    leases.synced.wait = ScriptedWait(clock, [1000.0, 1005.0, 1005.0, 1005.001])  # type: ignore[method-assign]
+    assert c._join_ring(1000.0, 5.0) is False and c.error == "the shard Leases did not sync"
+    assert leases.synced.wait.timeouts == [0.05] * 4, "the clock read at start and at the deadline: still waiting"
+    c, ring, _ = sharded()
+    ready(c, never=("Lease",))
+    [leases] = c.informers["Lease"]
+    leases.synced.wait = ScriptedWait(clock, [1000.0, 1005.0], [False, False, True])  # type: ignore[method-assign]
+    ring.run = lambda stop: None  # type: ignore[method-assign]
+    c._follow_share = lambda: None  # type: ignore[method-assign]
+    c.stop.wait = ScriptedWait(clock, [1100.0])  # type: ignore[method-assign]
+    assert c._join_ring(1000.0, 5.0) is True and ring.listed and c.error == ""
+
+
+@pytest.mark.parametrize(("readings", "acknowledged", "waits"), [
+    ([1002.0], True, 1),                 # at the end of the settle period itself: settled
+    ([1001.99, 1002.0], True, 2),
+    ([1010.0, 1010.001], False, 2),      # at settle + 4 renew periods itself: one more wait
+    ([1009.0, 1010.0, 1010.001], False, 3),
+])
+def test_the_settle_wait_ends_at_its_bounds_exactly(monkeypatch, readings, acknowledged, waits) -> None:
+    """The caches wait until one renew period (2 s) has passed, ``now < settle``; a replica the ring
+    never acknowledges waits until ``now > settle + 4 renew periods`` (10 s), not at that reading."""
+    from memcached_gitops.reconciler import controller
+
+    clock = FakeTime(1000.0)
+    monkeypatch.setattr(controller, "time", clock)
+    c, ring, _ = sharded()
+    ready(c)
+    ring.acknowledged = lambda: acknowledged  # type: ignore[method-assign]
+    ring.run = lambda stop: None  # type: ignore[method-assign]
+    c._follow_share = lambda: None  # type: ignore[method-assign]
+    c.stop.wait = ScriptedWait(clock, readings)  # type: ignore[method-assign]
+    assert c._join_ring(1000.0, None) is True
+    assert c.stop.wait.timeouts == [0.02] * waits
+
+
 class Queued:
     """The work queue's add and add_after, recorded in order: (key, delay), -1 for at once."""
 
