@@ -81,28 +81,51 @@ _SHARED: dict[str, Any] = {}
 _SHARED_MAX = 4096
 
 
-def _share(value: Any) -> Any:
-    key = json.dumps(value, sort_keys=True, separators=(",", ":"))
-    found = _SHARED.get(key)
-    if found is not None:
-        return found
-    if len(_SHARED) < _SHARED_MAX:
-        _SHARED[key] = value
-    return value
+def _share_key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+#: Where the shared subtrees are (from an object's root, and from a managedFields entry's), and the
+#: paths that lead to them or to managedFields: below any other path nothing is shared, and
+#: ``_intern`` walks it without a path.
+_SHARED_AT = frozenset({("spec", "template", "spec"), ("fieldsV1", "f:spec")})
+_MANAGED_FIELDS = ("metadata", "managedFields")
+_WITH_PATH = _SHARED_AT | {(), ("spec",), ("spec", "template"), ("fieldsV1",), ("metadata",), _MANAGED_FIELDS}
 
 
 def compact(value: Any, path: tuple[str, ...] = ()) -> Any:
     """A copy with interned keys and short strings (one string object for each label key, manager
     name or field name, not one per object), and the subtrees above shared between objects.
-    At 10,000 Deployments this takes the cache from about 26 KiB to a few KiB per Deployment."""
+    At 10,000 Deployments this takes the cache from about 26 KiB to a few KiB per Deployment.
+
+    It runs on every watch event before the event is handed on (a Deployment's drift waits for it),
+    so a subtree is looked up in the shared table before it is walked (its copy there is compacted
+    already): a pod spec or a manager's ``f:spec`` seen before is not walked again."""
     if isinstance(value, dict):
-        out = {sys.intern(k): compact(v, path + (k,)) for k, v in value.items()}
-        if path in (("spec", "template", "spec"), ("fieldsV1", "f:spec")):
-            return _share(out)
+        key = None
+        if path in _SHARED_AT:
+            key = _share_key(value)  # interning and sharing change no value, so no JSON either
+            found = _SHARED.get(key)
+            if found is not None:
+                return found
+        out = {sys.intern(k): compact(v, path + (k,)) if path + (k,) in _WITH_PATH else _intern(v)
+               for k, v in value.items()}
+        if key is not None and len(_SHARED) < _SHARED_MAX:
+            _SHARED[key] = out
         return out
     if isinstance(value, list):
-        inner = ("managedFields",) if path == ("metadata", "managedFields") else path
-        return [compact(v, () if inner == ("managedFields",) else inner) for v in value]
+        if path == _MANAGED_FIELDS:
+            return [compact(v) for v in value]  # each entry from a root of its own
+        return [_intern(v) for v in value]
+    return _intern(value)
+
+
+def _intern(value: Any) -> Any:
+    """``compact`` away from the paths to a shared subtree: keys and short strings interned."""
+    if isinstance(value, dict):
+        return {sys.intern(k): _intern(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_intern(v) for v in value]
     if isinstance(value, str) and len(value) <= 64:
         return sys.intern(value)
     return value

@@ -80,8 +80,54 @@ def test_the_shared_table_is_bounded(monkeypatch) -> None:
     monkeypatch.setattr(informer, "_SHARED", {})
     monkeypatch.setattr(informer, "_SHARED_MAX", 2)
     for n in range(3):
-        assert informer._share({"n": n}) == {"n": n}
+        spec = {"containers": [{"name": "memcached", "image": f"m:{n}"}]}
+        assert informer.compact({"spec": {"template": {"spec": spec}}}) == {"spec": {"template": {"spec": spec}}}
     assert len(informer._SHARED) == 2, "a cluster of all-different objects cannot grow it past its bound"
+    again = {"containers": [{"name": "memcached", "image": "m:2"}]}
+    first = informer.compact({"spec": {"template": {"spec": again}}})["spec"]["template"]["spec"]
+    assert informer.compact({"spec": {"template": {"spec": again}}})["spec"]["template"]["spec"] is not first, \
+        "past the bound a subtree is compacted but not kept"
+
+
+def test_a_subtree_found_in_the_shared_table_is_not_walked_again(monkeypatch) -> None:
+    """Each watch event is compacted before it is handed on: a pod spec or a manager's f:spec that
+    the table holds is looked up by its JSON and returned, without walking it."""
+    from memcached_gitops.reconciler import informer
+
+    monkeypatch.setattr(informer, "_SHARED", {})
+    spec = {"containers": [{"name": "memcached", "image": "m:1", "ports": [{"containerPort": 11211}]}]}
+    fields = {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {}}}}
+
+    def deployment() -> dict:
+        return {"metadata": {"name": "c", "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": dict(fields)}}]},
+                "spec": {"replicas": 1, "template": {"spec": dict(spec)}}}
+
+    first = informer.compact(deployment())
+    walked: list[object] = []
+    intern = informer._intern
+    monkeypatch.setattr(informer, "_intern", lambda value: walked.append(value) or intern(value))
+    second = informer.compact(deployment())
+    assert second == deployment() and second["spec"]["template"]["spec"] is first["spec"]["template"]["spec"]
+    assert second["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"] is first["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]
+    assert walked == ["c", "m", 1], "only the values off the paths to the shared subtrees"
+
+
+def test_compaction_interns_every_key_and_the_short_strings_at_any_depth(monkeypatch) -> None:
+    from memcached_gitops.reconciler import informer
+
+    monkeypatch.setattr(informer, "_SHARED", {})
+    long = "x" * 65
+
+    def fresh(text: str) -> str:
+        return "".join(list(text))  # an equal string that is not the interned one
+
+    obj = {"status": {"conditions": [{fresh("type"): fresh("Available"), "message": fresh(long)}]},
+           "metadata": {"labels": {fresh("app"): fresh("memcached")}}}
+    out = informer.compact(obj)
+    condition = out["status"]["conditions"][0]
+    assert out == obj and [k for k in condition][0] is "type" and condition["type"] is "Available"  # noqa: F632
+    assert list(out["metadata"]["labels"])[0] is "app" and out["metadata"]["labels"]["app"] is "memcached"  # noqa: F632
+    assert informer._intern(fresh(long)) is not informer._intern(fresh(long)), "a string over 64 characters is kept as it is"
 
 
 def test_backoff_doubles_from_its_base_to_its_cap_with_jitter_and_names_the_kind(monkeypatch, caplog) -> None:
