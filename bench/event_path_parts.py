@@ -4,7 +4,9 @@ Runs the event-driven controller in this process against a running kit (../share
 in a namespace of 20 Memcacheds, scales each Deployment with ``kubectl scale`` and prints, for the
 reconciles that corrected the drift, the medians and maxima of:
 
-- event -> worker: from the watch line decoded to a worker taking the key (the queue's hand-off);
+- event -> worker: from the watch line decoded to a worker taking the key, in three parts: the
+  informer's cache update (event -> handler), the handler (-> queued), and the queue's hand-off to a
+  waiting worker thread (queued -> worker);
 - worker -> apply sent: the reconcile up to the apply (cache reads, the desired Deployment, compare);
 - of which desired, compare: the desired Deployment (validation and rendering, or the kept one) and the drift;
 - apply round trip: the apply request until its answer.
@@ -72,8 +74,30 @@ def main() -> None:
 
     reconcile = controller.reconcile
 
+    handler_at: dict[float, float] = {}  # an event's arrival -> its handler called (Deployment events)
+    queued_at: dict[float, float] = {}  # an event's arrival -> its key put on the work queue
+
+    def traced_handler(handler):
+        def wrapper(kind, type_, obj, old, arrived):
+            handler_at[arrived] = time.monotonic()
+            handler(kind, type_, obj, old, arrived)
+        return wrapper
+
+    add = controller.queue.add
+
+    def traced_add(key, arrived=None):
+        if arrived is not None:  # stamped before the add: a worker may take the key before add returns
+            queued_at.setdefault(arrived, time.monotonic())
+        add(key, arrived)
+
+    controller.queue.add = traced_add  # type: ignore[method-assign]
+    for informer in controller.informers["Deployment"]:
+        informer.handler = traced_handler(informer.handler)
+
     def traced(key, arrived):
         current.stamp = {"event": arrived, "worker": time.monotonic()}
+        if arrived in handler_at and arrived in queued_at:
+            current.stamp["handler"], current.stamp["queued"] = handler_at[arrived], queued_at[arrived]
         try:
             return reconcile(key, arrived)
         finally:
@@ -115,6 +139,10 @@ def main() -> None:
 
     print(f"{len(samples)} corrections")
     line("event -> worker", [s["worker"] - s["event"] for s in samples])
+    split = [s for s in samples if "queued" in s]
+    line("  event -> handler", [s["handler"] - s["event"] for s in split])
+    line("  handler -> queued", [s["queued"] - s["handler"] for s in split])
+    line("  queued -> worker", [s["worker"] - s["queued"] for s in split])
     line("worker -> apply sent", [s["sent"] - s["worker"] for s in samples])
     line("  of which desired", [s.get("desired", 0.0) for s in samples])
     line("  of which compare", [s.get("compare", 0.0) for s in samples])
