@@ -38,6 +38,7 @@ def main() -> None:
     parser.add_argument("--peers-venv", type=Path, required=True)
     parser.add_argument("--venv", type=Path, default=HERE / ".venv", help="a venv with this checkout installed")
     parser.add_argument("--rounds", type=int, default=40)
+    parser.add_argument("--detail", action="store_true", help="print each round's three latencies (a slow moment shows in all three)")
     args = parser.parse_args()
     kit, kc = args.kit, str(args.kit / "kubeconfig")
     audit = Path("/tmp/memcached-gitops-interleaved-audit.log")
@@ -91,6 +92,9 @@ def main() -> None:
         for p in procs:
             p.wait(10)
         subprocess.run([str(kit / "stop.sh")], capture_output=True)
+    if args.detail:
+        for r in range(max(len(v) for v in results.values())):
+            print(f"round {r:3d}: " + "  ".join(f"{ns} {results[ns][r]:6.1f} ms" for ns in order if r < len(results[ns])))
     for ns in order:
         lat = sorted(results[ns])
         print(f"{ns:6s} over {len(lat)}: median {statistics.median(lat):.1f} ms, p90 {lat[int(0.9 * (len(lat) - 1))]:.1f} ms, "
