@@ -280,8 +280,8 @@ class FieldManager:
         by_manager: dict[str, list[str]] = {}
         causes = []
         for e, p in conflicts:
-            by_manager.setdefault(who(e), []).append(F.format_path(p))
-            causes.append({"reason": "FieldManagerConflict", "message": f"conflict with {who(e)}", "field": F.format_path(p)})
+            by_manager.setdefault(who(e), []).append(F.format_field_path(p))
+            causes.append({"reason": "FieldManagerConflict", "message": f"conflict with {who(e)}", "field": F.format_field_path(p)})
         n = len(conflicts)
         if n == 1:
             (m, [p]), = by_manager.items()

@@ -237,7 +237,7 @@ def leaves(paths: set[Path]) -> set[Path]:
     return {p for p in paths if not any(len(q) > len(p) and q[: len(p)] == p for q in paths)}
 
 
-def format_path(path: Path) -> str:
+def format_field_path(path: Path) -> str:
     """``.spec.template.spec.containers[name="memcached"].image``, as conflict messages print it."""
     out = ""
     for kind, value in path:

@@ -124,7 +124,7 @@ def scrub(value: Any, mapping: dict[str, str]) -> Any:
                 out[k] = sorted([
                     {"manager": e.get("manager"), "operation": e.get("operation"), "apiVersion": e.get("apiVersion"),
                      "subresource": e.get("subresource"), "time": "time" in e,
-                     "fields": sorted(scrub(F.format_path(p), mapping) for p in F.leaves(F.from_fields_v1(e.get("fieldsV1", {}))))}
+                     "fields": sorted(scrub(F.format_field_path(p), mapping) for p in F.leaves(F.from_fields_v1(e.get("fieldsV1", {}))))}
                     for e in v
                 ], key=lambda e: (e["manager"], e["operation"], e["subresource"] or ""))
             elif k in VOLATILE and isinstance(v, (str, int)):
