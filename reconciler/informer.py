@@ -296,15 +296,13 @@ class Informer:
         self.error: str = ""  # set when the informer gave up (a request the server will never accept)
         self.resource_version: str | None = None
         self._failures = 0
-        self._thread: threading.Thread | None = None
 
     @property
     def path(self) -> str:
         return collection_path(self.kind.group, self.kind.version, self.kind.plural, self.namespace)
 
     def start(self) -> Informer:
-        self._thread = threading.Thread(target=self.run, daemon=True, name=f"informer-{self.kind.plural}")
-        self._thread.start()
+        threading.Thread(target=self.run, daemon=True, name=f"informer-{self.kind.plural}").start()
         return self
 
     # ---- the loop

@@ -450,3 +450,218 @@ def test_equal_managed_fields_spec_parts_are_one_object_in_the_cache(monkeypatch
     assert fa["f:metadata"] is not fb["f:metadata"], "only the f:spec part is shared"
     assert a["spec"]["template"]["spec"] is b["spec"]["template"]["spec"]
     assert a["spec"] is not b["spec"] and a["metadata"]["labels"] is not b["metadata"]["labels"]
+
+
+def test_only_the_shared_subtrees_enter_the_shared_table_and_odd_shapes_keep_their_values(monkeypatch) -> None:
+    """A Deployment adds its pod spec and its managers' f:spec to the table, nothing else; a value at a
+    path that leads towards a shared subtree (a list or a number where a map is usual) is kept as it is."""
+    monkeypatch.setattr(informer, "_SHARED", {})
+    obj = {"metadata": {"name": "a", "labels": {"app": "a"}, "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]},
+           "spec": {"replicas": 2, "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c"}]}}},
+           "status": {"conditions": [{"type": "Available"}]}}
+    assert compact(obj) == obj
+    assert sorted(informer._SHARED) == sorted(informer._share_key(v) for v in (obj["spec"]["template"]["spec"], {"f:replicas": {}}))
+    for odd in ({"spec": [1, "x", {"k": "v"}]}, {"spec": {"template": [None, 2]}}, {"metadata": ["m", 3.5]}, {"spec": 5},
+                {"metadata": {"managedFields": [{"fieldsV1": [1]}, 7]}}, {"spec": {"template": {"spec": [True]}}}):
+        assert compact(odd) == odd
+    assert compact([1, "y", {"z": [2]}]) == [1, "y", {"z": [2]}]
+
+
+def test_off_the_paths_to_shared_subtrees_whole_maps_are_interned_without_a_path(monkeypatch) -> None:
+    """Labels, annotations and status are handed to ``_intern`` whole (one call each), not walked
+    key by key with a path; the pod spec, once in the table, is not walked at all."""
+    monkeypatch.setattr(informer, "_SHARED", {})
+    obj = {"metadata": {"name": "a", "labels": {"app": "a", "tier": "cache"}}, "status": {"replicas": 1},
+           "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c"}]}}}}
+    compact(obj)
+    walked: list[Any] = []
+    intern = informer._intern
+    monkeypatch.setattr(informer, "_intern", lambda value: walked.append(value) or intern(value))
+    compact(obj)
+    assert walked == ["a", {"app": "a", "tier": "cache"}, "a", "cache", {"replicas": 1}, 1, 2], "each map, then (recursing) its values"
+
+
+# ---- with a share (reconcile --shards): the store keeps its objects, and of the others only the version
+def kept(obj: dict[str, Any]) -> bool:
+    return obj["metadata"]["name"].startswith("k")
+
+
+def test_a_store_with_a_share_keeps_its_objects_and_the_version_of_every_object() -> None:
+    store = informer.Store(kept)
+    assert store.keep is kept
+    assert store.put(dep("k1", "5")) is None and store.holds(("ns", "k1"))
+    assert store.put(dep("o1", "6")) is None and not store.holds(("ns", "o1")) and store.keys() == [("ns", "k1")]
+    assert store._versions == {("ns", "k1"): 5, ("ns", "o1"): 6}
+    assert store.put(dep("k1", "7"))["metadata"]["resourceVersion"] == "5", "the copy it replaces"
+    share = {"a"}
+    leaving = informer.Store(lambda o: o["metadata"]["name"] in share)
+    leaving.put(dep("a", "1"))
+    share.clear()
+    gone = leaving.put(dep("a", "2"))
+    assert gone is not None and gone["metadata"]["resourceVersion"] == "1" and not leaving.holds(("ns", "a"))
+    assert leaving._versions == {("ns", "a"): 2}
+    plain = informer.Store()
+    plain.put(dep("o1", "3"))
+    assert plain.holds(("ns", "o1")) and plain._versions == {}, "without a share: every object, no versions"
+
+
+def test_a_removed_object_is_forgotten_so_a_later_fill_cannot_bring_it_back() -> None:
+    store = informer.Store(kept)
+    store.put(dep("k1", "5"))
+    store.put(dep("o1", "6"))
+    assert store.remove(("ns", "k1"))["metadata"]["resourceVersion"] == "5"  # type: ignore[index]
+    assert store.remove(("ns", "o1")) is None
+    assert store._versions == {}
+    assert store.fill([dep("k1", "5"), dep("k2", "6")]) == ([], []), "deleted since the LIST, or not seen yet"
+
+
+def test_prune_drops_what_the_share_no_longer_keeps_and_counts_it() -> None:
+    share = {"a", "b", "c"}
+    store = informer.Store(lambda o: o["metadata"]["name"] in share)
+    for n, name in enumerate("abc"):
+        store.put(dep(name, str(n + 1)))
+    share.difference_update({"a", "c"})
+    assert store.prune() == 2 and store.keys() == [("ns", "b")]
+    assert store._versions == {("ns", "a"): 1, ("ns", "b"): 2, ("ns", "c"): 3}, "the versions stay"
+    plain = informer.Store()
+    plain.put(dep("a", "1"))
+    assert plain.prune() == 0 and plain.holds(("ns", "a"))
+
+
+def test_fill_stores_the_newly_kept_objects_no_older_than_the_watch_saw() -> None:
+    """fill: held already, never seen (its ADDED is coming), a LIST's outside marker, or not kept: skipped.
+    Older than the version the watch delivered: read again (stale). The same or newer, or a version
+    that is no number: stored, and its version remembered."""
+    share: set[str] = set()
+    store = informer.Store(lambda o: o["metadata"]["name"] in share)
+    for name, rv in (("held", "1"), ("old", "9"), ("same", "4"), ("newer", "4"), ("odd", "4"), ("later", "5"), ("out", "2")):
+        store.put(dep(name, rv))
+    share.update({"held", "old", "same", "newer", "odd", "later", "unseen"})
+    store.put(dep("held", "2"))
+    odd = dep("odd", "x")
+    marker = {informer.OUTSIDE: True, "metadata": {"name": "later", "namespace": "ns", "resourceVersion": "5"}}
+    added, stale = store.fill([dep("held", "1"), dep("unseen", "3"), marker, dep("out", "2"), dep("old", "8"),
+                               dep("same", "4"), dep("newer", "6"), odd])
+    assert [o["metadata"]["name"] for o in added] == ["same", "newer", "odd"] and stale == [("ns", "old")]
+    assert store.get(("ns", "held"))["metadata"]["resourceVersion"] == "2"  # type: ignore[index]
+    assert sorted(store.keys()) == [("ns", n) for n in ("held", "newer", "odd", "same")]
+    assert store._versions[("ns", "newer")] == 6 and store._versions[("ns", "odd")] is None and store._versions[("ns", "old")] == 9
+    store.put(dep("k9", "x"))  # outside the share, with a version that is no number: never stale
+    share.add("k9")
+    assert store.fill([dep("k9", "3")])[0] == [dep("k9", "3")]
+
+
+def test_our_own_write_through_records_its_version_in_and_out_of_the_share() -> None:
+    share = {"k1"}
+    store = informer.Store(lambda o: o["metadata"]["name"] in share)
+    assert store.put_if_newer(dep("k1", "5")) and store._versions == {("ns", "k1"): 5}
+    assert not store.put_if_newer(dep("o1", "7")) and store._versions[("ns", "o1")] == 7 and not store.holds(("ns", "o1"))
+    share.add("o1")
+    assert store.fill([dep("o1", "6")]) == ([], [("ns", "o1")]), "a LIST older than our own write is read again"
+
+
+def test_replace_with_a_share_stores_its_objects_and_remembers_every_version() -> None:
+    store = informer.Store(kept)
+    marker = {informer.OUTSIDE: True, "metadata": {"name": "o2", "namespace": "ns", "resourceVersion": "4"}}
+    moved = {informer.OUTSIDE: True, "metadata": {"name": "k5", "namespace": "ns", "resourceVersion": "6"}}  # kept since its LIST
+    events = store.replace([dep("k1", "3"), dep("o1", "5"), marker, moved])
+    assert [(t, o["metadata"]["name"]) for t, o, _ in events] == [("ADDED", "k1")]
+    assert store.keys() == [("ns", "k1")] and store._versions == {("ns", "k1"): 3, ("ns", "o1"): 5, ("ns", "o2"): 4, ("ns", "k5"): 6}
+    assert store.fill([dep("o1", "4")]) == ([], []), "o1 is not kept"
+
+
+def test_an_informer_with_a_share_lists_only_versions_outside_it(monkeypatch) -> None:
+    r = Run(monkeypatch, [], keep=kept)
+    assert r.inf.store.keep is kept
+    full = dep("o1", "5")
+    full["metadata"].update({"uid": "u", "labels": {"a": "b"}})
+    assert r.inf._initial(full) == {informer.OUTSIDE: True, "metadata": {"name": "o1", "namespace": "ns", "resourceVersion": "5"}}
+    assert r.inf._initial({"metadata": {"name": "o2"}}) == {informer.OUTSIDE: True, "metadata": {"name": "o2"}}
+    inside = dep("k1", "6")
+    inside["metadata"]["uid"] = "u"
+    assert r.inf._initial(inside) == inside
+    plain = Run(monkeypatch, [])
+    assert plain.inf._initial(full) == full and plain.inf.store.keep is None
+
+
+def test_a_list_whose_pages_carry_no_version_leaves_the_informer_without_one(monkeypatch) -> None:
+    r = Run(monkeypatch, [("list", [page(None, dep("a", "1")), page(None)])], streaming_list=False)
+    r.inf._list()
+    assert r.inf.resource_version is None and r.inf.synced.is_set()
+    r = Run(monkeypatch, [("list", [])], streaming_list=False)
+    r.inf._list()
+    assert r.inf.resource_version is None, "no page at all: no version either"
+
+
+def test_the_watch_tells_of_an_object_of_the_share_or_one_leaving_it_only(monkeypatch) -> None:
+    """With a share, an event of an object neither kept nor held before is news to nobody; one that
+    leaves the share (held before) is told with its old copy; one of the share is told."""
+    share = {"k1", "k2", "k3"}
+    r = Run(monkeypatch, [("list", [page("1", dep("k1", "1"), dep("k2", "1"))]),
+                          ("watch", [ev("MODIFIED", dep("o1", "2")), ev("MODIFIED", dep("k1", "3")), ev("MODIFIED", dep("k2", "4")),
+                                     ev("ADDED", dep("k3", "5"))])],
+            streaming_list=False, keep=lambda o: o["metadata"]["name"] in share)
+    original = r.inf.store.put
+
+    def put(obj: dict[str, Any]) -> Any:
+        if obj["metadata"]["name"] == "k2" and obj["metadata"]["resourceVersion"] == "4":
+            share.discard("k2")  # the share moved before this event
+        return original(obj)
+
+    r.inf.store.put = put  # type: ignore[method-assign]
+    r.run()
+    assert [(e[1], e[2], e[3]) for e in r.events] == [("ADDED", "k1", None), ("ADDED", "k2", None), ("MODIFIED", "k1", "1"),
+                                                      ("MODIFIED", "k2", "1"), ("ADDED", "k3", None)]
+    assert not r.inf.store.holds(("ns", "k2")) and r.inf.store.holds(("ns", "k3"))
+
+
+class Refill(FakeAPI):
+    """A FakeAPI that answers the GETs of ``refill`` from ``gets`` (name -> object or APIError)."""
+
+    def __init__(self, script: list[tuple[str, Any]], clock: SimpleNamespace, gets: dict[str, Any]) -> None:
+        super().__init__(script, clock)
+        self.gets = gets
+
+    def request(self, method: str, path: str, accept: str | None = None, **_: Any) -> dict[str, Any]:
+        self.calls.append((method, path, None, None, accept))
+        answer = self.gets[path.rsplit("/", 1)[1]]
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+
+@pytest.mark.parametrize("emit", [True, False, None])
+def test_refill_lists_stores_the_newly_kept_reads_the_stale_again_and_tells_of_each(monkeypatch, emit) -> None:
+    """A GET answered 404 (deleted since) is skipped and the next stale one is still read; by default
+    the handler hears of each object added."""
+    share = {"k1"}
+    r = Run(monkeypatch, [], streaming_list=False, keep=lambda o: o["metadata"]["name"] in share)
+    r.inf.api = Refill([("list", [page("20", dep("k1", "1"), dep("k2", "5"), dep("k3", "5"), dep("k4", "5"))])], r.clock,
+                       {"k4": dep("k4", "8"), "k3": APIError(404, "gone")})
+    for name, rv in (("k1", "1"), ("k2", "5"), ("k3", "7"), ("k4", "7")):
+        r.inf.store.put(dep(name, rv))
+    share.update({"k2", "k3", "k4"})
+    assert (r.inf.refill() if emit is None else r.inf.refill(emit=emit)) == 2
+    assert [c[:2] for c in r.inf.api.calls] == [("list", "/apis/apps/v1/namespaces/ns/deployments"),
+                                                ("GET", "/apis/apps/v1/namespaces/ns/deployments/k3"),
+                                                ("GET", "/apis/apps/v1/namespaces/ns/deployments/k4")]
+    assert [c[4] for c in r.inf.api.calls] == [None, None, None], "whole Deployments"
+    assert r.inf.store.get(("ns", "k4"))["metadata"]["resourceVersion"] == "8"  # type: ignore[index]
+    assert not r.inf.store.holds(("ns", "k3"))
+    assert [(e[1], e[2], e[4]) for e in r.events] == ([] if emit is False else [("ADDED", "k2", 1000.0), ("ADDED", "k4", 1000.0)])
+
+
+def test_refill_gives_up_on_a_get_the_server_refuses_and_reads_metadata_for_a_metadata_only_kind(monkeypatch) -> None:
+    pod = {"metadata": {"name": "k1", "namespace": "ns", "resourceVersion": "9", "uid": "u"}, "spec": {"x": 1}}
+    r = Run(monkeypatch, [], kind=PODS, streaming_list=False, keep=kept)
+    r.inf.api = Refill([("list", [page("20", {"metadata": {"name": "k1", "namespace": "ns", "resourceVersion": "5"}})])], r.clock,
+                       {"k1": pod})
+    r.inf.store._versions[("ns", "k1")] = 7
+    assert r.inf.refill() == 1
+    assert r.inf.api.calls[1][4] == METADATA_WATCH and r.inf.store.get(("ns", "k1")) == {"metadata": {k: pod["metadata"][k] for k in
+                                                                                                         ("name", "namespace", "uid", "resourceVersion")}}
+    r = Run(monkeypatch, [], streaming_list=False, keep=kept)
+    r.inf.api = Refill([("list", [page("20", dep("k1", "5"))])], r.clock, {"k1": APIError(500, "etcd")})
+    r.inf.store._versions[("ns", "k1")] = 7
+    with pytest.raises(APIError):
+        r.inf.refill()
