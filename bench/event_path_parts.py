@@ -20,6 +20,7 @@ measures that from the audit log.
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import subprocess
 import threading
@@ -121,14 +122,25 @@ def main() -> None:
     api.request = traced_request  # type: ignore[method-assign]
     reconciler.desired_for = timed("desired", reconciler.desired_for)  # type: ignore[method-assign]
     plan.compare = timed("compare", plan.compare)
+    pauses: list[tuple[int, float]] = []  # (generation, seconds) of each garbage collection while measuring
+    began: list[float] = []
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            began[:] = [time.monotonic()]
+        elif began:
+            pauses.append((info["generation"], time.monotonic() - began[0]))
+
     thread = threading.Thread(target=controller.run, daemon=True)
     thread.start()
     time.sleep(5)
     samples.clear()
+    gc.callbacks.append(on_gc)
     for n in range(args.scales):
         k("scale", "deployment", f"c{n % 20}", "-n", ns, "--replicas=7")
         time.sleep(0.3)
     time.sleep(1)
+    gc.callbacks.remove(on_gc)
     controller.stop.set()
     thread.join(10)
     k("delete", "namespace", ns, "--wait=false")
@@ -147,6 +159,10 @@ def main() -> None:
     line("  of which desired", [s.get("desired", 0.0) for s in samples])
     line("  of which compare", [s.get("compare", 0.0) for s in samples])
     line("apply round trip", [s["answered"] - s["sent"] for s in samples])
+    for generation in (0, 1, 2):
+        times = [t for g, t in pauses if g == generation]
+        if times:
+            print(f"garbage collections of generation {generation}: {len(times)}, longest {max(times) * 1000:.2f} ms")
     print(f"reproduce: python bench/event_path_parts.py --kubeconfig {args.kubeconfig} --kubectl {args.kubectl} --scales {args.scales}")
 
 
