@@ -456,7 +456,8 @@ def test_only_the_shared_subtrees_enter_the_shared_table_and_odd_shapes_keep_the
     """A Deployment adds its pod spec and its managers' f:spec to the table, nothing else; a value at a
     path that leads towards a shared subtree (a list or a number where a map is usual) is kept as it is."""
     monkeypatch.setattr(informer, "_SHARED", {})
-    obj = {"metadata": {"name": "a", "labels": {"app": "a"}, "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]},
+    managed = [{"manager": "m", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]
+    obj = {"metadata": {"name": "a", "labels": {"app": "a"}, "managedFields": managed},
            "spec": {"replicas": 2, "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c"}]}}},
            "status": {"conditions": [{"type": "Available"}]}}
     assert compact(obj) == obj
@@ -658,8 +659,8 @@ def test_refill_gives_up_on_a_get_the_server_refuses_and_reads_metadata_for_a_me
                        {"k1": pod})
     r.inf.store._versions[("ns", "k1")] = 7
     assert r.inf.refill() == 1
-    assert r.inf.api.calls[1][4] == METADATA_WATCH and r.inf.store.get(("ns", "k1")) == {"metadata": {k: pod["metadata"][k] for k in
-                                                                                                         ("name", "namespace", "uid", "resourceVersion")}}
+    slimmed = {"metadata": {k: pod["metadata"][k] for k in ("name", "namespace", "uid", "resourceVersion")}}
+    assert r.inf.api.calls[1][4] == METADATA_WATCH and r.inf.store.get(("ns", "k1")) == slimmed
     r = Run(monkeypatch, [], streaming_list=False, keep=kept)
     r.inf.api = Refill([("list", [page("20", dep("k1", "5"))])], r.clock, {"k1": APIError(500, "etcd")})
     r.inf.store._versions[("ns", "k1")] = 7

@@ -176,6 +176,15 @@ def waiting(q: WorkQueue, threads: int, bound: float = 5.0) -> None:
         time.sleep(0.005)
 
 
+def worker_after(q: WorkQueue, waiters: int) -> tuple[threading.Thread, list[object]]:
+    """A worker blocked in ``get`` behind ``waiters`` threads that waited before it; what it got."""
+    got: list[object] = []
+    worker = threading.Thread(target=lambda: got.append(q.get()), daemon=True)
+    worker.start()
+    waiting(q, waiters + 1)
+    return worker, got
+
+
 @pytest.mark.parametrize("first_waiter", ["the delay thread", "wait_idle"])
 def test_an_added_key_wakes_a_worker_whichever_thread_has_waited_longest(first_waiter) -> None:
     """A lost wake-up: ``notify`` wakes the longest waiter. When the delay thread (after any delayed
@@ -192,10 +201,7 @@ def test_an_added_key_wakes_a_worker_whichever_thread_has_waited_longest(first_w
         assert q.get(timeout=5) is not None  # processed, so wait_idle waits for its done
         threading.Thread(target=q.wait_idle, daemon=True).start()
         waiting(q, 1)
-    got: list[object] = []
-    worker = threading.Thread(target=lambda: got.append(q.get()), daemon=True)
-    worker.start()
-    waiting(q, 2)
+    worker, got = worker_after(q, 1)
     q.add("drifted")
     worker.join(5)
     assert got and got[0][0] == "drifted", "the worker slept on with a key queued"  # type: ignore[index]
@@ -211,10 +217,7 @@ def test_a_key_queued_again_by_done_wakes_a_worker_while_wait_idle_waits() -> No
     assert q.get(timeout=5)[0] == "b"  # type: ignore[index]
     threading.Thread(target=q.wait_idle, daemon=True).start()
     waiting(q, 1)
-    got: list[object] = []
-    worker = threading.Thread(target=lambda: got.append(q.get()), daemon=True)
-    worker.start()
-    waiting(q, 2)
+    worker, got = worker_after(q, 1)
     q.add("a")  # while it is processed: it waits in dirty
     q.done("a")  # queued again; "b" is still processed, so wait_idle has nothing to wake for
     worker.join(5)
