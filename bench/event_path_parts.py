@@ -12,15 +12,23 @@ reconciles that corrected the drift, the medians and maxima of:
 - apply round trip: the apply request until its answer.
 
 The latency the API server sees adds the watch's delivery and the HTTP send; bench/latency_interleaved.py
-measures that from the audit log.
+measures that from the audit log. With ``--audit-log`` (the kit started with audit logging, as below)
+each correction's latency by the audit log (kubectl's scale received -> our apply received) is split
+into the watch's delivery (scale received -> our watch line decoded), our process (-> apply sent) and
+the send (-> apply received), and the slowest rounds are printed with their three parts.
 
     ~/.realk8s/start.sh && python bench/event_path_parts.py --kubeconfig ~/.realk8s/kubeconfig --kubectl ~/.realk8s/bin/kubectl
+    EXTRA_KAS_ARGS="--audit-policy-file=../shared/realk8s/peers/audit-policy.yaml --audit-log-path=/tmp/parts-audit.log \
+      --audit-log-mode=blocking" ~/.realk8s/start.sh && python bench/event_path_parts.py --kubeconfig ~/.realk8s/kubeconfig \
+      --kubectl ~/.realk8s/bin/kubectl --audit-log /tmp/parts-audit.log
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import gc
+import json
 import statistics
 import subprocess
 import threading
@@ -43,7 +51,9 @@ def main() -> None:
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--kubectl", default="kubectl")
     parser.add_argument("--scales", type=int, default=40)
+    parser.add_argument("--audit-log", type=Path, help="the kit's audit log (see above): split the latency it shows")
     args = parser.parse_args()
+    wall = time.time() - time.monotonic()  # monotonic -> wall clock, to meet the audit log's timestamps
 
     def k(*argv: str, stdin: str | None = None) -> None:
         subprocess.run([args.kubectl, "--kubeconfig", args.kubeconfig, *argv], input=stdin, text=True, check=True, capture_output=True)
@@ -96,7 +106,7 @@ def main() -> None:
         informer.handler = traced_handler(informer.handler)
 
     def traced(key, arrived):
-        current.stamp = {"event": arrived, "worker": time.monotonic()}
+        current.stamp = {"event": arrived, "worker": time.monotonic(), "name": key[1]}
         if arrived in handler_at and arrived in queued_at:
             current.stamp["handler"], current.stamp["queued"] = handler_at[arrived], queued_at[arrived]
         try:
@@ -163,7 +173,36 @@ def main() -> None:
         times = [t for g, t in pauses if g == generation]
         if times:
             print(f"garbage collections of generation {generation}: {len(times)}, longest {max(times) * 1000:.2f} ms")
+    if args.audit_log:
+        audit_split(args.audit_log, ns, samples, wall)
     print(f"reproduce: python bench/event_path_parts.py --kubeconfig {args.kubeconfig} --kubectl {args.kubectl} --scales {args.scales}")
+
+
+def audit_split(log: Path, ns: str, samples: list[dict], wall: float) -> None:
+    """Each correction's latency by the audit log, in three parts: the watch's delivery, our process, the send."""
+    def ts(e: dict) -> float:
+        return datetime.datetime.fromisoformat(e["requestReceivedTimestamp"].replace("Z", "+00:00")).timestamp()
+
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    writes = sorted((e for e in events if e.get("stage") == "ResponseComplete" and (e.get("objectRef") or {}).get("namespace") == ns
+                     and (e.get("objectRef") or {}).get("resource") == "deployments" and e.get("verb") == "patch"), key=ts)
+    rounds = []
+    for n, e in enumerate(writes):
+        if not (e.get("userAgent", "").startswith("kubectl") and e["objectRef"].get("subresource") == "scale"):
+            continue
+        name, t0 = e["objectRef"]["name"], ts(e)
+        fix = next((f for f in writes[n + 1:] if f["objectRef"]["name"] == name and not f.get("userAgent", "").startswith("kubectl")), None)
+        mine = next((s for s in samples if s["name"] == name and t0 <= s["event"] + wall and fix and s["sent"] + wall <= ts(fix)), None)
+        if fix and mine:
+            rounds.append({"total": ts(fix) - t0, "delivery": mine["event"] + wall - t0, "process": mine["sent"] - mine["event"],
+                           "send": ts(fix) - (mine["sent"] + wall)})
+    print(f"by the audit log, {len(rounds)} corrections matched:")
+    for part in ("total", "delivery", "process", "send"):
+        values = sorted(r[part] * 1000 for r in rounds)
+        print(f"  {part:10s} median {statistics.median(values):6.2f} ms   max {values[-1]:6.2f} ms")
+    print("  the slowest five (total = delivery + process + send, ms):")
+    for r in sorted(rounds, key=lambda r: -r["total"])[:5]:
+        print(f"    {r['total'] * 1000:6.2f} = {r['delivery'] * 1000:6.2f} + {r['process'] * 1000:6.2f} + {r['send'] * 1000:6.2f}")
 
 
 if __name__ == "__main__":
