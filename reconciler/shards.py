@@ -106,7 +106,9 @@ class ShardRing:
     def __init__(self, api: KubeAPI, namespace: str, identity: str, ring: str = DEFAULT_RING, duration: int = 15,
                  renew_deadline: float = 10.0, retry_period: float = 2.0, monotonic: Callable[[], float] = time.monotonic,
                  clock: Callable[[], dt.datetime] | None = None) -> None:
-        assert renew_deadline < duration, "a member must stop writing before the others may take its share"
+        if renew_deadline >= duration:
+            raise ValueError(f"renew deadline {renew_deadline}s is not below the lease duration {duration}s: "
+                             "a member must stop writing before the others may take its share")
         self.api, self.namespace, self.identity, self.ring = api, namespace, identity, ring
         self.duration, self.renew_deadline, self.retry_period = duration, renew_deadline, retry_period
         self.monotonic = monotonic
@@ -311,8 +313,7 @@ class ShardRing:
                 continue
             log.warning("shard member %s did not renew for %ss: taking over its share", peer.token, self.duration)
             try:
-                self.api.request("DELETE", path, body={"preconditions": {"resourceVersion": fresh["metadata"]["resourceVersion"]}},
-                                 verb="delete")
+                self.api.request("DELETE", path, body={"preconditions": {"resourceVersion": fresh["metadata"]["resourceVersion"]}})
             except APIError as exc:
                 if exc.status not in (404, 409):
                     log.warning("cannot delete the expired shard Lease %s: %s", name, exc)
