@@ -13,6 +13,7 @@ Ours is ``pipeline.process`` over the same text, the code every front end runs.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import tempfile
@@ -112,6 +113,30 @@ def server_verdict(text: str, kubeconfig: str, verb: str = "create", timeout: fl
         args = [kubectl(), "--kubeconfig", kubeconfig, verb, "--dry-run=server", "--validate=strict", "-f", f.name]
         done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
     return parse_kubectl(done.returncode, done.stdout, done.stderr.replace(f.name, "FILE"))
+
+
+def pruned_nulls(text: str) -> str | None:
+    """The documents as ``kubectl apply`` (client-side) creates them: every map entry whose value is
+    null removed, at any depth, inside lists too (a null list item stays). kubectl does so "to match
+    what will happen when client-side applying an update": kubernetes v1.36.2
+    staging/src/k8s.io/kubectl/pkg/cmd/apply/apply.go lines 691-695 (``pruneNullsFromMap`` before
+    ``helper.Create``) and 782-803, as vendored by openshift/microshift at
+    8e16b12fda5b1dccc41a6de48b3e356cc7d5048b. ``kubectl create`` and server-side apply send the nulls,
+    and a null unknown field is refused there. None when the text is no YAML that PyYAML reads."""
+    import yaml
+
+    def prune(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: prune(v) for k, v in value.items() if v is not None}
+        if isinstance(value, list):
+            return [prune(v) for v in value]
+        return value
+
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError:
+        return None
+    return "".join(f"---\n{json.dumps(prune(d), default=str)}\n" for d in documents)
 
 
 def our_verdict(text: str, validator: Validator) -> Verdict:

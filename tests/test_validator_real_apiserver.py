@@ -9,7 +9,9 @@ tests/cr_texts.py, compares
 - the exit code of ``memcached-gitops validate FILE`` with kubectl's, and its error lines
   (``FILE:LINE:COL: ...``, one line each, no traceback);
 - ``kubectl apply --dry-run=server --validate=strict`` (the README's command) with ``create``: they
-  differ only where kubectl apply refuses a ``generateName`` on the client.
+  differ only where kubectl apply refuses a ``generateName`` on the client, and where it drops the
+  null values before it creates (``differential.pruned_nulls``: a null unknown field is refused by
+  ``create`` and by server-side apply, and passes client-side apply).
 
 Reproducible and bounded: ``pytest --hypothesis-seed=N``; MEMCACHED_GITOPS_E2E_EXAMPLES examples
 (default 30); kubectl from MEMCACHED_GITOPS_E2E_KUBECTL or ~/.realk8s/bin/kubectl. Thousands of
@@ -26,11 +28,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from memcached_gitops.schemas import Validator, load_crd
 
 from .cr_texts import cr_texts
-from .differential import compare, count_documents, deliberate_difference, our_verdict, prepare_cluster, server_verdict
+from .differential import compare, count_documents, deliberate_difference, our_verdict, prepare_cluster, pruned_nulls, server_verdict
 
 KUBECONFIG = os.environ.get("MEMCACHED_GITOPS_E2E_KUBECONFIG")
 EXAMPLES = int(os.environ.get("MEMCACHED_GITOPS_E2E_EXAMPLES") or 30)
@@ -81,8 +83,18 @@ def test_the_cli_exit_code_agrees_and_errors_are_located(validator: Validator, t
 
 @SLOW
 @given(text=cr_texts())
-def test_kubectl_apply_differs_from_create_only_on_generate_name(text: str) -> None:
+@example(text="{apiVersion: cache.example.com/v1alpha1, kind: Memcached, metadata: {name: m, namespace: default}, "
+              "spec: {containerPort: &v ~, replicas: 1, replicas: *v}, status: ~}\n")
+@example(text="{apiVersion: cache.example.com/v1alpha1, kind: Memcached, metadata: {name: m, namespace: default}, "
+              "spec: {size: 1, image: ~}}\n")
+def test_kubectl_apply_differs_from_create_only_on_generate_name_and_null_values(text: str) -> None:
     assert KUBECONFIG
     created, applied = server_verdict(text, KUBECONFIG), server_verdict(text, KUBECONFIG, "apply")
-    if created.accepted != applied.accepted:
-        assert created.accepted and "cannot use generate name with apply" in applied.text, applied.text
+    if created.accepted == applied.accepted:
+        return
+    if "cannot use generate name with apply" in applied.text:
+        assert created.accepted, applied.text
+        return
+    pruned = pruned_nulls(text)  # kubectl apply creates the object without its null values
+    assert pruned is not None, f"{applied.text}\n---\n{text}"
+    assert server_verdict(pruned, KUBECONFIG).accepted == applied.accepted, f"{created.text}\n{applied.text}\n---\n{text}"
