@@ -222,3 +222,70 @@ def test_a_key_queued_again_by_done_wakes_a_worker_while_wait_idle_waits() -> No
     q.done("a")  # queued again; "b" is still processed, so wait_idle has nothing to wake for
     worker.join(5)
     assert got and got[0][0] == "a"  # type: ignore[index]
+
+
+def test_a_wake_up_before_idle_does_not_give_wait_idle_its_whole_timeout_again() -> None:
+    """``wait_idle(timeout)`` ends at its deadline however often it is woken while keys are still
+    processed (here by ``shut_down``): the controller's shutdown bound is 30 s, not 30 s per wake-up."""
+    q = WorkQueue()
+    q.add("a")
+    q.get()
+    threading.Timer(0.3, q.shut_down).start()
+    start = time.monotonic()
+    assert q.wait_idle(timeout=0.6) is False
+    assert 0.6 <= time.monotonic() - start < 0.85
+
+
+def test_after_shut_down_done_queues_nothing_again_and_wait_idle_ends() -> None:
+    """A key added while a worker held it waits for ``done``; after ``shut_down`` that ``done``
+    queues nothing, and the worker's ``done`` is what ``wait_idle`` waits for."""
+    q = WorkQueue(clock=FakeClock())  # a frozen clock: only done's notify can end the wait
+    q.add("a")
+    key, _ = q.get()
+    q.add("a")  # again, while it is processed
+    q.shut_down()
+    result: list[bool] = []
+    waiter = threading.Thread(target=lambda: result.append(q.wait_idle(timeout=1000.0)), daemon=True)
+    waiter.start()
+    waiting(q, 1)
+    q.done(key)
+    waiter.join(5)
+    assert result == [True] and len(q) == 0 and q.get(timeout=0) is None
+
+
+def test_every_wait_idle_caller_wakes_when_the_last_key_is_done() -> None:
+    q = WorkQueue(clock=FakeClock())
+    q.add("a")
+    key, _ = q.get()
+    results: list[bool] = []
+    waiters = [threading.Thread(target=lambda: results.append(q.wait_idle(timeout=1000.0)), daemon=True) for _ in range(2)]
+    for w in waiters:
+        w.start()
+    waiting(q, 2)
+    q.done(key)
+    for w in waiters:
+        w.join(5)
+    assert results == [True, True]
+
+
+def test_failures_of_many_keys_are_spread_by_the_overall_bucket() -> None:
+    """Each key's own backoff starts at 5 ms, but the overall bucket (10 a second after a burst of
+    100) spreads many failing keys: the 101st comes due 0.1 s later, the 150th 5 s later."""
+    clock = FakeClock()
+    q = WorkQueue(clock=clock, delay_thread=False)
+    for n in range(150):
+        q.add_rate_limited(f"k{n}")
+    dues = sorted(due - clock.now for due, _, _ in q._delayed)
+    assert dues[99] == pytest.approx(0.005) and dues[100] == pytest.approx(0.1) and dues[149] == pytest.approx(5.0)
+
+
+def test_a_delayed_key_wakes_the_delay_thread_that_sleeps_with_nothing_to_wait_for() -> None:
+    """The delay thread, with nothing delayed, sleeps until told; ``add_after`` tells it."""
+    q = WorkQueue()
+    q.add_after("first", 0.001)
+    assert q.get(timeout=5) is not None
+    q.done("first")
+    waiting(q, 1)  # the delay thread waits, with no deadline
+    q.add_after("second", 0.05)
+    item = q.get(timeout=5)
+    assert item is not None and item[0] == "second"
