@@ -432,3 +432,22 @@ def test_run_calls_back_when_leadership_is_lost(server: FakeAPIServer) -> None:
     leader.elector.retry_period = 0.01
     leader.elector.run(stop, started, stop.set)  # stops itself once it has lost the lead
     assert not leader.elector.is_leader() and stop.is_set()
+
+
+def test_a_failed_renewal_that_returns_past_the_deadline_stops_leadership_in_that_step(server: FakeAPIServer) -> None:
+    """A try sent before the deadline that fails after it (here: sent at 9, a 500 at 11) ends
+    leadership when it returns: the deadline is read by the clock then, not at the send, so the
+    workers are told to stop at once and a later success is a new start."""
+    leader = Leader(server)
+    leader.step(0.0)
+    server.faults.append(Fault(method="PUT", path_contains="/leases/", status=500, times=1))
+
+    def two_seconds_in_flight() -> None:
+        leader.clocks.now += 2.0
+
+    leader.api.during_put = two_seconds_in_flight
+    wait = leader.step(9.0)
+    leader.api.during_put = None
+    assert leader.stopped == 1 and not leader.elector.is_leader() and wait >= 2.0
+    leader.step(13.0)
+    assert leader.started == 2 and leader.leading_at(13.0)
