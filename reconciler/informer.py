@@ -319,13 +319,18 @@ class Informer:
                 self._failures = 0
                 self._restarted("closed")  # closed at timeoutSeconds: resume at once
             except Expired:
-                log.info("%s: resourceVersion %s expired; listing again", self.kind.plural, self.resource_version)
-                self.resource_version = None
-                self._restarted("expired")
+                self._expired()
             except WatchSilent as exc:
                 log.warning("%s: the watch went silent (%s); reconnecting", self.kind.plural, exc)
                 self._restarted("silent")
             except (WatchDropped, APIError) as exc:
+                if isinstance(exc, APIError) and exc.status == 410 and self.resource_version is not None:
+                    # Gone as the WATCH's answer, not as an ERROR event in its stream (a watch served
+                    # without the watch cache): the version is expired, so LIST again, as client-go's
+                    # reflector does (isExpiredError). A LIST's 410 (its continue token expired) has no
+                    # version to forget: it is retried with backoff, from its first page.
+                    self._expired()
+                    continue
                 if isinstance(exc, APIError) and exc.status in (400, 404, 405, 406, 415, 422):
                     self.error = f"{self.kind.plural}: the API server refuses the request: {exc}"
                     log.error("%s", self.error)
@@ -338,6 +343,11 @@ class Informer:
                 self.resource_version = None
                 self._restarted("error")
                 self._backoff(exc)
+
+    def _expired(self) -> None:
+        log.info("%s: resourceVersion %s expired; listing again", self.kind.plural, self.resource_version)
+        self.resource_version = None
+        self._restarted("expired")
 
     def _restarted(self, reason: str) -> None:
         if self.metrics is not None and not self.stop.is_set():

@@ -666,3 +666,37 @@ def test_refill_gives_up_on_a_get_the_server_refuses_and_reads_metadata_for_a_me
     r.inf.store._versions[("ns", "k1")] = 7
     with pytest.raises(APIError):
         r.inf.refill()
+
+
+def test_a_watch_answered_410_lists_again_and_a_list_answered_410_is_retried_with_backoff(monkeypatch, caplog) -> None:
+    """Gone as the HTTP status of a WATCH (no watch cache) means the same as the ERROR event: the
+    version is expired, LIST again at once; retrying the WATCH from it would be refused for ever. A
+    LIST's 410 (an expired continue token) is retried from its first page, after a backoff."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    r = Run(monkeypatch, [("list", [page("288", dep("a", "280"))]), ("watch", [APIError(410, "too old resource version: 288")]),
+                          ("list", APIError(410, "the provided continue parameter is too old")), ("list", [page("355", dep("a", "342"))]),
+                          ("watch", [])], streaming_list=False)
+    r.run()
+    assert r.verbs() == ["list", "watch", "list", "list", "watch"] and r.api.calls[4][2]["resourceVersion"] == "355"
+    assert "deployments: resourceVersion 288 expired; listing again" in messages(caplog)
+    assert r.restarts("expired") == 1 and r.restarts("http-410") == 1 and r.waits == [0.2]
+
+
+def test_the_watch_is_timed_from_its_opening_not_from_the_list_before_it(monkeypatch) -> None:
+    """A stream that ends at once after a slow LIST is still a dropped stream (a backoff), not the
+    server's close at timeoutSeconds."""
+    def slow_list():
+        r.clock.now += 400.0
+        yield page("3")
+
+    r = Run(monkeypatch, [("list", slow_list()), ("watch", [])], watch_timeout=300, streaming_list=False)
+    r.run()
+    assert r.restarts("dropped") == 1 and r.restarts("closed") == 0 and len(r.waits) == 1
+
+
+def test_events_after_stop_are_neither_stored_nor_told(monkeypatch) -> None:
+    r = Run(monkeypatch, [("list", [page("1")]), ("watch", [ev("ADDED", dep("a", "2")), ev("ADDED", dep("b", "3"))])],
+            streaming_list=False)
+    r.inf.handler = lambda kind, type_, obj, old, arrived: r.events.append(obj["metadata"]["name"]) or r.inf.stop.set()
+    r.run()
+    assert r.events == ["a"] and r.inf.store.keys() == [("ns", "a")]
