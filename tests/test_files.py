@@ -235,3 +235,65 @@ def test_manifest_sources_sets_kustomization_files_apart(tree: Path) -> None:
     manifests, kustomize_files = manifest_sources([str(root), "-"])
     assert [s.name for s in manifests] == [str(root / "cr.yaml"), "-"]
     assert [s.name for s in kustomize_files] == [str(root / "kustomization.yaml"), str(root / "sub" / "kustomization.yml")]
+
+
+def test_a_root_reached_through_a_symlink_is_read_in_full(tree: Path) -> None:
+    """The root is resolved before its files are compared with it: ``manifests -> app`` (or macOS's
+    /tmp -> /private/tmp) is the root itself, not a place outside it."""
+    link = tree / "manifests"
+    link.symlink_to(tree / "app", target_is_directory=True)
+    assert [s.name for s in expand([str(link)])] == [str(link / "cr.yaml")]
+
+
+def test_the_files_of_a_root_come_sorted_by_path_whatever_the_walk_order(tree: Path) -> None:
+    root = tree / "app"
+    (root / "b").mkdir()
+    (root / "b" / "x.yaml").write_bytes(CR)
+    (root / "c.yaml").write_bytes(CR)
+    assert names(expand([str(root)]), root) == ["b/x.yaml", "c.yaml", "cr.yaml"]
+
+
+def test_a_file_swapped_after_it_was_opened_is_judged_by_what_was_opened(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The regular-file check reads the opened descriptor (fstat), never the path again: a FIFO
+    opened and then replaced by a regular file is still refused."""
+    from memcached_gitops import files
+
+    root = tree / "app"
+    os.mkfifo(root / "pipe.yaml")
+    real_open = os.open
+
+    def open_then_swap(path: str, flags: int, *args: object) -> int:
+        fd = real_open(path, flags, *args)
+        os.unlink(path)
+        Path(path).write_bytes(CR)
+        return fd
+
+    monkeypatch.setattr(files.os, "open", open_then_swap)
+    with pytest.raises(InputError, match=r"pipe\.yaml: not a regular file; not read"):
+        list(open_sources([Source(str(root / "pipe.yaml"), str(root / "pipe.yaml"), True)], InputBudget(100)))
+
+
+def test_opening_a_fifo_under_the_root_never_waits_for_a_writer(tree: Path) -> None:
+    """O_NONBLOCK: a FIFO is opened at once (and then refused), never left waiting for a writer;
+    without it the open blocks until one comes (this test then opens one, so it fails, not hangs)."""
+    import threading
+
+    root = tree / "app"
+    os.mkfifo(root / "fifo.yaml")
+    fifo = Source(str(root / "fifo.yaml"), str(root / "fifo.yaml"), True)
+    errors: list[str] = []
+
+    def read() -> None:
+        try:
+            list(open_sources([fifo], InputBudget(100)))
+        except InputError as exc:
+            errors.append(str(exc))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():
+        os.close(os.open(root / "fifo.yaml", os.O_WRONLY))  # lets the blocked open go on
+        reader.join(10)
+        pytest.fail("opening a FIFO waited for a writer")
+    assert errors and "not a regular file" in errors[0]
