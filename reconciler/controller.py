@@ -465,13 +465,17 @@ class Controller:
             if time.monotonic() >= next_resync:
                 next_resync = time.monotonic() + self.settings.resync
                 if self.leading.is_set():
-                    self.resyncs += 1
-                    keys = self.owned_keys()
-                    log.info("resync: queueing %d CRs", len(keys))
-                    for key in keys:
-                        self.queue.add(key)
+                    self._resync()
             self.stop.wait(min(1.0, max(0.0, next_resync - time.monotonic())))
         return self._shutdown(started, 0)
+
+    def _resync(self) -> None:
+        """Queue every CR this replica serves again: the safety net for an event that was missed."""
+        self.resyncs += 1
+        keys = self.owned_keys()
+        log.info("resync: queueing %d CRs", len(keys))
+        for key in keys:
+            self.queue.add(key)
 
     def _join_ring(self, started: float, timeout: float | None) -> bool:
         """Create our Lease, list the ring's, and start the Lease thread before the other caches sync,
