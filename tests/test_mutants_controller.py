@@ -1602,3 +1602,60 @@ def test_a_failed_list_of_the_grown_share_is_logged_with_the_servers_answer(capl
     with caplog.at_level(logging.INFO, logger=LOGGER):
         follow(c, [frozenset({"a"})], [informer], lambda: "5 added" in caplog.text)
     assert f"cannot list the Deployments of the grown share: {busy}; trying again" in caplog.messages
+
+
+def test_with_shards_a_resync_queues_this_replicas_share_only(caplog) -> None:
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    c, ring, _ = sharded()
+    store(c, "Memcached", *(cr(n) for n in NAMES))
+    joined(c, ring, "b")
+    queued(c)
+    c._resync()
+    mine = sorted(("default", n) for n in share("a"))
+    assert sorted(keys(c)) == mine and 0 < len(mine) < len(NAMES) and c.resyncs == 1
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("resync")] == [f"resync: queueing {len(mine)} CRs"]
+
+
+def test_keys_kept_for_the_acknowledgement_are_queued_only_while_they_are_still_ours() -> None:
+    """A key kept while the ring settled is queued at the acknowledgement if the share still holds
+    it; a key that went to another replica meanwhile is not (its owner serves it)."""
+    c, ring, _ = sharded()
+    store(c, "Memcached", *(cr(n) for n in NAMES))
+    joined(c, ring)
+    queued(c)
+    c._served = {("default", n) for n in NAMES}  # served already: the acknowledgement sweeps nothing new
+    c._waiting = {("default", n) for n in NAMES}  # every key's event came while the ring settled
+    c._on_event("Lease", "ADDED", peer_lease("b", ring.token, "b#0"), None, 2.0)  # b joins: the share shrinks
+    assert sorted(keys(c)) == sorted(("default", n) for n in share("a"))
+
+
+def test_shutdown_hands_out_no_queued_cr_after_the_stop() -> None:
+    """SIGTERM: the queue is shut before the wait for the CRs in flight, so a queued CR is not
+    started after the stop (the next replica or start serves it)."""
+    c = make(settings=Settings(workers=1))
+    ready(c)
+    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
+    inside, finished = threading.Event(), []
+
+    def slow(cr: dict[str, Any], *a: Any, **k: Any) -> CROutcome:
+        inside.set()
+        time.sleep(0.3)
+        finished.append(cr["metadata"]["name"])
+        return CROutcome("default", cr["metadata"]["name"], Action.UNCHANGED)
+
+    c.reconciler.reconcile_cr = Recorder(slow)  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"), cr("b"))
+    thread, result = start_run(c)
+    assert inside.wait(10)
+    assert stop_run(c, thread, result) == 0
+    assert len(finished) == 1, finished
+
+
+def test_the_autoscaler_of_a_deployment_is_the_first_by_name_of_many() -> None:
+    """Several HPAs on one Deployment (a mistake the once mode reports too): the first by name,
+    whatever order a set keeps them in. Five targets of 40 names each."""
+    c = make()
+    for target in "vwxyz":
+        for n in range(40):
+            c._on_event("HorizontalPodAutoscaler", "ADDED", hpa(f"h{n:02d}-{target}", target), None, 1.0)
+    assert [c.autoscaler_of(("default", t)) for t in "vwxyz"] == [f"h00-{t}" for t in "vwxyz"]
