@@ -923,9 +923,8 @@ def test_the_caches_get_the_whole_first_sync_timeout(monkeypatch) -> None:
     assert result == [2] and not c.metrics.ready
 
 
-def test_shutdown_finishes_the_current_cr(caplog) -> None:
-    """SIGTERM: the worker's current CR is finished before run returns."""
-    c = make(settings=Settings(workers=1))
+def slow_reconciles(c: Controller) -> tuple[threading.Event, list[str]]:
+    """One worker whose every reconcile takes 0.3 s: set when one has begun, the names finished."""
     ready(c)
     c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
     inside, finished = threading.Event(), []
@@ -934,9 +933,16 @@ def test_shutdown_finishes_the_current_cr(caplog) -> None:
         inside.set()
         time.sleep(0.3)
         finished.append(cr["metadata"]["name"])
-        return CROutcome("default", "a", Action.UNCHANGED)
+        return CROutcome("default", cr["metadata"]["name"], Action.UNCHANGED)
 
     c.reconciler.reconcile_cr = Recorder(slow)  # type: ignore[method-assign]
+    return inside, finished
+
+
+def test_shutdown_finishes_the_current_cr(caplog) -> None:
+    """SIGTERM: the worker's current CR is finished before run returns."""
+    c = make(settings=Settings(workers=1))
+    inside, finished = slow_reconciles(c)
     store(c, "Memcached", cr("a"))
     thread, result = start_run(c)
     assert inside.wait(10)
@@ -1633,17 +1639,7 @@ def test_shutdown_hands_out_no_queued_cr_after_the_stop() -> None:
     """SIGTERM: the queue is shut before the wait for the CRs in flight, so a queued CR is not
     started after the stop (the next replica or start serves it)."""
     c = make(settings=Settings(workers=1))
-    ready(c)
-    c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
-    inside, finished = threading.Event(), []
-
-    def slow(cr: dict[str, Any], *a: Any, **k: Any) -> CROutcome:
-        inside.set()
-        time.sleep(0.3)
-        finished.append(cr["metadata"]["name"])
-        return CROutcome("default", cr["metadata"]["name"], Action.UNCHANGED)
-
-    c.reconciler.reconcile_cr = Recorder(slow)  # type: ignore[method-assign]
+    inside, finished = slow_reconciles(c)
     store(c, "Memcached", cr("a"), cr("b"))
     thread, result = start_run(c)
     assert inside.wait(10)
