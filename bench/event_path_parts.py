@@ -29,6 +29,7 @@ import argparse
 import datetime
 import gc
 import json
+import logging
 import statistics
 import subprocess
 import threading
@@ -141,16 +142,32 @@ def main() -> None:
         elif began:
             pauses.append((info["generation"], time.monotonic() - began[0]))
 
+    class Connections(logging.Handler):
+        """urllib3's "Starting new HTTPS connection": a TLS handshake inside a request's send."""
+
+        def __init__(self) -> None:
+            super().__init__(logging.DEBUG)
+            self.opened = 0
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.opened += record.getMessage().startswith("Starting new")
+
+    connections = Connections()
+    pool_log = logging.getLogger("urllib3.connectionpool")
+
     thread = threading.Thread(target=controller.run, daemon=True)
     thread.start()
     time.sleep(5)
     samples.clear()
     gc.callbacks.append(on_gc)
+    pool_log.addHandler(connections)
+    pool_log.setLevel(logging.DEBUG)
     for n in range(args.scales):
         k("scale", "deployment", f"c{n % 20}", "-n", ns, "--replicas=7")
         time.sleep(0.3)
     time.sleep(1)
     gc.callbacks.remove(on_gc)
+    pool_log.removeHandler(connections)
     controller.stop.set()
     thread.join(10)
     k("delete", "namespace", ns, "--wait=false")
@@ -169,6 +186,7 @@ def main() -> None:
     line("  of which desired", [s.get("desired", 0.0) for s in samples])
     line("  of which compare", [s.get("compare", 0.0) for s in samples])
     line("apply round trip", [s["answered"] - s["sent"] for s in samples])
+    print(f"new connections opened while measuring: {connections.opened}")
     for generation in (0, 1, 2):
         times = [t for g, t in pauses if g == generation]
         if times:
