@@ -33,7 +33,7 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,8 +108,10 @@ def compact(value: Any, path: tuple[str, ...] = ()) -> Any:
             found = _SHARED.get(key)
             if found is not None:
                 return found
-        out = {sys.intern(k): compact(v, path + (k,)) if path + (k,) in _WITH_PATH else _intern(v)
-               for k, v in value.items()}
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            below = path + (k,)
+            out[sys.intern(k)] = compact(v, below) if below in _WITH_PATH else _intern(v)
         if key is not None and len(_SHARED) < _SHARED_MAX:
             _SHARED[key] = out
         return out
@@ -319,18 +321,13 @@ class Informer:
                 self._failures = 0
                 self._restarted("closed")  # closed at timeoutSeconds: resume at once
             except Expired:
-                self._expired()
+                log.info("%s: resourceVersion %s expired; listing again", self.kind.plural, self.resource_version)
+                self.resource_version = None
+                self._restarted("expired")
             except WatchSilent as exc:
                 log.warning("%s: the watch went silent (%s); reconnecting", self.kind.plural, exc)
                 self._restarted("silent")
             except (WatchDropped, APIError) as exc:
-                if isinstance(exc, APIError) and exc.status == 410 and self.resource_version is not None:
-                    # Gone as the WATCH's answer, not as an ERROR event in its stream (a watch served
-                    # without the watch cache): the version is expired, so LIST again, as client-go's
-                    # reflector does (isExpiredError). A LIST's 410 (its continue token expired) has no
-                    # version to forget: it is retried with backoff, from its first page.
-                    self._expired()
-                    continue
                 if isinstance(exc, APIError) and exc.status in (400, 404, 405, 406, 415, 422):
                     self.error = f"{self.kind.plural}: the API server refuses the request: {exc}"
                     log.error("%s", self.error)
@@ -343,11 +340,6 @@ class Informer:
                 self.resource_version = None
                 self._restarted("error")
                 self._backoff(exc)
-
-    def _expired(self) -> None:
-        log.info("%s: resourceVersion %s expired; listing again", self.kind.plural, self.resource_version)
-        self.resource_version = None
-        self._restarted("expired")
 
     def _restarted(self, reason: str) -> None:
         if self.metrics is not None and not self.stop.is_set():
@@ -451,8 +443,20 @@ class Informer:
             query["labelSelector"] = self.kind.selector
         return query
 
+    def _events(self) -> Iterator[tuple[dict[str, Any], float]]:
+        """The WATCH's events. Gone as the WATCH's answer (a watch served without the watch cache), not
+        as an ERROR event in its stream (transcript 32), is the same expiry: LIST again, as client-go's
+        reflector does on either (isExpiredError). A LIST's 410 (an expired continue token) is an
+        ordinary failure: retried with backoff, from its first page."""
+        try:
+            yield from self.api.watch(self.path, self._query(), self.silence_limit, self._accept())
+        except APIError as exc:
+            if exc.status == 410:
+                raise Expired(exc.message) from exc
+            raise
+
     def _watch(self) -> None:
-        for event, arrived in self.api.watch(self.path, self._query(), self.silence_limit, self._accept()):
+        for event, arrived in self._events():
             if self.stop.is_set():
                 return
             type_, obj = event.get("type", ""), event.get("object") or {}
