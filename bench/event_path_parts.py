@@ -26,7 +26,6 @@ the send (-> apply received), and the slowest rounds are printed with their thre
 from __future__ import annotations
 
 import argparse
-import datetime
 import gc
 import json
 import logging
@@ -193,27 +192,22 @@ def main() -> None:
             print(f"garbage collections of generation {generation}: {len(times)}, longest {max(times) * 1000:.2f} ms")
     if args.audit_log:
         audit_split(args.audit_log, ns, samples, wall)
-    print(f"reproduce: python bench/event_path_parts.py --kubeconfig {args.kubeconfig} --kubectl {args.kubectl} --scales {args.scales}")
+    audit = f" --audit-log {args.audit_log}" if args.audit_log else ""
+    print(f"reproduce: python bench/event_path_parts.py --kubeconfig {args.kubeconfig} --kubectl {args.kubectl} --scales {args.scales}{audit}")
 
 
 def audit_split(log: Path, ns: str, samples: list[dict], wall: float) -> None:
     """Each correction's latency by the audit log, in three parts: the watch's delivery, our process, the send."""
-    def ts(e: dict) -> float:
-        return datetime.datetime.fromisoformat(e["requestReceivedTimestamp"].replace("Z", "+00:00")).timestamp()
+    from latency_interleaved import corrections  # bench/, beside this script
 
     events = [json.loads(line) for line in log.read_text().splitlines()]
-    writes = sorted((e for e in events if e.get("stage") == "ResponseComplete" and (e.get("objectRef") or {}).get("namespace") == ns
-                     and (e.get("objectRef") or {}).get("resource") == "deployments" and e.get("verb") == "patch"), key=ts)
     rounds = []
-    for n, e in enumerate(writes):
-        if not (e.get("userAgent", "").startswith("kubectl") and e["objectRef"].get("subresource") == "scale"):
-            continue
-        name, t0 = e["objectRef"]["name"], ts(e)
-        fix = next((f for f in writes[n + 1:] if f["objectRef"]["name"] == name and not f.get("userAgent", "").startswith("kubectl")), None)
-        mine = next((s for s in samples if s["name"] == name and t0 <= s["event"] + wall and fix and s["sent"] + wall <= ts(fix)), None)
-        if fix and mine:
-            rounds.append({"total": ts(fix) - t0, "delivery": mine["event"] + wall - t0, "process": mine["sent"] - mine["event"],
-                           "send": ts(fix) - (mine["sent"] + wall)})
+    for name, scaled, fixed in corrections(events, ns):
+        mine = next((s for s in samples if s["name"] == name and scaled <= s["event"] + wall and fixed is not None
+                     and s["sent"] + wall <= fixed), None)
+        if mine is not None:
+            rounds.append({"total": fixed - scaled, "delivery": mine["event"] + wall - scaled, "process": mine["sent"] - mine["event"],
+                           "send": fixed - (mine["sent"] + wall)})
     print(f"by the audit log, {len(rounds)} corrections matched:")
     for part in ("total", "delivery", "process", "send"):
         values = sorted(r[part] * 1000 for r in rounds)

@@ -106,24 +106,30 @@ def main() -> None:
           f"--rounds {args.rounds}")
 
 
-def latencies(events: list[dict], ns: str) -> list[float]:
-    """Milliseconds from each kubectl scale to the next write to that Deployment by anyone else."""
-    def ts(s: str) -> float:
-        return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+def received(event: dict) -> float:
+    """An audit event's requestReceivedTimestamp, as seconds of the wall clock."""
+    return datetime.datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00")).timestamp()
 
+
+def corrections(events: list[dict], ns: str) -> list[tuple[str, float, float | None]]:
+    """(Deployment, kubectl's scale received, the next write to it by anyone else received, or None)."""
     writes = sorted((e for e in events if e.get("stage") == "ResponseComplete" and e.get("verb") in ("patch", "update", "create")
                      and (e.get("objectRef") or {}).get("resource") == "deployments" and (e.get("objectRef") or {}).get("namespace") == ns),
-                    key=lambda e: ts(e["requestReceivedTimestamp"]))
+                    key=received)
     out = []
     for n, e in enumerate(writes):
         ref = e["objectRef"]
         if not (e.get("userAgent", "").startswith("kubectl") and ref.get("subresource") == "scale"):
             continue
-        t0 = ts(e["requestReceivedTimestamp"])
         fix = next((f for f in writes[n + 1:] if f["objectRef"].get("name") == ref.get("name")
                     and not f.get("userAgent", "").startswith("kubectl")), None)
-        out.append((ts(fix["requestReceivedTimestamp"]) - t0) * 1000 if fix else float("inf"))
+        out.append((ref.get("name"), received(e), received(fix) if fix else None))
     return out
+
+
+def latencies(events: list[dict], ns: str) -> list[float]:
+    """Milliseconds from each kubectl scale to the next write to that Deployment by anyone else."""
+    return [(fixed - scaled) * 1000 if fixed is not None else float("inf") for _, scaled, fixed in corrections(events, ns)]
 
 
 if __name__ == "__main__":
