@@ -193,7 +193,8 @@ def main() -> None:
     if args.audit_log:
         audit_split(args.audit_log, ns, samples, wall)
     audit = f" --audit-log {args.audit_log}" if args.audit_log else ""
-    print(f"reproduce: python bench/event_path_parts.py --kubeconfig {args.kubeconfig} --kubectl {args.kubectl} --scales {args.scales}{audit}")
+    print(f"reproduce: python bench/event_path_parts.py --kubeconfig {args.kubeconfig} --kubectl {args.kubectl} "
+          f"--scales {args.scales}{audit}")
 
 
 def audit_split(log: Path, ns: str, samples: list[dict], wall: float) -> None:
