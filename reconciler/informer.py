@@ -62,15 +62,15 @@ class Kind:
     keep_managed_fields: bool = False
 
 
-def slim(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
-    """What the store keeps of an object, compacted (see ``compact``)."""
+def slim(kind: Kind, obj: dict[str, Any], like: Any = None) -> dict[str, Any]:
+    """What the store keeps of an object, compacted (see ``compact``; ``like``: the stored version)."""
     meta = obj.get("metadata") or {}
     if kind.metadata_only:
         keep = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences", "deletionTimestamp")
-        return compact({"metadata": {k: meta[k] for k in keep if k in meta}})
+        return compact({"metadata": {k: meta[k] for k in keep if k in meta}}, like=like)
     if not kind.keep_managed_fields and "managedFields" in meta:
         obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
-    return compact(obj)
+    return compact(obj, like=like)
 
 
 #: Subtrees that thousands of cached objects hold in identical copies: a Deployment's pod spec
@@ -93,14 +93,25 @@ _MANAGED_FIELDS = ("metadata", "managedFields")
 _WITH_PATH = _SHARED_AT | {(), ("spec",), ("spec", "template"), ("fieldsV1",), ("metadata",), _MANAGED_FIELDS}
 
 
-def compact(value: Any, path: tuple[str, ...] = ()) -> Any:
+def compact(value: Any, path: tuple[str, ...] = (), like: Any = None) -> Any:
     """A copy with interned keys and short strings (one string object for each label key, manager
     name or field name, not one per object), and the subtrees above shared between objects.
     At 10,000 Deployments this takes the cache from about 26 KiB to a few KiB per Deployment.
 
     It runs on every watch event before the event is handed on (a Deployment's drift waits for it),
-    so a subtree is looked up in the shared table before it is walked (its copy there is compacted
-    already): a pod spec or a manager's ``f:spec`` seen before is not walked again."""
+    so it walks as little as it can:
+
+    - ``like`` is the version the store holds (compacted already): a subtree equal to its
+      counterpart there is that counterpart, found by one comparison in C. A MODIFIED event
+      differs from the stored version in a few fields (a drift, a resourceVersion, a status), so
+      only the paths down to those are walked. Equal means equal as Python compares JSON values
+      (1 == 1.0 == true); the API server writes each path with one JSON type (a Deployment from Go
+      structs, a CR by its structural schema), so an equal subtree is the same JSON.
+    - a subtree that may be shared is looked up in the shared table by its JSON before it is
+      walked (its copy there is compacted already): a pod spec or a manager's ``f:spec`` seen
+      before is not walked again."""
+    if isinstance(value, (dict, list)) and like == value:
+        return like  # (a scalar is not taken from it: true == 1, and a string is interned anyway)
     if isinstance(value, dict):
         key = None
         if path in _SHARED_AT:
@@ -108,22 +119,26 @@ def compact(value: Any, path: tuple[str, ...] = ()) -> Any:
             found = _SHARED.get(key)
             if found is not None:
                 return found
+        before = like if isinstance(like, dict) else {}
         out: dict[str, Any] = {}
         for k, v in value.items():
             below = path + (k,)
-            out[sys.intern(k)] = compact(v, below) if below in _WITH_PATH else _intern(v)
+            out[sys.intern(k)] = compact(v, below, before.get(k)) if below in _WITH_PATH else _intern(v, before.get(k))
         if key is not None and len(_SHARED) < _SHARED_MAX:
             _SHARED[key] = out
         return out
     if isinstance(value, list):
-        if path == _MANAGED_FIELDS:
-            return [compact(v) for v in value]  # each entry from a root of its own
+        before = like if isinstance(like, list) else []
+        if path == _MANAGED_FIELDS:  # each entry from a root of its own, matched by its position
+            return [compact(v, (), before[n] if n < len(before) else None) for n, v in enumerate(value)]
         return [_intern(v) for v in value]
     return _intern(value)
 
 
-def _intern(value: Any) -> Any:
+def _intern(value: Any, like: Any = None) -> Any:
     """``compact`` away from the paths to a shared subtree: keys and short strings interned."""
+    if isinstance(value, (dict, list)) and like == value:
+        return like
     if isinstance(value, dict):
         return {sys.intern(k): _intern(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -472,7 +487,7 @@ class Informer:
             if type_ == "BOOKMARK":
                 self.resource_version = version or self.resource_version
                 continue
-            obj = slim(self.kind, obj)
+            obj = slim(self.kind, obj, self.store.get(key_of(obj)))
             if type_ == "DELETED":
                 old = self.store.remove(key_of(obj))
             else:

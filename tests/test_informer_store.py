@@ -105,7 +105,7 @@ def test_a_subtree_found_in_the_shared_table_is_not_walked_again(monkeypatch) ->
     first = informer.compact(deployment())
     walked: list[object] = []
     intern = informer._intern
-    monkeypatch.setattr(informer, "_intern", lambda value: walked.append(value) or intern(value))
+    monkeypatch.setattr(informer, "_intern", lambda value, like=None: walked.append(value) or intern(value))
     second = informer.compact(deployment())
     assert second == deployment() and second["spec"]["template"]["spec"] is first["spec"]["template"]["spec"]
     assert second["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"] is first["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]

@@ -477,9 +477,86 @@ def test_off_the_paths_to_shared_subtrees_whole_maps_are_interned_without_a_path
     compact(obj)
     walked: list[Any] = []
     intern = informer._intern
-    monkeypatch.setattr(informer, "_intern", lambda value: walked.append(value) or intern(value))
+    monkeypatch.setattr(informer, "_intern", lambda value, like=None: walked.append(value) or intern(value))
     compact(obj)
     assert walked == ["a", {"app": "a", "tier": "cache"}, "a", "cache", {"replicas": 1}, 1, 2], "each map, then (recursing) its values"
+
+
+def deployment_v(rv: str, replicas: int, image: str = "m:1", managers: tuple[str, ...] = ("memcached-gitops",)) -> dict[str, Any]:
+    """A fresh Deployment (no object shared with another call), as a MODIFIED event brings one."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "a", "namespace": "ns", "resourceVersion": rv, "labels": {"app": "a"},
+                         "managedFields": [{"manager": m, "operation": "Apply", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+                                           for m in managers]},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "a"}},
+                     "template": {"metadata": {"labels": {"app": "a"}},
+                                  "spec": {"containers": [{"name": "memcached", "image": image, "ports": [{"containerPort": 11211}]}]}}},
+            "status": {"replicas": replicas, "conditions": [{"type": "Available", "status": "True"}]}}
+
+
+def test_an_event_compacted_against_the_stored_version_keeps_its_unchanged_subtrees_and_takes_every_change(monkeypatch) -> None:
+    """``compact(..., like=stored)``: each subtree equal to its counterpart in the stored version is
+    that counterpart (one comparison, no walk), whatever differs is the event's value."""
+    monkeypatch.setattr(informer, "_SHARED", {})
+    stored = compact(deployment_v("1", 1))
+    new = deployment_v("2", 7)
+    out = compact(new, like=stored)
+    assert out == new
+    assert out["metadata"]["labels"] is stored["metadata"]["labels"], "an unchanged map off the shared paths"
+    assert out["spec"]["template"] is stored["spec"]["template"] and out["spec"]["selector"] is stored["spec"]["selector"]
+    assert out["metadata"]["managedFields"] is stored["metadata"]["managedFields"], "an unchanged list"
+    assert out["metadata"] is not stored["metadata"] and out["spec"] is not stored["spec"] and out["status"] is not stored["status"]
+    # a change deep in the pod spec: the event's value, the unchanged parts beside it still kept
+    changed = compact(deployment_v("3", 1, image="m:2"), like=stored)
+    assert changed["spec"]["template"]["spec"]["containers"][0]["image"] == "m:2"
+    assert changed["spec"]["template"]["metadata"] is stored["spec"]["template"]["metadata"]
+    assert changed["status"] is stored["status"] and changed == deployment_v("3", 1, image="m:2")
+    # a key gone, a key new, a map where a list was: nothing of the stored version is kept for them
+    odd = deployment_v("4", 1)
+    del odd["status"]
+    odd["spec"]["paused"] = True
+    odd["spec"]["selector"] = [{"app": "a"}]
+    assert compact(odd, like=stored) == odd
+    assert compact(deployment_v("5", 1), like={"metadata": [], "spec": 1}) == deployment_v("5", 1), "a stored version of another shape"
+
+
+def test_a_scalar_is_never_taken_from_the_stored_version() -> None:
+    """true == 1 == 1.0 in Python: a scalar taken from the stored version would keep its JSON type, so
+    each walked leaf is the event's. (A whole map or list equal to the stored one is kept: the API
+    server writes each path with one JSON type, see ``compact``.)"""
+    out = compact({"spec": {"replicas": 1, "paused": True, "x": "new"}, "status": 1.0},
+                  like={"spec": {"replicas": True, "paused": 1, "x": "old"}, "status": 1})
+    assert type(out["spec"]["replicas"]) is int and type(out["spec"]["paused"]) is bool and type(out["status"]) is float
+    assert type(compact(1, like=True)) is int and type(compact(True, like=1)) is bool
+
+
+def test_managed_fields_entries_are_matched_by_position_and_a_new_entry_is_compacted_alone(monkeypatch) -> None:
+    """kubectl scale adds its entry to managedFields: the entries before it are the stored ones, the new
+    one (past the stored list's end) is compacted without a counterpart."""
+    monkeypatch.setattr(informer, "_SHARED", {})
+    stored = compact(deployment_v("1", 1))
+    grown = deployment_v("2", 7, managers=("memcached-gitops", "kubectl"))
+    out = compact(grown, like=stored)
+    assert out == grown
+    assert out["metadata"]["managedFields"][0] is stored["metadata"]["managedFields"][0]
+    assert out["metadata"]["managedFields"][1]["manager"] == "kubectl"
+    shrunk = compact(deployment_v("3", 1, managers=()), like=out)
+    assert shrunk["metadata"]["managedFields"] == []
+
+
+def test_the_watch_compacts_an_event_against_the_version_it_replaces(monkeypatch) -> None:
+    """A MODIFIED event's unchanged subtrees are the stored object's (the handler and the store get them);
+    a DELETED event is compacted the same way and removes the object."""
+    monkeypatch.setattr(informer, "_SHARED", {})
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3", deployment_v("1", 1))]),
+                          ("watch", [ev("MODIFIED", deployment_v("2", 7)), ev("DELETED", deployment_v("3", 7))]), ("watch", [])])
+    seen: list[dict[str, Any]] = []
+    r.inf.handler = lambda kind, type_, obj, old, arrived: seen.append(obj)
+    r.run()
+    listed, modified, deleted = seen
+    assert modified == deployment_v("2", 7) and modified["spec"]["template"] is listed["spec"]["template"]
+    assert deleted == deployment_v("3", 7) and deleted["status"] is modified["status"]
+    assert r.inf.store.keys() == []
 
 
 # ---- with a share (reconcile --shards): the store keeps its objects, and of the others only the version
