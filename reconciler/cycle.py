@@ -271,13 +271,10 @@ class Reconciler:
             return result
         if drift:
             result.action = Action.CREATED if live is None else Action.ADOPTED if applied_by else Action.CORRECTED
-            summary = ("created the Deployment" if live is None else
-                       f"took over the Deployment {applied_by} created, in place, keeping its selector "
-                       f"{describe_selector(selector_of(desired))}" if inherited else
-                       f"took over the Deployment applied by {applied_by} (controller ownerReference added)" if applied_by else
-                       "corrected " + "; ".join(d.describe() for d in drift))[:2048]
-            log.info("%s/%s: %s", ns, name, summary)
-            if not self.options.dry_run:
+            if self.options.dry_run:
+                log.info("%s/%s: %s", ns, name, _summary(result.action, drift, desired, applied_by, inherited))
+            else:
+                # The apply goes first: the drift's latency is the time to it, and the log tells what was done.
                 path = object_path("apps", "v1", "deployments", ns, name)
                 try:
                     if live is not None and any(d.unwanted for d in drift):
@@ -286,15 +283,18 @@ class Reconciler:
                     live = self.api.apply(path, desired, self.options.field_manager)
                 except APIError as exc:
                     message = f"apply failed: {exc}"
+                    log.warning("%s/%s: %s (to do: %s)", ns, name, message, _summary(result.action, drift, desired, applied_by, inherited))
                     status(Observation(generation, size, live, pods, "ApplyFailed", message))
                     self.events.record(cr, "Warning", "ApplyFailed", message[:1024])
                     result.action, result.error = Action.FAILED, message
                     return result
                 result.deployment, result.applied_at = live, time.monotonic()
+                done = _summary(result.action, drift, desired, applied_by, inherited)
+                log.info("%s/%s: %s", ns, name, done)
                 reason = {Action.CREATED: "DeploymentCreated", Action.ADOPTED: "Adopted"}.get(result.action, "DriftCorrected")
                 corrections = _corrections(drift) if applied_by else []
                 details = "; corrected " + "; ".join(d.describe() for d in corrections) if corrections else ""
-                self.events.record(cr, "Normal", reason, (summary + details)[:1024])
+                self.events.record(cr, "Normal", reason, (done + details)[:1024])
         reason, message = (degraded(cr, drift if result.action == Action.CORRECTED else []) if degraded else None) or ("", "")
         overlap = self._overlap(cr, live, neighbours) if live is not None and neighbours is not None else ""
         if not self.options.dry_run:
@@ -402,6 +402,19 @@ class Reconciler:
                     log.error("%s/%s: the served CRD does not declare a status field we write: %s", ns, name, exc.message)
                 return None
             raise
+
+
+def _summary(action: Action, drift: list[Drift], desired: dict[str, Any], applied_by: str, inherited: bool) -> str:
+    """What an apply does, for the log and its Event: built after the apply is sent (or when it is
+    not: a dry run, a failure), because describing each drift takes time the correction would wait for."""
+    if action == Action.CREATED:
+        return "created the Deployment"
+    if inherited:
+        return (f"took over the Deployment {applied_by} created, in place, keeping its selector "
+                f"{describe_selector(selector_of(desired))}")[:2048]
+    if applied_by:
+        return f"took over the Deployment applied by {applied_by} (controller ownerReference added)"[:2048]
+    return ("corrected " + "; ".join(d.describe() for d in drift))[:2048]
 
 
 def _corrections(drift: list[Drift]) -> list[Drift]:

@@ -7,6 +7,7 @@ recorded kube-apiserver behaviour (tests/test_fake_apiserver_replay.py).
 from __future__ import annotations
 
 import json
+import logging
 import signal
 import subprocess
 import sys
@@ -375,3 +376,57 @@ def test_cli_interval_mode_stops_cleanly_on_sigterm(cluster: FakeAPIServer, tmp_
 def test_api_error_carries_status() -> None:
     err = APIError(409, "conflict", {"reason": "Conflict"})
     assert err.status == 409 and err.reason == "Conflict"
+
+
+# ---- what the log says of an apply, and when
+class _AtEmit(logging.Handler):
+    """Each reconciler log record with the number of Deployment applies the server had accepted when it was written."""
+
+    def __init__(self, api: FakeAPIServer) -> None:
+        super().__init__(logging.DEBUG)
+        self.api, self.seen = api, []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        applies = [r for r in self.api.log if r.method == "PATCH" and "/deployments/" in r.path
+                   and r.query.get("fieldManager") == "memcached-gitops" and 200 <= r.status < 300]
+        self.seen.append((record.levelname, record.getMessage(), len(applies)))
+
+
+@pytest.fixture
+def at_emit(cluster: FakeAPIServer):
+    handler = _AtEmit(cluster)
+    logger = logging.getLogger("memcached_gitops.reconciler")
+    logger.addHandler(handler)
+    level, disabled = logger.level, logger.disabled
+    logger.setLevel(logging.INFO)
+    logger.disabled = False
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+    logger.disabled = disabled
+
+
+def test_a_correction_is_logged_once_its_apply_is_answered_never_before(cluster: FakeAPIServer, at_emit: _AtEmit) -> None:
+    """The apply goes first (a drift's latency is the time to it) and the log tells what was done, not what
+    is about to be tried (reconciler/cycle.py _summary)."""
+    make_cr(cluster, "a", size=1)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    patch(cluster, DEP_PATH.format(ns="default", name="a") + "/scale", {"spec": {"replicas": 4}}, "application/merge-patch+json")
+    rec.run_cycle()
+    assert at_emit.seen == [("INFO", "default/a: created the Deployment", 1),
+                            ("INFO", "default/a: corrected .spec.replicas: live 4, desired 1 (set by kubectl (scale))", 2)]
+
+
+def test_a_failed_apply_is_a_warning_with_what_it_was_to_do_and_a_dry_run_says_what_it_would_do(
+        cluster: FakeAPIServer, at_emit: _AtEmit) -> None:
+    make_cr(cluster, "a", size=1)
+    cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=422, times=1))
+    [outcome] = reconciler_for(cluster).run_cycle().outcomes
+    assert outcome.action == "failed"
+    [(level, message, _)] = at_emit.seen
+    assert level == "WARNING" and message.startswith("default/a: apply failed: HTTP 422")
+    assert message.endswith("(to do: created the Deployment)")
+    at_emit.seen.clear()
+    [outcome] = reconciler_for(cluster, dry_run=True).run_cycle().outcomes
+    assert at_emit.seen == [("INFO", "default/a: created the Deployment", 0)], "nothing sent, what would be done told"
