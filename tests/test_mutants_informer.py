@@ -411,6 +411,19 @@ def test_a_metadata_only_object_keeps_what_the_controller_reads() -> None:
         "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences", "deletionTimestamp")}}
 
 
+def test_a_metadata_only_object_is_compacted_against_its_stored_version_too() -> None:
+    """A Pod's event (its status moved) keeps the stored labels and ownerReferences objects."""
+    def pod(rv: str) -> dict[str, Any]:
+        return {"metadata": {"name": "p", "namespace": "ns", "resourceVersion": rv, "labels": {"app": "a"},
+                             "ownerReferences": [{"kind": "ReplicaSet", "name": "rs"}]}, "status": {"phase": "Running"}}
+
+    stored = slim(PODS, pod("1"))
+    out = slim(PODS, pod("2"), stored)
+    assert out == {"metadata": pod("2")["metadata"]}
+    assert out["metadata"]["labels"] is stored["metadata"]["labels"]
+    assert out["metadata"]["ownerReferences"] is stored["metadata"]["ownerReferences"]
+
+
 def test_strings_up_to_64_characters_are_one_object_in_the_cache() -> None:
     """compact interns short strings (label keys and values, manager names): two objects' equal
     64-character values are one string object."""
