@@ -198,21 +198,23 @@ def main() -> None:
 
 
 def audit_split(log: Path, ns: str, samples: list[dict], wall: float) -> None:
-    """Each correction's latency by the audit log, in three parts: the watch's delivery, our process, the send."""
-    from latency_interleaved import corrections  # bench/, beside this script
+    """Each correction's latency by the audit log, in three parts: the watch's delivery, our process, the send;
+    and from kubectl's scale answered to our apply received (bench/floor_parts.py prints the floor's the same way)."""
+    from latency_interleaved import answers, corrections  # bench/, beside this script
 
     events = [json.loads(line) for line in log.read_text().splitlines()]
+    answered = answers(events)
     rounds = []
     for name, scaled, fixed in corrections(events, ns):
         mine = next((s for s in samples if s["name"] == name and scaled <= s["event"] + wall and fixed is not None
                      and s["sent"] + wall <= fixed), None)
         if mine is not None:
             rounds.append({"total": fixed - scaled, "delivery": mine["event"] + wall - scaled, "process": mine["sent"] - mine["event"],
-                           "send": fixed - (mine["sent"] + wall)})
-    print(f"by the audit log, {len(rounds)} corrections matched:")
-    for part in ("total", "delivery", "process", "send"):
+                           "send": fixed - (mine["sent"] + wall), "answer -> fix": fixed - answered[scaled]})
+    print(f"by the audit log, {len(rounds)} corrections matched (p10 / median / max):")
+    for part in ("total", "delivery", "process", "send", "answer -> fix"):
         values = sorted(r[part] * 1000 for r in rounds)
-        print(f"  {part:10s} median {statistics.median(values):6.2f} ms   max {values[-1]:6.2f} ms")
+        print(f"  {part:14s} {values[len(values) // 10]:6.2f} / {statistics.median(values):6.2f} / {values[-1]:6.2f} ms")
     print("  the slowest five (total = delivery + process + send, ms):")
     for r in sorted(rounds, key=lambda r: -r["total"])[:5]:
         print(f"    {r['total'] * 1000:6.2f} = {r['delivery'] * 1000:6.2f} + {r['process'] * 1000:6.2f} + {r['send'] * 1000:6.2f}")

@@ -86,6 +86,9 @@ def main() -> None:
         time.sleep(2)
         events = [json.loads(line) for line in audit.read_text().splitlines()[start:]]
         results = {ns: latencies(events, ns) for ns in order}
+        answered = answers(events)  # the part after the server answered kubectl's scale, the same for all three
+        reactions = {ns: sorted((fixed - answered[scaled]) * 1000 for _, scaled, fixed in corrections(events, ns) if fixed is not None)
+                     for ns in order}
     finally:
         for p in procs:
             p.terminate()
@@ -99,6 +102,8 @@ def main() -> None:
         lat = sorted(results[ns])
         print(f"{ns:6s} over {len(lat)}: median {statistics.median(lat):.1f} ms, p90 {lat[int(0.9 * (len(lat) - 1))]:.1f} ms, "
               f"max {lat[-1]:.1f} ms")
+    print("from kubectl's scale answered (the audit's stageTimestamp) to the correction received, p10 / median: " +
+          ", ".join(f"{ns} {v[len(v) // 10]:.1f} / {statistics.median(v):.1f} ms" for ns, v in reactions.items()))
     floor = statistics.median(results["floor"])
     print(f"ours / floor (medians): {statistics.median(results['ours']) / floor:.2f}x; kopf / floor: "
           f"{statistics.median(results['kopf']) / floor:.2f}x")
@@ -109,6 +114,17 @@ def main() -> None:
 def received(event: dict) -> float:
     """An audit event's requestReceivedTimestamp, as seconds of the wall clock."""
     return datetime.datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00")).timestamp()
+
+
+def answer(event: dict) -> float:
+    """An audit event's stageTimestamp (at ResponseComplete: the answer written), as seconds of the wall clock."""
+    return datetime.datetime.fromisoformat(event["stageTimestamp"].replace("Z", "+00:00")).timestamp()
+
+
+def answers(events: list[dict]) -> dict[float, float]:
+    """kubectl's scales: received -> answered. A watch event may precede the answer (it follows etcd's write)."""
+    return {received(e): answer(e) for e in events if e.get("stage") == "ResponseComplete"
+            and (e.get("objectRef") or {}).get("subresource") == "scale"}
 
 
 def corrections(events: list[dict], ns: str) -> list[tuple[str, float, float | None]]:
