@@ -3,7 +3,9 @@
 Each round scales one Deployment of each contestant with ``kubectl scale`` (in a rotating order), so a
 slow moment of the machine falls on all three alike. Latency is read from the API server's audit log,
 as ../shared/realk8s/peers/latency.py reads it: from the requestReceivedTimestamp of kubectl's scale to
-that of the first write to the same Deployment by anyone else. Never by polling.
+that of the first write to the same Deployment by anyone else. Never by polling. It also prints each
+contestant's time from the scale *answered* (the audit's stageTimestamp) to the correction received,
+which leaves out the server's own write of the scale, the same for all three.
 
 - floor: ``floor_watch.py`` (one watch, a merge PATCH back; no cache, queue, validation or status);
 - kopf 1.45: ``kopf_memcached.py``;
