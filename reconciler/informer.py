@@ -119,7 +119,9 @@ def compact(value: Any, path: tuple[str, ...] = (), like: Any = None) -> Any:
             found = _SHARED.get(key)
             if found is not None:
                 return found
-        before = like if isinstance(like, dict) else {}
+        # a subtree that enters the shared table is built from the event alone: what other objects
+        # will share is the event's JSON, whatever the stored version holds
+        before = like if isinstance(like, dict) and key is None else {}
         out: dict[str, Any] = {}
         for k, v in value.items():
             below = path + (k,)

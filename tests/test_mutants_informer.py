@@ -543,6 +543,16 @@ def test_a_scalar_is_never_taken_from_the_stored_version() -> None:
     assert type(compact(1, like=True)) is int and type(compact(True, like=1)) is bool
 
 
+def test_a_subtree_for_the_shared_table_is_built_from_the_event_alone(monkeypatch) -> None:
+    """A pod spec new to the table is walked without the stored version: the copy other objects will
+    share holds the event's values, never one of the stored version's that only compares equal."""
+    monkeypatch.setattr(informer, "_SHARED", {})
+    stored = compact({"spec": {"template": {"spec": {"a": {"x": 1}, "b": 1}}}})
+    compact({"spec": {"template": {"spec": {"a": {"x": True}, "b": 2}}}}, like=stored)
+    shared = compact({"spec": {"template": {"spec": {"a": {"x": True}, "b": 2}}}})["spec"]["template"]["spec"]
+    assert type(shared["a"]["x"]) is bool
+
+
 def test_managed_fields_entries_are_matched_by_position_and_a_new_entry_is_compacted_alone(monkeypatch) -> None:
     """kubectl scale adds its entry to managedFields: the entries before it are the stored ones, the new
     one (past the stored list's end) is compacted without a counterpart."""
