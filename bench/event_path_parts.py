@@ -211,6 +211,9 @@ def audit_split(log: Path, ns: str, samples: list[dict], wall: float) -> None:
         if mine is not None:
             rounds.append({"total": fixed - scaled, "delivery": mine["event"] + wall - scaled, "process": mine["sent"] - mine["event"],
                            "send": fixed - (mine["sent"] + wall), "answer -> fix": fixed - answered[scaled]})
+    if not rounds:
+        print("by the audit log, no correction matched")
+        return
     print(f"by the audit log, {len(rounds)} corrections matched (p10 / median / max):")
     for part in ("total", "delivery", "process", "send", "answer -> fix"):
         values = sorted(r[part] * 1000 for r in rounds)

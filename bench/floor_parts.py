@@ -91,6 +91,8 @@ def main() -> None:
         if mine is not None:
             rounds.append({"total": fixed - scaled, "delivery": mine[0] - scaled, "process": mine[1] - mine[0],
                            "send": fixed - mine[1], "answer -> fix": fixed - answered[scaled]})
+    if not rounds:
+        raise SystemExit("no correction of the floor matched in the audit log")
     print(f"the floor, by the audit log, {len(rounds)} corrections matched (p10 / median / max):")
     for part in ("total", "delivery", "process", "send", "answer -> fix"):
         values = sorted(r[part] * 1000 for r in rounds)

@@ -139,8 +139,8 @@ def corrections(events: list[dict], ns: str) -> list[tuple[str, float, float | N
         ref = e["objectRef"]
         if not (e.get("userAgent", "").startswith("kubectl") and ref.get("subresource") == "scale"):
             continue
-        fix = next((f for f in writes[n + 1:] if f["objectRef"].get("name") == ref.get("name")
-                    and not f.get("userAgent", "").startswith("kubectl")), None)
+        fix = next((f for f in writes[n + 1:] if f["objectRef"].get("name") == ref.get("name") and not f["objectRef"].get("subresource")
+                    and not f.get("userAgent", "").startswith("kubectl")), None)  # (with a controller-manager: not its status writes)
         out.append((ref.get("name"), received(e), received(fix) if fix else None))
     return out
 
