@@ -200,7 +200,7 @@ def main() -> None:
 def audit_split(log: Path, ns: str, samples: list[dict], wall: float) -> None:
     """Each correction's latency by the audit log, in three parts: the watch's delivery, our process, the send;
     and from kubectl's scale answered to our apply received (bench/floor_parts.py prints the floor's the same way)."""
-    from latency_interleaved import answers, corrections  # bench/, beside this script
+    from latency_interleaved import answers, corrections, spread  # bench/, beside this script
 
     events = [json.loads(line) for line in log.read_text().splitlines()]
     answered = answers(events)
@@ -216,8 +216,7 @@ def audit_split(log: Path, ns: str, samples: list[dict], wall: float) -> None:
         return
     print(f"by the audit log, {len(rounds)} corrections matched (p10 / median / max):")
     for part in ("total", "delivery", "process", "send", "answer -> fix"):
-        values = sorted(r[part] * 1000 for r in rounds)
-        print(f"  {part:14s} {values[len(values) // 10]:6.2f} / {statistics.median(values):6.2f} / {values[-1]:6.2f} ms")
+        print(f"  {part:14s} " + " / ".join(f"{v:6.2f}" for v in spread([r[part] * 1000 for r in rounds])) + " ms")
     print("  the slowest five (total = delivery + process + send, ms):")
     for r in sorted(rounds, key=lambda r: -r["total"])[:5]:
         print(f"    {r['total'] * 1000:6.2f} = {r['delivery'] * 1000:6.2f} + {r['process'] * 1000:6.2f} + {r['send'] * 1000:6.2f}")

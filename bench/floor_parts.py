@@ -19,13 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import threading
 import time
 from pathlib import Path
 
-from latency_interleaved import answers, corrections  # bench/, beside this script
+from latency_interleaved import answers, corrections, spread  # bench/, beside this script
 
 
 def main() -> None:
@@ -95,8 +94,7 @@ def main() -> None:
         raise SystemExit("no correction of the floor matched in the audit log")
     print(f"the floor, by the audit log, {len(rounds)} corrections matched (p10 / median / max):")
     for part in ("total", "delivery", "process", "send", "answer -> fix"):
-        values = sorted(r[part] * 1000 for r in rounds)
-        print(f"  {part:14s} {values[len(values) // 10]:6.2f} / {statistics.median(values):6.2f} / {values[-1]:6.2f} ms")
+        print(f"  {part:14s} " + " / ".join(f"{v:6.2f}" for v in spread([r[part] * 1000 for r in rounds])) + " ms")
     print(f"reproduce: python bench/floor_parts.py --kit {kit} --peers {args.peers} --scales {args.scales}")
 
 

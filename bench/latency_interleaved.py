@@ -89,7 +89,7 @@ def main() -> None:
         events = [json.loads(line) for line in audit.read_text().splitlines()[start:]]
         results = {ns: latencies(events, ns) for ns in order}
         answered = answers(events)  # the part after the server answered kubectl's scale, the same for all three
-        reactions = {ns: sorted((fixed - answered[scaled]) * 1000 for _, scaled, fixed in corrections(events, ns) if fixed is not None)
+        reactions = {ns: [(fixed - answered[scaled]) * 1000 for _, scaled, fixed in corrections(events, ns) if fixed is not None]
                      for ns in order}
     finally:
         for p in procs:
@@ -105,7 +105,7 @@ def main() -> None:
         print(f"{ns:6s} over {len(lat)}: median {statistics.median(lat):.1f} ms, p90 {lat[int(0.9 * (len(lat) - 1))]:.1f} ms, "
               f"max {lat[-1]:.1f} ms")
     print("from kubectl's scale answered (the audit's stageTimestamp) to the correction received, p10 / median: " +
-          ", ".join(f"{ns} {v[len(v) // 10]:.1f} / {statistics.median(v):.1f} ms" for ns, v in reactions.items()))
+          ", ".join(f"{ns} {spread(v)[0]:.1f} / {spread(v)[1]:.1f} ms" for ns, v in reactions.items()))
     floor = statistics.median(results["floor"])
     print(f"ours / floor (medians): {statistics.median(results['ours']) / floor:.2f}x; kopf / floor: "
           f"{statistics.median(results['kopf']) / floor:.2f}x")
@@ -116,6 +116,12 @@ def main() -> None:
 def received(event: dict) -> float:
     """An audit event's requestReceivedTimestamp, as seconds of the wall clock."""
     return datetime.datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00")).timestamp()
+
+
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """p10, median and max of some figures (the parts tables of event_path_parts.py and floor_parts.py too)."""
+    ordered = sorted(values)
+    return ordered[len(ordered) // 10], statistics.median(ordered), ordered[-1]
 
 
 def answer(event: dict) -> float:
