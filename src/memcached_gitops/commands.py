@@ -28,9 +28,10 @@ from .files import (
     manifest_sources,
     open_sources,
     parse_size,
-    write_atomic,
+    safe_file_name,
+    write_files,
 )
-from .pipeline import Finding, Result, process
+from .pipeline import Finding, Result, object_ref, process
 
 EXIT_INVALID, EXIT_USAGE = 1, 2
 
@@ -135,9 +136,10 @@ def resolve_image(image: str | None) -> str:
 
 
 def file_name(obj: dict[str, Any], output: OutputFormat) -> str:
+    """``kind-namespace-name.yaml``, safe whatever the object's fields hold (files.safe_file_name)."""
     meta = obj.get("metadata") or {}
-    parts = [str(obj.get("kind", "object")).lower(), meta.get("namespace"), meta.get("name", "unnamed")]
-    return "-".join(p for p in parts if p) + "." + output.value
+    parts = [str(obj.get("kind", "object")).lower(), str(meta.get("namespace") or ""), str(meta.get("name") or "unnamed")]
+    return safe_file_name(parts, output.value)
 
 
 def validate_files(paths: list[str], crd: str | None = None, strict: bool = True,
@@ -188,8 +190,13 @@ def render_validated(paths: list[str], validator: Validator, image: str, output:
     elif result.passed_over:  # kustomize's configuration: never a manifest, even with --include-input
         echo(f"{len(result.passed_over)} object(s) of other kinds ignored (kustomize configuration)", err=True)
     if output_dir is not None:
-        for obj in objects:
-            write_atomic(output_dir / file_name(obj, output), to_single(obj, output.value))
+        try:
+            files = [(file_name(obj, output), to_single(obj, output.value), object_ref(obj)) for obj in objects]
+            write_files(output_dir, files)
+        except InputError as exc:
+            for problem in exc.problems[:-1]:
+                echo(f"error: {problem}", err=True)
+            raise fail(exc.problems[-1], EXIT_INVALID) from None
         echo(f"wrote {len(objects)} file(s) to {output_dir}", err=True)
         return
     sys.stdout.write(to_json(objects) if output is OutputFormat.json else to_yaml(objects))

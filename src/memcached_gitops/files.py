@@ -177,6 +177,56 @@ def open_sources(sources: list[Source], budget: InputBudget) -> Iterator[tuple[s
             yield name, budget.wrap(name, f)
 
 
+#: The characters an output file name keeps as they are; every other character of a kind, namespace or
+#: name (a path separator, ``..``'s dots at the start, a control or non-ASCII character) is written
+#: as ``%XX`` of its UTF-8 bytes, so a name read from a repository can never reach another folder.
+_FILE_NAME_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+#: NAME_MAX of Linux and macOS file systems, in bytes.
+MAX_FILE_NAME = 255
+
+
+def safe_file_name(parts: list[str], suffix: str) -> str:
+    """``part-part-part.suffix`` with each part percent-encoded outside ``[A-Za-z0-9._-]``.
+
+    The result holds no separator and does not start with a dot, so it names a plain file directly in
+    the output folder, whatever the parts hold. Raises InputError when it exceeds NAME_MAX.
+    """
+    encoded = "-".join("".join(c if c in _FILE_NAME_SAFE else "".join(f"%{b:02X}" for b in c.encode()) for c in part)
+                       for part in parts if part)
+    name = encoded + "." + suffix
+    if name.startswith("."):
+        name = "%2E" + name[1:]
+    if len(name.encode()) > MAX_FILE_NAME:
+        raise InputError(f"{excerpt(name)}: the output file name is longer than {MAX_FILE_NAME} bytes; refused")
+    return name
+
+
+def write_files(folder: Path, files: list[tuple[str, str, str]]) -> None:
+    """Write each ``(file name, text, what)`` into ``folder``, atomically each, only if all may be written.
+
+    Every name is checked before anything is written: it must name an entry directly in the resolved
+    folder (never through a separator); a symlink already there is replaced by os.replace, not followed, and two names equal when case is ignored (one
+    file on macOS's and Windows' file systems) are a collision naming both objects, so nothing is
+    silently overwritten. ``what`` names the object in those messages.
+    """
+    root = os.path.realpath(folder)
+    seen: dict[str, str] = {}
+    problems: list[str] = []
+    for name, _, what in files:
+        target = os.path.normpath(os.path.join(root, name))  # the last part is not resolved: a link there is replaced
+        if os.path.dirname(target) != root or name in ("", ".", ".."):
+            problems.append(f"{excerpt(name)}: the output file would be outside {folder} ({what}); refused")
+            continue
+        first = seen.get(name.casefold())
+        if first is not None:
+            problems.append(f"{folder}/{excerpt(name)}: {what} and {first} map to one output file; refused")
+        seen[name.casefold()] = what
+    if problems:
+        raise InputError(*problems)
+    for name, text, _ in files:
+        write_atomic(Path(root) / name, text)
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never half."""
     import tempfile  # here, not at the top: it brings shutil and the compression modules, and most runs write to stdout
