@@ -21,6 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
+from memcached_gitops.schemas.crd import builtin_crd_text
+
 from .conftest import BAD_CR as BAD
 from .conftest import GOOD_CR as GOOD
 from .conftest import REPO, copy_package_sources
@@ -145,3 +147,30 @@ def test_action_without_render_to_only_validates(runner: Runner, tmp_path: Path)
     assert code == 0, out
     assert outputs == {"rendered": ""}
     assert sorted(p.name for p in ws.iterdir()) == ["apps"]
+
+
+def permissive_crd() -> str:
+    """The built-in CRD with every field of spec allowed: what an attacker's ``--crd`` would bring."""
+    crd = yaml.safe_load(builtin_crd_text())
+    for version in crd["spec"]["versions"]:
+        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-preserve-unknown-fields"] = True
+    return yaml.safe_dump(crd)
+
+
+def test_a_path_that_looks_like_an_option_is_a_path(runner: Runner, tmp_path: Path) -> None:
+    """A file named ``--crd=evil.yaml`` beside a permissive evil.yaml must not turn a failing CR into a pass."""
+    ws = workspace(tmp_path, bad=BAD)
+    (ws / "evil.yaml").write_text(permissive_crd())
+    (ws / "--crd=evil.yaml").write_text(GOOD)
+    code, out, _ = runner.run(ws, steps=slice(1, None), paths="--crd=evil.yaml apps", render_to="out/r.yaml")
+    assert code == 1, out
+    assert "::error file=apps/bad.yaml,line=7,col=3,title=Memcached/bad::spec.sizee: unknown field" in out
+    assert not (ws / "out").exists()
+
+
+def test_a_render_to_with_a_line_break_cannot_add_outputs(runner: Runner, tmp_path: Path) -> None:
+    ws = workspace(tmp_path, good=GOOD)
+    code, out, _ = runner.run(ws, steps=slice(1, None), paths="apps", render_to="out/r.yaml\nadmin=true")
+    assert code == 2, out
+    assert "render-to must be one line" in out
+    assert not (ws / "out").exists()

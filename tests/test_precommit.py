@@ -55,7 +55,7 @@ def _try_repo(workspace: tuple[Path, Path, dict[str, str]], *files: str) -> subp
 def test_the_hook_is_declared_for_yaml_files_with_filenames() -> None:
     [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     assert hook["id"] == HOOK and hook["language"] == "python"
-    assert hook["entry"].split() == ["memcached-gitops", "validate"]
+    assert hook["entry"].split() == ["memcached-gitops", "validate", "--"]
     assert hook["types"] == ["yaml"] and hook.get("pass_filenames", True) is True
 
 
@@ -71,3 +71,22 @@ def test_the_hook_fails_a_bad_cr_with_file_line_column(workspace: tuple[Path, Pa
     assert "Failed" in proc.stdout, proc.stdout
     assert 'bad.yaml:7:3: Memcached/bad: spec.sizee: unknown field "spec.sizee"' in proc.stdout
     assert "1 Memcached valid, 1 error(s)" in proc.stdout  # good.yaml, checked in the same run
+
+
+def test_a_file_named_like_an_option_is_checked_as_a_file(tmp_path: Path, workspace: tuple[Path, Path, dict[str, str]]) -> None:
+    """A committed ``--crd=evil.yaml`` beside a permissive evil.yaml must not turn a failing CR into "Passed"."""
+    from .test_action import permissive_crd
+
+    hooks, _, env = workspace
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "bad.yaml").write_text(BAD)
+    (user / "evil.yaml").write_text(permissive_crd())
+    (user / "--crd=evil.yaml").write_text(GOOD)
+    _git(user, "init", "-q")
+    _git(user, "add", "-A")
+    _git(user, "commit", "-q", "-m", "initial")
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hooks), HOOK, "--all-files"],
+                          cwd=user, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Failed" in proc.stdout and 'bad.yaml:7:3: Memcached/bad: spec.sizee: unknown field "spec.sizee"' in proc.stdout

@@ -68,6 +68,7 @@ def test_options_and_other_commands_go_through_the_full_command_line() -> None:
     (["validate", "a.yaml"], True), (["render", "a", "b", "-"], True), (["render"], False),
     (["render", "--help"], False), (["validate", "-o", "json", "a"], False), (["schema"], False), ([], False),
     (["krm", "x"], False), (["render", "a", "--no-strict"], False),
+    (["validate", "--", "--crd=evil.yaml", "a"], True), (["validate", "--"], False), (["render", "a", "--", "b"], False),
 ])
 def test_which_invocations_are_plain(args: list[str], expected: bool) -> None:
     assert plain_invocation(args) is expected

@@ -15,18 +15,34 @@ import sys
 PLAIN_COMMANDS = ("validate", "render")
 
 
+def plain_paths(args: list[str]) -> list[str] | None:
+    """The paths of a plain render/validate, or None for anything else.
+
+    Plain is the command and at least one path, no option (``-`` is stdin, a path). A ``--`` right
+    after the command ends the options, as click and every POSIX tool read it: what follows is a
+    path whatever it starts with, so a committed file named ``--crd=evil.yaml`` is a file, never an
+    option (the pre-commit hook and the Action pass ``--`` before their file names).
+    """
+    if len(args) < 2 or args[0] not in PLAIN_COMMANDS:
+        return None
+    if args[1] == "--":
+        return args[2:] or None
+    return args[1:] if all(a == "-" or not a.startswith("-") for a in args[1:]) else None
+
+
 def plain_invocation(args: list[str]) -> bool:
-    """A plain render/validate: the command and at least one path, no option (``-`` is stdin, a path)."""
-    return len(args) >= 2 and args[0] in PLAIN_COMMANDS and all(a == "-" or not a.startswith("-") for a in args[1:])
+    """Whether ``args`` is a plain render/validate (see plain_paths)."""
+    return plain_paths(args) is not None
 
 
 def main() -> None:
     args = sys.argv[1:]
-    if plain_invocation(args):
+    paths = plain_paths(args)
+    if paths is not None:
         from .commands import guarded, render_files, validate_files
 
         command = validate_files if args[0] == "validate" else render_files
-        guarded(lambda: command(args[1:]))
+        guarded(lambda: command(paths))
         return
     from .cli import main as cli_main
 
