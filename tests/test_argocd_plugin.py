@@ -123,8 +123,7 @@ SHAPES = {
     "env only": {"env": [{"name": "MEMCACHED_IMAGE", "value": "mirror.example/memcached:1.6.30"}]},
     "parameters": {"parameters": [{"name": "image", "string": "mirror.example/memcached:1.6.31"},
                                   {"name": "include-input", "string": "false"},
-                                  {"name": "extra-labels", "map": {"team": "cache"}},
-                                  {"name": "unused-list", "array": ["a", "b"]}]},
+                                  {"name": "pass-through-kinds", "string": "ConfigMap"}]},
     "name only": {"name": "memcached-gitops-v1"},
 }
 
@@ -141,14 +140,14 @@ def test_every_application_shape_renders(shape: str, app: Path) -> None:
     images = {o["spec"]["template"]["spec"]["containers"][0]["image"] for o in objects if o["kind"] == "Deployment"}
     expected = {"env only": {"mirror.example/memcached:1.6.30"}, "parameters": {"mirror.example/memcached:1.6.31"}}
     assert images == expected.get(shape, {"memcached:1.6.26-alpine3.19"})
-    # include-input defaults to true: the CRs go along, and never kustomize's own file
+    # by default the CRs go along, and never kustomize's own file
     assert sorted(_kinds(proc.stdout)) == (["Deployment"] * 2 if shape == "parameters" else ["Deployment"] * 2 + ["Memcached"] * 2)
 
 
 def test_the_parameters_are_sent_as_go_marshals_them(app: Path) -> None:
     env = repo_server_env(SHAPES["parameters"])
     assert json.loads(env["ARGOCD_APP_PARAMETERS"])[0] == {"name": "image", "string": "mirror.example/memcached:1.6.31"}
-    assert env["PARAM_INCLUDE_INPUT"] == "false" and env["PARAM_EXTRA_LABELS_TEAM"] == "cache" and env["PARAM_UNUSED_LIST_1"] == "b"
+    assert env["PARAM_INCLUDE_INPUT"] == "false" and env["PARAM_PASS_THROUGH_KINDS"] == "ConfigMap"
 
 
 def test_a_parameter_wins_over_the_plugin_env(app: Path) -> None:
@@ -165,6 +164,9 @@ def test_a_parameter_wins_over_the_plugin_env(app: Path) -> None:
     ('{"name": "image"}', "is not the list of parameters"),
     ('[{"name": "image", "array": ["a"]}]', 'parameter "image" must be a string'),
     ('[{"name": "include-input", "string": "maybe"}]', 'include-input: must be true or false, not "maybe"'),
+    ('[{"name": "imag", "string": "x:1"}]', 'unknown parameter "imag" (the plugin\'s parameters: image, include-input, pass-through-kinds)'),
+    ('[{"string": "x:1"}]', "unknown parameter"),
+    ('[{"name": "extra-labels", "map": {"team": "cache"}}]', 'unknown parameter "extra-labels"'),
 ])
 def test_an_unreadable_environment_is_one_line_and_no_output(app: Path, params: str, message: str) -> None:
     proc = generate(app, {**repo_server_env(None), "ARGOCD_APP_PARAMETERS": params})
@@ -333,3 +335,53 @@ def test_the_fixture_is_argo_cds_install_at_the_cited_commit() -> None:
     assert ARGOCD_COMMIT in text.splitlines()[0]
     kinds = [(d.value["kind"], d.value["metadata"]["name"]) for d in iter_documents(text)]
     assert kinds == [("ConfigMap", "argocd-cm"), ("Deployment", "argocd-repo-server")]
+
+
+HOSTILE = """---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: pwn}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: default, namespace: default}]
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: takeover, namespace: argocd}
+spec: {project: default}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: allow}
+spec: {podSelector: {}}
+"""
+
+
+@pytest.mark.parametrize(("parameters", "kinds"), [
+    ([], ["Deployment", "Memcached"]),
+    ([{"name": "pass-through-kinds", "string": "ConfigMap, networking.k8s.io/NetworkPolicy"}],
+     ["ConfigMap", "Deployment", "Memcached", "NetworkPolicy"]),
+    ([{"name": "pass-through-kinds", "string": "rbac.authorization.k8s.io/Role,apps/ConfigMap"}], ["Deployment", "Memcached"]),
+    ([{"name": "include-input", "string": "true"}], ["Application", "ClusterRoleBinding", "ConfigMap", "Deployment", "Memcached",
+                                                     "NetworkPolicy"]),
+    ([{"name": "include-input", "string": "false"}], ["Deployment"]),
+])
+def test_only_the_crs_and_the_listed_kinds_pass_by_default(tmp_path: Path, parameters: list, kinds: list[str]) -> None:
+    """A repository cannot make the plugin emit a ClusterRoleBinding or an Application unless the
+    Application's author lets that kind through; what is held back is named on stderr."""
+    (tmp_path / "cr.yaml").write_text(CR.format(name="a") + HOSTILE)
+    proc = generate(tmp_path, repo_server_env({"parameters": parameters} if parameters else {}))
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert sorted(set(_kinds(proc.stdout))) == kinds
+    if "Memcached" in kinds and "ClusterRoleBinding" not in kinds:
+        assert "held back: ClusterRoleBinding/pwn, Application/takeover" in proc.stderr.decode()
+
+
+def test_no_memcached_and_nothing_listed_generates_nothing(tmp_path: Path) -> None:
+    (tmp_path / "x.yaml").write_text(HOSTILE)
+    proc = generate(tmp_path, repo_server_env({}))
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert "no Memcached" in proc.stderr.decode() and "held back" in proc.stderr.decode()

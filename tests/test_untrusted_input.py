@@ -199,3 +199,17 @@ def test_a_file_name_with_a_line_break_or_escape_cannot_forge_a_log_line(tmp_pat
     assert "\x1b" not in err + proc.stdout.decode()
     finding = next(line for line in lines if "spec.size" in line)
     assert "forged" in finding  # the whole name stays on the finding's own line, escaped
+
+
+@pytest.mark.parametrize("command", [["validate"], ["render"], ["validate", "--format", "github"]])
+def test_bidirectional_controls_in_a_name_are_escaped(tmp_path: Path, command: list[str]) -> None:
+    """Trojan Source (CVE-2021-42574): a right-to-left override in a file or object name would make a
+    terminal or an annotation show other text than the bytes hold; each control is written as \\uXXXX."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    name = "evil\u202egnp.\u2066x\u2069\u200f.yaml"
+    (root / name).write_text(GOOD.replace("size: 1", "size: 9").replace("memcached-sample", "a\u202eb"))
+    proc = run(*command, str(root))
+    out = assert_clean_failure(proc) + proc.stdout.decode()
+    assert not any(c in out for c in "\u202e\u2066\u2069\u200f"), out
+    assert "evil\\u202egnp.\\u2066x\\u2069\\u200f.yaml" in out

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import IO
+from typing import IO, Any, NamedTuple
 
 from memcached_gitops.excerpt import excerpt, quote_value
 from memcached_gitops.schemas import Validator
@@ -32,13 +32,32 @@ from memcached_gitops.yamlreader import YAMLInputError, iter_documents
 from .pipeline import items_of
 
 #: The plugin's parameters (plugin.yaml ``parameters.static``) and the plugin env each falls back to.
-PARAMETERS = {"image": "MEMCACHED_IMAGE", "include-input": "INCLUDE_INPUT"}
+PARAMETERS = {"image": "MEMCACHED_IMAGE", "include-input": "INCLUDE_INPUT", "pass-through-kinds": "PASS_THROUGH_KINDS"}
 #: strconv.ParseBool's words, as Argo CD's own boolean parameters are read.
 _TRUE, _FALSE = frozenset(("1", "t", "T", "TRUE", "true", "True")), frozenset(("0", "f", "F", "FALSE", "false", "False"))
 
 
 class PluginInputError(ValueError):
     """The plugin's environment cannot be read; the message names the variable."""
+
+
+class PassThrough(NamedTuple):
+    """What generate emits besides the rendered Deployments.
+
+    ``crs``: the Memcached CRs themselves (the reconciler and the health check read them);
+    ``kinds``: the other objects' kinds let through, ``None`` for every kind.
+    """
+
+    crs: bool
+    kinds: frozenset[str] | None
+
+    def passes(self, obj: dict[str, Any]) -> bool:
+        """Whether an object of another kind goes through: its ``Kind`` or ``group/Kind`` is listed."""
+        if self.kinds is None:
+            return True
+        api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+        group = api_version.rpartition("/")[0]
+        return kind in self.kinds or f"{group}/{kind}" in self.kinds
 
 
 def param_env_name(name: str) -> str:
@@ -49,8 +68,9 @@ def param_env_name(name: str) -> str:
 def plugin_settings(environ: Mapping[str, str]) -> dict[str, str]:
     """Each of ``PARAMETERS`` the Application sets: a parameter, else its plugin env; unset ones absent.
 
-    Only string parameters exist in plugin.yaml, so an array or a map given for one is an error;
-    parameters the plugin does not declare are ignored, as Argo CD passes them all.
+    Only string parameters exist in plugin.yaml, so an array or a map given for one is an error, and
+    so is a parameter the plugin does not declare: a typo (``imag``) would otherwise be a silent
+    default in production, where Argo CD passes every parameter the Application lists.
     """
     given = _parameters(environ)
     settings: dict[str, str] = {}
@@ -75,20 +95,33 @@ def _parameters(environ: Mapping[str, str]) -> dict[str, str]:
     for param in listed:
         name = param.get("name")  # ``name,omitempty``: a parameter may come without one
         if name not in PARAMETERS:
-            continue
+            raise PluginInputError(f"ARGOCD_APP_PARAMETERS: unknown parameter {quote_value(excerpt(str(name)))} "
+                                   f"(the plugin's parameters: {', '.join(PARAMETERS)})")
         if "array" in param or "map" in param or not isinstance(param.get("string", ""), str):
             raise PluginInputError(f"ARGOCD_APP_PARAMETERS: parameter {quote_value(name)} must be a string (plugin.yaml declares it so)")
         out[name] = param.get("string", "")
     return out
 
 
-def include_input(settings: Mapping[str, str]) -> bool:
-    """``include-input``, ``true`` unless set; read as Go's strconv.ParseBool reads it."""
-    value = settings.get("include-input", "true")
+def pass_through(settings: Mapping[str, str]) -> PassThrough:
+    """What generate emits besides the Deployments, from ``include-input`` and ``pass-through-kinds``.
+
+    Unset (the default): the Memcached CRs, and other objects only of the kinds listed in
+    ``pass-through-kinds`` (``Kind`` or ``group/Kind``, comma-separated). A repository can then
+    never make Argo CD apply a ClusterRoleBinding or an Application through this plugin unless the
+    Application's own author listed that kind; Argo CD's AppProject (its ``clusterResourceWhitelist``
+    and ``namespaceResourceWhitelist``) stays the guard for what is listed. ``include-input: true``
+    lets every object through (the plugin's behaviour before 0.2); ``false`` emits the Deployments alone.
+    ``include-input`` is read as Go's strconv.ParseBool reads it.
+    """
+    value = settings.get("include-input")
+    kinds = frozenset(k.strip() for k in settings.get("pass-through-kinds", "").split(",") if k.strip())
+    if value is None:
+        return PassThrough(True, kinds)
     if value in _TRUE:
-        return True
+        return PassThrough(True, None)
     if value in _FALSE:
-        return False
+        return PassThrough(False, frozenset())
     raise PluginInputError(f"include-input: must be true or false, not {quote_value(excerpt(value))}")
 
 

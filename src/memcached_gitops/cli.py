@@ -106,20 +106,21 @@ def argocd_generate(
 ) -> None:
     """The Argo CD Config Management Plugin's generate: objects on stdout, logs on stderr.
 
-    Reads the parameters ``image`` and ``include-input`` as the repo-server sends them
-    (ARGOCD_APP_PARAMETERS, which is ``null`` for ``plugin: {}``; PARAM_*), else the Application's
-    plugin env ARGOCD_ENV_MEMCACHED_IMAGE / ARGOCD_ENV_INCLUDE_INPUT. Fails (non-zero, nothing on
+    Reads the parameters ``image``, ``include-input`` and ``pass-through-kinds`` as the repo-server
+    sends them (ARGOCD_APP_PARAMETERS, which is ``null`` for ``plugin: {}``; PARAM_*), else the
+    Application's plugin env ARGOCD_ENV_MEMCACHED_IMAGE / _INCLUDE_INPUT / _PASS_THROUGH_KINDS. By
+    default it emits the CRs and their Deployments only (argocd.pass_through says why). Fails (non-zero, nothing on
     stdout) rather than print an empty set, which Argo CD would sync as "delete everything".
     """
-    from .argocd import PluginInputError, include_input, plugin_settings
+    from .argocd import PluginInputError, pass_through, plugin_settings
 
     try:
         settings = plugin_settings(os.environ)
-        include = include_input(settings)
+        passing = pass_through(settings)
     except PluginInputError as exc:
         raise _fail(str(exc), EXIT_INVALID) from None
-    _render([path], _validator(crd, True), _image(settings.get("image")), OutputFormat.yaml, None, include, max_input,
-            allow_empty=False)
+    _render([path], _validator(crd, True), _image(settings.get("image")), OutputFormat.yaml, None, passing.crs, max_input,
+            allow_empty=False, pass_other=passing.passes)
 
 
 @app.command("argocd-discover")

@@ -34,6 +34,8 @@ from .files import (
 from .pipeline import Finding, Result, object_ref, process
 
 EXIT_INVALID, EXIT_USAGE = 1, 2
+#: How many objects passed over or held back a message names.
+HELD_LISTED = 10
 
 
 class OutputFormat(StrEnum):
@@ -52,6 +54,9 @@ class ReportFormat(StrEnum):
 #: its own in a CI log (a forged ``::error`` workflow command, a fake summary) nor drive a terminal.
 _ONE_LINE = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c != 0x09}
 _ONE_LINE |= {0x0A: "\\n", 0x0D: "\\r", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+#: Unicode's bidirectional controls (Trojan Source, CVE-2021-42574): a name holding one could show a
+#: terminal or a pull request's annotation a different text than the bytes say; each is written escaped.
+_ONE_LINE |= {c: f"\\u{c:04x}" for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
 
 
 def echo(text: str, err: bool = False) -> None:
@@ -135,6 +140,11 @@ def resolve_image(image: str | None) -> str:
     return value
 
 
+def named(objects: list[dict[str, Any]]) -> str:
+    """``Kind/name, Kind/name, ...``: the first HELD_LISTED objects, for a one-line message."""
+    return ", ".join(object_ref(o) for o in objects[:HELD_LISTED]) + (", ..." if len(objects) > HELD_LISTED else "")
+
+
 def file_name(obj: dict[str, Any], output: OutputFormat) -> str:
     """``kind-namespace-name.yaml``, safe whatever the object's fields hold (files.safe_file_name)."""
     meta = obj.get("metadata") or {}
@@ -168,9 +178,14 @@ def render_files(paths: list[str], crd: str | None = None, strict: bool = True, 
 
 
 def render_validated(paths: list[str], validator: Validator, image: str, output: OutputFormat, output_dir: Path | None,
-                     include_input: bool, max_input: str | None = None, allow_empty: bool = True) -> None:
+                     include_input: bool, max_input: str | None = None, allow_empty: bool = True,
+                     pass_other: Callable[[dict[str, Any]], bool] | None = None) -> None:
     """The render command's work, shared with the Argo CD plugin's generate (``allow_empty=False``:
-    an empty manifest set is an application with no resources, which Argo CD would prune to)."""
+    an empty manifest set is an application with no resources, which Argo CD would prune to).
+
+    With ``include_input``, the CRs go along, and the other objects for which ``pass_other`` is true
+    (all of them without it); the others held back are named on stderr.
+    """
     result = run_pipeline(paths, validator, image, do_render=True, max_input=max_input)
     check_nonempty(result, paths)
     report_text(result.findings)
@@ -179,14 +194,21 @@ def render_validated(paths: list[str], validator: Validator, image: str, output:
         raise SystemExit(EXIT_INVALID)
     if result.crs and not result.rendered:
         raise fail("the input held Memcached CRs but nothing was rendered; refusing to emit an empty set", EXIT_INVALID)
-    objects = (result.crs + result.others if include_input else []) + result.rendered
+    others = [o for o in result.others if pass_other is None or pass_other(o)] if include_input else []
+    held = [o for o in result.others if include_input and pass_other is not None and not pass_other(o)]
+    objects = (result.crs + others if include_input else []) + result.rendered
     if not objects and not allow_empty:
         what = f"no {validator.crd.kind}" + ("" if include_input else " (and include-input is false)")
+        what += f" ({len(held)} object(s) of other kinds held back)" if held else ""
         raise fail(f"{', '.join(paths)}: {what}: nothing to generate; refusing to print an empty set", EXIT_INVALID)
+    if held:
+        echo(f"{len(held)} object(s) of other kinds held back: {named(held)} (list their kinds in pass-through-kinds to emit them)",
+             err=True)
     if not result.crs:
         echo(f"warning: no {validator.crd.kind} found in {', '.join(paths)}", err=True)
     elif result.others and not include_input:
-        echo(f"{result.ignored} object(s) of other kinds ignored (use --include-input to pass them through)", err=True)
+        echo(f"{result.ignored} object(s) of other kinds ignored (use --include-input to pass them through): {named(result.others)}",
+             err=True)
     elif result.passed_over:  # kustomize's configuration: never a manifest, even with --include-input
         echo(f"{len(result.passed_over)} object(s) of other kinds ignored (kustomize configuration)", err=True)
     if output_dir is not None:
