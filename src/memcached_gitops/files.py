@@ -11,12 +11,14 @@ from typing import IO, NamedTuple
 
 from memcached_gitops.excerpt import excerpt
 
+from . import kustomize
+
 SUFFIXES = (".yaml", ".yml", ".json")
 #: kustomize's own file names (kustomize api/konfig ``RecognizedKustomizationFileNames``): its
 #: configuration, never a manifest. kustomize, kubectl -k and Argo CD's kustomize source read them
 #: as configuration, and a scaffolded ``config/samples/kustomization.yaml`` has no apiVersion or
 #: kind at all, so every front end passes them over by name.
-KUSTOMIZE_FILE_NAMES = frozenset(("kustomization.yaml", "kustomization.yml", "Kustomization"))
+KUSTOMIZE_FILE_NAMES = frozenset(kustomize.KUSTOMIZE_FILE_NAMES)
 #: Total input of one run, all files together: Argo CD's --max-combined-directory-manifests-size
 #: default ("10M", a Kubernetes quantity: 10,000,000 bytes).
 DEFAULT_MAX_INPUT = "10M"
@@ -26,11 +28,13 @@ _SUFFIX_FACTORS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
 
 
 class Source(NamedTuple):
-    """One input: the name messages show, the path opened, and whether it was found under a root."""
+    """One input: the name messages show, the path opened, whether it was found under a root, and
+    whether it is a kustomization root whose ``kustomize build`` output is read instead of its files."""
 
     name: str
     path: str
     in_root: bool = False
+    built: bool = False
 
 
 def is_kustomize_file(source: Source) -> bool:
@@ -102,7 +106,8 @@ def _outside(link: str, root: str) -> str:
 def expand(paths: list[str]) -> list[Source]:
     """The inputs to read, sorted within each directory.
 
-    A directory argument is a root (see _walk_root); a file named on the command line is the
+    A directory argument is a root (see _walk_root), or, when a kustomization file is at its root, a
+    kustomize application whose build is read (kustomize.py); a file named on the command line is the
     user's own choice, as with ``kubectl apply -f``, and is read whatever it is. Raises
     InputError with one line per problem.
     """
@@ -111,6 +116,8 @@ def expand(paths: list[str]) -> list[Source]:
     for p in paths:
         if p == "-":
             out.append(Source(p, p))
+        elif kustomize.is_kustomization_root(p):
+            out.append(Source(p, p, True, True))
         elif os.path.isdir(p):
             found: list[Source] = []
             _walk_root(p, found, problems)
@@ -156,15 +163,29 @@ class _Bounded:
         return data
 
 
-def open_sources(sources: list[Source], budget: InputBudget) -> Iterator[tuple[str, IO[bytes]]]:
+def open_sources(sources: list[Source], budget: InputBudget,
+                 build_options: str | None = None) -> Iterator[tuple[str, IO[bytes]]]:
     """(name, bounded binary stream) for each input, opened lazily so only one file is open at a time.
 
     A file found under a root is opened by its resolved path with O_NOFOLLOW and must still be a
-    regular file, so a link swapped in after the walk is not followed either.
+    regular file, so a link swapped in after the walk is not followed either. A kustomization root
+    is built with ``build_options`` (else $MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS), to at most what
+    is left of the budget.
     """
-    for name, path, in_root in sources:
+    for name, path, in_root, built in sources:
         if path == "-":
             yield "<stdin>", budget.wrap("<stdin>", sys.stdin.buffer)
+            continue
+        if built:
+            import io
+
+            shown = f"{name} (kustomize build)"
+            try:
+                options = kustomize.parse_build_options(build_options or os.environ.get(kustomize.BUILD_OPTIONS_ENV))
+                data = kustomize.build(path, options, budget.limit - budget.used)
+            except kustomize.KustomizeError as exc:
+                raise InputError(str(exc)) from None
+            yield shown, budget.wrap(shown, io.BytesIO(data))
             continue
         try:
             fd = os.open(path, os.O_RDONLY | (os.O_NOFOLLOW | os.O_NONBLOCK if in_root else 0))

