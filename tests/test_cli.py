@@ -127,13 +127,10 @@ def test_team_crd_with_a_higher_maximum() -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"", "no documents found"),
-        (b"---\n# nothing\n", "no documents found"),
         (b"kind: [unclosed\n", "invalid YAML"),
         (b"\x00\x01\x02\xff binary", "invalid YAML"),
         (b"a: !!python/object/apply:os.system [ls]\n", "unknown tag"),
         (b"a: !!binary '%%'\n", "invalid base64"),
-        (b"- just\n- a list\n", "must be a Kubernetes object"),
     ],
 )
 def test_bad_input_is_one_clear_line(tmp_path: Path, content: bytes, message: str) -> None:
@@ -142,6 +139,20 @@ def test_bad_input_is_one_clear_line(tmp_path: Path, content: bytes, message: st
     err = assert_clean_failure(run("render", str(f)))
     assert message in err and str(f) in err
     assert len([line for line in err.splitlines() if message in line]) == 1
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"", "no documents found"), (b"---\n# nothing\n", "no documents found"), (b"- just\n- a list\n", "must be a Kubernetes object"),
+])
+def test_empty_or_not_an_object_is_refused_on_stdin_or_with_require_objects(tmp_path: Path, content: bytes, message: str) -> None:
+    """kubectl apply's verdict: on stdin, and with --require-objects for a file, an empty input or a
+    document that is no object is an error (a file scanned in a repository is passed over instead)."""
+    f = tmp_path / "input.yaml"
+    f.write_bytes(content)
+    err = assert_clean_failure(run("render", "--require-objects", str(f)))
+    assert message in err and str(f) in err
+    err = assert_clean_failure(run("render", "-", stdin=content))
+    assert message in err
 
 
 def test_alias_bomb(tmp_path: Path) -> None:

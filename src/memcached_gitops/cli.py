@@ -43,6 +43,10 @@ CrdOpt = Annotated[str | None, typer.Option("--crd", help="Validate against this
 StrictOpt = Annotated[
     bool, typer.Option("--strict/--no-strict", help="Unknown fields are errors (as kubectl --validate=strict); otherwise pruned.")
 ]
+RequireObjectsOpt = Annotated[bool, typer.Option(
+    "--require-objects", help="Every document must be a Kubernetes object (kubectl apply's verdict); by default documents "
+                              "that are not meant as objects (Helm values, Chart.yaml, compose files) and empty files are passed over.")]
+VerboseOpt = Annotated[bool, typer.Option("-v", "--verbose", help="Name each document and object passed over, by file and line.")]
 MaxInputOpt = Annotated[str | None, typer.Option(
     "--max-input-size",
     help=f"Refuse input larger than this, all files together [env {MAX_INPUT_ENV}; default 10M = 10,000,000 bytes; Ki/Mi/Gi allowed].")]
@@ -78,9 +82,11 @@ def validate(
     strict: StrictOpt = True,
     format: Annotated[ReportFormat, typer.Option("--format", help="text (stderr), json or github (stdout).")] = ReportFormat.text,
     max_input: MaxInputOpt = None,
+    require_objects: RequireObjectsOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Check Memcached CRs as the API server would (kubectl apply --dry-run=server --validate=strict)."""
-    validate_files(paths, crd, strict, format, max_input)
+    validate_files(paths, crd, strict, format, max_input, require_objects, verbose)
 
 
 @app.command()
@@ -93,9 +99,11 @@ def render(
     include_input: Annotated[bool, typer.Option("--include-input", help="Also emit the CRs (defaults applied) and other objects.")] = False,
     image: Annotated[str | None, typer.Option("--image", help=f"memcached image [env MEMCACHED_IMAGE; default {DEFAULT_IMAGE}]")] = None,
     max_input: MaxInputOpt = None,
+    require_objects: RequireObjectsOpt = False,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Render Memcached CRs to Deployments (stdout, or --output-dir)."""
-    render_files(paths, crd, strict, output, output_dir, include_input, image, max_input)
+    render_files(paths, crd, strict, output, output_dir, include_input, image, max_input, require_objects, verbose)
 
 
 @app.command("argocd-generate")

@@ -88,13 +88,13 @@ def input_budget(max_input: str | None) -> InputBudget:
 
 
 def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: bool, max_input: str | None = None,
-                 build_options: str | None = None) -> Result:
+                 build_options: str | None = None, require_objects: bool = False) -> Result:
     budget = input_budget(max_input)
     try:
         manifests, kustomize_files = manifest_sources(paths)
         if not manifests and not kustomize_files:
             raise InputError(f"{', '.join(paths)}: no *.yaml, *.yml or *.json files found")
-        result = process(open_sources(manifests, budget, build_options), validator, image, do_render)
+        result = process(open_sources(manifests, budget, build_options), validator, image, do_render, require_objects)
         result.passed_over += [f.name for f in kustomize_files]
         return result
     except InputError as exc:
@@ -117,20 +117,30 @@ def report_github(findings: list[Finding]) -> None:
 
     for f in findings:
         level = "warning" if f.severity == "warning" else "error"
-        props = f"file={esc(f.file, True)},line={f.line},col={f.column},title={esc(f.ref or 'memcached-gitops', True)}"
+        file = f.file if f.file.startswith("<") else os.path.normpath(f.file)  # ./apps/x.yaml -> apps/x.yaml, as GitHub matches paths
+        props = f"file={esc(file, True)},line={f.line},col={f.column},title={esc(f.ref or 'memcached-gitops', True)}"
         message = f"{f.field}: {f.message}" if f.field else f.message
         echo(f"::{level} {props}::{esc(message)}")
 
 
 def summary(result: Result, kind: str) -> str:
     skipped = f", {result.ignored} other object(s) ignored" if result.ignored else ""
+    skipped += f", {len(result.not_objects)} document(s) that are not Kubernetes objects passed over" if result.not_objects else ""
     return f"{len(result.crs)} {kind} valid, {len(result.errors)} error(s), {len(result.warnings)} warning(s){skipped}"
+
+
+def report_passed_over(result: Result) -> None:
+    """``-v``: each document passed over, by file and line, and each object of another kind."""
+    for where in result.not_objects:
+        echo(f"{where}: passed over", err=True)
+    for where in result.passed_over:
+        echo(f"{where}: passed over: kustomize's configuration", err=True)
 
 
 def check_nonempty(result: Result, paths: list[str]) -> None:
     """Empty input is an error; a run given only kustomization files (a pre-commit hook's run on a
-    commit that touched one) is not empty: they are other objects, passed over."""
-    if result.documents == 0 and not result.findings and not result.passed_over:
+    commit that touched one) or files that hold no Kubernetes object is not empty: they are passed over."""
+    if result.documents == 0 and not result.findings and not result.passed_over and not result.not_objects:
         raise fail(f"{', '.join(paths)}: no documents found (empty input)", EXIT_INVALID)
 
 
@@ -154,11 +164,14 @@ def file_name(obj: dict[str, Any], output: OutputFormat) -> str:
 
 
 def validate_files(paths: list[str], crd: str | None = None, strict: bool = True,
-                   format: ReportFormat = ReportFormat.text, max_input: str | None = None) -> None:
+                   format: ReportFormat = ReportFormat.text, max_input: str | None = None,
+                   require_objects: bool = False, verbose: bool = False) -> None:
     """The validate command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
     validator = make_validator(crd, strict, paths)
-    result = run_pipeline(paths, validator, DEFAULT_IMAGE, do_render=False, max_input=max_input)
+    result = run_pipeline(paths, validator, DEFAULT_IMAGE, do_render=False, max_input=max_input, require_objects=require_objects)
     check_nonempty(result, paths)
+    if verbose:
+        report_passed_over(result)
     if format is ReportFormat.json:
         report = {"valid": not result.errors, "validCount": len(result.crs), "findings": [f.as_dict() for f in result.findings]}
         echo(json.dumps(report, indent=2))
@@ -173,22 +186,27 @@ def validate_files(paths: list[str], crd: str | None = None, strict: bool = True
 
 def render_files(paths: list[str], crd: str | None = None, strict: bool = True, output: OutputFormat = OutputFormat.yaml,
                  output_dir: Path | None = None, include_input: bool = False, image: str | None = None,
-                 max_input: str | None = None) -> None:
+                 max_input: str | None = None, require_objects: bool = False, verbose: bool = False) -> None:
     """The render command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
-    render_validated(paths, make_validator(crd, strict, paths), resolve_image(image), output, output_dir, include_input, max_input)
+    render_validated(paths, make_validator(crd, strict, paths), resolve_image(image), output, output_dir, include_input, max_input,
+                     require_objects=require_objects, verbose=verbose)
 
 
 def render_validated(paths: list[str], validator: Validator, image: str, output: OutputFormat, output_dir: Path | None,
                      include_input: bool, max_input: str | None = None, allow_empty: bool = True,
-                     pass_other: Callable[[dict[str, Any]], bool] | None = None, build_options: str | None = None) -> None:
+                     pass_other: Callable[[dict[str, Any]], bool] | None = None, build_options: str | None = None,
+                     require_objects: bool = False, verbose: bool = False) -> None:
     """The render command's work, shared with the Argo CD plugin's generate (``allow_empty=False``:
     an empty manifest set is an application with no resources, which Argo CD would prune to).
 
     With ``include_input``, the CRs go along, and the other objects for which ``pass_other`` is true
     (all of them without it); the others held back are named on stderr.
     """
-    result = run_pipeline(paths, validator, image, do_render=True, max_input=max_input, build_options=build_options)
+    result = run_pipeline(paths, validator, image, do_render=True, max_input=max_input, build_options=build_options,
+                          require_objects=require_objects)
     check_nonempty(result, paths)
+    if verbose:
+        report_passed_over(result)
     report_text(result.findings)
     if result.errors:
         echo(summary(result, validator.crd.kind), err=True)

@@ -52,6 +52,8 @@ class Result:
         self.others: list[dict[str, Any]] = []
         #: kustomize's configuration, a kustomization file (by its name) or object: never emitted
         self.passed_over: list[str] = []
+        #: documents that are not Kubernetes objects (no apiVersion and no kind), and empty files: "file:line: why"
+        self.not_objects: list[str] = []
         self.findings: list[Finding] = []
         self.documents = 0
         self.defined_at: dict[tuple[str, str], str] = {}  # (namespace, name) -> "file:line:column"
@@ -90,21 +92,53 @@ def items_of(doc: Document) -> Iterator[tuple[Any, tuple[str | int, ...]]]:
         yield value, ()
 
 
+def is_kubernetes_object(value: Any, validator: Validator) -> bool:
+    """Whether a document is meant as a Kubernetes object: a map with a kind, one ours claims, or one
+    with both an apiVersion and a metadata map.
+
+    A repository holds YAML and JSON of every sort: Helm values and Chart.yaml (an apiVersion, no
+    kind, no metadata), compose files, workflows, package.json, lists, empty files. None of them is
+    an object of any API, so the front ends that scan a repository pass them over (argo-cd's
+    directory source and kubeconform skip what is not a resource). Half an object (``kind:
+    Memcached`` without apiVersion, our group without a kind, an ``apiVersion: v1`` ConfigMap that
+    lost its kind but kept its metadata) is still judged, with kubectl's words, since it was meant
+    as one; so is every document with a kind.
+    """
+    if not isinstance(value, dict):
+        return False
+    if value.get("kind") not in (None, "") or validator.claims(value):
+        return True
+    return value.get("apiVersion") not in (None, "") and isinstance(value.get("metadata"), dict)
+
+
 def process(
     sources: Iterable[tuple[str, IO[bytes] | str | bytes]],
     validator: Validator,
     image: str,
     do_render: bool = True,
+    require_objects: bool = False,
 ) -> Result:
-    """Validate (and render) every document of every source; never raises on bad input."""
+    """Validate (and render) every document of every source; never raises on bad input.
+
+    With ``require_objects``, and always on standard input (a pipe from kustomize or helm carries
+    objects only), every document must be a Kubernetes object (kubectl apply's verdict); otherwise
+    documents that are not (is_kubernetes_object) and empty files are passed over, counted.
+    """
     result = Result()
     for name, stream in sources:
+        required = require_objects or name == "<stdin>"
         try:
+            before = result.documents
             for doc in iter_documents(stream):
                 result.documents += 1
+                if not required and not is_kubernetes_object(doc.value, validator):
+                    result.not_objects.append(f"{name}:{doc.position(())[0]}: not a Kubernetes object (no kind)")
+                    continue
                 for obj, prefix in items_of(doc):
                     process_object(result, name, obj, validator, image, do_render,
                                    lambda path, doc=doc, prefix=prefix: doc.position(prefix + path))
+            if result.documents == before and not required:
+                result.not_objects.append(f"{name}: no document (an empty or comment-only file)")
         except YAMLInputError as exc:
             result.findings.append(Finding(name, exc.line, exc.column, "", "", exc.message))
     return result
@@ -184,4 +218,4 @@ def _duplicate(result: Result, cr: dict[str, Any], file: str,
                    "kubectl apply keeps the later one, kustomize refuses both")
 
 
-__all__ = ["Finding", "Result", "format_path", "items_of", "object_ref", "process", "process_object"]
+__all__ = ["Finding", "Result", "format_path", "is_kubernetes_object", "items_of", "object_ref", "process", "process_object"]
