@@ -94,7 +94,7 @@ def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | 
                 print(f"error: {ns}: {exc}", file=sys.stderr)
                 return 2
     drifted = False
-    for desired in rendered:
+    for desired in (m for m in rendered if m["kind"] == "Deployment"):  # what the reconciler corrects
         ns = desired["metadata"].get("namespace") or namespace
         name = desired["metadata"]["name"]
         try:

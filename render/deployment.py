@@ -25,6 +25,8 @@ from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors, label_
 
 from memcached_gitops.excerpt import quote_value
 
+from .companions import render_pdb, render_service
+
 DEFAULT_IMAGE = "memcached:1.6.26-alpine3.19"
 MANAGED_BY = "memcached-gitops"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -162,5 +164,12 @@ def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[st
 
 
 def render(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> list[dict[str, Any]]:
-    """All manifests for one CR (today: its Deployment). Pure: same input, same output."""
-    return [render_deployment(cr, image)]
+    """All manifests for one CR: its Deployment first (the reconciler corrects it), then its headless
+    Service and, for two Pods or more, its PodDisruptionBudget (companions.py). Pure."""
+    deployment = render_deployment(cr, image)
+    name, size, port = _check_renderable(cr)
+    namespace = (cr.get("metadata") or {}).get("namespace") or None
+    labels = deployment["metadata"]["labels"]
+    manifests = [deployment, render_service(name, namespace, labels, selector_labels(name), port)]
+    pdb = render_pdb(name, namespace, labels, selector_labels(name), size)
+    return manifests + ([pdb] if pdb else [])

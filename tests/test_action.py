@@ -129,7 +129,8 @@ def test_action_validates_and_renders(runner: Runner, tmp_path: Path) -> None:
     assert code == 0, out
     assert outputs == {"rendered": "out/rendered.yaml"}
     docs: list[dict[str, Any]] = list(yaml.safe_load_all((ws / "out" / "rendered.yaml").read_text()))
-    assert [(d["kind"], d["metadata"]["name"]) for d in docs] == [("Deployment", "good")]
+    assert [(d["kind"], d["metadata"]["name"]) for d in docs] == [
+        ("Deployment", "good"), ("Service", "good-memcached"), ("PodDisruptionBudget", "good-memcached")]
     assert list((ws / "out").iterdir()) == [ws / "out" / "rendered.yaml"]
 
 

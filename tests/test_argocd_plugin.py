@@ -141,7 +141,8 @@ def test_every_application_shape_renders(shape: str, app: Path) -> None:
     expected = {"env only": {"mirror.example/memcached:1.6.30"}, "parameters": {"mirror.example/memcached:1.6.31"}}
     assert images == expected.get(shape, {"memcached:1.6.26-alpine3.19"})
     # by default the CRs go along, and never kustomize's own file
-    assert sorted(_kinds(proc.stdout)) == (["Deployment"] * 2 if shape == "parameters" else ["Deployment"] * 2 + ["Memcached"] * 2)
+    rendered = ["Deployment"] * 2 + ["PodDisruptionBudget"] * 2 + ["Service"] * 2  # the example's CRs have 2 and 3 Pods
+    assert sorted(_kinds(proc.stdout)) == (rendered if shape == "parameters" else sorted(rendered + ["Memcached"] * 2))
 
 
 def test_the_parameters_are_sent_as_go_marshals_them(app: Path) -> None:
@@ -365,13 +366,14 @@ spec: {podSelector: {}}
 
 
 @pytest.mark.parametrize(("parameters", "kinds"), [
-    ([], ["Deployment", "Memcached"]),
+    ([], ["Deployment", "Memcached", "PodDisruptionBudget", "Service"]),
     ([{"name": "pass-through-kinds", "string": "ConfigMap, networking.k8s.io/NetworkPolicy"}],
-     ["ConfigMap", "Deployment", "Memcached", "NetworkPolicy"]),
-    ([{"name": "pass-through-kinds", "string": "rbac.authorization.k8s.io/Role,apps/ConfigMap"}], ["Deployment", "Memcached"]),
+     ["ConfigMap", "Deployment", "Memcached", "NetworkPolicy", "PodDisruptionBudget", "Service"]),
+    ([{"name": "pass-through-kinds", "string": "rbac.authorization.k8s.io/Role,apps/ConfigMap"}],
+     ["Deployment", "Memcached", "PodDisruptionBudget", "Service"]),
     ([{"name": "include-input", "string": "true"}], ["Application", "ClusterRoleBinding", "ConfigMap", "Deployment", "Memcached",
-                                                     "NetworkPolicy"]),
-    ([{"name": "include-input", "string": "false"}], ["Deployment"]),
+                                                     "NetworkPolicy", "PodDisruptionBudget", "Service"]),
+    ([{"name": "include-input", "string": "false"}], ["Deployment", "PodDisruptionBudget", "Service"]),
 ])
 def test_only_the_crs_and_the_listed_kinds_pass_by_default(tmp_path: Path, parameters: list, kinds: list[str]) -> None:
     """A repository cannot make the plugin emit a ClusterRoleBinding or an Application unless the

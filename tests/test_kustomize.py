@@ -284,7 +284,7 @@ def test_cmp_discover_and_generate_as_the_repo_server_runs_them(tmp_path: Path) 
     images = {o["spec"]["template"]["spec"]["containers"][0]["image"] for o in objects if o["kind"] == "Deployment"}
     assert images == {"mirror.example/memcached:1.6.30"}, "a parameter wins over the env"
     gen_env = _run_like_repo_server(plugin["spec"]["generate"]["command"], app, {"ARGOCD_ENV_INCLUDE_INPUT": "false"})
-    assert {d.value["kind"] for d in iter_documents(gen_env.stdout)} == {"Deployment"}
+    assert {d.value["kind"] for d in iter_documents(gen_env.stdout)} == {"Deployment", "Service", "PodDisruptionBudget"}
     with open(app / "memcacheds.yaml", "a") as f:  # a file the kustomization lists: a file it does not list is not deployed
         f.write("---\napiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: b}\nspec: {size: 9}\n")
     bad = _run_like_repo_server(plugin["spec"]["generate"]["command"], app, {})
@@ -310,14 +310,15 @@ def test_krm_transformer_adds_deployments_and_keeps_other_items() -> None:
     code, out = _krm({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [CR, OTHER]})
     assert code == 0 and out["kind"] == "ResourceList" and out["apiVersion"] == "config.kubernetes.io/v1"
     assert out["items"][:2] == [CR, OTHER], "input items are untouched, annotations included"
-    [dep] = out["items"][2:]
+    dep, service, pdb = out["items"][2:]
+    assert (service["kind"], service["metadata"]["name"], pdb["kind"]) == ("Service", "sessions-memcached", "PodDisruptionBudget")
     assert dep["kind"] == "Deployment" and dep["metadata"]["namespace"] == "shop" and dep["spec"]["replicas"] == 2
     assert "results" not in out
 
 
 def test_krm_generator_and_image_config() -> None:
     code, out = _krm({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [], "functionConfig": CR})
-    assert code == 0 and [i["kind"] for i in out["items"]] == ["Deployment"]
+    assert code == 0 and [i["kind"] for i in out["items"]] == ["Deployment", "Service", "PodDisruptionBudget"]
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fn"}, "data": {"image": "mirror/memcached:2"}}
     code, out = _krm({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [CR], "functionConfig": config})
     assert out["items"][1]["spec"]["template"]["spec"]["containers"][0]["image"] == "mirror/memcached:2"
@@ -345,7 +346,7 @@ def test_cli_cmp_and_krm_render_byte_identical_deployments(tmp_path: Path) -> No
     built = subprocess.run(["kubectl", "kustomize", str(app)], capture_output=True, check=True).stdout
     crs = [d.value for d in iter_documents(built)]
     _, out = _krm({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": crs})
-    krm = to_yaml([i for i in out["items"] if i["kind"] == "Deployment"])
+    krm = to_yaml([i for i in out["items"] if i["kind"] != "Memcached"])
     assert cli == cmp.stdout.decode() == krm
 
 

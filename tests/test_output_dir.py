@@ -48,7 +48,9 @@ def test_a_hostile_name_is_written_inside_the_folder(tmp_path: Path, kind: str, 
     assert proc.returncode == 0, proc.stderr.decode()
     assert tree(tmp_path / "a") == sorted(f"b/out/{p.name}" for p in out.iterdir()), "nothing outside the folder"
     assert tree(tmp_path) == sorted(["repo/cr.yaml"] + [f"a/b/out/{p.name}" for p in out.iterdir()])
-    assert len(list(out.iterdir())) == 3, "the CR, its Deployment and the ConfigMap, each in a file of its own"
+    names = [p.name for p in out.iterdir()]
+    assert len(names) == 4, "the CR, its Deployment and Service, and the other object, each in a file of its own"
+    assert sum(n.startswith(("deployment-", "memcached-", "service-")) for n in names) == 3, names
     assert all("/" not in p.name and not p.name.startswith(".") for p in out.iterdir())
 
 

@@ -71,7 +71,7 @@ def argocd_applies(api: FakeAPIServer, name: str = "m", size: int = 2) -> dict:
     no ownerReference (the CR's uid is not in Git)."""
     cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": name, "namespace": "default"},
           "spec": {"size": size}}
-    [rendered] = render(Validator(load_crd()).validate(cr).obj)
+    rendered = render(Validator(load_crd()).validate(cr).obj)[0]
     assert "ownerReferences" not in rendered["metadata"]
     code, _, data = api.handle("PATCH", DEP_PATH.format(ns="default", name=name) + "?fieldManager=argocd-controller&force=true",
                                {"User-Agent": "argocd-application-controller/v3.2.0", "Content-Type": "application/apply-patch+yaml"},

@@ -48,7 +48,7 @@ def test_examples_match_the_golden_file() -> None:
 
 
 def test_defaults_from_the_crd_reach_the_deployment() -> None:
-    [deployment] = render_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: bare}\n")
+    deployment = render_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: bare}\n")[0]
     assert deployment["spec"]["replicas"] == 1
     assert deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] == 11211
     assert "namespace" not in deployment["metadata"], "kustomize/Argo CD set the namespace when the CR has none"
@@ -57,10 +57,10 @@ def test_defaults_from_the_crd_reach_the_deployment() -> None:
 
 def test_image_override() -> None:
     cr = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: x}\n"
-    [deployment] = render_text(cr, "registry.example/memcached:1.6.29")
+    deployment = render_text(cr, "registry.example/memcached:1.6.29")[0]
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.example/memcached:1.6.29"
     assert deployment["metadata"]["labels"]["app.kubernetes.io/version"] == "1.6.29"
-    [by_digest] = render_text(cr, "memcached@sha256:" + "a" * 64)
+    by_digest = render_text(cr, "memcached@sha256:" + "a" * 64)[0]
     assert "app.kubernetes.io/version" not in by_digest["metadata"]["labels"]
 
 
@@ -68,7 +68,7 @@ def test_a_rollout_only_surges() -> None:
     """No Pod (no warm cache) is removed before its replacement is available, at any size: the
     API server's default maxUnavailable of 25% would allow one of four to go first."""
     for size in (1, 4, 10):  # beyond the shipped CRD's maximum of 3: a team's own CRD may allow it
-        [deployment] = render({"metadata": {"name": "x"}, "spec": {"size": size, "containerPort": 11211}})
+        deployment = render({"metadata": {"name": "x"}, "spec": {"size": size, "containerPort": 11211}})[0]
         assert deployment["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}}
 
 
@@ -81,7 +81,7 @@ def test_values_are_in_the_form_the_api_server_stores() -> None:
             for c in body["spec"]["template"]["spec"]["containers"]:
                 for section in c.get("resources", {}).values():
                     stored.update(section)
-    [deployment] = render_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: x}\n")
+    deployment = render_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: x}\n")[0]
     resources = deployment["spec"]["template"]["spec"]["containers"][0]["resources"]
     canonical = {"100m", "96Mi", "128Mi"}
     assert {v for section in resources.values() for v in section.values()} == canonical
@@ -146,11 +146,15 @@ def _accepted(cr: dict) -> dict | None:
 def test_every_accepted_cr_renders_to_deployments_kubernetes_accepts(cr: dict) -> None:
     stored = _accepted(cr)
     assume(stored is not None)  # hypothesis fails the test if too few examples are accepted
-    for manifest in render(stored):
+    manifests = render(stored)
+    for manifest in manifests:
         kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
-        selector = manifest["spec"]["selector"]["matchLabels"]
-        template = manifest["spec"]["template"]["metadata"]["labels"]
-        assert selector.items() <= template.items(), "the selector must match the pod template"
+    deployment, service, *pdb = manifests
+    template = deployment["spec"]["template"]["metadata"]["labels"]
+    for selector in [deployment["spec"]["selector"]["matchLabels"], service["spec"]["selector"]] + [p["spec"]["selector"]["matchLabels"]
+                                                                                                   for p in pdb]:
+        assert selector.items() <= template.items(), "every selector must match the pod template"
+    assert [m["kind"] for m in manifests] == ["Deployment", "Service"] + (["PodDisruptionBudget"] if deployment["spec"]["replicas"] >= 2 else [])
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])

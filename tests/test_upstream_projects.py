@@ -59,7 +59,7 @@ def test_each_projects_samples_validate_and_render_under_its_own_crd(project: st
     assert summary == "1 Memcached valid, 0 error(s), 0 warning(s), 1 other object(s) ignored"  # the Memcached CRD judges
     rendered = cli("render", "--crd", str(crd), *files)
     assert rendered.returncode == 0, rendered.stderr.decode()
-    [deployment] = [d.value for d in iter_documents(rendered.stdout)]
+    [deployment] = [d.value for d in iter_documents(rendered.stdout) if d.value["kind"] == "Deployment"]
     assert deployment["metadata"]["name"] == "memcached-sample" and deployment["spec"]["replicas"] == 1
     assert deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] == 11211
 
@@ -114,7 +114,7 @@ def test_the_books_crd_has_no_containerport_and_no_default_size_yet_its_sample_r
     without_size = sample("book").replace("size: 1", "{}")  # spec: {}
     proc = cli("render", "--crd", str(crd), "-", stdin=without_size.encode())
     assert proc.returncode == 0, proc.stderr.decode()
-    [deployment] = [d.value for d in iter_documents(proc.stdout)]
+    [deployment] = [d.value for d in iter_documents(proc.stdout) if d.value["kind"] == "Deployment"]
     assert deployment["spec"]["replicas"] == 0
     assert deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] == 11211
 
