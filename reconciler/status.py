@@ -205,6 +205,12 @@ def columns(obs: Observation, conditions: list[dict[str, Any]]) -> dict[str, str
             "image": str(image or "")[:4096], "replicasOwner": owner[:512]}
 
 
+#: The Pod names ``status.nodes`` lists at most: any Pod that carries a CR's two selector labels is
+#: counted, so someone who can create Pods in the namespace must not grow the CR without a bound
+#: (512 names of at most 253 characters stay far below etcd's 1.5 MiB object limit).
+MAX_NODES = 512
+
+
 def desired_status(obs: Observation, live_status: dict[str, Any] | None, now: str,
                    declared: frozenset[str] | None = None, condition_fields: frozenset[str] | None = None) -> dict[str, Any]:
     """The whole status to apply, limited to the fields the served CRD declares.
@@ -216,7 +222,7 @@ def desired_status(obs: Observation, live_status: dict[str, Any] | None, now: st
     conditions = with_transition_times(desired_conditions(obs), (live_status or {}).get("conditions") or [], now)
     if condition_fields is not None:
         conditions = [{k: v for k, v in c.items() if k in condition_fields} for c in conditions]
-    status: dict[str, Any] = {"observedGeneration": obs.generation, "conditions": conditions, "nodes": sorted(obs.pods),
+    status: dict[str, Any] = {"observedGeneration": obs.generation, "conditions": conditions, "nodes": sorted(obs.pods)[:MAX_NODES],
                               **columns(obs, conditions)}
     if declared is not None:
         status = {k: v for k, v in status.items() if k in declared}

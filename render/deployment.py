@@ -8,7 +8,9 @@ The Deployment follows the kubebuilder tutorial's ``deploymentForMemcached``, co
   away before its replacement is available; this is also what lets ``reconcile --adopt`` roll the
   Deployments a Go operator left running onto this rendering without losing one;
 - restricted Pod Security (non-root UID 1001, seccomp RuntimeDefault, no privilege escalation,
-  all capabilities dropped, read-only root filesystem), resources and TCP probes on the named port;
+  all capabilities dropped, read-only root filesystem, no ServiceAccount token mounted),
+  resources and TCP probes on the named port;
+- Pods spread over nodes, then zones, when the scheduler can (``ScheduleAnyway``);
 - every value is written in the form the API server stores it (quantities canonical within their
   suffix family, ``protocol: TCP`` spelled out, integers as integers), so reading the object back
   never looks like drift;
@@ -48,6 +50,8 @@ MAX_SURGE, MAX_UNAVAILABLE = "25%", 0
 #: under it.
 UNSET_SIZE = 0
 UNSET_CONTAINER_PORT = 11211
+#: Nodes first, then zones (the well-known labels every conformant cluster sets).
+SPREAD_KEYS = ("kubernetes.io/hostname", "topology.kubernetes.io/zone")
 _TAG = re.compile(r":([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})$")
 
 
@@ -113,6 +117,13 @@ def _tcp_probe(initial_delay: int) -> dict[str, Any]:
     return {"tcpSocket": {"port": PORT_NAME}, "initialDelaySeconds": initial_delay, "periodSeconds": 10}
 
 
+def _spread(topology_key: str, name: str) -> dict[str, Any]:
+    """Spread a CR's Pods over ``topology_key`` when the scheduler can, never at the cost of not
+    scheduling (``ScheduleAnyway``): a drain or a lost node then takes a share of the cache, not all."""
+    return {"labelSelector": {"matchLabels": selector_labels(name)}, "maxSkew": 1, "topologyKey": topology_key,
+            "whenUnsatisfiable": "ScheduleAnyway"}
+
+
 def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[str, Any]:
     """The Deployment for a validated, defaulted Memcached CR."""
     name, size, port = _check_renderable(cr)
@@ -133,11 +144,14 @@ def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[st
             "template": {
                 "metadata": {"labels": dict(labels)},
                 "spec": {
+                    # memcached never calls the API server: no token in its Pods for an intruder to use
+                    "automountServiceAccountToken": False,
                     "securityContext": {
                         "runAsNonRoot": True,
                         "runAsUser": RUN_AS_USER,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
+                    "topologySpreadConstraints": [_spread(key, name) for key in SPREAD_KEYS],
                     "containers": [
                         {
                             "name": CONTAINER_NAME,

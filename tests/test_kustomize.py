@@ -390,3 +390,9 @@ def test_krm_never_echoes_a_long_scalar_item() -> None:
         assert proc.stderr.decode().splitlines() == [f"error: <stdin>: ResourceList: {field}: must be "
                                                      f"{'a list of objects' if field == 'items' else 'an object'}, "
                                                      "not a string of 800 characters"]
+
+
+def test_the_plugins_scratch_space_is_bounded() -> None:
+    sidecar = next(iter_documents((K / "components/argocd-cmp/repo-server-sidecar.yaml").read_text())).value
+    [tmp] = [v for v in sidecar["spec"]["template"]["spec"]["volumes"] if v["name"] == "memcached-gitops-tmp"]
+    assert tmp["emptyDir"]["sizeLimit"] == "256Mi"

@@ -51,3 +51,13 @@ def test_names_that_would_meet_after_shortening_stay_apart() -> None:
     assert object_name("catalog.v2") != object_name("catalog-v2")
     assert object_name("a" * 60 + "b") != object_name("a" * 60 + "c")
     assert object_name("sessions") == "sessions-memcached", "an ordinary name reads as it is"
+
+
+def test_pods_mount_no_token_and_spread_over_nodes_then_zones() -> None:
+    deployment = render(cr("sessions", 3))[0]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False, "memcached never calls the API server"
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert pod["topologySpreadConstraints"] == [
+        {"labelSelector": {"matchLabels": selector}, "maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway"}
+        for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone")]

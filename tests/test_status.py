@@ -185,3 +185,12 @@ def test_the_columns_are_written_only_where_the_crd_declares_them() -> None:
     assert set(tutorial) == {"conditions", "nodes"}
     ours = desired_status(obs, None, "2026-01-01T00:00:00Z")
     assert {"ready", "reason", "image", "replicasOwner"} <= set(ours)
+
+
+def test_status_nodes_is_bounded() -> None:
+    """Any Pod with the selector's labels is listed, so a flood of them must not grow the CR without a bound."""
+    from memcached_gitops.reconciler.status import MAX_NODES, desired_status
+
+    pods = tuple(f"pod-{i:05d}" for i in range(5000))
+    status = desired_status(Observation(3, 2, dep(avail=2, upd=2), pods), None, "2026-01-01T00:00:00Z")
+    assert status["nodes"] == sorted(pods)[:MAX_NODES] and MAX_NODES == 512
