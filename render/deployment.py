@@ -117,11 +117,16 @@ def _tcp_probe(initial_delay: int) -> dict[str, Any]:
     return {"tcpSocket": {"port": PORT_NAME}, "initialDelaySeconds": initial_delay, "periodSeconds": 10}
 
 
-def _spread(topology_key: str, name: str) -> dict[str, Any]:
+def _spread(topology_key: str) -> dict[str, Any]:
     """Spread a CR's Pods over ``topology_key`` when the scheduler can, never at the cost of not
-    scheduling (``ScheduleAnyway``): a drain or a lost node then takes a share of the cache, not all."""
-    return {"labelSelector": {"matchLabels": selector_labels(name)}, "maxSkew": 1, "topologyKey": topology_key,
-            "whenUnsatisfiable": "ScheduleAnyway"}
+    scheduling (``ScheduleAnyway``): a drain or a lost node then takes a share of the cache, not all.
+
+    The CR is picked by ``matchLabelKeys`` (its instance label, read from each Pod's own labels)
+    rather than written into the selector, so every rendering's pod spec stays identical and the
+    reconciler's cache keeps one copy of it (informer.compact); a cluster that does not honour
+    matchLabelKeys spreads all memcached Pods together, which still spreads each cache."""
+    return {"labelSelector": {"matchLabels": {"app.kubernetes.io/name": "memcached"}}, "matchLabelKeys": [INSTANCE_LABEL],
+            "maxSkew": 1, "topologyKey": topology_key, "whenUnsatisfiable": "ScheduleAnyway"}
 
 
 def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[str, Any]:
@@ -151,7 +156,7 @@ def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[st
                         "runAsUser": RUN_AS_USER,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
-                    "topologySpreadConstraints": [_spread(key, name) for key in SPREAD_KEYS],
+                    "topologySpreadConstraints": [_spread(key) for key in SPREAD_KEYS],
                     "containers": [
                         {
                             "name": CONTAINER_NAME,

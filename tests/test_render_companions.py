@@ -57,7 +57,12 @@ def test_pods_mount_no_token_and_spread_over_nodes_then_zones() -> None:
     deployment = render(cr("sessions", 3))[0]
     pod = deployment["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False, "memcached never calls the API server"
-    selector = deployment["spec"]["selector"]["matchLabels"]
     assert pod["topologySpreadConstraints"] == [
-        {"labelSelector": {"matchLabels": selector}, "maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway"}
+        {"labelSelector": {"matchLabels": {"app.kubernetes.io/name": "memcached"}}, "matchLabelKeys": ["app.kubernetes.io/instance"],
+         "maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway"}
         for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone")]
+    # the CR's own selector is labelSelector plus matchLabelKeys read from its Pods' labels
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": labels["app.kubernetes.io/instance"]} == \
+        deployment["spec"]["selector"]["matchLabels"]
+    assert render(cr("other", 3))[0]["spec"]["template"]["spec"] == pod, "one pod spec for every CR (one copy in the cache)"
