@@ -3,12 +3,16 @@
 FROM python:3.11.11-slim-bookworm AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
+COPY requirements/runtime.txt requirements/image.txt ./requirements/
 COPY src ./src
 COPY render ./render
 COPY schemas ./schemas
 COPY reconciler ./reconciler
-# the [cluster] extra: the kubernetes client, which reconcile and diff need
-RUN pip wheel --no-cache-dir --wheel-dir /wheels '.[cluster]'
+# the [cluster] extra (the kubernetes client, which reconcile and diff need), every wheel as locked and
+# hash-checked in requirements/image.txt; the package itself built with the locked setuptools
+RUN pip install --no-cache-dir --require-hashes -r requirements/image.txt \
+    && pip wheel --no-cache-dir --require-hashes --wheel-dir /wheels -r requirements/image.txt \
+    && pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /wheels .
 
 FROM python:3.11.11-slim-bookworm
 COPY --from=build /wheels /wheels

@@ -22,6 +22,8 @@ test-latest:
 lock *args: setup
     {{venv}}/bin/uv pip compile pyproject.toml --extra test --generate-hashes --universal --custom-compile-command "just lock" -o requirements/test.txt {{args}}
     {{venv}}/bin/uv pip compile requirements/oldest-pyyaml.in --generate-hashes --universal --custom-compile-command "just lock" -o requirements/oldest-pyyaml.txt {{args}}
+    {{venv}}/bin/uv pip compile pyproject.toml requirements/build.in --generate-hashes --universal --custom-compile-command "just lock" -o requirements/runtime.txt {{args}}
+    {{venv}}/bin/uv pip compile pyproject.toml requirements/build.in --extra cluster --generate-hashes --universal --custom-compile-command "just lock" -o requirements/image.txt {{args}}
 
 # Lint with ruff.
 lint: setup

@@ -45,6 +45,7 @@ def copy_package_sources(dest: Path, extra: tuple[str, ...] = ()) -> None:
             names += words[1:-1]
     dest.mkdir(parents=True, exist_ok=True)
     for name in names:
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(["cp", "-r", REPO / name, dest / name], check=True)
 
 

@@ -15,6 +15,9 @@ from .conftest import REPO
 REQUIREMENTS = REPO / "requirements"
 TEST_LOCK = REQUIREMENTS / "test.txt"
 OLDEST_PYYAML_LOCK = REQUIREMENTS / "oldest-pyyaml.txt"
+#: what the GitHub Action installs (the plain install and setuptools to build it) and what the image installs (+ [cluster])
+RUNTIME_LOCK = REQUIREMENTS / "runtime.txt"
+IMAGE_LOCK = REQUIREMENTS / "image.txt"
 #: how uv annotates a requirement that comes from the project's own pyproject.toml
 FROM_PYPROJECT = "memcached-gitops (pyproject.toml)"
 

@@ -175,3 +175,11 @@ def test_a_render_to_with_a_line_break_cannot_add_outputs(runner: Runner, tmp_pa
     assert code == 2, out
     assert "render-to must be one line" in out
     assert not (ws / "out").exists()
+
+
+def test_the_action_installs_the_hash_checked_lock_never_todays_releases() -> None:
+    install = ACTION["runs"]["steps"][0]["run"]
+    pip_lines = [line for line in install.splitlines() if "pip install" in line]
+    assert len(pip_lines) == 2
+    assert '--require-hashes -r "$GITHUB_ACTION_PATH/requirements/runtime.txt"' in pip_lines[0]
+    assert "--no-deps --no-build-isolation" in pip_lines[1], "the package adds no unlocked dependency, nor an unlocked setuptools"
