@@ -318,12 +318,15 @@ class Validator:
         if decoding:  # kubectl refuses the object before sending it (metadecode.py)
             out.errors = [Problem(p, m) for p, m in decoding]
             return out
+        given_status = "status" in obj  # a status that defaulting adds (Flux's observedGeneration: -1) is not the user's
         for path in prune_and_default(obj, version.schema):
             # strict: the 400 "strict decoding error: unknown field ..."; otherwise the Warning
             # header of a pruned field (transcript 23: 299 - "unknown field \"spec.image\"")
             (out.errors if self.strict else out.warnings).append(Problem(path, f'unknown field "{format_path(path)}"'))
         engine = self._engine(version)
-        if version.status_subresource and "status" in obj:
+        if version.status_subresource and "status" in obj and not given_status:
+            obj.pop("status")  # dropped on create (PrepareForCreate); the server defaults it again when it reads it
+        elif version.status_subresource and "status" in obj:
             status = obj.pop("status")
             out.warnings.append(
                 Problem(("status",), "ignored: the API server drops status on create and apply (status subresource)")

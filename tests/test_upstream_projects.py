@@ -135,8 +135,21 @@ def test_stdin_cannot_hold_both_the_crd_and_the_crs() -> None:
 
 
 def test_every_vendored_file_names_its_commit() -> None:
+    import hashlib
+    import re
+
     for source in UPSTREAM.glob("*/SOURCE.md"):
-        first = source.read_text().splitlines()[0]
-        assert len(first.split(" at ")[-1]) == 40, first
-    assert {p.parent.name for p in UPSTREAM.glob("*/SOURCE.md")} == {"kubebuilder", "operator-sdk"}
+        text = source.read_text()
+        first = text.splitlines()[0]
+        if " at " in first:  # one repository, one commit for the folder
+            assert len(first.split(" at ")[-1]) == 40, first
+            continue
+        # several repositories: a section per file naming its commit and sha256 (tests/fixtures/upstream/flux)
+        files = sorted(p for p in source.parent.iterdir() if p.name != "SOURCE.md")
+        assert files
+        for path in files:
+            section = text.split(f"## {path.name}\n", 1)[1].split("\n## ", 1)[0]
+            assert re.search(r"^- commit: [0-9a-f]{40}$", section, re.M), path.name
+            assert f"- sha256: {hashlib.sha256(path.read_bytes()).hexdigest()}" in section, path.name
+    assert {p.parent.name for p in UPSTREAM.glob("*/SOURCE.md")} == {"kubebuilder", "operator-sdk", "flux"}
     assert all(Path(crd).exists() for crd, _, _ in PROJECTS.values())
