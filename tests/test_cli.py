@@ -206,3 +206,11 @@ def test_schema_and_crd_commands() -> None:
     assert schema["properties"]["spec"]["properties"]["size"]["maximum"] == 3
     crd = run("crd").stdout.decode()
     assert crd == (REPO / "schemas" / "memcached-crd.yaml").read_text()
+
+
+@pytest.mark.parametrize("command", [[], ["validate"], ["render"], ["argocd-generate"], ["krm"], ["schema"], ["diff"], ["reconcile"]])
+def test_dash_h_is_help_on_every_command(command: list[str]) -> None:
+    """kubectl, flux and argocd take -h; so does every command here."""
+    proc = run(*command, "-h")
+    assert proc.returncode == 0 and proc.stdout.startswith(b"Usage: "), proc.stderr.decode()
+    assert proc.stdout == run(*command, "--help").stdout

@@ -36,6 +36,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # -h as kubectl, flux and argocd take it
 )
 
 PathsArg = Annotated[list[str], typer.Argument(help="Files or directories (recursive *.yaml/*.yml/*.json), or - for stdin.")]
