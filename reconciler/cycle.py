@@ -313,7 +313,7 @@ class Reconciler:
             return ""
         message = (f"the Deployment's selector {describe_selector(selector_of(deployment))}, kept from the Deployment "
                    f"this Memcached took over, shares Pods with Deployment(s) {', '.join(f'{ns}/{o}' for o in others)}: "
-                   "a Service or PodDisruptionBudget built on it spans both (README: Moving from the Go operator)")[:1024]
+                   "a Service or PodDisruptionBudget built on it spans both (docs/guides/migrate-from-go-operator.md)")[:1024]
         self.events.warn_once(cr, "SelectorOverlap", message)
         return message
 

@@ -1,6 +1,6 @@
 """Five rules that a realistic one-line bug could break without any other test failing.
 
-Each test below fails when its rule is broken on purpose (see the README's mutation testing
+Each test below fails when its rule is broken on purpose (see docs/design/testing.md, mutation testing
 section): a controller ownerReference counts only with this CR's uid; a condition's
 lastTransitionTime stays when only its reason changes; a port's defaulted ``protocol: TCP`` takes
 part in its merge key; a manager that owns an atomic parent owns everything below it; an atomic

@@ -31,3 +31,27 @@ def test_the_test_command_installs_the_lock_with_hashes_and_the_project_without_
     installs = [step for step in test.split(" && ") if " install " in step]
     assert installs == [".venv/bin/pip install -q --require-hashes -r requirements/test.txt",
                         ".venv/bin/pip install -q --no-deps --no-build-isolation ."]
+
+
+def test_the_readme_is_one_screen_and_every_link_of_the_docs_resolves() -> None:
+    import yaml
+
+    readme = REPO / "README.md"
+    assert len(readme.read_text().splitlines()) <= 150
+    pages = [readme, *sorted((REPO / "docs").rglob("*.md"))]
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" in target:
+                continue
+            assert (page.parent / target).exists(), f"{page.relative_to(REPO)} links to a missing {target}"
+    nav = yaml.safe_load((REPO / "mkdocs.yml").read_text())["nav"]
+
+    def files(entries: list) -> list[str]:
+        out = []
+        for entry in entries:
+            for value in entry.values():
+                out += files(value) if isinstance(value, list) else [value]
+        return out
+
+    listed = files(nav)
+    assert sorted(listed) == sorted(str(p.relative_to(REPO / "docs")) for p in (REPO / "docs").rglob("*.md")), "every page in the nav"
