@@ -634,7 +634,7 @@ def _json_then_yaml(data: bytes) -> Iterator[tuple[bytes, int]]:
     while (start := _JSON_SPACE.match(text, end).end()) < len(text):
         line, column = where(start)
         try:
-            end = decoder.raw_decode(text, start)[1]
+            end = _json_end(decoder, text, start)
         except ValueError as exc:
             if values > 1:
                 raise YAMLInputError(f"invalid JSON: {str(exc).split(':')[0]}", line + 1, column + 1) from None
@@ -645,6 +645,40 @@ def _json_then_yaml(data: bytes) -> Iterator[tuple[bytes, int]]:
             raise _too_large(line + 1, column + 1)
         yield (" " * column + text[start:end]).encode(), line  # at its column, for positions
         values += 1
+
+
+#: A JSON string, or a bracket outside strings: enough to follow a value's nesting without decoding it.
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _json_end(decoder: json.JSONDecoder, text: str, start: int) -> int:
+    """Where the JSON value at ``start`` ends (``raw_decode``), at any depth kubectl reads.
+
+    The json module's C scanner recurses once per level under Python's recursion limit (1,000 by
+    default), so a value nested deeper raises RecursionError, which used to escape as a traceback.
+    Then the value's brackets are followed without decoding: up to MAX_DEPTH levels it is decoded
+    again with recursion_room (10,000 levels of the C scanner fit the main thread's stack); deeper,
+    it runs to the end of the stream and the YAML reader, which reads it next, refuses it at its
+    10,001st level in kubectl's words. The limit is never raised for a value deeper than MAX_DEPTH,
+    so no input can take the C stack further than that.
+    """
+    try:
+        return decoder.raw_decode(text, start)[1]
+    except RecursionError:
+        pass
+    depth = 0
+    for token in _JSON_TOKEN.finditer(text, start):
+        bracket = token.group()
+        if bracket in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return len(text)
+        elif bracket in "]}":
+            depth -= 1
+            if depth == 0:
+                break
+    with recursion_room():
+        return decoder.raw_decode(text, start)[1]
 
 
 def _no_constant(name: str) -> Any:
