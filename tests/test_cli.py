@@ -177,7 +177,7 @@ def test_fifty_megabyte_file_is_a_clear_error_in_bounded_memory(tmp_path: Path) 
         out.write("x" * (50 * 1024 * 1024))
         out.write("\n")
     probe = (
-        f"import resource, runpy, sys; sys.argv=['memcached-gitops','validate',{str(f)!r}]\n"
+        f"import resource, runpy, sys; sys.argv=['memcached-gitops','validate','--max-input-size','100M',{str(f)!r}]\n"
         "try:\n    runpy.run_module('memcached_gitops', run_name='__main__')\n"
         "except SystemExit as e:\n    code = e.code\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, code)\n"

@@ -214,3 +214,19 @@ def test_bidirectional_controls_in_a_name_are_escaped(tmp_path: Path, command: l
     out = assert_clean_failure(proc) + proc.stdout.decode()
     assert not any(c in out for c in "\u202e\u2066\u2069\u200f"), out
     assert "evil\\u202egnp.\\u2066x\\u2069\\u200f.yaml" in out
+
+
+def test_a_file_beyond_the_cap_is_refused_on_its_size_before_any_yaml_is_read(tmp_path: Path) -> None:
+    """The cap is checked on the bytes first: a file whose size alone passes it is refused without
+    being parsed (an invalid first line is never reported), the Argo CD repo-server's cost per refresh
+    is a stat (bench/untrusted_input.py prints the time)."""
+    big = tmp_path / "big.yaml"
+    with open(big, "wb") as f:
+        f.write(b"kind: [unclosed\n")
+        f.truncate(14 * 1000 * 1000)
+    err = refused(run("validate", str(big)), "larger than the limit of 10000000 bytes")
+    assert "invalid YAML" not in err
+    # all files together: two files each under the cap are refused when their sizes add up past it
+    (tmp_path / "a.yaml").write_bytes(b"---\n# a\n" * 750_000)
+    (tmp_path / "b.yaml").write_bytes(b"---\n# b\n" * 750_000)
+    refused(run("validate", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")), "b.yaml: the input is larger than the limit")

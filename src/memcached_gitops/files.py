@@ -7,7 +7,7 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import IO, NamedTuple, NoReturn
 
 from memcached_gitops.excerpt import excerpt
 
@@ -146,6 +146,10 @@ class InputBudget:
     def wrap(self, name: str, stream: IO[bytes]) -> _Bounded:
         return _Bounded(name, stream, self)
 
+    def refuse(self, name: str) -> NoReturn:
+        raise InputError(f"{name}: the input is larger than the limit of {self.limit} bytes "
+                         f"(all files together; --max-input-size or {MAX_INPUT_ENV}); refused")
+
 
 class _Bounded:
     """A binary stream that counts what libyaml reads from it against the budget."""
@@ -158,8 +162,7 @@ class _Bounded:
         data = self.stream.read(room if size < 0 else min(size, room))
         self.budget.used += len(data)
         if self.budget.used > self.budget.limit:
-            raise InputError(f"{self.name}: the input is larger than the limit of {self.budget.limit} bytes "
-                             f"(all files together; --max-input-size or {MAX_INPUT_ENV}); refused")
+            self.budget.refuse(self.name)
         return data
 
 
@@ -191,9 +194,13 @@ def open_sources(sources: list[Source], budget: InputBudget,
             fd = os.open(path, os.O_RDONLY | (os.O_NOFOLLOW | os.O_NONBLOCK if in_root else 0))
         except OSError as exc:
             raise InputError(f"{name}: cannot read: {exc.strerror}") from None
-        if in_root and not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if in_root and not stat.S_ISREG(info.st_mode):
             os.close(fd)
             raise InputError(f"{name}: not a regular file; not read")
+        if stat.S_ISREG(info.st_mode) and budget.used + info.st_size > budget.limit:
+            os.close(fd)  # refused on its size, before a byte is parsed: a 1 GB file costs a stat, not seconds of YAML
+            budget.refuse(name)
         with os.fdopen(fd, "rb") as f:
             yield name, budget.wrap(name, f)
 
