@@ -10,9 +10,9 @@ from .deployment import (
     render_deployment,
     selector_labels,
 )
-from .serialize import to_json, to_single, to_yaml
+from .serialize import to_json, to_single, to_yaml, write_json, write_yaml
 
 __all__ = [
     "DEFAULT_IMAGE", "INSTANCE_LABEL", "MANAGED_BY", "MANAGED_BY_LABEL", "RenderError", "render", "render_deployment", "selector_labels",
-    "to_json", "to_single", "to_yaml",
+    "to_json", "to_single", "to_yaml", "write_json", "write_yaml",
 ]

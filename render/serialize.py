@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
+from typing import IO, Any
 
 import yaml
 from yaml.cyaml import CSafeDumper
@@ -39,6 +39,24 @@ def to_yaml(objects: Iterable[dict[str, Any]]) -> str:
         return yaml.dump_all(
             objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False, explicit_start=True, width=1 << 16
         )
+
+
+def write_yaml(objects: Iterable[dict[str, Any]], stream: IO[str]) -> None:
+    """``to_yaml`` written to ``stream`` as it is emitted: the same bytes, without the whole output
+    in memory at once (the Argo CD plugin's sidecar has 256Mi for any repository)."""
+    with recursion_room():
+        yaml.dump_all(objects, stream, Dumper=_Dumper, sort_keys=False, default_flow_style=False, explicit_start=True, width=1 << 16)
+
+
+def write_json(objects: Iterable[dict[str, Any]], stream: IO[str]) -> None:
+    """``to_json`` written to ``stream`` one item at a time: the same bytes."""
+    stream.write('{"apiVersion":"v1","kind":"List","items":[\n')
+    first = True
+    with recursion_room():
+        for obj in objects:
+            stream.write(("" if first else ",\n") + json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
+            first = False
+    stream.write(("" if first else "\n") + "]}\n")
 
 
 def to_json(objects: Iterable[dict[str, Any]]) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memcached_gitops.excerpt import quote_value
-from memcached_gitops.render import DEFAULT_IMAGE, to_json, to_single, to_yaml
+from memcached_gitops.render import DEFAULT_IMAGE, to_single, write_json, write_yaml
 from memcached_gitops.schemas import CRDError, Validator, load_crd
 
 from .files import (
@@ -31,7 +31,7 @@ from .files import (
     safe_file_name,
     write_files,
 )
-from .pipeline import Finding, Result, object_ref, process
+from .pipeline import Finding, Result, TooManyObjects, object_ref, process
 
 EXIT_INVALID, EXIT_USAGE = 1, 2
 #: How many objects passed over or held back a message names.
@@ -87,20 +87,42 @@ def input_budget(max_input: str | None) -> InputBudget:
         raise fail(f"--max-input-size: {exc}") from None
 
 
+#: Objects one rendering run may hold and emit (the Deployment, Service and budget of each CR, the
+#: CRs, the objects passed through). About 3 KB each in memory: 20,000 keep the Argo CD plugin well
+#: under its sidecar's 256Mi, whatever the input cap admits (bench/generate_memory.py).
+DEFAULT_MAX_OBJECTS = 20_000
+MAX_OBJECTS_ENV = "MEMCACHED_GITOPS_MAX_OBJECTS"
+
+
+def max_objects(given: int | None) -> int:
+    """--max-objects, else $MEMCACHED_GITOPS_MAX_OBJECTS, else DEFAULT_MAX_OBJECTS."""
+    value = given if given is not None else os.environ.get(MAX_OBJECTS_ENV) or DEFAULT_MAX_OBJECTS
+    try:
+        number = int(value)
+    except ValueError:
+        raise fail(f"{MAX_OBJECTS_ENV}: not a number: {quote_value(value)}") from None
+    if number < 1:
+        raise fail(f"--max-objects: must be at least 1, not {number}")
+    return number
+
+
 def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: bool, max_input: str | None = None,
-                 build_options: str | None = None, require_objects: bool = False) -> Result:
+                 build_options: str | None = None, require_objects: bool = False, objects_limit: int | None = None) -> Result:
     budget = input_budget(max_input)
+    limit = max_objects(objects_limit) if do_render else None
     try:
         manifests, kustomize_files = manifest_sources(paths)
         if not manifests and not kustomize_files:
             raise InputError(f"{', '.join(paths)}: no *.yaml, *.yml or *.json files found")
-        result = process(open_sources(manifests, budget, build_options), validator, image, do_render, require_objects)
+        result = process(open_sources(manifests, budget, build_options), validator, image, do_render, require_objects, limit)
         result.passed_over += [f.name for f in kustomize_files]
         return result
     except InputError as exc:
         for problem in exc.problems[:-1]:
             echo(f"error: {problem}", err=True)
         raise fail(exc.problems[-1], EXIT_INVALID) from None
+    except TooManyObjects as exc:
+        raise fail(str(exc), EXIT_INVALID) from None
 
 
 def report_text(findings: list[Finding]) -> None:
@@ -240,7 +262,7 @@ def render_validated(paths: list[str], validator: Validator, image: str, output:
             raise fail(exc.problems[-1], EXIT_INVALID) from None
         echo(f"wrote {len(objects)} file(s) to {output_dir}", err=True)
         return
-    sys.stdout.write(to_json(objects) if output is OutputFormat.json else to_yaml(objects))
+    (write_json if output is OutputFormat.json else write_yaml)(objects, sys.stdout)
 
 
 def guarded(command: Callable[[], object]) -> None:

@@ -43,6 +43,10 @@ class Finding(NamedTuple):
         }
 
 
+class TooManyObjects(ValueError):
+    """A run that would hold more objects than its bound; the message names where it crossed it."""
+
+
 class Result:
     """What a run produced: rendered manifests, the CRs as stored, other documents, findings."""
 
@@ -57,6 +61,11 @@ class Result:
         self.findings: list[Finding] = []
         self.documents = 0
         self.defined_at: dict[tuple[str, str], str] = {}  # (namespace, name) -> "file:line:column"
+
+    @property
+    def objects(self) -> int:
+        """The objects held: rendered, the CRs and the other objects (what a render may emit)."""
+        return len(self.rendered) + len(self.crs) + len(self.others)
 
     @property
     def ignored(self) -> int:
@@ -117,12 +126,15 @@ def process(
     image: str,
     do_render: bool = True,
     require_objects: bool = False,
+    max_objects: int | None = None,
 ) -> Result:
     """Validate (and render) every document of every source; never raises on bad input.
 
     With ``require_objects``, and always on standard input (a pipe from kustomize or helm carries
     objects only), every document must be a Kubernetes object (kubectl apply's verdict); otherwise
     documents that are not (is_kubernetes_object) and empty files are passed over, counted.
+    ``max_objects`` bounds what a run holds (TooManyObjects, raised as soon as it is crossed): the
+    renderings of tiny CRs are about 40 times their input, so the input cap alone does not bound memory.
     """
     result = Result()
     for name, stream in sources:
@@ -137,6 +149,9 @@ def process(
                 for obj, prefix in items_of(doc):
                     process_object(result, name, obj, validator, image, do_render,
                                    lambda path, doc=doc, prefix=prefix: doc.position(prefix + path))
+                if max_objects is not None and result.objects > max_objects:
+                    raise TooManyObjects(f"{name}:{doc.position(())[0]}: more than {max_objects} objects to hold and emit "
+                                         f"(--max-objects or MEMCACHED_GITOPS_MAX_OBJECTS); refused")
             if result.documents == before and not required:
                 result.not_objects.append(f"{name}: no document (an empty or comment-only file)")
         except YAMLInputError as exc:
@@ -218,4 +233,4 @@ def _duplicate(result: Result, cr: dict[str, Any], file: str,
                    "kubectl apply keeps the later one, kustomize refuses both")
 
 
-__all__ = ["Finding", "Result", "format_path", "is_kubernetes_object", "items_of", "object_ref", "process", "process_object"]
+__all__ = ["Finding", "Result", "TooManyObjects", "format_path", "is_kubernetes_object", "items_of", "object_ref", "process", "process_object"]
