@@ -26,8 +26,25 @@ def _connect(kubeconfig: str | None, context: str | None, host: str | None, **kw
     try:
         return KubeAPI.connect(kubeconfig, context, host=host, **kwargs)
     except Exception as exc:  # no usable configuration
-        print(f"error: cannot configure the Kubernetes client: {exc}", file=sys.stderr)
+        if kubeconfig or host:
+            print(f"error: cannot configure the Kubernetes client: {exc}", file=sys.stderr)
+        else:  # client-go's last fallback (in-cluster) speaks of a Service host: say what was looked for instead
+            found = os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config"))
+            why = f": {exc}" if found else ""
+            print(f"error: no Kubernetes cluster configured (tried {kubeconfig_sources()}){why}; "
+                  "give --kubeconfig or set $KUBECONFIG", file=sys.stderr)
         return None
+
+
+def kubeconfig_sources() -> str:
+    """The places kubectl looks for a cluster, and what each held, for the one-line error of a run
+    that found none (client-go's loading rules: $KUBECONFIG, ~/.kube/config, then in-cluster)."""
+    env = os.environ.get("KUBECONFIG")
+    home = os.path.expanduser("~/.kube/config")
+    in_cluster = "KUBERNETES_SERVICE_HOST " + ("set" if os.environ.get("KUBERNETES_SERVICE_HOST") else "unset")
+    return "; ".join([f"$KUBECONFIG={env}" if env else "$KUBECONFIG unset",
+                      f"{home} " + ("present" if os.path.exists(home) else "not found"),
+                      f"in-cluster ({in_cluster})"])
 
 
 def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], field_manager: str, dry_run: bool,

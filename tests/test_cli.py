@@ -214,3 +214,21 @@ def test_dash_h_is_help_on_every_command(command: list[str]) -> None:
     proc = run(*command, "-h")
     assert proc.returncode == 0 and proc.stdout.startswith(b"Usage: "), proc.stderr.decode()
     assert proc.stdout == run(*command, "--help").stdout
+
+
+def test_diff_without_a_cluster_names_the_kubeconfig_sources_it_tried(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    env["HOME"] = str(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "diff", str(EXAMPLES / "memcached-sample.yaml")],
+                          capture_output=True, env=env, timeout=120)
+    err = assert_clean_failure(proc, code=2)
+    assert len(err.splitlines()) == 1 and "Service host/port" not in err, err
+    assert "$KUBECONFIG unset" in err and f"{tmp_path}/.kube/config not found" in err and "in-cluster" in err
+
+
+def test_one_output_flag_as_kubectl_and_shell_completion() -> None:
+    bad = str(DATA / "bad-crs.yaml")
+    for fmt in ("json", "github"):
+        assert run("validate", "-o", fmt, bad).stdout == run("validate", "--format", fmt, bad).stdout != b""
+    script = run("--show-completion", "bash")
+    assert script.returncode == 0 and b"complete" in script.stdout and b"memcached" in script.stdout

@@ -33,7 +33,7 @@ from .files import MAX_INPUT_ENV, InputError, manifest_sources, open_sources
 app = typer.Typer(
     name="memcached-gitops",
     help="Validate and render Memcached custom resources for GitOps.",
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish and PowerShell
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},  # -h as kubectl, flux and argocd take it
@@ -81,7 +81,9 @@ def validate(
     paths: PathsArg,
     crd: CrdOpt = None,
     strict: StrictOpt = True,
-    format: Annotated[ReportFormat, typer.Option("--format", help="text (stderr), json or github (stdout).")] = ReportFormat.text,
+    format: Annotated[ReportFormat, typer.Option("-o", "--output", "--format",
+                                                 help="text (stderr), json or github (stdout); --format is the older spelling.")
+                      ] = ReportFormat.text,
     max_input: MaxInputOpt = None,
     require_objects: RequireObjectsOpt = False,
     verbose: VerboseOpt = False,
