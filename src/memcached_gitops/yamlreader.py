@@ -637,6 +637,8 @@ def _json_then_yaml(data: bytes) -> Iterator[tuple[bytes, int]]:
             end = _json_end(decoder, text, start)
         except ValueError as exc:
             if values > 1:
+                if isinstance(exc, _TooDeep):  # at its 10,001st bracket, as the YAML path places it
+                    line, column = where(exc.pos)
                 raise YAMLInputError(f"invalid JSON: {str(exc).split(':')[0]}", line + 1, column + 1) from None
             rest = _REST_OF_LINE.match(text, end).end()
             yield from _yaml_chunks(_lines(text[rest:]), where(rest)[0])
@@ -647,38 +649,59 @@ def _json_then_yaml(data: bytes) -> Iterator[tuple[bytes, int]]:
         values += 1
 
 
-#: A JSON string, or a bracket outside strings: enough to follow a value's nesting without decoding it.
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+class _TooDeep(json.JSONDecodeError):
+    """A JSON value opens a collection on its ``MAX_DEPTH + 1``st level, at ``pos``: encoding/json's
+    ``exceeded max depth``, a syntax error like any other (so the YAMLOrJSONDecoder rules apply)."""
 
 
 def _json_end(decoder: json.JSONDecoder, text: str, start: int) -> int:
     """Where the JSON value at ``start`` ends (``raw_decode``), at any depth kubectl reads.
 
-    The json module's C scanner recurses once per level under Python's recursion limit (1,000 by
-    default), so a value nested deeper raises RecursionError, which used to escape as a traceback.
-    Then the value's brackets are followed without decoding: up to MAX_DEPTH levels it is decoded
-    again with recursion_room (10,000 levels of the C scanner fit the main thread's stack); deeper,
-    it runs to the end of the stream and the YAML reader, which reads it next, refuses it at its
-    10,001st level in kubectl's words. The limit is never raised for a value deeper than MAX_DEPTH,
-    so no input can take the C stack further than that.
+    The json module's C scanner recurses in C once per level, under the recursion limit on 3.11
+    (1,000 by default) and under a fixed C limit of its own from 3.12 (a few thousand levels there,
+    whatever ``sys.setrecursionlimit`` says), so it cannot read what kubectl reads, and raising the
+    limit for it would only let untrusted input take the C stack deeper. So:
+
+    - the C scanner is tried first, as before: ordinary JSON takes this path and pays nothing more
+      (a try block costs nothing in 3.11 unless it catches);
+    - only a value it gives up on (RecursionError) is read again by the json module's pure-Python
+      scanner (``json.scanner.py_make_scanner``, same grammar, same errors), with the collection
+      parsers wrapped to count levels: the 10,001st raises ``_TooDeep`` at its bracket as soon as
+      it is reached, as encoding/json's scanner does, so syntax errors before it win, and nothing
+      runs past it (no scan of the rest of the stream). Its recursion is Python-to-Python calls,
+      which use no C stack since 3.11; three frames a level, at most ``3 * MAX_DEPTH`` then, which
+      ``recursion_room`` (the limit the YAML builder already runs under) covers.
     """
     try:
         return decoder.raw_decode(text, start)[1]
     except RecursionError:
         pass
+    deep = json.JSONDecoder(parse_constant=decoder.parse_constant)
     depth = 0
-    for token in _JSON_TOKEN.finditer(text, start):
-        bracket = token.group()
-        if bracket in "[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                return len(text)
-        elif bracket in "]}":
-            depth -= 1
-            if depth == 0:
-                break
+
+    def parse_object(s_and_end: tuple[str, int], strict: bool, scan_once: Any, object_hook: Any,
+                     object_pairs_hook: Any, memo: Any) -> tuple[Any, int]:
+        nonlocal depth
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise _TooDeep(f"exceeded max depth of {MAX_DEPTH}", s_and_end[0], s_and_end[1] - 1)
+        value = json.decoder.JSONObject(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo)
+        depth -= 1
+        return value
+
+    def parse_array(s_and_end: tuple[str, int], scan_once: Any) -> tuple[Any, int]:
+        nonlocal depth
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise _TooDeep(f"exceeded max depth of {MAX_DEPTH}", s_and_end[0], s_and_end[1] - 1)
+        value = json.decoder.JSONArray(s_and_end, scan_once)
+        depth -= 1
+        return value
+
+    deep.parse_object, deep.parse_array = parse_object, parse_array  # type: ignore[assignment]
+    deep.scan_once = json.scanner.py_make_scanner(deep)
     with recursion_room():
-        return decoder.raw_decode(text, start)[1]
+        return deep.raw_decode(text, start)[1]
 
 
 def _no_constant(name: str) -> Any:
