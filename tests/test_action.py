@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from memcached_gitops.schemas.crd import builtin_crd_text
 
 from .conftest import BAD_CR as BAD

@@ -165,7 +165,8 @@ def test_a_parameter_wins_over_the_plugin_env(app: Path) -> None:
     ('{"name": "image"}', "is not the list of parameters"),
     ('[{"name": "image", "array": ["a"]}]', 'parameter "image" must be a string'),
     ('[{"name": "include-input", "string": "maybe"}]', 'include-input: must be true or false, not "maybe"'),
-    ('[{"name": "imag", "string": "x:1"}]', 'unknown parameter "imag" (the plugin\'s parameters: image, include-input, pass-through-kinds, kustomize-build-options)'),
+    ('[{"name": "imag", "string": "x:1"}]',
+     'unknown parameter "imag" (the plugin\'s parameters: image, include-input, pass-through-kinds, kustomize-build-options)'),
     ('[{"string": "x:1"}]', "unknown parameter"),
     ('[{"name": "extra-labels", "map": {"team": "cache"}}]', 'unknown parameter "extra-labels"'),
 ])

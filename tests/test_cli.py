@@ -90,7 +90,8 @@ def test_stdin_and_include_input() -> None:
     assert proc.returncode == 0, proc.stderr.decode()
     out = docs(proc.stdout)
     assert [d["kind"] for d in out][:4] == ["Memcached"] * 3 + ["ConfigMap"]
-    assert [d["kind"] for d in out[4:]].count("Deployment") == 3 and {d["kind"] for d in out[4:]} <= {"Deployment", "Service", "PodDisruptionBudget"}
+    rendered = [d["kind"] for d in out[4:]]
+    assert rendered.count("Deployment") == 3 and set(rendered) <= {"Deployment", "Service", "PodDisruptionBudget"}
     assert out[0]["spec"] == {"size": 1, "containerPort": 11211}, "CRs are emitted with their defaults"
 
 

@@ -15,21 +15,23 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from memcached_gitops.schemas import Validator, load_crd
+
 from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import REPO
 
 FLUX = REPO / "examples" / "flux"
 CRDS = REPO / "tests" / "fixtures" / "upstream" / "flux"
-KINDS = {"Kustomization": "kustomize.toolkit.fluxcd.io_kustomizations.yaml", "GitRepository": "source.toolkit.fluxcd.io_gitrepositories.yaml"}
+KINDS = {"Kustomization": "kustomize.toolkit.fluxcd.io_kustomizations.yaml",
+         "GitRepository": "source.toolkit.fluxcd.io_gitrepositories.yaml"}
 
 
 def flux_objects() -> list[tuple[str, dict]]:
     out = []
     for path in sorted((FLUX / "clusters").rglob("*.yaml")):
-        out += [(f"{path.relative_to(FLUX)}:{d.value['kind']}/{d.value['metadata']['name']}", d.value) for d in iter_documents(path.read_bytes())]
+        for d in iter_documents(path.read_bytes()):
+            out.append((f"{path.relative_to(FLUX)}:{d.value['kind']}/{d.value['metadata']['name']}", d.value))
     return out
 
 
@@ -71,7 +73,8 @@ def test_the_crs_flux_applies_build_and_render() -> None:
     assert {h["name"] for h in health} <= names, "the rendered path's health checks name rendered Deployments"
 
 
-@pytest.mark.parametrize("workflow", [FLUX / ".github/workflows/render.yaml", REPO / "examples/gitops-repo/.github/workflows/memcached.yaml"],
+@pytest.mark.parametrize("workflow", [FLUX / ".github/workflows/render.yaml",
+                                      REPO / "examples/gitops-repo/.github/workflows/memcached.yaml"],
                          ids=["flux", "gitops-repo"])
 def test_example_workflows_pin_actions_by_commit_and_read_only(workflow: Path) -> None:
     text = workflow.read_text()

@@ -37,7 +37,8 @@ def repo(tmp_path: Path) -> Path:
         "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nlabels:\n- pairs: {team: shop}\n")
     prod = tmp_path / "apps" / "prod"
     prod.mkdir(parents=True)
-    (prod / "size.yaml").write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: sessions}\nspec: {size: 3}\n")
+    (prod / "size.yaml").write_text(
+        "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: sessions}\nspec: {size: 3}\n")
     (prod / "kustomization.yaml").write_text(
         "namespace: prod\nnamePrefix: prod-\nnameSuffix: -v2\n"
         "resources: [../../bases/caches]\ncomponents: [../../components/team]\n"

@@ -17,10 +17,9 @@ import pytest
 
 from .conftest import BAD_CR as BAD
 from .conftest import GOOD_CR as GOOD
-from .conftest import copy_package_sources
 from .test_action import Runner, runner  # noqa: F401  (the fixture, installed once for this module)
 from .test_cli import assert_clean_failure, run
-from .test_precommit import HOOK, _git
+from .test_precommit import HOOK, _git, hook_and_user_repositories
 
 ORDINARY = {
     "charts/cache/values.yaml": "replicaCount: 2\nimage:\n  repository: memcached\n  tag: '1.6'\n",
@@ -97,16 +96,7 @@ def test_the_action_passes_an_ordinary_repository_and_fails_a_bad_cr(runner: Run
 
 
 def test_the_real_pre_commit_passes_an_ordinary_repository_and_fails_a_bad_cr(tmp_path: Path) -> None:
-    hooks, user = tmp_path / "hooks", lay_out(tmp_path / "user", ORDINARY)
-    copy_package_sources(hooks, extra=(".pre-commit-hooks.yaml",))
-    for repo in (hooks, user):
-        _git(repo, "init", "-q")
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "-m", "initial")
-    import os
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIP_REQUIRE"))}
-    env.update(PRE_COMMIT_HOME=str(tmp_path / "cache"), PRE_COMMIT_COLOR="never")
+    hooks, user, env = hook_and_user_repositories(tmp_path, lay_out(tmp_path / "user", ORDINARY))
 
     def try_repo() -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hooks), HOOK, "--all-files"],

@@ -25,7 +25,8 @@ def test_a_second_cr_of_the_same_namespace_and_name_is_a_warning_pointing_at_the
         ("b.yaml", 4, 12, "warning", "metadata.name")]
     assert result.findings[0].message == (
         'Duplicate value: "web": already defined at a.yaml:3:12; kubectl apply keeps the later one, kustomize refuses both')
-    assert len(result.crs) == 3 and [m["kind"] for m in result.rendered].count("Deployment") == 3  # still rendered: the warning does not change output
+    # still rendered: the warning does not change output
+    assert len(result.crs) == 3 and [m["kind"] for m in result.rendered].count("Deployment") == 3
 
 
 def test_the_same_name_in_other_namespaces_or_by_generate_name_is_no_duplicate() -> None:

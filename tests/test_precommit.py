@@ -28,15 +28,11 @@ def _git(cwd: Path, *args: str) -> None:
                     "-c", "init.defaultBranch=main", *args], cwd=cwd, check=True, capture_output=True)
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
-    """(hook repository, user repository with good.yaml and bad.yaml, environment for pre-commit)."""
-    tmp = tmp_path_factory.mktemp("precommit")
-    hooks, user = tmp / "hooks", tmp / "user"
+def hook_and_user_repositories(tmp: Path, user: Path) -> tuple[Path, Path, dict[str, str]]:
+    """Commit the hook's repository (tmp/hooks) and the user's files (``user``, already laid out);
+    (hooks, user, the environment pre-commit runs with, its cache under tmp)."""
+    hooks = tmp / "hooks"
     copy_package_sources(hooks, extra=(".pre-commit-hooks.yaml",))
-    user.mkdir()
-    (user / "good.yaml").write_text(GOOD)
-    (user / "bad.yaml").write_text(BAD)
     for repo in (hooks, user):
         _git(repo, "init", "-q")
         _git(repo, "add", "-A")
@@ -44,6 +40,17 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dic
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIP_REQUIRE"))}
     env.update(PRE_COMMIT_HOME=str(tmp / "cache"), PRE_COMMIT_COLOR="never")
     return hooks, user, env
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
+    """(hook repository, user repository with good.yaml and bad.yaml, environment for pre-commit)."""
+    tmp = tmp_path_factory.mktemp("precommit")
+    user = tmp / "user"
+    user.mkdir()
+    (user / "good.yaml").write_text(GOOD)
+    (user / "bad.yaml").write_text(BAD)
+    return hook_and_user_repositories(tmp, user)
 
 
 def _try_repo(workspace: tuple[Path, Path, dict[str, str]], *files: str) -> subprocess.CompletedProcess:

@@ -154,7 +154,8 @@ def test_every_accepted_cr_renders_to_deployments_kubernetes_accepts(cr: dict) -
     for selector in [deployment["spec"]["selector"]["matchLabels"], service["spec"]["selector"]] + [p["spec"]["selector"]["matchLabels"]
                                                                                                    for p in pdb]:
         assert selector.items() <= template.items(), "every selector must match the pod template"
-    assert [m["kind"] for m in manifests] == ["Deployment", "Service"] + (["PodDisruptionBudget"] if deployment["spec"]["replicas"] >= 2 else [])
+    budget = ["PodDisruptionBudget"] if deployment["spec"]["replicas"] >= 2 else []
+    assert [m["kind"] for m in manifests] == ["Deployment", "Service", *budget]
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])

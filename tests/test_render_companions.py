@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import kubernetes_validate
 import pytest
-
 from memcached_gitops.render import render
 from memcached_gitops.render.companions import object_name
 from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors
@@ -14,7 +13,8 @@ KUBERNETES_VERSION = "1.33"
 
 def cr(name: str, size: int, namespace: str | None = "shop", port: int = 11211) -> dict:
     meta = {"name": name, **({"namespace": namespace} if namespace else {})}
-    return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": meta, "spec": {"size": size, "containerPort": port}}
+    return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": meta,
+            "spec": {"size": size, "containerPort": port}}
 
 
 def test_a_headless_service_selects_the_deployments_pods_on_the_named_port() -> None:

@@ -233,7 +233,8 @@ def write_files(folder: Path, files: list[tuple[str, str, str]]) -> None:
     """Write each ``(file name, text, what)`` into ``folder``, atomically each, only if all may be written.
 
     Every name is checked before anything is written: it must name an entry directly in the resolved
-    folder (never through a separator); a symlink already there is replaced by os.replace, not followed, and two names equal when case is ignored (one
+    folder (never through a separator); a symlink already there is replaced by os.replace, not
+    followed, and two names equal when case is ignored (one
     file on macOS's and Windows' file systems) are a collision naming both objects, so nothing is
     silently overwritten. ``what`` names the object in those messages.
     """

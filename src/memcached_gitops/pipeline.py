@@ -233,4 +233,5 @@ def _duplicate(result: Result, cr: dict[str, Any], file: str,
                    "kubectl apply keeps the later one, kustomize refuses both")
 
 
-__all__ = ["Finding", "Result", "TooManyObjects", "format_path", "is_kubernetes_object", "items_of", "object_ref", "process", "process_object"]
+__all__ = ["Finding", "Result", "TooManyObjects", "format_path", "is_kubernetes_object", "items_of", "object_ref", "process",
+           "process_object"]
