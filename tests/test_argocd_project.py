@@ -1,0 +1,49 @@
+"""The example Application runs in a restricted AppProject, both valid under Argo CD's own CRDs
+(tests/fixtures/argocd/crds, with their commit), and the project admits exactly what the plugin emits."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from memcached_gitops.schemas import Validator, load_crd
+
+from memcached_gitops.yamlreader import iter_documents
+
+from .conftest import REPO
+
+ARGOCD = REPO / "examples" / "gitops-repo" / "argocd"
+CRDS = REPO / "tests" / "fixtures" / "argocd" / "crds"
+
+
+def one(path: Path) -> dict:
+    [doc] = list(iter_documents(path.read_bytes()))
+    return doc.value
+
+
+def test_the_application_and_its_project_are_valid_under_argo_cds_crds() -> None:
+    for example, crd in (("application.yaml", "application-crd.yaml"), ("appproject.yaml", "appproject-crd.yaml")):
+        outcome = Validator(load_crd(str(CRDS / crd))).validate(one(ARGOCD / example))
+        assert outcome.ok and not outcome.warnings, (example, outcome.errors, outcome.warnings)
+
+
+def test_the_project_admits_the_plugins_output_and_nothing_cluster_scoped() -> None:
+    project, application = one(ARGOCD / "appproject.yaml"), one(ARGOCD / "application.yaml")
+    spec = project["spec"]
+    assert application["spec"]["project"] == project["metadata"]["name"]
+    assert spec["sourceRepos"] == [application["spec"]["source"]["repoURL"]]
+    assert {d["namespace"] for d in spec["destinations"]} == {application["spec"]["destination"]["namespace"]}
+    assert spec["clusterResourceWhitelist"] == []
+    allowed = {(k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]}
+    # what the plugin emits for the example's directory, with the example's parameters
+    app_dir = REPO / "examples" / "gitops-repo" / application["spec"]["source"]["path"]
+    params = application["spec"]["source"]["plugin"]["parameters"]
+    env = {**os.environ, "ARGOCD_APP_PARAMETERS": json.dumps(params)}
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "argocd-generate", "."], cwd=app_dir, env=env, capture_output=True)
+    assert proc.returncode == 0, proc.stderr.decode()
+    emitted = {(d.value["apiVersion"].rpartition("/")[0], d.value["kind"]) for d in iter_documents(proc.stdout)}
+    assert emitted <= allowed, emitted - allowed
+    assert ("", "ConfigMap") in allowed and {p["name"]: p["string"] for p in params}["pass-through-kinds"] == "ConfigMap"
