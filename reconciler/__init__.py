@@ -49,7 +49,8 @@ def kubeconfig_sources() -> str:
 
 def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], field_manager: str, dry_run: bool,
         kubeconfig: str | None, context: str | None, crd: CRD, image: str, leader_elect: bool, lease_namespace: str,
-        metrics_port: int, host: str | None = None, adopt: bool = False, detect_only: bool = False, workers: int = 4,
+        metrics_port: int, host: str | None = None,
+        metrics_bind_address: str = "0.0.0.0", adopt: bool = False, detect_only: bool = False, workers: int = 4,
         shards: bool = False) -> int:
     """Connect and run ``--once`` (one LIST-based cycle) or the event-driven mode; returns the exit code."""
     from .controller import DEFAULT_RESYNC, Controller, Settings, lease_client
@@ -71,7 +72,7 @@ def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], fiel
     if once:
         return run_once(reconciler)
     metrics = Metrics()
-    server = serve(metrics, metrics_port) if metrics_port else None
+    server = serve(metrics, metrics_port, metrics_bind_address) if metrics_port else None
     elector, ring = None, None
     if shards:
         ring = ShardRing(lease_client(api, 10.0), lease_namespace, identity)

@@ -11,6 +11,8 @@ and latency series below take their place.
 
 from __future__ import annotations
 
+import logging
+import sys
 import threading
 from collections import Counter as CountDict
 from collections.abc import Iterator
@@ -136,10 +138,50 @@ class Metrics:
         return True, f"ready: {who}\n"
 
 
+#: A connection that has not sent its whole request within this many seconds is closed, so idle or
+#: half-sent connections cannot hold threads (a kubelet probe or a Prometheus scrape takes milliseconds).
+REQUEST_TIMEOUT = 5.0
+#: Connections served at once; more are closed at once, unread, instead of starting a thread each.
+MAX_CONNECTIONS = 32
+
+
+class BoundedHTTPServer(ThreadingHTTPServer):
+    """A ThreadingHTTPServer with at most MAX_CONNECTIONS threads, and a one-line log (never a
+    traceback in the JSON log) for a client that goes away or times out."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: Any, max_connections: int = MAX_CONNECTIONS) -> None:
+        super().__init__(address, handler)
+        self.slots = threading.BoundedSemaphore(max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)  # full: refuse at once rather than queue a thread
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        logging.getLogger(__name__).debug("metrics server: %s from %s: %s", type(error).__name__, client_address, error)
+
+
 def serve(metrics: Metrics, port: int, host: str = "0.0.0.0") -> ThreadingHTTPServer:
-    """Start the probe and metrics server in a daemon thread."""
+    """Start the probe and metrics server in a daemon thread (``host``: --metrics-bind-address)."""
 
     class Handler(BaseHTTPRequestHandler):
+        timeout = REQUEST_TIMEOUT  # socketserver sets it on the connection: a slow or idle client is dropped
+
         def log_message(self, *args: Any) -> None:
             pass
 
@@ -160,7 +202,6 @@ def serve(metrics: Metrics, port: int, host: str = "0.0.0.0") -> ThreadingHTTPSe
             self.end_headers()
             self.wfile.write(data)
 
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
+    server = BoundedHTTPServer((host, port), Handler)
     threading.Thread(target=server.serve_forever, daemon=True, name="metrics-server").start()
     return server

@@ -277,6 +277,9 @@ def reconcile(
         "--shards", help="Event-driven mode: every replica serves a share of the CRs, each holding a Lease of its own "
                          "(instead of one leader).")] = False,
     metrics_port: Annotated[int, typer.Option("--metrics-port", help="Port of /healthz, /readyz and /metrics (0: off).")] = 8080,
+    metrics_bind_address: Annotated[str, typer.Option(
+        "--metrics-bind-address", help="Address the probe and metrics server listens on (127.0.0.1 behind an authenticating proxy).")
+    ] = "0.0.0.0",
     log_level: Annotated[str, typer.Option("--log-level")] = "info",
 ) -> None:
     """Correct drift of the Deployments of Memcached CRs with server-side apply, and report status."""
@@ -293,7 +296,7 @@ def reconcile(
                field_manager=field_manager, dry_run=dry_run, kubeconfig=kubeconfig, context=context,
                crd=_validator(crd, True).crd, image=_image(image), leader_elect=leader_elect,
                lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE", "default"), metrics_port=metrics_port,
-               adopt=adopt, detect_only=detect_only, workers=workers, shards=shards)
+               adopt=adopt, detect_only=detect_only, workers=workers, shards=shards, metrics_bind_address=metrics_bind_address)
     raise typer.Exit(code)
 
 
