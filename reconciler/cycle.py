@@ -34,6 +34,7 @@ from memcached_gitops.render import DEFAULT_IMAGE
 from memcached_gitops.schemas import CRD, Problem, Validator
 
 from memcached_gitops.desired import validate_and_render
+from memcached_gitops.excerpt import excerpt
 
 from .api import APIError, KubeAPI, collection_path, object_path
 from .autoscalers import GROUP as HPA_GROUP
@@ -49,7 +50,7 @@ from .plan import plan
 from .selectors import describe as describe_selector
 from .selectors import has_kept_selector, overlapping, selector_of
 from .status import Observation, desired_status, status_differs
-from .vocabulary import FAILURES, INSTANCE_LABEL, SELECTOR, WRITES, Action
+from .vocabulary import FAILURES, INSTANCE_LABEL, RECONCILE_ANNOTATION, RECONCILE_MODES, SELECTOR, WRITES, Action
 
 log = logging.getLogger("memcached_gitops.reconciler")
 #: Called before the status write with the drift just corrected (empty: none); answers a
@@ -224,6 +225,17 @@ class Reconciler:
         def status(obs: Observation) -> None:
             result.cr = self._write_status(cr, obs, declared, condition_fields, lazy_served_by, result) or result.cr
 
+        mode = ((cr["metadata"].get("annotations") or {}).get(RECONCILE_ANNOTATION) or "enabled")
+        if mode == "disabled":  # a person paused this cache: not even its status is written
+            result.action = Action.SUSPENDED
+            return result
+        if mode not in RECONCILE_MODES:
+            message = (f"metadata.annotations[{RECONCILE_ANNOTATION}]: Unsupported value: {excerpt(str(mode))!r}: "
+                       f"supported values: {', '.join(RECONCILE_MODES)}")[:1024]
+            status(Observation(generation, 0, live, pods, "InvalidAnnotation", message))
+            self.events.warn_once(cr, "InvalidAnnotation", message)
+            result.action, result.error = Action.INVALID, message
+            return result
         desired, problems = self.desired_for(cr)
         if desired is None:
             message = "; ".join(f"{p.field}: {p.message}" for p in problems)[:1024]
@@ -260,10 +272,11 @@ class Reconciler:
         applied_by = (spec_manager(live) or "another tool") if ownership in (Ownership.GITOPS_APPLIED, Ownership.INHERITED) else ""
         if applied_by and not self.options.adopt:
             return self._observe(cr, live, pods, applied_by, drift, size, declared, condition_fields, inherited)
-        if drift and self.options.detect_only:
+        if drift and (self.options.detect_only or mode == "detect-only"):
             ignored = f"; ignored ({IGNORE_ANNOTATION}): " + "; ".join(d.describe() for d in result.ignored) if result.ignored else ""
+            why = "--detect-only" if self.options.detect_only else f"{RECONCILE_ANNOTATION}: detect-only"
             message = ("the Deployment does not exist" if live is None else
-                       "drift left uncorrected (--detect-only): " + "; ".join(d.describe() for d in drift) + ignored)[:1024]
+                       f"drift left uncorrected ({why}): " + "; ".join(d.describe() for d in drift) + ignored)[:1024]
             log.warning("%s/%s: %s", ns, name, message)
             status(Observation(generation, size, live, pods, "DriftDetected", message))
             self.events.warn_once(cr, "DriftDetected", message)

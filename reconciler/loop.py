@@ -23,7 +23,7 @@ def log_report(report: CycleReport) -> None:
         if o.action in WRITES:
             for d in o.drift:
                 log.info("drift %s/%s %s", o.namespace, o.name, d.describe())
-        elif o.action not in (Action.UNCHANGED, Action.OBSERVED):  # observed: the cycle logged what differs
+        elif o.action not in (Action.UNCHANGED, Action.OBSERVED, Action.SUSPENDED):  # observed: the cycle logged what differs
             log.warning("%s %s/%s: %s", o.action, o.namespace, o.name, o.error)
     log.info("cycle done in %.3fs: %d CRs, %d corrected, %d failed%s", report.duration, len(report.outcomes),
              len(report.drifted), len(report.failed), "" if report.complete else f" (incomplete: {report.error})")

@@ -28,11 +28,19 @@ class Action(StrEnum):
     NOT_OWNED = "not-owned"
     INVALID = "invalid"
     FAILED = "failed"
+    SUSPENDED = "suspended"  # cache.example.com/reconcile: disabled on the CR: nothing read or written for it
 
+
+#: A person's say on one CR, as Flux's ``kustomize.toolkit.fluxcd.io/reconcile: disabled``:
+#: ``disabled`` (nothing written for it, its status included), ``detect-only`` (drift reported, never
+#: corrected, as --detect-only for the whole process), ``enabled`` (the default).
+RECONCILE_ANNOTATION = "cache.example.com/reconcile"
+RECONCILE_MODES = ("enabled", "detect-only", "disabled")
 
 #: The actions that wrote a Deployment.
 WRITES = frozenset({Action.CREATED, Action.CORRECTED, Action.ADOPTED})
 #: The actions that leave the CR unserved: the cycle's exit status and the error metric count them.
 FAILURES = frozenset({Action.FAILED, Action.INVALID, Action.NOT_OWNED})
 
-__all__ = ["FAILURES", "INSTANCE_LABEL", "MANAGED_BY_LABEL", "SELECTOR", "WRITES", "Action"]
+__all__ = ["FAILURES", "INSTANCE_LABEL", "MANAGED_BY_LABEL", "RECONCILE_ANNOTATION", "RECONCILE_MODES", "SELECTOR", "WRITES",
+           "Action"]

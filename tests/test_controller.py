@@ -398,3 +398,33 @@ def test_not_ready_before_the_first_sync() -> None:
         assert err.value.code == 503
     finally:
         server.shutdown()
+
+
+def annotate(cluster: FakeAPIServer, name: str, value: str) -> None:
+    patch(cluster, CR_PATH.format(ns="default") + "/" + name,
+          {"metadata": {"annotations": {"cache.example.com/reconcile": value}}}, "application/merge-patch+json")
+
+
+def test_one_cr_can_be_paused_or_set_to_detect_only_by_its_annotation(cluster: FakeAPIServer) -> None:
+    """Flux's reconcile: disabled, and the per-object detect-only Flux users ask for: a person's say
+    on one cache, the rest corrected as usual (in both modes, the CR's annotation wins over nothing)."""
+    for name in ("paused", "watched", "normal"):
+        make_cr(cluster, name)
+    Reconciler(client(cluster), load_crd(), Options()).run_cycle()
+    annotate(cluster, "paused", "disabled")
+    annotate(cluster, "watched", "detect-only")
+    for name in ("paused", "watched", "normal"):
+        patch(cluster, DEP_PATH.format(ns="default", name=name) + "/scale", {"spec": {"replicas": 3}}, "application/merge-patch+json")
+    cluster.reset_log()
+    report = Reconciler(client(cluster), load_crd(), Options()).run_cycle()
+    actions = {o.name: o.action for o in report.outcomes}
+    assert actions == {"paused": "suspended", "watched": "drifted", "normal": "corrected"}
+    assert deployment(cluster, "paused")["spec"]["replicas"] == 3 and deployment(cluster, "watched")["spec"]["replicas"] == 3
+    assert deployment(cluster, "normal")["spec"]["replicas"] == 1
+    writes = [r.path for r in cluster.log if r.method in ("PATCH", "PUT", "POST")]
+    assert not any("/paused" in p for p in writes), "nothing at all is written for a paused CR, its status included"
+    assert "cache.example.com/reconcile: detect-only" in condition(cluster, "watched", "Degraded")["message"]
+    annotate(cluster, "paused", "enabeld")  # a typo is said, not taken for enabled
+    report = Reconciler(client(cluster), load_crd(), Options()).run_cycle()
+    assert {o.name: o.action for o in report.outcomes}["paused"] == "invalid"
+    assert "Unsupported value: 'enabeld'" in condition(cluster, "paused", "Degraded")["message"]
