@@ -115,6 +115,7 @@ class Controller:
                    for ns in scopes]
             for name, kind in self.kinds.items()
         }
+        self.metrics.health_checks.append(self.stalled_informer)
         self._share_changed = threading.Event()
         self._cached_members: frozenset[str] = frozenset()
         self._refill_pending = False  # the share grew and its Deployments are not listed yet
@@ -152,6 +153,15 @@ class Controller:
         for informer in self.informers[kind]:
             if informer.namespace in (None, ns):
                 informer.store.put_if_newer(slim(self.kinds[kind], obj))
+
+    def stalled_informer(self) -> str | None:
+        """Why an informer stopped making progress, or None: the liveness probe (Metrics.liveness)."""
+        for group in list(self.informers.values()):
+            for informer in group:
+                problem = informer.stalled()
+                if problem:
+                    return problem
+        return None
 
     def cr_keys(self) -> list[tuple[str, str]]:
         return [k for informer in self.informers["Memcached"] for k in informer.store.keys()]

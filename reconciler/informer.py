@@ -315,12 +315,20 @@ class Informer:
         self.error: str = ""  # set when the informer gave up (a request the server will never accept)
         self.resource_version: str | None = None
         self._failures = 0
+        #: when the loop last made progress (an event, a BOOKMARK, a LIST, a reconnection): a loop that
+        #: is alive moves it at least every silence_limit, since a quiet stream is dropped then
+        self.active_at = time.monotonic()
+        #: beyond this without progress the loop is stuck (a handler that never returns, a read that
+        #: never times out), and only a restart helps: the liveness probe says so (``stalled``)
+        self.stall_limit = 2 * self.silence_limit + backoff_cap
+        self.started = False
 
     @property
     def path(self) -> str:
         return collection_path(self.kind.group, self.kind.version, self.kind.plural, self.namespace)
 
     def start(self) -> Informer:
+        self.started, self.active_at = True, time.monotonic()
         threading.Thread(target=self.run, daemon=True, name=f"informer-{self.kind.plural}").start()
         return self
 
@@ -359,6 +367,7 @@ class Informer:
                 self._backoff(exc)
 
     def _restarted(self, reason: str) -> None:
+        self.active_at = time.monotonic()
         if self.metrics is not None and not self.stop.is_set():
             self.metrics.watch_restarts.labels(self.kind.name, reason).inc()
 
@@ -427,6 +436,7 @@ class Informer:
         for type_, obj, old in self.store.replace(items):
             self._emit(type_, obj, old, arrived)
         self.resource_version = version
+        self.active_at = arrived
         self.synced.set()
 
     def _streaming_list(self) -> None:
@@ -472,8 +482,22 @@ class Informer:
                 raise Expired(exc.message) from exc
             raise
 
+    def stalled(self, now: float | None = None) -> str | None:
+        """Why this informer is stuck, or None: no progress for ``stall_limit`` seconds while running
+        (kopf#787 and #957: watches that stall silently until a restart)."""
+        if not self.started or self.stop.is_set():
+            return None
+        if self.error:
+            return f"{self.kind.plural} informer stopped: {self.error}"
+        quiet = (time.monotonic() if now is None else now) - self.active_at
+        if quiet <= self.stall_limit:
+            return None
+        return f"{self.kind.plural} informer: no event, LIST or reconnection for {quiet:.0f}s (limit {self.stall_limit:.0f}s)"
+
     def _watch(self) -> None:
+        self.active_at = time.monotonic()  # opened
         for event, arrived in self._events():
+            self.active_at = arrived
             if self.stop.is_set():
                 return
             type_, obj = event.get("type", ""), event.get("object") or {}

@@ -15,7 +15,7 @@ import logging
 import sys
 import threading
 from collections import Counter as CountDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -44,6 +44,8 @@ class _RequestCounter:
 
 class Metrics:
     def __init__(self) -> None:
+        #: each returns why the process is unhealthy, or None (/healthz)
+        self.health_checks: list[Callable[[], str | None]] = []
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.corrections = Counter(f"{PREFIX}_drift_corrections", "Drifted fields corrected, by field.", ["field"], registry=r)
@@ -130,6 +132,15 @@ class Metrics:
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
+    def liveness(self) -> tuple[bool, str]:
+        """Alive unless a registered check says why not (``health_checks``: the controller's stalled
+        informers), so that the kubelet restarts a process whose watches stopped moving."""
+        for check in list(self.health_checks):
+            problem = check()
+            if problem:
+                return False, f"unhealthy: {problem}\n"
+        return True, "ok\n"
+
     def readiness(self) -> tuple[bool, str]:
         """Ready once the first sync is done (a standby is ready too: it can take over); says who leads."""
         if not self.ready:
@@ -188,7 +199,8 @@ def serve(metrics: Metrics, port: int, host: str = "0.0.0.0") -> ThreadingHTTPSe
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             ctype = "text/plain; charset=utf-8"
             if self.path == "/healthz":
-                code, data = 200, b"ok\n"
+                ok, text = metrics.liveness()
+                code, data = (200 if ok else 503), text.encode()
             elif self.path == "/readyz":
                 ok, text = metrics.readiness()
                 code, data = (200 if ok else 503), text.encode()

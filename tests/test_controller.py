@@ -428,3 +428,17 @@ def test_one_cr_can_be_paused_or_set_to_detect_only_by_its_annotation(cluster: F
     report = Reconciler(client(cluster), load_crd(), Options()).run_cycle()
     assert {o.name: o.action for o in report.outcomes}["paused"] == "invalid"
     assert "Unsupported value: 'enabeld'" in condition(cluster, "paused", "Degraded")["message"]
+
+
+def test_a_stuck_informer_fails_the_liveness_probe_of_a_running_controller(cluster: FakeAPIServer) -> None:
+    """kopf#787 and #957: a watch that stalls silently until a restart. Here the controller's own
+    liveness check sees an informer that made no progress past its limit, and names it."""
+    make_cr(cluster, "a")
+    with running(cluster) as controller:
+        wait_for(lambda: controller.metrics.ready, what="synced")
+        assert controller.metrics.liveness() == (True, "ok\n")
+        [deployments] = controller.informers["Deployment"]
+        deployments.stall_limit = -1.0  # any quiet is past it: as if its thread had hung (events cannot race the check)
+        ok, text = controller.metrics.liveness()
+        assert not ok and text.startswith("unhealthy: deployments informer: no event, LIST or reconnection for")
+    assert controller.metrics.liveness() == (True, "ok\n"), "stopped informers are not stuck ones"

@@ -18,7 +18,9 @@ from memcached_gitops.reconciler.metrics import Metrics, serve
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(metrics_module, "REQUEST_TIMEOUT", 0.5)
-    server = serve(Metrics(), 0, "127.0.0.1")
+    metrics = Metrics()
+    server = serve(metrics, 0, "127.0.0.1")
+    server.served_metrics = metrics  # for the tests: the Metrics whose checks /healthz asks
     yield server
     server.shutdown()
     server.server_close()
@@ -57,3 +59,37 @@ def test_a_client_that_goes_away_is_one_debug_line_not_a_traceback(server, capsy
 
 def test_probes_and_metrics_still_answer(server) -> None:
     assert get(server, "/healthz") == 200 and get(server, "/metrics") == 200
+
+
+
+def test_healthz_fails_while_a_check_says_why(server) -> None:
+    """A liveness probe that cannot fail cannot restart a process whose watches stopped moving."""
+    from urllib.error import HTTPError
+
+    problem: list[str] = []
+    server.served_metrics.health_checks.append(lambda: problem[0] if problem else None)
+    assert get(server) == 200
+    problem.append("deployments informer: no event, LIST or reconnection for 200s (limit 170s)")
+    with pytest.raises(HTTPError) as failed:
+        get(server)
+    assert failed.value.code == 503 and b"unhealthy: deployments informer: no event" in failed.value.read()
+
+
+def test_an_informer_is_stalled_only_while_running_and_past_its_limit() -> None:
+    from memcached_gitops.reconciler.informer import Informer, Kind
+
+    informer = Informer(None, Kind("Deployment", "apps", "v1", "deployments"), lambda *a: None, heartbeat=60, silence_grace=10,
+                        watch_timeout=300, backoff_cap=30)
+    assert informer.stall_limit == 2 * 70 + 30
+    informer.active_at -= 1000
+    assert informer.stalled() is None, "not started (a standby's informers): never stalled"
+    informer.started = True
+    assert "no event, LIST or reconnection for 1000s" in (informer.stalled() or "")
+    informer.active_at = time.monotonic() - 171
+    assert "deployments informer: no event, LIST or reconnection for 171s (limit 170s)" == informer.stalled()
+    informer.active_at = time.monotonic() - 100
+    assert informer.stalled() is None
+    informer.error = "deployments: the API server refuses the request: 404"
+    assert informer.stalled() == "deployments informer stopped: deployments: the API server refuses the request: 404"
+    informer.stop.set()
+    assert informer.stalled() is None, "stopped on purpose (leadership lost, shutdown)"
