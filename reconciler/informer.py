@@ -485,10 +485,8 @@ class Informer:
     def stalled(self, now: float | None = None) -> str | None:
         """Why this informer is stuck, or None: no progress for ``stall_limit`` seconds while running
         (kopf#787 and #957: watches that stall silently until a restart)."""
-        if not self.started or self.stop.is_set():
-            return None
-        if self.error:
-            return f"{self.kind.plural} informer stopped: {self.error}"
+        if not self.started or self.stop.is_set() or self.error:
+            return None  # an informer that gave up logged why; a restart would not change the server's answer
         quiet = (time.monotonic() if now is None else now) - self.active_at
         if quiet <= self.stall_limit:
             return None
