@@ -8,6 +8,7 @@ reads as a boolean or a number. Every string is checked with the same resolver t
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterable
 from typing import IO, Any
@@ -35,21 +36,31 @@ _Dumper.add_representer(str, _represent_str)
 
 def to_yaml(objects: Iterable[dict[str, Any]]) -> str:
     """A YAML stream, one document per object, keys in the order the renderer built them."""
-    with recursion_room():  # passed-through objects may nest as deep as the loader allows
-        return yaml.dump_all(
-            objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False, explicit_start=True, width=1 << 16
-        )
+    out = io.StringIO()
+    write_yaml(objects, out)
+    return out.getvalue()
 
 
 def write_yaml(objects: Iterable[dict[str, Any]], stream: IO[str]) -> None:
-    """``to_yaml`` written to ``stream`` as it is emitted: the same bytes, without the whole output
-    in memory at once (the Argo CD plugin's sidecar has 256Mi for any repository)."""
-    with recursion_room():
+    """``to_yaml`` written to ``stream`` as it is emitted, without the whole output in memory at
+    once (the Argo CD plugin's sidecar has 256Mi for any repository)."""
+    with recursion_room():  # passed-through objects may nest as deep as the loader allows
         yaml.dump_all(objects, stream, Dumper=_Dumper, sort_keys=False, default_flow_style=False, explicit_start=True, width=1 << 16)
 
 
+def to_json(objects: Iterable[dict[str, Any]]) -> str:
+    """A ``v1 List`` of the objects, as ``kubectl get -o json`` prints several objects."""
+    out = io.StringIO()
+    write_json(objects, out)
+    return out.getvalue()
+
+
 def write_json(objects: Iterable[dict[str, Any]], stream: IO[str]) -> None:
-    """``to_json`` written to ``stream`` one item at a time: the same bytes."""
+    """``to_json`` written to ``stream`` one item at a time.
+
+    One item per line: ``json.dumps`` with ``indent`` falls back to the pure-Python encoder,
+    which is several times slower than the C one on 10,000 Deployments.
+    """
     stream.write('{"apiVersion":"v1","kind":"List","items":[\n')
     first = True
     with recursion_room():
@@ -57,17 +68,6 @@ def write_json(objects: Iterable[dict[str, Any]], stream: IO[str]) -> None:
             stream.write(("" if first else ",\n") + json.dumps(obj, ensure_ascii=False, separators=(",", ":")))
             first = False
     stream.write(("" if first else "\n") + "]}\n")
-
-
-def to_json(objects: Iterable[dict[str, Any]]) -> str:
-    """A ``v1 List`` of the objects, as ``kubectl get -o json`` prints several objects.
-
-    One item per line: ``json.dumps`` with ``indent`` falls back to the pure-Python encoder,
-    which is several times slower than the C one on 10,000 Deployments.
-    """
-    with recursion_room():
-        items = ",\n".join(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) for obj in objects)
-    return '{"apiVersion":"v1","kind":"List","items":[\n' + items + ("\n" if items else "") + "]}\n"
 
 
 def to_single(obj: dict[str, Any], output: str) -> str:

@@ -182,3 +182,26 @@ def test_two_crs_never_share_a_selector(a: dict, b: dict) -> None:
         # neither Deployment's selector matches the other's pods
         assert not da["spec"]["selector"]["matchLabels"].items() <= db["spec"]["template"]["metadata"]["labels"].items()
     assert selector_labels(sa["metadata"]["name"]) == da["spec"]["selector"]["matchLabels"]
+
+
+@pytest.mark.parametrize("count", [0, 1, 7])
+def test_streamed_output_is_the_same_bytes(count: int) -> None:
+    """write_yaml and write_json (the CLI's stdout) write what to_yaml and to_json return."""
+    import io
+
+    from memcached_gitops.render import write_json, write_yaml
+
+    objects = [m for i in range(count) for m in render({"metadata": {"name": f"c{i}"}, "spec": {"size": 2, "containerPort": 11211}})]
+    if count:  # strings the writer must quote, and a block scalar
+        objects.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "y"}, "data": {"k": "1e3", "n": "y", "t": "a\nb"}})
+    for write, whole in ((write_yaml, to_yaml), (write_json, to_json)):
+        stream = io.StringIO()
+        write(objects, stream)
+        assert stream.getvalue() == whole(objects)
+
+
+@pytest.mark.parametrize("port", [True, False, 0, 65536, "11211"])
+def test_a_port_that_is_no_int32_port_is_refused(port: object) -> None:
+    with pytest.raises(RenderError) as caught:
+        render({"metadata": {"name": "x"}, "spec": {"size": 1, "containerPort": port}})
+    assert caught.value.path == ("spec", "containerPort")

@@ -66,3 +66,21 @@ def test_pods_mount_no_token_and_spread_over_nodes_then_zones() -> None:
     assert {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": labels["app.kubernetes.io/instance"]} == \
         deployment["spec"]["selector"]["matchLabels"]
     assert render(cr("other", 3))[0]["spec"]["template"]["spec"] == pod, "one pod spec for every CR (one copy in the cache)"
+
+
+def sha8(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+@pytest.mark.parametrize(("cr_name", "expected"), [
+    ("a" * 53, "a" * 53 + "-memcached"),                       # 63 characters: kept as it is
+    ("a" * 54, "a" * 44 + f"-{sha8('a' * 54)}-memcached"),      # 64: cut, with the hash
+    ("catalog.v2", f"catalog-v2-{sha8('catalog.v2')}-memcached"),
+    ("a.b", f"a-b-{sha8('a.b')}-memcached"),                   # a letter first stays first
+    ("9lives", f"m9lives-{sha8('9lives')}-memcached"),         # a DNS-1035 label starts with a letter
+    ("a" * 43 + ".b" + "c" * 20, "a" * 43 + f"-{sha8('a' * 43 + '.b' + 'c' * 20)}-memcached"),  # no dash before the hash
+])
+def test_the_service_name_rule_exactly(cr_name: str, expected: str) -> None:
+    assert object_name(cr_name) == expected and len(expected) <= 63
