@@ -300,3 +300,50 @@ def test_opening_a_fifo_under_the_root_never_waits_for_a_writer(tree: Path) -> N
         reader.join(10)
         pytest.fail("opening a FIFO waited for a writer")
     assert errors and "not a regular file" in errors[0]
+
+
+# --- a kustomization root: built, its output bounded by what is left of the budget ------------------
+
+def test_a_kustomization_root_is_one_built_source(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tree / "app" / "kustomization.yaml").write_bytes(b"namespace: prod\nresources: [cr.yaml]\n")
+    [source] = expand([str(tree / "app")])
+    assert source == Source(str(tree / "app"), str(tree / "app"), True, True)
+    monkeypatch.delenv("MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS", raising=False)
+    budget = InputBudget(10_000)
+    budget.used = 100  # what earlier sources read: the build gets the rest
+    (name, stream), (after, _) = list(open_sources([source, Source("-", "-")], budget))  # and the sources after it
+    assert name == f"{tree / 'app'} (kustomize build)" and after == "<stdin>"
+    built = stream.read()
+    assert b"namespace: prod" in built and b"name: a" in built and budget.used == 100 + len(built)
+
+
+def test_a_build_gets_only_what_is_left_of_the_budget_and_its_options(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tree / "app" / "kustomization.yaml").write_bytes(b"resources: [cr.yaml]\n")
+    [source] = expand([str(tree / "app")])
+    size = len(list(open_sources([source], InputBudget(10_000)))[0][1].read())
+    budget = InputBudget(size + 50)
+    budget.used = 51  # one byte short for the build
+    with pytest.raises(InputError, match="kustomize build wrote more than the limit of"):
+        list(open_sources([source], budget))
+    monkeypatch.setenv("MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS", "--enable-exec")
+    with pytest.raises(InputError, match="'--enable-exec' is not allowed"):
+        list(open_sources([source], InputBudget(10_000)))
+    with pytest.raises(InputError, match="'--enable-alpha-plugins' is not allowed"):  # the argument wins over the environment
+        list(open_sources([source], InputBudget(10_000), "--enable-alpha-plugins"))
+    monkeypatch.delenv("MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS")
+    (tree / "app" / "kustomization.yaml").write_bytes(b"resources: [nowhere.yaml]\n")
+    with pytest.raises(InputError, match=r"kustomize build failed: .*nowhere\.yaml"):
+        list(open_sources([source], InputBudget(10_000)))
+
+
+def test_a_file_exactly_at_the_cap_is_read_and_one_byte_more_is_refused_by_name(tree: Path) -> None:
+    cr = tree / "app" / "cr.yaml"
+    opened = open_sources([Source(str(cr), str(cr), True)], InputBudget(len(CR)))
+    _, stream = next(opened)  # open until the generator moves on
+    assert stream.read() == CR
+    with pytest.raises(InputError, match=rf"^{cr}: the input is larger than the limit of {len(CR) - 1} bytes"):
+        list(open_sources([Source(str(cr), str(cr), True)], InputBudget(len(CR) - 1)))
+    zeros = open_sources([Source("/dev/zero", "/dev/zero")], InputBudget(10))
+    _, zero = next(zeros)  # no size to check: bounded as it is read
+    with pytest.raises(InputError, match=r"^/dev/zero: the input is larger than the limit of 10 bytes"):
+        zero.read(100)

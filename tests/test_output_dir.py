@@ -109,3 +109,26 @@ def test_write_files_checks_every_path_under_the_folder(tmp_path: Path) -> None:
         with pytest.raises(InputError, match="outside"):
             write_files(tmp_path / "out", [(bad, "x", "Thing/x")])
     assert not os.path.exists(tmp_path / "x.yaml") and not (tmp_path / "out").exists()
+
+
+def test_write_files_writes_each_file_and_refuses_collisions_before_writing_any(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_files(out, [("a.yaml", "one\n", "Thing/a"), ("b.yaml", "two\n", "Thing/b")])
+    assert {p.name: p.read_text() for p in out.iterdir()} == {"a.yaml": "one\n", "b.yaml": "two\n"}
+    with pytest.raises(InputError) as caught:
+        write_files(out, [("c.yaml", "x", "Thing/c"), ("A.yaml", "x", "Thing/A"), ("a.yaml", "y", "Thing/a2")])
+    assert caught.value.problems == [f"{out}/a.yaml: Thing/a2 and Thing/A map to one output file; refused"]
+    assert sorted(p.name for p in out.iterdir()) == ["a.yaml", "b.yaml"] and (out / "a.yaml").read_text() == "one\n"
+    for bad in ("", ".", ".."):
+        with pytest.raises(InputError, match="outside"):
+            write_files(out, [(bad, "x", "Thing/x")])
+    with pytest.raises(InputError) as caught:  # every problem is said, not only the first
+        write_files(out, [("../x.yaml", "x", "Thing/x"), ("d.yaml", "x", "Thing/d"), ("D.yaml", "x", "Thing/D")])
+    assert len(caught.value.problems) == 2 and "outside" in caught.value.problems[0] and "map to one" in caught.value.problems[1]
+
+
+def test_the_rule_encodes_each_byte_and_allows_name_max_exactly() -> None:
+    assert safe_file_name(["configmap", "", "é"], "yaml") == "configmap-%C3%A9.yaml"
+    assert len(safe_file_name(["a" * 250], "yaml")) == 255
+    with pytest.raises(InputError):
+        safe_file_name(["a" * 251], "yaml")

@@ -243,7 +243,7 @@ def write_files(folder: Path, files: list[tuple[str, str, str]]) -> None:
     problems: list[str] = []
     for name, _, what in files:
         target = os.path.normpath(os.path.join(root, name))  # the last part is not resolved: a link there is replaced
-        if os.path.dirname(target) != root or name in ("", ".", ".."):
+        if os.path.dirname(target) != root:  # "", "." and ".." resolve to the folder or above it: refused too
             problems.append(f"{excerpt(name)}: the output file would be outside {folder} ({what}); refused")
             continue
         first = seen.get(name.casefold())
