@@ -1655,3 +1655,19 @@ def test_the_autoscaler_of_a_deployment_is_the_first_by_name_of_many() -> None:
         for n in range(40):
             c._on_event("HorizontalPodAutoscaler", "ADDED", hpa(f"h{n:02d}-{target}", target), None, 1.0)
     assert [c.autoscaler_of(("default", t)) for t in "vwxyz"] == [f"h00-{t}" for t in "vwxyz"]
+
+
+def test_the_liveness_check_names_the_first_stuck_informer_of_any_kind() -> None:
+    """Controller.stalled_informer is what /healthz asks (Metrics.health_checks): None while every
+    informer moves, else the first one that does not, whichever kind it mirrors."""
+    c = make(namespaces=("a", "b"))
+    assert c.metrics.health_checks == [c.stalled_informer] and c.stalled_informer() is None
+    for group in c.informers.values():
+        for informer in group:
+            informer.started = True
+    assert c.stalled_informer() is None, "started and fresh: not stuck"
+    stuck = c.informers["Pod"][1]
+    stuck.stall_limit = -1.0
+    assert c.stalled_informer() == stuck.stalled() and "pods informer" in (c.stalled_informer() or "")
+    c.informers["Memcached"][0].stall_limit = -1.0
+    assert "memcacheds informer" in (c.stalled_informer() or ""), "the first kind's informer comes first"

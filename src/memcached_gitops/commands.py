@@ -235,8 +235,10 @@ def render_validated(paths: list[str], validator: Validator, image: str, output:
         raise SystemExit(EXIT_INVALID)
     if result.crs and not result.rendered:
         raise fail("the input held Memcached CRs but nothing was rendered; refusing to emit an empty set", EXIT_INVALID)
-    others = [o for o in result.others if pass_other is None or pass_other(o)] if include_input else []
-    held = [o for o in result.others if include_input and pass_other is not None and not pass_other(o)]
+    others: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []  # what include_input would pass but pass_other keeps back
+    for obj in result.others if include_input else ():
+        (others if pass_other is None or pass_other(obj) else held).append(obj)
     objects = (result.crs + others if include_input else []) + result.rendered
     if not objects and not allow_empty:
         what = f"no {validator.crd.kind}" + ("" if include_input else " (and include-input is false)")

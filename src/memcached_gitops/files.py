@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import sys
@@ -180,8 +181,6 @@ def open_sources(sources: list[Source], budget: InputBudget,
             yield "<stdin>", budget.wrap("<stdin>", sys.stdin.buffer)
             continue
         if built:
-            import io
-
             shown = f"{name} (kustomize build)"
             try:
                 options = kustomize.parse_build_options(build_options or os.environ.get(kustomize.BUILD_OPTIONS_ENV))
