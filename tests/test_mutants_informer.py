@@ -800,3 +800,32 @@ def test_events_after_stop_are_neither_stored_nor_told(monkeypatch) -> None:
     r.inf.handler = lambda kind, type_, obj, old, arrived: r.events.append(obj["metadata"]["name"]) or r.inf.stop.set()
     r.run()
     assert r.events == ["a"] and r.inf.store.keys() == [("ns", "a")]
+
+
+# ---- progress, for the liveness probe (Informer.stalled)
+def test_each_step_of_the_loop_moves_the_progress_clock(monkeypatch) -> None:
+    """A LIST, the opening of a watch, each event and a reconnection each set ``active_at`` to now."""
+    r = Run(monkeypatch, [("watch", [5, ev("MODIFIED", dep("a", "6"))])], streaming_list=False)
+    r.inf.active_at = 0.0
+    r.inf._replace([], "5")
+    assert r.inf.active_at == 1000.0, "a LIST"
+    r.inf.active_at = 0.0
+    r.inf._restarted("closed")
+    assert r.inf.active_at == 1000.0, "a reconnection"
+    r.inf.active_at = 0.0
+    seen: list[float] = []
+    watch = r.api.watch
+    monkeypatch.setattr(r.api, "watch", lambda *a, **k: (seen.append(r.inf.active_at), watch(*a, **k))[1])
+    r.inf._watch()
+    assert seen == [1000.0] and r.inf.active_at == 1005.0, "the opening, then the event's arrival"
+
+
+def test_stalled_past_the_limit_only_by_the_clock_given(monkeypatch) -> None:
+    r = Run(monkeypatch, [])
+    monkeypatch.setattr(informer.threading, "Thread", lambda **kw: SimpleNamespace(start=lambda: None))
+    assert r.inf.start() is r.inf and r.inf.started and r.inf.active_at == 1000.0
+    limit = r.inf.stall_limit
+    assert r.inf.stalled(now=1000.0 + limit) is None, "at the limit: not yet"
+    said = r.inf.stalled(now=1000.0 + limit + 1)
+    assert said == f"deployments informer: no event, LIST or reconnection for {limit + 1:.0f}s (limit {limit:.0f}s)"
+    assert r.inf.stalled() is None, "without a time given: the informer's own clock (1000 here)"
