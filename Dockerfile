@@ -5,6 +5,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY requirements/runtime.txt requirements/image.txt ./requirements/
 COPY src ./src
+COPY foundation ./foundation
 COPY render ./render
 COPY schemas ./schemas
 COPY reconciler ./reconciler

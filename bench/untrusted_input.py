@@ -100,7 +100,7 @@ def main() -> None:
     for n in (5_000, 10_000, 20_000, 40_000):
         secs = unknown_keys(n)
         print(f"{n:>6} unknown keys under spec: {secs:.3f} s ({secs / n * 1e6:.1f} µs per key)")
-    from memcached_gitops.yamlreader import YAMLInputError, iter_documents
+    from memcached_gitops.foundation.yamlreader import YAMLInputError, iter_documents
 
     for depth in (10_000, 50_000):
         text = "a: " + "[" * depth + "]" * depth + "\n"

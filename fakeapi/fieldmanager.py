@@ -29,9 +29,8 @@ import json
 from typing import Any
 
 import yaml
+from memcached_gitops.foundation.yamlreader import YAMLInputError, iter_documents
 from memcached_gitops.schemas.structural import prune_and_default
-
-from memcached_gitops.yamlreader import YAMLInputError, iter_documents
 
 from . import fields as F
 from .admission import _undeclared_in_deployment

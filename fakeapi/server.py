@@ -49,9 +49,8 @@ from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any
 
+from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas.crd import builtin_crd_text
-
-from memcached_gitops.yamlreader import iter_documents
 
 from .admission import Admission, Authorizer
 from .controllers import DeploymentController

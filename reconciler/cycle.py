@@ -30,11 +30,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memcached_gitops.foundation.excerpt import excerpt
 from memcached_gitops.render import DEFAULT_IMAGE
 from memcached_gitops.schemas import CRD, Problem, Validator
 
 from memcached_gitops.desired import validate_and_render
-from memcached_gitops.excerpt import excerpt
 
 from .api import APIError, KubeAPI, collection_path, object_path
 from .autoscalers import GROUP as HPA_GROUP

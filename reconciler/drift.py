@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from memcached_gitops.excerpt import quote_value
+from memcached_gitops.foundation.excerpt import quote_value
 
 from .managedfields import owners_of
 

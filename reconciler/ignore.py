@@ -27,7 +27,7 @@ import copy
 import re
 from typing import Any
 
-from memcached_gitops.excerpt import quote_value
+from memcached_gitops.foundation.excerpt import quote_value
 
 from .managedfields import owners_of
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from memcached_gitops.excerpt import excerpt
+from memcached_gitops.foundation.excerpt import excerpt
 
 CONDITION_TYPES = ("Available", "Progressing", "Degraded")
 #: Degraded=False reason of a CR whose Deployment Argo CD (or another tool) applied: see ownership.py.
@@ -56,7 +56,7 @@ def _condition(ctype: str, status: bool, reason: str, message: str, generation: 
 
 def one_line_excerpt(text: str) -> str:
     """A message copied from elsewhere (the Deployment's conditions), on one line and cut as every
-    quoted input is cut (``memcached_gitops.excerpt``)."""
+    quoted input is cut (``memcached_gitops.foundation.excerpt``)."""
     return excerpt(" ".join(str(text).split()))
 
 

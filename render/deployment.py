@@ -23,9 +23,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from memcached_gitops.foundation.excerpt import quote_value
 from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors, label_value_errors
-
-from memcached_gitops.excerpt import quote_value
 
 from .companions import render_pdb, render_service
 

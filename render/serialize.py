@@ -14,9 +14,8 @@ from collections.abc import Iterable
 from typing import IO, Any
 
 import yaml
+from memcached_gitops.foundation.yamlreader import recursion_room, resolve_plain
 from yaml.cyaml import CSafeDumper
-
-from memcached_gitops.yamlreader import recursion_room, resolve_plain
 
 
 class _Dumper(CSafeDumper):  # type: ignore[misc]

@@ -17,7 +17,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from memcached_gitops.excerpt import excerpt, quote_value
+from memcached_gitops.foundation.excerpt import excerpt, quote_value
 
 Problem = tuple[tuple[str | int, ...], str]
 _OLD_SELF = re.compile(r"\boldSelf\b")

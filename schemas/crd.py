@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from memcached_gitops.yamlreader import YAMLInputError, iter_documents
+from memcached_gitops.foundation.yamlreader import YAMLInputError, iter_documents
 
 CRD_FILE = "memcached-crd.yaml"
 # The shipped CRD parsed once, as JSON: loading it takes a fraction of a millisecond where the

@@ -24,7 +24,7 @@ from __future__ import annotations
 import decimal
 from typing import Any
 
-from memcached_gitops.excerpt import ELLIPSIS, EXCERPT_LIMIT
+from memcached_gitops.foundation.excerpt import ELLIPSIS, EXCERPT_LIMIT
 
 Problem = tuple[tuple[str | int, ...], str]
 

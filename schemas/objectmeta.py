@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from memcached_gitops.excerpt import quote_value
+from memcached_gitops.foundation.excerpt import quote_value
 
 Problem = tuple[tuple[str | int, ...], str]
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from memcached_gitops.excerpt import excerpt, quote_value
+from memcached_gitops.foundation.excerpt import excerpt, quote_value
 
 from . import cel_rules
 from .crd import CRD, Version

@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas import CRD, Validator, load_crd
 from memcached_gitops.schemas.crd import parse_crd
-
-from memcached_gitops.yamlreader import iter_documents
 
 # Mutation runs (mutation/groups.toml "args") run model-based tests with fixed sequences, so a
 # mutant's verdict does not depend on the draw.

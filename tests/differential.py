@@ -167,7 +167,7 @@ def compare(text: str, ours: Verdict, server: Verdict, documents: int = 1) -> Di
 
 
 def count_documents(text: str) -> int:
-    from memcached_gitops.yamlreader import YAMLInputError, iter_documents
+    from memcached_gitops.foundation.yamlreader import YAMLInputError, iter_documents
 
     count = 0
     try:

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from memcached_gitops.yamlreader import iter_documents
+from memcached_gitops.foundation.yamlreader import iter_documents
 
 from .conftest import REPO
 

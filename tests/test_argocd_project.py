@@ -9,9 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas import Validator, load_crd
-
-from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import REPO
 

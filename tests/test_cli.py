@@ -11,8 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
-from memcached_gitops.yamlreader import iter_documents
+from memcached_gitops.foundation.yamlreader import iter_documents
 
 from .conftest import DATA, REPO
 

@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from memcached_gitops.yamlreader import iter_documents
+from memcached_gitops.foundation.yamlreader import iter_documents
 
 from .conftest import REPO
 

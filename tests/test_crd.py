@@ -10,9 +10,8 @@ import io
 import json
 
 import pytest
+from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas.crd import CRD, CRDError, load_crd, parse_crd
-
-from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import REPO
 

@@ -5,7 +5,7 @@ recurses in C once per level: about 990 levels used to crash every front end wit
 Up to 10,000 levels are read as the same YAML is; deeper is refused with one line naming the file,
 line and column. The C scanner's limit differs by Python version (the recursion limit on 3.11, a
 fixed C limit from 3.12), so a value it gives up on is read again without C recursion, with the
-levels counted (yamlreader._json_end): in linear time, on any thread's stack.
+levels counted (yamlreader.json_end): in linear time, on any thread's stack.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from memcached_gitops.yamlreader import MAX_DEPTH, YAMLInputError, iter_documents
+from memcached_gitops.foundation.yamlreader import MAX_DEPTH, YAMLInputError, iter_documents
 
 from .test_cli import assert_clean_failure, run
 
@@ -164,7 +163,7 @@ def test_deep_json_on_a_thread_with_a_small_stack() -> None:
     """No C recursion per level: 10,000 levels fit a 512 KiB thread stack (a segfault otherwise)."""
     code = (
         "import threading\n"
-        "from memcached_gitops.yamlreader import iter_documents\n"
+        "from memcached_gitops.foundation.yamlreader import iter_documents\n"
         f"text = {nested(MAX_DEPTH)!r}\n"
         "threading.stack_size(512 * 1024)\n"
         "out = []\n"

@@ -12,12 +12,12 @@ import json
 import re
 
 import pytest
+from memcached_gitops.foundation.excerpt import excerpt
+from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.render import DEFAULT_IMAGE
 from memcached_gitops.schemas import Validator
 
-from memcached_gitops.excerpt import excerpt
 from memcached_gitops.pipeline import process
-from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import crd_named, transcript
 from .test_cli import docs, run

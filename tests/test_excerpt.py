@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 
-from memcached_gitops.excerpt import ELLIPSIS, EXCERPT_LIMIT, excerpt, quote_value, type_and_length
+from memcached_gitops.foundation.excerpt import ELLIPSIS, EXCERPT_LIMIT, excerpt, quote_value, type_and_length
 
 
 def test_the_limit_is_64_characters_and_the_mark_an_ellipsis() -> None:

@@ -1,4 +1,4 @@
-"""The file-system edge, in-process (src/memcached_gitops/files.py): the root's bounds, hidden
+"""The file-system edge, in-process (foundation/files.py): the root's bounds, hidden
 paths, the input budget, quantities and atomic writes. tests/test_untrusted_input.py runs the same
 rules through the command line; these call the functions, so a mutation of them is seen."""
 
@@ -9,8 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from memcached_gitops.files import (
+from memcached_gitops.foundation.files import (
     InputBudget,
     InputError,
     Source,
@@ -259,7 +258,7 @@ def test_the_files_of_a_root_come_sorted_by_path_whatever_the_walk_order(tree: P
 def test_a_file_swapped_after_it_was_opened_is_judged_by_what_was_opened(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The regular-file check reads the opened descriptor (fstat), never the path again: a FIFO
     opened and then replaced by a regular file is still refused."""
-    from memcached_gitops import files
+    from memcached_gitops.foundation import files
 
     root = tree / "app"
     os.mkfifo(root / "pipe.yaml")

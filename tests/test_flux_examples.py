@@ -15,9 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas import Validator, load_crd
-
-from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import REPO
 

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from memcached_gitops.foundation.yamlreader import DEPTH_ERROR, YAMLInputError, iter_documents, resolve_plain
 from memcached_gitops.render import DEFAULT_IMAGE
 from memcached_gitops.schemas import Validator
 from typer.testing import CliRunner
 
 from memcached_gitops.cli import app
 from memcached_gitops.pipeline import process
-from memcached_gitops.yamlreader import DEPTH_ERROR, YAMLInputError, iter_documents, resolve_plain
 
 from .conftest import crd_named
 from .test_cli import assert_clean_failure, run

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import kubernetes_validate
 import pytest
+from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas import Validator, load_crd
 
 from fakeapi.server import DeploymentController, FakeAPIServer
-from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import REPO
 

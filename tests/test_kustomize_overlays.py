@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from memcached_gitops.yamlreader import iter_documents
+from memcached_gitops.foundation.yamlreader import iter_documents
 
 from .test_argocd_plugin import discover, generate, repo_server_env
 

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from memcached_gitops.yamlreader import DEPTH_ERROR, JSON_DEPTH_ERROR
+from memcached_gitops.foundation.yamlreader import DEPTH_ERROR, JSON_DEPTH_ERROR
 
 from .locks import OLDEST_PYYAML_LOCK, TEST_LOCK, read_lock
 
@@ -55,7 +54,7 @@ PROBE = """
 import json, sys
 import yaml
 from yaml import _yaml
-from memcached_gitops.yamlreader import YAMLInputError, iter_documents
+from memcached_gitops.foundation.yamlreader import YAMLInputError, iter_documents
 if hasattr(_yaml, "_set_max_nest_level"):
     _yaml._set_max_nest_level(1000)  # libyaml 0.2.6's default, as another library in the process may set it
 verdicts = {}

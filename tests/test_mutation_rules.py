@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+from memcached_gitops.foundation.files import write_atomic
 from memcached_gitops.reconciler.drift import compare, removal_patch
 from memcached_gitops.reconciler.managedfields import owners_of
 from memcached_gitops.reconciler.status import Observation, desired_status
@@ -20,7 +21,6 @@ from memcached_gitops.render import render
 from memcached_gitops.schemas import Validator, load_crd
 
 from fakeapi.server import FakeAPIServer
-from memcached_gitops.files import write_atomic
 
 from .test_reconciler import condition, deployment, make_cr, post, reconciler_for, writes
 

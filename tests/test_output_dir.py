@@ -13,8 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
-
-from memcached_gitops.files import InputError, safe_file_name, write_files
+from memcached_gitops.foundation.files import InputError, safe_file_name, write_files
 
 from .test_cli import EXAMPLES, assert_clean_failure, run
 

@@ -14,12 +14,11 @@ import time
 import uuid
 
 import pytest
+from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.reconciler.api import APIError, KubeAPI
 from memcached_gitops.reconciler.cycle import Options, Reconciler
 from memcached_gitops.schemas import load_crd
 from memcached_gitops.schemas.crd import builtin_crd_text
-
-from memcached_gitops.yamlreader import iter_documents
 
 KUBECONFIG = os.environ.get("MEMCACHED_GITOPS_E2E_KUBECONFIG")
 pytestmark = pytest.mark.skipif(

@@ -8,10 +8,9 @@ import kubernetes_validate
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.render import DEFAULT_IMAGE, RenderError, render, selector_labels, to_json, to_yaml
 from memcached_gitops.schemas import Validator, load_crd
-
-from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import REPO, TESTS, transcript
 

@@ -6,10 +6,9 @@ import json
 import re
 
 import pytest
+from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas import Validator
 from memcached_gitops.schemas.crd import parse_crd
-
-from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import REPO, TRANSCRIPTS, crd_named, validate_text
 from .validator_cases import CASES, Case, cr

@@ -19,13 +19,12 @@ Every check runs on both engines: jsonschema-rs, and the reference ``jsonschema`
 from __future__ import annotations
 
 import pytest
+from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas import Validator
 from memcached_gitops.schemas.crd import parse_crd
 from memcached_gitops.schemas.to_jsonschema import to_json_schema
 from memcached_gitops.schemas.validator import ENGINES as ENGINE_CLASSES
 from memcached_gitops.schemas.validator import Problem, describe, format_path, identity_problems
-
-from memcached_gitops.yamlreader import iter_documents
 
 from .conftest import crd_named
 from .validator_cases import cr

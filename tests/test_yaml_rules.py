@@ -14,8 +14,7 @@ import math
 import sys
 
 import pytest
-
-from memcached_gitops.yamlreader import (
+from memcached_gitops.foundation.yamlreader import (
     DEPTH_ERROR,
     JSON_DEPTH_ERROR,
     MAX_DOCUMENT_SIZE,
@@ -490,9 +489,9 @@ def test_a_closed_flow_collection_leaves_those_around_it_open() -> None:
 def test_running_out_of_python_frames_is_the_depth_error_at_the_document(monkeypatch: pytest.MonkeyPatch) -> None:
     # a host with less recursion room than the loader asks for gets the one-line depth error, at the
     # document's first line, not a RecursionError traceback
-    from memcached_gitops import yamlreader
+    from memcached_gitops.foundation.yamlreader import limits
 
-    monkeypatch.setattr(yamlreader, "RECURSION_ROOM", 0)
+    monkeypatch.setattr(limits, "RECURSION_ROOM", 0)
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(300)
     try:

@@ -6,8 +6,7 @@ import io
 import math
 
 import pytest
-
-from memcached_gitops.yamlreader import YAMLInputError, iter_documents, resolve_plain
+from memcached_gitops.foundation.yamlreader import YAMLInputError, iter_documents, resolve_plain
 
 
 def values(text: str) -> list:

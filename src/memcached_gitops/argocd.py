@@ -25,9 +25,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import IO, Any, NamedTuple
 
-from memcached_gitops.excerpt import excerpt, quote_value
+from memcached_gitops.foundation.excerpt import excerpt, quote_value
+from memcached_gitops.foundation.yamlreader import YAMLInputError, iter_documents
 from memcached_gitops.schemas import Validator
-from memcached_gitops.yamlreader import YAMLInputError, iter_documents
 
 from .pipeline import items_of
 

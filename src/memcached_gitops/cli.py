@@ -15,6 +15,8 @@ from typing import Annotated
 
 import typer
 
+from memcached_gitops.foundation.extras import missing_cluster_client
+from memcached_gitops.foundation.files import MAX_INPUT_ENV, InputError, manifest_sources, open_sources
 from memcached_gitops.render import DEFAULT_IMAGE, to_yaml
 from memcached_gitops.schemas.crd import builtin_crd_text, load_crd
 
@@ -27,8 +29,6 @@ from .commands import render_validated as _render
 from .commands import report_text as _report_text
 from .commands import resolve_image as _image
 from .commands import run_pipeline as _run
-from .extras import missing_cluster_client
-from .files import MAX_INPUT_ENV, InputError, manifest_sources, open_sources
 
 app = typer.Typer(
     name="memcached-gitops",
@@ -171,7 +171,7 @@ def krm(
     max_input: MaxInputOpt = None,
 ) -> None:
     """A KRM function (kustomize/kpt): a ResourceList on stdin, a ResourceList on stdout."""
-    from memcached_gitops.yamlreader import YAMLInputError, iter_documents
+    from memcached_gitops.foundation.yamlreader import YAMLInputError, iter_documents
 
     from .krm import shape_problem, transform
 

@@ -16,11 +16,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from memcached_gitops.excerpt import quote_value
-from memcached_gitops.render import DEFAULT_IMAGE, to_single, write_json, write_yaml
-from memcached_gitops.schemas import CRDError, Validator, load_crd
-
-from .files import (
+from memcached_gitops.foundation.excerpt import quote_value
+from memcached_gitops.foundation.files import (
     DEFAULT_MAX_INPUT,
     MAX_INPUT_ENV,
     InputBudget,
@@ -31,6 +28,9 @@ from .files import (
     safe_file_name,
     write_files,
 )
+from memcached_gitops.render import DEFAULT_IMAGE, to_single, write_json, write_yaml
+from memcached_gitops.schemas import CRDError, Validator, load_crd
+
 from .pipeline import Finding, Result, TooManyObjects, object_ref, process
 
 EXIT_INVALID, EXIT_USAGE = 1, 2

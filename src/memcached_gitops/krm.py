@@ -19,9 +19,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from memcached_gitops.excerpt import excerpt, type_and_length
+from memcached_gitops.foundation.excerpt import excerpt, type_and_length
+from memcached_gitops.foundation.yamlreader import recursion_room
 from memcached_gitops.schemas import Validator
-from memcached_gitops.yamlreader import recursion_room
 
 from .pipeline import Result, process_object
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, NamedTuple
 
-from memcached_gitops.excerpt import excerpt, quote_value, type_and_length
+from memcached_gitops.foundation.excerpt import excerpt, quote_value, type_and_length
+from memcached_gitops.foundation.yamlreader import Document, YAMLInputError, iter_documents
 from memcached_gitops.schemas import Problem, Validator, format_path
 from memcached_gitops.schemas.validator import identity_problems
-from memcached_gitops.yamlreader import Document, YAMLInputError, iter_documents
 
 from .desired import validate_and_render
 

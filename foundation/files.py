@@ -10,9 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, NamedTuple, NoReturn
 
-from memcached_gitops.excerpt import excerpt
-
 from . import kustomize
+from .excerpt import excerpt
 
 SUFFIXES = (".yaml", ".yml", ".json")
 #: kustomize's own file names (kustomize api/konfig ``RecognizedKustomizationFileNames``): its

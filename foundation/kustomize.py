@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 
-from memcached_gitops.excerpt import excerpt
+from .excerpt import excerpt
 
 # shlex, shutil and subprocess are imported where a kustomization is met: every plain render and
 # validate imports this module (files.py), and those three cost about 10 ms of start-up.

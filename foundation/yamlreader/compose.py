@@ -1,0 +1,252 @@
+"""Composition: libyaml's events to a node tree (no recursion, go-yaml's depth rules), and the
+node tree to a JSON value (bounded aliases, merge keys, the last duplicate key winning)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+from yaml import _yaml as libyaml
+from yaml._yaml import CParser
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from ..excerpt import excerpt, quote_value
+from .limits import (
+    ALIAS_EXPANSION_LIMIT,
+    ALIAS_EXPANSION_RATIO,
+    DEPTH_ERROR,
+    JSON_DEPTH_ERROR,
+    LIBYAML_NEST_LIMIT,
+    MAX_DEPTH,
+    YAMLInputError,
+)
+from .scalars import CORE, PLAIN, json_number, key_string, node_error, scalar
+
+
+class _Unsupported:
+    """A value or key that JSON cannot carry, in place until the document is built: kubectl meets
+    it only after decoding (convertToJSONableObject, json.Marshal), so a later duplicate key or
+    merge that replaces it leaves no error."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: YAMLInputError) -> None:
+        self.error = error
+
+
+def _reachable(value: Any) -> set[int]:
+    """The ids of ``value`` and of every key, value and item inside it."""
+    found: set[int] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        found.add(id(item))
+        if isinstance(item, dict):
+            stack += [*item, *item.values()]
+        elif isinstance(item, list):
+            stack += item
+    return found
+
+
+class Builder:
+    """Builds JSON values from a node tree, copying aliases (bounded) so no value is shared."""
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self.built = 0
+        self.unsupported: list[_Unsupported] = []  # in document order
+
+    def document(self, node: Node) -> Any:
+        """The document's value; the first value or key JSON cannot carry left in it is the error."""
+        value = self.build(node)
+        if self.unsupported:
+            reachable = _reachable(value)
+            for unsupported in self.unsupported:
+                if id(unsupported) in reachable:
+                    raise unsupported.error
+        return value
+
+    def jsonable(self, convert: Callable[[Any, Node], Any], value: Any, node: Node) -> Any:
+        """``convert(value, node)``, or, if JSON cannot carry it, an ``_Unsupported`` in its place."""
+        try:
+            return convert(value, node)
+        except YAMLInputError as exc:
+            unsupported = _Unsupported(exc)
+            self.unsupported.append(unsupported)
+            return unsupported
+
+    def count(self, node: Node) -> None:
+        """Counts each node built; refuses a document whose aliases copy too much of it."""
+        self.built += 1
+        if id(node) not in self.seen:
+            self.seen.add(id(node))
+        elif self.built > ALIAS_EXPANSION_LIMIT and self.built > ALIAS_EXPANSION_RATIO * len(self.seen):
+            raise node_error(node, "document contains excessive aliasing")
+
+    def build(self, node: Node) -> Any:
+        self.count(node)
+        if isinstance(node, ScalarNode):
+            return self.jsonable(json_number, scalar(node), node)
+        if node.tag not in (None, CORE + "map", CORE + "seq"):
+            raise node_error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
+        if isinstance(node, SequenceNode):
+            return [self.build(item) for item in node.value]
+        return self.mapping(node)
+
+    def mapping(self, node: MappingNode) -> dict[str, Any]:
+        """Keys in document order, as go-yaml v2 decodes them: a later key replaces an earlier one,
+        and a ``<<`` merge writes its keys over those before it (decode.go ``mapping``, ``merge``)."""
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if _is_merge(key_node):
+                for source in reversed(self._merge_sources(value_node)):  # earlier maps take precedence
+                    out.update(self.mapping(source))
+                continue
+            if not isinstance(key_node, ScalarNode):
+                raise node_error(key_node, "unsupported map key: a key must be a scalar")
+            self.count(key_node)  # a key keeps go-yaml's value: JSON's number rules apply to values only
+            out[self.jsonable(key_string, scalar(key_node), key_node)] = self.build(value_node)
+        return out
+
+    @staticmethod
+    def _merge_sources(node: Node) -> list[MappingNode]:
+        if isinstance(node, MappingNode):
+            return [node]
+        if isinstance(node, SequenceNode) and all(isinstance(n, MappingNode) for n in node.value):
+            return list(node.value)
+        raise node_error(node, "map merge requires map or sequence of maps as the value")
+
+
+def _is_merge(node: Node) -> bool:
+    """go-yaml's ``isMerge``: a plain ``<<`` or one tagged ``!!merge``; a quoted "<<" is a key."""
+    return isinstance(node, ScalarNode) and node.value == "<<" and node.tag in (PLAIN, CORE + "merge")
+
+
+class _Open:
+    """A collection being composed: its node, the key awaiting a value, its anchor, and the
+    indentation levels go-yaml's scanner has pushed by the time it starts."""
+
+    __slots__ = ("node", "key", "anchor", "indents")
+
+    def __init__(self, node: SequenceNode | MappingNode, anchor: str | None, indents: int) -> None:
+        self.node, self.key, self.anchor, self.indents = node, None, anchor, indents
+
+
+def compose(parser: CParser) -> Node:
+    """One document's node tree, composed from libyaml's event stream without recursion.
+
+    pyyaml's composers recurse once per level (a 50,000-deep flow sequence overflows the C stack);
+    this loop keeps an explicit stack and refuses, as go-yaml does, more than ``MAX_DEPTH`` nested
+    flow or block collections. A document within those limits but nested more than ``MAX_DEPTH``
+    deep in all is refused at its end, as kubectl's JSON decoding refuses it once the whole
+    document has been read as YAML.
+    """
+    anchors: dict[str, Node] = {}
+    stack: list[_Open] = []
+    flows = 0  # open flow collections
+    root: Node | None = None
+    too_deep: YAMLInputError | None = None
+    while True:
+        event = parser.get_event()
+        if isinstance(event, yaml.DocumentEndEvent):
+            if too_deep is not None:
+                raise too_deep
+            return root  # libyaml gives every document a node: an empty one is an empty plain scalar
+        if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            done = stack.pop()
+            flows -= bool(done.node.flow_style)
+            if done.anchor is not None:
+                anchors[done.anchor] = done.node
+            continue
+        node: Node
+        if isinstance(event, yaml.AliasEvent):
+            if any(o.anchor == event.anchor for o in stack):
+                raise _mark_error(event, f"anchor {_quote_name(event.anchor)} value contains itself")
+            if event.anchor not in anchors:
+                raise _mark_error(event, f"unknown anchor {_quote_name(event.anchor)} referenced")
+            node = anchors[event.anchor]
+        elif isinstance(event, yaml.ScalarEvent):
+            # go-yaml resolves only untagged plain scalars: a quoted one, or one with the non-specific
+            # tag "!" (``! 1``), is a string
+            tag = event.tag or (PLAIN if event.implicit[0] else CORE + "str")
+            tag = CORE + "str" if tag == "!" else tag
+            node = ScalarNode(tag, event.value, event.start_mark)
+            if event.anchor is not None:
+                anchors[event.anchor] = node
+        else:  # a collection starts
+            kind = SequenceNode if isinstance(event, yaml.SequenceStartEvent) else MappingNode
+            # go-yaml ignores a collection's tag; an untagged one (or "!") has none here
+            node = kind(None if event.tag == "!" else event.tag, [], event.start_mark, flow_style=event.flow_style)
+            outer = stack[-1] if stack else None
+            indents = outer.indents if outer else 0
+            if event.flow_style:
+                flows += 1
+                if flows > MAX_DEPTH:
+                    raise _mark_error(event, DEPTH_ERROR)
+            elif outer is None or event.start_mark.column > outer.node.start_mark.column:
+                # go-yaml pushes an indentation level for a block collection right of the one
+                # around it; a "- " list at its key's column (an indentless sequence) pushes none
+                indents += 1
+                if indents > MAX_DEPTH:
+                    raise _mark_error(event, DEPTH_ERROR)
+            if len(stack) >= MAX_DEPTH and too_deep is None:  # this collection is the 10,001st level
+                too_deep = _mark_error(event, JSON_DEPTH_ERROR)
+        if stack:
+            parent = stack[-1]
+            if isinstance(parent.node, SequenceNode):
+                parent.node.value.append(node)
+            elif parent.key is None:
+                parent.key = node
+            else:
+                parent.node.value.append((parent.key, node))
+                parent.key = None
+        else:
+            root = node
+        if isinstance(node, (SequenceNode, MappingNode)) and not isinstance(event, yaml.AliasEvent):
+            stack.append(_Open(node, event.anchor, indents))
+
+
+def _mark_error(event: Any, message: str) -> YAMLInputError:
+    return YAMLInputError(message, event.start_mark.line + 1, event.start_mark.column + 1)
+
+
+def _quote_name(name: str) -> str:
+    return repr(excerpt(name))
+
+#: libyaml 0.2.6's limit, read through PyYAML 6.0.4 (None on older PyYAMLs): looked up once.
+_GET_NEST_LIMIT = getattr(libyaml, "_get_max_nest_level", None)
+
+
+def lift_libyaml_nest_limit() -> None:
+    """Raise libyaml's nesting limit to ``LIBYAML_NEST_LIMIT`` where libyaml has one.
+
+    PyYAML 6.0.4 exposes libyaml 0.2.6's ``yaml_set_max_nest_level`` as ``_yaml._set_max_nest_level``
+    (a no-op, with ``_get_max_nest_level() == -1``, when built against an older libyaml); PyYAML
+    6.0.3 and older have neither, and their libyaml 0.2.5 no limit. The limit is one global of the
+    process, which any other library may lower, so it is checked before each parse: a C call.
+    """
+    if _GET_NEST_LIMIT is not None and -1 < _GET_NEST_LIMIT() < LIBYAML_NEST_LIMIT:
+        libyaml._set_max_nest_level(LIBYAML_NEST_LIMIT)
+
+
+def first_document(chunk: bytes) -> Node | None:
+    """The node tree of the first document of a chunk (go-yaml's Unmarshal reads no further)."""
+    lift_libyaml_nest_limit()
+    parser = CParser(chunk)
+    try:
+        parser.get_event()  # the stream's start
+        if isinstance(parser.get_event(), yaml.StreamEndEvent):
+            return None  # no document: blank lines and comments
+        return compose(parser)
+    except yaml.MarkedYAMLError as exc:
+        problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        mark = exc.problem_mark  # libyaml marks every scanner and parser error with its problem
+        raise YAMLInputError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1) from None
+    except yaml.reader.ReaderError as exc:  # binary junk, bad encoding: libyaml gives a byte offset
+        before = chunk[:exc.position]
+        problem = str(exc).split("\n")[0]  # without '  in "<byte string>", position N'
+        raise YAMLInputError(f"invalid YAML: {problem}", before.count(b"\n") + 1, len(before) - before.rfind(b"\n")) from None
+    finally:
+        parser.dispose()
+

@@ -1,0 +1,56 @@
+"""The reader's bounds (kubectl's and the API server's) and its one error type."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+#: Alias expansion allowed beyond the document's own size (go-yaml v2 bounds it likewise).
+ALIAS_EXPANSION_LIMIT = 10_000
+ALIAS_EXPANSION_RATIO = 4
+#: go-yaml v2's scanner (sigs.k8s.io/yaml/goyaml.v2 scannerc.go, ``max_flow_level`` and
+#: ``max_indents``): more than 10,000 nested flow collections, or block collections, is an error.
+MAX_DEPTH = 10_000
+DEPTH_ERROR = f"yaml: exceeded max depth of {MAX_DEPTH}"
+#: kubectl then decodes the JSON with encoding/json, which refuses more than 10,000 nested objects
+#: and arrays in all (``maxNestingDepth``; the document's own mapping is the first): kubectl says
+#: ``invalid character '[' exceeded max depth``.
+JSON_DEPTH_ERROR = f"exceeded max depth: more than {MAX_DEPTH} nested maps and lists, which kubectl cannot decode as JSON"
+#: libyaml 0.2.6 (PyYAML 6.0.4's wheels) has a nesting limit of its own, 1,000 by default, flow and
+#: block levels counted together, and refuses a deeper document in its words ("while increasing
+#: flow level exceeded maximum nesting depth") before ``_compose`` sees it. The limit must stay out
+#: of the way of kubectl's rule: a document holds up to ``MAX_DEPTH`` block and ``MAX_DEPTH`` flow
+#: levels, and the scanner reads at most 1,024 characters ahead of the parser (a possible simple
+#: key's reach), so ``_compose`` refuses every deeper document before libyaml would.
+LIBYAML_NEST_LIMIT = 3 * MAX_DEPTH
+#: The API server refuses a request body over 3 MiB (apiserver's MaxRequestBodyBytes), so a
+#: larger document can never be applied; it is refused while its lines are read.
+MAX_DOCUMENT_SIZE = 3 * 1024 * 1024
+
+
+class YAMLInputError(ValueError):
+    """A document that kubectl could not turn into JSON; carries a 1-based position."""
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(message)
+        self.message, self.line, self.column = message, line, column
+
+
+
+
+#: Python frames for walking a value at the depth limit (flow and block nesting together, a few
+#: frames per level): the builder here, and the YAML/JSON writers of render.
+RECURSION_ROOM = 10 * MAX_DEPTH
+
+
+@contextmanager
+def recursion_room() -> Iterator[None]:
+    """Room to walk any value the loader returns (since 3.11, Python-to-Python calls use no C
+    stack); the previous limit is restored afterwards."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, RECURSION_ROOM))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
