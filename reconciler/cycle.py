@@ -32,9 +32,8 @@ from typing import Any
 
 from memcached_gitops.foundation.excerpt import excerpt
 from memcached_gitops.render import DEFAULT_IMAGE
+from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import CRD, Problem, Validator
-
-from memcached_gitops.desired import validate_and_render
 
 from .api import APIError, KubeAPI, collection_path, object_path
 from .autoscalers import GROUP as HPA_GROUP

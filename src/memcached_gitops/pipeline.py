@@ -13,10 +13,9 @@ from typing import IO, Any, NamedTuple
 
 from memcached_gitops.foundation.excerpt import excerpt, quote_value, type_and_length
 from memcached_gitops.foundation.yamlreader import Document, YAMLInputError, iter_documents
+from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import Problem, Validator, format_path
 from memcached_gitops.schemas.validator import identity_problems
-
-from .desired import validate_and_render
 
 
 class Finding(NamedTuple):
