@@ -16,7 +16,7 @@ import statistics
 import timeit
 from typing import Any
 
-from memcached_gitops.reconciler.informer import Kind, slim
+from memcached_gitops.reconciler.client.informer import Kind, slim
 from memcached_gitops.render import render_deployment
 
 DEPLOYMENTS = Kind("Deployment", "apps", "v1", "deployments", keep_managed_fields=True)

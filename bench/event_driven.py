@@ -39,8 +39,8 @@ from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy  # noqa: E402
-from memcached_gitops.reconciler.cycle import Options, Reconciler  # noqa: E402
+from memcached_gitops.reconciler.client.api import KubeAPI, RetryPolicy  # noqa: E402
+from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler  # noqa: E402
 from memcached_gitops.schemas import load_crd  # noqa: E402
 
 from fakeapi.server import DeploymentController, FakeAPIServer  # noqa: E402
@@ -72,8 +72,8 @@ def populate(api: FakeAPIServer, n: int, size: int) -> None:
     tens of milliseconds validating each new Deployment against kubernetes' schema, which would
     make a 10,000-CR cluster take hours to build). Statuses come from the product's own pure
     status code, so the first pass over them finds nothing to write."""
-    from memcached_gitops.reconciler.events import now_rfc3339
-    from memcached_gitops.reconciler.status import Observation, desired_status
+    from memcached_gitops.reconciler.client.events import now_rfc3339
+    from memcached_gitops.reconciler.decisions.status import Observation, desired_status
 
     seed(api, n, size)
     client = KubeAPI.connect(host=api.url, retry=RetryPolicy(attempts=3, base=0.01, cap=0.05))

@@ -36,11 +36,11 @@ import time
 import uuid
 from pathlib import Path
 
-from memcached_gitops.reconciler import plan
-from memcached_gitops.reconciler.api import KubeAPI
-from memcached_gitops.reconciler.controller import Controller, Settings
-from memcached_gitops.reconciler.cycle import Options, Reconciler
-from memcached_gitops.reconciler.metrics import Metrics
+from memcached_gitops.reconciler.client.api import KubeAPI
+from memcached_gitops.reconciler.decisions import plan
+from memcached_gitops.reconciler.orchestration.controller import Controller, Settings
+from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
+from memcached_gitops.reconciler.orchestration.metrics import Metrics
 from memcached_gitops.schemas import load_crd
 
 HERE = Path(__file__).resolve().parent.parent

@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy, object_path  # noqa: E402
-from memcached_gitops.reconciler.cycle import Options, Reconciler  # noqa: E402
+from memcached_gitops.reconciler.client.api import KubeAPI, RetryPolicy, object_path  # noqa: E402
+from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler  # noqa: E402
 from memcached_gitops.schemas import load_crd  # noqa: E402
 
 from fakeapi.server import DeploymentController, FakeAPIServer  # noqa: E402

@@ -154,7 +154,7 @@ def burst(kit: Kit, events: list[dict]) -> tuple[list[float], float, dict[str, i
 
 
 def owned_by(kit: Kit, name: str, count: int, members: list[str], n: int = 20) -> list[tuple[str, str]]:
-    from memcached_gitops.reconciler.shards import owner
+    from memcached_gitops.reconciler.client.shards import owner
 
     keys = [(f"team-{i % NAMESPACES}", f"c{i}") for i in range(count)]
     return [k for k in keys if owner(f"{k[0]}/{k[1]}", members) == name][:n]

@@ -6,7 +6,7 @@ and makes the tests import the mutated copy by putting ``mutants/`` and ``mutant
 (``render/`` is ``memcached_gitops.render``), so neither holds here: the tests import
 ``memcached_gitops.render``, which the editable install resolves to the unmutated folder. So the
 group is run in a staging tree with the installed layout, ``.mutation/GROUP/src/memcached_gitops/``
-(render/, schemas/ and reconciler/ copied into it), where path and module name agree again.
+(the folders of pyproject.toml's package-dir copied into it), where path and module name agree again.
 
     python mutation/run.py GROUP [--max-children N]    # just mutate GROUP
 
@@ -28,9 +28,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "memcached_gitops"
-#: folder in the repository -> its place in the installed layout (pyproject.toml package-dir)
-FOLDERS = {"src/memcached_gitops": f"src/{PACKAGE}", "render": f"src/{PACKAGE}/render",
-           "schemas": f"src/{PACKAGE}/schemas", "reconciler": f"src/{PACKAGE}/reconciler"}
+#: folder in the repository -> its place in the installed layout, read from pyproject.toml's package-dir
+FOLDERS = {folder: "src/" + package.replace(".", "/")
+           for package, folder in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"].items()}
 EQUIVALENT = ROOT / "mutation" / "equivalent.md"
 KILLED = {"killed", "timeout", "caught by type check"}
 

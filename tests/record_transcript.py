@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from memcached_gitops.reconciler.api import KubeAPI
+from memcached_gitops.reconciler.client.api import KubeAPI
 from memcached_gitops.render import render
 
 from .test_adopt_go_operator import MANAGER_UA, operator_sdk_labels

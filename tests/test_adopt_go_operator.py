@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 import pytest
-from memcached_gitops.reconciler.selectors import describe, has_kept_selector, keep_live_selector, matches, overlapping
+from memcached_gitops.reconciler.decisions.selectors import describe, has_kept_selector, keep_live_selector, matches, overlapping
 
 from fakeapi.server import DeploymentController, FakeAPIServer
 

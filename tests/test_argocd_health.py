@@ -4,7 +4,7 @@ health scripts in gopher-lua, a Lua 5.1), against test cases laid out as Argo CD
 
 The testdata are Memcacheds as the reconciler left them on the fake API server (the Deployment
 statuses of transcript 35); the last test evaluates the script on CRs the current status mapping
-writes, so that the Lua and reconciler/status.py cannot drift apart.
+writes, so that the Lua and reconciler/decisions/status.py cannot drift apart.
 """
 
 from __future__ import annotations

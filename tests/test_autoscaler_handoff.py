@@ -1,4 +1,4 @@
-"""An HorizontalPodAutoscaler on a Memcached's Deployment owns its replicas (reconciler/autoscalers.py).
+"""An HorizontalPodAutoscaler on a Memcached's Deployment owns its replicas (reconciler/decisions/autoscalers.py).
 
 The HPA controller is played as kube-controller-manager plays it (transcript 40, from a real
 audit log): a GET of the Deployment's scale subresource, then a PUT of an autoscaling/v1 Scale with
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from memcached_gitops.reconciler.autoscalers import autoscalers_by_target, hand_off_replicas, scale_target
+from memcached_gitops.reconciler.decisions.autoscalers import autoscalers_by_target, hand_off_replicas, scale_target
 
 from fakeapi.server import DeploymentController, FakeAPIServer
 

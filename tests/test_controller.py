@@ -14,14 +14,14 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy
-from memcached_gitops.reconciler.controller import Controller, Settings, lease_client
-from memcached_gitops.reconciler.cycle import Options, Reconciler
-from memcached_gitops.reconciler.fights import FightDetector
-from memcached_gitops.reconciler.informer import Kind
-from memcached_gitops.reconciler.leader import LeaderElector
-from memcached_gitops.reconciler.metrics import Metrics
-from memcached_gitops.reconciler.shards import ShardRing
+from memcached_gitops.reconciler.client.api import KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.client.informer import Kind
+from memcached_gitops.reconciler.client.leader import LeaderElector
+from memcached_gitops.reconciler.client.shards import ShardRing
+from memcached_gitops.reconciler.decisions.fights import FightDetector
+from memcached_gitops.reconciler.orchestration.controller import Controller, Settings, lease_client
+from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
+from memcached_gitops.reconciler.orchestration.metrics import Metrics
 from memcached_gitops.schemas import load_crd
 
 from fakeapi.server import FakeAPIServer, Fault
@@ -349,7 +349,7 @@ def test_metrics_and_probes_say_who_leads(cluster: FakeAPIServer) -> None:
     import urllib.error
     import urllib.request
 
-    from memcached_gitops.reconciler.metrics import serve
+    from memcached_gitops.reconciler.orchestration.metrics import serve
     from prometheus_client.parser import text_string_to_metric_families
 
     def scrape(port: int) -> dict:
@@ -388,7 +388,7 @@ def test_not_ready_before_the_first_sync() -> None:
     import urllib.error
     import urllib.request
 
-    from memcached_gitops.reconciler.metrics import serve
+    from memcached_gitops.reconciler.orchestration.metrics import serve
 
     metrics = Metrics()
     server = serve(metrics, 0, "127.0.0.1")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from memcached_gitops.reconciler.loop import exit_code
+from memcached_gitops.reconciler.orchestration.loop import exit_code
 
 from fakeapi.server import FakeAPIServer
 
@@ -177,7 +177,7 @@ def test_recovery_after_the_quota_is_freed(cluster: FakeAPIServer) -> None:
 
 
 def test_verdict_and_excerpt_are_pure() -> None:
-    from memcached_gitops.reconciler.status import deployment_verdict, one_line_excerpt
+    from memcached_gitops.reconciler.decisions.status import deployment_verdict, one_line_excerpt
 
     assert one_line_excerpt("a" * 64) == "a" * 64 and one_line_excerpt("a" * 65) == "a" * 64 + "…"
     assert one_line_excerpt("two\nlines") == "two lines"

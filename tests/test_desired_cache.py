@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 
 import pytest
-from memcached_gitops.reconciler import cycle
-from memcached_gitops.reconciler.cycle import Reconciler
+from memcached_gitops.reconciler.orchestration import cycle
+from memcached_gitops.reconciler.orchestration.cycle import Reconciler
 
 from fakeapi.server import FakeAPIServer
 

@@ -3,8 +3,8 @@ set them, and the JSON patch that removes unwanted list items."""
 
 from __future__ import annotations
 
-from memcached_gitops.reconciler.drift import Drift, compare, removal_patch
-from memcached_gitops.reconciler.managedfields import describe_manager, owners_of
+from memcached_gitops.reconciler.decisions.drift import Drift, compare, removal_patch
+from memcached_gitops.reconciler.decisions.managedfields import describe_manager, owners_of
 
 ABSENT = compare({}, None)[0].live  # how a drift says "not there"
 PORTS = (("f", "spec"), ("f", "template"), ("f", "spec"), ("f", "containers"), ("k", (("name", "memcached"),)), ("f", "ports"))

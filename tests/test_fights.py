@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memcached_gitops.reconciler.fights import FightDetector
+from memcached_gitops.reconciler.decisions.fights import FightDetector
 
 REPLICAS = ".spec.replicas"
 

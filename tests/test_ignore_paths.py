@@ -1,4 +1,4 @@
-"""The ``cache.example.com/ignore-paths`` annotation (reconciler/ignore.py): Flux's ``.spec.ignore``
+"""The ``cache.example.com/ignore-paths`` annotation (reconciler/decisions/ignore.py): Flux's ``.spec.ignore``
 semantics for fields of a Memcached's Deployment that people or other tools set."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from memcached_gitops.reconciler.ignore import ANNOTATION, IgnoreError, follow, pointers_of
+from memcached_gitops.reconciler.decisions.ignore import ANNOTATION, IgnoreError, follow, pointers_of
 
 from fakeapi.server import FakeAPIServer
 

@@ -15,9 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy
-from memcached_gitops.reconciler.informer import Informer, Kind, Store, slim
-from memcached_gitops.reconciler.metrics import Metrics
+from memcached_gitops.reconciler.client.api import KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.client.informer import Informer, Kind, Store, slim
+from memcached_gitops.reconciler.orchestration.metrics import Metrics
 
 DEPLOYMENTS = Kind("Deployment", "apps", "v1", "deployments", selector="app.kubernetes.io/managed-by=memcached-gitops",
                    keep_managed_fields=True)

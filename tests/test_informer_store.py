@@ -1,11 +1,11 @@
-"""The informer's store (reconciler/informer.py Store): what a re-LIST after a 410 reports, and the
+"""The informer's store (reconciler/client/informer.py Store): what a re-LIST after a 410 reports, and the
 write-through after our own writes. A relist that reported a change wrongly would make the
 controller miss a CR or act on a stale one (client-go's DeltaFIFO Replace, and its MutationCache
 comparing resourceVersions as integers)."""
 
 from __future__ import annotations
 
-from memcached_gitops.reconciler.informer import Store
+from memcached_gitops.reconciler.client.informer import Store
 
 
 def obj(name: str, rv: str, ns: str = "default", **extra) -> dict:
@@ -62,7 +62,7 @@ def test_our_write_goes_through_only_when_newer_compared_as_integers() -> None:
 
 # ---- the shared subtrees of the cache (compact), and the informer's backoff
 def test_equal_pod_specs_are_one_object_in_the_cache_whatever_their_key_order(monkeypatch) -> None:
-    from memcached_gitops.reconciler import informer
+    from memcached_gitops.reconciler.client import informer
 
     monkeypatch.setattr(informer, "_SHARED", {})
     spec_a = {"containers": [{"name": "memcached", "image": "m:1"}], "securityContext": {"runAsNonRoot": True}}
@@ -75,7 +75,7 @@ def test_equal_pod_specs_are_one_object_in_the_cache_whatever_their_key_order(mo
 
 
 def test_the_shared_table_is_bounded(monkeypatch) -> None:
-    from memcached_gitops.reconciler import informer
+    from memcached_gitops.reconciler.client import informer
 
     monkeypatch.setattr(informer, "_SHARED", {})
     monkeypatch.setattr(informer, "_SHARED_MAX", 2)
@@ -92,7 +92,7 @@ def test_the_shared_table_is_bounded(monkeypatch) -> None:
 def test_a_subtree_found_in_the_shared_table_is_not_walked_again(monkeypatch) -> None:
     """Each watch event is compacted before it is handed on: a pod spec or a manager's f:spec that
     the table holds is looked up by its JSON and returned, without walking it."""
-    from memcached_gitops.reconciler import informer
+    from memcached_gitops.reconciler.client import informer
 
     monkeypatch.setattr(informer, "_SHARED", {})
     spec = {"containers": [{"name": "memcached", "image": "m:1", "ports": [{"containerPort": 11211}]}]}
@@ -113,7 +113,7 @@ def test_a_subtree_found_in_the_shared_table_is_not_walked_again(monkeypatch) ->
 
 
 def test_compaction_interns_every_key_and_the_short_strings_at_any_depth(monkeypatch) -> None:
-    from memcached_gitops.reconciler import informer
+    from memcached_gitops.reconciler.client import informer
 
     monkeypatch.setattr(informer, "_SHARED", {})
     long = "x" * 65
@@ -131,8 +131,8 @@ def test_compaction_interns_every_key_and_the_short_strings_at_any_depth(monkeyp
 
 
 def test_backoff_doubles_from_its_base_to_its_cap_with_jitter_and_names_the_kind(monkeypatch, caplog) -> None:
-    from memcached_gitops.reconciler import informer
-    from memcached_gitops.reconciler.informer import Informer, Kind
+    from memcached_gitops.reconciler.client import informer
+    from memcached_gitops.reconciler.client.informer import Informer, Kind
 
     waits: list[float] = []
     low_high = iter([0.5, 1.5] * 10)

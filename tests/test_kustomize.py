@@ -99,8 +99,8 @@ def test_cronjob_and_deployment_overlays() -> None:
 def test_sharded_overlay_grants_the_lease_verbs_a_ring_sends() -> None:
     """Three replicas with --shards; the Lease Role allows exactly what join, renew, watch, expiry and
     release send (a ring run on the fake with that Role enforced; patch stays for leader election)."""
-    from memcached_gitops.reconciler.informer import Informer, Kind
-    from memcached_gitops.reconciler.shards import RING_LABEL
+    from memcached_gitops.reconciler.client.informer import Informer, Kind
+    from memcached_gitops.reconciler.client.shards import RING_LABEL
 
     from .test_shards import Clock, replica, start
 
@@ -151,7 +151,7 @@ def rbac_scenarios(rules: list[dict], plugin: bool) -> tuple[list[str], set[tupl
     """The reconciler's scenarios with the fake enforcing ``rules``: creation, status, drift,
     a foreign Deployment, adoption of a GitOps-applied one, leader election. Returns the denied
     requests and the (group, resource, verb) the server checked."""
-    from memcached_gitops.reconciler.leader import LeaderElector
+    from memcached_gitops.reconciler.client.leader import LeaderElector
 
     from .test_ownership import argocd_applies
     from .test_reconciler import _drift_image, _drift_port, make_cr, reconciler_for

@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from memcached_gitops.reconciler.api import APIError, KubeAPI, RetryPolicy
-from memcached_gitops.reconciler.leader import LeaderElector
+from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.client.leader import LeaderElector
 
 from fakeapi.server import FakeAPIServer, Fault
 
@@ -241,7 +241,7 @@ def test_a_release_with_a_stale_copy_is_refused_and_changes_nothing(server: Fake
 
 
 def test_micro_time_is_utc_with_six_fractional_digits() -> None:
-    from memcached_gitops.reconciler.leader import micro_time, parse_micro_time
+    from memcached_gitops.reconciler.client.leader import micro_time, parse_micro_time
 
     paris = dt.timezone(dt.timedelta(hours=1))
     assert micro_time(dt.datetime(2026, 11, 24, 13, 0, 0, 5, tzinfo=paris)) == "2026-11-24T12:00:00.000005Z"
@@ -342,7 +342,7 @@ def test_a_takeover_counts_on_from_the_leases_transitions_and_survives_a_lost_ra
 
 def test_the_waits_between_tries(server: FakeAPIServer, monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[tuple[float, float]] = []
-    monkeypatch.setattr("memcached_gitops.reconciler.leader.random.uniform", lambda a, b: asked.append((a, b)) or 1.5)
+    monkeypatch.setattr("memcached_gitops.reconciler.client.leader.random.uniform", lambda a, b: asked.append((a, b)) or 1.5)
     leader, standby = Leader(server), Leader(server)
     standby.elector.identity = "replica-2"
     leader.clocks.now = standby.clocks.now = 100.0
@@ -364,7 +364,7 @@ def test_run_tries_until_stopped(server: FakeAPIServer) -> None:
 def test_micro_time_is_utc_whatever_the_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    from memcached_gitops.reconciler.leader import micro_time
+    from memcached_gitops.reconciler.client.leader import micro_time
 
     monkeypatch.setenv("TZ", "Asia/Tokyo")
     time.tzset()

@@ -11,8 +11,8 @@ import time
 import urllib.request
 
 import pytest
-from memcached_gitops.reconciler import metrics as metrics_module
-from memcached_gitops.reconciler.metrics import Metrics, serve
+from memcached_gitops.reconciler.orchestration import metrics as metrics_module
+from memcached_gitops.reconciler.orchestration.metrics import Metrics, serve
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_healthz_fails_while_a_check_says_why(server) -> None:
 
 
 def test_an_informer_is_stalled_only_while_running_and_past_its_limit() -> None:
-    from memcached_gitops.reconciler.informer import Informer, Kind
+    from memcached_gitops.reconciler.client.informer import Informer, Kind
 
     informer = Informer(None, Kind("Deployment", "apps", "v1", "deployments"), lambda *a: None, heartbeat=60, silence_grace=10,
                         watch_timeout=300, backoff_cap=30)

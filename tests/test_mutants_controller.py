@@ -1,4 +1,4 @@
-"""The event-driven controller (reconciler/controller.py) in-process, without the fake API server.
+"""The event-driven controller (reconciler/orchestration/controller.py) in-process, without the fake API server.
 
 test_controller.py runs whole scenarios over HTTP (seconds each). These tests call the Controller's
 parts directly: events are handed to ``_on_event`` as the informers would, the cache is the
@@ -20,14 +20,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from memcached_gitops.reconciler.api import APIError, KubeAPI, RetryPolicy
-from memcached_gitops.reconciler.controller import DEFAULT_RESYNC, Controller, Settings, lease_client, owner_name
-from memcached_gitops.reconciler.cycle import CROutcome, Options, Reconciler
-from memcached_gitops.reconciler.drift import Drift
-from memcached_gitops.reconciler.fights import FightDetector
-from memcached_gitops.reconciler.metrics import Metrics
-from memcached_gitops.reconciler.shards import RING_LABEL, VIEW_ANNOTATION, ShardRing, key_text, lease_name, owner
-from memcached_gitops.reconciler.vocabulary import INSTANCE_LABEL, SELECTOR, Action
+from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.client.shards import RING_LABEL, VIEW_ANNOTATION, ShardRing, key_text, lease_name, owner
+from memcached_gitops.reconciler.decisions.drift import Drift
+from memcached_gitops.reconciler.decisions.fights import FightDetector
+from memcached_gitops.reconciler.decisions.vocabulary import INSTANCE_LABEL, SELECTOR, Action
+from memcached_gitops.reconciler.orchestration.controller import DEFAULT_RESYNC, Controller, Settings, lease_client, owner_name
+from memcached_gitops.reconciler.orchestration.cycle import CROutcome, Options, Reconciler
+from memcached_gitops.reconciler.orchestration.metrics import Metrics
 from memcached_gitops.render import selector_labels
 from memcached_gitops.schemas import load_crd
 
@@ -791,7 +791,7 @@ def test_the_resync_queues_every_cached_cr_again_once_a_period(caplog) -> None:
 def test_a_cr_stuck_in_a_request_holds_shutdown_30_seconds_at_most() -> None:
     """SIGTERM's drain waits for the workers' current CRs for 30 s (the kubelet's default grace
     period), by the work queue's clock; then run returns even though a worker is still stuck."""
-    from memcached_gitops.reconciler.workqueue import WorkQueue
+    from memcached_gitops.reconciler.client.workqueue import WorkQueue
 
     class StepClock:
         """Real time until armed; then one reading, and every later one 30 s after it."""
@@ -904,7 +904,7 @@ class FakeTime:
 def test_the_caches_get_the_whole_first_sync_timeout(monkeypatch) -> None:
     """``first_sync_timeout`` is the time the caches are given: when the clock reads the deadline
     itself run still waits for them (a sync then comes in time); only past it does it give up with 2."""
-    from memcached_gitops.reconciler import controller
+    from memcached_gitops.reconciler.orchestration import controller
 
     clock = FakeTime(1000.0)
     monkeypatch.setattr(controller, "time", clock)
@@ -1217,7 +1217,7 @@ def test_joining_gives_the_ring_a_renew_period_and_a_silent_member_four_more(mon
     """After listing the Leases the caches wait one renew period (replicas start together), and then
     until the ring acknowledges this replica, but at most four renew periods more: a member that
     never answers does not hold this one's share. Then the Lease thread and the share follower start."""
-    from memcached_gitops.reconciler import controller
+    from memcached_gitops.reconciler.orchestration import controller
 
     clock = FakeTime(1000.0)
     monkeypatch.setattr(controller, "time", clock)
@@ -1262,7 +1262,7 @@ class ScriptedWait:
 def test_the_ring_s_leases_get_the_whole_first_sync_timeout_looked_at_every_50_ms(monkeypatch) -> None:
     """The Lease cache's sync is polled every 50 ms; at the deadline itself it still waits (a sync then
     comes in time), and only past ``started + timeout`` does the join give up."""
-    from memcached_gitops.reconciler import controller
+    from memcached_gitops.reconciler.orchestration import controller
 
     clock = FakeTime(1000.0)
     monkeypatch.setattr(controller, "time", clock)
@@ -1291,7 +1291,7 @@ def test_the_ring_s_leases_get_the_whole_first_sync_timeout_looked_at_every_50_m
 def test_the_settle_wait_ends_at_its_bounds_exactly(monkeypatch, readings, acknowledged, waits) -> None:
     """The caches wait until one renew period (2 s) has passed, ``now < settle``; a replica the ring
     never acknowledges waits until ``now > settle + 4 renew periods`` (10 s), not at that reading."""
-    from memcached_gitops.reconciler import controller
+    from memcached_gitops.reconciler.orchestration import controller
 
     clock = FakeTime(1000.0)
     monkeypatch.setattr(controller, "time", clock)
@@ -1322,7 +1322,7 @@ def test_an_acknowledged_share_sweeps_its_new_crs_in_order_at_the_sweep_rate_and
     """The CRs new to the share go through add_after, n / SWEEP_RATE apart in key order, and are
     marked for a lazy servedBy; the marks of an earlier sweep not visited yet are kept; the CRs the
     share kept are not queued again; the keys that waited for the ring come at once, if still ours."""
-    from memcached_gitops.reconciler.controller import SWEEP_RATE
+    from memcached_gitops.reconciler.orchestration.controller import SWEEP_RATE
 
     c, ring, _ = sharded()
     q = Queued()
@@ -1378,8 +1378,8 @@ def test_a_worker_keeps_a_key_it_may_not_write_yet_for_the_acknowledgement(monke
 
 def test_deferred_served_by_writes_get_one_slot_each_from_a_second_on(monkeypatch) -> None:
     """One every 1/SERVED_BY_RATE s, the first a second from now; after a quiet time, a second again."""
-    from memcached_gitops.reconciler import controller
-    from memcached_gitops.reconciler.controller import SERVED_BY_RATE
+    from memcached_gitops.reconciler.orchestration import controller
+    from memcached_gitops.reconciler.orchestration.controller import SERVED_BY_RATE
 
     clock = FakeTime(1000.0)
     monkeypatch.setattr(controller, "time", clock)

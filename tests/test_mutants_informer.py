@@ -1,4 +1,4 @@
-"""The informer's loop (reconciler/informer.py Informer.run) driven in-process, without HTTP.
+"""The informer's loop (reconciler/client/informer.py Informer.run) driven in-process, without HTTP.
 
 A scripted stand-in for KubeAPI answers ``list_pages`` and ``watch`` and records what the
 informer asked for; a fake monotonic clock lets a stream "last" exactly so long. ``run()`` is
@@ -18,10 +18,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from memcached_gitops.reconciler import informer
-from memcached_gitops.reconciler.api import APIError, WatchDropped, WatchSilent
-from memcached_gitops.reconciler.informer import METADATA_LIST, METADATA_WATCH, Informer, Kind, compact, slim
-from memcached_gitops.reconciler.metrics import Metrics
+from memcached_gitops.reconciler.client import informer
+from memcached_gitops.reconciler.client.api import APIError, WatchDropped, WatchSilent
+from memcached_gitops.reconciler.client.informer import METADATA_LIST, METADATA_WATCH, Informer, Kind, compact, slim
+from memcached_gitops.reconciler.orchestration.metrics import Metrics
 
 SELECTOR = "app.kubernetes.io/managed-by=memcached-gitops"
 DEPLOYMENTS = Kind("Deployment", "apps", "v1", "deployments", selector=SELECTOR, keep_managed_fields=True)

@@ -1,4 +1,4 @@
-"""The shard ring (reconciler/shards.py) in-process: its Lease requests as sent, on a recording Lease
+"""The shard ring (reconciler/client/shards.py) in-process: its Lease requests as sent, on a recording Lease
 API with the API server's rules for Leases (a PUT or a DELETE carries the resourceVersion read, a
 conflict is a 409), and time as an input. tests/test_shards.py drives whole rings; these tests pin
 what each request says."""
@@ -11,9 +11,9 @@ import threading
 from typing import Any
 
 import pytest
-from memcached_gitops.reconciler import shards
-from memcached_gitops.reconciler.api import APIError
-from memcached_gitops.reconciler.shards import ShardRing, lease_name, parse_view
+from memcached_gitops.reconciler.client import shards
+from memcached_gitops.reconciler.client.api import APIError
+from memcached_gitops.reconciler.client.shards import ShardRing, lease_name, parse_view
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/ring/leases"
 

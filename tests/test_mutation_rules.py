@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from memcached_gitops.foundation.files import write_atomic
-from memcached_gitops.reconciler.drift import compare, removal_patch
-from memcached_gitops.reconciler.managedfields import owners_of
-from memcached_gitops.reconciler.status import Observation, desired_status
+from memcached_gitops.reconciler.decisions.drift import compare, removal_patch
+from memcached_gitops.reconciler.decisions.managedfields import owners_of
+from memcached_gitops.reconciler.decisions.status import Observation, desired_status
 from memcached_gitops.render import render
 from memcached_gitops.schemas import Validator, load_crd
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from memcached_gitops.reconciler.loop import exit_code
-from memcached_gitops.reconciler.ownership import Ownership, classify, spec_manager
+from memcached_gitops.reconciler.decisions.ownership import Ownership, classify, spec_manager
+from memcached_gitops.reconciler.orchestration.loop import exit_code
 from memcached_gitops.render import render
 from memcached_gitops.schemas import Validator, load_crd
 
@@ -118,7 +118,7 @@ def test_a_gitops_applied_deployment_is_observed_and_never_written(cluster: Fake
 
 
 def test_an_observed_deployment_is_no_warning_in_the_cycle_log(cluster: FakeAPIServer, caplog) -> None:
-    from memcached_gitops.reconciler.loop import log_report
+    from memcached_gitops.reconciler.orchestration.loop import log_report
 
     make_cr(cluster, "m", size=2)
     argocd_applies(cluster)

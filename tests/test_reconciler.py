@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 
 import pytest
-from memcached_gitops.reconciler.api import APIError, KubeAPI, RetryPolicy
-from memcached_gitops.reconciler.cycle import Options, Reconciler
-from memcached_gitops.reconciler.leader import LeaderElector
-from memcached_gitops.reconciler.loop import exit_code
+from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.client.leader import LeaderElector
+from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
+from memcached_gitops.reconciler.orchestration.loop import exit_code
 from memcached_gitops.schemas import load_crd
 
 from fakeapi.server import DeploymentController, FakeAPIServer, Fault
@@ -408,7 +408,7 @@ def at_emit(cluster: FakeAPIServer):
 
 def test_a_correction_is_logged_once_its_apply_is_answered_never_before(cluster: FakeAPIServer, at_emit: _AtEmit) -> None:
     """The apply goes first (a drift's latency is the time to it) and the log tells what was done, not what
-    is about to be tried (reconciler/cycle.py _summary)."""
+    is about to be tried (reconciler/orchestration/cycle.py _summary)."""
     make_cr(cluster, "a", size=1)
     rec = reconciler_for(cluster)
     rec.run_cycle()

@@ -15,8 +15,8 @@ import uuid
 
 import pytest
 from memcached_gitops.foundation.yamlreader import iter_documents
-from memcached_gitops.reconciler.api import APIError, KubeAPI
-from memcached_gitops.reconciler.cycle import Options, Reconciler
+from memcached_gitops.reconciler.client.api import APIError, KubeAPI
+from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
 from memcached_gitops.schemas import load_crd
 from memcached_gitops.schemas.crd import builtin_crd_text
 
@@ -83,8 +83,8 @@ def test_event_driven_mode_corrects_a_scale_from_the_watch_on_a_real_cluster(rea
     served), a scale undone from its event, and a quiet period with no LIST and no write."""
     import threading
 
-    from memcached_gitops.reconciler.controller import Controller, Settings
-    from memcached_gitops.reconciler.metrics import Metrics
+    from memcached_gitops.reconciler.orchestration.controller import Controller, Settings
+    from memcached_gitops.reconciler.orchestration.metrics import Metrics
 
     api, ns = real
     api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds",
@@ -170,8 +170,8 @@ def test_an_hpa_owns_replicas_without_a_fight_on_a_real_cluster(real) -> None:
     spec.size in one write."""
     import threading
 
-    from memcached_gitops.reconciler.controller import Controller, Settings
-    from memcached_gitops.reconciler.metrics import Metrics
+    from memcached_gitops.reconciler.orchestration.controller import Controller, Settings
+    from memcached_gitops.reconciler.orchestration.metrics import Metrics
 
     api, ns = real
     api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds",
@@ -251,9 +251,9 @@ def test_two_sharded_replicas_split_the_crs_and_hand_over_on_sigterm_on_a_real_c
     set, and a stopped replica's CRs corrected by the other within 2 s."""
     import threading
 
-    from memcached_gitops.reconciler.controller import Controller, Settings, lease_client
-    from memcached_gitops.reconciler.metrics import Metrics
-    from memcached_gitops.reconciler.shards import ShardRing, owner
+    from memcached_gitops.reconciler.client.shards import ShardRing, owner
+    from memcached_gitops.reconciler.orchestration.controller import Controller, Settings, lease_client
+    from memcached_gitops.reconciler.orchestration.metrics import Metrics
 
     api, ns = real
     names = [f"m{i}" for i in range(8)]

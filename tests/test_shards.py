@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy
-from memcached_gitops.reconciler.shards import RING_LABEL, VIEW_ANNOTATION, ShardRing, key_text, lease_name, owner
+from memcached_gitops.reconciler.client.api import KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.client.shards import RING_LABEL, VIEW_ANNOTATION, ShardRing, key_text, lease_name, owner
 
 from fakeapi.server import FakeAPIServer, Fault
 
@@ -332,7 +332,7 @@ def obj(name: str, rv: int, ns: str = "default") -> dict:
 
 
 def test_a_store_with_a_share_keeps_only_its_objects_and_the_others_versions() -> None:
-    from memcached_gitops.reconciler.informer import Store
+    from memcached_gitops.reconciler.client.informer import Store
 
     share = {"a", "c"}
     store = Store(keep=lambda o: o["metadata"]["name"] in share)
@@ -368,7 +368,7 @@ def test_a_store_with_a_share_keeps_only_its_objects_and_the_others_versions() -
 
 def share_informer(server: FakeAPIServer, names: tuple[str, ...], share: set[str], events: list[tuple[str, str]]) -> Any:
     """The CRs ``names``, and a started Memcached informer that keeps those in ``share`` and notes its events."""
-    from memcached_gitops.reconciler.informer import Informer, Kind
+    from memcached_gitops.reconciler.client.informer import Informer, Kind
 
     from .test_reconciler import make_cr
 
@@ -427,7 +427,7 @@ def test_a_refill_without_events_stores_and_leaves_the_visiting_to_its_caller(se
 
 def test_a_refused_lease_stops_the_join_with_the_servers_answer() -> None:
     """Without the Lease RBAC a replica would never be acknowledged and serve nothing: join raises the 403."""
-    from memcached_gitops.reconciler.api import APIError
+    from memcached_gitops.reconciler.client.api import APIError
 
     with FakeAPIServer(namespaces=("default",), rbac_rules=[{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
                                                             "verbs": ["get", "list", "watch"]}]) as server:

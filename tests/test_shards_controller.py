@@ -15,10 +15,10 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 import pytest
-from memcached_gitops.reconciler.api import KubeAPI, RetryPolicy
-from memcached_gitops.reconciler.controller import Controller
-from memcached_gitops.reconciler.cycle import Options, Reconciler
-from memcached_gitops.reconciler.shards import key_text, owner
+from memcached_gitops.reconciler.client.api import KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.client.shards import key_text, owner
+from memcached_gitops.reconciler.orchestration.controller import Controller
+from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
 from memcached_gitops.schemas import load_crd
 
 from fakeapi.server import FakeAPIServer
@@ -185,7 +185,7 @@ def test_each_replica_caches_only_its_share_of_deployments_and_takes_over_from_t
 
 def test_the_crs_new_to_a_share_are_swept_behind_the_drift_events() -> None:
     """The acknowledged share's new CRs go through add_after at SWEEP_RATE; the CRs kept are not queued again."""
-    from memcached_gitops.reconciler.controller import SWEEP_RATE
+    from memcached_gitops.reconciler.orchestration.controller import SWEEP_RATE
 
     class Queue:
         def __init__(self) -> None:
@@ -224,7 +224,7 @@ def test_the_crs_new_to_a_share_are_swept_behind_the_drift_events() -> None:
 
 
 def test_deferred_served_by_writes_are_spaced_from_a_second_on() -> None:
-    from memcached_gitops.reconciler.controller import SERVED_BY_RATE
+    from memcached_gitops.reconciler.orchestration.controller import SERVED_BY_RATE
 
     c = Controller.__new__(Controller)
     c._waiting_lock, c._next_served_by = threading.Lock(), 0.0
@@ -268,7 +268,7 @@ def test_a_replica_without_the_lease_rbac_exits_2_and_says_why() -> None:
 
 
 def test_a_failed_list_of_a_grown_share_is_tried_again() -> None:
-    from memcached_gitops.reconciler.api import APIError
+    from memcached_gitops.reconciler.client.api import APIError
 
     class Informer:
         calls = 0

@@ -5,8 +5,15 @@ The reasons and messages are what ``kubectl describe``, kstatus and Argo CD show
 from __future__ import annotations
 
 import pytest
-from memcached_gitops.reconciler.ownership import spec_manager
-from memcached_gitops.reconciler.status import Observation, columns, deployment_verdict, desired_conditions, desired_status, status_reason
+from memcached_gitops.reconciler.decisions.ownership import spec_manager
+from memcached_gitops.reconciler.decisions.status import (
+    Observation,
+    columns,
+    deployment_verdict,
+    desired_conditions,
+    desired_status,
+    status_reason,
+)
 
 
 def dep(gen: int = 1, observed: int = 1, avail: int = 0, upd: int = 0, conds: list | None = None) -> dict:
@@ -189,7 +196,7 @@ def test_the_columns_are_written_only_where_the_crd_declares_them() -> None:
 
 def test_status_nodes_is_bounded() -> None:
     """Any Pod with the selector's labels is listed, so a flood of them must not grow the CR without a bound."""
-    from memcached_gitops.reconciler.status import MAX_NODES, desired_status
+    from memcached_gitops.reconciler.decisions.status import MAX_NODES, desired_status
 
     pods = tuple(f"pod-{i:05d}" for i in range(5000))
     status = desired_status(Observation(3, 2, dep(avail=2, upd=2), pods), None, "2026-01-01T00:00:00Z")

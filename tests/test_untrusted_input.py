@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from memcached_gitops.foundation.excerpt import ELLIPSIS, EXCERPT_LIMIT, excerpt, quote_value
-from memcached_gitops.reconciler.drift import Drift
+from memcached_gitops.reconciler.decisions.drift import Drift
 
 from .test_cli import REPO, assert_clean_failure, docs, run
 

@@ -92,7 +92,8 @@ def test_the_wheel_installs_one_top_level_name(install: Install) -> None:
         [top_level] = [n for n in names if n.endswith(".dist-info/top_level.txt")]
         assert z.read(top_level).decode().split() == ["memcached_gitops"]
     assert {n.split("/")[0] for n in names} == {"memcached_gitops", top_level.split("/")[0]}
-    for package in ("foundation", "foundation/yamlreader", "render", "schemas", "reconciler"):
+    for package in ("foundation", "foundation/yamlreader", "render", "schemas", "reconciler", "reconciler/decisions", "reconciler/client",
+                    "reconciler/orchestration"):
         assert f"memcached_gitops/{package}/__init__.py" in names
     assert {"memcached_gitops/schemas/memcached-crd.yaml", "memcached_gitops/schemas/memcached-crd.json"} <= set(names)
     # what pip actually put into site-packages, from the installed RECORD

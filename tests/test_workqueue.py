@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from memcached_gitops.reconciler.workqueue import ExponentialBackoff, TokenBucket, WorkQueue
+from memcached_gitops.reconciler.client.workqueue import ExponentialBackoff, TokenBucket, WorkQueue
 
 
 def test_a_waiting_key_is_queued_once() -> None:

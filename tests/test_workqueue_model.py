@@ -21,7 +21,7 @@ import itertools
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from memcached_gitops.reconciler.workqueue import WorkQueue
+from memcached_gitops.reconciler.client.workqueue import WorkQueue
 
 KEYS = st.sampled_from(["a", "b", "c", "d"])
 DELAYS = st.sampled_from([0.0, 0.001, 0.005, 0.01, 0.05, 0.2, 1.0])

@@ -320,7 +320,7 @@ def diff(
         raise typer.Exit(2)
     _setup_logging("warning")
     from memcached_gitops.reconciler import diff_live
-    from memcached_gitops.reconciler.ignore import IgnoreError, pointers_of
+    from memcached_gitops.reconciler.decisions.ignore import IgnoreError, pointers_of
 
     ignores = {}
     for cr in result.crs:

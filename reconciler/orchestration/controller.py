@@ -30,21 +30,21 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from .api import APIError, KubeAPI, RetryPolicy
-from .autoscalers import GROUP as HPA_GROUP
-from .autoscalers import PLURAL as HPA_PLURAL
-from .autoscalers import VERSION as HPA_VERSION
-from .autoscalers import scale_target
+from ..client.api import APIError, KubeAPI, RetryPolicy
+from ..client.informer import Informer, Kind, key_of, slim
+from ..client.leader import LeaderElector
+from ..client.shards import RING_LABEL, ShardRing
+from ..client.workqueue import WorkQueue
+from ..decisions.autoscalers import GROUP as HPA_GROUP
+from ..decisions.autoscalers import PLURAL as HPA_PLURAL
+from ..decisions.autoscalers import VERSION as HPA_VERSION
+from ..decisions.autoscalers import scale_target
+from ..decisions.drift import Drift
+from ..decisions.fights import FightDetector
+from ..decisions.selectors import has_kept_selector, selector_of, template_labels
+from ..decisions.vocabulary import INSTANCE_LABEL, SELECTOR, Action
 from .cycle import CROutcome, Reconciler
-from .drift import Drift
-from .fights import FightDetector
-from .informer import Informer, Kind, key_of, slim
-from .leader import LeaderElector
 from .metrics import Metrics
-from .selectors import has_kept_selector, selector_of, template_labels
-from .shards import RING_LABEL, ShardRing
-from .vocabulary import INSTANCE_LABEL, SELECTOR, Action
-from .workqueue import WorkQueue
 
 log = logging.getLogger("memcached_gitops.controller")
 #: A full resync every 10 minutes. Events carry every change, so the resync only repairs what a

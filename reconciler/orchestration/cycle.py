@@ -35,21 +35,21 @@ from memcached_gitops.render import DEFAULT_IMAGE
 from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import CRD, Problem, Validator
 
-from .api import APIError, KubeAPI, collection_path, object_path
-from .autoscalers import GROUP as HPA_GROUP
-from .autoscalers import PLURAL as HPA_PLURAL
-from .autoscalers import VERSION as HPA_VERSION
-from .autoscalers import autoscalers_by_target
-from .drift import Drift, removal_patch
-from .events import EventRecorder, now_rfc3339
-from .ignore import ANNOTATION as IGNORE_ANNOTATION
-from .ignore import IgnoreError, pointers_of
-from .ownership import Ownership, classify, spec_manager
-from .plan import plan
-from .selectors import describe as describe_selector
-from .selectors import has_kept_selector, overlapping, selector_of
-from .status import Observation, desired_status, status_differs
-from .vocabulary import FAILURES, INSTANCE_LABEL, RECONCILE_ANNOTATION, RECONCILE_MODES, SELECTOR, WRITES, Action
+from ..client.api import APIError, KubeAPI, collection_path, object_path
+from ..client.events import EventRecorder, now_rfc3339
+from ..decisions.autoscalers import GROUP as HPA_GROUP
+from ..decisions.autoscalers import PLURAL as HPA_PLURAL
+from ..decisions.autoscalers import VERSION as HPA_VERSION
+from ..decisions.autoscalers import autoscalers_by_target
+from ..decisions.drift import Drift, removal_patch
+from ..decisions.ignore import ANNOTATION as IGNORE_ANNOTATION
+from ..decisions.ignore import IgnoreError, pointers_of
+from ..decisions.ownership import Ownership, classify, spec_manager
+from ..decisions.plan import plan
+from ..decisions.selectors import describe as describe_selector
+from ..decisions.selectors import has_kept_selector, overlapping, selector_of
+from ..decisions.status import Observation, desired_status, status_differs
+from ..decisions.vocabulary import FAILURES, INSTANCE_LABEL, RECONCILE_ANNOTATION, RECONCILE_MODES, SELECTOR, WRITES, Action
 
 log = logging.getLogger("memcached_gitops.reconciler")
 #: Called before the status write with the drift just corrected (empty: none); answers a

@@ -12,8 +12,8 @@ import signal
 import threading
 from typing import Any
 
+from ..decisions.vocabulary import WRITES, Action
 from .cycle import CycleReport, Reconciler
-from .vocabulary import WRITES, Action
 
 log = logging.getLogger("memcached_gitops.reconciler")
 

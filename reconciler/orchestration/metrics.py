@@ -22,7 +22,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily
 
-from .vocabulary import FAILURES, Action
+from ..decisions.vocabulary import FAILURES, Action
 
 PREFIX = "memcached_gitops"
 #: From one millisecond (a correction on a quiet server) to ten seconds (a saturated queue).

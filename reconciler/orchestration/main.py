@@ -1,0 +1,86 @@
+"""The reconcile command's wiring: connect, then run one LIST-based cycle (``--once``) or the
+event-driven controller, with its metrics, leader election or shards.
+
+The kubernetes client is imported inside ``run``, so that the command line starts fast."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+from typing import Any
+
+from memcached_gitops.schemas import CRD
+
+from ..client.api import USER_AGENT
+
+
+def connect(kubeconfig: str | None, context: str | None, host: str | None, **kwargs: Any) -> Any:
+    """The API client, or None after a clear one-line error (the callers exit 2)."""
+    from ..client.api import KubeAPI
+
+    try:
+        return KubeAPI.connect(kubeconfig, context, host=host, **kwargs)
+    except Exception as exc:  # no usable configuration
+        if kubeconfig or host:
+            print(f"error: cannot configure the Kubernetes client: {exc}", file=sys.stderr)
+        else:  # client-go's last fallback (in-cluster) speaks of a Service host: say what was looked for instead
+            found = os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config"))
+            why = f": {exc}" if found else ""
+            print(f"error: no Kubernetes cluster configured (tried {kubeconfig_sources()}){why}; "
+                  "give --kubeconfig or set $KUBECONFIG", file=sys.stderr)
+        return None
+
+
+def kubeconfig_sources() -> str:
+    """The places kubectl looks for a cluster, and what each held, for the one-line error of a run
+    that found none (client-go's loading rules: $KUBECONFIG, ~/.kube/config, then in-cluster)."""
+    env = os.environ.get("KUBECONFIG")
+    home = os.path.expanduser("~/.kube/config")
+    in_cluster = "KUBERNETES_SERVICE_HOST " + ("set" if os.environ.get("KUBERNETES_SERVICE_HOST") else "unset")
+    return "; ".join([f"$KUBECONFIG={env}" if env else "$KUBECONFIG unset",
+                      f"{home} " + ("present" if os.path.exists(home) else "not found"),
+                      f"in-cluster ({in_cluster})"])
+
+
+def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], field_manager: str, dry_run: bool,
+        kubeconfig: str | None, context: str | None, crd: CRD, image: str, leader_elect: bool, lease_namespace: str,
+        metrics_port: int, host: str | None = None,
+        metrics_bind_address: str = "0.0.0.0", adopt: bool = False, detect_only: bool = False, workers: int = 4,
+        shards: bool = False) -> int:
+    """Connect and run ``--once`` (one LIST-based cycle) or the event-driven mode; returns the exit code."""
+    from ..client.leader import LeaderElector
+    from ..client.shards import ShardRing
+    from .controller import DEFAULT_RESYNC, Controller, Settings, lease_client
+    from .cycle import Options, Reconciler
+    from .loop import install_stop_handlers, run_once
+    from .metrics import Metrics, serve
+
+    stop = threading.Event()
+    identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
+    api = connect(kubeconfig, context, host, stop=stop, user_agent=f"{USER_AGENT} {identity}")
+    if api is None:
+        return 2
+    options = Options(namespaces=namespaces, field_manager=field_manager, image=image, dry_run=dry_run, adopt=adopt,
+                      detect_only=detect_only, served_by=identity if shards and not once else "")
+    reconciler = Reconciler(api, crd, options, stop)
+    install_stop_handlers(stop)
+    if once:
+        return run_once(reconciler)
+    metrics = Metrics()
+    server = serve(metrics, metrics_port, metrics_bind_address) if metrics_port else None
+    elector, ring = None, None
+    if shards:
+        ring = ShardRing(lease_client(api, 10.0), lease_namespace, identity)
+    elif leader_elect and not dry_run:
+        elector = LeaderElector(lease_client(api, 10.0), lease_namespace, identity)
+    controller = Controller(reconciler, metrics, elector, Settings(workers=workers, resync=interval or DEFAULT_RESYNC), shards=ring)
+    try:
+        code = controller.run()
+        if controller.error:
+            print(f"error: {controller.error}", file=sys.stderr)
+        return code
+    finally:
+        if server:
+            server.shutdown()
