@@ -24,12 +24,13 @@ import re
 from typing import Any
 
 from memcached_gitops.foundation.excerpt import quote_value
+from memcached_gitops.foundation.product import NAME
 from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors, label_value_errors
 
 from .companions import render_pdb, render_service
 
 DEFAULT_IMAGE = "memcached:1.6.26-alpine3.19"
-MANAGED_BY = "memcached-gitops"
+MANAGED_BY = NAME
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 #: the label naming a Deployment's CR: in its selector, and how the reconciler maps Pods back to CRs
 INSTANCE_LABEL = "app.kubernetes.io/instance"

@@ -1,7 +1,7 @@
 """The event-driven controller (reconciler/orchestration/controller.py) in-process, without the fake API server.
 
 test_controller.py runs whole scenarios over HTTP (seconds each). These tests call the Controller's
-parts directly: events are handed to ``_on_event`` as the informers would, the cache is the
+parts directly: events are handed to ``on_event`` as the informers would, the cache is the
 informers' stores, ``reconcile_cr`` (the per-CR step that cycle.py's tests check) is replaced by a
 recorder where the test is about what the controller gives it and does with its outcome, and
 ``run`` is driven with informers that are synced (or failed) at once. No test waits on a fixed
@@ -213,11 +213,11 @@ def test_a_cr_event_queues_its_key_with_the_arrival_time_and_a_deleted_cr_is_for
     """ADDED/MODIFIED queue the CR; DELETED only forgets its fight (the garbage collector removes its Deployment)."""
     fights = FightDetector(threshold=0, window=60, base=10, cap=10)
     c = make(fights=fights)
-    c._on_event("Memcached", "ADDED", cr("a", "shop"), None, 12.5)
+    c.on_event("Memcached", "ADDED", cr("a", "shop"), None, 12.5)
     assert queued(c) == [(("shop", "a"), 12.5)]
     assert fights.record(("shop", "a"), "shop/a", ".spec.replicas", "kubectl", 1.0) is not None
     assert fights.wait(("shop", "a"), 1.0) == 10
-    c._on_event("Memcached", "DELETED", cr("a", "shop"), cr("a", "shop"), 13.0)
+    c.on_event("Memcached", "DELETED", cr("a", "shop"), cr("a", "shop"), 13.0)
     assert queued(c) == [] and fights.wait(("shop", "a"), 1.0) == 0 and fights.active(("shop", "a"), 1.0) is None, \
         "a CR created again under the name starts without the old fight"
 
@@ -231,7 +231,7 @@ def test_a_cr_event_queues_its_key_with_the_arrival_time_and_a_deleted_cr_is_for
 def test_a_deployment_event_queues_the_cr_it_belongs_to(deployment, owner) -> None:
     """Its controller owner (a Memcached), else our instance label, else a CR of its own name."""
     c = make()
-    c._on_event("Deployment", "MODIFIED", deployment, deployment, 3.0)
+    c.on_event("Deployment", "MODIFIED", deployment, deployment, 3.0)
     assert queued(c) == [(("default", owner), 3.0)]
 
 
@@ -250,25 +250,25 @@ def test_a_pod_event_queues_its_cr_only_when_the_set_of_its_pods_changes() -> No
     """Pods by our instance label: a new or deleted Pod changes the CR's Pod list (status.nodes); a
     MODIFIED Pod already known, or a Pod without the label, changes nothing."""
     c = make()
-    c._on_event("Pod", "ADDED", pod("p1", "a"), None, 1.0)
-    c._on_event("Pod", "ADDED", pod("p2", "a"), None, 2.0)
+    c.on_event("Pod", "ADDED", pod("p1", "a"), None, 1.0)
+    c.on_event("Pod", "ADDED", pod("p2", "a"), None, 2.0)
     assert queued(c) == [(("default", "a"), 1.0)] and c.pods_of(("default", "a")) == ("p1", "p2")
-    c._on_event("Pod", "MODIFIED", pod("p1", "a"), pod("p1", "a"), 3.0)
-    c._on_event("Pod", "ADDED", pod("q", None), None, 3.0)
-    c._on_event("Pod", "ADDED", {"metadata": {"name": "r", "namespace": "default"}}, None, 3.0)
+    c.on_event("Pod", "MODIFIED", pod("p1", "a"), pod("p1", "a"), 3.0)
+    c.on_event("Pod", "ADDED", pod("q", None), None, 3.0)
+    c.on_event("Pod", "ADDED", {"metadata": {"name": "r", "namespace": "default"}}, None, 3.0)
     assert queued(c) == [] and c.pods_of(("default", "")) == ()
-    c._on_event("Pod", "DELETED", pod("p1", "a"), pod("p1", "a"), 4.0)
+    c.on_event("Pod", "DELETED", pod("p1", "a"), pod("p1", "a"), 4.0)
     assert queued(c) == [(("default", "a"), 4.0)] and c.pods_of(("default", "a")) == ("p2",)
-    c._on_event("Pod", "DELETED", pod("gone", "a"), None, 5.0)
+    c.on_event("Pod", "DELETED", pod("gone", "a"), None, 5.0)
     assert queued(c) == [] and c.pods_of(("default", "a")) == ("p2",)
-    c._on_event("Pod", "ADDED", pod("p1", "a", ns="shop"), None, 6.0)
+    c.on_event("Pod", "ADDED", pod("p1", "a", ns="shop"), None, 6.0)
     assert queued(c) == [(("shop", "a"), 6.0)] and c.pods_of(("shop", "a")) == ("p1",) and c.pods_of(("default", "b")) == ()
 
 
 def test_pods_of_lists_names_sorted() -> None:
     c = make()
     for name in ("p3", "p1", "p2"):
-        c._on_event("Pod", "ADDED", pod(name, "a"), None, 1.0)
+        c.on_event("Pod", "ADDED", pod(name, "a"), None, 1.0)
     assert c.pods_of(("default", "a")) == ("p1", "p2", "p3")
 
 
@@ -281,25 +281,25 @@ def test_kept_selector_deployments_queue_their_neighbours_when_they_come_go_or_c
     are queued (their SelectorOverlap report may change); a change to anything else queues none."""
     c = make()
     one, two = dep("one", selector=KEPT), dep("two", selector=KEPT)
-    c._on_event("Deployment", "ADDED", one, None, 1.0)
+    c.on_event("Deployment", "ADDED", one, None, 1.0)
     assert keys(c) == [("default", "one")]
-    c._on_event("Deployment", "ADDED", two, None, 2.0)
+    c.on_event("Deployment", "ADDED", two, None, 2.0)
     assert keys(c) == [("default", "two"), ("default", "one")]
     assert [d["metadata"]["name"] for d in c.kept_deployments("default")] == [], "not in the cache yet"
     store(c, "Deployment", one, two)
     assert [d["metadata"]["name"] for d in c.kept_deployments("default")] == ["one", "two"]
     assert c.kept_deployments("shop") == []
-    c._on_event("Deployment", "MODIFIED", {**one, "status": {"replicas": 2}}, one, 3.0)
+    c.on_event("Deployment", "MODIFIED", {**one, "status": {"replicas": 2}}, one, 3.0)
     assert keys(c) == [("default", "one")], "the same selector and Pod labels: no neighbour queued"
     relabelled = dep("one", selector=KEPT, labels={"app": "memcached", "release": "r1", "tier": "cache"})
-    c._on_event("Deployment", "MODIFIED", relabelled, one, 4.0)
+    c.on_event("Deployment", "MODIFIED", relabelled, one, 4.0)
     assert keys(c) == [("default", "one"), ("default", "two")]
     reselected = dep("one", selector={"matchLabels": {"app": "memcached"}})
-    c._on_event("Deployment", "MODIFIED", reselected, relabelled, 5.0)
+    c.on_event("Deployment", "MODIFIED", reselected, relabelled, 5.0)
     assert keys(c) == [("default", "one"), ("default", "two")]
-    c._on_event("Deployment", "MODIFIED", reselected, None, 5.5)
+    c.on_event("Deployment", "MODIFIED", reselected, None, 5.5)
     assert keys(c) == [("default", "one"), ("default", "two")], "no previous object (a relist): treated as a change"
-    c._on_event("Deployment", "DELETED", reselected, reselected, 6.0)
+    c.on_event("Deployment", "DELETED", reselected, reselected, 6.0)
     assert keys(c) == [("default", "one"), ("default", "two")]
     store(c, "Deployment", one)
     c.informers["Deployment"][0].store.remove(("default", "one"))
@@ -311,12 +311,12 @@ def test_a_deleted_kept_deployment_is_no_longer_a_neighbour() -> None:
     arrival time), and it is not queued for later neighbours' changes."""
     c = make()
     one, two = dep("one", selector=KEPT), dep("two", selector=KEPT)
-    c._on_event("Deployment", "ADDED", one, None, 1.0)
-    c._on_event("Deployment", "ADDED", two, None, 2.0)
+    c.on_event("Deployment", "ADDED", one, None, 1.0)
+    c.on_event("Deployment", "ADDED", two, None, 2.0)
     queued(c)
-    c._on_event("Deployment", "DELETED", one, one, 3.0)
+    c.on_event("Deployment", "DELETED", one, one, 3.0)
     assert queued(c) == [(("default", "one"), 3.0), (("default", "two"), 3.0)]
-    c._on_event("Deployment", "ADDED", dep("three", selector=KEPT), None, 4.0)
+    c.on_event("Deployment", "ADDED", dep("three", selector=KEPT), None, 4.0)
     assert queued(c) == [(("default", "three"), 4.0), (("default", "two"), 4.0)]
 
 
@@ -324,10 +324,10 @@ def test_an_added_kept_deployment_is_news_even_when_the_cache_held_it() -> None:
     """ADDED is a change for the neighbours whatever the cache held before (our own write-through
     of an apply can be there before the WATCH event)."""
     c = make()
-    c._on_event("Deployment", "ADDED", dep("one", selector=KEPT), None, 1.0)
+    c.on_event("Deployment", "ADDED", dep("one", selector=KEPT), None, 1.0)
     queued(c)
     two = dep("two", selector=KEPT)
-    c._on_event("Deployment", "ADDED", two, two, 2.0)
+    c.on_event("Deployment", "ADDED", two, two, 2.0)
     assert queued(c) == [(("default", "two"), 2.0), (("default", "one"), 2.0)]
 
 
@@ -335,14 +335,14 @@ def test_a_deployment_that_gives_up_its_kept_selector_tells_its_neighbours_once(
     """A kept Deployment whose selector becomes ours again leaves the set (the others are queued);
     a Deployment with our own selector never queues anyone."""
     c = make()
-    c._on_event("Deployment", "ADDED", dep("one", selector=KEPT), None, 1.0)
-    c._on_event("Deployment", "ADDED", dep("two", selector=KEPT), None, 1.0)
+    c.on_event("Deployment", "ADDED", dep("one", selector=KEPT), None, 1.0)
+    c.on_event("Deployment", "ADDED", dep("two", selector=KEPT), None, 1.0)
     queued(c)
-    c._on_event("Deployment", "MODIFIED", dep("one"), dep("one", selector=KEPT), 2.0)
+    c.on_event("Deployment", "MODIFIED", dep("one"), dep("one", selector=KEPT), 2.0)
     assert keys(c) == [("default", "one"), ("default", "two")]
-    c._on_event("Deployment", "MODIFIED", dep("one", labels={"x": "y"}), dep("one"), 3.0)
+    c.on_event("Deployment", "MODIFIED", dep("one", labels={"x": "y"}), dep("one"), 3.0)
     assert keys(c) == [("default", "one")], "ours, and no longer kept: nobody to tell"
-    c._on_event("Deployment", "ADDED", dep("other", ns="shop", selector=KEPT), None, 4.0)
+    c.on_event("Deployment", "ADDED", dep("other", ns="shop", selector=KEPT), None, 4.0)
     assert keys(c) == [("shop", "other")], "a namespace's neighbours only"
 
 
@@ -350,22 +350,22 @@ def test_an_hpa_event_queues_the_crs_whose_replicas_changed_hands() -> None:
     """An HPA scaling a CR's Deployment owns its replicas: the CR is queued when an HPA starts or
     stops scaling it, or moves to another Deployment (both are queued)."""
     c = make()
-    c._on_event("HorizontalPodAutoscaler", "ADDED", hpa("h", "a"), None, 1.0)
+    c.on_event("HorizontalPodAutoscaler", "ADDED", hpa("h", "a"), None, 1.0)
     assert queued(c) == [(("default", "a"), 1.0)] and c.autoscaler_of(("default", "a")) == "h"
-    c._on_event("HorizontalPodAutoscaler", "ADDED", hpa("g", "a"), None, 2.0)
+    c.on_event("HorizontalPodAutoscaler", "ADDED", hpa("g", "a"), None, 2.0)
     assert keys(c) == [("default", "a")] and c.autoscaler_of(("default", "a")) == "g", "the first by name, as in the once mode"
-    c._on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "b"), hpa("g", "a"), 3.0)
+    c.on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "b"), hpa("g", "a"), 3.0)
     assert sorted(keys(c)) == [("default", "a"), ("default", "b")]
     assert c.autoscaler_of(("default", "a")) == "h" and c.autoscaler_of(("default", "b")) == "g"
-    c._on_event("HorizontalPodAutoscaler", "DELETED", hpa("h", "a"), hpa("h", "a"), 4.0)
+    c.on_event("HorizontalPodAutoscaler", "DELETED", hpa("h", "a"), hpa("h", "a"), 4.0)
     assert keys(c) == [("default", "a")] and c.autoscaler_of(("default", "a")) == ""
-    c._on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "b"), hpa("g", "b"), 5.0)
+    c.on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "b"), hpa("g", "b"), 5.0)
     assert keys(c) == [("default", "b")] and c.autoscaler_of(("default", "b")) == "g"
-    c._on_event("HorizontalPodAutoscaler", "ADDED", hpa("s", "web", kind="StatefulSet"), None, 6.0)
+    c.on_event("HorizontalPodAutoscaler", "ADDED", hpa("s", "web", kind="StatefulSet"), None, 6.0)
     assert keys(c) == [] and c.autoscaler_of(("default", "web")) == ""
-    c._on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "b", kind="StatefulSet"), hpa("g", "b"), 7.0)
+    c.on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "b", kind="StatefulSet"), hpa("g", "b"), 7.0)
     assert keys(c) == [("default", "b")] and c.autoscaler_of(("default", "b")) == ""
-    c._on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "c"), None, 8.0)
+    c.on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "c"), None, 8.0)
     assert keys(c) == [("default", "c")] and c.autoscaler_of(("default", "c")) == "g", "no previous object: the new target only"
     assert c.autoscaler_of(("default", "nothing")) == ""
 
@@ -392,9 +392,9 @@ def test_reconcile_hands_the_step_everything_from_the_cache() -> None:
     c._schema = (frozenset({"conditions"}), frozenset({"type"}))
     store(c, "Memcached", cr("a"))
     store(c, "Deployment", dep("a", rv="4"), dep("n", selector=KEPT))
-    c._on_event("Deployment", "ADDED", dep("n", selector=KEPT), None, 0.0)
-    c._on_event("Pod", "ADDED", pod("p", "a"), None, 0.0)
-    c._on_event("HorizontalPodAutoscaler", "ADDED", hpa("h", "a"), None, 0.0)
+    c.on_event("Deployment", "ADDED", dep("n", selector=KEPT), None, 0.0)
+    c.on_event("Pod", "ADDED", pod("p", "a"), None, 0.0)
+    c.on_event("HorizontalPodAutoscaler", "ADDED", hpa("h", "a"), None, 0.0)
     outcome = c.reconcile(("default", "a"), 0.0)
     assert outcome is not None and outcome.action == Action.UNCHANGED
     (call,) = recorder.calls
@@ -479,12 +479,24 @@ def test_corrections_against_another_manager_become_a_fight(caplog) -> None:
 
 
 def test_a_fight_event_message_is_cut_to_1024_characters() -> None:
+    """The fight's whole message goes to the EventRecorder, which posts at most 1,024 characters."""
+    from memcached_gitops.reconciler.client.events import EventRecorder
+
+    class API:
+        def __init__(self) -> None:
+            self.bodies: list[dict[str, Any]] = []
+
+        def request(self, method: str, path: str, body: dict[str, Any], verb: str) -> None:
+            self.bodies.append(body)
+
     c = make(fights=FightDetector(threshold=0, window=60, base=10, cap=10))
-    c.reconciler.events = Events()  # type: ignore[assignment]
+    api = API()
+    c.reconciler.events = EventRecorder(api)  # type: ignore[arg-type]
     long_name = "d" * 1500
     c._fight_check(cr(long_name), [Drift(REPLICAS, 5, 1, ("kubectl",))])
-    ((_, _, _, message),) = c.reconciler.events.recorded
-    assert len(message) == 1024 and message.startswith(".spec.replicas of Deployment default/ddd")
+    [body] = api.bodies
+    assert body["reason"] == "FightDetected" and body["type"] == "Warning"
+    assert len(body["message"]) == 1024 and body["message"].startswith(".spec.replicas of Deployment default/ddd")
 
 
 # ---- workers
@@ -1081,7 +1093,7 @@ def test_with_shards_a_fifth_informer_watches_the_rings_leases_in_the_rings_name
     assert kind.selector == f"{RING_LABEL}=blue" and not kind.metadata_only and not kind.keep_managed_fields
     assert leases.namespace == "leases" and leases.path == "/apis/coordination.k8s.io/v1/namespaces/leases/leases"
     assert (leases.watch_timeout, leases.silence_limit, leases.streaming_list, leases.metrics) == (77, 8.0, False, c.metrics)
-    assert leases.api is c.api and leases.handler == c._on_event and leases.store.keep is None
+    assert leases.api is c.api and leases.handler == c.on_event and leases.store.keep is None
     assert all(i.store.keep is not None for i in c.informers["Deployment"])
     for name in ("Memcached", "Pod", "HorizontalPodAutoscaler"):
         assert all(i.store.keep is None for i in c.informers[name]), f"{name}: small, all kept"
@@ -1090,12 +1102,12 @@ def test_with_shards_a_fifth_informer_watches_the_rings_leases_in_the_rings_name
 
 def test_a_lease_event_goes_to_the_ring_and_without_shards_is_ignored() -> None:
     c, ring, _ = sharded()
-    c._on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)
+    c.on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)
     assert [p.token for p in ring.peers.values()] == ["b#0"] and ring.members() == ["b"]
-    c._on_event("Lease", "DELETED", peer_lease("b", "b#0"), None, 2.0)
+    c.on_event("Lease", "DELETED", peer_lease("b", "b#0"), None, 2.0)
     assert ring.peers == {} and queued(c) == []
     plain = make()
-    plain._on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)
+    plain.on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)
     assert queued(plain) == []
 
 
@@ -1103,7 +1115,7 @@ def test_with_shards_the_deployment_cache_keeps_the_objects_of_this_replicas_sha
     """Among the members and itself: a Deployment by the CR it belongs to (its owner, not its own
     name), or when it has a kept selector (a neighbour of any CR)."""
     c, ring, _ = sharded()
-    c._on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)  # b is a member; a is not yet fenced
+    c.on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)  # b is a member; a is not yet fenced
     mine, theirs = share("a"), share("b")
     assert mine and theirs
     keep = c.informers["Deployment"][0].store.keep
@@ -1119,7 +1131,7 @@ def joined(c: Controller, ring: ShardRing, *peers: str) -> None:
     ring.listed = True
     ring.step()  # publishes the view with itself in it
     for p in peers:
-        c._on_event("Lease", "ADDED", peer_lease(p, ring.token, f"{p}#0"), None, 1.0)
+        c.on_event("Lease", "ADDED", peer_lease(p, ring.token, f"{p}#0"), None, 1.0)
 
 
 def test_with_shards_the_owned_crs_are_this_replicas_share_and_an_agreement_queues_them() -> None:
@@ -1132,7 +1144,7 @@ def test_with_shards_the_owned_crs_are_this_replicas_share_and_an_agreement_queu
     assert list(leases.leases) == [lease_name("a")]
     everything = {("default", n) for n in NAMES}
     assert c._served == c._sweeping == everything and len(c.owned_keys()) == len(NAMES), "alone: every CR, swept"
-    c._on_event("Lease", "ADDED", peer_lease("b", "a#0", "b#0"), None, 2.0)
+    c.on_event("Lease", "ADDED", peer_lease("b", "a#0", "b#0"), None, 2.0)
     assert sorted(c.owned_keys()) == [("default", n) for n in sorted(share("a"))]
     assert c.metrics.value("memcached_gitops_shard_owned_crs") == len(share("a"))
     assert c.metrics.value("memcached_gitops_shard_members") == 2
@@ -1224,7 +1236,7 @@ def test_joining_gives_the_ring_a_renew_period_and_a_silent_member_four_more(mon
     c, ring, _ = sharded()
     ready(c)
     if peer:
-        c._on_event("Lease", "ADDED", peer_lease(peer, f"{peer}#0"), None, 1.0)
+        c.on_event("Lease", "ADDED", peer_lease(peer, f"{peer}#0"), None, 1.0)
     waits: list[float] = []
 
     def wait(timeout: float | None = None) -> bool:
@@ -1339,7 +1351,7 @@ def test_an_acknowledged_share_sweeps_its_new_crs_in_order_at_the_sweep_rate_and
     c._wait_for_ring(("default", mine[1]))  # an event of ours while the ring settles: kept
     c._wait_for_ring(("default", share("b")[0]))  # another replica's: dropped
     assert c._waiting == {("default", mine[1])}
-    c._on_event("Lease", "DELETED", peer_lease("b"), None, 3.0)  # b left: its share comes to a
+    c.on_event("Lease", "DELETED", peer_lease("b"), None, 3.0)  # b left: its share comes to a
     c._queue_share()
     theirs = sorted(share("b"))
     assert q.items == [(("default", mine[1]), -1.0)] + [(("default", n), i / SWEEP_RATE) for i, n in enumerate(theirs)]
@@ -1364,7 +1376,7 @@ def test_a_worker_keeps_a_key_it_may_not_write_yet_for_the_acknowledgement(monke
     ring.join()
     ring.listed = True
     ring.step()
-    c._on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)  # b has not acknowledged a yet
+    c.on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)  # b has not acknowledged a yet
     assert not ring.acknowledged()
     recorder = Recorder()
     c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
@@ -1429,7 +1441,7 @@ def test_with_shards_a_deployment_read_by_a_get_goes_into_the_cache_of_its_names
     seen["metadata"]["managedFields"] = [{"manager": "kubectl"}]
     c.informers["Deployment"][1].store.put(seen)  # b's then: its version is known, the object not kept
     assert c._get("Deployment", ("shop", name)) is None
-    c._on_event("Lease", "DELETED", peer_lease("b"), None, 2.0)  # b left: its share comes to a
+    c.on_event("Lease", "DELETED", peer_lease("b"), None, 2.0)  # b left: its share comes to a
     c.reconciler.reconcile_cr = Recorder(lambda cr, *a, **k: CROutcome("shop", name, Action.UNCHANGED, read=seen))  # type: ignore[method-assign]
     store(c, "Memcached", cr(name, ns="shop"), index=1)
     c.reconcile(("shop", name), 0.0)
@@ -1547,7 +1559,7 @@ def test_run_with_shards_ends_with_2_when_the_lease_cannot_be_created() -> None:
 
 def test_the_deployment_cache_keeps_a_deployment_by_its_crs_namespace_and_name() -> None:
     c, _, _ = sharded(namespaces=("shop",))
-    c._on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)
+    c.on_event("Lease", "ADDED", peer_lease("b", "b#0"), None, 1.0)
     keep = c.informers["Deployment"][0].store.keep
     assert [keep(dep(n, ns="shop", owner=n)) for n in NAMES] == [n in share("a", ns="shop") for n in NAMES]
 
@@ -1631,7 +1643,7 @@ def test_keys_kept_for_the_acknowledgement_are_queued_only_while_they_are_still_
     queued(c)
     c._served = {("default", n) for n in NAMES}  # served already: the acknowledgement sweeps nothing new
     c._waiting = {("default", n) for n in NAMES}  # every key's event came while the ring settled
-    c._on_event("Lease", "ADDED", peer_lease("b", ring.token, "b#0"), None, 2.0)  # b joins: the share shrinks
+    c.on_event("Lease", "ADDED", peer_lease("b", ring.token, "b#0"), None, 2.0)  # b joins: the share shrinks
     assert sorted(keys(c)) == sorted(("default", n) for n in share("a"))
 
 
@@ -1653,7 +1665,7 @@ def test_the_autoscaler_of_a_deployment_is_the_first_by_name_of_many() -> None:
     c = make()
     for target in "vwxyz":
         for n in range(40):
-            c._on_event("HorizontalPodAutoscaler", "ADDED", hpa(f"h{n:02d}-{target}", target), None, 1.0)
+            c.on_event("HorizontalPodAutoscaler", "ADDED", hpa(f"h{n:02d}-{target}", target), None, 1.0)
     assert [c.autoscaler_of(("default", t)) for t in "vwxyz"] == [f"h00-{t}" for t in "vwxyz"]
 
 

@@ -132,6 +132,16 @@ class _Open:
     def __init__(self, node: SequenceNode | MappingNode, anchor: str | None, indents: int) -> None:
         self.node, self.key, self.anchor, self.indents = node, None, anchor, indents
 
+    def attach(self, node: Node) -> None:
+        """An item of a sequence; a mapping's key, or the value of the key awaiting one."""
+        if isinstance(self.node, SequenceNode):
+            self.node.value.append(node)
+        elif self.key is None:
+            self.key = node
+        else:
+            self.node.value.append((self.key, node))
+            self.key = None
+
 
 def compose(parser: CParser) -> Node:
     """One document's node tree, composed from libyaml's event stream without recursion.
@@ -139,8 +149,7 @@ def compose(parser: CParser) -> Node:
     pyyaml's composers recurse once per level (a 50,000-deep flow sequence overflows the C stack);
     this loop keeps an explicit stack and refuses, as go-yaml does, more than ``MAX_DEPTH`` nested
     flow or block collections. A document within those limits but nested more than ``MAX_DEPTH``
-    deep in all is refused at its end, as kubectl's JSON decoding refuses it once the whole
-    document has been read as YAML.
+    deep in all is refused at its end, as kubectl's JSON decoding refuses it after the YAML is read.
     """
     anchors: dict[str, Node] = {}
     stack: list[_Open] = []
@@ -161,11 +170,7 @@ def compose(parser: CParser) -> Node:
             continue
         node: Node
         if isinstance(event, yaml.AliasEvent):
-            if any(o.anchor == event.anchor for o in stack):
-                raise _mark_error(event, f"anchor {_quote_name(event.anchor)} value contains itself")
-            if event.anchor not in anchors:
-                raise _mark_error(event, f"unknown anchor {_quote_name(event.anchor)} referenced")
-            node = anchors[event.anchor]
+            node = _aliased(event, stack, anchors)
         elif isinstance(event, yaml.ScalarEvent):
             # go-yaml resolves only untagged plain scalars: a quoted one, or one with the non-specific
             # tag "!" (``! 1``), is a string
@@ -193,18 +198,20 @@ def compose(parser: CParser) -> Node:
             if len(stack) >= MAX_DEPTH and too_deep is None:  # this collection is the 10,001st level
                 too_deep = _mark_error(event, JSON_DEPTH_ERROR)
         if stack:
-            parent = stack[-1]
-            if isinstance(parent.node, SequenceNode):
-                parent.node.value.append(node)
-            elif parent.key is None:
-                parent.key = node
-            else:
-                parent.node.value.append((parent.key, node))
-                parent.key = None
+            stack[-1].attach(node)
         else:
             root = node
         if isinstance(node, (SequenceNode, MappingNode)) and not isinstance(event, yaml.AliasEvent):
             stack.append(_Open(node, event.anchor, indents))
+
+
+def _aliased(event: Any, stack: list[_Open], anchors: dict[str, Node]) -> Node:
+    """The node an alias names: an anchor of a collection still open (a cycle) or never seen is an error."""
+    if any(o.anchor == event.anchor for o in stack):
+        raise _mark_error(event, f"anchor {_quote_name(event.anchor)} value contains itself")
+    if event.anchor not in anchors:
+        raise _mark_error(event, f"unknown anchor {_quote_name(event.anchor)} referenced")
+    return anchors[event.anchor]
 
 
 def _mark_error(event: Any, message: str) -> YAMLInputError:

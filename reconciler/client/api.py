@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from memcached_gitops.foundation.product import NAME, version
+
 log = logging.getLogger("memcached_gitops.api")
 #: Writes without a fieldManager (Events) are attributed to the User-Agent up to its first "/" (22).
-USER_AGENT = "memcached-gitops/0.1.0 (python kubernetes client)"
+USER_AGENT = f"{NAME}/{version()} (python kubernetes client)"
 
 
 class APIError(Exception):

@@ -9,6 +9,9 @@ import logging
 import time
 from typing import Any
 
+from memcached_gitops.foundation.product import NAME
+
+from ..decisions.vocabulary import EVENTS, bounded
 from .api import APIError, KubeAPI, collection_path
 
 log = logging.getLogger("memcached_gitops.reconciler")
@@ -39,15 +42,15 @@ class EventRecorder:
         ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
         now = now_rfc3339()
         event = {
-            "apiVersion": "v1", "kind": "Event",
+            "apiVersion": EVENTS.api_version, "kind": EVENTS.kind,
             "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": ns},
             "involvedObject": {"apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": name, "namespace": ns,
                                "uid": cr["metadata"].get("uid", "")},
-            "reason": reason, "message": message, "type": type_, "count": 1,
-            "firstTimestamp": now, "lastTimestamp": now, "source": {"component": "memcached-gitops"},
-            "reportingComponent": "memcached-gitops", "reportingInstance": "memcached-gitops",
+            "reason": reason, "message": bounded(message), "type": type_, "count": 1,
+            "firstTimestamp": now, "lastTimestamp": now, "source": {"component": NAME},
+            "reportingComponent": NAME, "reportingInstance": NAME,
         }
         try:
-            self.api.request("POST", collection_path("", "v1", "events", ns), body=event, verb="create")
+            self.api.request("POST", collection_path(*EVENTS.gvr, ns), body=event, verb="create")
         except APIError as exc:  # an Event is best effort
             log.warning("could not record event %s on %s/%s: %s", reason, ns, name, exc)

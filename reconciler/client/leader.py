@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..decisions.vocabulary import LEASES
 from .api import APIError, KubeAPI, collection_path, object_path
 
 log = logging.getLogger("memcached_gitops.leader")
@@ -96,7 +97,7 @@ class LeaderElector:
 
     @property
     def path(self) -> str:
-        return object_path("coordination.k8s.io", "v1", "leases", self.namespace, self.name)
+        return object_path(*LEASES.gvr, self.namespace, self.name)
 
     def try_acquire_or_renew(self) -> bool:
         """True when this process holds the Lease after the call."""
@@ -149,11 +150,11 @@ class LeaderElector:
             return False
 
     def _create(self, now: dt.datetime) -> bool:
-        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": self.name, "namespace": self.namespace},
+        body = {"apiVersion": LEASES.api_version, "kind": LEASES.kind, "metadata": {"name": self.name, "namespace": self.namespace},
                 "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": self.duration,
                          "acquireTime": micro_time(now), "renewTime": micro_time(now), "leaseTransitions": 0}}
         try:
-            path = collection_path("coordination.k8s.io", "v1", "leases", self.namespace)
+            path = collection_path(*LEASES.gvr, self.namespace)
             self.lease = self.api.request("POST", path, body=body, verb="create")
             self.holder = self.identity
             return True

@@ -48,6 +48,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from memcached_gitops.foundation.product import NAME
+
+from ..decisions.vocabulary import LEASES
 from .api import APIError, KubeAPI, collection_path, object_path
 from .leader import micro_time
 
@@ -55,7 +58,7 @@ log = logging.getLogger("memcached_gitops.shards")
 
 RING_LABEL = "cache.example.com/shard-ring"
 VIEW_ANNOTATION = "cache.example.com/shard-view"
-DEFAULT_RING = "memcached-gitops"
+DEFAULT_RING = NAME
 LEASE_PREFIX = "memcached-gitops-shard-"
 
 Key = tuple[str, str]
@@ -296,7 +299,7 @@ class ShardRing:
         for name, peer in list(self.peers.items()):
             if now - peer.seen < self.duration:
                 continue
-            path = object_path("coordination.k8s.io", "v1", "leases", self.namespace, name)
+            path = object_path(*LEASES.gvr, self.namespace, name)
             try:
                 fresh = self.api.request("GET", path)
             except APIError as exc:
@@ -327,7 +330,7 @@ class ShardRing:
         with self._lock:
             drained = self.drained()
             view = self.view if drained else (self.published or frozenset())
-        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        return {"apiVersion": LEASES.api_version, "kind": LEASES.kind,
                 "metadata": {"name": self.name, "namespace": self.namespace, "labels": {RING_LABEL: self.ring},
                              "annotations": {VIEW_ANNOTATION: ",".join(sorted(view))}},
                 "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": self.duration,
@@ -347,7 +350,7 @@ class ShardRing:
             if self._lease is not None and not create:
                 body["metadata"]["resourceVersion"] = self._lease["metadata"]["resourceVersion"]
                 body["spec"]["acquireTime"] = self._lease["spec"].get("acquireTime")
-                path = object_path("coordination.k8s.io", "v1", "leases", self.namespace, self.name)
+                path = object_path(*LEASES.gvr, self.namespace, self.name)
                 lease = self.api.request("PUT", path, body=body, verb="update")
             else:
                 lease = self._create(body)
@@ -368,13 +371,13 @@ class ShardRing:
     def _create(self, body: dict[str, Any]) -> dict[str, Any]:
         body["spec"]["acquireTime"] = body["spec"]["renewTime"]
         try:
-            return self.api.request("POST", collection_path("coordination.k8s.io", "v1", "leases", self.namespace), body=body,
+            return self.api.request("POST", collection_path(*LEASES.gvr, self.namespace), body=body,
                                     verb="create")
         except APIError as exc:
             if exc.status != 409:
                 raise
         # a Lease of this name from an earlier process: a new incarnation takes it over
-        path = object_path("coordination.k8s.io", "v1", "leases", self.namespace, self.name)
+        path = object_path(*LEASES.gvr, self.namespace, self.name)
         old = self.api.request("GET", path)
         self.incarnation = max(self.incarnation, int((old.get("spec") or {}).get("leaseTransitions") or 0) + 1)
         body["spec"]["leaseTransitions"] = self.incarnation
@@ -395,7 +398,7 @@ class ShardRing:
         with self._io:  # after the Lease thread's turn in progress, so the version is the last one written
             if self._lease is None:
                 return
-            path = object_path("coordination.k8s.io", "v1", "leases", self.namespace, self.name)
+            path = object_path(*LEASES.gvr, self.namespace, self.name)
             try:
                 self.api.request("DELETE", path, body={"preconditions": {"resourceVersion": self._lease["metadata"]["resourceVersion"]}},
                                  verb="delete")

@@ -19,7 +19,6 @@ from typing import Any
 
 from .managedfields import owners_of
 
-GROUP, VERSION, PLURAL = "autoscaling", "v2", "horizontalpodautoscalers"
 REPLICAS = (("f", "spec"), ("f", "replicas"))
 
 

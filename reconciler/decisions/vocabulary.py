@@ -9,11 +9,50 @@ compares as its plain word.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import NamedTuple
 
+from memcached_gitops.foundation.product import NAME
 from memcached_gitops.render import INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 
 #: Every Deployment and Pod the reconciler reads carries it (render/deployment.py labels_for).
 SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+
+
+class Resource(NamedTuple):
+    """A resource's identity, said once: its group, version and plural (the GVR of its paths) and its kind."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+
+    @property
+    def gvr(self) -> tuple[str, str, str]:
+        """(group, version, plural): the first arguments of ``api.object_path`` and ``collection_path``."""
+        return self.group, self.version, self.plural
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+
+DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
+PODS = Resource("", "v1", "pods", "Pod")
+EVENTS = Resource("", "v1", "events", "Event")
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+#: the HPAs in scope: which one scales a CR's Deployment (autoscalers.py)
+AUTOSCALERS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")
+
+#: The field manager of our applies and status writes (``--field-manager`` changes it).
+FIELD_MANAGER = NAME
+#: The longest Event message we post; the API server allows 1 KiB of note in events.k8s.io/v1, and
+#: a status message that an Event repeats is cut alike, so that the two stay equal (warn_once).
+MESSAGE_LIMIT = 1024
+
+
+def bounded(message: str) -> str:
+    """A message at most ``MESSAGE_LIMIT`` characters long, for a condition and the Event that tells it."""
+    return message[:MESSAGE_LIMIT]
 
 
 class Action(StrEnum):
@@ -42,5 +81,5 @@ WRITES = frozenset({Action.CREATED, Action.CORRECTED, Action.ADOPTED})
 #: The actions that leave the CR unserved: the cycle's exit status and the error metric count them.
 FAILURES = frozenset({Action.FAILED, Action.INVALID, Action.NOT_OWNED})
 
-__all__ = ["FAILURES", "INSTANCE_LABEL", "MANAGED_BY_LABEL", "RECONCILE_ANNOTATION", "RECONCILE_MODES", "SELECTOR", "WRITES",
-           "Action"]
+__all__ = ["AUTOSCALERS", "DEPLOYMENTS", "EVENTS", "FAILURES", "FIELD_MANAGER", "INSTANCE_LABEL", "LEASES", "MANAGED_BY_LABEL",
+           "MESSAGE_LIMIT", "PODS", "RECONCILE_ANNOTATION", "RECONCILE_MODES", "SELECTOR", "WRITES", "Action", "Resource", "bounded"]

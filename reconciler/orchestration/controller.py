@@ -35,14 +35,11 @@ from ..client.informer import Informer, Kind, key_of, slim
 from ..client.leader import LeaderElector
 from ..client.shards import RING_LABEL, ShardRing
 from ..client.workqueue import WorkQueue
-from ..decisions.autoscalers import GROUP as HPA_GROUP
-from ..decisions.autoscalers import PLURAL as HPA_PLURAL
-from ..decisions.autoscalers import VERSION as HPA_VERSION
 from ..decisions.autoscalers import scale_target
 from ..decisions.drift import Drift
 from ..decisions.fights import FightDetector
 from ..decisions.selectors import has_kept_selector, selector_of, template_labels
-from ..decisions.vocabulary import INSTANCE_LABEL, SELECTOR, Action
+from ..decisions.vocabulary import AUTOSCALERS, DEPLOYMENTS, INSTANCE_LABEL, LEASES, PODS, SELECTOR, Action
 from .cycle import CROutcome, Reconciler
 from .metrics import Metrics
 
@@ -100,21 +97,12 @@ class Controller:
         crd = reconciler.crd
         self.kinds = {
             "Memcached": Kind("Memcached", crd.group, reconciler.version, crd.plural),
-            "Deployment": Kind("Deployment", "apps", "v1", "deployments", SELECTOR, keep_managed_fields=True),
-            "Pod": Kind("Pod", "", "v1", "pods", SELECTOR, metadata_only=True),
+            "Deployment": Kind(DEPLOYMENTS.kind, *DEPLOYMENTS.gvr, SELECTOR, keep_managed_fields=True),
+            "Pod": Kind(PODS.kind, *PODS.gvr, SELECTOR, metadata_only=True),
             # every HPA in scope (they are the users' objects, without our labels): which one scales a CR's Deployment
-            "HorizontalPodAutoscaler": Kind("HorizontalPodAutoscaler", HPA_GROUP, HPA_VERSION, HPA_PLURAL),
+            AUTOSCALERS.kind: Kind(AUTOSCALERS.kind, *AUTOSCALERS.gvr),
         }
-        scopes = reconciler.options.namespaces or (None,)
-        s = self.settings
-        keep = self._share_filters() if shards is not None else {}
-        self.informers: dict[str, list[Informer]] = {
-            name: [Informer(self.api, kind, self._on_event, namespace=ns, metrics=self.metrics, watch_timeout=s.watch_timeout,
-                            heartbeat=s.heartbeat, silence_grace=s.silence_grace, streaming_list=s.streaming_list,
-                            keep=keep.get(name))
-                   for ns in scopes]
-            for name, kind in self.kinds.items()
-        }
+        self.informers = self._build_informers(reconciler.options.namespaces or (None,))
         self.metrics.health_checks.append(self.stalled_informer)
         self._share_changed = threading.Event()
         self._cached_members: frozenset[str] = frozenset()
@@ -124,12 +112,6 @@ class Controller:
         self._waiting_lock = threading.Lock()
         self._sweeping: set[tuple[str, str]] = set()  # new to the share, not visited yet: servedBy may wait
         self._next_served_by = 0.0
-        if shards is not None:
-            lease = Kind("Lease", "coordination.k8s.io", "v1", "leases", f"{RING_LABEL}={shards.ring}")
-            self.kinds["Lease"] = lease
-            self.informers["Lease"] = [Informer(self.api, lease, self._on_event, namespace=shards.namespace, metrics=self.metrics,
-                                                watch_timeout=s.watch_timeout, heartbeat=s.heartbeat, silence_grace=s.silence_grace,
-                                                streaming_list=s.streaming_list)]
         self._pods: dict[tuple[str, str], set[str]] = {}
         self._pods_lock = threading.Lock()
         self._kept: dict[str, set[str]] = {}  # namespace -> Deployments with a kept selector (selectors.py)
@@ -140,6 +122,25 @@ class Controller:
         self.synced_after: float | None = None  # seconds from start to the first complete sync
         self.resyncs = 0
         self.error = ""
+
+    def _build_informers(self, scopes: tuple[str | None, ...]) -> dict[str, list[Informer]]:
+        """An informer per kind and namespace in scope, and with --shards one for the ring's Leases."""
+        s, shards = self.settings, self.shards
+        keep = self._share_filters() if shards is not None else {}
+        informers = {
+            name: [Informer(self.api, kind, self.on_event, namespace=ns, metrics=self.metrics, watch_timeout=s.watch_timeout,
+                            heartbeat=s.heartbeat, silence_grace=s.silence_grace, streaming_list=s.streaming_list,
+                            keep=keep.get(name))
+                   for ns in scopes]
+            for name, kind in self.kinds.items()
+        }
+        if shards is not None:
+            lease = Kind(LEASES.kind, *LEASES.gvr, f"{RING_LABEL}={shards.ring}")
+            self.kinds["Lease"] = lease
+            informers["Lease"] = [Informer(self.api, lease, self.on_event, namespace=shards.namespace, metrics=self.metrics,
+                                           watch_timeout=s.watch_timeout, heartbeat=s.heartbeat, silence_grace=s.silence_grace,
+                                           streaming_list=s.streaming_list)]
+        return informers
 
     # ---- the cache
     def _get(self, kind: str, key: tuple[str, str]) -> dict[str, Any] | None:
@@ -176,7 +177,7 @@ class Controller:
             return tuple(sorted(self._pods.get(key, ())))
 
     # ---- events
-    def _on_event(self, kind: str, type_: str, obj: dict[str, Any], old: dict[str, Any] | None, arrived: float) -> None:
+    def on_event(self, kind: str, type_: str, obj: dict[str, Any], old: dict[str, Any] | None, arrived: float) -> None:
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace", "")
         if kind == "Memcached":
@@ -331,7 +332,7 @@ class Controller:
                 if fight is not None:
                     log.warning("%s/%s: fight: %s", key[0], key[1], fight.message)
                     self.metrics.fights.labels(fight.field, fight.manager).inc()
-                    self.reconciler.events.record(cr, "Warning", "FightDetected", fight.message[:1024])
+                    self.reconciler.events.record(cr, "Warning", "FightDetected", fight.message)
         fight = self.fights.active(key, now)
         return ("FieldManagerFight", fight.message) if fight else None
 

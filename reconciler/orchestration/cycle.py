@@ -31,25 +31,35 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memcached_gitops.foundation.excerpt import excerpt
+from memcached_gitops.foundation.product import NAME
 from memcached_gitops.render import DEFAULT_IMAGE
 from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import CRD, Problem, Validator
 
 from ..client.api import APIError, KubeAPI, collection_path, object_path
 from ..client.events import EventRecorder, now_rfc3339
-from ..decisions.autoscalers import GROUP as HPA_GROUP
-from ..decisions.autoscalers import PLURAL as HPA_PLURAL
-from ..decisions.autoscalers import VERSION as HPA_VERSION
 from ..decisions.autoscalers import autoscalers_by_target
-from ..decisions.drift import Drift, removal_patch
+from ..decisions.drift import Drift
 from ..decisions.ignore import ANNOTATION as IGNORE_ANNOTATION
-from ..decisions.ignore import IgnoreError, pointers_of
+from ..decisions.ignore import IgnoreError, Pointer, pointers_of
 from ..decisions.ownership import Ownership, classify, spec_manager
 from ..decisions.plan import plan
 from ..decisions.selectors import describe as describe_selector
 from ..decisions.selectors import has_kept_selector, overlapping, selector_of
 from ..decisions.status import Observation, desired_status, status_differs
-from ..decisions.vocabulary import FAILURES, INSTANCE_LABEL, RECONCILE_ANNOTATION, RECONCILE_MODES, SELECTOR, WRITES, Action
+from ..decisions.vocabulary import (
+    AUTOSCALERS,
+    DEPLOYMENTS,
+    FAILURES,
+    INSTANCE_LABEL,
+    RECONCILE_ANNOTATION,
+    RECONCILE_MODES,
+    SELECTOR,
+    WRITES,
+    Action,
+    bounded,
+)
+from .apply import apply_deployment
 
 log = logging.getLogger("memcached_gitops.reconciler")
 #: Called before the status write with the drift just corrected (empty: none); answers a
@@ -68,8 +78,8 @@ PAGE_SIZE = 5000
 @dataclass
 class Options:
     namespaces: tuple[str, ...] = ()  # empty: all namespaces
-    field_manager: str = "memcached-gitops"
-    status_manager: str = "memcached-gitops-status"
+    field_manager: str = NAME
+    status_manager: str = f"{NAME}-status"
     image: str = DEFAULT_IMAGE
     dry_run: bool = False
     detect_only: bool = False  # report drift (status, Events, metrics, log), never write a Deployment
@@ -107,6 +117,26 @@ class CycleReport:
     @property
     def drifted(self) -> list[CROutcome]:
         return [o for o in self.outcomes if o.action in WRITES]
+
+
+class Visit:
+    """One reconcile of one CR: what it was given, and the outcome it builds."""
+
+    def __init__(self, reconciler: Reconciler, cr: dict[str, Any], pods: tuple[str, ...], declared: frozenset[str] | None,
+                 condition_fields: frozenset[str] | None, lazy_served_by: bool) -> None:
+        self.reconciler, self.cr, self.pods = reconciler, cr, pods
+        self.declared, self.condition_fields, self.lazy_served_by = declared, condition_fields, lazy_served_by
+        self.namespace, self.name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
+        self.generation = cr["metadata"].get("generation", 1)
+        self.result = CROutcome(self.namespace, self.name, Action.UNCHANGED)
+
+    def status(self, obs: Observation) -> None:
+        """Write the status ``obs`` asks for, when it changed; the outcome keeps the CR as written."""
+        written = self.reconciler.write_status(self.cr, obs, self.declared, self.condition_fields, self.lazy_served_by, self.result)
+        self.result.cr = written or self.result.cr
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
 
 
 class Reconciler:
@@ -154,7 +184,7 @@ class Reconciler:
         """The HPA of each scaled Deployment in scope (autoscalers.py); empty, with one log line, when
         HPAs cannot be read (an RBAC from before they were watched): replicas then follow spec.size."""
         try:
-            return autoscalers_by_target(self._list(HPA_GROUP, HPA_VERSION, HPA_PLURAL))
+            return autoscalers_by_target(self._list(*AUTOSCALERS.gvr))
         except APIError as exc:
             if exc.status not in (403, 404):
                 raise
@@ -169,7 +199,7 @@ class Reconciler:
         report = CycleReport()
         try:
             crs = self._list(self.crd.group, self.version, self.crd.plural)
-            deployments = self._list("apps", "v1", "deployments", SELECTOR)
+            deployments = self._list(*DEPLOYMENTS.gvr, SELECTOR)
             pods = self._list("", "v1", "pods", SELECTOR)
             autoscalers = self.autoscalers()
             declared, condition_fields = self.status_schema()
@@ -202,7 +232,7 @@ class Reconciler:
             except APIError as exc:  # one bad CR never stops the others
                 outcome = CROutcome(key[0], key[1], Action.FAILED, error=str(exc))
                 log.error("%s/%s: %s", key[0], key[1], exc)
-                self.events.record(cr, "Warning", "ReconcileFailed", str(exc)[:1024])
+                self.events.record(cr, "Warning", "ReconcileFailed", str(exc))
             report.outcomes.append(outcome)
         report.duration = time.monotonic() - started
         return report
@@ -217,103 +247,126 @@ class Reconciler:
         is reported (Degraded ``DriftDetected``, a Warning Event, the log) and no Deployment is written.
         ``autoscaler`` names the HPA that scales this Deployment: its replicas are the HPA's (autoscalers.py).
         """
-        ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
-        generation = cr["metadata"].get("generation", 1)
-        result = CROutcome(ns, name, Action.UNCHANGED)
-
-        def status(obs: Observation) -> None:
-            result.cr = self._write_status(cr, obs, declared, condition_fields, lazy_served_by, result) or result.cr
-
-        mode = ((cr["metadata"].get("annotations") or {}).get(RECONCILE_ANNOTATION) or "enabled")
+        visit = Visit(self, cr, pods, declared, condition_fields, lazy_served_by)
+        mode = (cr["metadata"].get("annotations") or {}).get(RECONCILE_ANNOTATION) or "enabled"
         if mode == "disabled":  # a person paused this cache: not even its status is written
-            result.action = Action.SUSPENDED
-            return result
-        if mode not in RECONCILE_MODES:
-            message = (f"metadata.annotations[{RECONCILE_ANNOTATION}]: Unsupported value: {excerpt(str(mode))!r}: "
-                       f"supported values: {', '.join(RECONCILE_MODES)}")[:1024]
-            status(Observation(generation, 0, live, pods, "InvalidAnnotation", message))
-            self.events.warn_once(cr, "InvalidAnnotation", message)
-            result.action, result.error = Action.INVALID, message
-            return result
-        desired, problems = self.desired_for(cr)
-        if desired is None:
-            message = "; ".join(f"{p.field}: {p.message}" for p in problems)[:1024]
-            status(Observation(generation, 0, live, pods, "InvalidSpec", message))
-            self.events.warn_once(cr, "InvalidSpec", message)
-            result.action, result.error = Action.INVALID, message
-            return result
-        size = desired["spec"]["replicas"]
-        try:
-            pointers = pointers_of(cr)
-        except IgnoreError as exc:
-            message = str(exc)[:1024]
-            status(Observation(generation, size, live, pods, "InvalidIgnorePaths", message))
-            self.events.warn_once(cr, "InvalidIgnorePaths", message)
-            result.action, result.error = Action.INVALID, message
-            return result
+            visit.result.action = Action.SUSPENDED
+            return visit.result
+        checked = self._check(visit, mode, live)
+        if checked is None:
+            return visit.result
+        desired, size, pointers = checked
         if live is None:
-            live = result.read = self._find_unlabelled(ns, name)
+            live = visit.result.read = self._find_unlabelled(visit.namespace, visit.name)
         ownership = classify(live, cr, self.options.field_manager) if live is not None else Ownership.OWNED
         if ownership is Ownership.FOREIGN:
-            message = f"Deployment {ns}/{name} exists and is not controlled by this Memcached; it is left alone"
-            status(Observation(generation, size, None, (), "ResourceNotOwned", message))
-            self.events.warn_once(cr, "ResourceNotOwned", message)
-            result.action, result.error = Action.NOT_OWNED, message
-            return result
-        planned = plan(desired, live, self.options.field_manager, autoscaler, pointers)
-        desired, drift, result.ignored = planned.desired, planned.drift, planned.ignored
-        if autoscaler:
-            size = (live or desired)["spec"].get("replicas", size)
-        if result.ignored:
-            log.info("%s/%s: ignored (%s): %s", ns, name, IGNORE_ANNOTATION, "; ".join(d.describe() for d in result.ignored)[:2048])
-        result.drift = drift
+            message = f"Deployment {visit.namespace}/{visit.name} exists and is not controlled by this Memcached; it is left alone"
+            return self._refuse(visit, "ResourceNotOwned", message, size, None, Action.NOT_OWNED, pods=())
+        desired, drift, size = self._plan(visit, desired, live, autoscaler, pointers, size)
         inherited = ownership is Ownership.INHERITED
         applied_by = (spec_manager(live) or "another tool") if ownership in (Ownership.GITOPS_APPLIED, Ownership.INHERITED) else ""
         if applied_by and not self.options.adopt:
             return self._observe(cr, live, pods, applied_by, drift, size, declared, condition_fields, inherited)
         if drift and (self.options.detect_only or mode == "detect-only"):
-            ignored = f"; ignored ({IGNORE_ANNOTATION}): " + "; ".join(d.describe() for d in result.ignored) if result.ignored else ""
-            why = "--detect-only" if self.options.detect_only else f"{RECONCILE_ANNOTATION}: detect-only"
-            message = ("the Deployment does not exist" if live is None else
-                       f"drift left uncorrected ({why}): " + "; ".join(d.describe() for d in drift) + ignored)[:1024]
-            log.warning("%s/%s: %s", ns, name, message)
-            status(Observation(generation, size, live, pods, "DriftDetected", message))
-            self.events.warn_once(cr, "DriftDetected", message)
-            result.action = Action.DRIFTED
-            return result
+            return self._detected(visit, drift, size, live)
         if drift:
-            result.action = Action.CREATED if live is None else Action.ADOPTED if applied_by else Action.CORRECTED
-            if self.options.dry_run:
-                log.info("%s/%s: %s", ns, name, _summary(result.action, drift, desired, applied_by, inherited))
-            else:
-                # The apply goes first: the drift's latency is the time to it, and the log tells what was done.
-                path = object_path("apps", "v1", "deployments", ns, name)
-                try:
-                    if live is not None and any(d.unwanted for d in drift):
-                        self.api.request("PATCH", path, query={"fieldManager": self.options.field_manager},
-                                         body=removal_patch(live, drift), content_type="application/json-patch+json", verb="patch")
-                    live = self.api.apply(path, desired, self.options.field_manager)
-                except APIError as exc:
-                    message = f"apply failed: {exc}"
-                    log.warning("%s/%s: %s (to do: %s)", ns, name, message, _summary(result.action, drift, desired, applied_by, inherited))
-                    status(Observation(generation, size, live, pods, "ApplyFailed", message))
-                    self.events.record(cr, "Warning", "ApplyFailed", message[:1024])
-                    result.action, result.error = Action.FAILED, message
-                    return result
-                result.deployment, result.applied_at = live, time.monotonic()
-                done = _summary(result.action, drift, desired, applied_by, inherited)
-                log.info("%s/%s: %s", ns, name, done)
-                reason = {Action.CREATED: "DeploymentCreated", Action.ADOPTED: "Adopted"}.get(result.action, "DriftCorrected")
-                corrections = _corrections(drift) if applied_by else []
-                details = "; corrected " + "; ".join(d.describe() for d in corrections) if corrections else ""
-                self.events.record(cr, "Normal", reason, (done + details)[:1024])
-        reason, message = (degraded(cr, drift if result.action == Action.CORRECTED else []) if degraded else None) or ("", "")
-        overlap = self._overlap(cr, live, neighbours) if live is not None and neighbours is not None else ""
+            live = self._correct(visit, desired, drift, live, size, applied_by, inherited)
+            if visit.result.action == Action.FAILED:
+                return visit.result
+        return self._settle(visit, drift, live, size, degraded, neighbours, autoscaler)
+
+    def _settle(self, visit: Visit, drift: list[Drift], live: dict[str, Any] | None, size: int, degraded: DegradedCheck | None,
+                neighbours: Neighbours | None, autoscaler: str) -> CROutcome:
+        """The status of a CR served as asked: Available from its Deployment, Degraded while a fight
+        lasts, the overlap of a kept selector, the HPA that scales it."""
+        corrected = drift if visit.result.action == Action.CORRECTED else []
+        reason, message = (degraded(visit.cr, corrected) if degraded else None) or ("", "")
+        overlap = self._overlap(visit.cr, live, neighbours) if live is not None and neighbours is not None else ""
         if not self.options.dry_run:
             # The correction is told by its Event and the log, not by a status message that the next
             # reconcile would have to put back (a second status write per correction).
-            status(Observation(generation, size, live, pods, reason, message, overlap=overlap, autoscaler=autoscaler))
-        return result
+            visit.status(Observation(visit.generation, size, live, visit.pods, reason, message, overlap=overlap, autoscaler=autoscaler))
+        return visit.result
+
+    def _plan(self, visit: Visit, desired: dict[str, Any], live: dict[str, Any] | None, autoscaler: str, pointers: tuple[Pointer, ...],
+              size: int) -> tuple[dict[str, Any], list[Drift], int]:
+        """What an apply would carry and what differs (plan.py); the size the status reports (the
+        HPA's replicas when one scales the Deployment). The outcome keeps the drift and the ignored."""
+        planned = plan(desired, live, self.options.field_manager, autoscaler, pointers)
+        visit.result.drift, visit.result.ignored = planned.drift, planned.ignored
+        if autoscaler:
+            size = (live or planned.desired)["spec"].get("replicas", size)
+        if planned.ignored:
+            log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION, "; ".join(d.describe() for d in planned.ignored)[:2048])
+        return planned.desired, planned.drift, size
+
+    def _check(self, visit: Visit, mode: str, live: dict[str, Any] | None) -> tuple[dict[str, Any], int, tuple[Pointer, ...]] | None:
+        """What the CR asks for: its Deployment, its size and its ignored paths; None after refusing a
+        CR whose annotation, spec or ignore-paths cannot be served."""
+        if mode not in RECONCILE_MODES:
+            message = (f"metadata.annotations[{RECONCILE_ANNOTATION}]: Unsupported value: {excerpt(str(mode))!r}: "
+                       f"supported values: {', '.join(RECONCILE_MODES)}")
+            self._refuse(visit, "InvalidAnnotation", message, 0, live)
+            return None
+        desired, problems = self.desired_for(visit.cr)
+        if desired is None:
+            self._refuse(visit, "InvalidSpec", "; ".join(f"{p.field}: {p.message}" for p in problems), 0, live)
+            return None
+        size = desired["spec"]["replicas"]
+        try:
+            return desired, size, pointers_of(visit.cr)
+        except IgnoreError as exc:
+            self._refuse(visit, "InvalidIgnorePaths", str(exc), size, live)
+            return None
+
+    def _refuse(self, visit: Visit, reason: str, message: str, size: int, live: dict[str, Any] | None,
+                action: Action = Action.INVALID, *, pods: tuple[str, ...] | None = None, failed: bool = True) -> CROutcome:
+        """A CR not served as it asks: its Degraded condition says why, a Warning Event says it once
+        (while the condition says it), and the outcome carries the action (and, ``failed``, the error)."""
+        message = bounded(message)
+        visit.status(Observation(visit.generation, size, live, visit.pods if pods is None else pods, reason, message))
+        self.events.warn_once(visit.cr, reason, message)
+        visit.result.action = action
+        if failed:
+            visit.result.error = message
+        return visit.result
+
+    def _detected(self, visit: Visit, drift: list[Drift], size: int, live: dict[str, Any] | None) -> CROutcome:
+        """Drift reported and left alone (--detect-only, or the CR's detect-only annotation)."""
+        ignored = visit.result.ignored
+        also = f"; ignored ({IGNORE_ANNOTATION}): " + "; ".join(d.describe() for d in ignored) if ignored else ""
+        why = "--detect-only" if self.options.detect_only else f"{RECONCILE_ANNOTATION}: detect-only"
+        message = ("the Deployment does not exist" if live is None else
+                   f"drift left uncorrected ({why}): " + "; ".join(d.describe() for d in drift) + also)
+        log.warning("%s: %s", visit, bounded(message))
+        return self._refuse(visit, "DriftDetected", message, size, live, Action.DRIFTED, failed=False)
+
+    def _correct(self, visit: Visit, desired: dict[str, Any], drift: list[Drift], live: dict[str, Any] | None, size: int,
+                 applied_by: str, inherited: bool) -> dict[str, Any] | None:
+        """Apply the rendering (the apply goes first: the drift's latency is the time to it); the
+        Deployment as the apply left it. A failed apply is reported and leaves the action FAILED."""
+        result = visit.result
+        result.action = Action.CREATED if live is None else Action.ADOPTED if applied_by else Action.CORRECTED
+        if self.options.dry_run:
+            log.info("%s: %s", visit, _summary(result.action, drift, desired, applied_by, inherited))
+            return live
+        try:
+            live = apply_deployment(self.api, visit.namespace, visit.name, desired, drift, live, self.options.field_manager)
+        except APIError as exc:
+            message = f"apply failed: {exc}"
+            log.warning("%s: %s (to do: %s)", visit, message, _summary(result.action, drift, desired, applied_by, inherited))
+            visit.status(Observation(visit.generation, size, live, visit.pods, "ApplyFailed", message))
+            self.events.record(visit.cr, "Warning", "ApplyFailed", message)
+            result.action, result.error = Action.FAILED, message
+            return live
+        result.deployment, result.applied_at = live, time.monotonic()
+        done = _summary(result.action, drift, desired, applied_by, inherited)
+        log.info("%s: %s", visit, done)
+        reason = {Action.CREATED: "DeploymentCreated", Action.ADOPTED: "Adopted"}.get(result.action, "DriftCorrected")
+        corrections = _corrections(drift) if applied_by else []
+        details = "; corrected " + "; ".join(d.describe() for d in corrections) if corrections else ""
+        self.events.record(visit.cr, "Normal", reason, done + details)
+        return live
 
     def _overlap(self, cr: dict[str, Any], deployment: dict[str, Any], neighbours: Neighbours) -> str:
         """The report of a kept selector that shares Pods with other Deployments ("" when none)."""
@@ -323,9 +376,9 @@ class Reconciler:
         others = overlapping(deployment, neighbours(ns))
         if not others:
             return ""
-        message = (f"the Deployment's selector {describe_selector(selector_of(deployment))}, kept from the Deployment "
+        message = bounded(f"the Deployment's selector {describe_selector(selector_of(deployment))}, kept from the Deployment "
                    f"this Memcached took over, shares Pods with Deployment(s) {', '.join(f'{ns}/{o}' for o in others)}: "
-                   "a Service or PodDisruptionBudget built on it spans both (docs/guides/migrate-from-go-operator.md)")[:1024]
+                   "a Service or PodDisruptionBudget built on it spans both (docs/guides/migrate-from-go-operator.md)")
         self.events.warn_once(cr, "SelectorOverlap", message)
         return message
 
@@ -339,7 +392,7 @@ class Reconciler:
             log.info("%s/%s: applied by %s, not corrected: %s", ns, name, applied_by, "; ".join(d.describe() for d in differences))
         note = f"{len(differences)} field(s) differ from the rendering, e.g. {differences[0].field}" if differences else ""
         kept = describe_selector(selector_of(live)) if inherited else ""
-        written = self._write_status(cr, Observation(cr["metadata"].get("generation", 1), size, live, pods, applied_by=applied_by,
+        written = self.write_status(cr, Observation(cr["metadata"].get("generation", 1), size, live, pods, applied_by=applied_by,
                                                      drift_note=note, inherited_selector=kept), declared, condition_fields)
         return CROutcome(ns, name, Action.OBSERVED, differences, cr=written)
 
@@ -347,7 +400,7 @@ class Reconciler:
         """The rare path: a CR whose Deployment is not in the labelled LIST. One GET, so that a
         Deployment of that name without our label is seen (and never taken over)."""
         try:
-            return self.api.request("GET", object_path("apps", "v1", "deployments", ns, name))
+            return self.api.request("GET", object_path(*DEPLOYMENTS.gvr, ns, name))
         except APIError as exc:
             if exc.status == 404:
                 return None
@@ -382,7 +435,7 @@ class Reconciler:
         return desired, verdict.problems
 
     # ---- writes
-    def _write_status(self, cr: dict[str, Any], obs: Observation, declared: frozenset[str] | None,
+    def write_status(self, cr: dict[str, Any], obs: Observation, declared: frozenset[str] | None,
                       condition_fields: frozenset[str] | None, lazy_served_by: bool = False,
                       result: CROutcome | None = None) -> dict[str, Any] | None:
         """Apply the status when it changed; the CR as the API server answered (None: no write).

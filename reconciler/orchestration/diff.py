@@ -15,9 +15,10 @@ def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | 
     selector, an HPA's replicas, the CR's ignored paths, keyed by (namespace, name) in ``ignores``);
     print the drift report; 0 none, 1 drift, 2 error. Ignored drift is listed and does not count."""
     from ..client.api import APIError, collection_path, object_path
-    from ..decisions.autoscalers import GROUP, PLURAL, VERSION, autoscalers_by_target
+    from ..decisions.autoscalers import autoscalers_by_target
     from ..decisions.ignore import ANNOTATION
     from ..decisions.plan import plan
+    from ..decisions.vocabulary import AUTOSCALERS, DEPLOYMENTS
     from .cycle import Options
 
     api = connect(kubeconfig, context, host)
@@ -26,7 +27,7 @@ def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | 
     autoscalers: dict[tuple[str, str], str] = {}
     for ns in sorted({d["metadata"].get("namespace") or namespace for d in rendered}):
         try:
-            autoscalers |= autoscalers_by_target(api.list_all(collection_path(GROUP, VERSION, PLURAL, ns), None))
+            autoscalers |= autoscalers_by_target(api.list_all(collection_path(*AUTOSCALERS.gvr, ns), None))
         except APIError as exc:  # not allowed to read HPAs: replicas are compared with spec.size
             if exc.status not in (403, 404):
                 print(f"error: {ns}: {exc}", file=sys.stderr)
@@ -36,7 +37,7 @@ def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | 
         ns = desired["metadata"].get("namespace") or namespace
         name = desired["metadata"]["name"]
         try:
-            live = api.request("GET", object_path("apps", "v1", "deployments", ns, name))
+            live = api.request("GET", object_path(*DEPLOYMENTS.gvr, ns, name))
         except APIError as exc:
             if exc.status != 404:
                 print(f"error: {ns}/{name}: {exc}", file=sys.stderr)

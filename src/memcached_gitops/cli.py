@@ -17,6 +17,7 @@ import typer
 
 from memcached_gitops.foundation.extras import missing_cluster_client
 from memcached_gitops.foundation.files import MAX_INPUT_ENV, InputError, manifest_sources, open_sources
+from memcached_gitops.foundation.product import NAME, version
 from memcached_gitops.render import DEFAULT_IMAGE, to_yaml
 from memcached_gitops.schemas.crd import builtin_crd_text, load_crd
 
@@ -31,7 +32,7 @@ from .commands import resolve_image as _image
 from .commands import run_pipeline as _run
 
 app = typer.Typer(
-    name="memcached-gitops",
+    name=NAME,
     help="Validate and render Memcached custom resources for GitOps.",
     add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish and PowerShell
     no_args_is_help=True,
@@ -57,12 +58,7 @@ def _print_version(value: bool) -> None:
     """``--version``: the package version (its metadata) and the CRD's group/version, as flux and kubeconform print theirs."""
     if not value:
         return
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        ours = version("memcached-gitops")
-    except PackageNotFoundError:
-        ours = "unknown (not installed)"
+    ours = version()
     crd = load_crd()
     typer.echo(f"memcached-gitops {ours} ({crd.kind} {crd.group}/{crd.storage_version})")
     raise typer.Exit(0)
@@ -261,7 +257,7 @@ def reconcile(
         "--detect-only", help="Report drift (status, Events, metrics, log) and never write a Deployment.")] = False,
     workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="CRs reconciled at once (event-driven mode).")] = 4,
     namespace: NamespaceOpt = None,
-    field_manager: Annotated[str, typer.Option("--field-manager", help="Field manager of the Deployment applies.")] = "memcached-gitops",
+    field_manager: Annotated[str, typer.Option("--field-manager", help="Field manager of the Deployment applies.")] = NAME,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report drift, write nothing: exit 0 no drift, 1 drift, 2 error.")] = False,
     adopt: Annotated[bool, typer.Option("--adopt/--no-adopt", envvar="MEMCACHED_GITOPS_ADOPT",
                                         help="Take over Deployments that Argo CD or another tool applied from our rendering "
