@@ -168,7 +168,7 @@ def test_the_metrics_given_are_the_ones_updated() -> None:
     metrics = Metrics()
     c = Controller(Reconciler(api, load_crd(), Options()), metrics)
     assert c.metrics is metrics
-    c._started_leading()
+    c.started_leading()
     assert metrics.value("memcached_gitops_leader") == 1
 
 
@@ -187,17 +187,17 @@ def test_the_cache_is_read_and_written_through_the_informer_of_the_objects_names
     """A key is read from its namespace's informer; our writes' answers go to it, slimmed, if newer."""
     c = make(namespaces=("default", "shop"))
     store(c, "Memcached", cr("a", "shop", rv="5"), index=1)
-    assert c._get("Memcached", ("shop", "a"))["metadata"]["resourceVersion"] == "5"
-    assert c._get("Memcached", ("default", "a")) is None
-    assert c._get("Memcached", ("elsewhere", "a")) is None
+    assert c.cached("Memcached", ("shop", "a"))["metadata"]["resourceVersion"] == "5"
+    assert c.cached("Memcached", ("default", "a")) is None
+    assert c.cached("Memcached", ("elsewhere", "a")) is None
     c._put("Memcached", cr("a", "shop", rv="7", managedFields=[{"manager": "x"}]))
     assert c.informers["Memcached"][1].store.get(("shop", "a")) == cr("a", "shop", rv="7"), "slimmed: a CR loses managedFields"
     assert c.informers["Memcached"][0].store.keys() == []
     c._put("Memcached", cr("a", "shop", rv="6"))
-    assert c._get("Memcached", ("shop", "a"))["metadata"]["resourceVersion"] == "7", "an older answer never replaces a newer event"
+    assert c.cached("Memcached", ("shop", "a"))["metadata"]["resourceVersion"] == "7", "an older answer never replaces a newer event"
     everywhere = make()
     everywhere._put("Deployment", dep("d", "shop", rv="3"))
-    assert everywhere._get("Deployment", ("shop", "d"))["metadata"]["resourceVersion"] == "3"
+    assert everywhere.cached("Deployment", ("shop", "d"))["metadata"]["resourceVersion"] == "3"
     assert sorted(make(namespaces=("default", "shop")).cr_keys()) == []
 
 
@@ -418,7 +418,7 @@ def test_reconcile_writes_its_answers_through_to_the_cache_and_counts_the_correc
     store(c, "Memcached", cr("a"))
     store(c, "Deployment", dep("a", rv="4"))
     c.reconcile(("default", "a"), 100.0)
-    assert c._get("Deployment", ("default", "a")) == applied and c._get("Memcached", ("default", "a")) == written
+    assert c.cached("Deployment", ("default", "a")) == applied and c.cached("Memcached", ("default", "a")) == written
     assert c.metrics.value("memcached_gitops_drift_correction_latency_seconds_count") == 1
     assert c.metrics.value("memcached_gitops_drift_correction_latency_seconds_sum") == 7.5
     assert c.metrics.value("memcached_gitops_drift_corrections_total", {"field": ".spec.replicas"}) == 1
@@ -431,7 +431,7 @@ def test_a_new_deployment_is_no_correction() -> None:
         "default", "a", Action.CREATED, deployment=dep("a", rv="9"), applied_at=5.0))
     store(c, "Memcached", cr("a"))
     c.reconcile(("default", "a"), 1.0)
-    assert c._get("Deployment", ("default", "a")) == dep("a", rv="9") and c._get("Memcached", ("default", "a")) == cr("a")
+    assert c.cached("Deployment", ("default", "a")) == dep("a", rv="9") and c.cached("Memcached", ("default", "a")) == cr("a")
     assert c.metrics.value("memcached_gitops_drift_correction_latency_seconds_count") == 0
 
 
@@ -555,7 +555,7 @@ def test_a_standby_takes_keys_off_the_queue_without_reconciling() -> None:
         c.queue.add(("default", "b"))
         wait_for(lambda: len(c.queue) == 0 and c.metrics.value("memcached_gitops_work_duration_seconds_count") == 2, thread=thread)
         assert recorder.calls == []
-        c._started_leading()
+        c.started_leading()
         wait_for(lambda: len(recorder.calls) == 2, what="the same worker reconciles once leading", thread=thread)
     finally:
         c.queue.shut_down()
@@ -638,12 +638,12 @@ class Elector:
 def test_becoming_the_leader_queues_every_cached_cr_and_losing_it_stops_the_work() -> None:
     c = make(elector=Elector(leads=False))
     store(c, "Memcached", cr("a"), cr("b"))
-    c._started_leading()
+    c.started_leading()
     assert c.leading.is_set() and c.metrics.leader and c.metrics.value("memcached_gitops_leader") == 1
     assert sorted(keys(c)) == [("default", "a"), ("default", "b")]
-    c._stopped_leading()
+    c.stopped_leading()
     assert not c.leading.is_set() and not c.metrics.leader and c.metrics.value("memcached_gitops_leader") == 0
-    c._on_holder("replica-2")
+    c.on_holder("replica-2")
     assert c.metrics.holder == "replica-2"
 
 
@@ -1122,7 +1122,7 @@ def test_with_shards_the_deployment_cache_keeps_the_objects_of_this_replicas_sha
     assert keep(dep(theirs[0], owner=mine[0])) and not keep(dep(mine[0], owner=theirs[0]))
     assert keep(dep(theirs[0], selector=KEPT)), "a kept selector's Deployment is every CR's neighbour"
     c.informers["Deployment"][0].store.put(dep(theirs[0], owner=theirs[0]))
-    assert c._get("Deployment", ("default", theirs[0])) is None, "another replica's Deployment is not cached"
+    assert c.cached("Deployment", ("default", theirs[0])) is None, "another replica's Deployment is not cached"
 
 
 def joined(c: Controller, ring: ShardRing, *peers: str) -> None:
@@ -1440,12 +1440,12 @@ def test_with_shards_a_deployment_read_by_a_get_goes_into_the_cache_of_its_names
     seen = dep(name, ns="shop", rv="5")
     seen["metadata"]["managedFields"] = [{"manager": "kubectl"}]
     c.informers["Deployment"][1].store.put(seen)  # b's then: its version is known, the object not kept
-    assert c._get("Deployment", ("shop", name)) is None
+    assert c.cached("Deployment", ("shop", name)) is None
     c.on_event("Lease", "DELETED", peer_lease("b"), None, 2.0)  # b left: its share comes to a
     c.reconciler.reconcile_cr = Recorder(lambda cr, *a, **k: CROutcome("shop", name, Action.UNCHANGED, read=seen))  # type: ignore[method-assign]
     store(c, "Memcached", cr(name, ns="shop"), index=1)
     c.reconcile(("shop", name), 0.0)
-    assert c._get("Deployment", ("shop", name)) == seen
+    assert c.cached("Deployment", ("shop", name)) == seen
     assert c.informers["Deployment"][0].store.keys() == []
     plain = make(namespaces=("default", "shop"))
     plain.reconciler.reconcile_cr = c.reconciler.reconcile_cr  # type: ignore[method-assign]
@@ -1453,7 +1453,7 @@ def test_with_shards_a_deployment_read_by_a_get_goes_into_the_cache_of_its_names
     plain.informers["Deployment"][1].store.remove(("shop", name))  # deleted since: a GET's answer is not brought back
     store(plain, "Memcached", cr(name, ns="shop"), index=1)
     plain.reconcile(("shop", name), 0.0)
-    assert plain._get("Deployment", ("shop", name)) is None
+    assert plain.cached("Deployment", ("shop", name)) is None
 
 
 class ShareInformer:

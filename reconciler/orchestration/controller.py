@@ -143,7 +143,8 @@ class Controller:
         return informers
 
     # ---- the cache
-    def _get(self, kind: str, key: tuple[str, str]) -> dict[str, Any] | None:
+    def cached(self, kind: str, key: tuple[str, str]) -> dict[str, Any] | None:
+        """The object of ``kind`` at ``key`` in the informers' stores (None when not cached)."""
         for informer in self.informers[kind]:
             if informer.namespace in (None, key[0]):
                 return informer.store.get(key)
@@ -250,7 +251,7 @@ class Controller:
         """The cached Deployments of ``ns`` with a kept selector (the overlap report's neighbours)."""
         with self._kept_lock:
             names = sorted(self._kept.get(ns, ()))
-        return [d for d in (self._get("Deployment", (ns, n)) for n in names) if d is not None]
+        return [d for d in (self.cached("Deployment", (ns, n)) for n in names) if d is not None]
 
     # ---- workers
     def _work(self) -> None:
@@ -289,10 +290,10 @@ class Controller:
 
     def reconcile(self, key: Hashable, arrived: float) -> CROutcome | None:
         """One CR from the cache (no GET); its writes' answers go back into the cache."""
-        cr = self._get("Memcached", key)  # type: ignore[arg-type]
+        cr = self.cached("Memcached", key)  # type: ignore[arg-type]
         if cr is None:
             return None
-        live = self._get("Deployment", key)  # type: ignore[arg-type]
+        live = self.cached("Deployment", key)  # type: ignore[arg-type]
         declared, condition_fields = self._schema
         lazy = False
         if self.shards is not None:
@@ -337,7 +338,7 @@ class Controller:
         return ("FieldManagerFight", fight.message) if fight else None
 
     # ---- leadership
-    def _started_leading(self) -> None:
+    def started_leading(self) -> None:
         self.metrics.leader = True
         self.leading.set()
         for key in self.cr_keys():
@@ -418,11 +419,11 @@ class Controller:
             with self._waiting_lock:
                 self._waiting.add(key)
 
-    def _stopped_leading(self) -> None:
+    def stopped_leading(self) -> None:
         self.leading.clear()
         self.metrics.leader = False
 
-    def _on_holder(self, holder: str) -> None:
+    def on_holder(self, holder: str) -> None:
         self.metrics.holder = holder
 
     # ---- running
@@ -463,10 +464,10 @@ class Controller:
         if self.shards is not None and self.shards.acknowledged():
             self._queue_share()  # the share as the ring has it now (else its acknowledgement queues it)
         elif self.elector is not None:
-            threading.Thread(target=self.elector.run, args=(self.stop, self._started_leading, self._stopped_leading, self._on_holder),
+            threading.Thread(target=self.elector.run, args=(self.stop, self.started_leading, self.stopped_leading, self.on_holder),
                              daemon=True, name="leader-election").start()
         else:
-            self._started_leading()
+            self.started_leading()
         next_resync = time.monotonic() + self.settings.resync
         while not self.stop.is_set():
             failed = [i.error for i in all_informers if i.error]
