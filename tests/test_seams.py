@@ -271,13 +271,13 @@ def test_a_cr_parked_by_a_fight_comes_back_after_its_backoff(cluster: FakeAPISer
 
 
 def test_a_cr_whose_apply_failed_is_retried_within_the_queues_backoff(cluster: FakeAPIServer) -> None:
-    """An apply that fails puts the CR back with the rate limiter's backoff; it is retried and
-    corrected, never parked beyond the backoff's cap."""
+    """An apply that fails (every attempt of the client's) puts the CR back with the rate limiter's
+    backoff, and the retry corrects the drift."""
     make_cr(cluster, "a", size=1)
     path = DEP_PATH.format(ns="default", name="a")
     with running(cluster) as c:
         wait_for(lambda: has_deployment(cluster, "a"), what="the Deployment")
-        cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=500, times=3))  # every attempt of our first apply
+        cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=500, times=3))  # our first apply, all attempts
         live = deployment(cluster, "a")
         live["spec"]["replicas"] = 5
         code, _, data = cluster.handle("PUT", path, {"User-Agent": "kubectl/v1.37.1", "Content-Type": "application/json"},
