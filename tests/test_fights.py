@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from memcached_gitops.foundation.clocks import Monotonic as M
 from memcached_gitops.reconciler.decisions.fights import FightDetector
 
 REPLICAS = ".spec.replicas"
@@ -9,78 +10,78 @@ REPLICAS = ".spec.replicas"
 
 def test_a_few_corrections_are_no_fight() -> None:
     d = FightDetector(threshold=3, window=120)
-    assert [d.record("k", "ns/a", REPLICAS, "kubectl (scale)", t) for t in (0, 1, 2)] == [None, None, None]
-    assert d.wait("k", 3) == 0 and d.active("k", 3) is None
+    assert [d.record("k", "ns/a", REPLICAS, "kubectl (scale)", M(t)) for t in (0, 1, 2)] == [None, None, None]
+    assert d.wait("k", M(3)) == 0 and d.active("k", M(3)) is None
 
 
 def test_one_too_many_within_the_window_is_a_fight_naming_field_and_manager() -> None:
     d = FightDetector(threshold=3, window=120, base=10, cap=300)
     for t in (0, 1, 2):
-        d.record("k", "ns/a", REPLICAS, "hpa-script", t)
-    fight = d.record("k", "ns/a", REPLICAS, "hpa-script", 3)
+        d.record("k", "ns/a", REPLICAS, "hpa-script", M(t))
+    fight = d.record("k", "ns/a", REPLICAS, "hpa-script", M(3))
     assert fight is not None and fight.delay == 10 and fight.corrections == 4
     assert ".spec.replicas" in fight.message and "hpa-script" in fight.message and "ns/a" in fight.message
-    assert d.wait("k", 5) == 8
-    assert d.active("k", 5) == fight
+    assert d.wait("k", M(5)) == 8
+    assert d.active("k", M(5)) == fight
 
 
 def test_corrections_spread_over_more_than_the_window_are_no_fight() -> None:
     d = FightDetector(threshold=3, window=120)
-    assert all(d.record("k", "ns/a", REPLICAS, "kubectl (scale)", t) is None for t in range(0, 1000, 60))
+    assert all(d.record("k", "ns/a", REPLICAS, "kubectl (scale)", M(t)) is None for t in range(0, 1000, 60))
 
 
 def test_other_fields_and_managers_count_apart() -> None:
     d = FightDetector(threshold=3, window=120)
     for t in range(3):
-        assert d.record("k", "ns/a", REPLICAS, "one", t) is None
-        assert d.record("k", "ns/a", REPLICAS, "two", t) is None
-        assert d.record("k", "ns/a", ".spec.template.spec.containers[name=\"memcached\"].image", "one", t) is None
+        assert d.record("k", "ns/a", REPLICAS, "one", M(t)) is None
+        assert d.record("k", "ns/a", REPLICAS, "two", M(t)) is None
+        assert d.record("k", "ns/a", ".spec.template.spec.containers[name=\"memcached\"].image", "one", M(t)) is None
 
 
 def test_the_backoff_doubles_with_each_fight_in_a_row_up_to_the_cap() -> None:
     """After a fight, one more correction undone by the same manager is the next fight: one write per delay."""
     d = FightDetector(threshold=1, window=1000, base=10, cap=30)
-    d.record("k", "ns/a", REPLICAS, "x", 0)
-    delays = [d.record("k", "ns/a", REPLICAS, "x", 0.001).delay]
+    d.record("k", "ns/a", REPLICAS, "x", M(0))
+    delays = [d.record("k", "ns/a", REPLICAS, "x", M(0.001)).delay]
     t = 0.001
     for _ in range(3):
         t += delays[-1] + 0.01
-        delays.append(d.record("k", "ns/a", REPLICAS, "x", t).delay)
+        delays.append(d.record("k", "ns/a", REPLICAS, "x", M(t)).delay)
     assert delays == [10, 20, 30, 30]
 
 
 def test_the_fight_ends_after_a_quiet_window() -> None:
     d = FightDetector(threshold=1, window=60, base=10)
-    d.record("k", "ns/a", REPLICAS, "x", 0)
-    assert d.record("k", "ns/a", REPLICAS, "x", 1) is not None
-    assert d.active("k", 60) is not None
-    assert d.active("k", 72) is None, "quiet for the window after the 10 s backoff"
-    assert d.record("k", "ns/a", REPLICAS, "x", 80) is None, "counting starts again"
+    d.record("k", "ns/a", REPLICAS, "x", M(0))
+    assert d.record("k", "ns/a", REPLICAS, "x", M(1)) is not None
+    assert d.active("k", M(60)) is not None
+    assert d.active("k", M(72)) is None, "quiet for the window after the 10 s backoff"
+    assert d.record("k", "ns/a", REPLICAS, "x", M(80)) is None, "counting starts again"
 
 
 def test_the_window_and_the_quiet_time_include_their_last_instant() -> None:
     """A correction exactly ``window`` old still counts; the fight is still reported at exactly the end."""
     d = FightDetector(threshold=1, window=60, base=10)
-    d.record("k", "ns/a", REPLICAS, "x", 0)
-    fight = d.record("k", "ns/a", REPLICAS, "x", 60)
+    d.record("k", "ns/a", REPLICAS, "x", M(0))
+    fight = d.record("k", "ns/a", REPLICAS, "x", M(60))
     assert fight is not None and fight.corrections == 2
-    assert d.active("k", 60 + 10 + 60) == fight
-    assert d.active("k", 60 + 10 + 60.5) is None
+    assert d.active("k", M(60 + 10 + 60)) == fight
+    assert d.active("k", M(60 + 10 + 60.5)) is None
 
 
 def test_the_wait_is_the_rest_of_the_backoff_even_under_a_second() -> None:
     d = FightDetector(threshold=1, window=60, base=10)
-    d.record("k", "ns/a", REPLICAS, "x", 0)
-    d.record("k", "ns/a", REPLICAS, "x", 1)
-    assert d.wait("k", 10.5) == 0.5
-    assert d.wait("k", 12) == 0
+    d.record("k", "ns/a", REPLICAS, "x", M(0))
+    d.record("k", "ns/a", REPLICAS, "x", M(1))
+    assert d.wait("k", M(10.5)) == 0.5
+    assert d.wait("k", M(12)) == 0
 
 
 def test_forget_drops_only_that_crs_corrections() -> None:
     d = FightDetector(threshold=1, window=60)
     d.forget("unknown")  # a CR never seen (deleted before its first correction)
     for key in ("a", "b"):
-        d.record(key, "ns/" + key, REPLICAS, "x", 0)
+        d.record(key, "ns/" + key, REPLICAS, "x", M(0))
     d.forget("a")
-    assert d.record("a", "ns/a", REPLICAS, "x", 1) is None, "a's earlier correction is forgotten"
-    assert d.record("b", "ns/b", REPLICAS, "x", 1) is not None, "b's is kept"
+    assert d.record("a", "ns/a", REPLICAS, "x", M(1)) is None, "a's earlier correction is forgotten"
+    assert d.record("b", "ns/b", REPLICAS, "x", M(1)) is not None, "b's is kept"

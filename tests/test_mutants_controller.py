@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from memcached_gitops.foundation.clocks import Monotonic
 from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy
 from memcached_gitops.reconciler.client.shards import RING_LABEL, VIEW_ANNOTATION, ShardRing, key_text, lease_name, owner
 from memcached_gitops.reconciler.decisions.drift import Drift
@@ -215,10 +216,10 @@ def test_a_cr_event_queues_its_key_with_the_arrival_time_and_a_deleted_cr_is_for
     c = make(fights=fights)
     c.on_event("Memcached", "ADDED", cr("a", "shop"), None, 12.5)
     assert queued(c) == [(("shop", "a"), 12.5)]
-    assert fights.record(("shop", "a"), "shop/a", ".spec.replicas", "kubectl", 1.0) is not None
-    assert fights.wait(("shop", "a"), 1.0) == 10
+    assert fights.record(("shop", "a"), "shop/a", ".spec.replicas", "kubectl", Monotonic(1.0)) is not None
+    assert fights.wait(("shop", "a"), Monotonic(1.0)) == 10
     c.on_event("Memcached", "DELETED", cr("a", "shop"), cr("a", "shop"), 13.0)
-    assert queued(c) == [] and fights.wait(("shop", "a"), 1.0) == 0 and fights.active(("shop", "a"), 1.0) is None, \
+    assert queued(c) == [] and fights.wait(("shop", "a"), Monotonic(1.0)) == 0 and fights.active(("shop", "a"), Monotonic(1.0)) is None, \
         "a CR created again under the name starts without the old fight"
 
 
@@ -571,7 +572,7 @@ def test_a_cr_in_a_fight_waits_its_backoff() -> None:
     c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
     store(c, "Memcached", cr("a"))
     started = time.monotonic()
-    assert fights.record(("default", "a"), "default/a", ".spec.replicas", "kubectl", started) is not None
+    assert fights.record(("default", "a"), "default/a", ".spec.replicas", "kubectl", Monotonic(started)) is not None
     c.queue.add(("default", "a"))
     work(c, lambda: recorder.calls or retries(c))
     assert time.monotonic() - started >= 0.2 and len(recorder.calls) == 1

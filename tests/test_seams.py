@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 import pytest
+from memcached_gitops.foundation.clocks import SYSTEM_CLOCK
 from memcached_gitops.reconciler.client.informer import key_of
 from memcached_gitops.reconciler.decisions.fights import FightDetector
 from memcached_gitops.reconciler.orchestration.controller import Controller, Settings
@@ -248,6 +249,10 @@ def has_deployment(api: FakeAPIServer, name: str) -> bool:
 
 
 # ---- clocks: a parked CR always comes back
+def parked(fights: FightDetector) -> bool:
+    return fights.wait(("default", "a"), SYSTEM_CLOCK.monotonic()) > 0
+
+
 def test_a_cr_parked_by_a_fight_comes_back_after_its_backoff(cluster: FakeAPIServer) -> None:
     """A fight parks the CR for the backoff (base 0.3 s, cap 0.6 s here); once the other writer stops,
     the next correction comes within the cap. A deadline taken from another clock than the one it is
@@ -259,14 +264,13 @@ def test_a_cr_parked_by_a_fight_comes_back_after_its_backoff(cluster: FakeAPISer
         wait_for(lambda: has_deployment(cluster, "a"), what="the Deployment")
         for _ in range(3):  # kubectl keeps undoing the correction: a fight
             patch(cluster, path, {"spec": {"replicas": 5}}, MERGE)
-            wait_for(lambda: deployment(cluster, "a")["spec"]["replicas"] == 1 or fights.wait(("default", "a"), time.monotonic()) > 0,
-                     what="corrected, or parked")
-        wait_for(lambda: fights.active(("default", "a"), time.monotonic()) is not None, what="the fight")
+            wait_for(lambda: deployment(cluster, "a")["spec"]["replicas"] == 1 or parked(fights), what="corrected, or parked")
+        wait_for(lambda: fights.active(("default", "a"), SYSTEM_CLOCK.monotonic()) is not None, what="the fight")
         patch(cluster, path, {"spec": {"replicas": 5}}, MERGE)
         stopped = time.monotonic()
         wait_for(lambda: deployment(cluster, "a")["spec"]["replicas"] == 1, timeout=10, what="the correction after the backoff")
         assert time.monotonic() - stopped < 0.6 + 5, "within the cap (and a busy machine's slack)"
-        waits = [fights.wait(("default", "a"), time.monotonic())]
+        waits = [fights.wait(("default", "a"), SYSTEM_CLOCK.monotonic())]
     assert waits[0] <= fights.cap
 
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from memcached_gitops.foundation.clocks import Monotonic
+
 
 @dataclass(frozen=True)
 class Fight:
@@ -44,7 +46,7 @@ class Fight:
 @dataclass
 class _State:
     level: int = 0  # fights in a row: the backoff doubles with each
-    until: float = 0.0  # no reconcile before this time
+    until: Monotonic = Monotonic(0.0)  # no reconcile before this instant
     last: Fight | None = None
 
 
@@ -54,10 +56,10 @@ class FightDetector:
     window: float = 120.0
     base: float = 10.0
     cap: float = 300.0
-    _corrections: dict[tuple, deque] = field(default_factory=dict)
+    _corrections: dict[tuple[object, str, str], deque[Monotonic]] = field(default_factory=dict)
     _states: dict[object, _State] = field(default_factory=dict)
 
-    def record(self, key: object, deployment: str, path: str, manager: str, now: float) -> Fight | None:
+    def record(self, key: object, deployment: str, path: str, manager: str, now: Monotonic) -> Fight | None:
         """A correction of ``path`` whose live value ``manager`` had set; a Fight when it is one too many."""
         times = self._corrections.setdefault((key, path, manager), deque())
         times.append(now)
@@ -75,12 +77,12 @@ class FightDetector:
         times.clear()  # the next fight needs new corrections after the backoff
         return state.last
 
-    def wait(self, key: object, now: float) -> float:
+    def wait(self, key: object, now: Monotonic) -> float:
         """Seconds this CR must still wait before it may be reconciled (0: go ahead)."""
         state = self._states.get(key)
         return max(0.0, state.until - now) if state else 0.0
 
-    def active(self, key: object, now: float) -> Fight | None:
+    def active(self, key: object, now: Monotonic) -> Fight | None:
         """The fight to report on the CR's status, until it has been quiet for ``window`` after its backoff."""
         state = self._states.get(key)
         if state is None:

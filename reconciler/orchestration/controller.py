@@ -30,6 +30,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from memcached_gitops.foundation.clocks import SYSTEM_CLOCK, Clock
+
 from ..client.api import APIError, KubeAPI, RetryPolicy
 from ..client.informer import Informer, Kind, key_of, slim
 from ..client.leader import LeaderElector
@@ -70,13 +72,15 @@ class Settings:
 
 class Controller:
     def __init__(self, reconciler: Reconciler, metrics: Metrics | None = None, elector: LeaderElector | None = None,
-                 settings: Settings | None = None, fights: FightDetector | None = None, shards: ShardRing | None = None) -> None:
+                 settings: Settings | None = None, fights: FightDetector | None = None, shards: ShardRing | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.reconciler, self.api = reconciler, reconciler.api
         self.metrics = metrics or Metrics()
         self.metrics.api_requests = self.api.requests
         self.elector = elector
         self.settings = settings or Settings()
         self.fights = fights or FightDetector()
+        self.clock = clock  # the fights' deadlines and the work timings: one monotonic clock
         self.stop = reconciler.stop
         self.queue = WorkQueue()
         self.metrics.queue_depth.set_function(lambda: len(self.queue))
@@ -260,7 +264,7 @@ class Controller:
             if item is None:
                 return
             key, arrived = item
-            started = time.monotonic()
+            started = self.clock.monotonic()
             try:
                 if not self.leading.is_set():
                     continue  # everything is queued again when this replica becomes the leader
@@ -286,7 +290,7 @@ class Controller:
                 self.queue.add_rate_limited(key)
             finally:
                 self.queue.done(key)
-                self.metrics.work_duration.observe(time.monotonic() - started)
+                self.metrics.work_duration.observe(self.clock.monotonic() - started)
 
     def reconcile(self, key: Hashable, arrived: float) -> CROutcome | None:
         """One CR from the cache (no GET); its writes' answers go back into the cache."""
@@ -323,7 +327,7 @@ class Controller:
     def _fight_check(self, cr: dict[str, Any], corrected: list[Drift]) -> tuple[str, str] | None:
         """Record the corrections against other managers; the CR is Degraded while a fight lasts."""
         key = key_of(cr)
-        now = time.monotonic()
+        now = self.clock.monotonic()
         ours = {self.reconciler.options.field_manager}
         for d in corrected:
             for manager in d.managers:

@@ -1,0 +1,81 @@
+"""Instants of the two clocks, as types that never meet.
+
+A deadline taken from the wall clock and compared with the monotonic one is off by 1.7e9 seconds:
+a CR parked "until" such a deadline is never served again. So an instant carries its clock in its
+type: ``Monotonic`` (``time.monotonic``: deadlines, waits and latencies inside this process) and
+``WallTime`` (``time.time``: what other processes read, such as a Lease's renewTime). Each compares
+and subtracts only with its own kind; a mixed comparison is a type error for mypy (the dataclass
+plugin types ``__lt__`` with the class itself) and a TypeError at run time. Durations are plain
+float seconds. A ``Clock`` is injected wherever a deadline is computed, so tests drive time.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Protocol, overload
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class Monotonic:
+    """An instant of the monotonic clock, in seconds from an arbitrary start."""
+
+    seconds: float
+
+    def __add__(self, duration: float) -> Monotonic:
+        return Monotonic(self.seconds + duration)
+
+    @overload
+    def __sub__(self, other: Monotonic) -> float: ...
+    @overload
+    def __sub__(self, other: float) -> Monotonic: ...
+    def __sub__(self, other: Monotonic | float) -> float | Monotonic:
+        """The seconds between two instants, or the instant a duration earlier."""
+        if isinstance(other, Monotonic):
+            return self.seconds - other.seconds
+        if isinstance(other, (int, float)):
+            return Monotonic(self.seconds - other)
+        return NotImplemented
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class WallTime:
+    """An instant of the wall clock, in seconds since the epoch (what other hosts read)."""
+
+    seconds: float
+
+    def __add__(self, duration: float) -> WallTime:
+        return WallTime(self.seconds + duration)
+
+    @overload
+    def __sub__(self, other: WallTime) -> float: ...
+    @overload
+    def __sub__(self, other: float) -> WallTime: ...
+    def __sub__(self, other: WallTime | float) -> float | WallTime:
+        """The seconds between two instants, or the instant a duration earlier."""
+        if isinstance(other, WallTime):
+            return self.seconds - other.seconds
+        if isinstance(other, (int, float)):
+            return WallTime(self.seconds - other)
+        return NotImplemented
+
+
+class Clock(Protocol):
+    """Where instants come from: the system's clocks, or a test's."""
+
+    def monotonic(self) -> Monotonic: ...
+
+    def wall(self) -> WallTime: ...
+
+
+class SystemClock:
+    """The process's clocks."""
+
+    def monotonic(self) -> Monotonic:
+        return Monotonic(time.monotonic())
+
+    def wall(self) -> WallTime:
+        return WallTime(time.time())
+
+
+SYSTEM_CLOCK = SystemClock()
