@@ -1397,11 +1397,11 @@ def test_deferred_served_by_writes_get_one_slot_each_from_a_second_on(monkeypatc
     clock = FakeTime(1000.0)
     monkeypatch.setattr(controller, "time", clock)
     c, _, _ = sharded()
-    assert [c._served_by_slot() for _ in range(3)] == pytest.approx([1.0, 1.0 + 1 / SERVED_BY_RATE, 1.0 + 2 / SERVED_BY_RATE])
+    assert [c.served_by_slot() for _ in range(3)] == pytest.approx([1.0, 1.0 + 1 / SERVED_BY_RATE, 1.0 + 2 / SERVED_BY_RATE])
     clock.now += 0.01
-    assert c._served_by_slot() == pytest.approx(1.0 + 3 / SERVED_BY_RATE - 0.01)
+    assert c.served_by_slot() == pytest.approx(1.0 + 3 / SERVED_BY_RATE - 0.01)
     clock.now += 10.0
-    assert c._served_by_slot() == pytest.approx(1.0)
+    assert c.served_by_slot() == pytest.approx(1.0)
     assert c._next_served_by == pytest.approx(1011.01)
 
 
@@ -1417,7 +1417,7 @@ def test_the_first_visit_of_a_swept_cr_may_defer_its_served_by_and_queues_that_w
     store(c, "Memcached", cr("x"), cr("y"))
     c._sweeping = {("default", "x"), ("default", "y")}
     slots = iter([1.25, 1.5])
-    c._served_by_slot = lambda: next(slots)  # type: ignore[method-assign]
+    c.served_by_slot = lambda: next(slots)  # type: ignore[method-assign]
     c.reconcile(("default", "x"), 0.0)
     assert recorder.calls[-1]["lazy_served_by"] is True and c._sweeping == {("default", "y")}
     assert q.items == [(("default", "x"), 1.25)]

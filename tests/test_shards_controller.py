@@ -228,7 +228,7 @@ def test_deferred_served_by_writes_are_spaced_from_a_second_on() -> None:
 
     c = Controller.__new__(Controller)
     c._waiting_lock, c._next_served_by = threading.Lock(), 0.0
-    delays = [c._served_by_slot() for _ in range(3)]
+    delays = [c.served_by_slot() for _ in range(3)]
     assert 0.99 < delays[0] <= 1.0
     assert all(abs((b - a) - 1 / SERVED_BY_RATE) < 0.01 for a, b in zip(delays, delays[1:], strict=False)), delays
 

@@ -308,7 +308,7 @@ class Controller:
                                                degraded=self._fight_check, neighbours=self.kept_deployments,
                                                autoscaler=self.autoscaler_of(key), lazy_served_by=lazy)  # type: ignore[arg-type]
         if outcome.served_by_deferred:
-            self.queue.add_after(key, self._served_by_slot())
+            self.queue.add_after(key, self.served_by_slot())
         if outcome.deployment is not None:
             self._put("Deployment", outcome.deployment)
             if outcome.action == Action.CORRECTED:
@@ -394,7 +394,7 @@ class Controller:
     def _queue_share(self) -> None:
         """The ring acknowledged this replica in a new view: the CRs new to its share are queued, at
         most SWEEP_RATE a second, for a visit that corrects their drift at once and leaves a change of
-        status.servedBy alone for later (``_served_by_slot``); the CRs it kept are served already."""
+        status.servedBy alone for later (``served_by_slot``); the CRs it kept are served already."""
         assert self.shards is not None
         owned = set(self.owned_keys())
         with self._waiting_lock:
@@ -408,7 +408,7 @@ class Controller:
         for n, key in enumerate(new):
             self.queue.add_after(key, n / SWEEP_RATE)
 
-    def _served_by_slot(self) -> float:
+    def served_by_slot(self) -> float:
         """The delay of the next deferred servedBy write: one every 1/SERVED_BY_RATE s, from a second on."""
         with self._waiting_lock:
             now = time.monotonic()

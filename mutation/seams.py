@@ -1,0 +1,136 @@
+"""Mutation testing across modules: plausible edits at the seams where components meet.
+
+mutmut (mutation/run.py) mutates one expression at a time inside one module; the bugs that survive
+a module's own tests are of another kind: two statements of one thread in the other order, a time
+or a version exchanged between two modules from the wrong source. Each mutant here is such an edit,
+planted alone in the work tree, the seam tests run, and the file restored:
+
+    python mutation/seams.py            # every mutant; prints each verdict and the score
+    python mutation/seams.py NAME ...   # the named ones
+
+It refuses to run when a file it would edit has uncommitted changes (it restores from the text it
+read, never from git).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CONTROLLER = "reconciler/orchestration/controller.py"
+INFORMER = "reconciler/client/informer.py"
+QUEUE = "reconciler/client/workqueue.py"
+TESTS = ["tests/test_seams.py", "tests/test_mutants_controller.py", "tests/test_controller.py", "tests/test_shards_controller.py"]
+
+WATCH_STORE_THEN_TELL = """            if type_ == "DELETED":
+                old = self.store.remove(key_of(obj))
+            else:
+                old = self.store.put(obj)
+            self.resource_version = version or self.resource_version
+            self._failures = 0
+            if self.store.keep is None or old is not None or self.store.holds(key_of(obj)):
+                self._emit(type_, obj, old, arrived)  # (another replica's share: nothing to tell)
+"""
+
+#: name -> (file, text, its replacement): each a statement order or a clock/version source changed.
+MUTANTS: dict[str, tuple[str, str, str]] = {
+    "leadership: queue the cache before saying we lead": (
+        CONTROLLER,
+        "        self.leading.set()\n        for key in self.cr_keys():\n            self.queue.add(key)\n",
+        "        for key in self.cr_keys():\n            self.queue.add(key)\n        self.leading.set()\n"),
+    "leadership: a worker reads leadership before it takes a key": (
+        CONTROLLER,
+        "            item = self.queue.get()\n            if item is None:\n                return\n"
+        "            key, arrived = item\n            started = self.clock.monotonic()\n"
+        "            try:\n                if not self.leading.is_set():",
+        "            leading = self.leading.is_set()\n            item = self.queue.get()\n"
+        "            if item is None:\n                return\n            key, arrived = item\n"
+        "            started = self.clock.monotonic()\n            try:\n                if not leading:"),
+    "clocks: a fight's instants from the wall clock": (
+        CONTROLLER,
+        "        key = key_of(cr)\n        now = self.clock.monotonic()",
+        "        key = key_of(cr)\n        now = type(self.clock.monotonic())(time.time())"),
+    "clocks: a delayed key's deadline from the wall clock": (
+        QUEUE,
+        "heapq.heappush(self._delayed, (self.clock() + delay,",
+        "heapq.heappush(self._delayed, (time.time() + delay,"),
+    "clocks: the next servedBy slot from the wall clock, its delay from the monotonic one": (
+        CONTROLLER,
+        "            self._next_served_by = max(now + 1.0,",
+        "            self._next_served_by = max(time.time() + 1.0,"),
+    "start-up: workers before the caches have synced": (
+        CONTROLLER,
+        "        all_informers = [i for group in self.informers.values() for i in group]\n",
+        "        all_informers = [i for group in self.informers.values() for i in group]\n"
+        "        for n in range(self.settings.workers):\n"
+        "            threading.Thread(target=self._work, daemon=True, name=f\"early-worker-{n}\").start()\n"),
+    "start-up: the sync waits for the CRs and Deployments only": (
+        CONTROLLER,
+        "        all_informers = [i for group in self.informers.values() for i in group]\n        deadline",
+        "        all_informers = [i for k in (\"Memcached\", \"Deployment\") for i in self.informers[k]]\n        deadline"),
+    "informer: the handler told before the store holds the event": (
+        INFORMER, WATCH_STORE_THEN_TELL,
+        """            previous = self.store.get(key_of(obj))
+            self._emit(type_, obj, previous, arrived)
+            if type_ == "DELETED":
+                old = self.store.remove(key_of(obj))
+            else:
+                old = self.store.put(obj)
+            self.resource_version = version or self.resource_version
+            self._failures = 0
+"""),
+    "informer: a deletion told before it is removed": (
+        INFORMER, WATCH_STORE_THEN_TELL,
+        """            if type_ == "DELETED":
+                self._emit(type_, obj, self.store.get(key_of(obj)), arrived)
+                self.store.remove(key_of(obj))
+                continue
+            old = self.store.put(obj)
+            self.resource_version = version or self.resource_version
+            self._failures = 0
+            if self.store.keep is None or old is not None or self.store.holds(key_of(obj)):
+                self._emit(type_, obj, old, arrived)  # (another replica's share: nothing to tell)
+"""),
+    "write-through: our apply's answer not put into the cache": (
+        CONTROLLER,
+        "        if outcome.deployment is not None:\n            self._put(\"Deployment\", outcome.deployment)\n",
+        "        if outcome.deployment is not None:\n"),
+}
+
+
+def run(name: str) -> bool:
+    """Plant one mutant, run the seam tests; True when they caught it."""
+    path, old, new = MUTANTS[name]
+    file = ROOT / path
+    text = file.read_text()
+    if text.count(old) != 1:
+        raise SystemExit(f"{name}: the text to mutate is not in {path} once; update mutation/seams.py")
+    file.write_text(text.replace(old, new))
+    try:
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *TESTS], cwd=ROOT,
+                              capture_output=True, text=True, timeout=1800)
+        failed = [line.split("::", 1)[1].split(" ")[0] for line in proc.stdout.splitlines() if line.startswith("FAILED")]
+        caught = proc.returncode != 0
+        print(f"{'caught ' if caught else 'SURVIVED'}  {name}  ({time.monotonic() - started:.0f} s)"
+              + (f": {', '.join(failed)}" if failed else ""), flush=True)
+        return caught
+    finally:
+        file.write_text(text)
+
+
+def main(names: list[str]) -> int:
+    names = names or list(MUTANTS)
+    dirty = subprocess.run(["git", "diff", "--quiet", "--", *{MUTANTS[n][0] for n in names}], cwd=ROOT).returncode
+    if dirty:
+        raise SystemExit("mutation/seams.py: commit or stash the changes of the files it mutates first")
+    caught = sum(run(n) for n in names)
+    print(f"seams: {caught} of {len(names)} mutants caught ({100 * caught / len(names):.0f}%)")
+    return 0 if caught == len(names) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
