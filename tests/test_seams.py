@@ -28,14 +28,16 @@ import pytest
 from memcached_gitops.foundation.clocks import SYSTEM_CLOCK
 from memcached_gitops.reconciler.client.informer import key_of
 from memcached_gitops.reconciler.decisions.fights import FightDetector
+from memcached_gitops.reconciler.decisions.vocabulary import RECONCILE_ANNOTATION
 from memcached_gitops.reconciler.orchestration.controller import Controller, Settings
 
 from fakeapi.server import FakeAPIServer, Fault
 
 from .test_autoscaler_handoff import create_hpa, hpa_scales
 from .test_controller import HOUR, running
+from .test_ignore_paths import annotate, scale
 from .test_mutants_controller import cr, make, wait_for
-from .test_reconciler import DEP_PATH, deployment, make_cr, patch, reconciler_for
+from .test_reconciler import CR_PATH, DEP_PATH, deployment, make_cr, patch, reconciler_for
 
 OURS = "memcached-gitops"
 MERGE = "application/merge-patch+json"
@@ -176,14 +178,21 @@ def our_writes(api: FakeAPIServer) -> list[Any]:
 @pytest.mark.parametrize("slow", sorted(FIRST_READ))
 def test_nothing_is_written_before_every_informer_has_synced(cluster: FakeAPIServer, slow: str) -> None:
     """A restart on a cluster that holds every kind of state: an HPA that owns a Deployment's
-    replicas, a CR whose status is up to date, one in the other namespace. Whichever informer's first
-    read is slow, no write comes before it has answered, and the HPA's replicas stay."""
+    replicas, a CR whose replicas are an ignored path, a paused CR with drift, one in the other
+    namespace, every status up to date. Whichever informer's first read is slow, no write comes
+    before it has answered, and what belongs to others stays."""
     make_cr(cluster, "a", size=1)
     make_cr(cluster, "b", ns="shop", size=2)
+    make_cr(cluster, "m", size=1)
+    make_cr(cluster, "p", size=1)
     rec = reconciler_for(cluster)
     rec.run_cycle()
     create_hpa(cluster)
     hpa_scales(cluster, 3)
+    annotate(cluster, "m", "/spec/replicas")  # m's replicas are a person's: scaled by hand, never corrected
+    scale(cluster, "m", 4)
+    patch(cluster, CR_PATH.format(ns="default") + "/p", {"metadata": {"annotations": {RECONCILE_ANNOTATION: "disabled"}}}, MERGE)
+    scale(cluster, "p", 5)  # p is paused: its drift stays
     rec.run_cycle()
     cluster.reset_log()
     cluster.faults.append(Fault(method="GET", path_contains=FIRST_READ[slow], status=0, delay=DELAY))
@@ -196,6 +205,8 @@ def test_nothing_is_written_before_every_informer_has_synced(cluster: FakeAPISer
         early = [f"{r.method} {r.path}" for r in our_writes(cluster) if r.received < answered]
         assert early == [], f"written before the {slow} informer had synced"
     assert deployment(cluster, "a")["spec"]["replicas"] == 3, "the HPA's replicas stay"
+    assert deployment(cluster, "m")["spec"]["replicas"] == 4, "an ignored path stays"
+    assert deployment(cluster, "p")["spec"]["replicas"] == 5, "a paused CR's drift stays"
 
 
 # ---- the informer: a handler sees the store already holding the event's version
