@@ -25,6 +25,16 @@ lock *args: setup
     {{venv}}/bin/uv pip compile pyproject.toml requirements/build.in --generate-hashes --universal --custom-compile-command "just lock" -o requirements/runtime.txt {{args}}
     {{venv}}/bin/uv pip compile pyproject.toml requirements/build.in --extra cluster --generate-hashes --universal --custom-compile-command "just lock" -o requirements/image.txt {{args}}
 
+# Rewrite the generated reference pages (docs/reference/generated/) after the CLI, the CRD, the metrics,
+# the annotations or the RBAC changed (tests/test_generated_docs.py fails until then).
+reference: setup
+    {{py}} docs/generate_reference.py
+
+# Serve the documentation site locally (MkDocs with Material, installed on first use).
+docs: setup
+    {{venv}}/bin/pip install -q mkdocs-material
+    {{venv}}/bin/mkdocs serve
+
 # Lint with ruff.
 lint: setup
     {{venv}}/bin/ruff check .
