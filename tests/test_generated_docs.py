@@ -30,7 +30,7 @@ def test_every_generated_page_is_fresh(generator) -> None:
 def test_the_pages_come_from_the_product(generator) -> None:
     pages = generator.pages()
     assert "`--output-dir`" in pages["cli.md"] and "## `memcached-gitops reconcile`" in pages["cli.md"]
-    assert "`spec.size`" in pages["crd.md"] and "maximum 3" in pages["crd.md"]
+    assert "`spec.size`" in pages["crd.md"] and "maximum `3`" in pages["crd.md"]
     assert "`memcached_gitops_drift_corrections_total` | counter | `field` |" in pages["metrics.md"]
     assert "`cache.example.com/reconcile`" in pages["annotations.md"]
     assert "| `apps` | deployments |" in pages["rbac.md"]
