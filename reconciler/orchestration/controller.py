@@ -83,7 +83,7 @@ class Controller:
         self.clock = clock  # the fights' deadlines and the work timings: one monotonic clock
         self.stop = reconciler.stop
         self.queue = WorkQueue()
-        self.metrics.queue_depth.set_function(lambda: len(self.queue))
+        self.metrics.workers(self.settings.workers, lambda: len(self.queue))
         self.leading = threading.Event()
         self.shards = shards
         if shards is not None:
@@ -265,6 +265,7 @@ class Controller:
                 return
             key, arrived = item
             started = self.clock.monotonic()
+            self.metrics.busy(1)
             try:
                 if not self.leading.is_set():
                     continue  # everything is queued again when this replica becomes the leader
@@ -286,11 +287,12 @@ class Controller:
                     log.warning("%s/%s: %s; retrying with backoff", key[0], key[1], exc)
                 else:
                     log.exception("%s/%s: reconcile failed", key[0], key[1])
-                self.metrics.retries.inc()
+                self.metrics.observe_retry()
                 self.queue.add_rate_limited(key)
             finally:
                 self.queue.done(key)
-                self.metrics.work_duration.observe(self.clock.monotonic() - started)
+                self.metrics.busy(-1)
+                self.metrics.observe_work(self.clock.monotonic() - started)
 
     def reconcile(self, key: Hashable, arrived: float) -> CROutcome | None:
         """One CR from the cache (no GET); its writes' answers go back into the cache."""

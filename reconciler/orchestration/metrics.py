@@ -25,6 +25,14 @@ from prometheus_client.core import CounterMetricFamily
 from ..decisions.vocabulary import FAILURES, Action
 
 PREFIX = "memcached_gitops"
+#: The ``controller`` (and work queue ``name``) label of controller-runtime's series: kubebuilder names a
+#: controller after its kind in lower case, so a dashboard made for the Go operator reads ours unchanged.
+CONTROLLER = "memcached"
+#: The Lease name of ``leader_election_master_status`` (reconciler/client/leader.py's default).
+LEASE_NAME = "memcached-gitops-leader"
+#: controller-runtime's reconcile_time buckets (pkg/internal/controller/metrics/metrics.go).
+RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
+                     1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60)
 #: From one millisecond (a correction on a quiet server) to ten seconds (a saturated queue).
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -76,10 +84,55 @@ class Metrics:
                                                 buckets=LATENCY_BUCKETS, registry=r)
         self._requests = _RequestCounter()
         r.register(self._requests)
+        self._controller_runtime(r)
         self._lock = threading.Lock()
         self.ready = False
         self._leader = False
         self._holder = ""
+
+    def _controller_runtime(self, r: CollectorRegistry) -> None:
+        """controller-runtime's and client-go's names and label sets, as its manager exports them
+        (sigs.k8s.io/controller-runtime pkg/internal/controller/metrics/metrics.go, pkg/metrics/workqueue.go,
+        pkg/metrics/leaderelection.go), beside our own: dashboards and alerts written for a kubebuilder
+        operator read these. Our domain series (drift, fights, shards) have no counterpart there."""
+        self.reconcile_total = Counter("controller_runtime_reconcile", "Total number of reconciliations per controller",
+                                       ["controller", "result"], registry=r)
+        self.reconcile_errors = Counter("controller_runtime_reconcile_errors", "Total number of reconciliation errors per controller",
+                                        ["controller"], registry=r)
+        self.reconcile_time = Histogram("controller_runtime_reconcile_time_seconds", "Length of time per reconciliation per controller",
+                                        ["controller"], buckets=RECONCILE_BUCKETS, registry=r)
+        self.max_concurrent = Gauge("controller_runtime_max_concurrent_reconciles", "Maximum number of concurrent reconciles per controller",
+                                    ["controller"], registry=r)
+        self.active_workers = Gauge("controller_runtime_active_workers", "Number of currently used workers per controller",
+                                    ["controller"], registry=r)
+        self.workqueue_depth = Gauge("workqueue_depth", "Current depth of workqueue by workqueue and priority",
+                                     ["name", "controller", "priority"], registry=r)
+        self.workqueue_retries = Counter("workqueue_retries", "Total number of retries handled by workqueue", ["name", "controller"],
+                                         registry=r)
+        self.leader_status = Gauge("leader_election_master_status", "Gauge of if the reporting system is master of the relevant lease, "
+                                   "0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease. "
+                                   "Please make sure to group by name.", ["name"], registry=r)
+
+    def observe_work(self, seconds: float) -> None:
+        """One key taken off the queue and finished: our work duration and controller-runtime's reconcile time."""
+        self.work_duration.observe(seconds)
+        self.reconcile_time.labels(CONTROLLER).observe(seconds)
+
+    def busy(self, change: int) -> None:
+        """A worker took a key (1) or let it go (-1): controller-runtime's active workers."""
+        self.active_workers.labels(CONTROLLER).inc(change)
+
+    def observe_retry(self) -> None:
+        """A key put back with its backoff after a failure."""
+        self.retries.inc()
+        self.workqueue_retries.labels(CONTROLLER, CONTROLLER).inc()
+
+    def workers(self, count: int, queued: Callable[[], float]) -> None:
+        """The controller's worker count and its queue's depth, read at each scrape."""
+        self.max_concurrent.labels(CONTROLLER).set(count)
+        self.active_workers.labels(CONTROLLER).set(0)
+        self.queue_depth.set_function(queued)
+        self.workqueue_depth.labels(CONTROLLER, CONTROLLER, "").set_function(queued)
 
     @property
     def api_requests(self) -> CountDict | None:
@@ -97,6 +150,7 @@ class Metrics:
     def leader(self, value: bool) -> None:
         self._leader = value
         self.leader_gauge.set(1 if value else 0)
+        self.leader_status.labels(LEASE_NAME).set(1 if value else 0)
 
     @property
     def holder(self) -> str:
@@ -124,6 +178,10 @@ class Metrics:
             counter.labels(d.field or "<object>").inc()
         if outcome.action in FAILURES:
             self.errors.labels(outcome.action).inc()
+        failed = outcome.action == Action.FAILED  # retried with backoff, as a Reconcile that returns an error
+        self.reconcile_total.labels(CONTROLLER, "error" if failed else "success").inc()
+        if failed:
+            self.reconcile_errors.labels(CONTROLLER).inc()
 
     def value(self, name: str, labels: dict[str, str] | None = None) -> float:
         """One sample's value (0 when absent): for tests and the benchmarks."""
