@@ -101,8 +101,8 @@ class Metrics:
                                         ["controller"], registry=r)
         self.reconcile_time = Histogram("controller_runtime_reconcile_time_seconds", "Length of time per reconciliation per controller",
                                         ["controller"], buckets=RECONCILE_BUCKETS, registry=r)
-        self.max_concurrent = Gauge("controller_runtime_max_concurrent_reconciles", "Maximum number of concurrent reconciles per controller",
-                                    ["controller"], registry=r)
+        self.max_concurrent = Gauge("controller_runtime_max_concurrent_reconciles",
+                                    "Maximum number of concurrent reconciles per controller", ["controller"], registry=r)
         self.active_workers = Gauge("controller_runtime_active_workers", "Number of currently used workers per controller",
                                     ["controller"], registry=r)
         self.workqueue_depth = Gauge("workqueue_depth", "Current depth of workqueue by workqueue and priority",
