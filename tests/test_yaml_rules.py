@@ -733,3 +733,21 @@ def test_recursion_room_raises_the_limit_then_restores_it() -> None:
         assert sys.getrecursionlimit() == 1000
     finally:
         sys.setrecursionlimit(old)
+
+
+@pytest.mark.parametrize(("current", "lifted"), [(1000, True), (-1, False), (0, True), (30_000, False), (29_999, True), (40_000, False)])
+def test_libyamls_nest_limit_is_lifted_only_when_it_is_set_and_below_ours(monkeypatch: pytest.MonkeyPatch, current: int,
+                                                                          lifted: bool) -> None:
+    """The limit is raised to LIBYAML_NEST_LIMIT when libyaml has one (not -1, an older libyaml) below it;
+    a higher one is left alone. In-process, with libyaml's two calls replaced."""
+    from memcached_gitops.foundation.yamlreader import LIBYAML_NEST_LIMIT, compose
+
+    calls: list[int] = []
+    monkeypatch.setattr(compose, "_GET_NEST_LIMIT", lambda: current)
+    monkeypatch.setattr(compose.libyaml, "_set_max_nest_level", calls.append, raising=False)
+    compose.lift_libyaml_nest_limit()
+    assert calls == ([LIBYAML_NEST_LIMIT] if lifted else [])
+    monkeypatch.setattr(compose, "_GET_NEST_LIMIT", None)
+    calls.clear()
+    compose.lift_libyaml_nest_limit()
+    assert calls == [], "a PyYAML without the call: nothing to lift"
