@@ -167,7 +167,7 @@ class _Bounded:
 
 
 def open_sources(sources: list[Source], budget: InputBudget,
-                 build_options: str | None = None) -> Iterator[tuple[str, IO[bytes]]]:
+                 build_options: str | None = None) -> Iterator[tuple[str, _Bounded]]:
     """(name, bounded binary stream) for each input, opened lazily so only one file is open at a time.
 
     A file found under a root is opened by its resolved path with O_NOFOLLOW and must still be a

@@ -18,12 +18,12 @@ from memcached_gitops.foundation.yamlreader import recursion_room, resolve_plain
 from yaml.cyaml import CSafeDumper
 
 
-class _Dumper(CSafeDumper):  # type: ignore[misc]
+class _Dumper(CSafeDumper):
     def ignore_aliases(self, data: Any) -> bool:
         return True
 
 
-def _represent_str(dumper: yaml.BaseDumper, data: str) -> yaml.ScalarNode:
+def _represent_str(dumper: _Dumper, data: str) -> yaml.ScalarNode:
     style = None if resolve_plain(data) == data and not data[:1].isspace() else "'"
     if "\n" in data:
         style = "|" if not data.endswith(" ") else '"'

@@ -72,12 +72,12 @@ def _check_one(value: Any, schema: dict[str, Any], rule: dict[str, Any], path: t
     """One rule on one value, worded as apiextensions-apiserver/pkg/apiserver/schema/cel/validation.go
     words it: an evaluation error names the schema's type at the node's own path; a false rule names
     the value (not for an object or an array) at the node's path plus ``fieldPath``."""
-    import celpy
+    from celpy.adapter import json_to_cel
 
     expression = str(rule.get("rule", ""))
     if not expression.strip() or _OLD_SELF.search(expression):  # compilation.go: an empty rule is no rule
         return []
-    activation = {"self": celpy.json_to_cel(value)}
+    activation = {"self": json_to_cel(value)}
     try:
         ok = _program(expression).evaluate(activation)
         if isinstance(ok, Exception):  # celpy may return an evaluation error as the value

@@ -108,8 +108,8 @@ def parse_crd(text: str, source: str) -> CRD:
 
 
 def _group_and_kind(doc: dict[str, Any]) -> tuple[str, str]:
-    spec = doc.get("spec") if isinstance(doc.get("spec"), dict) else {}
-    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    spec = given if isinstance(given := doc.get("spec"), dict) else {}
+    names = given if isinstance(given := spec.get("names"), dict) else {}
     return str(spec.get("group") or ""), str(names.get("kind") or "")
 
 
@@ -119,7 +119,8 @@ def _typed(parent: dict[str, Any], key: str, kind: type, where: str, source: str
     value = parent.get(key)
     if value is None or isinstance(value, kind):
         return value
-    expected = {dict: "a mapping", list: "a list", str: "a string"}[kind]
+    words: dict[type, str] = {dict: "a mapping", list: "a list", str: "a string"}
+    expected = words[kind]
     raise CRDError(f"{source}: {where}: must be {expected}")
 
 

@@ -168,7 +168,8 @@ def time_parse_error(text: str) -> str | None:
     follows the latter: the hour may have one digit, the fraction may follow a comma, the offset
     may be +24:00 or +00:60, and only ASCII digits are digits.
     """
-    whole, value, date = _go_quote(text), text, {}
+    whole, value = _go_quote(text), text
+    date: dict[str, int] = {}
     for prefix, element in _CHUNKS:
         if prefix and value[:1] != prefix:
             return f"parsing time {whole} as \"{_RFC3339}\": cannot parse {_go_quote(value)} as \"{prefix}\""
@@ -228,7 +229,7 @@ def _decode_structs(value: Any, go_type: tuple[str, dict[str, Any]], path: tuple
     struct, fields = go_type
     if not isinstance(value, list):
         return _refuse(problems, path, where, value, "[]" + struct)
-    out = []
+    out: list[dict[str, Any]] = []
     for i, item in enumerate(value):
         if item is None:
             out.append({})

@@ -230,8 +230,8 @@ class _RustEngine:
             return
         for err in self.validator.iter_errors(instance):
             sub = _subschema(self.schema, err.schema_path[:-1])
-            keyword = err.schema_path[-1]
-            yield tuple(err.instance_path), keyword, sub.get(keyword), err.instance, sub
+            keyword = err.schema_path[-1]  # a keyword's name: a schema path ends in one
+            yield tuple(err.instance_path), str(keyword), sub.get(keyword), err.instance, sub
 
 
 class _PythonEngine:

@@ -4,7 +4,7 @@ node tree to a JSON value (bounded aliases, merge keys, the last duplicate key w
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from yaml import _yaml as libyaml
@@ -92,7 +92,7 @@ class Builder:
             raise node_error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
         if isinstance(node, SequenceNode):
             return [self.build(item) for item in node.value]
-        return self.mapping(node)
+        return self.mapping(cast(MappingNode, node))  # the third kind of node
 
     def mapping(self, node: MappingNode) -> dict[str, Any]:
         """Keys in document order, as go-yaml v2 decodes them: a later key replaces an earlier one,
@@ -128,6 +128,10 @@ class _Open:
     indentation levels go-yaml's scanner has pushed by the time it starts."""
 
     __slots__ = ("node", "key", "anchor", "indents")
+    node: SequenceNode | MappingNode
+    key: Node | None
+    anchor: str | None
+    indents: int
 
     def __init__(self, node: SequenceNode | MappingNode, anchor: str | None, indents: int) -> None:
         self.node, self.key, self.anchor, self.indents = node, None, anchor, indents
@@ -143,7 +147,7 @@ class _Open:
             self.key = None
 
 
-def compose(parser: CParser) -> Node:
+def compose(parser: CParser) -> Node | None:
     """One document's node tree, composed from libyaml's event stream without recursion.
 
     pyyaml's composers recurse once per level (a 50,000-deep flow sequence overflows the C stack);
@@ -176,20 +180,24 @@ def compose(parser: CParser) -> Node:
             # tag "!" (``! 1``), is a string
             tag = event.tag or (PLAIN if event.implicit[0] else CORE + "str")
             tag = CORE + "str" if tag == "!" else tag
-            node = ScalarNode(tag, event.value, event.start_mark)
+            # libyaml's marks are yaml._yaml.Mark, with the line and column of the stubs' yaml.error.Mark
+            node = ScalarNode(tag, event.value, event.start_mark)  # type: ignore[arg-type]  # libyaml's mark
             if event.anchor is not None:
                 anchors[event.anchor] = node
         else:  # a collection starts
-            kind = SequenceNode if isinstance(event, yaml.SequenceStartEvent) else MappingNode
-            # go-yaml ignores a collection's tag; an untagged one (or "!") has none here
-            node = kind(None if event.tag == "!" else event.tag, [], event.start_mark, flow_style=event.flow_style)
+            start = cast(yaml.CollectionStartEvent, event)  # a SequenceStartEvent or a MappingStartEvent
+            kind = SequenceNode if isinstance(start, yaml.SequenceStartEvent) else MappingNode
+            # go-yaml ignores a collection's tag; an untagged one (or "!") has none here (None, where
+            # the stubs' Node.tag is a str), as Builder.build expects
+            node = kind(None if start.tag == "!" else start.tag, [], start.start_mark,  # type: ignore[arg-type]  # tag None, libyaml's mark
+                        flow_style=start.flow_style)
             outer = stack[-1] if stack else None
             indents = outer.indents if outer else 0
-            if event.flow_style:
+            if start.flow_style:
                 flows += 1
                 if flows > MAX_DEPTH:
                     raise _mark_error(event, DEPTH_ERROR)
-            elif outer is None or event.start_mark.column > outer.node.start_mark.column:
+            elif outer is None or start.start_mark.column > outer.node.start_mark.column:  # type: ignore[union-attr]  # libyaml marks every event
                 # go-yaml pushes an indentation level for a block collection right of the one
                 # around it; a "- " list at its key's column (an indentless sequence) pushes none
                 indents += 1
@@ -202,7 +210,7 @@ def compose(parser: CParser) -> Node:
         else:
             root = node
         if isinstance(node, (SequenceNode, MappingNode)) and not isinstance(event, yaml.AliasEvent):
-            stack.append(_Open(node, event.anchor, indents))
+            stack.append(_Open(node, start.anchor, indents))  # the collection that started above
 
 
 def _aliased(event: Any, stack: list[_Open], anchors: dict[str, Node]) -> Node:
@@ -234,7 +242,7 @@ def lift_libyaml_nest_limit() -> None:
     process, which any other library may lower, so it is checked before each parse: a C call.
     """
     if _GET_NEST_LIMIT is not None and -1 < _GET_NEST_LIMIT() < LIBYAML_NEST_LIMIT:
-        libyaml._set_max_nest_level(LIBYAML_NEST_LIMIT)
+        libyaml._set_max_nest_level(LIBYAML_NEST_LIMIT)  # type: ignore[attr-defined]  # PyYAML 6.0.4's, not in the stubs
 
 
 def first_document(chunk: bytes) -> Node | None:
@@ -249,7 +257,7 @@ def first_document(chunk: bytes) -> Node | None:
     except yaml.MarkedYAMLError as exc:
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
         mark = exc.problem_mark  # libyaml marks every scanner and parser error with its problem
-        raise YAMLInputError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1) from None
+        raise YAMLInputError(f"invalid YAML: {problem}", mark.line + 1, mark.column + 1) from None  # type: ignore[union-attr]  # see above
     except yaml.reader.ReaderError as exc:  # binary junk, bad encoding: libyaml gives a byte offset
         before = chunk[:exc.position]
         problem = str(exc).split("\n")[0]  # without '  in "<byte string>", position N'

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .compose import Builder, first_document
 from .limits import DEPTH_ERROR, YAMLInputError, recursion_room
 from .scalars import node_error
-from .streams import chunks
+from .streams import Readable, chunks
 
 
 class Document:
@@ -31,7 +31,7 @@ class Document:
 
 
 
-def iter_documents(stream: str | bytes | IO[Any]) -> Iterator[Document]:
+def iter_documents(stream: str | bytes | Readable) -> Iterator[Document]:
     """Yield each non-empty document of a YAML (or JSON) stream, one at a time, as kubectl reads it.
 
     Memory stays bounded by the largest document (itself bounded), not the stream, unless the

@@ -173,7 +173,8 @@ def key_string(value: Any, node: Node) -> str:
 def _float32(value: float) -> float:
     """Go's ``float32(value)``: rounded to the nearest single, infinite beyond its range."""
     try:
-        return struct.unpack("<f", struct.pack("<f", value))[0]
+        rounded: float = struct.unpack("<f", struct.pack("<f", value))[0]
+        return rounded
     except OverflowError:
         return math.copysign(math.inf, value)
 

@@ -7,9 +7,10 @@ import bisect
 import io
 import itertools
 import json
+import json.scanner
 import re
 from collections.abc import Iterable, Iterator
-from typing import IO, Any
+from typing import Any, Protocol
 
 from ..excerpt import excerpt
 from .limits import MAX_DEPTH, MAX_DOCUMENT_SIZE, YAMLInputError, recursion_room
@@ -26,7 +27,21 @@ _JSON_SPACE = re.compile(r"[ \t\r\n]*")
 _REST_OF_LINE = re.compile(r"[^\S\n]*\n?")
 
 
-def chunks(stream: str | bytes | IO[Any]) -> Iterator[tuple[bytes, int]]:
+class Readable(Protocol):
+    """A stream the reader reads in blocks: a text or binary file, standard input, a bounded input
+    (foundation.files.open_sources)."""
+
+    def read(self, size: int = -1, /) -> str | bytes: ...
+
+
+def _end_of(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where ``pattern`` (one that also matches the empty string) ends when matched at ``pos``."""
+    match = pattern.match(text, pos)
+    assert match is not None, pattern  # it matches the empty string
+    return match.end()
+
+
+def chunks(stream: str | bytes | Readable) -> Iterator[tuple[bytes, int]]:
     """(chunk, lines of the stream before it) as kubectl's YAMLOrJSONDecoder cuts a stream: a
     run of JSON values if its first non-blank character is ``{``, else YAML chunks."""
     lines = _lines(stream)
@@ -40,7 +55,7 @@ def chunks(stream: str | bytes | IO[Any]) -> Iterator[tuple[bytes, int]]:
     return _yaml_chunks(itertools.chain(head, lines), 0)
 
 
-def _lines(stream: str | bytes | IO[Any]) -> Iterator[bytes]:
+def _lines(stream: str | bytes | Readable) -> Iterator[bytes]:
     """The stream's lines, each with its ``\\n`` but perhaps the last; a line longer than a
     document may be is the last, cut there: it is refused, and the rest is never read."""
     if isinstance(stream, str):
@@ -103,7 +118,7 @@ def _json_then_yaml(data: bytes) -> Iterator[tuple[bytes, int]]:
 
     decoder = json.JSONDecoder(parse_constant=_no_constant)
     values = end = 0
-    while (start := _JSON_SPACE.match(text, end).end()) < len(text):
+    while (start := _end_of(_JSON_SPACE, text, end)) < len(text):
         line, column = where(start)
         try:
             end = json_end(decoder, text, start)
@@ -112,7 +127,7 @@ def _json_then_yaml(data: bytes) -> Iterator[tuple[bytes, int]]:
                 if isinstance(exc, _TooDeep):  # at its 10,001st bracket, as the YAML path places it
                     line, column = where(exc.pos)
                 raise YAMLInputError(f"invalid JSON: {str(exc).split(':')[0]}", line + 1, column + 1) from None
-            rest = _REST_OF_LINE.match(text, end).end()
+            rest = _end_of(_REST_OF_LINE, text, end)
             yield from _yaml_chunks(_lines(text[rest:]), where(rest)[0])
             return
         if end - start > MAX_DOCUMENT_SIZE:
@@ -157,7 +172,9 @@ def json_end(decoder: json.JSONDecoder, text: str, start: int) -> int:
         depth += 1
         if depth > MAX_DEPTH:
             raise _TooDeep(f"exceeded max depth of {MAX_DEPTH}", s_and_end[0], s_and_end[1] - 1)
-        value = json.decoder.JSONObject(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo)
+        # the json module's own collection parsers and scanner are undocumented: typeshed declares none of them
+        value: tuple[Any, int] = json.decoder.JSONObject(  # type: ignore[attr-defined]  # undocumented, see above
+            s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo)
         depth -= 1
         return value
 
@@ -166,12 +183,13 @@ def json_end(decoder: json.JSONDecoder, text: str, start: int) -> int:
         depth += 1
         if depth > MAX_DEPTH:
             raise _TooDeep(f"exceeded max depth of {MAX_DEPTH}", s_and_end[0], s_and_end[1] - 1)
-        value = json.decoder.JSONArray(s_and_end, scan_once)
+        value: tuple[Any, int] = json.decoder.JSONArray(s_and_end, scan_once)  # type: ignore[attr-defined]  # undocumented
         depth -= 1
         return value
 
-    deep.parse_object, deep.parse_array = parse_object, parse_array  # type: ignore[assignment]
-    deep.scan_once = json.scanner.py_make_scanner(deep)
+    # the pure-Python scanner's hooks: attributes JSONDecoder sets for it, undeclared in typeshed
+    deep.parse_object, deep.parse_array = parse_object, parse_array  # type: ignore[attr-defined]  # undeclared hooks
+    deep.scan_once = json.scanner.py_make_scanner(deep)  # type: ignore[attr-defined]  # undeclared hook, undocumented scanner
     with recursion_room():
         return deep.raw_decode(text, start)[1]
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import IO, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from memcached_gitops.foundation.excerpt import excerpt, quote_value
-from memcached_gitops.foundation.yamlreader import YAMLInputError, iter_documents
+from memcached_gitops.foundation.yamlreader import Readable, YAMLInputError, iter_documents
 from memcached_gitops.schemas import Validator
 
 from .pipeline import items_of
@@ -126,7 +126,7 @@ def pass_through(settings: Mapping[str, str]) -> PassThrough:
     raise PluginInputError(f"include-input: must be true or false, not {quote_value(excerpt(value))}")
 
 
-def first_memcached(sources: Iterable[tuple[str, IO[bytes]]], validator: Validator) -> str | None:
+def first_memcached(sources: Iterable[tuple[str, Readable]], validator: Validator) -> str | None:
     """The first file holding a document generate would judge as a Memcached, or None.
 
     Files are those generate reads (the same walk), documents are read as generate reads them, and

@@ -69,7 +69,7 @@ def transform(resource_list: dict[str, Any], validator: Validator, image: str) -
         for f in result.findings:
             entry: dict[str, Any] = {"message": f.message, "severity": f.severity}
             if isinstance(obj, dict):
-                meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+                meta = given if isinstance(given := obj.get("metadata"), dict) else {}
                 entry["resourceRef"] = {key: excerpt(str(obj.get(key) or "")) for key in ("apiVersion", "kind")}
                 entry["resourceRef"]["name"] = excerpt(str(meta.get("name") or ""))
                 if meta.get("namespace"):

@@ -9,10 +9,10 @@ positions is only kept for one document at a time.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from memcached_gitops.foundation.excerpt import excerpt, quote_value, type_and_length
-from memcached_gitops.foundation.yamlreader import Document, YAMLInputError, iter_documents
+from memcached_gitops.foundation.yamlreader import Document, Readable, YAMLInputError, iter_documents
 from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import Problem, Validator, format_path
 from memcached_gitops.schemas.validator import identity_problems
@@ -84,7 +84,7 @@ def object_ref(obj: Any, kind: str | None = None) -> str:
     """``Kind/name`` of a document, as precise as the document allows."""
     if not isinstance(obj, dict):
         return ""
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = given if isinstance(given := obj.get("metadata"), dict) else {}
     name = meta.get("name") or (f"{meta['generateName']}*" if meta.get("generateName") else "<unnamed>")
     return f"{excerpt(str(kind or obj.get('kind') or '<no kind>'))}/{excerpt(str(name))}"
 
@@ -120,7 +120,7 @@ def is_kubernetes_object(value: Any, validator: Validator) -> bool:
 
 
 def process(
-    sources: Iterable[tuple[str, IO[bytes] | str | bytes]],
+    sources: Iterable[tuple[str, Readable | str | bytes]],
     validator: Validator,
     image: str,
     do_render: bool = True,
@@ -147,7 +147,7 @@ def process(
                     continue
                 for obj, prefix in items_of(doc):
                     process_object(result, name, obj, validator, image, do_render,
-                                   lambda path, doc=doc, prefix=prefix: doc.position(prefix + path))
+                                   _locator(doc, prefix))
                 if max_objects is not None and result.objects > max_objects:
                     raise TooManyObjects(f"{name}:{doc.position(())[0]}: more than {max_objects} objects to hold and emit "
                                          f"(--max-objects or MEMCACHED_GITOPS_MAX_OBJECTS); refused")
@@ -171,6 +171,11 @@ def is_kustomize_config(obj: dict[str, Any]) -> bool:
 
 def _no_position(path: tuple[str | int, ...]) -> tuple[int, int]:
     return 0, 0
+
+
+def _locator(doc: Document, prefix: tuple[str | int, ...]) -> Callable[[tuple[str | int, ...]], tuple[int, int]]:
+    """Where a path under ``prefix`` (an item of a List document) is in ``doc``'s source."""
+    return lambda path: doc.position(prefix + path)
 
 
 def process_object(
