@@ -29,6 +29,7 @@ CHECKED = (
     "memcached_gitops.render",
     "memcached_gitops.schemas",
     "memcached_gitops",
+    "memcached_gitops.reconciler",
 )
 
 

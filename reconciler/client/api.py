@@ -52,10 +52,11 @@ class WatchDropped(Exception):
 def _is_timeout(exc: BaseException) -> bool:
     import socket
 
-    while exc is not None:
-        if isinstance(exc, (TimeoutError, socket.timeout)) or "timed out" in str(exc).lower():
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, (TimeoutError, socket.timeout)) or "timed out" in str(cause).lower():
             return True
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+        cause = cause.__cause__ or cause.__context__
     return False
 
 
@@ -93,7 +94,7 @@ class KubeAPI:
     client: Any  # kubernetes.client.ApiClient
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout: float = 30.0
-    requests: Counter = field(default_factory=Counter)
+    requests: Counter[str] = field(default_factory=Counter)  # by verb
     stop: threading.Event | None = None
     #: The manager of writes without a fieldManager is the part before the first "/" (transcript 22),
     #: so a replica may add its identity after it and stay the same manager.
@@ -113,11 +114,12 @@ class KubeAPI:
             configuration.host = host
         else:
             try:
-                config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
+                config.load_kube_config(  # type: ignore[no-untyped-call]  # the kubernetes client's loaders are unannotated
+                    config_file=kubeconfig, context=context, client_configuration=configuration)
             except Exception:  # no kubeconfig: we are a pod, or nothing is configured
                 if kubeconfig or context:
                     raise
-                config.load_incluster_config(client_configuration=configuration)
+                config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]  # as above
         configuration.retries = False  # retries are ours, with jitter and Retry-After
         return cls(client=client.ApiClient(configuration), **kwargs)
 
@@ -235,7 +237,8 @@ class KubeAPI:
         query = {"fieldManager": field_manager, "force": "true"}
         if dry_run:
             query["dryRun"] = "All"
-        return self.request("PATCH", path, query, obj, content_type="application/apply-patch+yaml", verb="apply")
+        applied: dict[str, Any] = self.request("PATCH", path, query, obj, content_type="application/apply-patch+yaml", verb="apply")
+        return applied
 
 
 def collection_path(group: str, version: str, plural: str, namespace: str | None = None) -> str:

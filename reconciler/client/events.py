@@ -30,7 +30,7 @@ class EventRecorder:
     def warn_once(self, cr: dict[str, Any], reason: str, message: str) -> None:
         """A Warning for a state that persists: only when the CR's Degraded condition is not already saying
         it, True (a failure) or False (news such as SelectorOverlap that is no failure)."""
-        degraded = next((c for c in (cr.get("status") or {}).get("conditions") or [] if c.get("type") == "Degraded"), {})
+        degraded: dict[str, Any] = next((c for c in (cr.get("status") or {}).get("conditions") or [] if c.get("type") == "Degraded"), {})
         if degraded.get("reason") == reason and degraded.get("message") == message:
             return
         self.record(cr, "Warning", reason, message)

@@ -67,10 +67,12 @@ def slim(kind: Kind, obj: dict[str, Any], like: Any = None) -> dict[str, Any]:
     meta = obj.get("metadata") or {}
     if kind.metadata_only:
         keep = ("name", "namespace", "uid", "resourceVersion", "labels", "ownerReferences", "deletionTimestamp")
-        return compact({"metadata": {k: meta[k] for k in keep if k in meta}}, like=like)
+        slimmed: dict[str, Any] = compact({"metadata": {k: meta[k] for k in keep if k in meta}}, like=like)
+        return slimmed
     if not kind.keep_managed_fields and "managedFields" in meta:
         obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
-    return compact(obj, like=like)
+    compacted: dict[str, Any] = compact(obj, like=like)
+    return compacted
 
 
 #: Subtrees that thousands of cached objects hold in identical copies: a Deployment's pod spec
@@ -130,9 +132,9 @@ def compact(value: Any, path: tuple[str, ...] = (), like: Any = None) -> Any:
             _SHARED[key] = out
         return out
     if isinstance(value, list):
-        before = like if isinstance(like, list) else []
+        earlier = like if isinstance(like, list) else []
         if path == _MANAGED_FIELDS:  # each entry from a root of its own, matched by its position
-            return [compact(v, (), before[n] if n < len(before) else None) for n, v in enumerate(value)]
+            return [compact(v, (), earlier[n] if n < len(earlier) else None) for n, v in enumerate(value)]
         return [_intern(v) for v in value]
     return _intern(value)
 

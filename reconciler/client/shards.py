@@ -371,8 +371,9 @@ class ShardRing:
     def _create(self, body: dict[str, Any]) -> dict[str, Any]:
         body["spec"]["acquireTime"] = body["spec"]["renewTime"]
         try:
-            return self.api.request("POST", collection_path(*LEASES.gvr, self.namespace), body=body,
-                                    verb="create")
+            created: dict[str, Any] = self.api.request("POST", collection_path(*LEASES.gvr, self.namespace), body=body,
+                                                       verb="create")
+            return created
         except APIError as exc:
             if exc.status != 409:
                 raise
@@ -382,7 +383,8 @@ class ShardRing:
         self.incarnation = max(self.incarnation, int((old.get("spec") or {}).get("leaseTransitions") or 0) + 1)
         body["spec"]["leaseTransitions"] = self.incarnation
         body["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-        return self.api.request("PUT", path, body=body, verb="update")
+        replaced: dict[str, Any] = self.api.request("PUT", path, body=body, verb="update")
+        return replaced
 
     def release(self, timeout: float = 30.0) -> None:
         """SIGTERM: stop taking CRs, wait for the reconciles in flight, then delete the Lease."""

@@ -30,22 +30,27 @@ import time
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+#: the type of a queue's keys (the controller's: namespace and name)
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass
-class ExponentialBackoff:
+class ExponentialBackoff(Generic[K]):
     """Per-key delay ``base * 2**failures``, capped."""
 
     base: float = 0.005
     cap: float = 1000.0
-    failures: dict[Hashable, int] = field(default_factory=dict)
+    failures: dict[K, int] = field(default_factory=dict)
 
-    def when(self, key: Hashable) -> float:
+    def when(self, key: K) -> float:
         n = self.failures.get(key, 0)
         self.failures[key] = n + 1
-        return min(self.cap, self.base * 2**n)
+        delay: float = self.base * 2**n  # int ** int is typed Any: n is never negative
+        return min(self.cap, delay)
 
-    def forget(self, key: Hashable) -> None:
+    def forget(self, key: K) -> None:
         self.failures.pop(key, None)
 
 
@@ -70,27 +75,27 @@ class TokenBucket:
         return 0.0 if self.tokens >= 0 else -self.tokens / self.rate
 
 
-class WorkQueue:
-    def __init__(self, backoff: ExponentialBackoff | None = None, bucket: TokenBucket | None = None,
+class WorkQueue(Generic[K]):
+    def __init__(self, backoff: ExponentialBackoff[K] | None = None, bucket: TokenBucket | None = None,
                  clock: Callable[[], float] = time.monotonic, delay_thread: bool = True) -> None:
-        self.backoff = backoff or ExponentialBackoff()
+        self.backoff: ExponentialBackoff[K] = backoff or ExponentialBackoff()
         self.bucket = bucket or TokenBucket(clock=clock)
         self.clock = clock
         self._lock = threading.RLock()
         self._available = threading.Condition(self._lock)  # workers in get: a key was queued
         self._delays = threading.Condition(self._lock)  # the delay thread: a delayed key was added
         self._idle = threading.Condition(self._lock)  # wait_idle: the last key being processed is done
-        self._queue: deque[Hashable] = deque()
-        self._dirty: dict[Hashable, float] = {}  # key -> when it was first added since it was last taken
-        self._processing: set[Hashable] = set()
+        self._queue: deque[K] = deque()
+        self._dirty: dict[K, float] = {}  # key -> when it was first added since it was last taken
+        self._processing: set[K] = set()
         self._shutting_down = False
-        self._delayed: list[tuple[float, int, Hashable]] = []
+        self._delayed: list[tuple[float, int, K]] = []
         self._seq = itertools.count()
         self._delay_thread: threading.Thread | None = None
         self._start_delay_thread = delay_thread
 
     # ---- adding
-    def add(self, key: Hashable, arrived: float | None = None) -> None:
+    def add(self, key: K, arrived: float | None = None) -> None:
         """Queue ``key`` (``arrived``: when the event that caused it was read, for latency)."""
         with self._lock:
             if self._shutting_down or key in self._dirty:
@@ -101,7 +106,7 @@ class WorkQueue:
             self._queue.append(key)
             self._available.notify()
 
-    def add_after(self, key: Hashable, delay: float) -> None:
+    def add_after(self, key: K, delay: float) -> None:
         if delay <= 0:
             self.add(key)
             return
@@ -114,16 +119,16 @@ class WorkQueue:
                 self._delay_thread.start()
             self._delays.notify()  # the delay thread may need to wake earlier
 
-    def add_rate_limited(self, key: Hashable) -> None:
+    def add_rate_limited(self, key: K) -> None:
         with self._lock:
             delay = max(self.backoff.when(key), self.bucket.reserve())
         self.add_after(key, delay)
 
-    def forget(self, key: Hashable) -> None:
+    def forget(self, key: K) -> None:
         with self._lock:
             self.backoff.forget(key)
 
-    def failures(self, key: Hashable) -> int:
+    def failures(self, key: K) -> int:
         with self._lock:
             return self.backoff.failures.get(key, 0)
 
@@ -150,7 +155,7 @@ class WorkQueue:
                 self._delays.wait(self.release_due())  # the lock is reentrant
 
     # ---- taking
-    def get(self, timeout: float | None = None) -> tuple[Hashable, float] | None:
+    def get(self, timeout: float | None = None) -> tuple[K, float] | None:
         """The next key and when it was first added; None once shut down (or after ``timeout``)."""
         with self._lock:
             while not self._queue and not self._shutting_down:
@@ -163,7 +168,7 @@ class WorkQueue:
             arrived = self._dirty.pop(key)
             return key, arrived
 
-    def done(self, key: Hashable) -> None:
+    def done(self, key: K) -> None:
         with self._lock:
             self._processing.discard(key)
             if key in self._dirty and not self._shutting_down:

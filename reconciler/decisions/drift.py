@@ -77,7 +77,8 @@ def removal_patch(live: dict[str, Any], drifts: list[Drift]) -> list[dict[str, A
     for d in drifts:
         if not d.unwanted:
             continue
-        pointer, node = "", live
+        pointer = ""
+        node: Any = live  # a mapping or a list, by the step that reached it
         for kind, value in d.path:
             if kind == "f":
                 pointer += "/" + str(value).replace("~", "~0").replace("/", "~1")
@@ -115,7 +116,7 @@ def compare(desired: dict[str, Any], live: dict[str, Any] | None) -> list[Drift]
     """The fields of ``desired`` whose value differs in ``live`` (everything, when live is None)."""
     if live is None:
         return [Drift((), _ABSENT, "<the whole object>", ())]
-    found: list[tuple] = []
+    found: list[tuple[Any, ...]] = []  # (path, live, desired[, related paths])
     _walk(desired, live, (), (), found)
     managed = (live.get("metadata") or {}).get("managedFields") or []
     drifts = []
@@ -127,7 +128,7 @@ def compare(desired: dict[str, Any], live: dict[str, Any] | None) -> list[Drift]
     return drifts
 
 
-def _walk(desired: Any, live: Any, path: tuple[PathStep, ...], schema: tuple[str, ...], out: list) -> None:
+def _walk(desired: Any, live: Any, path: tuple[PathStep, ...], schema: tuple[str, ...], out: list[tuple[Any, ...]]) -> None:
     if isinstance(desired, dict) and schema not in ATOMIC:
         if not isinstance(live, dict):
             out.append((path, live, desired))

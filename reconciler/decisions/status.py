@@ -181,12 +181,17 @@ def status_reason(conditions: list[dict[str, Any]]) -> str:
     by_type = {c["type"]: c for c in conditions}
     degraded, progressing, available = by_type["Degraded"], by_type["Progressing"], by_type["Available"]
     if degraded["status"] == "True":
-        return degraded["reason"]
+        return _reason(degraded)
     if progressing["status"] == "True":
         return "Progressing"
     if degraded["reason"] in _TELLING:
-        return degraded["reason"]
-    return "Available" if available["status"] == "True" else available["reason"]
+        return _reason(degraded)
+    return "Available" if available["status"] == "True" else _reason(available)
+
+
+def _reason(condition: dict[str, Any]) -> str:
+    reason: str = condition["reason"]  # every condition this module writes has one
+    return reason
 
 
 def columns(obs: Observation, conditions: list[dict[str, Any]]) -> dict[str, str]:

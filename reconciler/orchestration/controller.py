@@ -26,7 +26,6 @@ import gc
 import logging
 import threading
 import time
-from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,7 +81,7 @@ class Controller:
         self.fights = fights or FightDetector()
         self.clock = clock  # the fights' deadlines and the work timings: one monotonic clock
         self.stop = reconciler.stop
-        self.queue = WorkQueue()
+        self.queue: WorkQueue[tuple[str, str]] = WorkQueue()  # CR keys: namespace and name
         self.metrics.workers(self.settings.workers, lambda: len(self.queue))
         self.leading = threading.Event()
         self.shards = shards
@@ -294,21 +293,21 @@ class Controller:
                 self.metrics.busy(-1)
                 self.metrics.observe_work(self.clock.monotonic() - started)
 
-    def reconcile(self, key: Hashable, arrived: float) -> CROutcome | None:
+    def reconcile(self, key: tuple[str, str], arrived: float) -> CROutcome | None:
         """One CR from the cache (no GET); its writes' answers go back into the cache."""
-        cr = self.cached("Memcached", key)  # type: ignore[arg-type]
+        cr = self.cached("Memcached", key)
         if cr is None:
             return None
-        live = self.cached("Deployment", key)  # type: ignore[arg-type]
+        live = self.cached("Deployment", key)
         declared, condition_fields = self._schema
         lazy = False
         if self.shards is not None:
             with self._waiting_lock:
                 lazy = key in self._sweeping
-                self._sweeping.discard(key)  # type: ignore[arg-type]
-        outcome = self.reconciler.reconcile_cr(cr, live, self.pods_of(key), declared, condition_fields,  # type: ignore[arg-type]
+                self._sweeping.discard(key)
+        outcome = self.reconciler.reconcile_cr(cr, live, self.pods_of(key), declared, condition_fields,
                                                degraded=self._fight_check, neighbours=self.kept_deployments,
-                                               autoscaler=self.autoscaler_of(key), lazy_served_by=lazy)  # type: ignore[arg-type]
+                                               autoscaler=self.autoscaler_of(key), lazy_served_by=lazy)
         if outcome.served_by_deferred:
             self.queue.add_after(key, self.served_by_slot())
         if outcome.deployment is not None:
@@ -317,7 +316,7 @@ class Controller:
                 self.metrics.correction_latency.observe(outcome.applied_at - arrived)
         elif outcome.read is not None and self.shards is not None:
             for informer in self.informers["Deployment"]:  # read by a GET: kept unless the watch saw it go
-                if informer.namespace in (None, key[0]):  # type: ignore[index]
+                if informer.namespace in (None, key[0]):
                     informer.store.fill([slim(self.kinds["Deployment"], outcome.read)])
         if outcome.cr is not None:
             self._put("Memcached", outcome.cr)
@@ -547,8 +546,10 @@ def owner_name(deployment: dict[str, Any]) -> str:
     meta = deployment.get("metadata") or {}
     for ref in meta.get("ownerReferences") or []:
         if ref.get("controller") and ref.get("kind") == "Memcached":
-            return ref.get("name", "")
-    return (meta.get("labels") or {}).get(INSTANCE_LABEL) or meta.get("name", "")
+            controller: str = ref.get("name", "")
+            return controller
+    named: str = (meta.get("labels") or {}).get(INSTANCE_LABEL) or meta.get("name", "")
+    return named
 
 
 def lease_client(api: KubeAPI, renew_deadline: float) -> KubeAPI:

@@ -264,9 +264,11 @@ class Reconciler:
             return self._refuse(visit, "ResourceNotOwned", message, size, None, Action.NOT_OWNED, pods=())
         desired, drift, size = self._plan(visit, desired, live, autoscaler, pointers, size)
         inherited = ownership is Ownership.INHERITED
-        applied_by = (spec_manager(live) or "another tool") if ownership in (Ownership.GITOPS_APPLIED, Ownership.INHERITED) else ""
-        if applied_by and not self.options.adopt:
-            return self._observe(cr, live, pods, applied_by, drift, size, declared, condition_fields, inherited)
+        applied_by = ""
+        if live is not None and ownership in (Ownership.GITOPS_APPLIED, Ownership.INHERITED):  # classified, so read
+            applied_by = spec_manager(live) or "another tool"
+            if not self.options.adopt:
+                return self._observe(cr, live, pods, applied_by, drift, size, declared, condition_fields, inherited)
         if drift and (self.options.detect_only or mode == "detect-only"):
             return self._detected(visit, drift, size, live)
         if drift:
@@ -400,7 +402,8 @@ class Reconciler:
         """The rare path: a CR whose Deployment is not in the labelled LIST. One GET, so that a
         Deployment of that name without our label is seen (and never taken over)."""
         try:
-            return self.api.request("GET", object_path(*DEPLOYMENTS.gvr, ns, name))
+            found: dict[str, Any] = self.api.request("GET", object_path(*DEPLOYMENTS.gvr, ns, name))
+            return found
         except APIError as exc:
             if exc.status == 404:
                 return None

@@ -41,7 +41,7 @@ class _RequestCounter:
     """Exposes the API client's own per-verb counter (a collections.Counter it increments)."""
 
     def __init__(self) -> None:
-        self.source: CountDict | None = None
+        self.source: CountDict[str] | None = None
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         family = CounterMetricFamily(f"{PREFIX}_api_requests", "API requests by verb.", labels=["verb"])
@@ -135,11 +135,11 @@ class Metrics:
         self.workqueue_depth.labels(CONTROLLER, CONTROLLER, "").set_function(queued)
 
     @property
-    def api_requests(self) -> CountDict | None:
+    def api_requests(self) -> CountDict[str] | None:
         return self._requests.source
 
     @api_requests.setter
-    def api_requests(self, source: CountDict | None) -> None:
+    def api_requests(self, source: CountDict[str] | None) -> None:
         self._requests.source = source
 
     @property
