@@ -73,6 +73,11 @@ def test_a_running_reconciler_counts_reconciles_errors_and_retries_in_controller
                                            {"User-Agent": "kubectl/v1.37.1", "Content-Type": "application/json"}, json.dumps(live).encode())
             assert code == 200, data
             wait_for(lambda: deployment(cluster, "a")["spec"]["replicas"] == 1, timeout=15, what="the retried correction")
+            # the correction is written before its worker lets the key go and counts it: wait for that
+            wait_for(lambda: len(c.queue) == 0 and c.queue.wait_idle(0)
+                     and c.metrics.value("controller_runtime_reconcile_total", {"controller": CONTROLLER, "result": "success"}) >= 2
+                     and c.metrics.value("controller_runtime_active_workers", {"controller": CONTROLLER}) == 0,
+                     timeout=15, what="the workers idle with the reconciles counted")
             samples = scrape(c.metrics)
     value = {(name, tuple(sorted(labels.items()))): v for family in samples.values() for name, labels, v in family}
     assert value[("controller_runtime_reconcile_total", (("controller", CONTROLLER), ("result", "success")))] >= 2
