@@ -123,12 +123,17 @@ class FakeAPIServer(APIHandler, Verbs, FieldManager, Admission, Authorizer, Stor
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     # ---- helpers for tests
+    # Read under the lock a request is served under (handler.handle), as the real server's storage and
+    # audit log agree: a write's object and its log entry become visible together, so a test that sees
+    # a write's effect also finds the write in the log.
     def get(self, group: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
-        obj = self.objects.get((group, plural, namespace, name))
-        return copy.deepcopy(obj) if obj else None
+        with self.lock:
+            obj = self.objects.get((group, plural, namespace, name))
+            return copy.deepcopy(obj) if obj else None
 
     def writes(self) -> list[LoggedRequest]:
-        return [r for r in self.log if r.is_write]
+        with self.lock:
+            return [r for r in self.log if r.is_write]
 
     def reset_log(self) -> None:
         with self.lock:
