@@ -12,52 +12,41 @@ float seconds. A ``Clock`` is injected wherever a deadline is computed, so tests
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Protocol, overload
+from dataclasses import dataclass, replace
+from typing import Protocol, Self, overload
 
 
-@dataclass(frozen=True, order=True, slots=True)
-class Monotonic:
+@dataclass(frozen=True)
+class _Instant:
+    """An instant in seconds; each clock's subclass compares (its own dataclass ordering, typed with
+    the subclass) and subtracts only with its own kind."""
+
+    seconds: float
+
+    def __add__(self, duration: float) -> Self:
+        return replace(self, seconds=self.seconds + duration)
+
+    @overload
+    def __sub__(self, other: Self) -> float: ...
+    @overload
+    def __sub__(self, other: float) -> Self: ...
+    def __sub__(self, other: Self | float) -> float | Self:
+        """The seconds between two instants of one clock, or the instant a duration earlier."""
+        if type(other) is type(self):
+            return self.seconds - other.seconds
+        if isinstance(other, (int, float)):
+            return replace(self, seconds=self.seconds - other)
+        return NotImplemented
+
+
+@dataclass(frozen=True, order=True)
+class Monotonic(_Instant):
     """An instant of the monotonic clock, in seconds from an arbitrary start."""
 
-    seconds: float
 
-    def __add__(self, duration: float) -> Monotonic:
-        return Monotonic(self.seconds + duration)
-
-    @overload
-    def __sub__(self, other: Monotonic) -> float: ...
-    @overload
-    def __sub__(self, other: float) -> Monotonic: ...
-    def __sub__(self, other: Monotonic | float) -> float | Monotonic:
-        """The seconds between two instants, or the instant a duration earlier."""
-        if isinstance(other, Monotonic):
-            return self.seconds - other.seconds
-        if isinstance(other, (int, float)):
-            return Monotonic(self.seconds - other)
-        return NotImplemented
-
-
-@dataclass(frozen=True, order=True, slots=True)
-class WallTime:
+@dataclass(frozen=True, order=True)
+class WallTime(_Instant):
     """An instant of the wall clock, in seconds since the epoch (what other hosts read)."""
-
-    seconds: float
-
-    def __add__(self, duration: float) -> WallTime:
-        return WallTime(self.seconds + duration)
-
-    @overload
-    def __sub__(self, other: WallTime) -> float: ...
-    @overload
-    def __sub__(self, other: float) -> WallTime: ...
-    def __sub__(self, other: WallTime | float) -> float | WallTime:
-        """The seconds between two instants, or the instant a duration earlier."""
-        if isinstance(other, WallTime):
-            return self.seconds - other.seconds
-        if isinstance(other, (int, float)):
-            return WallTime(self.seconds - other)
-        return NotImplemented
 
 
 class Clock(Protocol):

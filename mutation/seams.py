@@ -48,7 +48,8 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "            self.metrics.busy(1)\n            try:\n                if not self.leading.is_set():",
         "            leading = self.leading.is_set()\n            item = self.queue.get()\n"
         "            if item is None:\n                return\n            key, arrived = item\n"
-        "            started = self.clock.monotonic()\n            self.metrics.busy(1)\n            try:\n                if not leading:"),
+        "            started = self.clock.monotonic()\n            self.metrics.busy(1)\n"
+        "            try:\n                if not leading:"),
     "clocks: a fight's instants from the wall clock": (
         CONTROLLER,
         "        key = key_of(cr)\n        now = self.clock.monotonic()",
