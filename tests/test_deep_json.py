@@ -205,3 +205,52 @@ def test_json_on_stdin_and_a_second_value_after_a_deep_one() -> None:
     proc = run("render", "-", stdin=(nested(3000) + "\n" + second).encode())
     assert proc.returncode == 0, proc.stderr.decode()[-500:]
     assert b"name: b" in proc.stdout
+
+
+class GivesUp(json.JSONDecoder):
+    """A decoder whose C scanner gives up at once (RecursionError), so json_end takes its counting path."""
+
+    def raw_decode(self, s: str, idx: int = 0) -> tuple[Any, int]:
+        raise RecursionError
+
+
+def deep_end(text: str) -> int:
+    from memcached_gitops.foundation.yamlreader import json_end
+
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"invalid character '{name[0]}' looking for beginning of value")
+
+    return json_end(GivesUp(parse_constant=no_constant), text, 0)
+
+
+@pytest.mark.parametrize("opener", ["[", '{"a":'])
+def test_the_counting_path_reads_the_limit_and_refuses_one_more_in_process(opener: str) -> None:
+    closer = "]" if opener == "[" else "}"
+    at_limit = opener * MAX_DEPTH + "1" + closer * MAX_DEPTH
+    assert deep_end(at_limit) == len(at_limit)
+    with pytest.raises(ValueError, match="exceeded max depth"):
+        deep_end(opener * (MAX_DEPTH + 1) + "1" + closer * (MAX_DEPTH + 1))
+
+
+def array_with_a_closed_one(more: int) -> str:
+    """6,000 open arrays, an empty one opened and closed in the innermost, then ``more`` arrays beside it."""
+    return "[" * 6000 + "[]," + "[" * more + "1" + "]" * more + "]" * 6000
+
+
+def object_with_a_closed_one(more: int) -> str:
+    """6,000 open objects, then one more holding an empty object and, beside it, ``more`` objects."""
+    return '{"a":' * 6000 + '{"k":{},"m":' + '{"a":' * more + "1" + "}" * more + "}" + "}" * 6000
+
+
+@pytest.mark.parametrize(("make", "limit"), [(array_with_a_closed_one, 4000), (object_with_a_closed_one, 3999)])
+def test_the_counting_path_counts_a_closed_collection_out(make: Any, limit: int) -> None:
+    """Levels are counted down as collections close: past a closed collection, the levels still open
+    and the new ones make 10,000 at most (read) or one more (refused)."""
+    assert deep_end(make(limit)) == len(make(limit))
+    with pytest.raises(ValueError, match="exceeded max depth"):
+        deep_end(make(limit + 1))
+
+
+def test_the_counting_path_refuses_nan_as_encoding_json_does() -> None:
+    with pytest.raises(ValueError, match="invalid character 'N'"):
+        deep_end("[" * 2000 + "NaN" + "]" * 2000)
