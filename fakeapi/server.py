@@ -123,9 +123,12 @@ class FakeAPIServer(APIHandler, Verbs, FieldManager, Admission, Authorizer, Stor
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     # ---- helpers for tests
-    # Read under the lock a request is served under (handler.handle), as the real server's storage and
-    # audit log agree: a write's object and its log entry become visible together, so a test that sees
-    # a write's effect also finds the write in the log.
+    # Read under the lock a request is served under (handler.handle): a write's object and its log entry
+    # become visible together, so a test that sees a write's effect also finds the write in the log.
+    # A guarantee of these test helpers, not a rule of the real server, and no transcript in
+    # ../shared/apiserver-transcripts shows it: a real kube-apiserver writes an audit event's
+    # ResponseComplete stage after the object is stored, so a test on a real cluster that reads the
+    # object and then the audit log must wait for the audit entry.
     def get(self, group: str, plural: str, namespace: str, name: str) -> dict[str, Any] | None:
         with self.lock:
             obj = self.objects.get((group, plural, namespace, name))
