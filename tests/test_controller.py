@@ -349,7 +349,7 @@ def test_metrics_and_probes_say_who_leads(cluster: FakeAPIServer) -> None:
     import urllib.error
     import urllib.request
 
-    from memcached_gitops.reconciler.orchestration.metrics import serve
+    from memcached_gitops.reconciler.orchestration.serving import serve
     from prometheus_client.parser import text_string_to_metric_families
 
     def scrape(port: int) -> dict:
@@ -388,7 +388,7 @@ def test_not_ready_before_the_first_sync() -> None:
     import urllib.error
     import urllib.request
 
-    from memcached_gitops.reconciler.orchestration.metrics import serve
+    from memcached_gitops.reconciler.orchestration.serving import serve
 
     metrics = Metrics()
     server = serve(metrics, 0, "127.0.0.1")

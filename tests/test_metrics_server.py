@@ -11,8 +11,9 @@ import time
 import urllib.request
 
 import pytest
-from memcached_gitops.reconciler.orchestration import metrics as metrics_module
-from memcached_gitops.reconciler.orchestration.metrics import Metrics, serve
+from memcached_gitops.reconciler.orchestration import serving as metrics_module
+from memcached_gitops.reconciler.orchestration.metrics import Metrics
+from memcached_gitops.reconciler.orchestration.serving import serve
 
 
 @pytest.fixture

@@ -55,7 +55,8 @@ def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], fiel
     from .controller import DEFAULT_RESYNC, Controller, Settings, lease_client
     from .cycle import Options, Reconciler
     from .loop import install_stop_handlers, run_once
-    from .metrics import Metrics, serve
+    from .metrics import Metrics
+    from .serving import serve
 
     stop = threading.Event()
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
