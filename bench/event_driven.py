@@ -298,7 +298,8 @@ def main() -> None:
         api.reset_log()
         started = time.monotonic()
         proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", "reconcile", "--kubeconfig", config, "--metrics-port", "0",
-                                 "--lease-namespace", "default", "--log-level", "info", "--workers", str(args.workers)],
+                                 "--health-probe-port", "0", "--lease-namespace", "default", "--log-level", "info",
+                                 "--workers", str(args.workers)],
                                 env={**os.environ, "POD_NAME": "bench-replica"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True)
         synced: list[float] = []

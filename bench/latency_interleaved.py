@@ -73,7 +73,7 @@ def main() -> None:
                                        str(args.peers / "kopf_memcached.py")], env=penv,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         procs.append(subprocess.Popen([str(args.venv / "bin" / "memcached-gitops"), "reconcile", "--interval", "10m", "--namespace", "ours",
-                                       "--kubeconfig", kc, "--lease-namespace", "ours", "--metrics-port", "0"],
+                                       "--kubeconfig", kc, "--lease-namespace", "ours", "--metrics-port", "0", "--health-probe-port", "0"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(10)  # every Deployment created and every peer quiet
         start = len(audit.read_text().splitlines())

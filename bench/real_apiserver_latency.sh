@@ -18,7 +18,7 @@ k wait --for=condition=Established crd/memcacheds.cache.example.com >/dev/null
 k create namespace ours >/dev/null
 # c0..c19 with size i % 3 + 1: what latency.py expects after reconciliation
 for i in $(seq 0 19); do printf -- '---\napiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: c%s}\nspec: {size: %s}\n' "$i" $((i % 3 + 1)); done | k apply -n ours -f - >/dev/null
-"$venv/bin/memcached-gitops" reconcile --interval 10m --namespace ours --kubeconfig "$kc" --lease-namespace ours --metrics-port 0 >/tmp/memcached-gitops-reconcile.log 2>&1 &
+"$venv/bin/memcached-gitops" reconcile --interval 10m --namespace ours --kubeconfig "$kc" --lease-namespace ours --metrics-port 0 --health-probe-port 0 >/tmp/memcached-gitops-reconcile.log 2>&1 &
 pid=$!
 for _ in $(seq 1 100); do [ "$(k get deployments -n ours --no-headers 2>/dev/null | wc -l)" -ge 20 ] && break; sleep 0.2; done
 sleep 3

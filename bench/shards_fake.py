@@ -33,7 +33,7 @@ from fakeapi.server import FakeAPIServer  # noqa: E402
 
 def start(config: str, name: str) -> tuple[subprocess.Popen, dict]:
     proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", "reconcile", "--shards", "--kubeconfig", config,
-                             "--metrics-port", "0", "--lease-namespace", "default", "--log-level", "info"],
+                             "--metrics-port", "0", "--health-probe-port", "0", "--lease-namespace", "default", "--log-level", "info"],
                             env={**os.environ, "POD_NAME": name}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seen: dict = {"synced": None, "members": None, "cached": None}
 

@@ -97,7 +97,7 @@ class Kit:
         log = open(f"/tmp/memcached-gitops-{name}.log", "w")  # noqa: SIM115 (kept open for the process)
         self.procs[name] = subprocess.Popen(
             [str(self.venv / "bin" / "memcached-gitops"), "reconcile", "--shards", "--kubeconfig", self.kc, "--lease-namespace", "default",
-             "--metrics-port", "0", "--log-level", "info"], env=env, stdout=log, stderr=log)
+             "--metrics-port", "0", "--health-probe-port", "0", "--log-level", "info"], env=env, stdout=log, stderr=log)
 
     def ring(self) -> dict[str, str]:
         leases = json.loads(self.k("get", "leases", "-n", "default", "-l", "cache.example.com/shard-ring", "-o", "json"))["items"]

@@ -147,7 +147,8 @@ def rbac_page() -> str:
                       "| API groups | resources | verbs |", "| --- | --- | --- |"]
             for rule in doc.get("rules") or []:
                 groups = ", ".join(f"`{g or 'core'}`" for g in rule.get("apiGroups") or [])
-                lines.append(f"| {groups} | {', '.join(rule.get('resources') or [])} | {', '.join(rule.get('verbs') or [])} |")
+                what = ", ".join(rule.get("resources") or []) or ", ".join(f"`{u}` (URL)" for u in rule.get("nonResourceURLs") or [])
+                lines.append(f"| {groups} | {what} | {', '.join(rule.get('verbs') or [])} |")
             lines.append("")
     return "\n".join(lines)
 

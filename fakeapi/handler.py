@@ -43,8 +43,11 @@ from . import selectors
 from .errors import APIError, bad_request, status_body
 from .resources import BUILTINS, Resource
 from .resources import truthy as _truthy
+from .reviews import ACCESS_REVIEWS, TOKEN_REVIEWS
 from .storage import _event_view
 from .watch import PARTIAL_LIST, Expired, WatchCache, WatchStream, as_partial, partial_metadata_view
+
+REVIEW_PATHS = {TOKEN_REVIEWS, ACCESS_REVIEWS}
 
 
 def _get_field(obj: dict[str, Any], dotted: str) -> Any:
@@ -288,6 +291,8 @@ class APIHandler:
         namespace = None
         if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) > 2:
             namespace, rest = rest[1], rest[2:]
+        if tuple([group, *rest]) in REVIEW_PATHS and version == "v1":
+            return self._review(group, rest[0], method, ua, body)
         res = self.resources.get((group, rest[0])) if rest else None
         if res is None and any(r.group == group and r.version == version and not r.custom for r in BUILTINS):
             # a built-in group version answers an unknown resource with a Status, a CRD's group with plain text (32, 12)

@@ -12,6 +12,7 @@ the recordings win (see their README's "Surprises").
 
 - handler.py: the HTTP side: routing, discovery, LIST with limit/continue, opening a WATCH,
   metadata-only views, the request log and fault injection;
+- reviews.py: TokenReview and SubjectAccessReview (create-only, never stored);
 - admission.py: RBAC authorization (optional: a ClusterRole's rules), the
   OwnerReferencesPermissionEnforcement admission plugin (behind a switch), and each resource's
   defaulting, pruning and validation;
@@ -58,6 +59,7 @@ from .errors import APIError, bad_request, conflict_modified, invalid, not_found
 from .fieldmanager import FieldManager, manager_from_user_agent
 from .handler import APIHandler, Fault, LoggedRequest, _HTTPServer, http_handler
 from .resources import BUILTINS, Resource
+from .reviews import Reviews
 from .storage import Storage, _RecordingStore
 from .verbs import Verbs, json_patch, merge_patch, strategic_merge_patch
 from .watch import WatchCache, WatchStream
@@ -70,7 +72,7 @@ __all__ = [
 
 
 @dataclass
-class FakeAPIServer(APIHandler, Verbs, FieldManager, Admission, Authorizer, Storage):
+class FakeAPIServer(APIHandler, Verbs, FieldManager, Admission, Authorizer, Reviews, Storage):
     """The fake. Use as a context manager: ``with FakeAPIServer() as api: api.url``."""
 
     crd_texts: list[str] = field(default_factory=lambda: [builtin_crd_text()])
@@ -80,6 +82,8 @@ class FakeAPIServer(APIHandler, Verbs, FieldManager, Admission, Authorizer, Stor
     #: kube-apiserver's --enable-admission-plugins=OwnerReferencesPermissionEnforcement (OpenShift has it on)
     owner_references_permission_enforcement: bool = False
     rbac_user: str = "system:serviceaccount:test:reconciler"  # who the RBAC-checked requests come from
+    #: TokenReview (reviews.py): the tokens the fake's authenticator knows, each with its status.user
+    tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.lock = threading.RLock()
@@ -88,6 +92,7 @@ class FakeAPIServer(APIHandler, Verbs, FieldManager, Admission, Authorizer, Stor
         self.watches: list[WatchStream] = []  # open WATCH streams
         self.objects: dict[tuple[str, str, str, str], dict[str, Any]] = _RecordingStore(self._record)  # (group, plural, ns, name)
         self.log: list[LoggedRequest] = []
+        self.non_resource_grants = []
         self.faults: list[Fault] = []
         self.authorized_requests: list[tuple[str, str, str]] = []  # (group, resource, verb), with RBAC on
         self.resources: dict[tuple[str, str], Resource] = {(r.group, r.plural): r for r in BUILTINS}

@@ -16,6 +16,6 @@ The kubernetes client is imported only below this package, and lazily, so that `
 from __future__ import annotations
 
 from .orchestration.diff import diff_live
-from .orchestration.main import kubeconfig_sources, run
+from .orchestration.main import Serving, kubeconfig_sources, run
 
-__all__ = ["diff_live", "kubeconfig_sources", "run"]
+__all__ = ["Serving", "diff_live", "kubeconfig_sources", "run"]

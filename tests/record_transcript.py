@@ -164,6 +164,94 @@ def _hpa_scale_handoff(ns: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     ]
 
 
+def _kubectl(kubeconfig: str, *args: str, stdin: str | None = None) -> str:
+    import subprocess
+
+    kubectl = str(Path(kubeconfig).parent / "bin" / "kubectl")
+    return subprocess.run([kubectl, "--kubeconfig", kubeconfig, *args], input=stdin, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def record_reviews(kubeconfig: str) -> Path:
+    """41: TokenReview and SubjectAccessReview as the metrics server sends them, by a ServiceAccount
+    (its token only: the admin's client certificate would win), before and after its RBAC grants.
+    Tokens are replaced by ``<token:NAME>`` and the JTI credential id by ``<jti>`` in what is kept."""
+    import urllib3
+
+    ns = "tx41-reviews"
+    _kubectl(kubeconfig, "create", "namespace", ns)
+    for sa in ("reconciler", "scraper", "stranger"):
+        _kubectl(kubeconfig, "create", "serviceaccount", sa, "-n", ns)
+    tokens = {sa: _kubectl(kubeconfig, "create", "token", sa, "-n", ns).strip() for sa in ("reconciler", "scraper", "stranger")}
+    api = KubeAPI.connect(kubeconfig)
+    host = api.client.configuration.host.rstrip("/")
+    pool = urllib3.PoolManager(ca_certs=api.client.configuration.ssl_ca_cert)
+    grant_auth = ("create", "clusterrole", "tx41-metrics-auth", "--verb=create", "--resource=tokenreviews.authentication.k8s.io,"
+                  "subjectaccessreviews.authorization.k8s.io")
+    bind_auth = ("create", "clusterrolebinding", "tx41-metrics-auth", "--clusterrole=tx41-metrics-auth",
+                 f"--serviceaccount={ns}:reconciler")
+    grant_reader = ("create", "clusterrole", "tx41-metrics-reader", "--verb=get", "--non-resource-url=/metrics")
+    bind_reader = ("create", "clusterrolebinding", "tx41-metrics-reader", "--clusterrole=tx41-metrics-reader",
+                   f"--serviceaccount={ns}:scraper")
+
+    def token_review(token: str) -> dict[str, Any]:
+        return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}
+
+    def access_review(user: str, path: str = "/metrics", verb: str = "get") -> dict[str, Any]:
+        groups = ["system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"]
+        return {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                "spec": {"user": f"system:serviceaccount:{ns}:{user}", "groups": groups,
+                         "nonResourceAttributes": {"path": path, "verb": verb}}}
+
+    tr, sar = "/apis/authentication.k8s.io/v1/tokenreviews", "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+    steps: list[tuple[str, tuple[tuple[str, ...], ...], str, dict[str, Any]]] = [
+        ("a TokenReview before any grant: 403", (), tr, token_review(tokens["scraper"])),
+        ("a SubjectAccessReview before any grant: 403", (), sar, access_review("scraper")),
+        ("after create on both reviews is granted: the scraper's token", (grant_auth, bind_auth), tr, token_review(tokens["scraper"])),
+        ("a token no one issued", (), tr, token_review("not-a-token")),
+        ("an empty token", (), tr, token_review("")),
+        ("may the scraper get /metrics, before the reader role is bound: no", (), sar, access_review("scraper")),
+        ("after the reader role is bound to the scraper: yes", (grant_reader, bind_reader), sar, access_review("scraper")),
+        ("another path (the reader role names /metrics only)", (), sar, access_review("scraper", "/metrics/extra")),
+        ("another verb", (), sar, access_review("scraper", "/metrics", "create")),
+        ("a user with no grant", (), sar, access_review("stranger")),
+        ("a review with neither attributes", (), sar, {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                                                       "spec": {"user": "someone"}}),
+    ]
+    exchanges = []
+    for note, admin, path, body in steps:
+        for args in admin:
+            _kubectl(kubeconfig, *args)
+        response = pool.request("POST", host + path, body=json.dumps(body).encode(), headers={
+            "Content-Type": "application/json", "Accept": "application/json", "User-Agent": OURS_UA,
+            "Authorization": f"Bearer {tokens['reconciler']}"})
+        exchanges.append({"note": note, "admin_before": [" ".join(a) for a in admin], "request": {
+            "method": "POST", "path": path, "query": {}, "content_type": "application/json", "body": body, "user_agent": OURS_UA},
+            "response": {"status": response.status, "body": json.loads(response.data)}})
+    text = json.dumps(exchanges)
+    for sa, token in tokens.items():
+        text = text.replace(token, f"<token:{sa}>")
+    text = re.sub(r"JTI=[0-9a-f-]{36}", "<jti>", text)
+    meta = {"title": "TokenReview and SubjectAccessReview, as the secure metrics server sends them",
+            "what_it_shows": (
+                "Sent with the token of ServiceAccount reconciler, which first has no grant on the reviews: 403 for both. "
+                "With create on tokenreviews and subjectaccessreviews (kubebuilder's metrics-auth role), a TokenReview of a "
+                "ServiceAccount token answers 201 with status.authenticated and the user (username, uid, groups, extra); an "
+                "unknown or empty token; a SubjectAccessReview of a non-resource URL answers 201, allowed false with no reason "
+                "before the metrics-reader ClusterRole is bound, allowed true with RBAC's reason after; other paths and verbs "
+                "are not covered by the role."),
+            "recorded_from": "kube-apiserver v1.36.2 (etcd 3.5.1), --authorization-mode=Node,RBAC, "
+                             "--api-audiences=https://kubernetes.default.svc",
+            "namespace": ns,
+            "notes": ["recorded by python -m tests.record_transcript KUBECONFIG 41",
+                      "the administrator's steps (kubectl, client certificate) are listed in each exchange's admin_before, "
+                      "run before its request",
+                      "tokens appear as <token:SERVICEACCOUNT>, the credential id as <jti>"]}
+    out = HERE / "41-token-and-access-reviews.json"
+    out.write_text(json.dumps({**meta, "exchanges": json.loads(text)}, indent=1) + "\n")
+    return out
+
+
 SCENARIOS = {"39": ("39-adopt-go-operator-deployment", "tx39-adopt-rec2", _adopt_go_operator),
              "40": ("40-hpa-scale-handoff", "tx40-hpa-rec", _hpa_scale_handoff)}
 
@@ -203,4 +291,4 @@ def record(kubeconfig: str, number: str) -> Path:
 
 
 if __name__ == "__main__":
-    print(record(sys.argv[1], sys.argv[2]))
+    print(record_reviews(sys.argv[1]) if sys.argv[2] == "41" else record(sys.argv[1], sys.argv[2]))

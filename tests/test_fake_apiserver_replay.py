@@ -17,6 +17,7 @@ import json
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,19 @@ def _argocd_applies_mc_b(api: FakeAPIServer) -> None:
     assert code == 201, answer
 
 
+_REVIEWS_41 = (("authentication.k8s.io", "tokenreviews", ("create",)), ("authorization.k8s.io", "subjectaccessreviews", ("create",)))
+_NS_41 = "tx41-reviews"
+
+
+def _tokens_41(api: FakeAPIServer) -> None:
+    """41's notes: ServiceAccounts reconciler, scraper and stranger, each with a token."""
+    for sa in ("reconciler", "scraper", "stranger"):
+        api.tokens[f"<token:{sa}>"] = {
+            "username": f"system:serviceaccount:{_NS_41}:{sa}", "uid": str(uuid.uuid4()),
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{_NS_41}", "system:authenticated"],
+            "extra": {"authentication.kubernetes.io/credential-id": ["<jti>"]}}
+
+
 _DEPLOYMENTS_34 = ("apps", "deployments", ("get", "list", "patch"))
 _DEPLOYMENTS_37 = ("apps", "deployments", ("get", "list", "patch", "create"))
 _MEMCACHEDS_37 = ("cache.example.com", "memcacheds", ("list",))
@@ -97,6 +111,7 @@ SETUPS = {
                    ("cache.example.com", "memcacheds/finalizers", ("update",))),
          8: _rules(_MEMCACHEDS_37, _DEPLOYMENTS_37)},
         owner_references_permission_enforcement=True),
+    "41-token-and-access-reviews": Setup(f"system:serviceaccount:{_NS_41}:reconciler", (_NS_41,), {0: [], 2: _rules(*_REVIEWS_41)}),
 }
 
 
@@ -106,6 +121,9 @@ BEFORE_EXCHANGE: dict[str, Callable[[FakeAPIServer], None]] = {
     # "etcd was compacted at revision 342 and the apiserver restarted" before the first WATCH (32's notes)
     "32-watch-errors-compacted-future-bad-selector#4": lambda api: api.compact(),
     "37-ownerreferences-permission-enforcement#4": _argocd_applies_mc_b,
+    "41-token-and-access-reviews#0": _tokens_41,
+    "41-token-and-access-reviews#6": lambda api: api.grant_non_resource(
+        f"system:serviceaccount:{_NS_41}:scraper", ("/metrics",), ("get",), "tx41-metrics-reader", "tx41-metrics-reader"),
 }
 
 

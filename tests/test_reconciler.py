@@ -361,7 +361,7 @@ def test_cli_interval_mode_stops_cleanly_on_sigterm(cluster: FakeAPIServer, tmp_
     make_cr(cluster, "a")
     kubeconfig = _kubeconfig(tmp_path, cluster.url)
     proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", "reconcile", "--interval", "0.2s", "--kubeconfig",
-                             str(kubeconfig), "--metrics-port", "0", "--lease-namespace", "default"],
+                             str(kubeconfig), "--metrics-port", "0", "--health-probe-port", "0", "--lease-namespace", "default"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 30
     while deployment(cluster, "a") is None and time.monotonic() < deadline:

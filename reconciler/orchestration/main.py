@@ -9,6 +9,7 @@ import os
 import socket
 import sys
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from memcached_gitops.schemas import CRD
@@ -44,10 +45,49 @@ def kubeconfig_sources() -> str:
                       f"in-cluster ({in_cluster})"])
 
 
+@dataclass(frozen=True)
+class Serving:
+    """Where the probes and the metrics are served (kubebuilder v4's flags and defaults): the probes
+    over plain HTTP on their own port, /metrics over HTTPS behind TokenReview and SubjectAccessReview
+    unless ``metrics_secure`` is off, in which case one plain server answers all three on the metrics
+    port. A port of 0 switches that server off."""
+
+    metrics_port: int = 8443
+    metrics_bind_address: str = "0.0.0.0"
+    metrics_secure: bool = True
+    metrics_cert_dir: str | None = None  # tls.crt and tls.key; none: a self-signed pair made at start
+    health_probe_port: int = 8081
+    health_probe_bind_address: str = "0.0.0.0"
+
+
+def start_servers(api: Any, metrics: Any, serving: Serving) -> list[Any]:
+    """Start the probe and metrics servers ``serving`` asks for; the TokenReviews and
+    SubjectAccessReviews go through a client of their own that may write whoever leads (they are
+    reviews, not writes), sharing the connection pool and the request counts."""
+    from ..client.api import KubeAPI, RetryPolicy
+    from ..client.reviews import AccessReviews
+    from .serving import METRICS, PROBES, bearer_guard, serve
+    from .tls import ServingCertificate
+
+    servers = []
+    if serving.health_probe_port:
+        servers.append(serve(metrics, serving.health_probe_port, serving.health_probe_bind_address, paths=PROBES,
+                             name="probe-server"))
+    if serving.metrics_port and serving.metrics_secure:
+        reviewer = KubeAPI(client=api.client, retry=RetryPolicy(attempts=3), timeout=10.0, requests=api.requests,
+                           stop=api.stop, user_agent=api.user_agent)
+        servers.append(serve(metrics, serving.metrics_port, serving.metrics_bind_address, paths=METRICS,
+                             guard=bearer_guard(AccessReviews(reviewer)),
+                             certificate=ServingCertificate(serving.metrics_cert_dir)))
+    elif serving.metrics_port:
+        paths = METRICS if serving.health_probe_port else PROBES + METRICS
+        servers.append(serve(metrics, serving.metrics_port, serving.metrics_bind_address, paths=paths))
+    return servers
+
+
 def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], field_manager: str, dry_run: bool,
         kubeconfig: str | None, context: str | None, crd: CRD, image: str, leader_elect: bool, lease_namespace: str,
-        metrics_port: int, host: str | None = None,
-        metrics_bind_address: str = "0.0.0.0", adopt: bool = False, detect_only: bool = False, workers: int = 4,
+        serving: Serving, host: str | None = None, adopt: bool = False, detect_only: bool = False, workers: int = 4,
         shards: bool = False) -> int:
     """Connect and run ``--once`` (one LIST-based cycle) or the event-driven mode; returns the exit code."""
     from ..client.leader import LeaderElector
@@ -56,7 +96,6 @@ def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], fiel
     from .cycle import Options, Reconciler
     from .loop import install_stop_handlers, run_once
     from .metrics import Metrics
-    from .serving import serve
 
     stop = threading.Event()
     identity = os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
@@ -70,7 +109,7 @@ def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], fiel
     if once:
         return run_once(reconciler)
     metrics = Metrics()
-    server = serve(metrics, metrics_port, metrics_bind_address) if metrics_port else None
+    servers = start_servers(api, metrics, serving)
     elector, ring = None, None
     if shards:
         ring = ShardRing(lease_client(api, 10.0), lease_namespace, identity)
@@ -83,5 +122,5 @@ def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], fiel
             print(f"error: {controller.error}", file=sys.stderr)
         return code
     finally:
-        if server:
+        for server in servers:
             server.shutdown()

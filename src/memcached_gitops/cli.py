@@ -272,10 +272,21 @@ def reconcile(
     shards: Annotated[bool, typer.Option(
         "--shards", help="Event-driven mode: every replica serves a share of the CRs, each holding a Lease of its own "
                          "(instead of one leader).")] = False,
-    metrics_port: Annotated[int, typer.Option("--metrics-port", help="Port of /healthz, /readyz and /metrics (0: off).")] = 8080,
-    metrics_bind_address: Annotated[str, typer.Option(
-        "--metrics-bind-address", help="Address the probe and metrics server listens on (127.0.0.1 behind an authenticating proxy).")
-    ] = "0.0.0.0",
+    metrics_port: Annotated[int, typer.Option(
+        "--metrics-port", help="Port of /metrics (0: off): HTTPS, each scrape's token checked by TokenReview and "
+                               "SubjectAccessReview, as kubebuilder v4 serves it.")] = 8443,
+    metrics_bind_address: Annotated[str, typer.Option("--metrics-bind-address", help="Address /metrics listens on.")] = "0.0.0.0",
+    metrics_secure: Annotated[bool, typer.Option(
+        "--metrics-secure/--no-metrics-secure",
+        help="--no-metrics-secure: /metrics, /healthz and /readyz over plain HTTP with no authentication "
+             "(behind an authenticating proxy, or on 127.0.0.1).")] = True,
+    metrics_cert_dir: Annotated[str | None, typer.Option(
+        "--metrics-cert-dir", help="Folder holding tls.crt and tls.key (cert-manager's Secret), read again when they "
+                                   "change [default: a self-signed certificate made at start].")] = None,
+    health_probe_port: Annotated[int, typer.Option(
+        "--health-probe-port", help="Port of /healthz and /readyz, plain HTTP (0: off).")] = 8081,
+    health_probe_bind_address: Annotated[str, typer.Option(
+        "--health-probe-bind-address", help="Address the probes listen on.")] = "0.0.0.0",
     log_level: Annotated[str, typer.Option("--log-level")] = "info",
 ) -> None:
     """Correct drift of the Deployments of Memcached CRs with server-side apply, and report status."""
@@ -286,13 +297,16 @@ def reconcile(
         raise _fail("--shards splits the event-driven mode's CRs among replicas by Leases; it does not go with "
                     "--once, --dry-run or --no-leader-elect")
     _setup_logging(log_level)
-    from memcached_gitops.reconciler import run
+    from memcached_gitops.reconciler import Serving, run
 
+    serving = Serving(metrics_port=metrics_port, metrics_bind_address=metrics_bind_address, metrics_secure=metrics_secure,
+                      metrics_cert_dir=metrics_cert_dir, health_probe_port=health_probe_port,
+                      health_probe_bind_address=health_probe_bind_address)
     code = run(once=once, interval=_duration(interval) if interval else None, namespaces=tuple(namespace or ()),
                field_manager=field_manager, dry_run=dry_run, kubeconfig=kubeconfig, context=context,
                crd=_validator(crd, True).crd, image=_image(image), leader_elect=leader_elect,
-               lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE", "default"), metrics_port=metrics_port,
-               adopt=adopt, detect_only=detect_only, workers=workers, shards=shards, metrics_bind_address=metrics_bind_address)
+               lease_namespace=lease_namespace or os.environ.get("POD_NAMESPACE", "default"), serving=serving,
+               adopt=adopt, detect_only=detect_only, workers=workers, shards=shards)
     raise typer.Exit(code)
 
 
