@@ -1,6 +1,9 @@
 # memcached-gitops: the CLI (render, validate, reconcile, krm, argocd-generate) as the entrypoint.
 # Build:  docker build -t ghcr.io/example/memcached-gitops:0.1.0 .   (the name kustomize/components/image uses)
-FROM python:3.11.11-slim-bookworm AS build
+# The base image by digest (a tag can be pushed again; a digest cannot), for both stages. Refresh it with
+#   docker buildx imagetools inspect python:3.11.11-slim-bookworm --format '{{.Manifest.Digest}}'
+ARG BASE=python:3.11.11-slim-bookworm@sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5
+FROM $BASE AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY requirements/runtime.txt requirements/image.txt ./requirements/
@@ -15,7 +18,7 @@ RUN pip install --no-cache-dir --require-hashes -r requirements/image.txt \
     && pip wheel --no-cache-dir --require-hashes --wheel-dir /wheels -r requirements/image.txt \
     && pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /wheels .
 
-FROM python:3.11.11-slim-bookworm
+FROM $BASE
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir --no-index --find-links=/wheels 'memcached-gitops[cluster]' \
     && rm -rf /wheels \

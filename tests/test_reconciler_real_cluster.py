@@ -305,3 +305,162 @@ def test_two_sharded_replicas_split_the_crs_and_hand_over_on_sigterm_on_a_real_c
         for controller, thread in replicas.values():
             controller.stop.set()
             thread.join(30)
+
+
+def _token(api: KubeAPI, ns: str, sa: str) -> str:
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}
+    return str(api.request("POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token", body=request)["status"]["token"])
+
+
+def _token_kubeconfig(api: KubeAPI, ns: str, sa: str, folder) -> str:
+    """A kubeconfig holding only ``sa``'s token (an admin client certificate would win over it)."""
+    token = _token(api, ns, sa)
+    config = api.client.configuration
+    path = folder / f"{sa}.kubeconfig"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                                "clusters": [{"name": "c", "cluster": {"server": config.host,
+                                                                       "certificate-authority": config.ssl_ca_cert}}],
+                                "users": [{"name": "u", "user": {"token": token}}],
+                                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    return str(path)
+
+
+def test_metrics_answer_only_a_token_bound_to_the_reader_role_on_a_real_cluster(real, tmp_path) -> None:
+    """The Deployment overlay's metrics-auth ClusterRole, bound to the reconciler's ServiceAccount on
+    a real API server: a scraper's token gets 403 until the overlay's metrics-reader ClusterRole is
+    bound to it, then 200; a forged token gets 500 (controller-runtime's answer)."""
+    import subprocess
+
+    from memcached_gitops.reconciler.client.reviews import AccessReviews
+    from memcached_gitops.reconciler.orchestration.metrics import Metrics
+    from memcached_gitops.reconciler.orchestration.serving import METRICS, bearer_guard, serve
+    from memcached_gitops.reconciler.orchestration.tls import ServingCertificate
+
+    from .test_kustomize import KUBECTL, K
+    from .test_metrics_auth import scrape
+
+    api, ns = real
+    built = [d.value for d in iter_documents(subprocess.run([KUBECTL, "kustomize", str(K / "overlays/deployment")],
+                                                            capture_output=True, check=True).stdout)]
+    roles = {o["metadata"]["name"]: o for o in built if o["kind"] == "ClusterRole"}
+    names = {"auth": f"{ns}-metrics-auth", "reader": f"{ns}-metrics-reader"}
+    for sa in ("reconciler", "scraper"):
+        api.request("POST", f"/api/v1/namespaces/{ns}/serviceaccounts", body={"apiVersion": "v1", "kind": "ServiceAccount",
+                                                                                "metadata": {"name": sa}})
+
+    def grant(role: str, name: str, sa: str) -> None:
+        body = {**roles[role], "metadata": {"name": name}}
+        api.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", body=body)
+        api.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", body={
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]})
+
+    server = None
+    try:
+        grant("memcached-gitops-metrics-auth", names["auth"], "reconciler")
+        reviewer = KubeAPI.connect(_token_kubeconfig(api, ns, "reconciler", tmp_path))
+        scraper = _token(api, ns, "scraper")
+        server = serve(Metrics(), 0, "127.0.0.1", paths=METRICS, certificate=ServingCertificate(None),
+                       guard=bearer_guard(AccessReviews(reviewer, deny_ttl=0.1)))
+        port = server.server_address[1]
+        assert scrape(port, None, None) == (401, "Unauthorized\n")
+        assert scrape(port, "forged", None) == (500, "Authentication failed\n")
+        assert scrape(port, scraper, None) == (403, f"Authorization denied for user system:serviceaccount:{ns}:scraper\n")
+        grant("memcached-gitops-metrics-reader", names["reader"], "scraper")
+        deadline = time.monotonic() + 10  # the API server's RBAC informer sees the new binding
+        while (answer := scrape(port, scraper, None))[0] != 200 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert answer[0] == 200 and "controller_runtime_reconcile_total" in answer[1]
+    finally:
+        if server:
+            server.shutdown()
+        for name in names.values():
+            for kind in ("clusterrolebindings", "clusterroles"):
+                try:
+                    api.request("DELETE", f"/apis/rbac.authorization.k8s.io/v1/{kind}/{name}")
+                except APIError:
+                    pass
+
+
+def test_the_admission_policy_confines_the_reconcilers_token_on_a_real_cluster(real, tmp_path) -> None:
+    """kustomize/admission-policy on a real API server, with the reconciler's ServiceAccount holding
+    the base's cluster-wide RBAC: its token is refused a Deployment in kube-system, a foreign
+    Deployment and the relabelling of one, by the server itself; the reconciler still creates,
+    corrects and (with --adopt) takes over an Argo CD-applied copy of its rendering."""
+    import subprocess
+
+    from memcached_gitops.render import render
+
+    from .test_kustomize import KUBECTL, K
+
+    api, ns = real
+    policy = [d.value for d in iter_documents((K / "admission-policy/policy.yaml").read_text())]
+    base = [d.value for d in iter_documents(subprocess.run([KUBECTL, "kustomize", str(K / "base")], capture_output=True,
+                                                           check=True).stdout)]
+    [rules] = [o["rules"] for o in base if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "memcached-gitops"]
+    vap = "/apis/admissionregistration.k8s.io/v1/"
+    PLURALS = {"ValidatingAdmissionPolicy": "validatingadmissionpolicies",  # noqa: N806
+               "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}
+    rbac = "/apis/rbac.authorization.k8s.io/v1/"
+    role = f"{ns}-reconciler"
+    created = [f"{rbac}clusterroles/{role}", f"{rbac}clusterrolebindings/{role}"] + [
+        f"{vap}{PLURALS[o['kind']]}/{o['metadata']['name']}" for o in policy]
+    deployments = f"/apis/apps/v1/namespaces/{ns}/deployments"
+
+    def deployment(name: str, labels: dict) -> dict:
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
+                "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels},
+                         "spec": {"containers": [{"name": "x", "image": "nginx:1"}]}}}}
+
+    try:
+        for obj, path in zip(policy, created[2:], strict=True):
+            api.apply(path, obj, "memcached-gitops-e2e")
+        api.request("POST", f"{rbac}clusterroles", body={"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                                         "metadata": {"name": role}, "rules": rules})
+        api.request("POST", f"{rbac}clusterrolebindings", body={
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": role},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": "memcached-gitops", "namespace": ns}]})
+        api.request("POST", f"/api/v1/namespaces/{ns}/serviceaccounts", body={
+            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "memcached-gitops"}})
+        ours = KubeAPI.connect(_token_kubeconfig(api, ns, "memcached-gitops", tmp_path))
+        deadline = time.monotonic() + 20  # the policy takes effect once the API server's policy informer has it
+        refused: APIError | None = None
+        while refused is None:
+            try:
+                ours.request("POST", "/apis/apps/v1/namespaces/kube-system/deployments", body=deployment("evil", {"app": "evil"}))
+                api.request("DELETE", "/apis/apps/v1/namespaces/kube-system/deployments/evil")  # admitted: not yet in force
+            except APIError as exc:
+                refused = exc
+            assert time.monotonic() < deadline, "the policy never took effect"
+            time.sleep(0.5 if refused is None else 0)
+        assert refused.status == 403 and "writes no object in the namespace kube-system" in str(refused)
+        with pytest.raises(APIError) as caught:
+            ours.request("POST", deployments, body=deployment("payments", {"app": "pay"}))
+        assert caught.value.status == 403 and "creates only objects labelled" in str(caught.value)
+        api.request("POST", deployments, body=deployment("payments", {"app": "pay"}))
+        with pytest.raises(APIError) as caught:
+            ours.request("PATCH", f"{deployments}/payments", body={"metadata": {"labels": {
+                "app.kubernetes.io/managed-by": "memcached-gitops"}}}, content_type="application/merge-patch+json")
+        assert caught.value.status == 403 and "changes only its own objects" in str(caught.value)
+
+        memcacheds = f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds"
+        for name in ("m", "gitops"):
+            api.request("POST", memcacheds, body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+                                                  "metadata": {"name": name}, "spec": {"size": 2}})
+        argo = render({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "gitops", "namespace": ns},
+                       "spec": {"size": 2, "containerPort": 11211}})[0]
+        api.apply(f"{deployments}/gitops", argo, "argocd-controller")
+        rec = Reconciler(ours, load_crd(), Options(namespaces=(ns,), adopt=True))
+        assert sorted(o.action for o in rec.run_cycle().outcomes) == ["adopted", "created"]
+        api.request("PATCH", f"{deployments}/m/scale", body={"spec": {"replicas": 3}}, content_type="application/merge-patch+json")
+        outcomes = {o.name: o.action for o in rec.run_cycle().outcomes}
+        assert outcomes["m"] == "corrected", outcomes
+        assert api.request("GET", f"{deployments}/gitops")["metadata"]["ownerReferences"][0]["kind"] == "Memcached"
+    finally:
+        for path in created:
+            try:
+                api.request("DELETE", path)
+            except APIError:
+                pass
