@@ -140,7 +140,11 @@ def pruned_nulls(text: str) -> str | None:
 
 
 def our_verdict(text: str, validator: Validator) -> Verdict:
-    result = process([("FILE", text)], validator, DEFAULT_IMAGE, do_render=False)
+    """Our verdict in kubectl's mode (``--require-objects``): every document must be an object. A
+    repository scan passes over documents that are not (pipeline.is_kubernetes_object), where
+    ``kubectl create -f`` refuses them; that is the product's choice for repositories, not the
+    validator's judgement, so the differential compares the mode that keeps kubectl's verdict."""
+    result = process([("FILE", text)], validator, DEFAULT_IMAGE, do_render=False, require_objects=True)
     errors = result.errors
     if result.documents == 0 and not result.findings:
         return Verdict(False, text="no documents")
