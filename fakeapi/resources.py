@@ -34,6 +34,13 @@ KEY_DEFAULTS = {POD + ("containers", "ports"): {"protocol": "TCP"}, POD + ("init
 ATOMIC_REFS = {("metadata", "ownerReferences"), ("involvedObject",), ("regarding",), ("related",)}
 DEPLOYMENT_TYPES = Types(CONTAINER_LISTS, atomic_structs={("spec", "selector")} | ATOMIC_REFS, key_defaults=KEY_DEFAULTS)
 POD_TYPES = Types({(k[2:] if k[:3] == POD else k): v for k, v in CONTAINER_LISTS.items()}, atomic_structs=ATOMIC_REFS)
+#: A Service's ports are a map keyed by port and protocol (core/v1 API reference; transcript 42).
+SERVICE_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("metadata", "finalizers"): ("set", None),
+                       ("spec", "ports"): ("map", ("port", "protocol"))}, atomic_structs=ATOMIC_REFS,
+                      key_defaults={("spec", "ports"): {"protocol": "TCP"}})
+#: A PodDisruptionBudget's selector is a LabelSelector, an atomic struct (policy/v1 API reference).
+BUDGET_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("metadata", "finalizers"): ("set", None)},
+                     atomic_structs=ATOMIC_REFS | {("spec", "selector")})
 GENERIC_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("metadata", "finalizers"): ("set", None)},
                       atomic_structs=ATOMIC_REFS)
 
@@ -92,6 +99,9 @@ BUILTINS = [
     Resource("leases", "coordination.k8s.io", "v1", "Lease"),
     # what an HPA's scaleTargetRef names, read by the reconciler (40); the HPA controller itself is a test's PUT to /scale
     Resource("horizontalpodautoscalers", "autoscaling", "v2", "HorizontalPodAutoscaler", status=True),
+    # what render/companions.py renders beside the Deployment (42)
+    Resource("services", "", "v1", "Service", status=True, types=SERVICE_TYPES),
+    Resource("poddisruptionbudgets", "policy", "v1", "PodDisruptionBudget", status=True, types=BUDGET_TYPES, generation="spec"),
     Resource("customresourcedefinitions", "apiextensions.k8s.io", "v1", "CustomResourceDefinition", namespaced=False,
              status=True, generation="spec"),
 ]

@@ -110,15 +110,18 @@ def settle(api: FakeAPIServer, quiet: float = 0.3, timeout: float = 10.0) -> Non
     raise AssertionError("the reconciler never went quiet")
 
 
-def test_a_new_cr_costs_one_apply_and_one_status_write_then_nothing(cluster: FakeAPIServer) -> None:
+def test_a_new_cr_costs_an_apply_of_each_object_and_one_status_write_then_nothing(cluster: FakeAPIServer) -> None:
     with running(cluster):
         started = time.monotonic()
         make_cr(cluster, "a", size=2)
         wait_for(lambda: condition(cluster, "a", "Available"), what="status")
         settle(cluster)
         writes = [f"{r.method} {r.path}" for r in cluster.writes() if r.received >= started and r.user_agent.startswith("memcached")]
-        assert sorted(writes) == ["PATCH /apis/apps/v1/namespaces/default/deployments/a",
+        assert sorted(writes) == ["PATCH /api/v1/namespaces/default/services/a-memcached",
+                                  "PATCH /apis/apps/v1/namespaces/default/deployments/a",
                                   "PATCH /apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/a/status",
+                                  "PATCH /apis/policy/v1/namespaces/default/poddisruptionbudgets/a-memcached",
+                                  "POST /api/v1/namespaces/default/events", "POST /api/v1/namespaces/default/events",
                                   "POST /api/v1/namespaces/default/events"], "the status write's MODIFIED event ends in no write"
         assert lists(cluster, started) == [], "no LIST after the first sync"
         assert [r.method for r in cluster.log if r.received >= started and r.path.endswith("/deployments/a")] == ["GET", "PATCH"], \
@@ -442,3 +445,25 @@ def test_a_stuck_informer_fails_the_liveness_probe_of_a_running_controller(clust
         ok, text = controller.metrics.liveness()
         assert not ok and text.startswith("unhealthy: deployments informer: no event, LIST or reconnection for")
     assert controller.metrics.liveness() == (True, "ok\n"), "stopped informers are not stuck ones"
+
+
+def test_a_change_to_the_service_or_budget_is_put_back_from_its_watch_event(cluster: FakeAPIServer) -> None:
+    """The Service and budget have informers of their own: a person's edit comes as an event and is
+    corrected by one apply; the budget is deleted when the CR asks for one Pod; the CR's events
+    (not a resync) drive both."""
+    svc = "/api/v1/namespaces/default/services/a-memcached"
+    with running(cluster):
+        make_cr(cluster, "a", size=2)
+        wait_for(lambda: cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached"), what="the budget")
+        settle(cluster)
+        started = time.monotonic()
+        patch(cluster, svc, {"spec": {"selector": {"app.kubernetes.io/name": "other"}}}, "application/merge-patch+json")
+        wait_for(lambda: cluster.get("", "services", "default", "a-memcached")["spec"]["selector"]["app.kubernetes.io/name"]
+                 == "memcached", what="the selector put back")
+        settle(cluster)
+        ours = [f"{r.method} {r.path}" for r in cluster.writes() if r.received >= started and r.user_agent.startswith("memcached")]
+        assert ours.count(f"PATCH {svc}") == 1, ours
+        patch(cluster, CR_PATH.format(ns="default") + "/a", {"spec": {"size": 1}}, "application/merge-patch+json")
+        wait_for(lambda: cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is None, what="the budget gone")
+        settle(cluster)
+        assert lists(cluster, started) == [], "no LIST: events only"

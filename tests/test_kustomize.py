@@ -158,16 +158,17 @@ def _rules(where: str = "base", openshift: bool = False) -> list[dict]:
 
 
 #: Grants only the OwnerReferencesPermissionEnforcement admission plugin asks for (transcript 37).
-PLUGIN_ONLY = {("apps", "deployments", "delete"), ("cache.example.com", "memcacheds/finalizers", "update")}
+PLUGIN_ONLY = {("apps", "deployments", "delete"), ("", "services", "delete"), ("cache.example.com", "memcacheds/finalizers", "update")}
 
 
 def rbac_scenarios(rules: list[dict], plugin: bool) -> tuple[list[str], set[tuple[str, str, str]]]:
     """The reconciler's scenarios with the fake enforcing ``rules``: creation, status, drift,
-    a foreign Deployment, adoption of a GitOps-applied one, leader election. Returns the denied
+    a foreign Deployment, adoption of a GitOps-applied one and its Service, a budget that goes
+    with the second Pod, leader election. Returns the denied
     requests and the (group, resource, verb) the server checked."""
     from memcached_gitops.reconciler.client.leader import LeaderElector
 
-    from .test_ownership import argocd_applies
+    from .test_ownership import argocd_applies, argocd_applies_service
     from .test_reconciler import _drift_image, _drift_port, make_cr, reconciler_for
 
     with FakeAPIServer(namespaces=("default", "memcached-gitops"), owner_references_permission_enforcement=plugin) as api:
@@ -188,6 +189,7 @@ def rbac_scenarios(rules: list[dict], plugin: bool) -> tuple[list[str], set[tupl
         make_cr(api, "foreign")
         make_cr(api, "gitops")
         argocd_applies(api, "gitops", 1)
+        argocd_applies_service(api, "gitops")
         api.rbac_rules = rules
         rec = reconciler_for(api)
         rec.run_cycle()
@@ -200,6 +202,9 @@ def rbac_scenarios(rules: list[dict], plugin: bool) -> tuple[list[str], set[tupl
         as_cluster_admin(_drift_port, api)
         rec.run_cycle()
         reconciler_for(api, adopt=True).run_cycle()
+        as_cluster_admin(api.handle, "PATCH", "/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/m",
+                         {"Content-Type": "application/merge-patch+json"}, b'{"spec": {"size": 1}}')
+        rec.run_cycle()  # one Pod: its budget goes
         elector = LeaderElector(rec.api, "memcached-gitops", "me")
         assert elector.try_acquire_or_renew() and elector.try_acquire_or_renew()
         elector.release()
@@ -243,7 +248,7 @@ def test_with_the_admission_plugin_each_plugin_grant_is_needed(missing: tuple[st
              for r in full]
     assert rules != full
     denied, _ = rbac_scenarios(rules, plugin=True)
-    assert any("/deployments/" in d for d in denied), denied
+    assert denied and all("/deployments/" in d or "/services/" in d for d in denied), denied
     denied, _ = rbac_scenarios(rules, plugin=False)
     assert not denied
 

@@ -110,12 +110,13 @@ def store(c: Controller, kind: str, *objs: dict[str, Any], index: int = 0) -> No
 
 
 # ---- construction
-def test_the_four_informers_mirror_what_the_reconciler_reads_in_each_namespace_in_scope() -> None:
-    """Memcacheds, Deployments and Pods by our label (Pods as metadata, Deployments with managedFields),
-    every HPA; one informer per namespace in scope, all with the controller's watch settings."""
+def test_the_six_informers_mirror_what_the_reconciler_reads_in_each_namespace_in_scope() -> None:
+    """Memcacheds, Deployments, Services, budgets and Pods by our label (Pods as metadata, the written
+    kinds with managedFields), every HPA; one informer per namespace in scope, all with the
+    controller's watch settings."""
     settings = Settings(workers=1, watch_timeout=77, heartbeat=5.0, silence_grace=3.0, streaming_list=False)
     c = make(namespaces=("default", "shop"), settings=settings)
-    assert sorted(c.informers) == ["Deployment", "HorizontalPodAutoscaler", "Memcached", "Pod"]
+    assert sorted(c.informers) == ["Deployment", "HorizontalPodAutoscaler", "Memcached", "Pod", "PodDisruptionBudget", "Service"]
     for name, informers in c.informers.items():
         assert [i.namespace for i in informers] == ["default", "shop"]
         for i in informers:
@@ -124,11 +125,15 @@ def test_the_four_informers_mirror_what_the_reconciler_reads_in_each_namespace_i
     assert paths == {"Memcached": "/apis/cache.example.com/v1alpha1/namespaces/shop/memcacheds",
                      "Deployment": "/apis/apps/v1/namespaces/shop/deployments",
                      "Pod": "/api/v1/namespaces/shop/pods",
-                     "HorizontalPodAutoscaler": "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers"}
+                     "HorizontalPodAutoscaler": "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers",
+                     "Service": "/api/v1/namespaces/shop/services",
+                     "PodDisruptionBudget": "/apis/policy/v1/namespaces/shop/poddisruptionbudgets"}
     kinds = {name: informers[0].kind for name, informers in c.informers.items()}
     assert kinds["Memcached"].selector is None and kinds["HorizontalPodAutoscaler"].selector is None
     assert kinds["Deployment"].selector == SELECTOR and kinds["Pod"].selector == SELECTOR
     assert kinds["Deployment"].keep_managed_fields and not kinds["Memcached"].keep_managed_fields
+    for companion in ("Service", "PodDisruptionBudget"):
+        assert kinds[companion].selector == SELECTOR and kinds[companion].keep_managed_fields and not kinds[companion].metadata_only
     assert kinds["Pod"].metadata_only and not kinds["Deployment"].metadata_only
     assert not kinds["HorizontalPodAutoscaler"].keep_managed_fields and not kinds["HorizontalPodAutoscaler"].metadata_only
     assert [i.namespace for i in make().informers["Memcached"]] == [None], "no namespaces: one informer for all"
@@ -713,7 +718,7 @@ def test_run_syncs_then_reconciles_every_cr_and_stops_cleanly(caplog) -> None:
     thread, result = start_run(c)
     wait_for(lambda: len(recorder.calls) == 2 or retries(c), what="both CRs reconciled", thread=thread)
     assert len(recorder.calls) == 2 and retries(c) == 0
-    assert sorted(started) == ["Deployment", "HorizontalPodAutoscaler", "Memcached", "Pod"]
+    assert sorted(started) == ["Deployment", "HorizontalPodAutoscaler", "Memcached", "Pod", "PodDisruptionBudget", "Service"]
     assert c.metrics.ready and c.metrics.leader and c.synced_after is not None and 0 <= c.synced_after < 30
     assert all((call["declared"], call["condition_fields"]) == schema for call in recorder.calls)
     workers = sorted(t.name for t in threading.enumerate() if t.name.startswith("worker-"))
@@ -1087,7 +1092,8 @@ def test_with_shards_a_fifth_informer_watches_the_rings_leases_in_the_rings_name
     it keeps every Lease. The Deployment cache keeps this replica's share only."""
     settings = Settings(workers=1, watch_timeout=77, heartbeat=5.0, silence_grace=3.0, streaming_list=False)
     c, ring, _ = sharded(namespaces=("default", "shop"), settings=settings)
-    assert sorted(c.informers) == ["Deployment", "HorizontalPodAutoscaler", "Lease", "Memcached", "Pod"]
+    assert sorted(c.informers) == ["Deployment", "HorizontalPodAutoscaler", "Lease", "Memcached", "Pod", "PodDisruptionBudget",
+                                   "Service"]
     [leases] = c.informers["Lease"]
     kind = c.kinds["Lease"]
     assert leases.kind is kind and (kind.name, kind.group, kind.version, kind.plural) == ("Lease", "coordination.k8s.io", "v1", "leases")
@@ -1193,7 +1199,8 @@ def test_run_with_shards_joins_the_ring_before_the_caches_and_deletes_its_lease_
     names = lambda: {call["cr"]["metadata"]["name"] for call in recorder.calls}  # noqa: E731
     wait_for(lambda: names() == set(NAMES) or retries(c), what="the share reconciled", thread=thread)
     assert retries(c) == 0
-    assert started[0] == "Lease" and sorted(started[1:]) == ["Deployment", "HorizontalPodAutoscaler", "Memcached", "Pod"]
+    assert started[0] == "Lease" and sorted(started[1:]) == ["Deployment", "HorizontalPodAutoscaler", "Memcached", "Pod",
+                                                             "PodDisruptionBudget", "Service"]
     assert leases.calls[0] == ("POST", "/apis/coordination.k8s.io/v1/namespaces/leases/leases") and ring.listed
     daemons = {t.name: t.daemon for t in threading.enumerate() if t.name.startswith("shard-")}
     assert daemons == {"shard-lease": True, "shard-share": True}

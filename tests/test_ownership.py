@@ -80,6 +80,19 @@ def argocd_applies(api: FakeAPIServer, name: str = "m", size: int = 2) -> dict:
     return json.loads(data)
 
 
+def argocd_applies_service(api: FakeAPIServer, name: str = "m") -> dict:
+    """The Service of ``argocd-generate`` output, applied as Argo CD applies it: no ownerReference."""
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": name, "namespace": "default"},
+          "spec": {"size": 1}}
+    [service] = [o for o in render(Validator(load_crd()).validate(cr).obj) if o["kind"] == "Service"]
+    code, _, data = api.handle("PATCH", f"/api/v1/namespaces/default/services/{service['metadata']['name']}"
+                               "?fieldManager=argocd-controller&force=true",
+                               {"User-Agent": "argocd-application-controller/v3.2.0", "Content-Type": "application/apply-patch+yaml"},
+                               json.dumps(service).encode())
+    assert code == 201, data
+    return json.loads(data)
+
+
 @pytest.fixture
 def cluster():
     with FakeAPIServer(namespaces=("default",)) as api:
@@ -143,8 +156,10 @@ def test_adopt_takes_a_gitops_applied_deployment_over_then_corrects_drift(cluste
     assert dep["metadata"]["ownerReferences"] == [{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "m",
                                                    "uid": cr["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
     assert dep["spec"]["replicas"] == 2
-    [event] = [o for k, o in cluster.objects.items() if k[1] == "events"]
-    assert event["reason"] == "Adopted" and event["type"] == "Normal"
+    events = {o["reason"]: o for k, o in cluster.objects.items() if k[1] == "events"}
+    assert sorted(events) == ["Adopted", "PodDisruptionBudgetCreated", "ServiceCreated"], "its Service and budget made beside it"
+    event = events["Adopted"]
+    assert event["type"] == "Normal"
     assert "argocd-controller" in event["message"] and ".spec.replicas" in event["message"]
     assert condition(cluster, "m", "Degraded")["reason"] == "AsExpected"
     # from now on it is owned: drift is corrected

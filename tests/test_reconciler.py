@@ -98,10 +98,60 @@ def test_create_from_nothing(cluster: FakeAPIServer) -> None:
     status_writes = [r for r in cluster.log if r.path.endswith("/status")]
     assert all(r.query["fieldManager"] == "memcached-gitops-status" for r in status_writes) and len(status_writes) == 2
     events = [o for k, o in cluster.objects.items() if k[1] == "events"]
-    assert {e["reason"] for e in events} == {"DeploymentCreated"}
+    assert {e["reason"] for e in events} == {"DeploymentCreated", "ServiceCreated", "PodDisruptionBudgetCreated"}
+    # beside each Deployment, its headless Service and (two Pods or more) its budget, owned by the CR
+    for ns, name, budget in (("default", "a", True), ("shop", "b", True)):
+        owner = deployment(cluster, name, ns)["metadata"]["ownerReferences"]
+        service = cluster.get("", "services", ns, f"{name}-memcached")
+        assert service["spec"]["clusterIP"] == "None" and service["metadata"]["ownerReferences"] == owner
+        assert (cluster.get("policy", "poddisruptionbudgets", ns, f"{name}-memcached") is not None) == budget
 
 
-def test_available_then_steady_state_costs_five_requests_and_no_writes(cluster: FakeAPIServer) -> None:
+def test_the_service_and_budget_are_corrected_and_the_budget_goes_when_one_pod_is_asked(cluster: FakeAPIServer) -> None:
+    """Owned like the Deployment: a person's change to a field we set is put back by the same apply
+    (their extra selector key, a granular map's, stays theirs); a budget is deleted when the CR asks
+    for one Pod, and comes back with two."""
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    svc = "/api/v1/namespaces/default/services/a-memcached"
+    patch(cluster, svc, {"spec": {"selector": {"app.kubernetes.io/instance": "other", "team": "x"}}}, "application/merge-patch+json")
+    cluster.reset_log()
+    [outcome] = rec.run_cycle().outcomes
+    assert outcome.action == "corrected"
+    assert [(where, d.field) for where, d in outcome.companion_drift] == [
+        ("Service a-memcached", '.spec.selector.app.kubernetes.io/instance')]
+    assert cluster.get("", "services", "default", "a-memcached")["spec"]["selector"] == {
+        "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a", "team": "x"}
+    assert [(r.method, r.path.rsplit("/", 2)[-2:]) for r in cluster.log if "/services/" in r.path and r.method != "GET"] == [
+        ("PATCH", ["services", "a-memcached"])]
+    cr_a = CR_PATH.format(ns="default") + "/a"
+    patch(cluster, cr_a, {"spec": {"size": 1}}, "application/merge-patch+json")
+    [outcome] = rec.run_cycle().outcomes
+    assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is None, "no budget for one Pod"
+    assert [(resource.kind, name) for resource, name in outcome.removed] == [("PodDisruptionBudget", "a-memcached")]
+    patch(cluster, cr_a, {"spec": {"size": 3}}, "application/merge-patch+json")
+    rec.run_cycle()
+    assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached")["spec"]["maxUnavailable"] == 1
+    cluster.reset_log()
+    assert [o.action for o in rec.run_cycle().outcomes] == ["unchanged"] and writes(cluster) == []
+
+
+def test_a_foreign_service_of_the_same_name_is_left_alone_and_reported(cluster: FakeAPIServer) -> None:
+    theirs = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a-memcached"},
+              "spec": {"selector": {"app": "theirs"}, "ports": [{"port": 80}]}}
+    cluster.handle("POST", "/api/v1/namespaces/default/services", {"Content-Type": "application/json"}, json.dumps(theirs).encode())
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    assert cluster.get("", "services", "default", "a-memcached")["spec"]["selector"] == {"app": "theirs"}
+    degraded = condition(cluster, "a", "Degraded")
+    assert degraded["status"] == "True" and degraded["reason"] == "ResourceNotOwned"
+    assert degraded["message"] == "Service a-memcached exists and is not controlled by this Memcached; it is left alone"
+    assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is not None, "the budget is still ours to make"
+
+
+def test_available_then_steady_state_costs_seven_requests_and_no_writes(cluster: FakeAPIServer) -> None:
     for i in range(5):
         make_cr(cluster, f"m{i}", size=1 + i % 3)
     rec = reconciler_for(cluster)
@@ -119,7 +169,8 @@ def test_available_then_steady_state_costs_five_requests_and_no_writes(cluster: 
     assert [o.action for o in report.outcomes] == ["unchanged"] * 5
     assert writes(cluster) == []
     assert sorted(f"{r.method} {r.path.rsplit('/', 1)[-1]}" for r in cluster.log) == [
-        "GET deployments", "GET horizontalpodautoscalers", "GET memcacheds", "GET memcacheds.cache.example.com", "GET pods"]
+        "GET deployments", "GET horizontalpodautoscalers", "GET memcacheds", "GET memcacheds.cache.example.com",
+        "GET poddisruptionbudgets", "GET pods", "GET services"]
     assert {c["type"]: c["lastTransitionTime"] for c in cr_status(cluster, "m0")["conditions"]} == before
 
 
@@ -415,6 +466,7 @@ def test_a_correction_is_logged_once_its_apply_is_answered_never_before(cluster:
     patch(cluster, DEP_PATH.format(ns="default", name="a") + "/scale", {"spec": {"replicas": 4}}, "application/merge-patch+json")
     rec.run_cycle()
     assert at_emit.seen == [("INFO", "default/a: created the Deployment", 1),
+                            ("INFO", "default/a: Service a-memcached created", 1),
                             ("INFO", "default/a: corrected .spec.replicas: live 4, desired 1 (set by kubectl (scale))", 2)]
 
 
@@ -429,4 +481,6 @@ def test_a_failed_apply_is_a_warning_with_what_it_was_to_do_and_a_dry_run_says_w
     assert message.endswith("(to do: created the Deployment)")
     at_emit.seen.clear()
     [outcome] = reconciler_for(cluster, dry_run=True).run_cycle().outcomes
-    assert at_emit.seen == [("INFO", "default/a: created the Deployment", 0)], "nothing sent, what would be done told"
+    assert at_emit.seen == [("INFO", "default/a: created the Deployment", 0),
+                            ("INFO", "default/a: Service a-memcached create (not written: dry run)", 0)], \
+        "nothing sent, what would be done told"

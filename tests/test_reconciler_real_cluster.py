@@ -464,3 +464,56 @@ def test_the_admission_policy_confines_the_reconcilers_token_on_a_real_cluster(r
                 api.request("DELETE", path)
             except APIError:
                 pass
+
+
+def test_the_service_and_budget_are_owned_corrected_and_collected_on_a_real_cluster(real) -> None:
+    """With a kube-controller-manager (WITH_KCM=1: disruption, endpointslice and garbage-collector
+    controllers): the reconciler creates the headless Service and the budget, owned by the CR; the
+    disruption controller computes the budget's status and the EndpointSlice controller gives the
+    Service its slice (no endpoint while the Pods are Pending without a kubelet); a person's edit is
+    put back; deleting the CR removes all three."""
+    api, ns = real
+    api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds",
+                body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m"}, "spec": {"size": 2}})
+    rec = Reconciler(api, load_crd(), Options(namespaces=(ns,)))
+    assert rec.run_cycle().outcomes[0].action == "created"
+    service = api.request("GET", f"/api/v1/namespaces/{ns}/services/m-memcached")
+    budget = api.request("GET", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/m-memcached")
+    cr = api.request("GET", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds/m")
+    for obj in (service, budget):
+        assert obj["metadata"]["ownerReferences"][0]["uid"] == cr["metadata"]["uid"]
+    assert service["spec"]["clusterIP"] == "None"
+    api.request("PATCH", f"/api/v1/namespaces/{ns}/services/m-memcached", body={"spec": {"selector": {"app.kubernetes.io/name": "x"}}},
+                content_type="application/merge-patch+json")
+    outcome = rec.run_cycle().outcomes[0]
+    assert outcome.action == "corrected" and [d.field for _, d in outcome.companion_drift] == [".spec.selector.app.kubernetes.io/name"]
+    time.sleep(2)  # the Deployment controller makes a ReplicaSet when it runs (WITH_KCM=1)
+    with_kcm = bool(api.request("GET", f"/apis/apps/v1/namespaces/{ns}/replicasets")["items"])
+    print("with a controller-manager:", with_kcm)
+    deadline = time.monotonic() + 30
+    while with_kcm and time.monotonic() < deadline:
+        budget = api.request("GET", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/m-memcached")
+        slices = api.request("GET", f"/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices",
+                             query={"labelSelector": "kubernetes.io/service-name=m-memcached"})["items"]
+        if (budget.get("status") or {}).get("conditions") and slices:
+            break
+        time.sleep(1)
+    if with_kcm:
+        assert budget["status"]["expectedPods"] == 2 and budget["status"]["disruptionsAllowed"] == 0, budget["status"]
+        assert slices and not any(e.get("addresses") for s in slices for e in s.get("endpoints") or []), "Pending Pods: no address"
+    api.request("DELETE", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds/m")
+    if not with_kcm:
+        return  # no garbage collector without the controller-manager
+    deadline = time.monotonic() + 60
+    gone: list[str] = []
+    while time.monotonic() < deadline and len(gone) < 3:
+        gone = []
+        for path in (f"/apis/apps/v1/namespaces/{ns}/deployments/m", f"/api/v1/namespaces/{ns}/services/m-memcached",
+                     f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/m-memcached"):
+            try:
+                api.request("GET", path)
+            except APIError as exc:
+                if exc.status == 404:
+                    gone.append(path)
+        time.sleep(1)
+    assert len(gone) == 3, gone

@@ -35,6 +35,24 @@ ATOMIC = {("spec", "selector"), ("metadata", "ownerReferences", "item")}
 PathStep = tuple[str, Any]  # ("f", name) | ("k", ((key, value), ...))
 
 
+class ListRules(NamedTuple):
+    """A kind's list and struct semantics, as compare() needs them."""
+
+    merge_keys: dict[tuple[str, ...], tuple[str, ...]]
+    exclusive: frozenset[tuple[str, ...]]
+    atomic: frozenset[tuple[str, ...]]
+
+
+DEPLOYMENT_RULES = ListRules(MERGE_KEYS, frozenset(EXCLUSIVE_LISTS), frozenset(ATOMIC))
+_OWNERS: dict[tuple[str, ...], tuple[str, ...]] = {("metadata", "ownerReferences"): ("uid",)}
+#: A Service's ports are a map keyed by port and protocol; its selector is a granular map (an extra
+#: key someone adds is theirs, and an apply would not remove it). core/v1 API reference.
+SERVICE_RULES = ListRules({**_OWNERS, ("spec", "ports"): ("port", "protocol")}, frozenset(),
+                          frozenset({("metadata", "ownerReferences", "item")}))
+#: A PodDisruptionBudget's selector is a LabelSelector (+structType=atomic). policy/v1 API reference.
+BUDGET_RULES = ListRules(dict(_OWNERS), frozenset(), frozenset({("spec", "selector"), ("metadata", "ownerReferences", "item")}))
+
+
 class Drift(NamedTuple):
     """One field whose live value is not the desired one."""
 
@@ -112,12 +130,13 @@ def _key(item: Any, keys: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
     return tuple((k, item.get(k)) for k in keys)
 
 
-def compare(desired: dict[str, Any], live: dict[str, Any] | None) -> list[Drift]:
-    """The fields of ``desired`` whose value differs in ``live`` (everything, when live is None)."""
+def compare(desired: dict[str, Any], live: dict[str, Any] | None, rules: ListRules = DEPLOYMENT_RULES) -> list[Drift]:
+    """The fields of ``desired`` whose value differs in ``live`` (everything, when live is None),
+    with the list semantics of its kind (``rules``: a Deployment's unless said)."""
     if live is None:
         return [Drift((), _ABSENT, "<the whole object>", ())]
     found: list[tuple[Any, ...]] = []  # (path, live, desired[, related paths])
-    _walk(desired, live, (), (), found)
+    _walk(desired, live, (), (), found, rules)
     managed = (live.get("metadata") or {}).get("managedFields") or []
     drifts = []
     for p, lv, dv, *related in found:
@@ -128,8 +147,9 @@ def compare(desired: dict[str, Any], live: dict[str, Any] | None) -> list[Drift]
     return drifts
 
 
-def _walk(desired: Any, live: Any, path: tuple[PathStep, ...], schema: tuple[str, ...], out: list[tuple[Any, ...]]) -> None:
-    if isinstance(desired, dict) and schema not in ATOMIC:
+def _walk(desired: Any, live: Any, path: tuple[PathStep, ...], schema: tuple[str, ...], out: list[tuple[Any, ...]],
+          rules: ListRules) -> None:
+    if isinstance(desired, dict) and schema not in rules.atomic:
         if not isinstance(live, dict):
             out.append((path, live, desired))
             return
@@ -138,22 +158,22 @@ def _walk(desired: Any, live: Any, path: tuple[PathStep, ...], schema: tuple[str
                 continue
             if schema == ("metadata",) and k in ("name", "namespace"):
                 continue
-            _walk(v, live.get(k, _ABSENT), path + (("f", k),), schema + (k,), out)
+            _walk(v, live.get(k, _ABSENT), path + (("f", k),), schema + (k,), out, rules)
         return
-    keys = MERGE_KEYS.get(schema)
+    keys = rules.merge_keys.get(schema)
     if keys and isinstance(desired, list):
         live_items = {_key(i, keys): i for i in live} if isinstance(live, list) else {}
         for item in desired:
             key = _key(item, keys)
             step = path + (("k", key),)
             match = live_items.get(key, _ABSENT)
-            item_schema = schema + ("item",) if schema + ("item",) in ATOMIC else schema
+            item_schema = schema + ("item",) if schema + ("item",) in rules.atomic else schema
             if match is _ABSENT:  # who changed the list: the owners of the items we did not expect
                 others = tuple(path + (("k", k),) for k in live_items if k not in {_key(i, keys) for i in desired})
                 out.append((step, _ABSENT, item, others))
             else:
-                _walk(item, match, step, item_schema, out)
-        if schema in EXCLUSIVE_LISTS:
+                _walk(item, match, step, item_schema, out, rules)
+        if schema in rules.exclusive:
             wanted = {_key(i, keys) for i in desired}
             out += [(path + (("k", k),), item, _ABSENT) for k, item in live_items.items() if k not in wanted]
         return

@@ -42,6 +42,10 @@ EVENTS = Resource("", "v1", "events", "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 #: the HPAs in scope: which one scales a CR's Deployment (autoscalers.py)
 AUTOSCALERS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")
+#: what render/companions.py renders beside the Deployment, applied and corrected like it (companions.py)
+SERVICES = Resource("", "v1", "services", "Service")
+BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
+COMPANIONS = (SERVICES, BUDGETS)
 
 #: The field manager of our applies and status writes (``--field-manager`` changes it).
 FIELD_MANAGER = NAME

@@ -40,7 +40,7 @@ from ..decisions.autoscalers import scale_target
 from ..decisions.drift import Drift
 from ..decisions.fights import FightDetector
 from ..decisions.selectors import has_kept_selector, selector_of, template_labels
-from ..decisions.vocabulary import AUTOSCALERS, DEPLOYMENTS, INSTANCE_LABEL, LEASES, PODS, SELECTOR, Action
+from ..decisions.vocabulary import AUTOSCALERS, COMPANIONS, DEPLOYMENTS, INSTANCE_LABEL, LEASES, PODS, SELECTOR, Action
 from .cycle import CROutcome, Reconciler
 from .metrics import Metrics
 
@@ -104,6 +104,8 @@ class Controller:
             "Pod": Kind(PODS.kind, *PODS.gvr, SELECTOR, metadata_only=True),
             # every HPA in scope (they are the users' objects, without our labels): which one scales a CR's Deployment
             AUTOSCALERS.kind: Kind(AUTOSCALERS.kind, *AUTOSCALERS.gvr),
+            # the Service and the budget beside each Deployment (decisions/companions.py)
+            **{r.kind: Kind(r.kind, *r.gvr, SELECTOR, keep_managed_fields=True) for r in COMPANIONS},
         }
         self.informers = self._build_informers(reconciler.options.namespaces or (None,))
         self.metrics.health_checks.append(self.stalled_informer)
@@ -194,6 +196,8 @@ class Controller:
             self.queue.add((ns, owner_name(obj)), arrived)
             for peer in self._kept_peers(type_, obj, old):
                 self.queue.add((ns, peer), arrived)
+        elif kind in COMPANION_KINDS:  # a Service or budget changed or went: its CR puts it back
+            self.queue.add((ns, owner_name(obj)), arrived)
         elif kind == "Lease":
             if self.shards is not None:
                 self.shards.on_lease(type_, obj)
@@ -307,7 +311,8 @@ class Controller:
                 self._sweeping.discard(key)
         outcome = self.reconciler.reconcile_cr(cr, live, self.pods_of(key), declared, condition_fields,
                                                degraded=self._fight_check, neighbours=self.kept_deployments,
-                                               autoscaler=self.autoscaler_of(key), lazy_served_by=lazy)
+                                               autoscaler=self.autoscaler_of(key), lazy_served_by=lazy,
+                                               companions=lambda resource, ns, name: self.cached(resource.kind, (ns, name)))
         if outcome.served_by_deferred:
             self.queue.add_after(key, self.served_by_slot())
         if outcome.deployment is not None:
@@ -318,6 +323,8 @@ class Controller:
             for informer in self.informers["Deployment"]:  # read by a GET: kept unless the watch saw it go
                 if informer.namespace in (None, key[0]):
                     informer.store.fill([slim(self.kinds["Deployment"], outcome.read)])
+        for companion in outcome.companions:
+            self._put(companion["kind"], companion)
         if outcome.cr is not None:
             self._put("Memcached", outcome.cr)
         self.metrics.observe_outcome(outcome)
@@ -539,6 +546,9 @@ class Controller:
             log.error("%s", self.error)
         log.info("stopped after %.1fs", time.monotonic() - started)
         return code
+
+
+COMPANION_KINDS = frozenset(r.kind for r in COMPANIONS)
 
 
 def owner_name(deployment: dict[str, Any]) -> str:

@@ -33,13 +33,15 @@ from typing import Any
 from memcached_gitops.foundation.excerpt import excerpt
 from memcached_gitops.foundation.product import NAME
 from memcached_gitops.render import DEFAULT_IMAGE
+from memcached_gitops.render.companions import object_name
 from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import CRD, Problem, Validator
 
 from ..client.api import APIError, KubeAPI, collection_path, object_path
 from ..client.events import EventRecorder, now_rfc3339
 from ..decisions.autoscalers import autoscalers_by_target
-from ..decisions.drift import Drift
+from ..decisions.companions import Move, steps
+from ..decisions.drift import Drift, compare
 from ..decisions.ignore import ANNOTATION as IGNORE_ANNOTATION
 from ..decisions.ignore import IgnoreError, Pointer, pointers_of
 from ..decisions.ownership import Ownership, classify, spec_manager
@@ -49,6 +51,7 @@ from ..decisions.selectors import has_kept_selector, overlapping, selector_of
 from ..decisions.status import Observation, desired_status, status_differs
 from ..decisions.vocabulary import (
     AUTOSCALERS,
+    COMPANIONS,
     DEPLOYMENTS,
     FAILURES,
     INSTANCE_LABEL,
@@ -57,6 +60,7 @@ from ..decisions.vocabulary import (
     SELECTOR,
     WRITES,
     Action,
+    Resource,
     bounded,
 )
 from .apply import apply_deployment
@@ -65,6 +69,8 @@ log = logging.getLogger("memcached_gitops.reconciler")
 #: Called before the status write with the drift just corrected (empty: none); answers a
 #: (reason, message) that makes the CR Degraded, or None. The event-driven mode's fight detector.
 DegradedCheck = Callable[[dict[str, Any], list[Drift]], "tuple[str, str] | None"]
+#: A companion as the cache holds it (None: not there): (resource, namespace, name) -> object.
+CompanionLookup = Callable[[Resource, str, str], "dict[str, Any] | None"]
 #: The Deployments of a namespace with a kept selector (selectors.py), for the overlap report.
 Neighbours = Callable[[str], Iterable[dict[str, Any]]]
 #: CRs whose desired Deployment is kept between events (least recently reconciled dropped first):
@@ -101,6 +107,9 @@ class CROutcome:
     ignored: list[Drift] = field(default_factory=list)  # drift at the CR's ignored paths (ignore.py): never corrected
     read: dict[str, Any] | None = None  # the Deployment as a GET read it (not in the cache), when not written
     served_by_deferred: bool = False  # reconcile_cr(lazy_served_by=True): only status.servedBy was out of date
+    companions: list[dict[str, Any]] = field(default_factory=list)  # the Service and budget as our applies left them
+    removed: list[tuple[Resource, str]] = field(default_factory=list)  # companions deleted: (resource, name)
+    companion_drift: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) corrected or found
 
 
 @dataclass
@@ -151,9 +160,12 @@ class Reconciler:
         self._reported_schema_errors: set[tuple[str, str]] = set()
         self.clock = now_rfc3339  # lastTransitionTime of the conditions
         self.events = EventRecorder(api, enabled=self.options.events and not self.options.dry_run)
-        self._desired: OrderedDict[tuple[str, str], tuple[tuple[Any, Any], dict[str, Any] | None, list[Problem]]] = OrderedDict()
+        #: (namespace, name) -> ((uid, generation), Deployment, problems, companions)
+        self._desired: OrderedDict[tuple[str, str], tuple[tuple[Any, Any], dict[str, Any] | None, list[Problem],
+                                                          list[dict[str, Any]]]] = OrderedDict()
         self._desired_lock = threading.Lock()
         self._hpa_warned = False
+        self._companions_warned = False
 
     # ---- reading
     def _list(self, group: str, version: str, plural: str, selector: str | None = None) -> list[dict[str, Any]]:
@@ -193,6 +205,24 @@ class Reconciler:
                 log.warning("cannot list HorizontalPodAutoscalers (%s); replicas follow spec.size", exc)
             return {}
 
+    def companions(self) -> CompanionLookup | None:
+        """The labelled Services and budgets in scope, as a lookup; None, with one log line, when
+        they cannot be listed (an RBAC from before the reconciler owned them): then only the
+        Deployment is reconciled, as before."""
+        found: dict[tuple[str, str, str], dict[str, Any]] = {}
+        try:
+            for resource in COMPANIONS:
+                for obj in self._list(*resource.gvr, SELECTOR):
+                    found[(resource.kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])] = obj
+        except APIError as exc:
+            if exc.status not in (403, 404):
+                raise
+            if not self._companions_warned:
+                self._companions_warned = True
+                log.warning("cannot list Services or PodDisruptionBudgets (%s); only Deployments are reconciled", exc)
+            return None
+        return lambda resource, ns, name: found.get((resource.kind, ns, name))
+
     # ---- the cycle
     def run_cycle(self) -> CycleReport:
         started = time.monotonic()
@@ -202,6 +232,7 @@ class Reconciler:
             deployments = self._list(*DEPLOYMENTS.gvr, SELECTOR)
             pods = self._list("", "v1", "pods", SELECTOR)
             autoscalers = self.autoscalers()
+            companions = self.companions()
             declared, condition_fields = self.status_schema()
         except APIError as exc:
             report.complete, report.error = False, f"listing failed: {exc}"
@@ -226,7 +257,8 @@ class Reconciler:
             key = (cr["metadata"].get("namespace", ""), cr["metadata"]["name"])
             try:
                 outcome = self.reconcile_cr(cr, by_name.get(key), tuple(pods_by_owner.get(key, [])), declared, condition_fields,
-                                            neighbours=lambda ns: kept.get(ns, {}).values(), autoscaler=autoscalers.get(key, ""))
+                                            neighbours=lambda ns: kept.get(ns, {}).values(), autoscaler=autoscalers.get(key, ""),
+                                            companions=companions)
                 if outcome.deployment is not None and has_kept_selector(outcome.deployment):
                     kept.setdefault(key[0], {})[key[1]] = outcome.deployment  # seen by the CRs after it
             except APIError as exc:  # one bad CR never stops the others
@@ -240,12 +272,14 @@ class Reconciler:
     def reconcile_cr(self, cr: dict[str, Any], live: dict[str, Any] | None, pods: tuple[str, ...],
                      declared: frozenset[str] | None, condition_fields: frozenset[str] | None,
                      degraded: DegradedCheck | None = None, neighbours: Neighbours | None = None,
-                     autoscaler: str = "", lazy_served_by: bool = False) -> CROutcome:
+                     autoscaler: str = "", lazy_served_by: bool = False, companions: CompanionLookup | None = None) -> CROutcome:
         """One CR, from what was read (a LIST, or the informers' cache): the step both modes share.
 
         A correction costs one apply and at most one status write; in ``detect_only`` mode drift
         is reported (Degraded ``DriftDetected``, a Warning Event, the log) and no Deployment is written.
         ``autoscaler`` names the HPA that scales this Deployment: its replicas are the HPA's (autoscalers.py).
+        ``companions`` finds the cached Service and budget (None: they are not reconciled, as in
+        tests of the Deployment alone).
         """
         visit = Visit(self, cr, pods, declared, condition_fields, lazy_served_by)
         mode = (cr["metadata"].get("annotations") or {}).get(RECONCILE_ANNOTATION) or "enabled"
@@ -275,14 +309,67 @@ class Reconciler:
             live = self._correct(visit, desired, drift, live, size, applied_by, inherited)
             if visit.result.action == Action.FAILED:
                 return visit.result
-        return self._settle(visit, drift, live, size, degraded, neighbours, autoscaler)
+        kept = selector_of(live) if live is not None and has_kept_selector(live) else None
+        foreign = self._companions(visit, companions, mode == "detect-only", kept) if companions is not None else ""
+        return self._settle(visit, drift, live, size, degraded, neighbours, autoscaler, foreign)
+
+    def _companions(self, visit: Visit, lookup: CompanionLookup, detect_only: bool, kept_selector: dict[str, Any] | None) -> str:
+        """Create, correct or delete the Service and the budget (decisions/companions.py); the
+        report of a foreign object in their place ("" when none). Each write's answer is kept in
+        the outcome for the cache; each correction is counted, logged and told by an Event."""
+        cr, result = visit.cr, visit.result
+        desired = self.companions_for(cr)
+        names = sorted({o["metadata"]["name"] for o in desired} | {object_name(visit.name)})
+        wanted = {(o["kind"], o["metadata"]["name"]) for o in desired}
+        live: dict[tuple[str, str], dict[str, Any]] = {}
+        for resource in COMPANIONS:
+            for name in names:
+                found = lookup(resource, visit.namespace, name)
+                if found is None and (resource.kind, name) in wanted:
+                    found = self._find_unlabelled(visit.namespace, name, resource)  # never take one over by its name
+                if found is not None:
+                    live[(resource.kind, name)] = found
+        foreign = []
+        for step in steps(cr, desired, live, names, self.options.adopt, kept_selector):
+            if step.move is Move.FOREIGN:
+                foreign.append(f"{step.describe()} exists and is not controlled by this Memcached; it is left alone")
+                continue
+            if step.move not in (Move.CREATE, Move.CORRECT, Move.DELETE):
+                continue
+            result.companion_drift += [(step.describe(), d) for d in step.drift or _created(step)]
+            if self.options.dry_run or self.options.detect_only or detect_only:
+                log.info("%s: %s %s (not written: %s)", visit, step.describe(), step.move.value,
+                         "dry run" if self.options.dry_run else "detect-only")
+                continue
+            path = object_path(*step.resource.gvr, visit.namespace, step.name)
+            if step.move is Move.DELETE:
+                try:
+                    self.api.request("DELETE", path, body={"kind": "DeleteOptions", "apiVersion": "v1",
+                                                           "propagationPolicy": "Background"})
+                except APIError as exc:
+                    if exc.status != 404:
+                        raise
+                result.removed.append((step.resource, step.name))
+            else:
+                assert step.body is not None
+                result.companions.append(self.api.apply(path, step.body, self.options.field_manager))
+            if result.action == Action.UNCHANGED:
+                result.action = Action.CORRECTED
+            done = f"{step.describe()} {step.move.value}d" if step.move is not Move.CORRECT else (
+                f"{step.describe()} corrected: " + "; ".join(d.describe() for d in step.drift))
+            log.info("%s: %s", visit, done)
+            reason = "DriftCorrected" if step.move is Move.CORRECT else f"{step.resource.kind}{step.move.value.title()}d"
+            self.events.record(cr, "Normal", reason, bounded(done))
+        if foreign:
+            self.events.warn_once(cr, "ResourceNotOwned", bounded("; ".join(foreign)))
+        return bounded("; ".join(foreign))
 
     def _settle(self, visit: Visit, drift: list[Drift], live: dict[str, Any] | None, size: int, degraded: DegradedCheck | None,
-                neighbours: Neighbours | None, autoscaler: str) -> CROutcome:
+                neighbours: Neighbours | None, autoscaler: str, foreign: str = "") -> CROutcome:
         """The status of a CR served as asked: Available from its Deployment, Degraded while a fight
-        lasts, the overlap of a kept selector, the HPA that scales it."""
+        lasts or a foreign object holds a companion's name, the overlap of a kept selector, the HPA that scales it."""
         corrected = drift if visit.result.action == Action.CORRECTED else []
-        reason, message = (degraded(visit.cr, corrected) if degraded else None) or ("", "")
+        reason, message = (degraded(visit.cr, corrected) if degraded else None) or (("ResourceNotOwned", foreign) if foreign else ("", ""))
         overlap = self._overlap(visit.cr, live, neighbours) if live is not None and neighbours is not None else ""
         if not self.options.dry_run:
             # The correction is told by its Event and the log, not by a status message that the next
@@ -398,11 +485,11 @@ class Reconciler:
                                                      drift_note=note, inherited_selector=kept), declared, condition_fields)
         return CROutcome(ns, name, Action.OBSERVED, differences, cr=written)
 
-    def _find_unlabelled(self, ns: str, name: str) -> dict[str, Any] | None:
-        """The rare path: a CR whose Deployment is not in the labelled LIST. One GET, so that a
-        Deployment of that name without our label is seen (and never taken over)."""
+    def _find_unlabelled(self, ns: str, name: str, resource: Resource = DEPLOYMENTS) -> dict[str, Any] | None:
+        """The rare path: a CR whose Deployment (or companion) is not in the labelled LIST. One GET,
+        so that an object of that name without our label is seen (and never taken over)."""
         try:
-            found: dict[str, Any] = self.api.request("GET", object_path(*DEPLOYMENTS.gvr, ns, name))
+            found: dict[str, Any] = self.api.request("GET", object_path(*resource.gvr, ns, name))
             return found
         except APIError as exc:
             if exc.status == 404:
@@ -423,19 +510,29 @@ class Reconciler:
                 self._desired.move_to_end(key)
                 return kept[1], kept[2]
         verdict = validate_and_render(self.validator, copy.deepcopy(cr), self.options.image)
-        desired = None
+        desired, companions = None, list[dict[str, Any]]()
         if verdict.ok:
             desired = verdict.manifests[0]
             desired["metadata"]["ownerReferences"] = [{
                 "apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": meta["name"], "uid": meta["uid"],
                 "controller": True, "blockOwnerDeletion": True,
             }]
+            companions = list(verdict.manifests[1:])
         with self._desired_lock:
-            self._desired[key] = (version, desired, verdict.problems)
+            self._desired[key] = (version, desired, verdict.problems, companions)
             self._desired.move_to_end(key)
             while len(self._desired) > DESIRED_KEPT:
                 self._desired.popitem(last=False)
         return desired, verdict.problems
+
+    def companions_for(self, cr: dict[str, Any]) -> list[dict[str, Any]]:
+        """The Service and (two Pods or more) the PodDisruptionBudget the CR asks for, as rendered
+        (render/companions.py), without owner; kept with its Deployment (desired_for)."""
+        self.desired_for(cr)
+        meta = cr["metadata"]
+        with self._desired_lock:
+            kept = self._desired.get((meta.get("namespace", ""), meta["name"]))
+        return list(kept[3]) if kept is not None else []
 
     # ---- writes
     def write_status(self, cr: dict[str, Any], obs: Observation, declared: frozenset[str] | None,
@@ -470,6 +567,11 @@ class Reconciler:
                     log.error("%s/%s: the served CRD does not declare a status field we write: %s", ns, name, exc.message)
                 return None
             raise
+
+
+def _created(step: Any) -> list[Drift]:
+    """A created or deleted companion counted as one drift of the whole object."""
+    return compare(step.body, None)
 
 
 def _summary(action: Action, drift: list[Drift], desired: dict[str, Any], applied_by: str, inherited: bool) -> str:

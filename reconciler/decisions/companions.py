@@ -1,0 +1,114 @@
+"""What to do with the Service and the PodDisruptionBudget beside a Memcached's Deployment. Pure.
+
+render/companions.py renders them; the reconciler owns them as it owns the Deployment:
+
+- **missing**: created by a server-side apply with our field manager and a controller
+  ownerReference to the Memcached, so the garbage collector removes them with it;
+- **ours** (a controller ownerReference with the Memcached's uid): drift on the fields we set is
+  corrected by the same apply, compared with the kind's list semantics (drift.py);
+- **ours but no longer wanted** (the budget of a Memcached scaled to one Pod): deleted;
+- **GitOps-applied** (our managed-by and instance labels, no controller ownerReference: Argo CD
+  applied our rendering): observed, not written, unless ``adopt``, as for the Deployment;
+- **foreign** (anything else of that name, including one controlled by another object): never
+  written; the Memcached reports it (Degraded, ``ResourceNotOwned``).
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+from typing import Any, NamedTuple
+
+from memcached_gitops.render import INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL
+
+from .drift import BUDGET_RULES, SERVICE_RULES, Drift, ListRules, compare
+from .ownership import controller_of
+from .vocabulary import BUDGETS, COMPANIONS, SERVICES, Resource
+
+RULES: dict[str, ListRules] = {SERVICES.kind: SERVICE_RULES, BUDGETS.kind: BUDGET_RULES}
+
+
+class Move(enum.Enum):
+    CREATE = "create"
+    CORRECT = "correct"
+    DELETE = "delete"
+    KEEP = "keep"  # ours, and as desired
+    OBSERVE = "observe"  # GitOps-applied, not adopted
+    FOREIGN = "foreign"
+
+
+class Step(NamedTuple):
+    """One companion's move: the object to apply (CREATE, CORRECT), or the live one otherwise."""
+
+    resource: Resource
+    name: str
+    move: Move
+    body: dict[str, Any] | None
+    drift: tuple[Drift, ...] = ()
+
+    def describe(self) -> str:
+        return f"{self.resource.kind} {self.name}"
+
+
+def with_owner(obj: dict[str, Any], cr: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``obj`` whose controller is the Memcached ``cr`` (what the reconciler applies)."""
+    owned = copy.deepcopy(obj)
+    meta = cr["metadata"]
+    owned["metadata"]["ownerReferences"] = [{"apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": meta["name"],
+                                             "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}]
+    return owned
+
+
+def selecting(obj: dict[str, Any], selector: dict[str, Any] | None) -> dict[str, Any]:
+    """``obj`` selecting the Pods of ``selector``: the Deployment's own selector where it was kept
+    from a Deployment we took over (selectors.py), whose Pods lack our selector's labels. A Service
+    selects by labels only (its selector has no expressions): the selector's matchLabels."""
+    if not selector:
+        return obj
+    out = copy.deepcopy(obj)
+    if obj["kind"] == SERVICES.kind:
+        out["spec"]["selector"] = dict(selector.get("matchLabels") or {})
+    else:
+        out["spec"]["selector"] = copy.deepcopy(selector)
+    return out
+
+
+def relation(obj: dict[str, Any], cr: dict[str, Any]) -> Move:
+    """KEEP for ours, OBSERVE for a GitOps-applied copy of our rendering, FOREIGN for anything else."""
+    controller = controller_of(obj)
+    if controller is not None:
+        return Move.KEEP if controller.get("uid") == cr["metadata"].get("uid") else Move.FOREIGN
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(INSTANCE_LABEL) == cr["metadata"]["name"]:
+        return Move.OBSERVE
+    return Move.FOREIGN
+
+
+def steps(cr: dict[str, Any], desired: list[dict[str, Any]], live: dict[tuple[str, str], dict[str, Any]], names: list[str],
+          adopt: bool = False, kept_selector: dict[str, Any] | None = None) -> list[Step]:
+    """The move for each companion: ``desired`` as rendered (without owner), ``live`` the objects
+    of ``names`` found, by (kind, name); ``names`` every companion name the CR may have;
+    ``kept_selector`` the Deployment's selector when it was kept from one taken over."""
+    out: list[Step] = []
+    wanted = {(o["kind"], o["metadata"]["name"]) for o in desired}
+    resources = {r.kind: r for r in COMPANIONS}
+    for rendered in desired:
+        obj = selecting(rendered, kept_selector)
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        body = with_owner(obj, cr)
+        current = live.get((kind, name))
+        if current is None:
+            out.append(Step(resources[kind], name, Move.CREATE, body))
+            continue
+        moved = relation(current, cr)
+        if moved is Move.FOREIGN or (moved is Move.OBSERVE and not adopt):
+            out.append(Step(resources[kind], name, moved, current, tuple(compare(obj, current, RULES[kind]))))
+            continue
+        drift = tuple(compare(body, current, RULES[kind]))
+        out.append(Step(resources[kind], name, Move.CORRECT if drift else Move.KEEP, body if drift else current, drift))
+    for resource in COMPANIONS:
+        for name in names:
+            current = live.get((resource.kind, name))
+            if current is not None and (resource.kind, name) not in wanted and relation(current, cr) is Move.KEEP:
+                out.append(Step(resource, name, Move.DELETE, current))
+    return out
