@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 #: Namespaces a generated CR may name that are valid DNS-1123 labels; the oracle creates them, so a
-#: verdict never depends on whether a namespace happens to exist.
-NAMESPACES = ("default", "kube-public", "team-a", "a" * 63)
+#: verdict never depends on whether a namespace happens to exist. "yes" is YAML 1.1's true when plain
+#: (a type error), but a valid name when quoted or in JSON, so it must exist too (seed 35 drew it).
+NAMESPACES = ("default", "kube-public", "team-a", "a" * 63, "yes")
 
 
 @dataclass

@@ -484,3 +484,21 @@ def test_a_failed_apply_is_a_warning_with_what_it_was_to_do_and_a_dry_run_says_w
     assert at_emit.seen == [("INFO", "default/a: created the Deployment", 0),
                             ("INFO", "default/a: Service a-memcached create (not written: dry run)", 0)], \
         "nothing sent, what would be done told"
+
+
+def test_detect_only_reports_a_companions_drift_and_writes_nothing(cluster: FakeAPIServer) -> None:
+    from memcached_gitops.reconciler.orchestration.metrics import Metrics
+
+    make_cr(cluster, "a", size=2)
+    reconciler_for(cluster).run_cycle()
+    patch(cluster, "/api/v1/namespaces/default/services/a-memcached", {"spec": {"selector": {"app.kubernetes.io/name": "x"}}},
+          "application/merge-patch+json")
+    cluster.reset_log()
+    [outcome] = reconciler_for(cluster, detect_only=True).run_cycle().outcomes
+    assert outcome.action == "drifted"
+    assert not [w for w in writes(cluster) if "/services/" in str(w)], "nothing written to the Service"
+    assert [(where, d.field) for where, d in outcome.companion_drift] == [("Service a-memcached", ".spec.selector.app.kubernetes.io/name")]
+    metrics = Metrics()
+    metrics.observe_outcome(outcome)
+    assert metrics.value("memcached_gitops_drift_detected_total", {"field": "Service .spec.selector.app.kubernetes.io/name"}) == 1
+    assert cluster.get("", "services", "default", "a-memcached")["spec"]["selector"]["app.kubernetes.io/name"] == "x"

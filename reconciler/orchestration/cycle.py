@@ -340,6 +340,8 @@ class Reconciler:
             if self.options.dry_run or self.options.detect_only or detect_only:
                 log.info("%s: %s %s (not written: %s)", visit, step.describe(), step.move.value,
                          "dry run" if self.options.dry_run else "detect-only")
+                if not self.options.dry_run and result.action == Action.UNCHANGED:
+                    result.action = Action.DRIFTED  # counted as detected, as a Deployment's drift is
                 continue
             path = object_path(*step.resource.gvr, visit.namespace, step.name)
             if step.move is Move.DELETE:

@@ -174,6 +174,8 @@ class Metrics:
         counter = self.drift_detected if outcome.action == Action.DRIFTED else self.corrections
         for d in outcome.drift:
             counter.labels(d.field or "<object>").inc()
+        for where, d in outcome.companion_drift:  # the Service's and the budget's, by kind
+            counter.labels(f"{where.split(' ', 1)[0]} {d.field or '<object>'}").inc()
         if outcome.action in FAILURES:
             self.errors.labels(outcome.action).inc()
         failed = outcome.action == Action.FAILED  # retried with backoff, as a Reconcile that returns an error
