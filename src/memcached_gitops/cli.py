@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 
 from memcached_gitops.foundation.extras import missing_cluster_client
@@ -49,6 +50,9 @@ RequireObjectsOpt = Annotated[bool, typer.Option(
     "--require-objects", help="Every document must be a Kubernetes object (kubectl apply's verdict); by default documents "
                               "that are not meant as objects (Helm values, Chart.yaml, compose files) and empty files are passed over.")]
 VerboseOpt = Annotated[bool, typer.Option("-v", "--verbose", help="Name each document and object passed over, by file and line.")]
+ColorOpt = Annotated[str, typer.Option(
+    "--color", click_type=click.Choice(["auto", "always", "never"]),
+    help="Colour the diagnostics: auto (only on a terminal, unless NO_COLOR is set), always or never.")]
 MaxInputOpt = Annotated[str | None, typer.Option(
     "--max-input-size",
     help=f"Refuse input larger than this, all files together [env {MAX_INPUT_ENV}; default 10M = 10,000,000 bytes; Ki/Mi/Gi allowed].")]
@@ -83,9 +87,10 @@ def validate(
     max_input: MaxInputOpt = None,
     require_objects: RequireObjectsOpt = False,
     verbose: VerboseOpt = False,
+    color: ColorOpt = "auto",
 ) -> None:
     """Check Memcached CRs as the API server would (kubectl apply --dry-run=server --validate=strict)."""
-    validate_files(paths, crd, strict, format, max_input, require_objects, verbose)
+    validate_files(paths, crd, strict, format, max_input, require_objects, verbose, color)
 
 
 @app.command()
@@ -100,9 +105,10 @@ def render(
     max_input: MaxInputOpt = None,
     require_objects: RequireObjectsOpt = False,
     verbose: VerboseOpt = False,
+    color: ColorOpt = "auto",
 ) -> None:
     """Render Memcached CRs to Deployments (stdout, or --output-dir)."""
-    render_files(paths, crd, strict, output, output_dir, include_input, image, max_input, require_objects, verbose)
+    render_files(paths, crd, strict, output, output_dir, include_input, image, max_input, require_objects, verbose, color)
 
 
 @app.command("argocd-generate")

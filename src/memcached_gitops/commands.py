@@ -114,7 +114,12 @@ def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: 
         manifests, kustomize_files = manifest_sources(paths)
         if not manifests and not kustomize_files:
             raise InputError(f"{', '.join(paths)}: no *.yaml, *.yml or *.json files found")
-        result = process(open_sources(manifests, budget, build_options), validator, image, do_render, require_objects, limit)
+        sources = open_sources(manifests, budget, build_options)
+        if sys.stderr.isatty():  # a person is watching: a progress line for long work (terminal.py)
+            from .terminal import with_progress
+
+            sources = with_progress(sources, "checked", len(manifests) + len(kustomize_files))
+        result = process(sources, validator, image, do_render, require_objects, limit)
         result.passed_over += [f.name for f in kustomize_files]
         return result
     except InputError as exc:
@@ -125,9 +130,22 @@ def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: 
         raise fail(str(exc), EXIT_INVALID) from None
 
 
-def report_text(findings: list[Finding]) -> None:
+def report_text(findings: list[Finding], color: bool = False) -> None:
+    """One line per finding on stderr; with ``color`` (terminal.use_color), its place in bold and its
+    message red or yellow, the input's control characters escaped first all the same."""
     for f in findings:
-        echo(f.text(), err=True)
+        if color:
+            from .terminal import paint
+
+            print(paint(f.text().translate(_ONE_LINE), f.severity), file=sys.stderr)
+        else:
+            echo(f.text(), err=True)
+
+
+def wants_color(mode: str) -> bool:
+    from .terminal import use_color
+
+    return use_color(mode, sys.stderr)
 
 
 def report_github(findings: list[Finding]) -> None:
@@ -187,7 +205,7 @@ def file_name(obj: dict[str, Any], output: OutputFormat) -> str:
 
 def validate_files(paths: list[str], crd: str | None = None, strict: bool = True,
                    format: ReportFormat = ReportFormat.text, max_input: str | None = None,
-                   require_objects: bool = False, verbose: bool = False) -> None:
+                   require_objects: bool = False, verbose: bool = False, color: str = "auto") -> None:
     """The validate command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
     validator = make_validator(crd, strict, paths)
     result = run_pipeline(paths, validator, DEFAULT_IMAGE, do_render=False, max_input=max_input, require_objects=require_objects)
@@ -200,7 +218,7 @@ def validate_files(paths: list[str], crd: str | None = None, strict: bool = True
     elif format is ReportFormat.github:
         report_github(result.findings)
     else:
-        report_text(result.findings)
+        report_text(result.findings, wants_color(color))
     echo(summary(result, validator.crd.kind), err=True)
     if result.errors:
         raise SystemExit(EXIT_INVALID)
@@ -208,16 +226,16 @@ def validate_files(paths: list[str], crd: str | None = None, strict: bool = True
 
 def render_files(paths: list[str], crd: str | None = None, strict: bool = True, output: OutputFormat = OutputFormat.yaml,
                  output_dir: Path | None = None, include_input: bool = False, image: str | None = None,
-                 max_input: str | None = None, require_objects: bool = False, verbose: bool = False) -> None:
+                 max_input: str | None = None, require_objects: bool = False, verbose: bool = False, color: str = "auto") -> None:
     """The render command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
     render_validated(paths, make_validator(crd, strict, paths), resolve_image(image), output, output_dir, include_input, max_input,
-                     require_objects=require_objects, verbose=verbose)
+                     require_objects=require_objects, verbose=verbose, color=color)
 
 
 def render_validated(paths: list[str], validator: Validator, image: str, output: OutputFormat, output_dir: Path | None,
                      include_input: bool, max_input: str | None = None, allow_empty: bool = True,
                      pass_other: Callable[[dict[str, Any]], bool] | None = None, build_options: str | None = None,
-                     require_objects: bool = False, verbose: bool = False) -> None:
+                     require_objects: bool = False, verbose: bool = False, color: str = "auto") -> None:
     """The render command's work, shared with the Argo CD plugin's generate (``allow_empty=False``:
     an empty manifest set is an application with no resources, which Argo CD would prune to).
 
@@ -229,7 +247,7 @@ def render_validated(paths: list[str], validator: Validator, image: str, output:
     check_nonempty(result, paths)
     if verbose:
         report_passed_over(result)
-    report_text(result.findings)
+    report_text(result.findings, wants_color(color))
     if result.errors:
         echo(summary(result, validator.crd.kind), err=True)
         raise SystemExit(EXIT_INVALID)

@@ -1,0 +1,113 @@
+"""Colour and progress for a person at a terminal, and never elsewhere: a pipe gets the bytes it
+always got. The terminal cases run the command under a real pseudo-terminal (the pty module)."""
+
+from __future__ import annotations
+
+import io
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memcached_gitops.terminal import ColorMode, paint, use_color, with_progress
+
+BAD = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: -1}\n"
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("mode,tty,environ,expected", [
+    ("never", True, {}, False),
+    ("always", False, {}, True),
+    ("auto", False, {}, False),
+    ("auto", True, {}, True),
+    ("auto", True, {"NO_COLOR": "1"}, False),
+    ("auto", True, {"NO_COLOR": ""}, True),  # no-color.org: present and not empty
+    ("auto", True, {"TERM": "dumb"}, False),
+])
+def test_when_to_colour(mode: str, tty: bool, environ: dict, expected: bool) -> None:
+    stream = Tty() if tty else io.StringIO()
+    assert use_color(ColorMode(mode), stream, environ) is expected
+
+
+def test_paint_keeps_the_text_and_marks_place_and_severity() -> None:
+    line = "a.yaml:4:7: Memcached/a: spec.size: Invalid value: -1"
+    painted = paint(line)
+    assert painted == "\x1b[1ma.yaml:4:7\x1b[0m: \x1b[31mMemcached/a: spec.size: Invalid value: -1\x1b[0m"
+    assert "\x1b[33m" in paint(line, "warning")
+    assert painted.replace("\x1b[1m", "").replace("\x1b[31m", "").replace("\x1b[0m", "") == line
+
+
+def run_in_pty(args: list[str], cwd: Path, env: dict[str, str]) -> bytes:
+    """The command's stdout and stderr, as a terminal would show them."""
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", *args], stdin=secondary, stdout=secondary,
+                            stderr=secondary, cwd=cwd, env=env, close_fds=True)
+    os.close(secondary)
+    chunks = []
+    while True:
+        try:
+            data = os.read(primary, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=60)
+    os.close(primary)
+    return b"".join(chunks)
+
+
+@pytest.fixture
+def bad(tmp_path: Path) -> Path:
+    (tmp_path / "bad.yaml").write_text(BAD)
+    return tmp_path
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "CI", "TERM")}
+    return {**env, "TERM": "xterm", **extra}
+
+
+def test_on_a_terminal_diagnostics_are_coloured_unless_no_color_or_never(bad: Path) -> None:
+    shown = run_in_pty(["validate", "bad.yaml"], bad, _env())
+    assert b"\x1b[1mbad.yaml:4:" in shown and b"\x1b[31m" in shown
+    assert b"\x1b[" not in run_in_pty(["validate", "bad.yaml"], bad, _env(NO_COLOR="1"))
+    assert b"\x1b[" not in run_in_pty(["validate", "--color", "never", "bad.yaml"], bad, _env())
+    assert b"\r\x1b[K" not in shown, "no progress line for work under a second"
+
+
+def test_in_a_pipe_the_bytes_are_those_of_never_and_always_still_escapes_the_input(bad: Path) -> None:
+    def piped(*args: str) -> bytes:
+        return subprocess.run([sys.executable, "-m", "memcached_gitops", *args], cwd=bad, env=_env(), capture_output=True).stderr
+
+    plain = piped("validate", "bad.yaml")
+    assert plain == piped("validate", "--color", "never", "bad.yaml") and b"\x1b" not in plain
+    (bad / "x\x1b[2J.yaml").write_text(BAD)
+    always = piped("validate", "--color", "always", "x\x1b[2J.yaml")
+    assert b"\x1b[1m" in always and b"x\\x1b[2J.yaml" in always and b"\x1b[2J" not in always, always
+
+
+def test_a_progress_line_after_a_second_cleared_at_the_end() -> None:
+    ticks = iter([0.0, 0.5, 1.2, 1.25, 1.4, 2.0])
+    out = Tty()
+    seen = list(with_progress(["a", "b", "c", "d", "e"], "checked", 5, stream=out, clock=lambda: next(ticks), enabled=True))
+    assert seen == ["a", "b", "c", "d", "e"]
+    assert out.getvalue() == ("\r\x1b[Kchecked 2 of 5 files" "\r\x1b[Kchecked 4 of 5 files" "\r\x1b[Kchecked 5 of 5 files"
+                              "\r\x1b[K")
+
+
+def test_no_progress_in_a_pipe_or_in_ci(monkeypatch) -> None:
+    out = io.StringIO()
+    assert list(with_progress(range(3), "checked", stream=out, clock=iter([0.0, 5.0, 10.0, 15.0]).__next__)) == [0, 1, 2]
+    assert out.getvalue() == ""
+    monkeypatch.setenv("CI", "true")
+    tty = Tty()
+    assert list(with_progress(range(3), "checked", stream=tty, clock=iter([0.0, 5.0, 10.0, 15.0]).__next__)) == [0, 1, 2]
+    assert tty.getvalue() == ""
