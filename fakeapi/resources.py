@@ -34,9 +34,9 @@ KEY_DEFAULTS = {POD + ("containers", "ports"): {"protocol": "TCP"}, POD + ("init
 ATOMIC_REFS = {("metadata", "ownerReferences"), ("involvedObject",), ("regarding",), ("related",)}
 DEPLOYMENT_TYPES = Types(CONTAINER_LISTS, atomic_structs={("spec", "selector")} | ATOMIC_REFS, key_defaults=KEY_DEFAULTS)
 POD_TYPES = Types({(k[2:] if k[:3] == POD else k): v for k, v in CONTAINER_LISTS.items()}, atomic_structs=ATOMIC_REFS)
-#: A Service's ports are a map keyed by port and protocol (core/v1 API reference; transcript 42).
+#: A Service's ports are a map keyed by port and protocol, its selector an atomic map (transcript 42).
 SERVICE_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("metadata", "finalizers"): ("set", None),
-                       ("spec", "ports"): ("map", ("port", "protocol"))}, atomic_structs=ATOMIC_REFS,
+                       ("spec", "ports"): ("map", ("port", "protocol"))}, atomic_structs=ATOMIC_REFS | {("spec", "selector")},
                       key_defaults={("spec", "ports"): {"protocol": "TCP"}})
 #: A PodDisruptionBudget's selector is a LabelSelector, an atomic struct (policy/v1 API reference).
 BUDGET_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("metadata", "finalizers"): ("set", None)},

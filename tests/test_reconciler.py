@@ -109,8 +109,8 @@ def test_create_from_nothing(cluster: FakeAPIServer) -> None:
 
 def test_the_service_and_budget_are_corrected_and_the_budget_goes_when_one_pod_is_asked(cluster: FakeAPIServer) -> None:
     """Owned like the Deployment: a person's change to a field we set is put back by the same apply
-    (their extra selector key, a granular map's, stays theirs); a budget is deleted when the CR asks
-    for one Pod, and comes back with two."""
+    (the selector is an atomic map: taken back whole, their extra key too, transcript 42); a budget
+    is deleted when the CR asks for one Pod, and comes back with two."""
     make_cr(cluster, "a", size=2)
     rec = reconciler_for(cluster)
     rec.run_cycle()
@@ -119,10 +119,9 @@ def test_the_service_and_budget_are_corrected_and_the_budget_goes_when_one_pod_i
     cluster.reset_log()
     [outcome] = rec.run_cycle().outcomes
     assert outcome.action == "corrected"
-    assert [(where, d.field) for where, d in outcome.companion_drift] == [
-        ("Service a-memcached", '.spec.selector.app.kubernetes.io/instance')]
+    assert [(where, d.field) for where, d in outcome.companion_drift] == [("Service a-memcached", ".spec.selector")]
     assert cluster.get("", "services", "default", "a-memcached")["spec"]["selector"] == {
-        "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a", "team": "x"}
+        "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}
     assert [(r.method, r.path.rsplit("/", 2)[-2:]) for r in cluster.log if "/services/" in r.path and r.method != "GET"] == [
         ("PATCH", ["services", "a-memcached"])]
     cr_a = CR_PATH.format(ns="default") + "/a"
@@ -497,8 +496,8 @@ def test_detect_only_reports_a_companions_drift_and_writes_nothing(cluster: Fake
     [outcome] = reconciler_for(cluster, detect_only=True).run_cycle().outcomes
     assert outcome.action == "drifted"
     assert not [w for w in writes(cluster) if "/services/" in str(w)], "nothing written to the Service"
-    assert [(where, d.field) for where, d in outcome.companion_drift] == [("Service a-memcached", ".spec.selector.app.kubernetes.io/name")]
+    assert [(where, d.field) for where, d in outcome.companion_drift] == [("Service a-memcached", ".spec.selector")]
     metrics = Metrics()
     metrics.observe_outcome(outcome)
-    assert metrics.value("memcached_gitops_drift_detected_total", {"field": "Service .spec.selector.app.kubernetes.io/name"}) == 1
+    assert metrics.value("memcached_gitops_drift_detected_total", {"field": "Service .spec.selector"}) == 1
     assert cluster.get("", "services", "default", "a-memcached")["spec"]["selector"]["app.kubernetes.io/name"] == "x"

@@ -45,10 +45,11 @@ class ListRules(NamedTuple):
 
 DEPLOYMENT_RULES = ListRules(MERGE_KEYS, frozenset(EXCLUSIVE_LISTS), frozenset(ATOMIC))
 _OWNERS: dict[tuple[str, ...], tuple[str, ...]] = {("metadata", "ownerReferences"): ("uid",)}
-#: A Service's ports are a map keyed by port and protocol; its selector is a granular map (an extra
-#: key someone adds is theirs, and an apply would not remove it). core/v1 API reference.
+#: A Service's ports are a map keyed by port and protocol; its selector is an atomic map
+#: (+mapType=atomic: transcript 42 shows one key changed by a person moving the whole ``f:selector``
+#: to them, and our apply taking it back whole). core/v1 API reference.
 SERVICE_RULES = ListRules({**_OWNERS, ("spec", "ports"): ("port", "protocol")}, frozenset(),
-                          frozenset({("metadata", "ownerReferences", "item")}))
+                          frozenset({("spec", "selector"), ("metadata", "ownerReferences", "item")}))
 #: A PodDisruptionBudget's selector is a LabelSelector (+structType=atomic). policy/v1 API reference.
 BUDGET_RULES = ListRules(dict(_OWNERS), frozenset(), frozenset({("spec", "selector"), ("metadata", "ownerReferences", "item")}))
 
