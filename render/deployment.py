@@ -9,7 +9,8 @@ The Deployment follows the kubebuilder tutorial's ``deploymentForMemcached``, co
   Deployments a Go operator left running onto this rendering without losing one;
 - restricted Pod Security (non-root UID 1001, seccomp RuntimeDefault, no privilege escalation,
   all capabilities dropped, read-only root filesystem, no ServiceAccount token mounted),
-  resources and TCP probes on the named port;
+  resources (the CR's ``spec.resources``, memcached's limits derived from them: sizing.py) and
+  TCP probes on the named port;
 - Pods spread over nodes, then zones, when the scheduler can (``ScheduleAnyway``);
 - every value is written in the form the API server stores it (quantities canonical within their
   suffix family, ``protocol: TCP`` spelled out, integers as integers), so reading the object back
@@ -28,6 +29,7 @@ from memcached_gitops.foundation.product import NAME
 from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors, label_value_errors
 
 from .companions import render_pdb, render_service
+from .sizing import canonical_quantity, memcached_flags, quantity
 
 DEFAULT_IMAGE = "memcached:1.6.26-alpine3.19"
 MANAGED_BY = NAME
@@ -129,9 +131,29 @@ def _spread(topology_key: str) -> dict[str, Any]:
             "maxSkew": 1, "topologyKey": topology_key, "whenUnsatisfiable": "ScheduleAnyway"}
 
 
+def _sizing(spec: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """memcached's command and the container's resources: the seeds' without ``spec.resources``,
+    else the CR's (quantities in the API server's canonical form, so reading them back is no drift)
+    with ``-m``, ``-t`` and ``-c`` derived as sizing.py says."""
+    given = spec.get("resources")
+    threads, connections = spec.get("threads"), spec.get("maxConnections")
+    if not isinstance(given, dict) or not (given.get("limits") or given.get("requests")):
+        flags = memcached_flags(None, None, connections, threads) if (threads or connections) else [
+            f"--memory-limit={CACHE_MEMORY_MB}", "-o", "modern", "-v"]
+        return ["memcached", *flags], {k: dict(v) for k, v in RESOURCES.items()}
+    resources = {section: {k: canonical_quantity(v) for k, v in given[section].items()}
+                 for section in ("limits", "requests") if isinstance(given.get(section), dict) and given[section]}
+
+    def first(key: str) -> Any:
+        return next((quantity(s[key]) for s in (resources.get("limits", {}), resources.get("requests", {})) if key in s), None)
+
+    return ["memcached", *memcached_flags(first("memory"), first("cpu"), connections, threads)], resources
+
+
 def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[str, Any]:
     """The Deployment for a validated, defaulted Memcached CR."""
     name, size, port = _check_renderable(cr)
+    command, resources = _sizing(cr.get("spec") or {})
     labels = labels_for(name, image)
     metadata: dict[str, Any] = {"name": name}
     namespace = (cr.get("metadata") or {}).get("namespace")
@@ -162,9 +184,9 @@ def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[st
                             "name": CONTAINER_NAME,
                             "image": image,
                             "imagePullPolicy": "IfNotPresent",
-                            "command": ["memcached", f"--memory-limit={CACHE_MEMORY_MB}", "-o", "modern", "-v"],
+                            "command": command,
                             "ports": [{"containerPort": port, "name": PORT_NAME, "protocol": "TCP"}],
-                            "resources": {k: dict(v) for k, v in RESOURCES.items()},
+                            "resources": resources,
                             "livenessProbe": _tcp_probe(initial_delay=10),
                             "readinessProbe": _tcp_probe(initial_delay=5),
                             "securityContext": {

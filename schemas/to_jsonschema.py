@@ -6,6 +6,9 @@ that decide verdicts, each translated here the way the API server reads the CRD:
 - ``nullable: true`` -> the type also admits ``null`` (OpenAPI 3.0 ``nullable``);
 - ``exclusiveMinimum: true`` + ``minimum: m`` -> ``exclusiveMinimum: m`` (3.0 booleans vs numbers);
 - ``x-kubernetes-int-or-string`` -> ``anyOf: [integer, string]``;
+- an integer without an integer format -> an ``allOf`` member with int64's bounds, which only the
+  numbers beyond int64 fail: the server reads them as float64 and its type check names them
+  "number" (JSON_INTEGER_COMMENT);
 - ``format: int32``/``int64`` -> an ``allOf`` member with the type's bounds: kube-apiserver v1.36
   enforces them (kubernetes/kubernetes#136091, fixed by #136582: "Checked value must be of type
   integer with format int32");
@@ -24,6 +27,12 @@ from typing import Any
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 INT_FORMATS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 FORMAT_COMMENT = "format "  # marks the allOf member that carries a format's bounds
+#: marks the allOf member that keeps numbers beyond int64 out of an integer without a format: the
+#: reader gives them as floats (the server's decoder, apimachinery util/json, reads them as float64),
+#: and kube-openapi's type check takes a float64 for an integer only within +-2**53
+#: (swag.IsFloat64AJSONInteger), so to the server they are "number", not "integer". Its text after
+#: the marker is the types the message names ("integer", "integer,string").
+JSON_INTEGER_COMMENT = "json integer "
 
 _COPIED = (
     "description", "title", "default", "enum", "pattern", "minLength", "maxLength", "minItems",
@@ -59,6 +68,10 @@ def _convert(s: dict[str, Any], root: bool = False) -> dict[str, Any]:
         if s.get("type") == "integer" and fmt in INT_FORMATS:
             low, high = INT_FORMATS[fmt]
             all_of.append({"$comment": FORMAT_COMMENT + fmt, "minimum": low, "maximum": high})
+    if "integer" in types and fmt not in INT_FORMATS:
+        low, high = INT_FORMATS["int64"]
+        wanted = ",".join(t for t in types if t != "null")
+        all_of.append({"$comment": JSON_INTEGER_COMMENT + wanted, "minimum": low, "maximum": high})
     if all_of:
         out["allOf"] = all_of
     for key in ("anyOf", "oneOf"):

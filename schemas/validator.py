@@ -29,7 +29,7 @@ from .crd import CRD, Version
 from .metadecode import decode_object_meta
 from .objectmeta import validate_object_meta
 from .structural import prune_and_default
-from .to_jsonschema import FORMAT_COMMENT, INT_FORMATS, to_json_schema
+from .to_jsonschema import FORMAT_COMMENT, INT_FORMATS, JSON_INTEGER_COMMENT, to_json_schema
 
 FieldPath = tuple[str | int, ...]
 
@@ -110,6 +110,8 @@ def describe(keyword: str, limit: Any, instance: Any, where: str, subschema: dic
     comment = subschema.get("$comment", "")
     if comment.startswith(FORMAT_COMMENT) and keyword in ("minimum", "maximum"):
         return _format_check(comment.removeprefix(FORMAT_COMMENT), where)
+    if comment.startswith(JSON_INTEGER_COMMENT) and keyword in ("minimum", "maximum"):
+        return f'Invalid value: "number": {where} in body must be of type {comment.removeprefix(JSON_INTEGER_COMMENT)}: "number"'
     if keyword == "type":
         # the value's type, not the value (transcript 12: Invalid value: "string"); the types joined
         # by "," as kube-openapi joins them (x-kubernetes-int-or-string: "integer,string")

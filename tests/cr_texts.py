@@ -364,7 +364,11 @@ def document(draw: st.DrawFn) -> Map:
 
 
 FAULTS = ("none", "size", "containerPort", "name", "generateName", "namespace", "labels", "annotations", "finalizers",
-          "ownerReferences", "server-set", "status", "spec", "apiVersion", "kind", "unknown")
+          "ownerReferences", "server-set", "status", "spec", "apiVersion", "kind", "unknown", "resources", "sizing")
+#: Quantity texts for spec.resources: canonical, kept, rounded, integers, beyond int64, not quantities.
+QUANTITIES = ("1Gi", "512Mi", "1.5Gi", "500m", "0.5", "2", "1e3", "98.110k", "4000n", "1 Gi", "abc", "-1", "1.5", "0x10",
+              "9223372036854775808", "1073741824", "''", "~", "[1]", "{}", "true", "'2'", "+1", ".5", "1E3", "1Ki")
+RESOURCE_KEYS = ("memory", "cpu", "ephemeral-storage", "nvidia.com/gpu", "x y")
 
 
 @st.composite
@@ -402,6 +406,14 @@ def near_valid_document(draw: st.DrawFn) -> Map:
         items[0] = ("apiVersion", Scalar(draw(st.sampled_from(API_VERSIONS))))
     elif fault == "kind":
         items[1] = ("kind", Scalar(draw(st.sampled_from(KINDS))))
+    elif fault == "resources":
+        sections = [(section, Map([(draw(st.sampled_from(RESOURCE_KEYS)), Scalar(draw(st.sampled_from(QUANTITIES))))
+                                   for _ in range(draw(st.integers(0, 2)))], flow=draw(st.booleans())))
+                    for section in draw(st.lists(st.sampled_from(["limits", "requests", "claims", "other"]), max_size=2, unique=True))]
+        spec_node.items.append(("resources", Map(sections) if draw(st.integers(0, 5)) else Scalar(draw(st.sampled_from(["~", "1", "[]"])))))
+    elif fault == "sizing":
+        key = draw(st.sampled_from(["maxConnections", "threads"]))
+        spec_node.items.append((key, Scalar(draw(st.sampled_from(["0", "1", "4", "64", "65", "65536", "65537", "1.5", "'4'", "~", "-1"])))))
     elif fault == "unknown":
         where = draw(st.sampled_from([items, meta.items, spec_node.items]))
         where.append((draw(st.sampled_from(UNKNOWN_KEYS)), Scalar("1")))

@@ -37,6 +37,9 @@ from .conftest import TRANSCRIPTS
 # honest about which recorded files are not replayed.
 NOT_REPLAYED = {
     "35-deployment-controller-status", "36-garbage-collection", "38-validator-differential",
+    # 43 records how quantities are stored; render/sizing.py follows it and tests/test_sizing.py replays
+    # it through canonical_quantity (the fake serves no Pods)
+    "43-resource-quantities",
     # 42 records a Service's and a budget's server-side applies; the fake keeps their list and map
     # semantics (ports by port and protocol, atomic selectors) but not yet the Service's defaults
     # (clusterIPs, ipFamilies, ipFamilyPolicy, sessionAffinity, internalTrafficPolicy, status), its

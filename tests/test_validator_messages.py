@@ -460,10 +460,11 @@ def test_the_json_schema_is_the_storage_versions_unless_a_version_is_named() -> 
     validator = Validator(keywords_crd())
     default = validator.json_schema()
     assert default["title"] == "Memcached (cache.example.com/v1alpha1)"
-    assert default["properties"]["spec"]["properties"]["size"] == {"type": "integer", "maximum": 3}
+    int64 = [{"$comment": "json integer integer", "minimum": -(2**63), "maximum": 2**63 - 1}]
+    assert default["properties"]["spec"]["properties"]["size"] == {"type": "integer", "maximum": 3, "allOf": int64}
     named = validator.json_schema("v1beta1")
     assert named["title"] == "Memcached (cache.example.com/v1beta1)"
-    assert named["properties"]["spec"]["properties"]["size"] == {"type": "integer", "maximum": 9}
+    assert named["properties"]["spec"]["properties"]["size"] == {"type": "integer", "maximum": 9, "allOf": int64}
 
 
 def test_without_a_served_storage_version_the_json_schema_is_the_first_served() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import sys
 
 import pytest
@@ -751,3 +752,27 @@ def test_libyamls_nest_limit_is_lifted_only_when_it_is_set_and_below_ours(monkey
     calls.clear()
     compose.lift_libyaml_nest_limit()
     assert calls == [], "a PyYAML without the call: nothing to lift"
+
+
+#: (text, accepted): an explicit !!timestamp, judged by kube-apiserver v1.36.2 through kubectl (21 of 21 agreed):
+#: go-yaml v2 keeps the text of what parseTimestamp accepts and refuses anything else by what it resolves to.
+TIMESTAMPS = [("02", "cannot decode !!int \"02\" as a !!timestamp"), ("2001-12-14", None), ("2001-2-30", "!!str"),
+              ("2001-12-14T21:59:43.10-05:00", None), ("2001-12-14 21:59:43.10", None), ("abc", "!!str"),
+              ('""', "!!null"), ("2001-12-14t1:2:3Z", None), ("2001-12-14T25:00:00Z", "!!str"),
+              ("2001-12-14 21:59:43.10 -5", "!!str"), ("2000-02-29", None), ("1900-02-29", "!!str"),
+              ("2001-12-14T21:59:60Z", "!!str"), ("2001-1-1T1:1:1+01:00", None), ('"2001-12-14"', None),
+              ("2001-12-14T21:59:43", "!!str"), ("12001-12-14", "!!str"), ("2001-012-14", "!!str"), ("true", "!!bool"),
+              ("1.5", "!!float"), ("2001-12-14T21:59:43.Z", "!!str")]
+
+
+@pytest.mark.parametrize("text,refused", TIMESTAMPS, ids=[t for t, _ in TIMESTAMPS])
+def test_an_explicit_timestamp_tag_keeps_a_timestamps_text_and_refuses_the_rest(text: str, refused: str | None) -> None:
+    from memcached_gitops.foundation.yamlreader import YAMLInputError, iter_documents
+
+    source = f"a: !!timestamp {text}\n"
+    if refused is None:
+        [doc] = list(iter_documents(source))
+        assert doc.value == {"a": text.strip('"')}
+    else:
+        with pytest.raises(YAMLInputError, match=re.escape(refused)):
+            list(iter_documents(source))

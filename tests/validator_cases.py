@@ -215,4 +215,21 @@ CASES: list[Case] = [
          stored_spec={"size": 5, "containerPort": 11211, "threads": 4}),
     Case("cel-fail", cr("size: 5\ncontainerPort: 80"), False, ("spec",), "[cel] 'sizes above 4 need the default port'", crd="all"),
     Case("cel-field-rule", cr("ref: other"), False, ("spec.ref",), "[cel] rule on a string field: failed rule", crd="all"),
+    # --- resources (kube-apiserver v1.36.2, tests/test_reconciler_real_cluster.py-style dry runs, 218 cases agreed)
+    Case("resources-quantities", cr("resources:\n  limits: {memory: 1Gi, cpu: '2'}\n  requests: {memory: 512Mi, cpu: 500m}"), True, (),
+         "quantities as strings, canonical or not", stored_spec={"size": 1, "containerPort": 11211, "resources": {
+             "limits": {"memory": "1Gi", "cpu": "2"}, "requests": {"memory": "512Mi", "cpu": "500m"}}}),
+    Case("resources-integer-quantity", cr("resources:\n  limits: {memory: 1073741824}"), True, (), "int-or-string: an integer",
+         stored_spec={"size": 1, "containerPort": 11211, "resources": {"limits": {"memory": 1073741824}}}),
+    Case("resources-bad-quantity", cr("resources:\n  limits: {memory: 1 Gi}"), False, ("spec.resources.limits.memory",),
+         "the quantity pattern: no space"),
+    Case("resources-fraction", cr("resources:\n  limits: {cpu: 1.5}"), False, ("spec.resources.limits.cpu",),
+         "int-or-string: 1.5 is neither (quote it)"),
+    Case("resources-beyond-int64", cr("resources:\n  limits: {memory: 9223372036854775808}"), False,
+         ("spec.resources.limits.memory",),
+         'beyond int64 the decoder gives a float64: "must be of type integer,string: \\"number\\"" on kube-apiserver v1.36.2'),
+    Case("resources-claims-unknown", cr("resources:\n  claims: [{name: a}]"), False, ("spec.resources.claims",),
+         "claims are not in our CRD (a Pod's resourceClaims cannot be rendered)"),
+    Case("max-connections-zero", cr("maxConnections: 0"), False, ("spec.maxConnections",), "minimum 1"),
+    Case("threads-too-many", cr("threads: 65"), False, ("spec.threads",), "maximum 64"),
 ]

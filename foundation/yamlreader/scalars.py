@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import calendar
 import math
 import re
 import struct
@@ -89,10 +90,36 @@ def resolve_plain(text: str) -> Any:
     return text
 
 
+#: go-yaml v2's allowedTimestampFormats (resolve.go), as Go's time.Parse reads them: a four-digit
+#: year, then month and day of one or two digits; then nothing, or a time (hours, minutes, seconds of
+#: one or two digits, an optional fraction) after ``T``/``t`` with a zone (``Z`` or ``+hh:mm``), or
+#: after a space with no zone.
+_TIMESTAMP = re.compile(r"^(?P<y>[0-9]{4})-(?P<mo>[0-9]{1,2})-(?P<d>[0-9]{1,2})"
+                        r"(?:(?:[Tt](?P<h>[0-9]{1,2}):(?P<mi>[0-9]{1,2}):(?P<s>[0-9]{1,2})(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2}))"
+                        r"|(?: (?P<h2>[0-9]{1,2}):(?P<mi2>[0-9]{1,2}):(?P<s2>[0-9]{1,2})(?:\.[0-9]+)?))?$")
+
+
+def go_timestamp(text: str) -> bool:
+    """Whether go-yaml v2's parseTimestamp accepts ``text`` (its formats, and time.Parse's ranges:
+    a real day of the month, hours below 24, minutes and seconds below 60)."""
+    m = _TIMESTAMP.match(text)
+    if not m:
+        return False
+    year, month, day = int(m["y"]), int(m["mo"]), int(m["d"])
+    if not 1 <= month <= 12 or not 1 <= day <= calendar.monthrange(year, month)[1]:
+        return False
+    hour, minute, second = (m["h"] or m["h2"]), (m["mi"] or m["mi2"]), (m["s"] or m["s2"])
+    return hour is None or (int(hour) < 24 and int(minute) < 60 and int(second) < 60)
+
+
 def _tagged_scalar(node: ScalarNode) -> Any:
-    """A scalar with an explicit core tag (``!!str 1``, ``!!int "3"``...), as go-yaml decodes it."""
+    """A scalar with an explicit core tag (``!!str 1``, ``!!int "3"``...), as go-yaml decodes it.
+
+    ``!!timestamp`` keeps the text of a timestamp (decoded into interface{}, go-yaml v2 gives the
+    original text, decode.go); anything else under it is an error naming what it resolves to
+    (resolve.go: ``cannot decode !!int `02` as a !!timestamp``)."""
     tag, text = node.tag[len(CORE):], node.value
-    if tag in ("str", "timestamp"):
+    if tag == "str" or (tag == "timestamp" and go_timestamp(text)):
         return text
     if tag == "binary":
         return _binary(node)
