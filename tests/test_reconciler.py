@@ -501,3 +501,18 @@ def test_detect_only_reports_a_companions_drift_and_writes_nothing(cluster: Fake
     metrics.observe_outcome(outcome)
     assert metrics.value("memcached_gitops_drift_detected_total", {"field": "Service .spec.selector"}) == 1
     assert cluster.get("", "services", "default", "a-memcached")["spec"]["selector"]["app.kubernetes.io/name"] == "x"
+
+
+def test_with_an_rbac_from_before_the_companions_the_deployment_is_still_reconciled(cluster: FakeAPIServer, caplog) -> None:
+    """An upgrade that kept the old ClusterRole: Services and budgets cannot be listed, so the cycle
+    reconciles the Deployment as before and says once why it does no more."""
+    caplog.set_level(logging.WARNING)
+    make_cr(cluster, "a", size=2)
+    cluster.rbac_rules = [{"apiGroups": ["*"], "resources": [r], "verbs": ["*"]}
+                          for r in ("memcacheds", "memcacheds/status", "deployments", "pods", "horizontalpodautoscalers", "events",
+                                    "customresourcedefinitions")]
+    rec = reconciler_for(cluster)
+    assert [o.action for o in rec.run_cycle().outcomes] == ["created"]
+    assert [o.action for o in rec.run_cycle().outcomes] == ["unchanged"]
+    assert cluster.get("", "services", "default", "a-memcached") is None
+    assert sum("cannot list Services or PodDisruptionBudgets" in r.message for r in caplog.records) == 1

@@ -164,8 +164,7 @@ class Reconciler:
         self._desired: OrderedDict[tuple[str, str], tuple[tuple[Any, Any], dict[str, Any] | None, list[Problem],
                                                           list[dict[str, Any]]]] = OrderedDict()
         self._desired_lock = threading.Lock()
-        self._hpa_warned = False
-        self._companions_warned = False
+        self._unreadable: set[str] = set()  # kinds already said to be unreadable (_optional)
 
     # ---- reading
     def _list(self, group: str, version: str, plural: str, selector: str | None = None) -> list[dict[str, Any]]:
@@ -192,36 +191,36 @@ class Reconciler:
                 return frozenset(props), (frozenset(item) if item else None)
         return None, None
 
-    def autoscalers(self) -> dict[tuple[str, str], str]:
-        """The HPA of each scaled Deployment in scope (autoscalers.py); empty, with one log line, when
-        HPAs cannot be read (an RBAC from before they were watched): replicas then follow spec.size."""
+    def _optional(self, read: Callable[[], Any], what: str, without: str) -> Any:
+        """``read()``, or None with one log line per kind when ``what`` cannot be listed (an RBAC
+        from before the reconciler read it): the cycle goes on ``without`` it."""
         try:
-            return autoscalers_by_target(self._list(*AUTOSCALERS.gvr))
+            return read()
         except APIError as exc:
             if exc.status not in (403, 404):
                 raise
-            if not self._hpa_warned:
-                self._hpa_warned = True
-                log.warning("cannot list HorizontalPodAutoscalers (%s); replicas follow spec.size", exc)
-            return {}
+            if what not in self._unreadable:
+                self._unreadable.add(what)
+                log.warning("cannot list %s (%s); %s", what, exc, without)
+            return None
+
+    def autoscalers(self) -> dict[tuple[str, str], str]:
+        """The HPA of each scaled Deployment in scope (autoscalers.py); empty when HPAs cannot be
+        read: replicas then follow spec.size."""
+        found = self._optional(lambda: autoscalers_by_target(self._list(*AUTOSCALERS.gvr)), "HorizontalPodAutoscalers",
+                               "replicas follow spec.size")
+        return found if found is not None else {}
 
     def companions(self) -> CompanionLookup | None:
-        """The labelled Services and budgets in scope, as a lookup; None, with one log line, when
-        they cannot be listed (an RBAC from before the reconciler owned them): then only the
-        Deployment is reconciled, as before."""
-        found: dict[tuple[str, str, str], dict[str, Any]] = {}
-        try:
-            for resource in COMPANIONS:
-                for obj in self._list(*resource.gvr, SELECTOR):
-                    found[(resource.kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])] = obj
-        except APIError as exc:
-            if exc.status not in (403, 404):
-                raise
-            if not self._companions_warned:
-                self._companions_warned = True
-                log.warning("cannot list Services or PodDisruptionBudgets (%s); only Deployments are reconciled", exc)
-            return None
-        return lambda resource, ns, name: found.get((resource.kind, ns, name))
+        """The labelled Services and budgets in scope, as a lookup; None when they cannot be listed:
+        then only the Deployment is reconciled, as before."""
+
+        def read() -> dict[tuple[str, str, str], dict[str, Any]]:
+            return {(resource.kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]): obj
+                    for resource in COMPANIONS for obj in self._list(*resource.gvr, SELECTOR)}
+
+        found = self._optional(read, "Services or PodDisruptionBudgets", "only Deployments are reconciled")
+        return None if found is None else lambda resource, ns, name: found.get((resource.kind, ns, name))
 
     # ---- the cycle
     def run_cycle(self) -> CycleReport:
