@@ -157,7 +157,8 @@ def test_recovery_after_a_fixed_spec(cluster: FakeAPIServer) -> None:
     assert conds["Available"]["status"] == "True" and conds["Available"]["lastTransitionTime"] != failed["Available"]
     assert conds["Progressing"]["status"] == "False" and conds["Progressing"]["reason"] == "ReconcileComplete"
     assert conds["Degraded"]["status"] == "False" and conds["Degraded"]["reason"] == "AsExpected"
-    assert set(conds) == {"Available", "Progressing", "Degraded"} and kstatus(cluster, "memcached-sample") == "Current"
+    assert set(conds) == {"Available", "Progressing", "Degraded", "Ready"} and kstatus(cluster, "memcached-sample") == "Current"
+    assert conds["Ready"]["status"] == "True" and conds["Ready"]["reason"] == "Ready"
 
 
 def test_recovery_after_the_quota_is_freed(cluster: FakeAPIServer) -> None:

@@ -84,9 +84,26 @@ CASES = {
 }
 
 
+_READY = ("True", "Ready", "the cache is available at its desired replicas")
+#: Ready, the summary, for each case: True when Available and neither Progressing nor Degraded, else
+#: the reason that matters now (the failure, else why it is unavailable, else the rollout).
+READY = {
+    "missing": ("False", "DeploymentMissing", "the Deployment does not exist yet"),
+    "invalid": ("False", "InvalidSpec", "spec.size: too big"),
+    "not-owned": ("False", "ResourceNotOwned", "not ours"),
+    "complete": _READY, "complete-with-more-than-asked": _READY, "gitops-applied": _READY, "gitops-applied-no-drift": _READY,
+    "not-adopted": _READY, "autoscaled": _READY, "selector-overlap": _READY,
+    "not-observed": ("False", "DeploymentUnavailable", "waiting for the Deployment controller to observe generation 2"),
+    "rolling-out": ("False", "DeploymentUnavailable", "1 of 2 replicas available"),
+    "available-but-updating": ("False", "RollingOut", "waiting for 2 available replicas"),
+    "replica-failure-without-words": ("False", "ReplicaFailure", ""),
+}
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_conditions_for_each_state(case: str) -> None:
     obs, expected = CASES[case]
+    expected = [*expected[:3], ("Ready", *READY[case], 3), *expected[3:]]
     got = [(c["type"], c["status"], c["reason"], c["message"], c["observedGeneration"]) for c in desired_conditions(obs)]
     assert got == expected
     assert all(set(c) == {"type", "status", "reason", "message", "observedGeneration"} for c in desired_conditions(obs))

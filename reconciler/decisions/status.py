@@ -2,9 +2,11 @@
 
 Conditions follow metav1.Condition (type, status, observedGeneration, lastTransitionTime, reason
 in CamelCase, message) and the Kubernetes API conventions: ``Available`` (the Deployment has all
-its replicas available for the current generation), ``Progressing`` (a rollout is under way) and
+its replicas available for the current generation), ``Progressing`` (a rollout is under way),
 ``Degraded`` (the reconciler cannot do its job for this CR, or the Deployment controller has
-given up: ``ProgressDeadlineExceeded``, ``ReplicaFailure``). One mapping for every mode and for
+given up: ``ProgressDeadlineExceeded``, ``ReplicaFailure``) and ``Ready``, their summary (True when
+Available and neither Progressing nor Degraded; else False with the reason that matters now: the
+failure, else why it is unavailable, else the rollout), so ``kubectl wait --for=condition=Ready`` works. One mapping for every mode and for
 the Argo CD health check, which reads these conditions. For kstatus (Flux health checks,
 ``kubectl wait``), the abnormal-true conditions ``Reconciling`` and ``Stalled`` are added while
 they are True and removed when they are not (sigs.k8s.io/cli-utils kstatus: a resource with
@@ -19,7 +21,7 @@ from typing import Any
 
 from memcached_gitops.foundation.excerpt import excerpt
 
-CONDITION_TYPES = ("Available", "Progressing", "Degraded")
+CONDITION_TYPES = ("Available", "Progressing", "Degraded", "Ready")
 #: Degraded=False reason of a CR whose Deployment Argo CD (or another tool) applied: see ownership.py.
 GITOPS_APPLIED = "GitOpsApplied"
 #: Degraded=False reason of a CR whose Deployment another controller created for it (the seeds' Go
@@ -130,10 +132,15 @@ def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
         progressing, prog_reason, prog_message = False, "ReconcileComplete", done
     degraded = (obs.degraded_reason, obs.degraded_message) if own_failure else failure or _not_degraded(obs)
     stalled = own_failure or failure is not None
+    ready = available and not progressing and not stalled
+    why = ("Ready", "the cache is available at its desired replicas") if ready else (
+        degraded if stalled else (avail_reason, avail_message) if not available else (prog_reason, prog_message))
     conditions = [
         _condition("Available", available, avail_reason, avail_message, g),
         _condition("Progressing", progressing, prog_reason, prog_message, g),
         _condition("Degraded", stalled, *degraded, g),
+        # the summary cert-manager, Crossplane, Cluster API and Flux objects give: kubectl wait --for=condition=Ready
+        _condition("Ready", ready, *why, g),
     ]
     if not stalled and (progressing or not available):
         conditions.append(_condition("Reconciling", True, "Progressing", conditions[0]["message"], g))
