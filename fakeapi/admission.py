@@ -34,7 +34,7 @@ from typing import Any
 from memcached_gitops.schemas import Validator
 from memcached_gitops.schemas.structural import prune_and_default
 
-from .defaults import default_deployment, order_deployment
+from .defaults import default_deployment, default_service, order_deployment
 from .errors import bad_request, forbidden, invalid
 from .resources import Resource, truthy
 
@@ -152,10 +152,51 @@ class Admission:
             default_deployment(obj)
             self._validate_deployment(res, obj, old)
             return order_deployment(obj)
+        if res.plural == "services":
+            default_service(obj)
+            self._validate_service(res, obj, old)
+            return obj
+        if res.plural == "poddisruptionbudgets" and old is None and "status" not in obj:
+            # the Go type's zero status (42): the disruption controller fills it in a moment later
+            obj["status"] = {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}
+            return obj
         if res.plural == "horizontalpodautoscalers" and old is None and "status" not in obj:
             # the Go type's zero status: desiredReplicas is not omitempty, currentMetrics is a nil list (40)
             obj["status"] = {"desiredReplicas": 0, "currentMetrics": None}
         return obj
+
+    def _validate_service(self, res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """A cluster IP may not change once set, and a headless Service cannot become a NodePort one (42).
+        A clusterIP changed without clusterIPs carries clusterIPs along, as the registry does."""
+        spec, before = obj.get("spec") or {}, (old or {}).get("spec") or {}
+        name = obj["metadata"].get("name", "")
+        if old is not None and spec.get("clusterIP") != before.get("clusterIP") and spec.get("clusterIPs") == before.get("clusterIPs"):
+            spec["clusterIPs"] = [spec["clusterIP"]]
+        ips = spec.get("clusterIPs") or []
+        if old is not None and ips and before.get("clusterIPs") and ips[0] != before["clusterIPs"][0]:
+            raise invalid(res, name, [("FieldValueInvalid", "spec.clusterIPs[0]",
+                                       f"Invalid value: {json.dumps(ips)}: may not change once set")])
+        if spec.get("type") == "NodePort" and ips[:1] == ["None"]:
+            raise invalid(res, name, [("FieldValueInvalid", "spec.clusterIPs[0]",
+                                       "Invalid value: \"None\": may not be set to 'None' for NodePort services")])
+
+    def _allocate(self, res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """What the registry sets after the field manager has run, so owned by no manager (42): a
+        Service's cluster IP (allocated unless ``None``), its families and policy, its empty status."""
+        if res.plural != "services":
+            return
+        spec, before = obj.setdefault("spec", {}), (old or {}).get("spec") or {}
+        if "clusterIP" not in spec:
+            spec["clusterIP"] = before.get("clusterIP") or self._next_cluster_ip()
+        spec.setdefault("clusterIPs", before.get("clusterIPs") or [spec["clusterIP"]])
+        spec.setdefault("ipFamilies", before.get("ipFamilies") or ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", before.get("ipFamilyPolicy") or "SingleStack")
+        if old is None:
+            obj.setdefault("status", {"loadBalancer": {}})
+
+    def _next_cluster_ip(self) -> str:
+        self._allocated_ips = getattr(self, "_allocated_ips", 9) + 1
+        return f"10.96.0.{self._allocated_ips}"
 
     def _validate_deployment(self, res: Resource, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         name = obj["metadata"].get("name", "")

@@ -130,3 +130,19 @@ def order_deployment(obj: dict[str, Any]) -> dict[str, Any]:
     return {k: obj[k] for k in ("kind", "apiVersion", "metadata", "spec", "status") if k in obj} | {
         k: v for k, v in obj.items() if k not in ("kind", "apiVersion", "metadata", "spec", "status")
     }
+
+
+def default_service(obj: dict[str, Any]) -> dict[str, Any]:
+    """core/v1 SetDefaults_Service, as transcript 42 shows it: type ClusterIP, sessionAffinity None,
+    internalTrafficPolicy Cluster, each port's protocol TCP and targetPort its port. (The cluster IP,
+    families and status come later, from the registry: Admission._allocate.)"""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if spec["type"] in ("ClusterIP", "NodePort", "LoadBalancer"):
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    for port in spec.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))
+    return obj

@@ -181,7 +181,7 @@ class FieldManager:
                     if not _is_member_only(p, applied_paths):
                         conflicts.append((e, p))
         if conflicts and not force:
-            raise self._conflict_error(conflicts)
+            raise self._conflict_error(sorted(conflicts, key=lambda c: _set_order(c[1])))
         mine_before = next((F.from_fields_v1(e["fieldsV1"]) for e in entries if self._entry_id(e) == me), set())
         others = set().union(*(F.from_fields_v1(e.get("fieldsV1", {})) for e in entries if self._entry_id(e) != me)) if entries else set()
         if force and conflicts:
@@ -205,6 +205,7 @@ class FieldManager:
         if old is not None and res.status and "status" in old:
             result["status"] = copy.deepcopy(old["status"]) if sub != "status" else result.get("status", {})
         prepared = self._prepare(res, result, old, {**query, "fieldValidation": "Ignore"}, warnings)
+        self._allocate(res, prepared, old)  # type: ignore[attr-defined]  # Admission's
         # ownership
         new_entries = []
         conflict_paths: dict[tuple, set] = {}
@@ -289,6 +290,14 @@ class FieldManager:
             blocks = "\n".join(f"conflicts with {m}:\n" + "\n".join(f"- {p}" for p in paths) for m, paths in by_manager.items())
             message = f"Apply failed with {n} conflicts: {blocks}"
         return APIError(409, status_body(409, "Conflict", message, {"causes": causes}))
+
+
+def _set_order(path: F.Path) -> tuple[Any, ...]:
+    """structured-merge-diff's fieldpath.Set order, in which conflicts are listed (42): at each level
+    the members (paths that end there) before the children, each group by its path element (a field
+    name before a key)."""
+    return tuple((0 if i == len(path) - 1 else 1, 0 if kind == "f" else 1, json.dumps(value, sort_keys=True, default=str))
+                 for i, (kind, value) in enumerate(path))
 
 
 def _entries_equal(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:

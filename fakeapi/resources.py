@@ -39,7 +39,8 @@ SERVICE_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("met
                        ("spec", "ports"): ("map", ("port", "protocol"))}, atomic_structs=ATOMIC_REFS | {("spec", "selector")},
                       key_defaults={("spec", "ports"): {"protocol": "TCP"}})
 #: A PodDisruptionBudget's selector is a LabelSelector, an atomic struct (policy/v1 API reference).
-BUDGET_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("metadata", "finalizers"): ("set", None)},
+BUDGET_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("metadata", "finalizers"): ("set", None),
+                      ("status", "conditions"): ("map", ("type",))},
                      atomic_structs=ATOMIC_REFS | {("spec", "selector")})
 GENERIC_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("metadata", "finalizers"): ("set", None)},
                       atomic_structs=ATOMIC_REFS)

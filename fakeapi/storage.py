@@ -204,6 +204,8 @@ class Storage:
                 self.objects[key] = obj
             return 200, copy.deepcopy(obj), {}
         del self.objects[key]
+        if res.plural == "services":  # the Service registry returns the deleted object (ReturnDeletedObject, 42)
+            return 200, copy.deepcopy(old), {}
         details = {"name": name, **({"group": res.group} if res.group else {}), "kind": res.plural, "uid": old["metadata"]["uid"]}
         return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}, {}
 

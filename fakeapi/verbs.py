@@ -183,6 +183,7 @@ class Verbs:
         meta.pop("managedFields", None)
         entries, _ = self._record_update(res, None, new, manager, None, [])
         meta["managedFields"] = entries
+        self._allocate(res, new, None)
         if res.plural == "events":
             new = _event_to_core(res, new)
         out = self._finish_write(res, key, None, new, dry_run)
@@ -276,6 +277,7 @@ class Verbs:
         stripped = incoming_mf is not None and not entries and bool(self._entries(old))
         entries, changed = self._record_update(res, old, new, manager, sub, entries)
         new["metadata"]["managedFields"] = entries
+        self._allocate(res, new, old)
         if not changed and not stripped and _same(old, new):
             return 200, copy.deepcopy(old), self._warning_headers(warnings)
         if not entries:

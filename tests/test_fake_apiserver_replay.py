@@ -40,11 +40,6 @@ NOT_REPLAYED = {
     # 43 records how quantities are stored; render/sizing.py follows it and tests/test_sizing.py replays
     # it through canonical_quantity (the fake serves no Pods)
     "43-resource-quantities",
-    # 42 records a Service's and a budget's server-side applies; the fake keeps their list and map
-    # semantics (ports by port and protocol, atomic selectors) but not yet the Service's defaults
-    # (clusterIPs, ipFamilies, ipFamilyPolicy, sessionAffinity, internalTrafficPolicy, status), its
-    # clusterIP validation, or the budget's zero status and the disruption controller's writes
-    "42-ssa-service-and-pdb",
 }
 FILES = sorted(p for p in TRANSCRIPTS.glob("[0-9][0-9]-*.json") if p.stem not in NOT_REPLAYED)
 VOLATILE = {"uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "time", "firstTimestamp", "lastTimestamp",
@@ -59,6 +54,8 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "answered 200 and added a manager without time; the fake starts empty and answers 201",
     "00-crd-server-side-apply#1": "same history: the recorded read-back shows kubectl's and kube-apiserver's entries, "
     "spec.conversion defaulted and the Established condition's messages, which the fake does not model for CRDs",
+    "42-ssa-service-and-pdb#21": "the cluster IP the recorded server allocated (10.96.31.19) is not the fake's",
+    "42-ssa-service-and-pdb#23": "the same allocated cluster IP, read back",
 }
 
 
@@ -125,11 +122,32 @@ SETUPS = {
 
 # Things that happened to the recorded cluster between two requests, done to the fake before the
 # labelled exchange.
+def _disruption_controller(generation: int) -> Callable[[FakeAPIServer], None]:
+    """42's notes: the disruption controller wrote the budget's status between two requests."""
+
+    def write(api: FakeAPIServer) -> None:
+        condition = {"type": "DisruptionAllowed", "status": "False", "observedGeneration": generation,
+                     "lastTransitionTime": "2026-11-27T01:37:58Z", "reason": "InsufficientPods", "message": ""}
+        status = {"observedGeneration": generation, "disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0,
+                  "expectedPods": 0, "conditions": [condition]}
+        rules, api.rbac_rules = api.rbac_rules, None
+        code, _, answer = api.handle("PATCH", "/apis/policy/v1/namespaces/tx42-companions/poddisruptionbudgets/mc-memcached/status",
+                                     {"User-Agent": "kube-controller-manager/v1.36.2 (linux/amd64) kubernetes/$Format",
+                                      "Content-Type": "application/merge-patch+json"}, json.dumps({"status": status}).encode())
+        api.rbac_rules = rules
+        assert code == 200, answer
+
+    return write
+
+
 BEFORE_EXCHANGE: dict[str, Callable[[FakeAPIServer], None]] = {
     # "etcd was compacted at revision 342 and the apiserver restarted" before the first WATCH (32's notes)
     "32-watch-errors-compacted-future-bad-selector#4": lambda api: api.compact(),
     "37-ownerreferences-permission-enforcement#4": _argocd_applies_mc_b,
     "41-token-and-access-reviews#0": _tokens_41,
+    "42-ssa-service-and-pdb#11": _disruption_controller(1),
+    "42-ssa-service-and-pdb#16": _disruption_controller(2),
+    "42-ssa-service-and-pdb#17": _disruption_controller(3),
     "41-token-and-access-reviews#6": lambda api: api.grant_non_resource(
         f"system:serviceaccount:{_NS_41}:scraper", ("/metrics",), ("get",), "tx41-metrics-reader", "tx41-metrics-reader"),
 }
