@@ -30,6 +30,9 @@ MIN_CACHE_MB = 16
 MAX_THREADS = 16
 _QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))((?:[KMGTPE]i)|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
 _QUANTITY_PARTS = re.compile(r"^([+-]?)([0-9]*)(?:\.([0-9]*))?((?:[KMGTPE]i)|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
+#: an exponent suffix (``e3``, ``E-2``), not ``E`` (exa) or ``Ei`` (exbi)
+_INT64_MAX = 2**63 - 1
+_EXPONENT = re.compile(r"^[eE][+-]?[0-9]+$")
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 
@@ -48,7 +51,7 @@ def quantity(value: object) -> Decimal | None:
     suffix = m.group(2) or ""
     if suffix in _BINARY:
         return number * Decimal(1024) ** _BINARY[suffix]
-    if suffix[:1] in ("e", "E"):
+    if _EXPONENT.match(suffix):
         return number.scaleb(int(suffix[1:]))
     return number.scaleb(_DECIMAL[suffix])
 
@@ -65,13 +68,16 @@ def _canonical(number: Decimal, binary: bool) -> str:
             whole //= 1024
             power += 1
         return f"{whole}{next(k for k, v in _BINARY.items() if v == power) if power else ''}"
-    for exponent in range(18, -10, -3):
-        mantissa = number.scaleb(-exponent)
-        if mantissa == mantissa.to_integral_value():
-            break
+    exponent, mantissa = 0, number
+    if mantissa == mantissa.to_integral_value():
+        while mantissa % 1000 == 0:
+            mantissa, exponent = mantissa / 1000, exponent + 3
     else:
-        exponent, mantissa = -9, number.scaleb(9).to_integral_value(rounding="ROUND_CEILING")
-    return f"{int(mantissa)}{ {v: k for k, v in _DECIMAL.items()}[exponent]}"
+        while mantissa != mantissa.to_integral_value() and exponent > -9:
+            mantissa, exponent = mantissa * 1000, exponent - 3
+        mantissa = mantissa.to_integral_value(rounding="ROUND_CEILING")
+    # beyond E (10**18) there is no suffix, and Go's constructBytes gives none: 10**21 is written "1" (43)
+    return f"{int(mantissa)}{ {v: k for k, v in _DECIMAL.items()}.get(exponent, '')}"
 
 
 def canonical_quantity(value: object) -> object:
@@ -96,7 +102,7 @@ def canonical_quantity(value: object) -> object:
     digits, fraction, suffix = m.group(2) or "", m.group(3) or "", m.group(4) or ""
     num = digits.lstrip("0")
     binary = suffix in _BINARY
-    exponent = int(suffix[1:]) if suffix[:1] in ("e", "E") else (0 if binary else _DECIMAL[suffix])
+    exponent = int(suffix[1:]) if _EXPONENT.match(suffix) else (0 if binary else _DECIMAL[suffix])
     kept = None
     if binary:
         precision = 15 - len(num) - 3 * _BINARY[suffix] - 1 if not fraction else -1  # 1Mi has ~6 digits of precision
@@ -110,6 +116,8 @@ def canonical_quantity(value: object) -> object:
                 kept = text
         elif scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0":
             kept = text
+    if binary and number > _INT64_MAX:  # ParseQuantity caps a binary quantity at int64's maximum (43)
+        number, kept = Decimal(_INT64_MAX), None
     rounded = number.quantize(Decimal("0.001"), rounding="ROUND_CEILING") if number != number.quantize(Decimal("0.001")) else number
     if rounded != number or kept is None:
         return _canonical(rounded, binary)

@@ -1,5 +1,5 @@
 """Record transcript 43: how kube-apiserver stores container resource quantities (a server-side dry
-run of one Pod whose containers carry 150 quantities: canonical spellings, the texts
+run of one Pod whose containers carry 167 quantities: canonical spellings, the texts
 ParseQuantity keeps, rounding to milli units). render/sizing.py's canonical_quantity follows it;
 tests/test_sizing.py replays it offline.
 
@@ -23,7 +23,11 @@ def quantities(seed: int = 11) -> list[str]:
     suffixes = ["", "Ki", "Mi", "Gi", "Ti", "m", "k", "M", "G", "n", "u"]
     values = ["0.1", "67108864", "65536Ki", "1000m", "1.5Gi", "1Gi", "1024Mi", "512Mi", "500m", "2", "1.5", "0.5Gi", "1536",
               "1.5Ki", "100", "0", "1500k", "1M", "1Ti", "0.0000000001", "1023", "1024", "2048Ki", "0.001", "1000000",
-              "123456789", "1.25Mi", "3e3", "8Ki", "12Ki", "007", "1e-3"]
+              "123456789", "1.25Mi", "3e3", "8Ki", "12Ki", "007", "1e-3",
+              # the edges: an upper-case exponent, 18 and 19 digits (ParseQuantity's int64 fast path and
+              # its inf.Dec path), binary values at 2**63, a fraction below a nano, a value with leading zeros
+              "1E3", "2e6", "1e18", "123456789012345678", "1234567890123456789", "7Ei", "8Ei", "1.0000000001",
+              "100000000000000000000m", "0.5Ki", "1023Ki", "1024Ki", "00.5", "5.", ".5", "+1", "1000000000000000000000"]
     for _ in range(118):
         number = rnd.choice([str(rnd.randint(0, 5000)), f"{rnd.randint(0, 99)}.{rnd.randint(0, 999)}",
                              str(rnd.choice([1024, 2048, 4096, 1000, 1500, 250]) * rnd.randint(1, 4))])

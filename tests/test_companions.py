@@ -79,3 +79,76 @@ def test_a_kept_selector_is_what_they_select() -> None:
     service, pdb = (selecting(o, kept) for o in companions())
     assert service["spec"]["selector"] == kept["matchLabels"] and pdb["spec"]["selector"] == kept
     assert selecting(companions()[0], None) == companions()[0]
+
+
+def _described(plan: list) -> list[tuple]:
+    return [(s.resource.kind, s.name, s.move, [d.field for d in s.drift]) for s in plan]
+
+
+def test_each_step_names_its_object_and_carries_what_to_write_or_what_is_there() -> None:
+    wanted = companions()
+    created = steps(CR, wanted, {}, NAMES)
+    assert _described(created) == [("Service", "m-memcached", Move.CREATE, []), ("PodDisruptionBudget", "m-memcached", Move.CREATE, [])]
+    assert [s.body for s in created] == [with_owner(o, CR) for o in wanted]
+    theirs = controlled_by(wanted[0], "u-2")
+    foreign = steps(CR, wanted[:1], {("Service", "m-memcached"): theirs}, NAMES)
+    assert foreign[0].body is theirs and foreign[0].move is Move.FOREIGN and foreign[0].resource.kind == "Service"
+    assert foreign[0].drift == ()  # what differs from the rendering is reported, never written: here nothing
+    ours = with_owner(wanted[1], CR)
+    drifted = copy.deepcopy(ours)
+    drifted["spec"]["maxUnavailable"] = 2
+    [kept, corrected] = steps(CR, wanted, {("Service", "m-memcached"): with_owner(wanted[0], CR),
+                                          ("PodDisruptionBudget", "m-memcached"): drifted}, NAMES)
+    assert _described([kept, corrected]) == [("Service", "m-memcached", Move.KEEP, []),
+                                             ("PodDisruptionBudget", "m-memcached", Move.CORRECT, [".spec.maxUnavailable"])]
+    assert kept.body == with_owner(wanted[0], CR) and corrected.body == ours
+    gone = steps(CR, companions(size=1), {("PodDisruptionBudget", "m-memcached"): ours}, NAMES)
+    assert _described(gone)[-1] == ("PodDisruptionBudget", "m-memcached", Move.DELETE, []) and gone[-1].body is ours
+
+
+def test_a_port_a_person_added_to_our_service_is_theirs_not_drift() -> None:
+    """A Service's ports are a map by port and protocol (transcript 42): an extra one is not ours to remove."""
+    service = with_owner(companions()[0], CR)
+    service["spec"]["ports"].append({"name": "metrics", "port": 9150, "protocol": "TCP", "targetPort": 9150})
+    assert _described(steps(CR, companions()[:1], {("Service", "m-memcached"): service}, NAMES)) == [
+        ("Service", "m-memcached", Move.KEEP, [])]
+
+
+def test_a_kept_selector_reaches_the_steps_and_is_never_shared() -> None:
+    kept = {"matchLabels": {"app.kubernetes.io/name": "memcached-operator", "app.kubernetes.io/instance": "m"}}
+    wanted = companions()
+    [service, pdb] = steps(CR, wanted, {}, NAMES, kept_selector=kept)
+    assert service.body["spec"]["selector"] == kept["matchLabels"] and pdb.body["spec"]["selector"] == kept
+    pdb.body["spec"]["selector"]["matchLabels"]["x"] = "y"
+    assert "x" not in kept["matchLabels"] and wanted[1]["spec"]["selector"]["matchLabels"].get("x") is None
+    assert companions()[0]["spec"]["selector"] == wanted[0]["spec"]["selector"], "the rendering is not changed"
+
+
+def test_the_owner_reference_is_the_controllers_and_blocks_deletion() -> None:
+    assert with_owner(budget(), CR)["metadata"]["ownerReferences"] == [{
+        "apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "m", "uid": "u-1", "controller": True,
+        "blockOwnerDeletion": True}]
+    assert "ownerReferences" not in budget()["metadata"], "the rendering is not changed"
+
+
+def test_kept_live_objects_and_observed_drift() -> None:
+    wanted = companions()
+    live_service = with_owner(wanted[0], CR)
+    live_service["status"] = {"loadBalancer": {}}
+    [kept] = steps(CR, wanted[:1], {("Service", "m-memcached"): live_service}, NAMES)
+    assert kept.move is Move.KEEP and kept.body is live_service, "a kept one is the live object, not a write"
+    applied = copy.deepcopy(wanted[0])  # Argo CD's copy, with a person's port beside ours and a changed type
+    applied["spec"]["ports"].append({"name": "metrics", "port": 9150, "protocol": "TCP", "targetPort": 9150})
+    applied["spec"]["type"] = "NodePort"
+    [observed] = steps(CR, wanted[:1], {("Service", "m-memcached"): applied}, NAMES)
+    assert (observed.move, observed.name, [d.field for d in observed.drift]) == (Move.OBSERVE, "m-memcached", [".spec.type"])
+    theirs = controlled_by(wanted[0], "u-2")
+    [foreign] = steps(CR, wanted[:1], {("Service", "m-memcached"): theirs}, NAMES)
+    assert (foreign.move, foreign.name) == (Move.FOREIGN, "m-memcached")
+
+
+def test_selecting_copies_the_selector() -> None:
+    kept = {"matchLabels": {"a": "b"}}
+    chosen = selecting(budget(), kept)
+    chosen["spec"]["selector"]["matchLabels"]["x"] = "y"
+    assert kept == {"matchLabels": {"a": "b"}}

@@ -45,7 +45,15 @@ def test_transcript_25s_quantities(text: str, stored: str) -> None:
 
 def test_quantities_are_numbers() -> None:
     assert quantity("128Mi") == 128 * MIB and quantity("500m") == Decimal("0.5") and quantity("1e3") == 1000
-    assert quantity(1073741824) == 1073741824 and quantity("1 Gi") is None and quantity(True) is None
+    assert quantity("1E3") == 1000 and quantity("2e-3") == Decimal("0.002") and quantity("1E") == 10**18
+    assert quantity("1Ei") == 2**60 and quantity(" 2Ki ") == 2048 and quantity("+1") == 1 and quantity("-1") == -1
+    assert quantity(1073741824) == 1073741824 and quantity("1 Gi") is None and quantity("") is None
+    assert [quantity(v) for v in (True, 1.5, None, [1], {"a": 1})] == [None] * 5
+
+
+def test_what_is_not_a_quantity_is_left_as_it_is() -> None:
+    for value in ("abc", "1 Gi", 1.5, True, None):
+        assert canonical_quantity(value) is value or canonical_quantity(value) == value
 
 
 @pytest.mark.parametrize("limit,cache", [(None, 64), (64 * MIB, 32), (128 * MIB, 96), (512 * MIB, 409), (1024 * MIB, 819),
@@ -119,3 +127,5 @@ def test_a_real_memcached_runs_the_rendered_command_with_the_promised_limits(spe
 def test_the_flags_are_memcacheds_own_spelling() -> None:
     assert memcached_flags(Decimal(256 * MIB), Decimal(4), 10, None) == [
         "--memory-limit=204", "--conn-limit=10", "--threads=4", "-o", "modern", "-v"]
+    assert memcached_flags(512 * MIB, None) == ["--memory-limit=409", "-o", "modern", "-v"]
+    assert memcached_flags(None, Decimal("0.5"), threads=6) == ["--memory-limit=64", "--threads=6", "-o", "modern", "-v"]
