@@ -36,3 +36,27 @@ def test_the_same_name_in_other_namespaces_or_by_generate_name_is_no_duplicate()
     assert [(f.field, f.severity) for f in result.findings] == [("metadata.generateName", "warning")] * 2  # no duplicate
     assert [f.message.split(":")[0] for f in run(("a.yaml", cr("web", "shop") + "---\n" + cr("web", "shop"))).findings] == [
         "Duplicate value"]
+
+
+LIST_ITEM = "- metadata: {name: l, namespace: default}\n  spec: {size: 9}\n"
+
+
+def test_every_object_with_an_items_list_is_flattened_as_kubectl_does() -> None:
+    """kube-apiserver v1.36.2 through kubectl: a MemcachedList's item without kind or apiVersion is a
+    Memcached, and so is one in a ConfigMap given an items list; both are refused for size 9 with
+    these words (docs/design/kubectl-reader.md 3.2-3.5)."""
+    words = "spec.size: Invalid value: 9: spec.size in body should be less than or equal to 3"
+    typed = LIST_ITEM.replace("- metadata", "- apiVersion: cache.example.com/v1alpha1\n  kind: Memcached\n  metadata")
+    for text in ("apiVersion: cache.example.com/v1alpha1\nkind: MemcachedList\nitems:\n" + LIST_ITEM,
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\nitems:\n" + typed):
+        found = [f"{f.field}: {f.message}" for f in run(("l.yaml", text)).errors]
+        assert found == [words], text
+    valid = run(("l.yaml", "apiVersion: cache.example.com/v1alpha1\nkind: MemcachedList\nitems:\n" + LIST_ITEM.replace("9", "2")))
+    assert len(valid.crs) == 1 and not valid.errors and valid.others == [], "the container itself is not an object sent"
+
+
+def test_a_v1_lists_items_inherit_nothing() -> None:
+    """kind List less List is nothing to inherit: an item without a kind stays without one (kubectl:
+    "Object 'Kind' is missing"), and so is refused."""
+    result = run(("l.yaml", "apiVersion: v1\nkind: List\nitems:\n" + LIST_ITEM))
+    assert not result.crs and [f.field for f in result.errors] == ["apiVersion", "kind"]
