@@ -24,6 +24,8 @@ from typing import Any
 from memcached_gitops.reconciler.client.api import KubeAPI
 from memcached_gitops.render import render
 
+from .record_transcript import send
+
 HERE = Path(__file__).parent / "fixtures" / "apiserver-transcripts"
 STEM = "42-ssa-service-and-pdb"
 NS = "tx42-companions"
@@ -265,23 +267,8 @@ def record(kubeconfig: str, ns: str = NS, out: Path | None = None) -> Path:
             exchange.pop("request")
             exchange["request_uses_values_from_earlier_responses"] = uses
         exchange["request"] = request
-        body = request["body"]
-        data = body.encode() if isinstance(body, str) else None if body is None else json.dumps(body).encode()
-        query = "&".join(f"{k}={v}" for k, v in request["query"].items())
-        headers = {"User-Agent": request["user_agent"], "Accept": "application/json"}
-        if request["content_type"]:
-            headers["Content-Type"] = request["content_type"]
-        response = pool.request(request["method"], host + request["path"] + ("?" + query if query else ""), body=data,
-                                headers=headers)
-        text = response.data.decode()
-        try:
-            decoded: Any = json.loads(text)
-        except ValueError:
-            decoded = text
-        exchange["response"] = {"status": response.status, "body": decoded}
-        warnings = response.headers.getlist("Warning")
-        if warnings:
-            exchange["response"]["warnings"] = warnings
+        exchange["response"] = send(pool, host, request)
+        decoded = exchange["response"]["body"]
         answers.append(decoded if isinstance(decoded, dict) else {})
     out = out or HERE / f"{STEM}.json"
     notes = ["recorded by python -m tests.record_companions KUBECONFIG",

@@ -263,6 +263,28 @@ def _fill(value: Any, answers: list[dict[str, Any]]) -> Any:
     return json.loads(text)
 
 
+def send(pool: Any, host: str, request: dict[str, Any]) -> dict[str, Any]:
+    """One recorded request sent as it is written (``pool``: the kubernetes client's urllib3 pool);
+    the answer as a transcript keeps it: status, decoded body, Warning headers when any."""
+    body = request["body"]
+    data = body.encode() if isinstance(body, str) else None if body is None else json.dumps(body).encode()
+    query = "&".join(f"{k}={v}" for k, v in request["query"].items())
+    headers = {"User-Agent": request["user_agent"], "Accept": "application/json"}
+    if request["content_type"]:
+        headers["Content-Type"] = request["content_type"]
+    response = pool.request(request["method"], host + request["path"] + ("?" + query if query else ""), body=data, headers=headers)
+    text = response.data.decode()
+    try:
+        decoded: Any = json.loads(text)
+    except ValueError:
+        decoded = text
+    answer: dict[str, Any] = {"status": response.status, "body": decoded}
+    warnings = response.headers.getlist("Warning")
+    if warnings:
+        answer["warnings"] = warnings
+    return answer
+
+
 def record(kubeconfig: str, number: str) -> Path:
     stem, ns, scenario = SCENARIOS[number]
     meta, exchanges = scenario(ns)
@@ -271,18 +293,8 @@ def record(kubeconfig: str, number: str) -> Path:
     answers: list[dict[str, Any]] = []
     for exchange in exchanges:
         request = exchange["request"] = _fill(exchange["request"], answers)
-        body = request["body"]
-        data = body.encode() if isinstance(body, str) else None if body is None else json.dumps(body).encode()
-        query = "&".join(f"{k}={v}" for k, v in request["query"].items())
-        response = pool.request(request["method"], host + request["path"] + ("?" + query if query else ""), body=data,
-                                headers={"Content-Type": request["content_type"], "User-Agent": request["user_agent"],
-                                         "Accept": "application/json"})
-        text = response.data.decode()
-        try:
-            decoded: Any = json.loads(text)
-        except ValueError:
-            decoded = text
-        exchange["response"] = {"status": response.status, "body": decoded}
+        exchange["response"] = send(pool, host, request)
+        decoded = exchange["response"]["body"]
         answers.append(decoded if isinstance(decoded, dict) else {})
     out = HERE / f"{stem}.json"
     notes = [f"recorded by python -m tests.record_transcript KUBECONFIG {number}"]
