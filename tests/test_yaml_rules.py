@@ -10,6 +10,7 @@ for the same text (client side, no server), or a constant of those sources.
 from __future__ import annotations
 
 import io
+import json
 import math
 import re
 import sys
@@ -776,3 +777,24 @@ def test_an_explicit_timestamp_tag_keeps_a_timestamps_text_and_refuses_the_rest(
     else:
         with pytest.raises(YAMLInputError, match=re.escape(refused)):
             list(iter_documents(source))
+
+
+def test_a_byte_order_mark_is_read_as_kubectl_reads_it() -> None:
+    """cli-runtime reads files through BOMOverride (docs/design/kubectl-reader.md 5.1, 5.4): a UTF-8 BOM
+    is dropped before the stream is cut, so a BOM'd run of JSON values is still every value; UTF-16
+    with a BOM is read as UTF-16. Both files were refused by kube-apiserver v1.36.2 for their second
+    document (size 9), which was silently lost before."""
+    from memcached_gitops.foundation.yamlreader import iter_documents
+
+    one, two = (json.dumps({"kind": "Memcached", "metadata": {"name": n}}) for n in ("a", "b"))
+    assert [d.value["metadata"]["name"] for d in iter_documents(b"\xef\xbb\xbf" + f"{one}\n{two}\n".encode())] == ["a", "b"]
+    yaml_text = "kind: Memcached\nmetadata: {name: a}\n---\nkind: Memcached\nmetadata: {name: b}\n"
+    for encoding in ("utf-16", "utf-16-le", "utf-16-be"):
+        data = yaml_text.encode(encoding)
+        if encoding != "utf-16":
+            data = ("\ufeff" + yaml_text).encode(encoding)
+        docs = list(iter_documents(data))
+        assert [d.value["metadata"]["name"] for d in docs] == ["a", "b"] and docs[1].line_offset == 3, encoding
+    assert [d.value for d in iter_documents(b"\xef\xbb\xbfkind: A\n")] == [{"kind": "A"}]
+    assert [d.value for d in iter_documents("\ufeffkind: A\n")] == [{"kind": "A"}]
+    assert [d.value for d in iter_documents(b"kind: A\n")] == [{"kind": "A"}], "without a BOM nothing changes"

@@ -4,6 +4,7 @@ read line by line with every document's size bounded."""
 from __future__ import annotations
 
 import bisect
+import codecs
 import io
 import itertools
 import json
@@ -63,9 +64,16 @@ def _lines(stream: str | bytes | Readable) -> Iterator[bytes]:
     elif isinstance(stream, bytes):
         stream = io.BytesIO(stream)
     pending = b""
+    utf16: Any = None
+    first = True
     while block := stream.read(_READ_SIZE):
         if isinstance(block, str):
-            block = block.encode(errors="surrogatepass")  # a lone surrogate is then a reader error
+            block = (block[1:] if first and block.startswith("\ufeff") else block).encode(errors="surrogatepass")
+        elif first:
+            block, utf16 = _bom_override(block)
+        elif utf16 is not None:
+            block = utf16.decode(block).encode(errors="surrogatepass")
+        first = False
         *lines, pending = (pending + block).split(b"\n")
         yield from (line + b"\n" for line in lines)
         if len(pending) > MAX_DOCUMENT_SIZE:
@@ -73,6 +81,19 @@ def _lines(stream: str | bytes | Readable) -> Iterator[bytes]:
             return
     if pending:
         yield pending
+
+
+def _bom_override(block: bytes) -> tuple[bytes, Any]:
+    """kubectl reads files through golang.org/x/text's BOMOverride (cli-runtime visitor.go): a UTF-8
+    byte order mark is dropped before the stream is cut (so a BOM'd run of JSON values stays a run),
+    and a UTF-16 one (either order) switches to UTF-16, converted to UTF-8 (ill-formed units become
+    U+FFFD). The first block and, for UTF-16, the decoder for the blocks after it."""
+    if block.startswith(b"\xef\xbb\xbf"):
+        return block[3:], None
+    if block[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        decoder = codecs.getincrementaldecoder("utf-16")(errors="replace")
+        return decoder.decode(block).encode(errors="surrogatepass"), decoder
+    return block, None
 
 
 def _yaml_chunks(lines: Iterable[bytes], first: int) -> Iterator[tuple[bytes, int]]:
