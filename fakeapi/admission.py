@@ -195,6 +195,8 @@ class Admission:
             obj.setdefault("status", {"loadBalancer": {}})
 
     def _next_cluster_ip(self) -> str:
+        """Assumed: sequential addresses. The recorded server allocated 10.96.31.19 at random from
+        its range (42), so the two exchanges that show it are listed as known differences."""
         self._allocated_ips = getattr(self, "_allocated_ips", 9) + 1
         return f"10.96.0.{self._allocated_ips}"
 

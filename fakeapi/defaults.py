@@ -135,7 +135,9 @@ def order_deployment(obj: dict[str, Any]) -> dict[str, Any]:
 def default_service(obj: dict[str, Any]) -> dict[str, Any]:
     """core/v1 SetDefaults_Service, as transcript 42 shows it: type ClusterIP, sessionAffinity None,
     internalTrafficPolicy Cluster, each port's protocol TCP and targetPort its port. (The cluster IP,
-    families and status come later, from the registry: Admission._allocate.)"""
+    families and status come later, from the registry: Admission._allocate.) Recorded: a ClusterIP
+    Service's (42). Assumed from the Go defaults, not recorded: internalTrafficPolicy on NodePort and
+    LoadBalancer Services, and targetPort filled from port."""
     spec = obj.setdefault("spec", {})
     spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")

@@ -295,7 +295,8 @@ class FieldManager:
 def _set_order(path: F.Path) -> tuple[Any, ...]:
     """structured-merge-diff's fieldpath.Set order, in which conflicts are listed (42): at each level
     the members (paths that end there) before the children, each group by its path element (a field
-    name before a key)."""
+    name before a key). Recorded once (42: a member before a child, fields in name order); the order
+    of a key against a field is assumed from structured-merge-diff's PathElement.Compare."""
     return tuple((0 if i == len(path) - 1 else 1, 0 if kind == "f" else 1, json.dumps(value, sort_keys=True, default=str))
                  for i, (kind, value) in enumerate(path))
 

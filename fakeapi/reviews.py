@@ -11,6 +11,11 @@
   grant (``grant_non_resource``) of the user or one of its groups covers the path and verb, else
   ``allowed: false`` with no reason. A spec with neither ``nonResourceAttributes`` nor
   ``resourceAttributes`` is 422.
+
+Recorded (41): the ServiceAccount subject's reason, the non-resource grant and its absence, every
+status and error above. Assumed, not recorded: the reason's wording for a ``User`` or ``Group``
+subject (RBAC's describeSubject), and a review of *resource* attributes, which the fake always
+answers ``allowed: false`` (no grant to others is modelled).
 """
 
 from __future__ import annotations
