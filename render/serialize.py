@@ -14,20 +14,77 @@ from collections.abc import Iterable
 from typing import IO, Any
 
 import yaml
-from memcached_gitops.foundation.yamlreader import recursion_room, resolve_plain
+from memcached_gitops.foundation.yamlreader import CORE, recursion_room, resolve_plain
 from yaml.cyaml import CSafeDumper
 
-
-class _Dumper(CSafeDumper):
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
+_STR, _INT, _BOOL, _NULL = (CORE + tag for tag in ("str", "int", "bool", "null"))
+_MAP, _SEQ = CORE + "map", CORE + "seq"
 
 
-def _represent_str(dumper: _Dumper, data: str) -> yaml.ScalarNode:
+def scalar_style(data: str) -> str | None:
+    """The scalar style that reads back as ``data`` itself: plain when go-yaml resolves it to the
+    same string, else single-quoted; a literal block for text with line breaks."""
     style = None if resolve_plain(data) == data and not data[:1].isspace() else "'"
     if "\n" in data:
         style = "|" if not data.endswith(" ") else '"'
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+    return style
+
+
+class _Dumper(CSafeDumper):
+    """libyaml's emitter fed by a representer for the JSON types that builds nodes directly.
+
+    PyYAML's generic path (a representer looked up along each value's type's MRO, two implicit-tag
+    resolutions by regular expression per scalar) was most of a 10,000-CR render. Here the plain
+    ``dict``/``list``/``str``/``int``/``bool``/``None`` of a manifest get their nodes straight away,
+    and a scalar's style and tags are remembered for the rest of the dump, since a stream of
+    Deployments repeats the same keys and values thousands of times. Nodes are never reused (a
+    reused node would become an anchor and an alias); anything else (floats, subclasses) goes
+    through PyYAML's own representers, so the bytes are those of the generic path.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._styles: dict[str, str | None] = {}
+        self._tags: dict[tuple[str, tuple[bool, bool]], str] = {}
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+    def represent(self, data: Any) -> None:
+        self.serialize(self.node(data))
+
+    def node(self, data: Any) -> yaml.Node:
+        """The node PyYAML's SafeRepresenter would build for ``data``, with ``default_flow_style=False``."""
+        kind = type(data)
+        if kind is str:
+            styles = self._styles
+            style = styles[data] if data in styles else styles.setdefault(data, scalar_style(data))
+            return yaml.ScalarNode(_STR, data, style=style)
+        if kind is dict:
+            return yaml.MappingNode(_MAP, [(self.node(k), self.node(v)) for k, v in data.items()], flow_style=False)
+        if kind is list:
+            return yaml.SequenceNode(_SEQ, [self.node(item) for item in data], flow_style=False)
+        if kind is int:
+            return yaml.ScalarNode(_INT, str(data))
+        if kind is bool:
+            return yaml.ScalarNode(_BOOL, "true" if data else "false")
+        if data is None:
+            return yaml.ScalarNode(_NULL, "null")
+        return self.represent_data(data)
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+        """The implicit tag of a scalar, resolved once per value and way of writing it."""
+        if kind is not yaml.ScalarNode:
+            return str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]  # untyped in types-PyYAML
+        key = (value, implicit)
+        tag = self._tags.get(key)
+        if tag is None:
+            tag = self._tags[key] = str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]  # as above
+        return tag
+
+
+def _represent_str(dumper: _Dumper, data: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar(_STR, data, style=scalar_style(data))
 
 
 _Dumper.add_representer(str, _represent_str)

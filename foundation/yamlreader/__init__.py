@@ -48,9 +48,9 @@ from .limits import (
     YAMLInputError,
     recursion_room,
 )
-from .scalars import resolve_plain
+from .scalars import CORE, resolve_plain
 from .streams import Readable, json_end
 
-__all__ = ["ALIAS_EXPANSION_LIMIT", "ALIAS_EXPANSION_RATIO", "DEPTH_ERROR", "JSON_DEPTH_ERROR", "LIBYAML_NEST_LIMIT", "MAX_DEPTH",
+__all__ = ["ALIAS_EXPANSION_LIMIT", "ALIAS_EXPANSION_RATIO", "CORE", "DEPTH_ERROR", "JSON_DEPTH_ERROR", "LIBYAML_NEST_LIMIT", "MAX_DEPTH",
            "MAX_DOCUMENT_SIZE", "RECURSION_ROOM", "Document", "Readable", "YAMLInputError", "iter_documents", "json_end",
            "lift_libyaml_nest_limit", "locate", "recursion_room", "resolve_plain"]
