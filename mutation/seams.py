@@ -21,6 +21,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CONTROLLER = "reconciler/orchestration/controller.py"
+SHARE = "reconciler/orchestration/share.py"
 INFORMER = "reconciler/client/informer.py"
 QUEUE = "reconciler/client/workqueue.py"
 TESTS = ["tests/test_seams.py", "tests/test_mutants_controller.py", "tests/test_controller.py", "tests/test_shards_controller.py"]
@@ -39,8 +40,8 @@ WATCH_STORE_THEN_TELL = """            if type_ == "DELETED":
 MUTANTS: dict[str, tuple[str, str, str]] = {
     "leadership: queue the cache before saying we lead": (
         CONTROLLER,
-        "        self.leading.set()\n        for key in self.cr_keys():\n            self.queue.add(key)\n",
-        "        for key in self.cr_keys():\n            self.queue.add(key)\n        self.leading.set()\n"),
+        "        self.leading.set()\n        for key in self.caches.cr_keys():\n            self.queue.add(key)\n",
+        "        for key in self.caches.cr_keys():\n            self.queue.add(key)\n        self.leading.set()\n"),
     "leadership: a worker reads leadership before it takes a key": (
         CONTROLLER,
         "            item = self.queue.get()\n            if item is None:\n                return\n"
@@ -59,18 +60,18 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
         "heapq.heappush(self._delayed, (self.clock() + delay,",
         "heapq.heappush(self._delayed, (time.time() + delay,"),
     "clocks: the next servedBy slot from the wall clock, its delay from the monotonic one": (
-        CONTROLLER,
-        "            self._next_served_by = max(now + 1.0,",
-        "            self._next_served_by = max(time.time() + 1.0,"),
+        SHARE,
+        "            self.next_served_by = max(now + 1.0,",
+        "            self.next_served_by = max(time.time() + 1.0,"),
     "start-up: workers before the caches have synced": (
         CONTROLLER,
-        "        all_informers = [i for group in self.informers.values() for i in group]\n",
-        "        all_informers = [i for group in self.informers.values() for i in group]\n"
+        "        all_informers = self.caches.all()\n",
+        "        all_informers = self.caches.all()\n"
         "        for n in range(self.settings.workers):\n"
         "            threading.Thread(target=self._work, daemon=True, name=f\"early-worker-{n}\").start()\n"),
     "start-up: the sync waits for the CRs and Deployments only": (
         CONTROLLER,
-        "        all_informers = [i for group in self.informers.values() for i in group]\n        deadline",
+        "        all_informers = self.caches.all()\n        deadline",
         "        all_informers = [i for k in (\"Memcached\", \"Deployment\") for i in self.informers[k]]\n        deadline"),
     "informer: the handler told before the store holds the event": (
         INFORMER, WATCH_STORE_THEN_TELL,
@@ -97,7 +98,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
 """),
     "write-through: our apply's answer not put into the cache": (
         CONTROLLER,
-        "        if outcome.deployment is not None:\n            self._put(\"Deployment\", outcome.deployment)\n",
+        "        if outcome.deployment is not None:\n            caches.put(\"Deployment\", outcome.deployment)\n",
         "        if outcome.deployment is not None:\n"),
 }
 

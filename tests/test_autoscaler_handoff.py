@@ -119,7 +119,7 @@ def test_the_event_driven_mode_hands_off_without_a_fight_and_takes_back(cluster:
     with running(cluster) as controller:
         wait_for(lambda: deployment(cluster, "a"), what="the Deployment")
         create_hpa(cluster)
-        wait_for(lambda: controller.autoscaler_of(("default", "a")) == "a", what="the HPA in the cache")
+        wait_for(lambda: controller.caches.autoscaler_of(("default", "a")) == "a", what="the HPA in the cache")
         for replicas in (3, 3, 4, 3, 3):  # the HPA re-asserting its value, as it does every 15 s
             hpa_scales(cluster, replicas)
             settle(cluster)

@@ -22,11 +22,12 @@ from typing import Any
 import pytest
 from memcached_gitops.foundation.clocks import Monotonic
 from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.client.caches import owner_name
 from memcached_gitops.reconciler.client.shards import RING_LABEL, VIEW_ANNOTATION, ShardRing, key_text, lease_name, owner
 from memcached_gitops.reconciler.decisions.drift import Drift
 from memcached_gitops.reconciler.decisions.fights import FightDetector
 from memcached_gitops.reconciler.decisions.vocabulary import INSTANCE_LABEL, SELECTOR, Action
-from memcached_gitops.reconciler.orchestration.controller import DEFAULT_RESYNC, Controller, Settings, lease_client, owner_name
+from memcached_gitops.reconciler.orchestration.controller import DEFAULT_RESYNC, Controller, Settings, lease_client
 from memcached_gitops.reconciler.orchestration.cycle import CROutcome, Options, Reconciler
 from memcached_gitops.reconciler.orchestration.metrics import Metrics
 from memcached_gitops.render import selector_labels
@@ -193,25 +194,25 @@ def test_the_cache_is_read_and_written_through_the_informer_of_the_objects_names
     """A key is read from its namespace's informer; our writes' answers go to it, slimmed, if newer."""
     c = make(namespaces=("default", "shop"))
     store(c, "Memcached", cr("a", "shop", rv="5"), index=1)
-    assert c.cached("Memcached", ("shop", "a"))["metadata"]["resourceVersion"] == "5"
-    assert c.cached("Memcached", ("default", "a")) is None
-    assert c.cached("Memcached", ("elsewhere", "a")) is None
-    c._put("Memcached", cr("a", "shop", rv="7", managedFields=[{"manager": "x"}]))
+    assert c.caches.cached("Memcached", ("shop", "a"))["metadata"]["resourceVersion"] == "5"
+    assert c.caches.cached("Memcached", ("default", "a")) is None
+    assert c.caches.cached("Memcached", ("elsewhere", "a")) is None
+    c.caches.put("Memcached", cr("a", "shop", rv="7", managedFields=[{"manager": "x"}]))
     assert c.informers["Memcached"][1].store.get(("shop", "a")) == cr("a", "shop", rv="7"), "slimmed: a CR loses managedFields"
     assert c.informers["Memcached"][0].store.keys() == []
-    c._put("Memcached", cr("a", "shop", rv="6"))
-    assert c.cached("Memcached", ("shop", "a"))["metadata"]["resourceVersion"] == "7", "an older answer never replaces a newer event"
+    c.caches.put("Memcached", cr("a", "shop", rv="6"))
+    assert c.caches.cached("Memcached", ("shop", "a"))["metadata"]["resourceVersion"] == "7", "an older answer never replaces a newer event"
     everywhere = make()
-    everywhere._put("Deployment", dep("d", "shop", rv="3"))
-    assert everywhere.cached("Deployment", ("shop", "d"))["metadata"]["resourceVersion"] == "3"
-    assert sorted(make(namespaces=("default", "shop")).cr_keys()) == []
+    everywhere.caches.put("Deployment", dep("d", "shop", rv="3"))
+    assert everywhere.caches.cached("Deployment", ("shop", "d"))["metadata"]["resourceVersion"] == "3"
+    assert sorted(make(namespaces=("default", "shop")).caches.cr_keys()) == []
 
 
 def test_cr_keys_are_every_cached_cr_of_every_namespace() -> None:
     c = make(namespaces=("default", "shop"))
     store(c, "Memcached", cr("a"), cr("b"))
     store(c, "Memcached", cr("a", "shop"), index=1)
-    assert sorted(c.cr_keys()) == [("default", "a"), ("default", "b"), ("shop", "a")]
+    assert sorted(c.caches.cr_keys()) == [("default", "a"), ("default", "b"), ("shop", "a")]
 
 
 # ---- events
@@ -258,24 +259,24 @@ def test_a_pod_event_queues_its_cr_only_when_the_set_of_its_pods_changes() -> No
     c = make()
     c.on_event("Pod", "ADDED", pod("p1", "a"), None, 1.0)
     c.on_event("Pod", "ADDED", pod("p2", "a"), None, 2.0)
-    assert queued(c) == [(("default", "a"), 1.0)] and c.pods_of(("default", "a")) == ("p1", "p2")
+    assert queued(c) == [(("default", "a"), 1.0)] and c.caches.pods_of(("default", "a")) == ("p1", "p2")
     c.on_event("Pod", "MODIFIED", pod("p1", "a"), pod("p1", "a"), 3.0)
     c.on_event("Pod", "ADDED", pod("q", None), None, 3.0)
     c.on_event("Pod", "ADDED", {"metadata": {"name": "r", "namespace": "default"}}, None, 3.0)
-    assert queued(c) == [] and c.pods_of(("default", "")) == ()
+    assert queued(c) == [] and c.caches.pods_of(("default", "")) == ()
     c.on_event("Pod", "DELETED", pod("p1", "a"), pod("p1", "a"), 4.0)
-    assert queued(c) == [(("default", "a"), 4.0)] and c.pods_of(("default", "a")) == ("p2",)
+    assert queued(c) == [(("default", "a"), 4.0)] and c.caches.pods_of(("default", "a")) == ("p2",)
     c.on_event("Pod", "DELETED", pod("gone", "a"), None, 5.0)
-    assert queued(c) == [] and c.pods_of(("default", "a")) == ("p2",)
+    assert queued(c) == [] and c.caches.pods_of(("default", "a")) == ("p2",)
     c.on_event("Pod", "ADDED", pod("p1", "a", ns="shop"), None, 6.0)
-    assert queued(c) == [(("shop", "a"), 6.0)] and c.pods_of(("shop", "a")) == ("p1",) and c.pods_of(("default", "b")) == ()
+    assert queued(c) == [(("shop", "a"), 6.0)] and c.caches.pods_of(("shop", "a")) == ("p1",) and c.caches.pods_of(("default", "b")) == ()
 
 
 def test_pods_of_lists_names_sorted() -> None:
     c = make()
     for name in ("p3", "p1", "p2"):
         c.on_event("Pod", "ADDED", pod(name, "a"), None, 1.0)
-    assert c.pods_of(("default", "a")) == ("p1", "p2", "p3")
+    assert c.caches.pods_of(("default", "a")) == ("p1", "p2", "p3")
 
 
 KEPT = {"matchLabels": {"app": "memcached", "release": "r1"}}
@@ -291,10 +292,10 @@ def test_kept_selector_deployments_queue_their_neighbours_when_they_come_go_or_c
     assert keys(c) == [("default", "one")]
     c.on_event("Deployment", "ADDED", two, None, 2.0)
     assert keys(c) == [("default", "two"), ("default", "one")]
-    assert [d["metadata"]["name"] for d in c.kept_deployments("default")] == [], "not in the cache yet"
+    assert [d["metadata"]["name"] for d in c.caches.kept_deployments("default")] == [], "not in the cache yet"
     store(c, "Deployment", one, two)
-    assert [d["metadata"]["name"] for d in c.kept_deployments("default")] == ["one", "two"]
-    assert c.kept_deployments("shop") == []
+    assert [d["metadata"]["name"] for d in c.caches.kept_deployments("default")] == ["one", "two"]
+    assert c.caches.kept_deployments("shop") == []
     c.on_event("Deployment", "MODIFIED", {**one, "status": {"replicas": 2}}, one, 3.0)
     assert keys(c) == [("default", "one")], "the same selector and Pod labels: no neighbour queued"
     relabelled = dep("one", selector=KEPT, labels={"app": "memcached", "release": "r1", "tier": "cache"})
@@ -309,7 +310,7 @@ def test_kept_selector_deployments_queue_their_neighbours_when_they_come_go_or_c
     assert keys(c) == [("default", "one"), ("default", "two")]
     store(c, "Deployment", one)
     c.informers["Deployment"][0].store.remove(("default", "one"))
-    assert [d["metadata"]["name"] for d in c.kept_deployments("default")] == ["two"]
+    assert [d["metadata"]["name"] for d in c.caches.kept_deployments("default")] == ["two"]
 
 
 def test_a_deleted_kept_deployment_is_no_longer_a_neighbour() -> None:
@@ -357,23 +358,23 @@ def test_an_hpa_event_queues_the_crs_whose_replicas_changed_hands() -> None:
     stops scaling it, or moves to another Deployment (both are queued)."""
     c = make()
     c.on_event("HorizontalPodAutoscaler", "ADDED", hpa("h", "a"), None, 1.0)
-    assert queued(c) == [(("default", "a"), 1.0)] and c.autoscaler_of(("default", "a")) == "h"
+    assert queued(c) == [(("default", "a"), 1.0)] and c.caches.autoscaler_of(("default", "a")) == "h"
     c.on_event("HorizontalPodAutoscaler", "ADDED", hpa("g", "a"), None, 2.0)
-    assert keys(c) == [("default", "a")] and c.autoscaler_of(("default", "a")) == "g", "the first by name, as in the once mode"
+    assert keys(c) == [("default", "a")] and c.caches.autoscaler_of(("default", "a")) == "g", "the first by name, as in the once mode"
     c.on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "b"), hpa("g", "a"), 3.0)
     assert sorted(keys(c)) == [("default", "a"), ("default", "b")]
-    assert c.autoscaler_of(("default", "a")) == "h" and c.autoscaler_of(("default", "b")) == "g"
+    assert c.caches.autoscaler_of(("default", "a")) == "h" and c.caches.autoscaler_of(("default", "b")) == "g"
     c.on_event("HorizontalPodAutoscaler", "DELETED", hpa("h", "a"), hpa("h", "a"), 4.0)
-    assert keys(c) == [("default", "a")] and c.autoscaler_of(("default", "a")) == ""
+    assert keys(c) == [("default", "a")] and c.caches.autoscaler_of(("default", "a")) == ""
     c.on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "b"), hpa("g", "b"), 5.0)
-    assert keys(c) == [("default", "b")] and c.autoscaler_of(("default", "b")) == "g"
+    assert keys(c) == [("default", "b")] and c.caches.autoscaler_of(("default", "b")) == "g"
     c.on_event("HorizontalPodAutoscaler", "ADDED", hpa("s", "web", kind="StatefulSet"), None, 6.0)
-    assert keys(c) == [] and c.autoscaler_of(("default", "web")) == ""
+    assert keys(c) == [] and c.caches.autoscaler_of(("default", "web")) == ""
     c.on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "b", kind="StatefulSet"), hpa("g", "b"), 7.0)
-    assert keys(c) == [("default", "b")] and c.autoscaler_of(("default", "b")) == ""
+    assert keys(c) == [("default", "b")] and c.caches.autoscaler_of(("default", "b")) == ""
     c.on_event("HorizontalPodAutoscaler", "MODIFIED", hpa("g", "c"), None, 8.0)
-    assert keys(c) == [("default", "c")] and c.autoscaler_of(("default", "c")) == "g", "no previous object: the new target only"
-    assert c.autoscaler_of(("default", "nothing")) == ""
+    assert keys(c) == [("default", "c")] and c.caches.autoscaler_of(("default", "c")) == "g", "no previous object: the new target only"
+    assert c.caches.autoscaler_of(("default", "nothing")) == ""
 
 
 # ---- reconciling one CR from the cache
@@ -424,7 +425,7 @@ def test_reconcile_writes_its_answers_through_to_the_cache_and_counts_the_correc
     store(c, "Memcached", cr("a"))
     store(c, "Deployment", dep("a", rv="4"))
     c.reconcile(("default", "a"), 100.0)
-    assert c.cached("Deployment", ("default", "a")) == applied and c.cached("Memcached", ("default", "a")) == written
+    assert c.caches.cached("Deployment", ("default", "a")) == applied and c.caches.cached("Memcached", ("default", "a")) == written
     assert c.metrics.value("memcached_gitops_drift_correction_latency_seconds_count") == 1
     assert c.metrics.value("memcached_gitops_drift_correction_latency_seconds_sum") == 7.5
     assert c.metrics.value("memcached_gitops_drift_corrections_total", {"field": ".spec.replicas"}) == 1
@@ -437,7 +438,7 @@ def test_a_new_deployment_is_no_correction() -> None:
         "default", "a", Action.CREATED, deployment=dep("a", rv="9"), applied_at=5.0))
     store(c, "Memcached", cr("a"))
     c.reconcile(("default", "a"), 1.0)
-    assert c.cached("Deployment", ("default", "a")) == dep("a", rv="9") and c.cached("Memcached", ("default", "a")) == cr("a")
+    assert c.caches.cached("Deployment", ("default", "a")) == dep("a", rv="9") and c.caches.cached("Memcached", ("default", "a")) == cr("a")
     assert c.metrics.value("memcached_gitops_drift_correction_latency_seconds_count") == 0
 
 
@@ -1077,10 +1078,10 @@ def test_with_shards_every_replica_leads_its_share_and_each_write_asks_the_ring(
     share, a new view wakes the share follower, a hand-over is measured)."""
     c, ring, _ = sharded()
     assert c.leading.is_set() and c.shards is ring and c.api.may_write == ring.may_write
-    assert ring.on_agreed == c._queue_share
-    assert not c._share_changed.is_set()
+    assert ring.on_agreed == c.share.on_agreed
+    assert not c.share.changed.is_set()
     ring.on_view()
-    assert c._share_changed.is_set()
+    assert c.share.changed.is_set()
     ring.on_handover(1.5)
     assert c.metrics.value("memcached_gitops_shard_handovers_total") == 1
     assert c.metrics.value("memcached_gitops_shard_handover_seconds_sum") == 1.5
@@ -1129,7 +1130,7 @@ def test_with_shards_the_deployment_cache_keeps_the_objects_of_this_replicas_sha
     assert keep(dep(theirs[0], owner=mine[0])) and not keep(dep(mine[0], owner=theirs[0]))
     assert keep(dep(theirs[0], selector=KEPT)), "a kept selector's Deployment is every CR's neighbour"
     c.informers["Deployment"][0].store.put(dep(theirs[0], owner=theirs[0]))
-    assert c.cached("Deployment", ("default", theirs[0])) is None, "another replica's Deployment is not cached"
+    assert c.caches.cached("Deployment", ("default", theirs[0])) is None, "another replica's Deployment is not cached"
 
 
 def joined(c: Controller, ring: ShardRing, *peers: str) -> None:
@@ -1150,12 +1151,12 @@ def test_with_shards_the_owned_crs_are_this_replicas_share_and_an_agreement_queu
     joined(c, ring)
     assert list(leases.leases) == [lease_name("a")]
     everything = {("default", n) for n in NAMES}
-    assert c._served == c._sweeping == everything and len(c.owned_keys()) == len(NAMES), "alone: every CR, swept"
+    assert c.share.served == c.share.sweeping == everything and len(c.owned_keys()) == len(NAMES), "alone: every CR, swept"
     c.on_event("Lease", "ADDED", peer_lease("b", "a#0", "b#0"), None, 2.0)
     assert sorted(c.owned_keys()) == [("default", n) for n in sorted(share("a"))]
     assert c.metrics.value("memcached_gitops_shard_owned_crs") == len(share("a"))
     assert c.metrics.value("memcached_gitops_shard_members") == 2
-    assert c._served == {("default", n) for n in share("a")}, "the new view's acknowledgement: a smaller share, nothing new"
+    assert c.share.served == {("default", n) for n in share("a")}, "the new view's acknowledgement: a smaller share, nothing new"
     plain = make()
     store(plain, "Memcached", cr("x"), cr("y"))
     assert plain.owned_keys() == [("default", "x"), ("default", "y")]
@@ -1204,7 +1205,7 @@ def test_run_with_shards_joins_the_ring_before_the_caches_and_deletes_its_lease_
     assert leases.calls[0] == ("POST", "/apis/coordination.k8s.io/v1/namespaces/leases/leases") and ring.listed
     daemons = {t.name: t.daemon for t in threading.enumerate() if t.name.startswith("shard-")}
     assert daemons == {"shard-lease": True, "shard-share": True}
-    assert c._cached_members == {"a"} and c.metrics.ready
+    assert c.share.cached_members == {"a"} and c.metrics.ready
     assert stop_run(c, thread, result) == 0
     assert leases.leases == {} and leases.calls[-1] == ("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/leases/leases/{ring.name}")
     assert ring.stopping and c.queue.shutting_down
@@ -1237,10 +1238,10 @@ def test_joining_gives_the_ring_a_renew_period_and_a_silent_member_four_more(mon
     """After listing the Leases the caches wait one renew period (replicas start together), and then
     until the ring acknowledges this replica, but at most four renew periods more: a member that
     never answers does not hold this one's share. Then the Lease thread and the share follower start."""
-    from memcached_gitops.reconciler.orchestration import controller
+    from memcached_gitops.reconciler.orchestration import share as share_module
 
     clock = FakeTime(1000.0)
-    monkeypatch.setattr(controller, "time", clock)
+    monkeypatch.setattr(share_module, "time", clock)
     c, ring, _ = sharded()
     ready(c)
     if peer:
@@ -1255,13 +1256,13 @@ def test_joining_gives_the_ring_a_renew_period_and_a_silent_member_four_more(mon
     c.stop.wait = wait  # type: ignore[method-assign]
     threads: dict[str, threading.Thread] = {}
     ring.run = lambda stop: threads.update({"run": threading.current_thread()})  # type: ignore[method-assign]
-    c._follow_share = lambda: threads.update({"follow": threading.current_thread()})  # type: ignore[method-assign]
-    assert c._join_ring(1000.0, None) is True
+    c.share.follow = lambda: threads.update({"follow": threading.current_thread()})  # type: ignore[method-assign]
+    assert c.share.join(1000.0, None) is True
     assert 1000.0 + settled <= clock.now < 1000.0 + settled + 0.05 and set(waits) == {0.02}
     wait_for(lambda: len(threads) == 2)
     assert (threads["run"].name, threads["run"].daemon, threads["follow"].name, threads["follow"].daemon) == \
         ("shard-lease", True, "shard-share", True)
-    assert c._cached_members == ({"a", peer} if peer else {"a"})
+    assert c.share.cached_members == ({"a", peer} if peer else {"a"})
 
 
 class ScriptedWait:
@@ -1282,24 +1283,24 @@ class ScriptedWait:
 def test_the_ring_s_leases_get_the_whole_first_sync_timeout_looked_at_every_50_ms(monkeypatch) -> None:
     """The Lease cache's sync is polled every 50 ms; at the deadline itself it still waits (a sync then
     comes in time), and only past ``started + timeout`` does the join give up."""
-    from memcached_gitops.reconciler.orchestration import controller
+    from memcached_gitops.reconciler.orchestration import share as share_module
 
     clock = FakeTime(1000.0)
-    monkeypatch.setattr(controller, "time", clock)
+    monkeypatch.setattr(share_module, "time", clock)
     c, ring, _ = sharded()
     ready(c, never=("Lease",))
     [leases] = c.informers["Lease"]
     leases.synced.wait = ScriptedWait(clock, [1000.0, 1005.0, 1005.0, 1005.001])  # type: ignore[method-assign]
-    assert c._join_ring(1000.0, 5.0) is False and c.error == "the shard Leases did not sync"
+    assert c.share.join(1000.0, 5.0) is False and c.share.error == "the shard Leases did not sync"
     assert leases.synced.wait.timeouts == [0.05] * 4, "the clock read at start and at the deadline: still waiting"
     c, ring, _ = sharded()
     ready(c, never=("Lease",))
     [leases] = c.informers["Lease"]
     leases.synced.wait = ScriptedWait(clock, [1000.0, 1005.0], [False, False, True])  # type: ignore[method-assign]
     ring.run = lambda stop: None  # type: ignore[method-assign]
-    c._follow_share = lambda: None  # type: ignore[method-assign]
+    c.share.follow = lambda: None  # type: ignore[method-assign]
     c.stop.wait = ScriptedWait(clock, [1100.0])  # type: ignore[method-assign]
-    assert c._join_ring(1000.0, 5.0) is True and ring.listed and c.error == ""
+    assert c.share.join(1000.0, 5.0) is True and ring.listed and c.error == ""
 
 
 @pytest.mark.parametrize(("readings", "acknowledged", "waits"), [
@@ -1311,17 +1312,17 @@ def test_the_ring_s_leases_get_the_whole_first_sync_timeout_looked_at_every_50_m
 def test_the_settle_wait_ends_at_its_bounds_exactly(monkeypatch, readings, acknowledged, waits) -> None:
     """The caches wait until one renew period (2 s) has passed, ``now < settle``; a replica the ring
     never acknowledges waits until ``now > settle + 4 renew periods`` (10 s), not at that reading."""
-    from memcached_gitops.reconciler.orchestration import controller
+    from memcached_gitops.reconciler.orchestration import share as share_module
 
     clock = FakeTime(1000.0)
-    monkeypatch.setattr(controller, "time", clock)
+    monkeypatch.setattr(share_module, "time", clock)
     c, ring, _ = sharded()
     ready(c)
     ring.acknowledged = lambda: acknowledged  # type: ignore[method-assign]
     ring.run = lambda stop: None  # type: ignore[method-assign]
-    c._follow_share = lambda: None  # type: ignore[method-assign]
+    c.share.follow = lambda: None  # type: ignore[method-assign]
     c.stop.wait = ScriptedWait(clock, readings)  # type: ignore[method-assign]
-    assert c._join_ring(1000.0, None) is True
+    assert c.share.join(1000.0, None) is True
     assert c.stop.wait.timeouts == [0.02] * waits
 
 
@@ -1342,39 +1343,39 @@ def test_an_acknowledged_share_sweeps_its_new_crs_in_order_at_the_sweep_rate_and
     """The CRs new to the share go through add_after, n / SWEEP_RATE apart in key order, and are
     marked for a lazy servedBy; the marks of an earlier sweep not visited yet are kept; the CRs the
     share kept are not queued again; the keys that waited for the ring come at once, if still ours."""
-    from memcached_gitops.reconciler.orchestration.controller import SWEEP_RATE
+    from memcached_gitops.reconciler.orchestration.share import SWEEP_RATE
 
     c, ring, _ = sharded()
     q = Queued()
-    c.queue = q  # type: ignore[assignment]
+    c.queue = c.share.queue = q  # type: ignore[assignment]
     mine = sorted(share("a"))
     store(c, "Memcached", *(cr(n) for n in NAMES))
     ring.on_agreed = lambda: None  # the acknowledgements below are the test's
     joined(c, ring, "b")
-    c._queue_share()
+    c.share.on_agreed()
     assert q.items == [(("default", n), i / SWEEP_RATE) for i, n in enumerate(mine)]
-    assert c._served == c._sweeping == {("default", n) for n in mine}
-    c._sweeping.discard(("default", mine[0]))  # visited
+    assert c.share.served == c.share.sweeping == {("default", n) for n in mine}
+    c.share.sweeping.discard(("default", mine[0]))  # visited
     q.items.clear()
-    c._wait_for_ring(("default", mine[1]))  # an event of ours while the ring settles: kept
-    c._wait_for_ring(("default", share("b")[0]))  # another replica's: dropped
-    assert c._waiting == {("default", mine[1])}
+    c.share.wait_for_ring(("default", mine[1]))  # an event of ours while the ring settles: kept
+    c.share.wait_for_ring(("default", share("b")[0]))  # another replica's: dropped
+    assert c.share.waiting == {("default", mine[1])}
     c.on_event("Lease", "DELETED", peer_lease("b"), None, 3.0)  # b left: its share comes to a
-    c._queue_share()
+    c.share.on_agreed()
     theirs = sorted(share("b"))
     assert q.items == [(("default", mine[1]), -1.0)] + [(("default", n), i / SWEEP_RATE) for i, n in enumerate(theirs)]
-    assert c._waiting == set() and c._served == {("default", n) for n in NAMES}
-    assert c._sweeping == {("default", n) for n in mine[1:] + theirs}, "the earlier marks stay until visited"
+    assert c.share.waiting == set() and c.share.served == {("default", n) for n in NAMES}
+    assert c.share.sweeping == {("default", n) for n in mine[1:] + theirs}, "the earlier marks stay until visited"
 
 
 def test_a_key_waits_for_the_ring_only_while_it_is_this_replicas() -> None:
     c, ring, _ = sharded()
     joined(c, ring, "b")
-    c._wait_for_ring(("default", share("b")[0]))
-    assert c._waiting == set()
-    c._wait_for_ring(("default", share("a")[0]))
-    c._wait_for_ring(("default", share("a")[1]))
-    assert c._waiting == {("default", share("a")[0]), ("default", share("a")[1])}
+    c.share.wait_for_ring(("default", share("b")[0]))
+    assert c.share.waiting == set()
+    c.share.wait_for_ring(("default", share("a")[0]))
+    c.share.wait_for_ring(("default", share("a")[1]))
+    assert c.share.waiting == {("default", share("a")[0]), ("default", share("a")[1])}
 
 
 def test_a_worker_keeps_a_key_it_may_not_write_yet_for_the_acknowledgement(monkeypatch) -> None:
@@ -1393,23 +1394,23 @@ def test_a_worker_keeps_a_key_it_may_not_write_yet_for_the_acknowledgement(monke
         c.queue.add(("default", n))
     work(c, lambda: c.metrics.value("memcached_gitops_work_duration_seconds_count") >= len(NAMES))
     assert recorder.calls == [] and retries(c) == 0
-    assert c._waiting == {("default", n) for n in share("a")}
+    assert c.share.waiting == {("default", n) for n in share("a")}
 
 
 def test_deferred_served_by_writes_get_one_slot_each_from_a_second_on(monkeypatch) -> None:
     """One every 1/SERVED_BY_RATE s, the first a second from now; after a quiet time, a second again."""
-    from memcached_gitops.reconciler.orchestration import controller
-    from memcached_gitops.reconciler.orchestration.controller import SERVED_BY_RATE
+    from memcached_gitops.reconciler.orchestration import share as share_module
+    from memcached_gitops.reconciler.orchestration.share import SERVED_BY_RATE
 
     clock = FakeTime(1000.0)
-    monkeypatch.setattr(controller, "time", clock)
+    monkeypatch.setattr(share_module, "time", clock)
     c, _, _ = sharded()
-    assert [c.served_by_slot() for _ in range(3)] == pytest.approx([1.0, 1.0 + 1 / SERVED_BY_RATE, 1.0 + 2 / SERVED_BY_RATE])
+    assert [c.share.served_by_slot() for _ in range(3)] == pytest.approx([1.0, 1.0 + 1 / SERVED_BY_RATE, 1.0 + 2 / SERVED_BY_RATE])
     clock.now += 0.01
-    assert c.served_by_slot() == pytest.approx(1.0 + 3 / SERVED_BY_RATE - 0.01)
+    assert c.share.served_by_slot() == pytest.approx(1.0 + 3 / SERVED_BY_RATE - 0.01)
     clock.now += 10.0
-    assert c.served_by_slot() == pytest.approx(1.0)
-    assert c._next_served_by == pytest.approx(1011.01)
+    assert c.share.served_by_slot() == pytest.approx(1.0)
+    assert c.share.next_served_by == pytest.approx(1011.01)
 
 
 def test_the_first_visit_of_a_swept_cr_may_defer_its_served_by_and_queues_that_write() -> None:
@@ -1417,25 +1418,25 @@ def test_the_first_visit_of_a_swept_cr_may_defer_its_served_by_and_queues_that_w
     taken); a deferred servedBy puts the CR back on the queue at its slot; without shards never lazy."""
     c, ring, _ = sharded()
     q = Queued()
-    c.queue = q  # type: ignore[assignment]
+    c.queue = c.share.queue = q  # type: ignore[assignment]
     deferred = CROutcome("default", "x", Action.UNCHANGED, served_by_deferred=True)
     recorder = Recorder(lambda cr, *a, **k: deferred if k["lazy_served_by"] else CROutcome("default", "x", Action.UNCHANGED))
     c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
     store(c, "Memcached", cr("x"), cr("y"))
-    c._sweeping = {("default", "x"), ("default", "y")}
+    c.share.sweeping = {("default", "x"), ("default", "y")}
     slots = iter([1.25, 1.5])
-    c.served_by_slot = lambda: next(slots)  # type: ignore[method-assign]
+    c.share.served_by_slot = lambda: next(slots)  # type: ignore[method-assign]
     c.reconcile(("default", "x"), 0.0)
-    assert recorder.calls[-1]["lazy_served_by"] is True and c._sweeping == {("default", "y")}
+    assert recorder.calls[-1]["lazy_served_by"] is True and c.share.sweeping == {("default", "y")}
     assert q.items == [(("default", "x"), 1.25)]
     c.reconcile(("default", "x"), 0.0)
     assert recorder.calls[-1]["lazy_served_by"] is False and q.items == [(("default", "x"), 1.25)]
     plain = make()
     plain.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
     store(plain, "Memcached", cr("x"))
-    plain._sweeping = {("default", "x")}
+    assert plain.share is None, "without shards there is no share to sweep"
     plain.reconcile(("default", "x"), 0.0)
-    assert recorder.calls[-1]["lazy_served_by"] is False and plain._sweeping == {("default", "x")}
+    assert recorder.calls[-1]["lazy_served_by"] is False
 
 
 def test_with_shards_a_deployment_read_by_a_get_goes_into_the_cache_of_its_namespace() -> None:
@@ -1448,12 +1449,12 @@ def test_with_shards_a_deployment_read_by_a_get_goes_into_the_cache_of_its_names
     seen = dep(name, ns="shop", rv="5")
     seen["metadata"]["managedFields"] = [{"manager": "kubectl"}]
     c.informers["Deployment"][1].store.put(seen)  # b's then: its version is known, the object not kept
-    assert c.cached("Deployment", ("shop", name)) is None
+    assert c.caches.cached("Deployment", ("shop", name)) is None
     c.on_event("Lease", "DELETED", peer_lease("b"), None, 2.0)  # b left: its share comes to a
     c.reconciler.reconcile_cr = Recorder(lambda cr, *a, **k: CROutcome("shop", name, Action.UNCHANGED, read=seen))  # type: ignore[method-assign]
     store(c, "Memcached", cr(name, ns="shop"), index=1)
     c.reconcile(("shop", name), 0.0)
-    assert c.cached("Deployment", ("shop", name)) == seen
+    assert c.caches.cached("Deployment", ("shop", name)) == seen
     assert c.informers["Deployment"][0].store.keys() == []
     plain = make(namespaces=("default", "shop"))
     plain.reconciler.reconcile_cr = c.reconciler.reconcile_cr  # type: ignore[method-assign]
@@ -1461,11 +1462,11 @@ def test_with_shards_a_deployment_read_by_a_get_goes_into_the_cache_of_its_names
     plain.informers["Deployment"][1].store.remove(("shop", name))  # deleted since: a GET's answer is not brought back
     store(plain, "Memcached", cr(name, ns="shop"), index=1)
     plain.reconcile(("shop", name), 0.0)
-    assert plain.cached("Deployment", ("shop", name)) is None
+    assert plain.caches.cached("Deployment", ("shop", name)) is None
 
 
 class ShareInformer:
-    """A Deployment informer as _follow_share uses it: prune answers ``dropped``, refill ``added``
+    """A Deployment informer as Share.follow uses it: prune answers ``dropped``, refill ``added``
     (or raises the next of ``failures``)."""
 
     def __init__(self, dropped: int = 0, added: int = 0) -> None:
@@ -1489,13 +1490,18 @@ class ShareInformer:
 
 
 def follow(c: Controller, members: list[frozenset[str]], informers: list[ShareInformer], until: Callable[[], object]) -> None:
-    """_follow_share in a thread, the ring's cache members read from ``members`` (the last repeats)."""
+    """Share.follow in a thread, the ring's cache members read from ``members`` (the last repeats)."""
     class Ring:
         def cache_members(self) -> frozenset[str]:
             return members.pop(0) if len(members) > 1 else members[0]
 
-    c.shards, c.informers = Ring(), {"Deployment": informers}  # type: ignore[assignment]
-    thread = threading.Thread(target=c._follow_share, daemon=True, name="shard-share")
+    class Caches:
+        def __init__(self) -> None:
+            self.informers = {"Deployment": informers}
+
+    assert c.share is not None
+    c.share.ring, c.share.caches = Ring(), Caches()  # type: ignore[assignment]
+    thread = threading.Thread(target=c.share.follow, daemon=True, name="shard-share")
     thread.start()
     try:
         wait_for(until, thread=thread)
@@ -1511,26 +1517,26 @@ def test_the_share_follower_prunes_when_members_come_and_lists_when_one_leaves(c
     same members again: nothing."""
     c, _, _ = sharded()
     first, second = ShareInformer(dropped=2, added=3), ShareInformer(dropped=1, added=4)
-    c._cached_members = frozenset({"a"})
-    c._share_changed.set()
+    c.share.cached_members = frozenset({"a"})
+    c.share.changed.set()
     with caplog.at_level(logging.INFO, logger=LOGGER):
         follow(c, [frozenset({"a", "b"})], [first, second], lambda: "dropped" in caplog.text)
-    assert first.calls == ["prune"] and second.calls == ["prune"] and c._cached_members == {"a", "b"}
+    assert first.calls == ["prune"] and second.calls == ["prune"] and c.share.cached_members == {"a", "b"}
     assert "shard members a, b: 3 Deployments dropped from the cache, 0 added" in caplog.text
     caplog.clear()
     c, _, _ = sharded()
     first, second = ShareInformer(dropped=2, added=3), ShareInformer(dropped=1, added=4)
-    c._cached_members = frozenset({"a", "b"})
-    c._share_changed.set()
+    c.share.cached_members = frozenset({"a", "b"})
+    c.share.changed.set()
     with caplog.at_level(logging.INFO, logger=LOGGER):
         follow(c, [frozenset({"a"})], [first, second], lambda: "dropped" in caplog.text)
     assert first.calls == ["prune", ("refill", False)] and second.calls == ["prune", ("refill", False)]
-    assert "shard members a: 3 Deployments dropped from the cache, 7 added" in caplog.text and not c._refill_pending
+    assert "shard members a: 3 Deployments dropped from the cache, 7 added" in caplog.text and not c.share.refill_pending
     c, _, _ = sharded()
     same = ShareInformer()
-    c._cached_members = frozenset({"a"})
-    c._share_changed.set()
-    follow(c, [frozenset({"a"})], [same], lambda: not c._share_changed.is_set())
+    c.share.cached_members = frozenset({"a"})
+    c.share.changed.set()
+    follow(c, [frozenset({"a"})], [same], lambda: not c.share.changed.is_set())
     time.sleep(0.05)
     assert same.calls == []
 
@@ -1541,14 +1547,14 @@ def test_the_share_follower_lists_again_after_a_failed_list_even_when_the_member
     c, _, _ = sharded()
     informer = ShareInformer(added=5)
     informer.failures = [APIError(500, "etcd is busy")]
-    c._cached_members = frozenset({"a", "b"})
-    c._share_changed.set()
+    c.share.cached_members = frozenset({"a", "b"})
+    c.share.changed.set()
     waits: list[float] = []
     c.stop.wait = lambda timeout=None: waits.append(timeout) or False  # type: ignore[method-assign,func-returns-value]
     with caplog.at_level(logging.INFO, logger=LOGGER):
         follow(c, [frozenset({"a"})], [informer], lambda: "5 added" in caplog.text)
     assert informer.calls == ["prune", ("refill", False), "prune", ("refill", False)]
-    assert waits == [1.0] and not c._refill_pending
+    assert waits == [1.0] and not c.share.refill_pending
     assert "cannot list the Deployments of the grown share" in caplog.text and "trying again" in caplog.text
 
 
@@ -1608,13 +1614,13 @@ class Changed(threading.Event):
 def test_the_share_follower_looks_every_half_second_and_follows_on_after_a_quiet_time(caplog) -> None:
     c, _, _ = sharded()
     informer = ShareInformer(dropped=1, added=2)
-    c._cached_members = frozenset({"a", "b"})
-    c._share_changed = Changed(quiet=2)
-    c._share_changed.set()
+    c.share.cached_members = frozenset({"a", "b"})
+    c.share.changed = Changed(quiet=2)
+    c.share.changed.set()
     with caplog.at_level(logging.INFO, logger=LOGGER):
         follow(c, [frozenset({"a"})], [informer], lambda: "added" in caplog.text)
     assert "shard members a: 1 Deployments dropped from the cache, 2 added" in caplog.messages
-    assert set(c._share_changed.timeouts) == {0.5} and len(c._share_changed.timeouts) >= 3
+    assert set(c.share.changed.timeouts) == {0.5} and len(c.share.changed.timeouts) >= 3
 
 
 def test_a_failed_list_of_the_grown_share_is_logged_with_the_servers_answer(caplog) -> None:
@@ -1622,8 +1628,8 @@ def test_a_failed_list_of_the_grown_share_is_logged_with_the_servers_answer(capl
     informer = ShareInformer(added=5)
     busy = APIError(500, "etcd is busy")
     informer.failures = [busy]
-    c._cached_members = frozenset({"a", "b"})
-    c._share_changed.set()
+    c.share.cached_members = frozenset({"a", "b"})
+    c.share.changed.set()
     c.stop.wait = lambda timeout=None: False  # type: ignore[method-assign]
     with caplog.at_level(logging.INFO, logger=LOGGER):
         follow(c, [frozenset({"a"})], [informer], lambda: "5 added" in caplog.text)
@@ -1649,8 +1655,8 @@ def test_keys_kept_for_the_acknowledgement_are_queued_only_while_they_are_still_
     store(c, "Memcached", *(cr(n) for n in NAMES))
     joined(c, ring)
     queued(c)
-    c._served = {("default", n) for n in NAMES}  # served already: the acknowledgement sweeps nothing new
-    c._waiting = {("default", n) for n in NAMES}  # every key's event came while the ring settled
+    c.share.served = {("default", n) for n in NAMES}  # served already: the acknowledgement sweeps nothing new
+    c.share.waiting = {("default", n) for n in NAMES}  # every key's event came while the ring settled
     c.on_event("Lease", "ADDED", peer_lease("b", ring.token, "b#0"), None, 2.0)  # b joins: the share shrinks
     assert sorted(keys(c)) == sorted(("default", n) for n in share("a"))
 
@@ -1674,20 +1680,20 @@ def test_the_autoscaler_of_a_deployment_is_the_first_by_name_of_many() -> None:
     for target in "vwxyz":
         for n in range(40):
             c.on_event("HorizontalPodAutoscaler", "ADDED", hpa(f"h{n:02d}-{target}", target), None, 1.0)
-    assert [c.autoscaler_of(("default", t)) for t in "vwxyz"] == [f"h00-{t}" for t in "vwxyz"]
+    assert [c.caches.autoscaler_of(("default", t)) for t in "vwxyz"] == [f"h00-{t}" for t in "vwxyz"]
 
 
 def test_the_liveness_check_names_the_first_stuck_informer_of_any_kind() -> None:
-    """Controller.stalled_informer is what /healthz asks (Metrics.health_checks): None while every
+    """Caches.stalled is what /healthz asks (Metrics.health_checks): None while every
     informer moves, else the first one that does not, whichever kind it mirrors."""
     c = make(namespaces=("a", "b"))
-    assert c.metrics.health_checks == [c.stalled_informer] and c.stalled_informer() is None
+    assert c.metrics.health_checks == [c.caches.stalled] and c.caches.stalled() is None
     for group in c.informers.values():
         for informer in group:
             informer.started = True
-    assert c.stalled_informer() is None, "started and fresh: not stuck"
+    assert c.caches.stalled() is None, "started and fresh: not stuck"
     stuck = c.informers["Pod"][1]
     stuck.stall_limit = -1.0
-    assert c.stalled_informer() == stuck.stalled() and "pods informer" in (c.stalled_informer() or "")
+    assert c.caches.stalled() == stuck.stalled() and "pods informer" in (c.caches.stalled() or "")
     c.informers["Memcached"][0].stall_limit = -1.0
-    assert "memcacheds informer" in (c.stalled_informer() or ""), "the first kind's informer comes first"
+    assert "memcacheds informer" in (c.caches.stalled() or ""), "the first kind's informer comes first"

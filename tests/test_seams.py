@@ -215,7 +215,7 @@ class StoreChecked(Controller):
     the event says: the object at the event's version, or (DELETED) no object."""
 
     def on_event(self, kind: str, type_: str, obj: dict[str, Any], old: dict[str, Any] | None, arrived: float) -> None:
-        stored = self.cached(kind, key_of(obj)) if kind in ("Memcached", "Deployment") else self.stored(kind, obj)
+        stored = self.caches.cached(kind, key_of(obj)) if kind in ("Memcached", "Deployment") else self.stored(kind, obj)
         version = (obj.get("metadata") or {}).get("resourceVersion")
         seen = None if stored is None else (stored.get("metadata") or {}).get("resourceVersion")
         expected = None if type_ == "DELETED" else version

@@ -185,7 +185,7 @@ def test_each_replica_caches_only_its_share_of_deployments_and_takes_over_from_t
 
 def test_the_crs_new_to_a_share_are_swept_behind_the_drift_events() -> None:
     """The acknowledged share's new CRs go through add_after at SWEEP_RATE; the CRs kept are not queued again."""
-    from memcached_gitops.reconciler.orchestration.controller import SWEEP_RATE
+    from memcached_gitops.reconciler.orchestration.share import SWEEP_RATE, Share
 
     class Queue:
         def __init__(self) -> None:
@@ -203,32 +203,34 @@ def test_the_crs_new_to_a_share_are_swept_behind_the_drift_events() -> None:
         def owns(self, key) -> bool:
             return key[1] in self.share
 
-    c = Controller.__new__(Controller)
-    c.shards, c.queue, c._served, c._waiting, c._waiting_lock = Ring(), Queue(), set(), set(), threading.Lock()  # type: ignore[assignment]
-    c._sweeping, c._next_served_by = set(), 0.0
-    c.cr_keys = lambda: [("default", n) for n in ("a", "b", "c", "d")]  # type: ignore[method-assign]
+    class Caches:
+        @staticmethod
+        def cr_keys() -> list[tuple[str, str]]:
+            return [("default", n) for n in ("a", "b", "c", "d")]
+
+    queue = Queue()
+    share = Share(Ring(), Caches(), queue, threading.Event())  # type: ignore[arg-type]
     Ring.share = {"a", "b"}
-    c._queue_share()
-    assert c.queue.delays == {("default", "a"): 0.0, ("default", "b"): 1 / SWEEP_RATE}
-    assert c._sweeping == {("default", "a"), ("default", "b")}, "their first visit may leave servedBy for later"
-    c.queue.delays.clear()
+    share.on_agreed()
+    assert queue.delays == {("default", "a"): 0.0, ("default", "b"): 1 / SWEEP_RATE}
+    assert share.sweeping == {("default", "a"), ("default", "b")}, "their first visit may leave servedBy for later"
+    queue.delays.clear()
     Ring.share = {"a", "b", "c", "d"}
-    c._queue_share()
-    assert c.queue.delays == {("default", "c"): 0.0, ("default", "d"): 1 / SWEEP_RATE}, "only the CRs new to the share"
-    c.queue.delays.clear()
+    share.on_agreed()
+    assert queue.delays == {("default", "c"): 0.0, ("default", "d"): 1 / SWEEP_RATE}, "only the CRs new to the share"
+    queue.delays.clear()
     Ring.share = {"a", "b"}
-    c._wait_for_ring(("default", "a"))  # an event of a's while the ring settles: kept
-    c._wait_for_ring(("default", "c"))  # another replica's now: dropped
-    c._queue_share()
-    assert c.queue.delays == {("default", "a"): -1.0}, "a's event is served as soon as the ring acknowledges"
+    share.wait_for_ring(("default", "a"))  # an event of a's while the ring settles: kept
+    share.wait_for_ring(("default", "c"))  # another replica's now: dropped
+    share.on_agreed()
+    assert queue.delays == {("default", "a"): -1.0}, "a's event is served as soon as the ring acknowledges"
 
 
 def test_deferred_served_by_writes_are_spaced_from_a_second_on() -> None:
-    from memcached_gitops.reconciler.orchestration.controller import SERVED_BY_RATE
+    from memcached_gitops.reconciler.orchestration.share import SERVED_BY_RATE, Share
 
-    c = Controller.__new__(Controller)
-    c._waiting_lock, c._next_served_by = threading.Lock(), 0.0
-    delays = [c.served_by_slot() for _ in range(3)]
+    share = Share(None, None, None, threading.Event())  # type: ignore[arg-type]
+    delays = [share.served_by_slot() for _ in range(3)]
     assert 0.99 < delays[0] <= 1.0
     assert all(abs((b - a) - 1 / SERVED_BY_RATE) < 0.01 for a, b in zip(delays, delays[1:], strict=False)), delays
 
@@ -269,6 +271,7 @@ def test_a_replica_without_the_lease_rbac_exits_2_and_says_why() -> None:
 
 def test_a_failed_list_of_a_grown_share_is_tried_again() -> None:
     from memcached_gitops.reconciler.client.api import APIError
+    from memcached_gitops.reconciler.orchestration.share import Share
 
     class Informer:
         calls = 0
@@ -288,15 +291,17 @@ def test_a_failed_list_of_a_grown_share_is_tried_again() -> None:
         def cache_members(self) -> frozenset[str]:
             return frozenset({"r1"})
 
-    c = Controller.__new__(Controller)
-    c.shards, c.informers, c.stop = Ring(), {"Deployment": [Informer()]}, threading.Event()  # type: ignore[assignment]
-    c._share_changed, c._cached_members, c._refill_pending = threading.Event(), frozenset({"r1", "r2"}), False
-    c._share_changed.set()  # r2 left
-    thread = threading.Thread(target=c._follow_share, daemon=True)
+    class Caches:
+        informers = {"Deployment": [Informer()]}
+
+    share = Share(Ring(), Caches(), None, threading.Event())  # type: ignore[arg-type]
+    share.cached_members = frozenset({"r1", "r2"})
+    share.changed.set()  # r2 left
+    thread = threading.Thread(target=share.follow, daemon=True)
     thread.start()
     try:
         wait_for(lambda: Informer.calls >= 2, timeout=5, what="the LIST tried again")
-        wait_for(lambda: not c._refill_pending, timeout=5)
+        wait_for(lambda: not share.refill_pending, timeout=5)
     finally:
-        c.stop.set()
+        share.stop.set()
         thread.join(5)
