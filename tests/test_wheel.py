@@ -135,10 +135,12 @@ def test_cluster_commands_say_what_to_install(install: Install, args: tuple[str,
         f"error: {args[0]} talks to a cluster and needs the Kubernetes client: pip install 'memcached-gitops[cluster]'"]
 
 
-def test_the_container_image_installs_the_cluster_extra() -> None:
-    # the image every kustomize overlay runs (kustomize/components/image) is the Dockerfile's
+def test_the_container_image_installs_the_cluster_and_kustomize_extras() -> None:
+    # the image every kustomize overlay runs (kustomize/components/image) is the Dockerfile's; the Argo CD
+    # sidecar runs it too, and builds overlays with the kubectl (embedded kustomize) of the [kustomize] extra
     text = (REPO / "Dockerfile").read_text()
-    assert "memcached-gitops[cluster]" in text.split("\nFROM ")[-1]
+    assert "memcached-gitops[cluster,kustomize]" in text.split("\nFROM ")[-1]
+    assert "--require-hashes -r requirements/image.txt" in text
 
 
 def test_the_test_extra_and_so_ci_install_the_cluster_extra() -> None:
