@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from memcached_gitops.foundation.product import NAME, version
 
@@ -95,6 +95,9 @@ class KubeAPI:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     timeout: float = 30.0
     requests: Counter[str] = field(default_factory=Counter)  # by verb
+    #: client-go's rest_client_requests_total: every attempt by (code, method, host), the code "<error>"
+    #: when no answer came (k8s.io/client-go rest/request.go ``sanitize``, rest/with_retry.go ``After``)
+    results: Counter[tuple[str, str, str]] = field(default_factory=Counter)
     stop: threading.Event | None = None
     #: The manager of writes without a fieldManager is the part before the first "/" (transcript 22),
     #: so a replica may add its identity after it and stay the same manager.
@@ -137,6 +140,7 @@ class KubeAPI:
         for attempt in range(self.retry.attempts):
             self.requests[verb] += 1
             status, payload, retry_after = self._send(method, url, headers, data)
+            self.count_result(status, method)
             if 200 <= status < 300:
                 return payload
             if status and not _transient(status, payload):
@@ -150,6 +154,11 @@ class KubeAPI:
             log.warning("retrying %s %s after %s in %.2fs", method, path, status or "connection error", delay)
             self.retry.sleep(delay)
         raise AssertionError("unreachable")
+
+    def count_result(self, status: int, method: str) -> None:
+        """One attempt's answer, as client-go counts it: the status code, or ``<error>`` without one."""
+        host = urlsplit(self.client.configuration.host).netloc or "none"
+        self.results[(str(status) if status else "<error>", method, host)] += 1
 
     def _send(self, method: str, url: str, headers: dict[str, str], data: Any) -> tuple[int, Any, str | None]:
         try:
@@ -201,7 +210,9 @@ class KubeAPI:
             response = self.client.rest_client.request("GET", url, headers=headers,
                                                        _request_timeout=(self.timeout, read_timeout)).response
         except Exception as exc:  # connection refused, reset, timeout
+            self.count_result(0, "GET")
             raise WatchDropped(str(exc)) from exc
+        self.count_result(response.status, "GET")
         try:
             if response.status != 200:
                 raw = response.data

@@ -30,10 +30,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 #: the type of a queue's keys (the controller's: namespace and name)
 K = TypeVar("K", bound=Hashable)
+K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
 
 
 @dataclass
@@ -75,9 +76,22 @@ class TokenBucket:
         return 0.0 if self.tokens >= 0 else -self.tokens / self.rate
 
 
+class QueueObserver(Protocol[K_contra]):
+    """What client-go's workqueue tells its metrics (util/workqueue/metrics.go ``queueMetrics``):
+    a key newly queued (``add``; a key already waiting is not), taken by a worker (``get``), and
+    let go (``done``). Called under the queue's lock: an observer only records."""
+
+    def added(self, key: K_contra) -> None: ...
+
+    def taken(self, key: K_contra) -> None: ...
+
+    def finished(self, key: K_contra) -> None: ...
+
+
 class WorkQueue(Generic[K]):
     def __init__(self, backoff: ExponentialBackoff[K] | None = None, bucket: TokenBucket | None = None,
-                 clock: Callable[[], float] = time.monotonic, delay_thread: bool = True) -> None:
+                 clock: Callable[[], float] = time.monotonic, delay_thread: bool = True,
+                 observer: QueueObserver[K] | None = None) -> None:
         self.backoff: ExponentialBackoff[K] = backoff or ExponentialBackoff()
         self.bucket = bucket or TokenBucket(clock=clock)
         self.clock = clock
@@ -93,6 +107,7 @@ class WorkQueue(Generic[K]):
         self._seq = itertools.count()
         self._delay_thread: threading.Thread | None = None
         self._start_delay_thread = delay_thread
+        self.observer = observer
 
     # ---- adding
     def add(self, key: K, arrived: float | None = None) -> None:
@@ -101,6 +116,8 @@ class WorkQueue(Generic[K]):
             if self._shutting_down or key in self._dirty:
                 return
             self._dirty[key] = arrived if arrived is not None else self.clock()
+            if self.observer is not None:
+                self.observer.added(key)
             if key in self._processing:
                 return  # done() queues it again
             self._queue.append(key)
@@ -144,6 +161,8 @@ class WorkQueue(Generic[K]):
                 heapq.heappop(self._delayed)
                 if key not in self._dirty:
                     self._dirty[key] = self.clock()
+                    if self.observer is not None:
+                        self.observer.added(key)
                     if key not in self._processing:
                         self._queue.append(key)
                         self._available.notify()
@@ -166,10 +185,14 @@ class WorkQueue(Generic[K]):
             key = self._queue.popleft()
             self._processing.add(key)
             arrived = self._dirty.pop(key)
+            if self.observer is not None:
+                self.observer.taken(key)
             return key, arrived
 
     def done(self, key: K) -> None:
         with self._lock:
+            if self.observer is not None and key in self._processing:
+                self.observer.finished(key)
             self._processing.discard(key)
             if key in self._dirty and not self._shutting_down:
                 self._queue.append(key)

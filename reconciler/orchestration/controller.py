@@ -73,12 +73,13 @@ class Controller:
         self.reconciler, self.api = reconciler, reconciler.api
         self.metrics = metrics or Metrics()
         self.metrics.api_requests = self.api.requests
+        self.metrics.api_results = self.api.results
         self.elector = elector
         self.settings = s = settings or Settings()
         self.fights = fights or FightDetector()
         self.clock = clock  # the fights' deadlines and the work timings: one monotonic clock
         self.stop = reconciler.stop
-        self.queue: WorkQueue[Key] = WorkQueue()  # CR keys: namespace and name
+        self.queue: WorkQueue[Key] = WorkQueue(observer=self.metrics.workqueue)  # CR keys: namespace and name
         self.metrics.workers(s.workers, lambda: len(self.queue))
         self.leading = threading.Event()
         self.shards = shards
@@ -327,4 +328,4 @@ def lease_client(api: KubeAPI, renew_deadline: float) -> KubeAPI:
     """The Lease's own client: one attempt per try, bounded well inside the renew deadline, never
     gated by leadership (it is how leadership is kept)."""
     return KubeAPI(client=api.client, retry=RetryPolicy(attempts=1), timeout=renew_deadline / 4, requests=api.requests,
-                   user_agent=api.user_agent)
+                   results=api.results, user_agent=api.user_agent)

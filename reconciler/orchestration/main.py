@@ -75,7 +75,7 @@ def start_servers(api: Any, metrics: Any, serving: Serving) -> list[Any]:
                              name="probe-server"))
     if serving.metrics_port and serving.metrics_secure:
         reviewer = KubeAPI(client=api.client, retry=RetryPolicy(attempts=3), timeout=10.0, requests=api.requests,
-                           stop=api.stop, user_agent=api.user_agent)
+                           results=api.results, stop=api.stop, user_agent=api.user_agent)
         servers.append(serve(metrics, serving.metrics_port, serving.metrics_bind_address, paths=METRICS,
                              guard=bearer_guard(AccessReviews(reviewer)),
                              certificate=ServingCertificate(serving.metrics_cert_dir)))

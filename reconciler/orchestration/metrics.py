@@ -13,6 +13,7 @@ and latency series below take their place.
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter as CountDict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -35,17 +36,87 @@ RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
+#: client-go's workqueue duration buckets: prometheus.ExponentialBuckets(10e-9, 10, 12), 10 ns to 1000 s
+#: (controller-runtime pkg/metrics/workqueue.go).
+QUEUE_BUCKETS = tuple(10e-9 * 10**n for n in range(12))
+
+
+class WorkqueueMetrics:
+    """client-go's queue metrics (util/workqueue/metrics.go ``defaultQueueMetrics``) for one queue,
+    under controller-runtime's names (pkg/metrics/workqueue.go): the work queue's observer.
+
+    A key newly queued counts an add and starts its wait; taken, its wait is observed and its work
+    starts; let go, its work is observed. Unfinished work and the longest-running processor are
+    read at each scrape from the keys being processed (client-go computes them every 500 ms)."""
+
+    def __init__(self, registry: CollectorRegistry, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._added_at: dict[Any, float] = {}
+        self._started_at: dict[Any, float] = {}
+        self._lock = threading.Lock()
+        self.depth = 0
+        labels = ["name", "controller"]
+        self.adds = Counter("workqueue_adds", "Total number of adds handled by workqueue", labels, registry=registry)
+        self.latency = Histogram("workqueue_queue_duration_seconds",
+                                 "How long in seconds an item stays in workqueue before being requested",
+                                 labels, buckets=QUEUE_BUCKETS, registry=registry)
+        self.work = Histogram("workqueue_work_duration_seconds", "How long in seconds processing an item from workqueue takes.",
+                              labels, buckets=QUEUE_BUCKETS, registry=registry)
+        unfinished = Gauge("workqueue_unfinished_work_seconds", "How many seconds of work has been done that is in progress and "
+                           "hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number "
+                           "of stuck threads by observing the rate at which this increases.", labels, registry=registry)
+        longest = Gauge("workqueue_longest_running_processor_seconds", "How many seconds has the longest running processor for "
+                        "workqueue been running.", labels, registry=registry)
+        unfinished.labels(CONTROLLER, CONTROLLER).set_function(lambda: sum(self.ages()))
+        longest.labels(CONTROLLER, CONTROLLER).set_function(lambda: max(self.ages(), default=0.0))
+
+    def ages(self) -> list[float]:
+        """How long each key being processed has been, in seconds."""
+        now = self.clock()
+        with self._lock:
+            return [now - started for started in self._started_at.values()]
+
+    def added(self, key: Any) -> None:
+        self.adds.labels(CONTROLLER, CONTROLLER).inc()
+        with self._lock:
+            self.depth += 1
+            self._added_at.setdefault(key, self.clock())
+
+    def taken(self, key: Any) -> None:
+        now = self.clock()
+        with self._lock:
+            self.depth -= 1
+            self._started_at[key] = now
+            added = self._added_at.pop(key, None)
+        if added is not None:
+            self.latency.labels(CONTROLLER, CONTROLLER).observe(now - added)
+
+    def finished(self, key: Any) -> None:
+        with self._lock:
+            started = self._started_at.pop(key, None)
+        if started is not None:
+            self.work.labels(CONTROLLER, CONTROLLER).observe(self.clock() - started)
+
+
 class _RequestCounter:
-    """Exposes the API client's own per-verb counter (a collections.Counter it increments)."""
+    """Exposes the API client's own counters (collections.Counters it increments): ours by verb, and
+    client-go's ``rest_client_requests_total`` by code, method and host (controller-runtime
+    pkg/metrics/client_go_adapter.go registers it under that name, with those labels)."""
 
     def __init__(self) -> None:
         self.source: CountDict[str] | None = None
+        self.results: CountDict[tuple[str, str, str]] | None = None
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         family = CounterMetricFamily(f"{PREFIX}_api_requests", "API requests by verb.", labels=["verb"])
         for verb, count in sorted(dict(self.source or {}).items()):
             family.add_metric([verb], count)
         yield family
+        results = CounterMetricFamily("rest_client_requests", "Number of HTTP requests, partitioned by status code, method, and host.",
+                                      labels=["code", "method", "host"])
+        for labels, count in sorted(dict(self.results or {}).items()):
+            results.add_metric(list(labels), count)
+        yield results
 
 
 class Metrics:
@@ -105,6 +176,7 @@ class Metrics:
                                     ["controller"], registry=r)
         self.workqueue_depth = Gauge("workqueue_depth", "Current depth of workqueue by workqueue and priority",
                                      ["name", "controller", "priority"], registry=r)
+        self.workqueue = WorkqueueMetrics(r)
         self.workqueue_retries = Counter("workqueue_retries", "Total number of retries handled by workqueue", ["name", "controller"],
                                          registry=r)
         self.leader_status = Gauge("leader_election_master_status", "Gauge of if the reporting system is master of the relevant lease, "
@@ -130,7 +202,8 @@ class Metrics:
         self.max_concurrent.labels(CONTROLLER).set(count)
         self.active_workers.labels(CONTROLLER).set(0)
         self.queue_depth.set_function(queued)
-        self.workqueue_depth.labels(CONTROLLER, CONTROLLER, "").set_function(queued)
+        # client-go's depth: a key added while a worker holds it counts until it is taken again
+        self.workqueue_depth.labels(CONTROLLER, CONTROLLER, "").set_function(lambda: self.workqueue.depth)
 
     @property
     def api_requests(self) -> CountDict[str] | None:
@@ -139,6 +212,14 @@ class Metrics:
     @api_requests.setter
     def api_requests(self, source: CountDict[str] | None) -> None:
         self._requests.source = source
+
+    @property
+    def api_results(self) -> CountDict[tuple[str, str, str]] | None:
+        return self._requests.results
+
+    @api_results.setter
+    def api_results(self, source: CountDict[tuple[str, str, str]] | None) -> None:
+        self._requests.results = source
 
     @property
     def leader(self) -> bool:
