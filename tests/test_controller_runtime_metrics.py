@@ -193,3 +193,22 @@ def test_every_attempt_is_counted_by_code_method_and_host() -> None:
     except APIError:
         pass
     assert nowhere.results == {("<error>", "GET", "127.0.0.1:9"): 2}
+
+
+def test_each_served_crs_conditions_and_the_cached_count_are_exported_from_the_cache() -> None:
+    """memcached_gitops_status_condition as kube-state-metrics names a Deployment's, one series per
+    condition of each CR this replica serves; memcached_gitops_crs counts the cache."""
+    from .test_mutants_controller import cr, make, store
+
+    c = make()
+    degraded = cr("a")
+    degraded["status"] = {"conditions": [{"type": "Degraded", "status": "True", "reason": "FieldManagerFight"},
+                                         {"type": "Ready", "status": "False"}, {"status": "True"}, "junk"]}
+    store(c, "Memcached", degraded, cr("b"))
+    samples = scrape(c.metrics)
+    assert [(s[1], s[2]) for s in samples["memcached_gitops_status_condition"]] == [
+        ({"namespace": "default", "memcached": "a", "condition": "Degraded", "status": "true"}, 1.0),
+        ({"namespace": "default", "memcached": "a", "condition": "Ready", "status": "false"}, 1.0)]
+    assert c.metrics.value("memcached_gitops_crs") == 2
+    c.owned_keys = lambda: [("default", "b")]  # type: ignore[method-assign]  # a shard that serves b only
+    assert scrape(c.metrics)["memcached_gitops_status_condition"] == []

@@ -39,6 +39,10 @@ def exported() -> dict[str, set[str]]:
     metrics.workers(1, lambda: 0)
     metrics.leader = True
     metrics.api_requests = Counter({"get": 1})  # the client's per-verb counter, as a running reconciler has it
+    metrics.api_results = Counter({("200", "GET", "10.96.0.1:443"): 1})
+    # a served CR with a condition, as the cache holds one
+    metrics.conditions.source = lambda: [{"metadata": {"namespace": "shop", "name": "carts"},
+                                          "status": {"conditions": [{"type": "Degraded", "status": "True"}]}}]
     out: dict[str, set[str]] = {}
     for family in metrics.registry.collect():
         labels = set(getattr(next((m for m in vars(metrics).values() if getattr(m, "_name", None) == family.name), None),
@@ -112,9 +116,35 @@ CASES = {
          {"series": 'leader_election_master_status{name="memcached-gitops-leader",pod="b"}', "values": "0x10"}],
         [{"series": 'leader_election_master_status{name="memcached-gitops-leader",pod="a"}', "values": "1x10"},
          {"series": 'leader_election_master_status{name="memcached-gitops-leader",pod="b"}', "values": "0x10"}], 5, {}),
+    "MemcachedDegraded": (
+        [{"series": 'memcached_gitops_status_condition{namespace="shop",memcached="carts",condition="Degraded",status="true",pod="a"}',
+          "values": "1x30"},
+         {"series": 'memcached_gitops_status_condition{namespace="shop",memcached="carts",condition="Ready",status="false",pod="a"}',
+          "values": "1x30"}],
+        [{"series": 'memcached_gitops_status_condition{namespace="shop",memcached="carts",condition="Degraded",status="true",pod="a"}',
+          "values": "1x10 _x20"},
+         {"series": 'memcached_gitops_status_condition{namespace="shop",memcached="carts",condition="Degraded",status="false",pod="a"}',
+          "values": "_x10 1x20"}], 20, {"namespace": "shop", "memcached": "carts"}),
+    "MemcachedCRsNotServed": (
+        [{"series": 'memcached_gitops_crs{pod="a"}', "values": "10x20"}, {"series": 'memcached_gitops_crs{pod="b"}', "values": "10x20"},
+         {"series": 'memcached_gitops_shard_owned_crs{pod="a"}', "values": "5x20"},
+         {"series": 'memcached_gitops_shard_owned_crs{pod="b"}', "values": "3x20"},
+         {"series": 'memcached_gitops_shard_members{pod="a"}', "values": "2x20"}],
+        [{"series": 'memcached_gitops_crs{pod="a"}', "values": "10x20"}, {"series": 'memcached_gitops_crs{pod="b"}', "values": "10x20"},
+         {"series": 'memcached_gitops_shard_owned_crs{pod="a"}', "values": "5x20"},
+         {"series": 'memcached_gitops_shard_owned_crs{pod="b"}', "values": "3x5 5x15"},
+         {"series": 'memcached_gitops_shard_members{pod="a"}', "values": "2x20"}], 15, {}),
     "MemcachedQueueBacklog": (
         [{"series": 'workqueue_depth{name="memcached",controller="memcached",priority=""}', "values": "500x20"}],
         [{"series": 'workqueue_depth{name="memcached",controller="memcached",priority=""}', "values": "5x20"}], 15, {}),
+}
+
+#: alert -> more series sets that must leave it quiet
+MORE_QUIET = {
+    # leader mode (no --shards): the shard gauges are 0 on every replica, and nothing is unserved
+    "MemcachedCRsNotServed": [[{"series": 'memcached_gitops_crs{pod="a"}', "values": "10x20"},
+                               {"series": 'memcached_gitops_shard_owned_crs{pod="a"}', "values": "0x20"},
+                               {"series": 'memcached_gitops_shard_members{pod="a"}', "values": "0x20"}]],
 }
 
 
@@ -128,8 +158,9 @@ def test_promtool_unit_tests_fire_each_alert_and_leave_it_quiet(tmp_path: Path, 
     expected = {"exp_labels": {"severity": rule["labels"]["severity"], **labels}, "exp_annotations": rendered}
     tests = [{"interval": "1m", "input_series": firing,
               "alert_rule_test": [{"eval_time": f"{minutes}m", "alertname": alert, "exp_alerts": [expected]}]},
-             {"interval": "1m", "input_series": quiet,
-              "alert_rule_test": [{"eval_time": f"{minutes}m", "alertname": alert, "exp_alerts": []}]}]
+             *({"interval": "1m", "input_series": series,
+                "alert_rule_test": [{"eval_time": f"{minutes}m", "alertname": alert, "exp_alerts": []}]}
+               for series in [quiet, *MORE_QUIET.get(alert, [])])]
     unit = tmp_path / "unit.yaml"
     unit.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
     proc = subprocess.run([PROMTOOL, "test", "rules", str(unit)], capture_output=True, text=True, timeout=60, cwd=tmp_path)

@@ -107,6 +107,8 @@ class Controller:
         else:
             self.api.may_write = elector.is_leader
         self.metrics.health_checks.append(self.caches.stalled)
+        self.metrics.crs.set_function(lambda: len(self.caches.cr_keys()))
+        self.metrics.conditions.source = self.served_crs
         self._schema: tuple[frozenset[str] | None, frozenset[str] | None] = (None, None)
         self.synced_after: float | None = None  # seconds from start to the first complete sync
         self.resyncs = 0
@@ -116,6 +118,10 @@ class Controller:
         """The CRs this replica serves: all of them, or its share of the ring."""
         keys = self.caches.cr_keys()
         return keys if self.share is None else self.share.owned(keys)
+
+    def served_crs(self) -> list[dict[str, Any]]:
+        """The cached CRs this replica serves (their conditions, at a scrape)."""
+        return [cr for cr in (self.caches.cached("Memcached", key) for key in self.owned_keys()) if cr is not None]
 
     # ---- events
     def on_event(self, kind: str, type_: str, obj: dict[str, Any], old: dict[str, Any] | None, arrived: float) -> None:

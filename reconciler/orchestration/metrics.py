@@ -15,11 +15,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter as CountDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from ..decisions.vocabulary import FAILURES, Action
 
@@ -119,6 +119,26 @@ class _RequestCounter:
         yield results
 
 
+class _ConditionCollector:
+    """Each served CR's status conditions at the scrape, as kube-state-metrics exports a Deployment's
+    (``kube_deployment_status_condition{namespace, deployment, condition, status}``): one series per
+    condition, its status in lower case, value 1. Read from the cache, so a scrape sends no request."""
+
+    def __init__(self) -> None:
+        self.source: Callable[[], Iterable[dict[str, Any]]] | None = None
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(f"{PREFIX}_status_condition", "The status conditions of each Memcached this replica serves.",
+                                   labels=["namespace", "memcached", "condition", "status"])
+        for cr in self.source() if self.source is not None else ():
+            meta = cr.get("metadata") or {}
+            for condition in (cr.get("status") or {}).get("conditions") or []:
+                if isinstance(condition, dict) and condition.get("type"):
+                    family.add_metric([str(meta.get("namespace", "")), str(meta.get("name", "")), str(condition["type"]),
+                                       str(condition.get("status", "Unknown")).lower()], 1.0)
+        yield family
+
+
 class Metrics:
     def __init__(self) -> None:
         #: each returns why the process is unhealthy, or None (/healthz)
@@ -147,6 +167,9 @@ class Metrics:
         # reconcile --shards (shards.py): the ring as this replica sees it
         self.shard_members = Gauge(f"{PREFIX}_shard_members", "Members of the shard ring in this replica's view.", registry=r)
         self.shard_owned = Gauge(f"{PREFIX}_shard_owned_crs", "CRs this replica serves in its current view.", registry=r)
+        self.crs = Gauge(f"{PREFIX}_crs", "Memcached CRs in this replica's cache (every replica caches them all).", registry=r)
+        self.conditions = _ConditionCollector()
+        r.register(self.conditions)
         self.shard_handovers = Counter(f"{PREFIX}_shard_handovers", "Changes of the ring's view that reached agreement.", registry=r)
         self.shard_handover_seconds = Histogram(f"{PREFIX}_shard_handover_seconds",
                                                 "From a change of this replica's view to the ring's agreement on it (writes resume).",
