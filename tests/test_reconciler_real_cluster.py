@@ -517,3 +517,49 @@ def test_the_service_and_budget_are_owned_corrected_and_collected_on_a_real_clus
                     gone.append(path)
         time.sleep(1)
     assert len(gone) == 3, gone
+
+
+def test_reconcile_now_is_handled_and_followed_by_kubectl_wait_on_a_real_cluster(real) -> None:
+    """cache.example.com/requestedAt on a real API server: the event-driven mode writes the token to
+    status.lastHandledReconcileAt (the served CRD declares it), the real kubectl's ``wait --for=jsonpath``
+    follows it, and a value past the field's bound is refused naming the annotation."""
+    import subprocess
+    import threading
+
+    from memcached_gitops.reconciler.decisions.vocabulary import REQUESTED_AT_ANNOTATION
+    from memcached_gitops.reconciler.orchestration.controller import Controller, Settings
+    from memcached_gitops.reconciler.orchestration.metrics import Metrics
+
+    from .differential import kubectl
+
+    api, ns = real
+    path = f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds"
+    api.request("POST", path, body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m"},
+                                    "spec": {"size": 1}})
+    controller = Controller(Reconciler(api, load_crd(), Options(namespaces=(ns,))), Metrics(), None, Settings(workers=2))
+    thread = threading.Thread(target=controller.run, daemon=True)
+    thread.start()
+
+    def annotate(value: str) -> None:
+        api.request("PATCH", f"{path}/m", body={"metadata": {"annotations": {REQUESTED_AT_ANNOTATION: value}}},
+                    content_type="application/merge-patch+json")
+
+    try:
+        token = f"t-{uuid.uuid4().hex[:8]}"
+        annotate(token)
+        waited = subprocess.run([kubectl(), "--kubeconfig", str(KUBECONFIG), "-n", ns, "wait", "memcached/m", "--timeout=30s",
+                                 f"--for=jsonpath={{.status.lastHandledReconcileAt}}={token}"], capture_output=True, text=True)
+        assert waited.returncode == 0, waited.stderr
+        annotate("x" * 257)
+        deadline = time.monotonic() + 20
+        while True:
+            conditions = {c["type"]: c for c in api.request("GET", f"{path}/m").get("status", {}).get("conditions", [])}
+            if conditions.get("Degraded", {}).get("reason") == "InvalidAnnotation":
+                break
+            assert time.monotonic() < deadline, conditions
+            time.sleep(0.1)
+        assert REQUESTED_AT_ANNOTATION in conditions["Degraded"]["message"]
+        assert api.request("GET", f"{path}/m")["status"]["lastHandledReconcileAt"] == token
+    finally:
+        controller.stop.set()
+        thread.join(30)

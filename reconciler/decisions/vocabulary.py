@@ -79,6 +79,12 @@ class Action(StrEnum):
 #: corrected, as --detect-only for the whole process), ``enabled`` (the default).
 RECONCILE_ANNOTATION = "cache.example.com/reconcile"
 RECONCILE_MODES = ("enabled", "detect-only", "disabled")
+#: Reconcile now, as Flux's ``reconcile.fluxcd.io/requestedAt``: any new value (a time, a token) is a
+#: request; the next reconcile of the CR, in either mode, writes it to ``status.lastHandledReconcileAt``,
+#: so ``kubectl wait --for=jsonpath='{.status.lastHandledReconcileAt}'=VALUE`` follows it.
+REQUESTED_AT_ANNOTATION = "cache.example.com/requestedAt"
+#: The longest value handled (the CRD's maxLength of status.lastHandledReconcileAt).
+REQUESTED_AT_LIMIT = 256
 
 #: The actions that wrote a Deployment.
 WRITES = frozenset({Action.CREATED, Action.CORRECTED, Action.ADOPTED})
@@ -86,4 +92,5 @@ WRITES = frozenset({Action.CREATED, Action.CORRECTED, Action.ADOPTED})
 FAILURES = frozenset({Action.FAILED, Action.INVALID, Action.NOT_OWNED})
 
 __all__ = ["AUTOSCALERS", "DEPLOYMENTS", "EVENTS", "FAILURES", "FIELD_MANAGER", "INSTANCE_LABEL", "LEASES", "MANAGED_BY_LABEL",
-           "MESSAGE_LIMIT", "PODS", "RECONCILE_ANNOTATION", "RECONCILE_MODES", "SELECTOR", "WRITES", "Action", "Resource", "bounded"]
+           "MESSAGE_LIMIT", "PODS", "RECONCILE_ANNOTATION", "RECONCILE_MODES", "REQUESTED_AT_ANNOTATION", "REQUESTED_AT_LIMIT",
+           "SELECTOR", "WRITES", "Action", "Resource", "bounded"]

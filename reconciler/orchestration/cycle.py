@@ -57,6 +57,8 @@ from ..decisions.vocabulary import (
     INSTANCE_LABEL,
     RECONCILE_ANNOTATION,
     RECONCILE_MODES,
+    REQUESTED_AT_ANNOTATION,
+    REQUESTED_AT_LIMIT,
     SELECTOR,
     WRITES,
     Action,
@@ -398,6 +400,12 @@ class Reconciler:
                        f"supported values: {', '.join(RECONCILE_MODES)}")
             self._refuse(visit, "InvalidAnnotation", message, 0, live)
             return None
+        requested = requested_at(visit.cr)
+        if len(requested) > REQUESTED_AT_LIMIT:
+            message = (f"metadata.annotations[{REQUESTED_AT_ANNOTATION}]: Too long: may not be more than "
+                       f"{REQUESTED_AT_LIMIT} bytes (it is {len(requested)})")
+            self._refuse(visit, "InvalidAnnotation", message, 0, live)
+            return None
         desired, problems = self.desired_for(visit.cr)
         if desired is None:
             self._refuse(visit, "InvalidSpec", "; ".join(f"{p.field}: {p.message}" for p in problems), 0, live)
@@ -546,6 +554,12 @@ class Reconciler:
             return None
         live_status = cr.get("status") or {}
         status = desired_status(obs, live_status, self.clock(), declared, condition_fields)
+        requested = requested_at(cr)
+        # the request handled, or the last one (kept when the annotation goes, as Flux keeps it, and when
+        # a new one is refused: our apply would otherwise remove the field we own)
+        handled = requested if 0 < len(requested) <= REQUESTED_AT_LIMIT else str(live_status.get("lastHandledReconcileAt") or "")
+        if handled and (declared is None or "lastHandledReconcileAt" in declared):
+            status["lastHandledReconcileAt"] = handled
         if self.options.served_by and (declared is None or "servedBy" in declared):
             status["servedBy"] = self.options.served_by[:253]
             if lazy_served_by and not status_differs({k: v for k, v in status.items() if k != "servedBy"}, live_status):
@@ -568,6 +582,11 @@ class Reconciler:
                     log.error("%s/%s: the served CRD does not declare a status field we write: %s", ns, name, exc.message)
                 return None
             raise
+
+
+def requested_at(cr: dict[str, Any]) -> str:
+    """The CR's reconcile-now request (REQUESTED_AT_ANNOTATION), "" when none."""
+    return str((cr.get("metadata", {}).get("annotations") or {}).get(REQUESTED_AT_ANNOTATION) or "")
 
 
 def _created(step: Any) -> list[Drift]:
