@@ -242,6 +242,22 @@ def test_a_deployment_event_queues_the_cr_it_belongs_to(deployment, owner) -> No
     assert queued(c) == [(("default", owner), 3.0)]
 
 
+def companion(kind: str, name: str, owner: str | None = None, ns: str = "default", rv: str = "1") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": ns, "resourceVersion": rv, "labels": {INSTANCE_LABEL: owner or name}}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": owner, "controller": True}]
+    return {"apiVersion": "v1" if kind == "Service" else "policy/v1", "kind": kind, "metadata": meta}
+
+
+@pytest.mark.parametrize("kind", ["Service", "PodDisruptionBudget"])
+@pytest.mark.parametrize("type_", ["ADDED", "MODIFIED", "DELETED"])
+def test_a_service_or_budget_event_queues_its_cr_with_the_events_arrival(kind: str, type_: str) -> None:
+    """A person's edit (or deletion) of a companion comes back to its CR, which puts it back."""
+    c = make()
+    c.on_event(kind, type_, companion(kind, "a-memcached", owner="a", ns="shop"), None, 4.5)
+    assert queued(c) == [(("shop", "a"), 4.5)]
+
+
 def test_owner_name_reads_only_a_controlling_memcached_reference() -> None:
     """A non-controller reference, or a controller of another kind, is not the CR."""
     base = dep("d", meta_labels={INSTANCE_LABEL: "label"})
@@ -431,6 +447,29 @@ def test_reconcile_writes_its_answers_through_to_the_cache_and_counts_the_correc
     assert c.metrics.value("memcached_gitops_drift_corrections_total", {"field": ".spec.replicas"}) == 1
 
 
+def test_reconcile_finds_the_companions_in_the_cache_and_writes_their_answers_through() -> None:
+    """The step finds the cached Service and budget by kind, namespace and name (no GET), and what its
+    applies of them returned replaces the cached ones."""
+    c = make()
+    store(c, "Memcached", cr("a"))
+    store(c, "Service", companion("Service", "a-memcached", owner="a", rv="3"))
+    applied = [companion("Service", "a-memcached", owner="a", rv="7"), companion("PodDisruptionBudget", "a-memcached", owner="a", rv="8")]
+    found: list[Any] = []
+
+    def step(cr_: dict[str, Any], *args: Any, companions: Any = None, **kwargs: Any) -> CROutcome:
+        from memcached_gitops.reconciler.decisions.vocabulary import COMPANIONS
+
+        for resource in COMPANIONS:
+            found.append((resource.kind, companions(resource, "default", "a-memcached")))
+        return CROutcome("default", "a", Action.CORRECTED, companions=applied)
+
+    c.reconciler.reconcile_cr = step  # type: ignore[method-assign]
+    c.reconcile(("default", "a"), 1.0)
+    assert found == [("Service", companion("Service", "a-memcached", owner="a", rv="3")), ("PodDisruptionBudget", None)]
+    assert c.caches.cached("Service", ("default", "a-memcached")) == applied[0]
+    assert c.caches.cached("PodDisruptionBudget", ("default", "a-memcached")) == applied[1]
+
+
 def test_a_new_deployment_is_no_correction() -> None:
     """Creating a missing Deployment is no drift corrected: no latency sample."""
     c = make()
@@ -529,6 +568,26 @@ def test_a_worker_reconciles_each_queued_cr_and_times_it() -> None:
     work(c, lambda: c.metrics.value("memcached_gitops_work_duration_seconds_count") >= 2 or retries(c))
     assert [call["cr"]["metadata"]["name"] for call in recorder.calls] == ["a", "b"]
     assert retries(c) == 0, "a CR that reconciles is not retried"
+
+
+def test_a_worker_is_active_while_it_holds_a_key_and_idle_after() -> None:
+    """controller-runtime's active_workers: one while the step runs, back to zero after it, also
+    when the step fails."""
+    c = make()
+    seen: list[float] = []
+
+    def step(*a: Any, **k: Any) -> CROutcome:
+        seen.append(c.metrics.value("controller_runtime_active_workers", {"controller": "memcached"}))
+        return CROutcome("default", a[0]["metadata"]["name"], Action.FAILED if a[0]["metadata"]["name"] == "b" else Action.UNCHANGED,
+                         error="refused")
+
+    c.reconciler.reconcile_cr = step  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"), cr("b"))
+    c.queue.add(("default", "a"), 1.0)
+    c.queue.add(("default", "b"), 1.0)
+    work(c, lambda: len(seen) >= 2 and c.queue.wait_idle(0))
+    assert seen[:2] == [1.0, 1.0]
+    assert c.metrics.value("controller_runtime_active_workers", {"controller": "memcached"}) == 0
 
 
 def test_a_worker_measures_a_correction_from_the_events_arrival() -> None:
@@ -702,6 +761,28 @@ def stop_run(c: Controller, thread: threading.Thread, result: list[int]) -> int:
     thread.join(30)
     assert result, "run returned"
     return result[0]
+
+
+def test_a_served_crd_that_cannot_be_read_is_said_and_every_field_is_written(caplog) -> None:
+    """The served CRD's status schema could not be read: one warning naming why, and the step runs
+    with no restriction of the status fields (None), as for our own CRD."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    c = make(settings=Settings(workers=1, resync=DEFAULT_RESYNC))
+    ready(c)
+
+    def refused() -> Any:
+        raise APIError(403, "customresourcedefinitions is forbidden")
+
+    c.reconciler.status_schema = refused  # type: ignore[method-assign]
+    recorder = Recorder()
+    c.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"))
+    thread, result = start_run(c)
+    wait_for(lambda: recorder.calls, what="the CR reconciled", thread=thread)
+    assert stop_run(c, thread, result) == 0
+    assert (recorder.calls[0]["declared"], recorder.calls[0]["condition_fields"]) == (None, None)
+    assert "cannot read the served CRD: HTTP 403: customresourcedefinitions is forbidden" in [
+        r.getMessage() for r in caplog.records if r.name == LOGGER]
 
 
 def test_run_syncs_then_reconciles_every_cr_and_stops_cleanly(caplog) -> None:

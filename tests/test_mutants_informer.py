@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -82,9 +83,13 @@ class FakeAPI:
             raise answer
         yield from answer
 
-    def watch(self, path: str, query: dict[str, Any], read_timeout: float, accept: str | None = None):
+    def watch(self, path: str, query: dict[str, Any], read_timeout: float, accept: str | None = None,
+              opened: Callable[[], None] | None = None):
+        """The script's answer; ``opened`` is called unless the answer starts with a failure (no 200)."""
         answer = self._next("watch")
         self.calls.append(("watch", path, dict(query), read_timeout, accept))
+        if opened is not None and not (answer and isinstance(answer[0], BaseException)):
+            opened()
         for item in answer:
             if isinstance(item, BaseException):
                 raise item
@@ -804,20 +809,54 @@ def test_events_after_stop_are_neither_stored_nor_told(monkeypatch) -> None:
 
 # ---- progress, for the liveness probe (Informer.stalled)
 def test_each_step_of_the_loop_moves_the_progress_clock(monkeypatch) -> None:
-    """A LIST, the opening of a watch, each event and a reconnection each set ``active_at`` to now."""
+    """A LIST, each event, a watch the server answered (200), closed at its timeout or expired set
+    ``active_at`` to now; a watch gone silent, dropped or refused does not: against a server that
+    accepts connections but never answers, attempts are no progress."""
     r = Run(monkeypatch, [("watch", [5, ev("MODIFIED", dep("a", "6"))])], streaming_list=False)
     r.inf.active_at = 0.0
     r.inf._replace([], "5")
     assert r.inf.active_at == 1000.0, "a LIST"
-    r.inf.active_at = 0.0
-    r.inf._restarted("closed")
-    assert r.inf.active_at == 1000.0, "a reconnection"
+    for reason in ("closed", "expired"):
+        r.inf.active_at = 0.0
+        r.inf._restarted(reason, progress=True)
+        assert r.inf.active_at == 1000.0, reason
+    for reason in ("silent", "dropped", "http-503", "error"):
+        r.inf.active_at = 0.0
+        r.inf._restarted(reason)
+        assert r.inf.active_at == 0.0, f"{reason}: no progress"
     r.inf.active_at = 0.0
     seen: list[float] = []
     watch = r.api.watch
     monkeypatch.setattr(r.api, "watch", lambda *a, **k: (seen.append(r.inf.active_at), watch(*a, **k))[1])
-    r.inf._watch()
-    assert seen == [1000.0] and r.inf.active_at == 1005.0, "the opening, then the event's arrival"
+    r.inf.active_at = 0.0
+    events = r.inf._events()
+    assert next(events)[1] == 1005.0 and seen == [0.0], "asked, not yet answered: no progress"
+    assert r.inf.active_at == 1000.0, "answered 200 (before the first event): progress"
+
+
+def test_a_server_that_never_answers_stalls_the_informer(monkeypatch) -> None:
+    """Every reconnection fails (a stopped API server): the liveness clock stays where the last answer
+    left it, so ``stalled`` says so once the limit has passed."""
+    from memcached_gitops.reconciler.client.api import WatchDropped
+
+    r = Run(monkeypatch, [])
+    r.inf.active_at = 1000.0
+    attempts = []
+
+    def dropped(*args, **kwargs):
+        attempts.append(1)
+        if len(attempts) >= 3:
+            r.inf.stop.set()
+        raise WatchDropped("timed out")
+
+    monkeypatch.setattr(r.api, "watch", dropped)
+    monkeypatch.setattr(r.inf, "_backoff", lambda exc: None)
+    r.inf.resource_version = "5"
+    r.inf.started = True
+    r.inf.run()
+    assert len(attempts) == 3 and r.inf.active_at == 1000.0
+    r.inf.stop.clear()
+    assert r.inf.stalled(now=1000.0 + r.inf.stall_limit + 1) is not None
 
 
 def test_stalled_past_the_limit_only_by_the_clock_given(monkeypatch) -> None:
@@ -829,3 +868,27 @@ def test_stalled_past_the_limit_only_by_the_clock_given(monkeypatch) -> None:
     said = r.inf.stalled(now=1000.0 + limit + 1)
     assert said == f"deployments informer: no event, LIST or reconnection for {limit + 1:.0f}s (limit {limit:.0f}s)"
     assert r.inf.stalled() is None, "without a time given: the informer's own clock (1000 here)"
+
+
+def test_the_client_says_a_watch_is_open_only_when_the_server_answered_200() -> None:
+    """KubeAPI.watch over real HTTP (the fake API server): ``opened`` once on a 200, before any event;
+    never for a refused watch (404) or a server that is not there."""
+    from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy, WatchDropped
+
+    from fakeapi.server import FakeAPIServer
+
+    with FakeAPIServer(namespaces=("default",)) as cluster:
+        api = KubeAPI.connect(host=cluster.url, retry=RetryPolicy(attempts=1))
+        calls: list[str] = []
+        for _ in api.watch("/apis/apps/v1/namespaces/default/deployments", {"timeoutSeconds": 1}, 5.0,
+                           opened=lambda: calls.append("opened")):
+            pass
+        assert calls == ["opened"]
+        with pytest.raises(APIError):
+            list(api.watch("/apis/apps/v1/namespaces/default/nothings", {"timeoutSeconds": 1}, 5.0,
+                           opened=lambda: calls.append("refused")))
+        assert calls == ["opened"]
+    nowhere = KubeAPI.connect(host="http://127.0.0.1:9", retry=RetryPolicy(attempts=1))
+    with pytest.raises(WatchDropped):
+        list(nowhere.watch("/api/v1/pods", {}, 1.0, opened=lambda: calls.append("nowhere")))
+    assert calls == ["opened"]

@@ -563,3 +563,74 @@ def test_reconcile_now_is_handled_and_followed_by_kubectl_wait_on_a_real_cluster
     finally:
         controller.stop.set()
         thread.join(30)
+
+
+APISERVER_PID = os.environ.get("MEMCACHED_GITOPS_E2E_APISERVER_PID")
+
+
+@pytest.mark.skipif(not APISERVER_PID, reason="set MEMCACHED_GITOPS_E2E_APISERVER_PID to the kube-apiserver's pid "
+                                              "(the kit's ~/.realk8s/run/kube-apiserver.pid) to stop it for a minute")
+def test_healthz_fails_while_the_apiserver_is_stopped_and_recovers_after_on_a_real_cluster(real) -> None:
+    """kopf#787 and #957 on a real API server: SIGSTOP it (connections are accepted, nothing answers)
+    for longer than the informers' stall limit. /healthz must fail within that limit, come back after
+    SIGCONT without a restart, and a drift made then must be corrected. (It found that a failed
+    reconnection counted as progress, so /healthz never failed while the server was stopped.)"""
+    import signal
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from memcached_gitops.reconciler.orchestration.controller import Controller, Settings
+    from memcached_gitops.reconciler.orchestration.metrics import Metrics
+    from memcached_gitops.reconciler.orchestration.serving import PROBES, serve
+
+    from .test_prometheus_scrape import free_port
+
+    api, ns = real
+    pid = int(APISERVER_PID or 0)
+    api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds",
+                body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m"}, "spec": {"size": 2}})
+    # the production timings: a real server's watch cache sends a BOOKMARK about once a minute (heartbeat),
+    # so the stall limit is 2 x (60 + 10) + 30 = 170 s and this test takes about four minutes
+    settings = Settings(workers=2)
+    controller = Controller(Reconciler(api, load_crd(), Options(namespaces=(ns,))), Metrics(), None, settings)
+    thread = threading.Thread(target=controller.run, daemon=True)
+    thread.start()
+    port = free_port()
+    server = serve(controller.metrics, port, "127.0.0.1", paths=PROBES)
+    dep = f"/apis/apps/v1/namespaces/{ns}/deployments/m"
+
+    def healthz() -> int:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as answer:  # noqa: S310
+                return int(answer.status)
+        except urllib.error.HTTPError as exc:
+            return int(exc.code)
+
+    def wait(predicate, what: str, timeout: float) -> float:
+        started = time.monotonic()
+        while not predicate():
+            assert time.monotonic() - started < timeout, f"timed out waiting for {what}"
+            time.sleep(0.2)
+        return time.monotonic() - started
+
+    stopped = False
+    try:
+        wait(lambda: controller.metrics.ready and healthz() == 200, "the first sync", 30)
+        limit = max(i.stall_limit for i in controller.caches.all())
+        os.kill(pid, signal.SIGSTOP)
+        stopped = True
+        failed_after = wait(lambda: healthz() == 503, "/healthz to fail", limit + 30)
+        assert failed_after <= limit + 5, f"/healthz failed {failed_after:.0f}s after the stop; the limit is {limit:.0f}s"
+        os.kill(pid, signal.SIGCONT)
+        stopped = False
+        wait(lambda: healthz() == 200, "/healthz to recover without a restart", 150)
+        assert thread.is_alive()
+        api.request("PATCH", f"{dep}/scale", body={"spec": {"replicas": 5}}, content_type="application/merge-patch+json")
+        wait(lambda: api.request("GET", dep)["spec"]["replicas"] == 2, "the drift made after the stop corrected", 60)
+    finally:
+        if stopped:
+            os.kill(pid, signal.SIGCONT)
+        server.shutdown()
+        controller.stop.set()
+        thread.join(30)

@@ -17,7 +17,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -194,13 +194,14 @@ class KubeAPI:
                 return
             query["continue"] = token
 
-    def watch(self, path: str, query: dict[str, Any], read_timeout: float,
-              accept: str | None = None) -> Iterator[tuple[dict[str, Any], float]]:
+    def watch(self, path: str, query: dict[str, Any], read_timeout: float, accept: str | None = None,
+              opened: Callable[[], None] | None = None) -> Iterator[tuple[dict[str, Any], float]]:
         """One WATCH: each event (one JSON object a line, transcripts 30-33) with the monotonic time it was read.
 
         Returns when the server closes the stream (at ``timeoutSeconds``). Raises APIError for an
         HTTP error answer (400, 404: a plain Status, transcript 32), ``WatchSilent`` when nothing
         arrived for ``read_timeout`` seconds and ``WatchDropped`` when the connection broke.
+        ``opened`` is called when the server has answered 200: the stream is open (it may stay quiet).
         """
         url = self.client.configuration.host.rstrip("/") + path + "?" + urlencode({**query, "watch": "true"})
         headers = {"Accept": accept or "application/json", "User-Agent": self.user_agent}
@@ -222,6 +223,8 @@ class KubeAPI:
                     payload = raw.decode(errors="replace")
                 message = payload.get("message", "") if isinstance(payload, dict) else str(payload)[:200]
                 raise APIError(response.status, message, payload)
+            if opened is not None:
+                opened()
             buffer = bytearray()
             while True:
                 try:

@@ -346,11 +346,11 @@ class Informer:
                     # a real server closes at timeoutSeconds (30, 33); earlier is a restart or a proxy
                     raise WatchDropped("the stream closed before timeoutSeconds")
                 self._failures = 0
-                self._restarted("closed")  # closed at timeoutSeconds: resume at once
+                self._restarted("closed", progress=True)  # closed at timeoutSeconds: resume at once
             except Expired:
                 log.info("%s: resourceVersion %s expired; listing again", self.kind.plural, self.resource_version)
                 self.resource_version = None
-                self._restarted("expired")
+                self._restarted("expired", progress=True)  # the server answered (410)
             except WatchSilent as exc:
                 log.warning("%s: the watch went silent (%s); reconnecting", self.kind.plural, exc)
                 self._restarted("silent")
@@ -368,8 +368,12 @@ class Informer:
                 self._restarted("error")
                 self._backoff(exc)
 
-    def _restarted(self, reason: str) -> None:
-        self.active_at = time.monotonic()
+    def _restarted(self, reason: str, progress: bool = False) -> None:
+        """A watch ended for ``reason``. It moves the liveness clock only when the server answered
+        (``progress``): a watch gone silent, dropped or refused is what a stalled informer looks like,
+        and reconnection attempts that keep failing must not hide it (/healthz then fails)."""
+        if progress:
+            self.active_at = time.monotonic()
         if self.metrics is not None and not self.stop.is_set():
             self.metrics.watch_restarts.labels(self.kind.name, reason).inc()
 
@@ -478,7 +482,7 @@ class Informer:
         reflector does on either (isExpiredError). A LIST's 410 (an expired continue token) is an
         ordinary failure: retried with backoff, from its first page."""
         try:
-            yield from self.api.watch(self.path, self._query(), self.silence_limit, self._accept())
+            yield from self.api.watch(self.path, self._query(), self.silence_limit, self._accept(), opened=self._opened)
         except APIError as exc:
             if exc.status == 410:
                 raise Expired(exc.message) from exc
@@ -494,8 +498,14 @@ class Informer:
             return None
         return f"{self.kind.plural} informer: no event, LIST or reconnection for {quiet:.0f}s (limit {self.stall_limit:.0f}s)"
 
+    def _opened(self) -> None:
+        """The server answered a WATCH (200): progress, even if the stream stays quiet. On a quiet
+        kind a real kube-apiserver may send no BOOKMARK for minutes (the kit's v1.36.2 did not within
+        70 s), so the watch goes silent and is reopened: each answered reopening is the server alive.
+        An attempt it never answers (a stopped process, a dead proxy) is not."""
+        self.active_at = time.monotonic()
+
     def _watch(self) -> None:
-        self.active_at = time.monotonic()  # opened
         for event, arrived in self._events():
             self.active_at = arrived
             if self.stop.is_set():
