@@ -154,8 +154,24 @@ def rbac_page() -> str:
     return "\n".join(lines)
 
 
+def conditions_page() -> str:
+    """The conditions, their reasons and the Event reasons, from reconciler/decisions/reasons.py."""
+    from memcached_gitops.reconciler.decisions.reasons import CONDITIONS, EVENTS, REASONS
+
+    lines = ["# Conditions, reasons and Events (generated)", "",
+             "From `reconciler/decisions/reasons.py`; `kubectl get memcached` shows the reason that matters now "
+             "(the STATUS column), `kubectl describe` all of them.", "",
+             "## Conditions", "", "| type | what it says |", "| --- | --- |"]
+    lines += [f"| `{t}` | {_cell(text)} |" for t, text in CONDITIONS.items()]
+    lines += ["", "## Reasons", "", "| reason | on | what it means, what to do |", "| --- | --- | --- |"]
+    lines += [f"| `{r}` | {_cell(on)} | {_cell(text)} |" for r, (on, text) in REASONS.items()]
+    lines += ["", "## Event reasons", "", "| reason | when |", "| --- | --- |"]
+    lines += [f"| `{r}` | {_cell(text)} |" for r, text in EVENTS.items()]
+    return "\n".join(lines) + "\n"
+
+
 PAGES = {"cli.md": cli_page, "crd.md": crd_page, "metrics.md": metrics_page, "annotations.md": annotations_page,
-         "rbac.md": rbac_page}
+         "rbac.md": rbac_page, "conditions.md": conditions_page}
 
 
 def pages() -> dict[str, str]:

@@ -1,0 +1,69 @@
+"""Every condition the reconciler writes on a Memcached, every reason it gives, and every Event reason:
+what each means and what to do. One table, read by the generated reference page
+(docs/reference/generated/conditions.md) and held complete by tests/test_reasons.py, which fails when
+the code writes a reason this table does not explain.
+"""
+
+from __future__ import annotations
+
+#: condition type -> when it is written and what it says
+CONDITIONS: dict[str, str] = {
+    "Available": "True when the Deployment has at least the desired replicas available.",
+    "Progressing": "True while a rollout is under way (the Deployment's generation not yet observed, or replicas not yet "
+                   "updated and available).",
+    "Degraded": "True when the reconciler cannot serve the CR as it asks, or the Deployment's rollout failed; False says "
+                "who manages the Deployment.",
+    "Ready": "The summary (as cert-manager, Crossplane, Cluster API and Flux give it): True when Available and neither "
+             "Progressing nor Degraded; otherwise False with the reason that matters now. `kubectl wait "
+             "--for=condition=Ready` follows it.",
+    "Reconciling": "kstatus' InProgress: written only while Progressing or not Available (and not Degraded).",
+    "Stalled": "kstatus' Failed: written only while Degraded is True, with its reason and message.",
+}
+
+#: reason -> (the conditions that carry it, what it means and what to do)
+REASONS: dict[str, tuple[str, str]] = {
+    "MinimumReplicasAvailable": ("Available=True", "the desired replicas are available"),
+    "DeploymentUnavailable": ("Available=False", "fewer replicas available than desired; the message counts them"),
+    "DeploymentMissing": ("Available=False", "the Deployment does not exist yet (created at the next reconcile)"),
+    "RollingOut": ("Progressing=True", "waiting for the Deployment controller to observe the new generation, or for the "
+                                       "replicas to be updated and available"),
+    "ReconcileComplete": ("Progressing=False", "the rollout is complete; the Deployment matches the CR"),
+    "NotProgressing": ("Progressing=False", "no rollout under way, because the reconciler cannot serve the CR (see Degraded)"),
+    "ProgressDeadlineExceeded": ("Progressing=False, Degraded=True, Stalled=True",
+                                 "the Deployment controller gave up on the rollout (progressDeadlineSeconds): look at the "
+                                 "Pods' events (image pull, scheduling, crashes)"),
+    "ReplicaFailure": ("Degraded=True, Stalled=True", "the Deployment's ReplicaFailure condition without a reason of its "
+                                                      "own (with one, that reason is used, e.g. FailedCreate)"),
+    "InvalidSpec": ("Degraded=True, Stalled=True, Available=False", "the CR cannot be rendered; the message names the field"),
+    "InvalidAnnotation": ("Degraded=True, Stalled=True", "cache.example.com/reconcile has an unsupported value, or "
+                                                         "cache.example.com/requestedAt is longer than 256 bytes"),
+    "InvalidIgnorePaths": ("Degraded=True, Stalled=True", "cache.example.com/ignore-paths cannot be read; the message says why"),
+    "ResourceNotOwned": ("Degraded=True, Stalled=True", "a Deployment, Service or PodDisruptionBudget of that name exists "
+                                                        "and is not this CR's: it is left alone; rename or delete one"),
+    "ApplyFailed": ("Degraded=True, Stalled=True", "the API server refused our server-side apply; retried with backoff"),
+    "DriftDetected": ("Degraded=True, Stalled=True", "drift found and left uncorrected (--detect-only, or the CR's "
+                                                     "detect-only annotation); the message lists it"),
+    "FieldManagerFight": ("Degraded=True, Stalled=True", "another field manager keeps undoing our corrections: the CR "
+                                                         "backs off; the message names the field and the manager"),
+    "AsExpected": ("Degraded=False", "the reconciler can manage this Memcached"),
+    "GitOpsApplied": ("Degraded=False", "the Deployment is applied by another tool (Argo CD, Flux, kubectl) without a "
+                                        "controller ownerReference: observed, never written; `reconcile --adopt` takes it over"),
+    "NotAdopted": ("Degraded=False", "the Deployment was created for this CR by another controller (the Go operator) "
+                                     "with a selector of its own: observed; `reconcile --adopt` takes it over in place"),
+    "SelectorOverlap": ("Degraded=False", "the Deployment's kept selector shares Pods with another Deployment's"),
+    "Ready": ("Ready=True", "available at the desired replicas, no rollout under way, nothing degraded"),
+    "Progressing": ("Reconciling=True", "kstatus' InProgress while a rollout is under way or replicas are missing"),
+}
+
+#: Event reasons -> when the reconciler posts them (Warning Events also repeat a Degraded reason once)
+EVENTS: dict[str, str] = {
+    "DeploymentCreated": "Normal: the Deployment was created",
+    "Adopted": "Normal: a Deployment applied by another tool or controller was taken over (`--adopt`)",
+    "DriftCorrected": "Normal: drifted fields of the Deployment, Service or budget were corrected; the message lists them",
+    "ServiceCreated": "Normal: the headless Service was created",
+    "ServiceDeleted": "Normal: a Service of ours that the CR no longer renders was deleted",
+    "PodDisruptionBudgetCreated": "Normal: the budget was created (two Pods or more)",
+    "PodDisruptionBudgetDeleted": "Normal: the budget was deleted (the CR asks for one Pod)",
+    "FightDetected": "Warning: a field manager fight started (see FieldManagerFight)",
+    "ReconcileFailed": "Warning: a reconcile failed on an error the API server gave; retried",
+}
