@@ -19,6 +19,8 @@ SUFFIXES = (".yaml", ".yml", ".json")
 #: as configuration, and a scaffolded ``config/samples/kustomization.yaml`` has no apiVersion or
 #: kind at all, so every front end passes them over by name.
 KUSTOMIZE_FILE_NAMES = frozenset(kustomize.KUSTOMIZE_FILE_NAMES)
+#: How a kustomization's build is named in messages: ``overlays/prod (kustomize build):15:3: ...``.
+BUILT = " (kustomize build)"
 #: Total input of one run, all files together: Argo CD's --max-combined-directory-manifests-size
 #: default ("10M", a Kubernetes quantity: 10,000,000 bytes).
 DEFAULT_MAX_INPUT = "10M"
@@ -29,12 +31,28 @@ _SUFFIX_FACTORS = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
 
 class Source(NamedTuple):
     """One input: the name messages show, the path opened, whether it was found under a root, and
-    whether it is a kustomization root whose ``kustomize build`` output is read instead of its files."""
+    whether it is a kustomization root whose ``kustomize build`` output is read instead of its files
+    (``nested``: one met inside a walk or named by its kustomization file, whose failed build is said
+    and passed over rather than fatal)."""
 
     name: str
     path: str
     in_root: bool = False
     built: bool = False
+    nested: bool = False
+
+
+def nested_builds(kustomize_files: list[Source], roots: list[Source]) -> list[Source]:
+    """The directories of the kustomization files a walk passed over (or a hook named), to build as
+    Argo CD and Flux would: what ``validate .`` checks beside the files themselves. A directory that is
+    already a root given on the command line is built once."""
+    given = {os.path.normpath(r.path) for r in roots if r.built}
+    out: dict[str, Source] = {}
+    for f in kustomize_files:
+        folder = os.path.dirname(f.path) or "."
+        if os.path.normpath(folder) not in given:
+            out.setdefault(os.path.normpath(folder), Source(os.path.dirname(f.name) or ".", folder, True, True, True))
+    return sorted(out.values())
 
 
 def is_kustomize_file(source: Source) -> bool:
@@ -166,25 +184,29 @@ class _Bounded:
         return data
 
 
-def open_sources(sources: list[Source], budget: InputBudget,
-                 build_options: str | None = None) -> Iterator[tuple[str, _Bounded]]:
+def open_sources(sources: list[Source], budget: InputBudget, build_options: str | None = None,
+                 passed_over: list[str] | None = None) -> Iterator[tuple[str, _Bounded]]:
     """(name, bounded binary stream) for each input, opened lazily so only one file is open at a time.
 
     A file found under a root is opened by its resolved path with O_NOFOLLOW and must still be a
     regular file, so a link swapped in after the walk is not followed either. A kustomization root
     is built with ``build_options`` (else $MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS), to at most what
-    is left of the budget.
+    is left of the budget. A nested build that fails (a remote base, a Helm chart without
+    --enable-helm, kustomize missing) is said in ``passed_over`` and skipped.
     """
-    for name, path, in_root, built in sources:
+    for name, path, in_root, built, nested in sources:
         if path == "-":
             yield "<stdin>", budget.wrap("<stdin>", sys.stdin.buffer)
             continue
         if built:
-            shown = f"{name} (kustomize build)"
+            shown = name + BUILT
             try:
                 options = kustomize.parse_build_options(build_options or os.environ.get(kustomize.BUILD_OPTIONS_ENV))
                 data = kustomize.build(path, options, budget.limit - budget.used)
             except kustomize.KustomizeError as exc:
+                if nested and passed_over is not None:
+                    passed_over.append(f"{shown}: not built, so not checked: {exc}")
+                    continue
                 raise InputError(str(exc)) from None
             yield shown, budget.wrap(shown, io.BytesIO(data))
             continue

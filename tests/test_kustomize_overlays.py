@@ -138,3 +138,50 @@ def test_a_failing_build_is_one_line(repo: Path) -> None:
     assert proc.returncode == 1 and proc.stdout == b""
     assert "kustomize build failed" in proc.stderr.decode() and len(proc.stderr.decode().splitlines()) == 1
     assert shutil.which("kubectl")  # the real kustomize ran (and refused), not a missing binary
+
+
+# ---- validate (CI, the pre-commit hook) checks each kustomization's build too
+def validate(where: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memcached_gitops", "validate", *args], cwd=where, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_validate_of_a_repository_checks_what_each_overlay_deploys(repo: Path) -> None:
+    """An overlay's patch that makes a CR invalid is what Argo CD and Flux would fail to deploy: ``validate .``
+    and the hook's form (the changed kustomization file named) both refuse it, naming the build and the
+    line of its output. The base's CRs, in its files and in its build, are no duplicate of each other."""
+    assert validate(repo, ".").returncode == 0
+    patch = repo / "apps" / "prod" / "size.yaml"
+    patch.write_text(patch.read_text().replace("size: 3", "size: 4"))
+    for args in ((".",), ("--", "apps/prod/kustomization.yaml")):
+        proc = validate(repo, *args)
+        assert proc.returncode == 1, (args, proc.stderr)
+        built = [line for line in proc.stderr.splitlines() if "spec.size" in line and "(kustomize build):" in line]
+        assert len(built) == 1 and "apps/prod (kustomize build):" in built[0], (args, proc.stderr)
+        assert "Memcached/prod-sessions-v2: spec.size: Invalid value: 4" in built[0]
+        assert "Duplicate value" not in proc.stderr
+    github = validate(repo, "--format", "github", ".")
+    [annotation] = [line for line in github.stdout.splitlines() if line.startswith("::error") and "prod-sessions-v2" in line]
+    assert annotation.startswith("::error file=apps/prod/kustomization.yaml,line=1,"), annotation
+    assert "of its kustomize build)" in annotation
+
+
+def test_a_kustomization_that_cannot_be_built_is_said_and_passed_over(repo: Path) -> None:
+    """A Helm chart without --enable-helm, a remote base offline, a missing file: the build is not
+    checked, and one warning line says so; the rest of the repository is judged as before."""
+    broken = repo / "apps" / "broken"
+    broken.mkdir()
+    (broken / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
+    proc = validate(repo, ".")
+    assert proc.returncode == 0, proc.stderr
+    [warning] = [line for line in proc.stderr.splitlines() if "not built" in line]
+    assert warning.startswith("warning: ./apps/broken (kustomize build): not built, so not checked: "), warning
+
+
+def test_render_of_a_repository_still_renders_only_its_files(repo: Path) -> None:
+    """``render .`` prints what the files hold (the overlays are built by Argo CD's plugin or by render
+    of the overlay itself): the base's CRs (and a patch file that reads as one), never the overlay's."""
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", "."], cwd=repo, capture_output=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    names = sorted(d.value["metadata"]["name"] for d in iter_documents(proc.stdout) if d.value["kind"] == "Deployment")
+    assert {"catalog", "sessions"} <= set(names) and not [n for n in names if n.startswith("prod-")], names

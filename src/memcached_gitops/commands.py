@@ -20,16 +20,19 @@ from typing import Any, ParamSpec, TypeVar
 
 from memcached_gitops.foundation.excerpt import quote_value
 from memcached_gitops.foundation.files import (
+    BUILT,
     DEFAULT_MAX_INPUT,
     MAX_INPUT_ENV,
     InputBudget,
     InputError,
     manifest_sources,
+    nested_builds,
     open_sources,
     parse_size,
     safe_file_name,
     write_files,
 )
+from memcached_gitops.foundation.kustomize import KUSTOMIZE_FILE_NAMES
 from memcached_gitops.render import DEFAULT_IMAGE, to_single, write_json, write_yaml
 from memcached_gitops.schemas import CRDError, Validator, load_crd
 
@@ -143,13 +146,18 @@ def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: 
         manifests, kustomize_files = manifest_sources(paths)
         if not manifests and not kustomize_files:
             raise InputError(f"{', '.join(paths)}: no *.yaml, *.yml or *.json files found")
-        sources = open_sources(manifests, budget, build_options)
+        unbuilt: list[str] = []
+        if not do_render:  # validate checks what Argo CD and Flux would deploy: each kustomization's build too
+            manifests = manifests + nested_builds(kustomize_files, manifests)
+        sources = open_sources(manifests, budget, build_options, unbuilt)
         if sys.stderr.isatty():  # a person is watching: a progress line for long work (terminal.py)
             from .terminal import with_progress
 
             sources = with_progress(sources, "checked", len(manifests) + len(kustomize_files))
         result = process(sources, validator, image, do_render, require_objects, limit)
         result.passed_over += [f.name for f in kustomize_files]
+        for line in unbuilt:
+            echo(f"warning: {line}", err=True)
         return result
     except InputError as exc:
         for problem in exc.problems[:-1]:
@@ -187,8 +195,13 @@ def report_github(findings: list[Finding]) -> None:
     for f in findings:
         level = "warning" if f.severity == "warning" else "error"
         file = f.file if f.file.startswith("<") else os.path.normpath(f.file)  # ./apps/x.yaml -> apps/x.yaml, as GitHub matches paths
-        props = f"file={esc(file, True)},line={f.line},col={f.column},title={esc(f.ref or 'memcached-gitops', True)}"
+        where = f"line={f.line},col={f.column}"
         message = f"{f.field}: {f.message}" if f.field else f.message
+        if f.file.endswith(BUILT):  # a line of kustomize's output: the annotation goes on the kustomization file
+            folder = os.path.normpath(f.file.removesuffix(BUILT))
+            file = next((os.path.join(folder, n) for n in KUSTOMIZE_FILE_NAMES if os.path.isfile(os.path.join(folder, n))), folder)
+            where, message = "line=1", f"{message} (line {f.line} of its kustomize build)"
+        props = f"file={esc(file, True)},{where},title={esc(f.ref or 'memcached-gitops', True)}"
         echo(f"::{level} {props}::{esc(message)}")
 
 

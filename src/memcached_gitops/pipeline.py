@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from memcached_gitops.foundation.excerpt import excerpt, quote_value, type_and_length
+from memcached_gitops.foundation.files import BUILT
 from memcached_gitops.foundation.yamlreader import Document, Readable, YAMLInputError, iter_documents
 from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import Problem, Validator, format_path
@@ -59,7 +60,7 @@ class Result:
         self.not_objects: list[str] = []
         self.findings: list[Finding] = []
         self.documents = 0
-        self.defined_at: dict[tuple[str, str], str] = {}  # (namespace, name) -> "file:line:column"
+        self.defined_at: dict[tuple[str, str, str], str] = {}  # (build or "", namespace, name) -> "file:line:column"
 
     @property
     def objects(self) -> int:
@@ -239,7 +240,10 @@ def _duplicate(result: Result, cr: dict[str, Any], file: str,
     meta = cr.get("metadata") or {}
     if not meta.get("name"):
         return None  # generateName: each create makes a new object
-    key = (meta.get("namespace") or "", meta["name"])
+    # each kustomize build is one application of its own (Argo CD and Flux deploy it alone): its CRs are
+    # compared with each other, never with the files it was built from
+    scope = file if file.endswith(BUILT) else ""
+    key = (scope, meta.get("namespace") or "", meta["name"])
     first = result.defined_at.get(key)
     if first is None:
         line, column = locate(("metadata", "name"))
