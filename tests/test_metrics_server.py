@@ -70,7 +70,7 @@ def test_healthz_fails_while_a_check_says_why(server) -> None:
     problem: list[str] = []
     server.served_metrics.health_checks.append(lambda: problem[0] if problem else None)
     assert get(server) == 200
-    problem.append("deployments informer: no event, LIST or reconnection for 200s (limit 170s)")
+    problem.append("deployments informer: no event, LIST or reconnection for 200s (limit 100s)")
     with pytest.raises(HTTPError) as failed:
         get(server)
     assert failed.value.code == 503 and b"unhealthy: deployments informer: no event" in failed.value.read()
@@ -81,14 +81,14 @@ def test_an_informer_is_stalled_only_while_running_and_past_its_limit() -> None:
 
     informer = Informer(None, Kind("Deployment", "apps", "v1", "deployments"), lambda *a: None, heartbeat=60, silence_grace=10,
                         watch_timeout=300, backoff_cap=30)
-    assert informer.stall_limit == 2 * 70 + 30
+    assert informer.stall_limit == 70 + 30
     informer.active_at -= 1000
     assert informer.stalled() is None, "not started (a standby's informers): never stalled"
     informer.started = True
     assert "no event, LIST or reconnection for 1000s" in (informer.stalled() or "")
-    informer.active_at = time.monotonic() - 171
-    assert "deployments informer: no event, LIST or reconnection for 171s (limit 170s)" == informer.stalled()
-    informer.active_at = time.monotonic() - 100
+    informer.active_at = time.monotonic() - 101
+    assert "deployments informer: no event, LIST or reconnection for 101s (limit 100s)" == informer.stalled()
+    informer.active_at = time.monotonic() - 99
     assert informer.stalled() is None
     informer.active_at = time.monotonic() - 1000
     informer.error = "deployments: the API server refuses the request: 404"

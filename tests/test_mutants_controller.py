@@ -719,8 +719,22 @@ def test_the_lease_client_makes_one_bounded_attempt_and_is_never_gated() -> None
     api = KubeAPI.connect(host=NOWHERE, retry=RetryPolicy(attempts=5), user_agent="memcached-gitops/1 replica-7")
     api.may_write = lambda: False
     lease = lease_client(api, 10.0)
-    assert lease.retry.attempts == 1 and lease.timeout == 2.5 and lease.requests is api.requests
+    assert lease.retry.attempts == 1 and lease.timeout == 2.5 and lease.requests is api.requests and lease.results is api.results
     assert lease.client is api.client and lease.user_agent == "memcached-gitops/1 replica-7" and lease.may_write is None
+
+
+def test_the_controller_wires_its_metrics_to_the_client_the_queue_and_the_cache() -> None:
+    """rest_client_requests_total counts the client's answers, the workqueue_* series observe the
+    controller's own queue, and the status conditions come from the CRs this replica serves."""
+    c = make()
+    assert c.metrics.api_requests is c.api.requests and c.metrics.api_results is c.api.results
+    assert c.queue.observer is c.metrics.workqueue
+    served = cr("a")
+    served["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    store(c, "Memcached", served)
+    assert c.served_crs() == [served]
+    assert c.metrics.value("memcached_gitops_status_condition",
+                           {"namespace": "default", "memcached": "a", "condition": "Ready", "status": "true"}) == 1
 
 
 # ---- run

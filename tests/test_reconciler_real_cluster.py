@@ -590,8 +590,7 @@ def test_healthz_fails_while_the_apiserver_is_stopped_and_recovers_after_on_a_re
     pid = int(APISERVER_PID or 0)
     api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds",
                 body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m"}, "spec": {"size": 2}})
-    # the production timings: a real server's watch cache sends a BOOKMARK about once a minute (heartbeat),
-    # so the stall limit is 2 x (60 + 10) + 30 = 170 s and this test takes about four minutes
+    # the production timings: the stall limit is (60 + 10) + 30 = 100 s, and this test takes about three minutes
     settings = Settings(workers=2)
     controller = Controller(Reconciler(api, load_crd(), Options(namespaces=(ns,))), Metrics(), None, settings)
     thread = threading.Thread(target=controller.run, daemon=True)

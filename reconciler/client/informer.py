@@ -321,8 +321,12 @@ class Informer:
         #: is alive moves it at least every silence_limit, since a quiet stream is dropped then
         self.active_at = time.monotonic()
         #: beyond this without progress the loop is stuck (a handler that never returns, a read that
-        #: never times out), and only a restart helps: the liveness probe says so (``stalled``)
-        self.stall_limit = 2 * self.silence_limit + backoff_cap
+        #: never times out, a server that accepts connections and never answers), and only a restart
+        #: helps: the liveness probe says so (``stalled``). A live loop moves active_at at least every
+        #: silence_limit (an answered reopening, _opened), and a failure waits at most backoff_cap
+        #: before the next try: 100 s with the defaults, so with the overlay's probe (10 s, twice) a
+        #: stalled process is restarted within about two minutes.
+        self.stall_limit = self.silence_limit + backoff_cap
         self.started = False
 
     @property
