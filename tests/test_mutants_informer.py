@@ -892,3 +892,21 @@ def test_the_client_says_a_watch_is_open_only_when_the_server_answered_200() -> 
     with pytest.raises(WatchDropped):
         list(nowhere.watch("/api/v1/pods", {}, 1.0, opened=lambda: calls.append("nowhere")))
     assert calls == ["opened"]
+
+
+def test_the_loop_moves_the_liveness_clock_when_the_server_answered_and_only_then(monkeypatch) -> None:
+    """Through ``run``: an event's arrival and a close at timeoutSeconds move it; a watch gone silent
+    does not (the clock stays at its last event); an expiry the server answered (410) moves it again."""
+    r = Run(monkeypatch, [("list", [page("3")]), ("watch", [7.0]), ("watch", [3.0, ev("MODIFIED", dep("a", "4")), 2.0,
+                                                                             WatchSilent("nothing for 70s")]),
+                          ("watch", [APIError(410, "too old resource version: 4")])], streaming_list=False)
+    seen: list[tuple[str, float]] = []
+    restarted = r.inf._restarted
+
+    def noted(reason: str, progress: bool = False) -> None:
+        restarted(reason, progress)
+        seen.append((reason, r.inf.active_at))
+
+    monkeypatch.setattr(r.inf, "_restarted", noted)
+    r.run()
+    assert seen == [("closed", 1007.0), ("silent", 1010.0), ("expired", 1012.0)], seen
