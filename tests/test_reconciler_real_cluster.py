@@ -633,3 +633,44 @@ def test_healthz_fails_while_the_apiserver_is_stopped_and_recovers_after_on_a_re
         server.shutdown()
         controller.stop.set()
         thread.join(30)
+
+
+def test_one_cr_paused_or_watched_by_its_annotation_on_a_real_cluster(real) -> None:
+    """cache.example.com/reconcile on a real API server: disabled writes nothing for the CR (its
+    status included) while another CR is corrected; detect-only reports the drift (Degraded
+    DriftDetected) and leaves it; removing the annotation corrects it."""
+    from memcached_gitops.reconciler.decisions.vocabulary import RECONCILE_ANNOTATION
+
+    api, ns = real
+    path = f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds"
+    for name in ("paused", "normal"):
+        api.request("POST", path, body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": name},
+                                        "spec": {"size": 1}})
+    rec = Reconciler(api, load_crd(), Options(namespaces=(ns,)))
+    assert {o.name: o.action for o in rec.run_cycle().outcomes} == {"paused": "created", "normal": "created"}
+
+    def annotate(name: str, value: str | None) -> None:
+        api.request("PATCH", f"{path}/{name}", body={"metadata": {"annotations": {RECONCILE_ANNOTATION: value}}},
+                    content_type="application/merge-patch+json")
+
+    def scale(name: str, replicas: int) -> None:
+        api.request("PATCH", f"/apis/apps/v1/namespaces/{ns}/deployments/{name}/scale", body={"spec": {"replicas": replicas}},
+                    content_type="application/merge-patch+json")
+
+    def replicas(name: str) -> int:
+        return int(api.request("GET", f"/apis/apps/v1/namespaces/{ns}/deployments/{name}")["spec"]["replicas"])
+
+    annotate("paused", "disabled")
+    scale("paused", 3)
+    scale("normal", 3)
+    status_before = api.request("GET", f"{path}/paused").get("status")
+    actions = {o.name: o.action for o in rec.run_cycle().outcomes}
+    assert actions == {"paused": "suspended", "normal": "corrected"}
+    assert replicas("paused") == 3 and replicas("normal") == 1
+    assert api.request("GET", f"{path}/paused").get("status") == status_before, "not even its status is written"
+    annotate("paused", "detect-only")
+    assert {o.name: o.action for o in rec.run_cycle().outcomes}["paused"] == "drifted"
+    conditions = {c["type"]: c for c in api.request("GET", f"{path}/paused")["status"]["conditions"]}
+    assert conditions["Degraded"]["reason"] == "DriftDetected" and replicas("paused") == 3
+    annotate("paused", None)
+    assert {o.name: o.action for o in rec.run_cycle().outcomes}["paused"] == "corrected" and replicas("paused") == 1
