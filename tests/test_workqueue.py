@@ -289,3 +289,34 @@ def test_a_delayed_key_wakes_the_delay_thread_that_sleeps_with_nothing_to_wait_f
     q.add_after("second", 0.05)
     item = q.get(timeout=5)
     assert item is not None and item[0] == "second"
+
+
+def test_the_observer_is_told_of_each_add_take_and_done_as_client_gos_metrics_are() -> None:
+    """client-go's queue.go calls its metrics' add for a key newly queued (not one waiting already,
+    but one held by a worker: it is queued again at done), get when a worker takes a key, done when
+    it lets a held key go; a delayed key coming due is an add. The observer hears exactly that."""
+    heard: list[tuple[str, str]] = []
+
+    class Observer:
+        def added(self, key: str) -> None:
+            heard.append(("added", key))
+
+        def taken(self, key: str) -> None:
+            heard.append(("taken", key))
+
+        def finished(self, key: str) -> None:
+            heard.append(("finished", key))
+
+    now = [100.0]
+    q: WorkQueue[str] = WorkQueue(clock=lambda: now[0], delay_thread=False, observer=Observer())
+    assert q.observer is not None
+    q.add("a")
+    q.add("a")  # waiting already
+    assert q.get(0) == ("a", 100.0)
+    q.add("a")  # held: an add, queued again at done
+    q.done("a")
+    q.done("b")  # never held: nothing to tell
+    q.add_after("c", 5.0)
+    now[0] += 5.0
+    q.release_due()
+    assert heard == [("added", "a"), ("taken", "a"), ("added", "a"), ("finished", "a"), ("added", "c")]
