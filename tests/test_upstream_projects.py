@@ -150,5 +150,5 @@ def test_every_vendored_file_names_its_commit() -> None:
             section = text.split(f"## {path.name}\n", 1)[1].split("\n## ", 1)[0]
             assert re.search(r"^- commit: [0-9a-f]{40}$", section, re.M), path.name
             assert f"- sha256: {hashlib.sha256(path.read_bytes()).hexdigest()}" in section, path.name
-    assert {p.parent.name for p in UPSTREAM.glob("*/SOURCE.md")} == {"kubebuilder", "operator-sdk", "flux"}
+    assert {p.parent.name for p in UPSTREAM.glob("*/SOURCE.md")} == {"kubebuilder", "operator-sdk", "flux", "prometheus-operator"}
     assert all(Path(crd).exists() for crd, _, _ in PROJECTS.values())

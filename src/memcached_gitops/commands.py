@@ -147,14 +147,17 @@ def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: 
         if not manifests and not kustomize_files:
             raise InputError(f"{', '.join(paths)}: no *.yaml, *.yml or *.json files found")
         unbuilt: list[str] = []
-        if not do_render:  # validate checks what Argo CD and Flux would deploy: each kustomization's build too
-            manifests = manifests + nested_builds(kustomize_files, manifests)
+        nested = nested_builds(kustomize_files, manifests) if not do_render else []
+        # validate checks what Argo CD and Flux would deploy: each kustomization's build too, its
+        # problems reported, its objects (the files' CRs again) not counted twice
+        checked_only = frozenset(s.name + BUILT for s in nested)
+        manifests = manifests + nested
         sources = open_sources(manifests, budget, build_options, unbuilt)
         if sys.stderr.isatty():  # a person is watching: a progress line for long work (terminal.py)
             from .terminal import with_progress
 
             sources = with_progress(sources, "checked", len(manifests) + len(kustomize_files))
-        result = process(sources, validator, image, do_render, require_objects, limit)
+        result = process(sources, validator, image, do_render, require_objects, limit, checked_only)
         result.passed_over += [f.name for f in kustomize_files]
         for line in unbuilt:
             echo(f"warning: {line}", err=True)

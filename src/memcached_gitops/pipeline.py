@@ -139,8 +139,13 @@ def process(
     do_render: bool = True,
     require_objects: bool = False,
     max_objects: int | None = None,
+    checked_only: frozenset[str] = frozenset(),
 ) -> Result:
     """Validate (and render) every document of every source; never raises on bad input.
+
+    The sources named in ``checked_only`` (the builds of kustomizations met in a walk, which hold the
+    files' CRs again) add their errors and warnings, never their objects: nothing is counted or
+    rendered twice.
 
     With ``require_objects``, and always on standard input (a pipe from kustomize or helm carries
     objects only), every document must be a Kubernetes object (kubectl apply's verdict); otherwise
@@ -150,25 +155,35 @@ def process(
     """
     result = Result()
     for name, stream in sources:
-        required = require_objects or name == "<stdin>"
-        try:
-            before = result.documents
-            for doc in iter_documents(stream):
-                result.documents += 1
-                if not required and not is_kubernetes_object(doc.value, validator):
-                    result.not_objects.append(f"{name}:{doc.position(())[0]}: not a Kubernetes object (no kind)")
-                    continue
-                for obj, prefix in items_of(doc):
-                    process_object(result, name, obj, validator, image, do_render,
-                                   _locator(doc, prefix))
-                if max_objects is not None and result.objects > max_objects:
-                    raise TooManyObjects(f"{name}:{doc.position(())[0]}: more than {max_objects} objects to hold and emit "
-                                         f"(--max-objects or MEMCACHED_GITOPS_MAX_OBJECTS); refused")
-            if result.documents == before and not required:
-                result.not_objects.append(f"{name}: no document (an empty or comment-only file)")
-        except YAMLInputError as exc:
-            result.findings.append(Finding(name, exc.line, exc.column, "", "", exc.message))
+        if name in checked_only:
+            scratch = Result()
+            _process_source(scratch, name, stream, validator, image, False, require_objects, max_objects)
+            result.findings += scratch.findings
+        else:
+            _process_source(result, name, stream, validator, image, do_render, require_objects, max_objects)
     return result
+
+
+def _process_source(result: Result, name: str, stream: Readable | str | bytes, validator: Validator, image: str,
+                    do_render: bool, require_objects: bool, max_objects: int | None) -> None:
+    """One source's documents into ``result`` (see process)."""
+    required = require_objects or name == "<stdin>"
+    try:
+        before = result.documents
+        for doc in iter_documents(stream):
+            result.documents += 1
+            if not required and not is_kubernetes_object(doc.value, validator):
+                result.not_objects.append(f"{name}:{doc.position(())[0]}: not a Kubernetes object (no kind)")
+                continue
+            for obj, prefix in items_of(doc):
+                process_object(result, name, obj, validator, image, do_render, _locator(doc, prefix))
+            if max_objects is not None and result.objects > max_objects:
+                raise TooManyObjects(f"{name}:{doc.position(())[0]}: more than {max_objects} objects to hold and emit "
+                                     f"(--max-objects or MEMCACHED_GITOPS_MAX_OBJECTS); refused")
+        if result.documents == before and not required:
+            result.not_objects.append(f"{name}: no document (an empty or comment-only file)")
+    except YAMLInputError as exc:
+        result.findings.append(Finding(name, exc.line, exc.column, "", "", exc.message))
 
 
 #: The API groups of kustomize's configuration kinds (Kustomization, Component): no API server serves
