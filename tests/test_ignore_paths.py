@@ -219,3 +219,21 @@ def test_diff_lists_drift_at_ignored_paths_as_ignored_and_exits_0(cluster: FakeA
     cr.write_text(cr.read_text().replace("/spec/replicas", "spec/replicas"))
     bad = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and f"default/m: annotation {ANNOTATION}" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_plan_carries_a_field_we_alone_own_on_an_ignored_path_and_our_replicas_under_an_hpa() -> None:
+    """plan() with our field manager: an ignored path whose only owner is us keeps the live value in the
+    apply (dropping it would hand the field to no one); under an HPA that has not written replicas
+    yet, our apply keeps the live replicas instead of releasing them."""
+    from memcached_gitops.reconciler.decisions.plan import plan
+
+    ours = "memcached-gitops"
+    managed = [{"manager": ours, "operation": "Apply", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:spec": {"f:replicas": {}, "f:paused": {}}}}]
+    live = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "a", "managedFields": managed},
+            "spec": {"replicas": 4, "paused": True}}
+    desired = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "a"}, "spec": {"replicas": 1, "paused": False}}
+    followed = plan(desired, live, ours, "", (("spec", "paused"),))
+    assert followed.desired["spec"]["paused"] is True, "ours alone: the live value is carried, not released"
+    handed = plan(desired, live, ours, "hpa-a")
+    assert handed.desired["spec"]["replicas"] == 4, "ours alone under an HPA: the live replicas are kept"
