@@ -111,3 +111,19 @@ def test_validate_and_render_run_with_the_collector_paused(command: str, monkeyp
     (commands.validate_files if command == "validate" else commands.render_files)([str(SAMPLE)])
     assert seen == [False]
     assert gc.isenabled()
+
+
+def test_every_tricky_string_reads_back_as_itself() -> None:
+    """What the writer quotes (or not) is what kubectl's reader gives back: each of go-yaml's
+    special words, leading and trailing spaces, line breaks."""
+    from memcached_gitops.foundation.yamlreader import iter_documents
+
+    objects = [{"v": value} for value in TRICKY]
+    assert [d.value["v"] for d in iter_documents(to_yaml(objects).encode())] == TRICKY
+
+
+def test_a_float_object_seen_twice_is_written_twice_not_aliased() -> None:
+    """Floats go through PyYAML's representer, which would anchor an object it meets twice."""
+    x = 2.5
+    text = to_yaml([{"f": x, "g": [x, x]}])
+    assert "&" not in text and "*" not in text and text.count("2.5") == 3

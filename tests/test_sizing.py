@@ -129,3 +129,17 @@ def test_the_flags_are_memcacheds_own_spelling() -> None:
         "--memory-limit=204", "--conn-limit=10", "--threads=4", "-o", "modern", "-v"]
     assert memcached_flags(512 * MIB, None) == ["--memory-limit=409", "-o", "modern", "-v"]
     assert memcached_flags(None, Decimal("0.5"), threads=6) == ["--memory-limit=64", "--threads=6", "-o", "modern", "-v"]
+
+
+@pytest.mark.parametrize(("spec", "flags"), [
+    ({"maxConnections": 512}, ["--memory-limit=64", "--conn-limit=512", "-o", "modern", "-v"]),
+    ({"threads": 2}, ["--memory-limit=64", "--threads=2", "-o", "modern", "-v"]),
+    ({"maxConnections": 512, "threads": 2}, ["--memory-limit=64", "--conn-limit=512", "--threads=2", "-o", "modern", "-v"]),
+])
+def test_connections_and_threads_without_resources_keep_the_seeds_memory(spec: dict, flags: list[str]) -> None:
+    """maxConnections or threads alone: memcached's flags say them, with the seeds' 64 MB and resources."""
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "a"},
+          "spec": {"size": 1, "containerPort": 11211, **spec}}
+    [container] = render(cr)[0]["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["memcached", *flags]
+    assert container["resources"] == {"requests": {"cpu": "100m", "memory": "96Mi"}, "limits": {"memory": "128Mi"}}
