@@ -38,8 +38,9 @@ class _Dumper(CSafeDumper):
     ``dict``/``list``/``str``/``int``/``bool``/``None`` of a manifest get their nodes straight away,
     and a scalar's style and tags are remembered for the rest of the dump, since a stream of
     Deployments repeats the same keys and values thousands of times. Nodes are never reused (a
-    reused node would become an anchor and an alias); anything else (floats, subclasses) goes
-    through PyYAML's own representers, so the bytes are those of the generic path.
+    reused node would become an anchor and an alias); anything else (floats) goes through PyYAML's
+    own representers, so the bytes are those of the generic path. The reader makes plain dicts,
+    lists and strings only: no string ever reaches PyYAML's string representer.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -82,12 +83,6 @@ class _Dumper(CSafeDumper):
             tag = self._tags[key] = str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]  # as above
         return tag
 
-
-def _represent_str(dumper: _Dumper, data: str) -> yaml.ScalarNode:
-    return dumper.represent_scalar(_STR, data, style=scalar_style(data))
-
-
-_Dumper.add_representer(str, _represent_str)
 
 
 def to_yaml(objects: Iterable[dict[str, Any]]) -> str:
