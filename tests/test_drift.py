@@ -126,3 +126,26 @@ def test_describe_manager() -> None:
 
 def test_absent_reads_as_absent_in_a_drifts_repr() -> None:
     assert repr(ABSENT) == "<absent>" and "live=<absent>" in repr(compare({}, None)[0])
+
+
+def test_who_added_or_replaced_a_port_is_named_on_its_drift() -> None:
+    """A container port nobody asked for, and a missing one, are attributed to the manager whose
+    fieldsV1 hold the keyed item (``k:{"containerPort":...,"protocol":...}``): the fight detector and
+    the Event name that manager."""
+
+    def deployment(*ports: int) -> dict:
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "a"},
+                "spec": {"template": {"spec": {"containers": [{"name": "memcached", "ports": [
+                    {"containerPort": p, "protocol": "TCP"} for p in ports]}]}}}}
+
+    def edited(*ports: int) -> dict:
+        live = deployment(*ports)
+        owned = {f'k:{{"containerPort":{p},"protocol":"TCP"}}': {".": {}, "f:containerPort": {}, "f:protocol": {}} for p in ports}
+        live["metadata"]["managedFields"] = [{"manager": "kubectl-edit", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {
+            "f:spec": {"f:template": {"f:spec": {"f:containers": {'k:{"name":"memcached"}': {"f:ports": owned}}}}}}}]
+        return live
+
+    [added] = [d for d in compare(deployment(11211), edited(11211, 9150)) if "9150" in d.field]
+    assert any("kubectl-edit" in m for m in added.managers), added
+    [missing] = [d for d in compare(deployment(11211), edited(9150)) if "11211" in d.field]
+    assert any("kubectl-edit" in m for m in missing.managers), missing
