@@ -39,6 +39,8 @@ SERVICE_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("met
                        ("spec", "ports"): ("map", ("port", "protocol"))}, atomic_structs=ATOMIC_REFS | {("spec", "selector")},
                       key_defaults={("spec", "ports"): {"protocol": "TCP"}})
 #: A PodDisruptionBudget's selector is a LabelSelector, an atomic struct (policy/v1 API reference).
+#: Its status.conditions a map keyed by type: assumed from policy/v1's +listType=map +listMapKey=type;
+#: transcript 42 shows the disruption controller's status writes, not an apply that meets them.
 BUDGET_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("metadata", "finalizers"): ("set", None),
                       ("status", "conditions"): ("map", ("type",))},
                      atomic_structs=ATOMIC_REFS | {("spec", "selector")})

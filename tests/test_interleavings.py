@@ -189,7 +189,7 @@ def test_no_update_is_lost_in_any_order_of_events_leadership_and_workers(data: s
         for key in KEYS:
             latest = str(versions[key])
             assert (key, latest) in seen, f"{key} at version {latest} was never reconciled: order {scheduler.trace}"
-        assert len(c.queue) == 0 and not c.queue._processing, "nothing is left queued or held"  # noqa: SLF001
+        assert len(c.queue) == 0 and c.queue.wait_idle(0), "nothing is left queued or held"
     finally:
         c.queue.shut_down()
         scheduler.open()
