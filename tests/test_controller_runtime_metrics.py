@@ -170,7 +170,10 @@ def test_the_work_queue_counts_adds_waits_and_work_as_client_go_does() -> None:
 def test_every_attempt_is_counted_by_code_method_and_host() -> None:
     """rest_client_requests_total on a real HTTP stack: a 500 retried, then a 200; a 404; a request
     to a port where nothing listens (no answer: ``<error>``)."""
-    from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy
+    from types import SimpleNamespace
+
+    import pytest
+    from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy, WatchDropped
 
     with FakeAPIServer(namespaces=("default",)) as cluster:
         make_cr(cluster, "a", size=1)
@@ -187,12 +190,21 @@ def test_every_attempt_is_counted_by_code_method_and_host() -> None:
         samples = scrape(metrics)["rest_client_requests"]
         counts = {(s[1]["code"], s[1]["method"], s[1]["host"]): s[2] for s in samples if s[0] == "rest_client_requests_total"}
         assert counts == {("500", "GET", host): 1.0, ("200", "GET", host): 1.0, ("404", "GET", host): 1.0}, counts
+        for _ in api.watch("/apis/apps/v1/namespaces/default/deployments", {"timeoutSeconds": 1}, 5.0):
+            pass
+        assert api.results[("200", "GET", host)] == 2, "a watch the server answered counts as a GET with its code"
     nowhere = KubeAPI.connect(host="http://127.0.0.1:9", retry=RetryPolicy(attempts=2, base=0.001, cap=0.002))
     try:
         nowhere.request("GET", "/api")
     except APIError:
         pass
     assert nowhere.results == {("<error>", "GET", "127.0.0.1:9"): 2}
+    with pytest.raises(WatchDropped):
+        list(nowhere.watch("/api/v1/pods", {}, 1.0))
+    assert nowhere.results == {("<error>", "GET", "127.0.0.1:9"): 3}, "a watch with no answer is an <error> GET"
+    no_base = KubeAPI(client=SimpleNamespace(configuration=SimpleNamespace(host="")))
+    no_base.count_result(200, "GET")
+    assert no_base.results == {("200", "GET", "none"): 1}, "client-go's host when there is no base URL"
 
 
 def test_each_served_crs_conditions_and_the_cached_count_are_exported_from_the_cache() -> None:

@@ -5,24 +5,25 @@ missing from the table fails here."""
 from __future__ import annotations
 
 import ast
+import importlib
 import re
+from pathlib import Path
 
 from memcached_gitops.reconciler.decisions.companions import Move
 from memcached_gitops.reconciler.decisions.reasons import CONDITIONS, EVENTS, REASONS
 from memcached_gitops.reconciler.decisions.status import CONDITION_TYPES, desired_conditions
 from memcached_gitops.reconciler.decisions.vocabulary import COMPANIONS
 
-from .conftest import REPO
-
-#: where the reconciler writes conditions and Events
-WRITERS = ["reconciler/decisions/status.py", "reconciler/orchestration/cycle.py", "reconciler/orchestration/controller.py"]
+#: where the reconciler writes conditions and Events (read from the modules imported, wherever installed)
+WRITERS = ["memcached_gitops.reconciler.decisions.status", "memcached_gitops.reconciler.orchestration.cycle",
+           "memcached_gitops.reconciler.orchestration.controller"]
 CAMEL = re.compile(r"^[A-Z][a-z]+(?:[A-Z][a-z]+)+$")
 #: CamelCase strings in those modules that are no reason: kinds and a request body's kind
 NOT_REASONS = {"HorizontalPodAutoscaler", "HorizontalPodAutoscalers", "DeleteOptions", "PodDisruptionBudget"}
 
 
-def literals(path: str) -> set[str]:
-    tree = ast.parse((REPO / path).read_text())
+def literals(module: str) -> set[str]:
+    tree = ast.parse(Path(str(importlib.import_module(module).__file__)).read_text())
     return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and CAMEL.match(n.value)}
 
 
