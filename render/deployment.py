@@ -27,9 +27,10 @@ from typing import Any
 from memcached_gitops.foundation.excerpt import quote_value
 from memcached_gitops.foundation.product import NAME
 from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors, label_value_errors
+from memcached_gitops.schemas.quantities import canonical_quantity, quantity
 
 from .companions import render_pdb, render_service
-from .sizing import canonical_quantity, memcached_flags, quantity
+from .sizing import memcached_flags
 
 DEFAULT_IMAGE = "memcached:1.6.26-alpine3.19"
 MANAGED_BY = NAME

@@ -12,7 +12,8 @@ from decimal import Decimal
 
 import pytest
 from memcached_gitops.render import render
-from memcached_gitops.render.sizing import MIB, cache_megabytes, canonical_quantity, memcached_flags, quantity, thread_count
+from memcached_gitops.render.sizing import MIB, cache_megabytes, memcached_flags, thread_count
+from memcached_gitops.schemas.quantities import canonical_quantity, quantity
 
 from .conftest import TRANSCRIPTS
 
