@@ -13,6 +13,7 @@ cel-python is imported only when a CRD has rules, so the shipped CRD (which has 
 from __future__ import annotations
 
 import codecs
+import json
 import re
 from functools import lru_cache
 from typing import Any
@@ -44,8 +45,10 @@ def has_rules(schema: dict[str, Any]) -> bool:
 def _program(expression: str) -> Any:
     import celpy  # deferred: only CRDs with rules pay for it
 
+    from .cel_quantity import FUNCTIONS
+
     env = celpy.Environment()
-    return env.program(env.compile(expression))
+    return env.program(env.compile(expression), functions=FUNCTIONS)  # type: ignore[arg-type]  # celpy's Result union
 
 
 def check_rules(value: Any, schema: dict[str, Any], path: tuple[str | int, ...] = ()) -> list[Problem]:
@@ -72,26 +75,19 @@ def _check_one(value: Any, schema: dict[str, Any], rule: dict[str, Any], path: t
     """One rule on one value, worded as apiextensions-apiserver/pkg/apiserver/schema/cel/validation.go
     words it: an evaluation error names the schema's type at the node's own path; a false rule names
     the value (not for an object or an array) at the node's path plus ``fieldPath``."""
-    from celpy.adapter import json_to_cel
-
     expression = str(rule.get("rule", ""))
     if not expression.strip() or _OLD_SELF.search(expression):  # compilation.go: an empty rule is no rule
         return []
-    activation = {"self": json_to_cel(value)}
-    try:
-        ok = _program(expression).evaluate(activation)
-        if isinstance(ok, Exception):  # celpy may return an evaluation error as the value
-            raise ok
-    except Exception as exc:  # a compile or evaluation error is a rejection on the server too
-        # celpy's errors carry their words first, then the Python exception behind them
-        reason = str(exc.args[0]) if exc.args else type(exc).__name__
+    text = json.dumps(value, sort_keys=True)
+    ok, reason = _evaluated(expression, text)
+    if reason is not None:  # a compile or evaluation error is a rejection on the server too
         kind = quote_value(schema.get("type", ""))
         return [(path, f"Invalid value: {kind}: {excerpt(reason)} evaluating rule: {_rule_error_string(rule)}")]
-    if bool(ok):
+    if ok:
         return []
     field = _normalized_field_path(str(rule.get("fieldPath", "")), schema)
     where = path + (field,) if field else path  # currentFldPath.Child(NormalizedRuleFieldPath)
-    detail = _evaluated_message(rule, activation)
+    detail = _evaluated_message(rule, text)
     if detail is None:
         message = rule.get("message")
         detail = message.strip() if message else f"failed rule: {_rule_error_string(rule)}"
@@ -100,14 +96,33 @@ def _check_one(value: Any, schema: dict[str, Any], rule: dict[str, Any], path: t
     return [(where, f"Invalid value: {quote_value(value)}: {detail}")]
 
 
-def _evaluated_message(rule: dict[str, Any], activation: dict[str, Any]) -> str | None:
+@lru_cache(maxsize=4096)
+def _evaluated(expression: str, value: str) -> tuple[bool, str | None]:
+    """A rule's verdict on a value (its JSON text): whether it holds, or the words of its compile or
+    evaluation error. Remembered: a rule is a pure function of ``self``, and the CRs of one repository
+    share their values (the same resources, tolerations) while cel-python takes milliseconds a rule."""
+    from celpy.adapter import json_to_cel
+
+    try:
+        ok = _program(expression).evaluate({"self": json_to_cel(json.loads(value))})
+        if isinstance(ok, Exception):  # celpy may return an evaluation error as the value
+            raise ok
+    except Exception as exc:
+        # celpy's errors carry their words first, then the Python exception behind them
+        return False, str(exc.args[0]) if exc.args else type(exc).__name__
+    return bool(ok), None
+
+
+def _evaluated_message(rule: dict[str, Any], value: str) -> str | None:
     """The value of ``messageExpression``, or None where the server falls back to ``message``
     (validation.go evalMessageExpression: an error, not a string, empty, a line break, over 5 KiB)."""
+    from celpy.adapter import json_to_cel
+
     source = rule.get("messageExpression")
     if not source:
         return None
     try:
-        result = _program(source).evaluate(activation)
+        result = _program(source).evaluate({"self": json_to_cel(json.loads(value))})
     except Exception:
         return None
     if not isinstance(result, str):  # also an evaluation error celpy returns as the value

@@ -19,6 +19,12 @@ _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 
 
+def strict_quantity(text: str) -> Decimal | None:
+    """resource.ParseQuantity's verdict on a text: its value, or None where it fails (no blanks
+    around it, unlike ``quantity``, which reads what a person may have written in a CR)."""
+    return quantity(text) if text == text.strip() else None
+
+
 def quantity(value: object) -> Decimal | None:
     """The number a Kubernetes quantity stands for (``128Mi`` -> 134217728, ``500m`` -> 0.5), or None."""
     if isinstance(value, bool) or not isinstance(value, (int, str)):

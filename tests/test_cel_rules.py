@@ -9,6 +9,8 @@ transcript has a CRD with rules; the expected strings below are written from tho
 
 from __future__ import annotations
 
+import pytest
+from memcached_gitops.foundation.excerpt import excerpt
 from memcached_gitops.schemas import cel_rules
 from memcached_gitops.schemas.cel_rules import check_rules, has_rules
 from memcached_gitops.schemas.validator import format_path
@@ -242,3 +244,49 @@ def test_message_expression_falls_back_to_the_message_as_the_server_does() -> No
 def test_a_message_expression_of_exactly_5_kib_is_kept() -> None:
     schema = rules({"rule": "false", "message": "m", "messageExpression": "'" + "y" * 5120 + "'"})
     assert check_rules({}, schema) == [((), "Invalid value: " + "y" * 5120)]
+
+
+# --- the quantity library (k8s.io/apiserver/pkg/cel/library/quantity.go): its own documented examples
+@pytest.mark.parametrize("expression", [
+    "quantity('200M').compareTo(quantity('0.2G')) == 0",
+    "quantity('50M').compareTo(quantity('50Mi')) == -1",
+    "quantity('50Mi').compareTo(quantity('50M')) == 1",
+    "quantity('150Mi').isGreaterThan(quantity('100Mi'))",
+    "!quantity('50Mi').isGreaterThan(quantity('100Mi'))",
+    "quantity('50M').isLessThan(quantity('100M'))",
+    "!quantity('100M').isLessThan(quantity('50M'))",
+    "quantity('50000000G').isInteger()",
+    "quantity('50k').isInteger()",
+    "!quantity('9999999999999999999999999999999999999G').isInteger()",
+    "quantity('50k').asInteger() == 50000",
+    "quantity('50k').sub(20000).asApproximateFloat() == 30000.0",
+    "quantity('50k').add(quantity('20k')) == quantity('70k')",
+    "quantity('50k').add(20) == quantity('50020')",
+    "quantity('50k').sub(quantity('20k')) == quantity('30k')",
+    "quantity('50k').add(20).sub(quantity('100k')).sub(-50000) == quantity('20')",
+    "isQuantity('1.3G') && isQuantity('1.3Gi') && isQuantity('10000k')",
+    "!isQuantity('1,3G') && !isQuantity('200K') && !isQuantity('Three') && !isQuantity('Mi') && !isQuantity(' 1')",
+    "sign(quantity('-1m')) == -1 && sign(quantity('0')) == 0 && sign(quantity('1Ki')) == 1",
+])
+def test_the_quantity_library_answers_its_documented_examples(expression: str) -> None:
+    assert check_rules({}, rules({"rule": expression})) == []
+
+
+def test_a_quantity_that_does_not_parse_is_an_evaluation_error_in_parse_quantitys_words() -> None:
+    """Recorded on kube-apiserver v1.36.2 (a rule ``sign(quantity(...)) >= 0`` on a limit of "x"): the
+    server's words, which ours cut to the excerpt length that every message of ours keeps to."""
+    server = ("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+    [(path, message)] = check_rules({"cpu": "x"}, rules({"rule": "sign(quantity(self.cpu)) >= 0"}))
+    assert message == f'Invalid value: "object": {excerpt(server)} evaluating rule: sign(quantity(self.cpu)) >= 0'
+    assert path == ()
+
+
+def test_as_integer_beyond_what_an_integer_holds_is_an_evaluation_error() -> None:
+    """Recorded on kube-apiserver v1.36.2: ``quantity('1m').asInteger()``."""
+    [(path, message)] = check_rules({"m": "1m"}, rules({"rule": "quantity(self.m).asInteger() > 0"}))
+    assert message.startswith('Invalid value: "object": cannot convert value to integer evaluating rule')
+
+
+def test_the_library_refuses_what_is_not_a_quantity_or_a_string() -> None:
+    [(path, message)] = check_rules({"m": 1}, rules({"rule": "quantity(self.m).isInteger()"}))
+    assert "no such overload" in message
