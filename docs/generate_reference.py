@@ -60,7 +60,8 @@ def cli_page() -> str:
 def _fields(schema: dict[str, Any], path: str, out: list[str]) -> None:
     for name, sub in (schema.get("properties") or {}).items():
         here = f"{path}.{name}" if path else name
-        limits = [f"{k} `{sub[k]}`" for k in ("minimum", "maximum", "maxLength", "pattern", "enum") if k in sub]
+        limits = [f"{k} `{sub[k]}`" for k in ("minimum", "maximum", "maxLength", "maxProperties", "pattern", "enum") if k in sub]
+        limits += [f"rule: {rule.get('message') or rule['rule']}" for rule in sub.get("x-kubernetes-validations") or []]
         default = f"`{sub['default']}`" if "default" in sub and sub["default"] != {} else ""
         out.append(f"| `{here}` | {sub.get('type', '')}{' ' + sub['format'] if 'format' in sub else ''} | {default} | "
                    f"{_cell(', '.join(limits))} | {_cell(sub.get('description', ''))} |")

@@ -32,7 +32,9 @@ KEY_DEFAULTS = {POD + ("containers", "ports"): {"protocol": "TCP"}, POD + ("init
 
 #: OwnerReference and ObjectReference are +structType=atomic: an item is owned whole (20: k:{"uid":...}: {}).
 ATOMIC_REFS = {("metadata", "ownerReferences"), ("involvedObject",), ("regarding",), ("related",)}
-DEPLOYMENT_TYPES = Types(CONTAINER_LISTS, atomic_structs={("spec", "selector")} | ATOMIC_REFS, key_defaults=KEY_DEFAULTS)
+#: A Pod's nodeSelector is +mapType=atomic (x-kubernetes-map-type: atomic in the v1.36 OpenAPI): owned whole.
+DEPLOYMENT_TYPES = Types(CONTAINER_LISTS, atomic_structs={("spec", "selector"), POD + ("nodeSelector",)} | ATOMIC_REFS,
+                         key_defaults=KEY_DEFAULTS)
 POD_TYPES = Types({(k[2:] if k[:3] == POD else k): v for k, v in CONTAINER_LISTS.items()}, atomic_structs=ATOMIC_REFS)
 #: A Service's ports are a map keyed by port and protocol, its selector an atomic map (transcript 42).
 SERVICE_TYPES = Types({("metadata", "ownerReferences"): ("map", ("uid",)), ("metadata", "finalizers"): ("set", None),

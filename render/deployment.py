@@ -11,7 +11,8 @@ The Deployment follows the kubebuilder tutorial's ``deploymentForMemcached``, co
   all capabilities dropped, read-only root filesystem, no ServiceAccount token mounted),
   resources (the CR's ``spec.resources``, memcached's limits derived from them: sizing.py) and
   TCP probes on the named port;
-- Pods spread over nodes, then zones, when the scheduler can (``ScheduleAnyway``);
+- Pods spread over nodes, then zones, when the scheduler can (``ScheduleAnyway``), and placed by
+  the CR's nodeSelector, tolerations, affinity and priorityClassName (scheduling.py);
 - every value is written in the form the API server stores it (quantities canonical within their
   suffix family, ``protocol: TCP`` spelled out, integers as integers), so reading the object back
   never looks like drift;
@@ -29,7 +30,9 @@ from memcached_gitops.foundation.product import NAME
 from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors, label_value_errors
 from memcached_gitops.schemas.quantities import canonical_quantity, quantity
 
-from .companions import render_pdb, render_service
+from .companions import object_name, render_pdb, render_service
+from .exporter import exporter_container, render_pod_monitor
+from .scheduling import scheduling
 from .sizing import memcached_flags
 
 DEFAULT_IMAGE = "memcached:1.6.26-alpine3.19"
@@ -156,6 +159,9 @@ def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[st
     name, size, port = _check_renderable(cr)
     command, resources = _sizing(cr.get("spec") or {})
     labels = labels_for(name, image)
+    container_security = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True,
+                          "runAsNonRoot": True, "runAsUser": RUN_AS_USER}
+    sidecar = exporter_container(cr.get("spec") or {}, port, container_security)
     metadata: dict[str, Any] = {"name": name}
     namespace = (cr.get("metadata") or {}).get("namespace")
     if namespace:
@@ -180,6 +186,7 @@ def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[st
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
                     "topologySpreadConstraints": [_spread(key) for key in SPREAD_KEYS],
+                    **scheduling(cr.get("spec") or {}),
                     "containers": [
                         {
                             "name": CONTAINER_NAME,
@@ -190,14 +197,9 @@ def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[st
                             "resources": resources,
                             "livenessProbe": _tcp_probe(initial_delay=10),
                             "readinessProbe": _tcp_probe(initial_delay=5),
-                            "securityContext": {
-                                "allowPrivilegeEscalation": False,
-                                "capabilities": {"drop": ["ALL"]},
-                                "readOnlyRootFilesystem": True,
-                                "runAsNonRoot": True,
-                                "runAsUser": RUN_AS_USER,
-                            },
-                        }
+                            "securityContext": container_security,
+                        },
+                        *([sidecar] if sidecar else []),
                     ],
                 },
             },
@@ -207,11 +209,13 @@ def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[st
 
 def render(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> list[dict[str, Any]]:
     """All manifests for one CR: its Deployment first (the reconciler corrects it), then its headless
-    Service and, for two Pods or more, its PodDisruptionBudget (companions.py). Pure."""
+    Service and, for two Pods or more, its PodDisruptionBudget (companions.py), and the PodMonitor
+    when the CR asks for one (exporter.py). Pure."""
     deployment = render_deployment(cr, image)
     name, size, port = _check_renderable(cr)
     namespace = (cr.get("metadata") or {}).get("namespace") or None
     labels = deployment["metadata"]["labels"]
     manifests = [deployment, render_service(name, namespace, labels, selector_labels(name), port)]
     pdb = render_pdb(name, namespace, labels, selector_labels(name), size)
-    return manifests + ([pdb] if pdb else [])
+    monitor = render_pod_monitor(cr.get("spec") or {}, object_name(name), namespace, labels, selector_labels(name))
+    return manifests + ([pdb] if pdb else []) + ([monitor] if monitor else [])

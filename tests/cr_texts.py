@@ -364,11 +364,33 @@ def document(draw: st.DrawFn) -> Map:
 
 
 FAULTS = ("none", "size", "containerPort", "name", "generateName", "namespace", "labels", "annotations", "finalizers",
-          "ownerReferences", "server-set", "status", "spec", "apiVersion", "kind", "unknown", "resources", "sizing")
+          "ownerReferences", "server-set", "status", "spec", "apiVersion", "kind", "unknown", "resources", "sizing",
+          "scheduling")
 #: Quantity texts for spec.resources: canonical, kept, rounded, integers, beyond int64, not quantities.
 QUANTITIES = ("1Gi", "512Mi", "1.5Gi", "500m", "0.5", "2", "1e3", "98.110k", "4000n", "1 Gi", "abc", "-1", "1.5", "0x10",
-              "9223372036854775808", "1073741824", "''", "~", "[1]", "{}", "true", "'2'", "+1", ".5", "1E3", "1Ki")
-RESOURCE_KEYS = ("memory", "cpu", "ephemeral-storage", "nvidia.com/gpu", "x y")
+              "9223372036854775808", "1073741824", "''", "~", "[1]", "{}", "true", "'2'", "+1", ".5", "1E3", "1Ki",
+              # around the CRD's rules: 48Mi the least memory, requests against limits, negatives, over 64 characters
+              "47Mi", "48Mi", "50331648", "64Mi", "0.05Gi", "-100m", "'1" + "0" * 64 + "'", "10", "1001m")
+RESOURCE_KEYS = ("memory", "cpu", "ephemeral-storage", "nvidia.com/gpu", "x y", "gpu", "hugepages-2Mi", "kubernetes.io/x")
+#: Placement values (core/v1 types embedded in the CRD): valid, empty, wrongly typed, unknown fields.
+SCHEDULING = {
+    "nodeSelector": ("{disk: ssd}", "{}", "{disk: 1}", "{a: ~}", "[a]", "~", "{'kubernetes.io/os': linux, zone: 'yes'}"),
+    "tolerations": ("[{key: a, operator: Exists, effect: NoSchedule}]", "[]", "[{}]", "[~]", "[{key: a, tolerationSeconds: 10}]",
+                    "[{tolerationSeconds: '10'}]", "[{tolerationSeconds: 9223372036854775808}]", "[{key: a, foo: b}]",
+                    "{key: a}", "[{operator: Equal, value: 1}]"),
+    "affinity": ("{}", "{nodeAffinity: {}}", "{nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {}}}",
+                 "{nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: "
+                 "[{key: a, operator: In, values: [b]}]}]}}}",
+                 "{nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a}]}]}}}",
+                 "{podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 100, podAffinityTerm: "
+                 "{topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {a: b}}}}]}}",
+                 "{podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 3000000000, podAffinityTerm: "
+                 "{topologyKey: x}}]}}",
+                 "{podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {}}]}}",
+                 "{podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: x, matchLabelKeys: [a, a]}]}}",
+                 "{nodeAffinity: {other: 1}}", "[]", "~"),
+    "priorityClassName": ("high", "''", "5", "~", "[a]", "system-cluster-critical"),
+}
 
 
 @st.composite
@@ -414,6 +436,9 @@ def near_valid_document(draw: st.DrawFn) -> Map:
     elif fault == "sizing":
         key = draw(st.sampled_from(["maxConnections", "threads"]))
         spec_node.items.append((key, Scalar(draw(st.sampled_from(["0", "1", "4", "64", "65", "65536", "65537", "1.5", "'4'", "~", "-1"])))))
+    elif fault == "scheduling":
+        for key in draw(st.lists(st.sampled_from(sorted(SCHEDULING)), min_size=1, max_size=4, unique=True)):
+            spec_node.items.append((key, Scalar(draw(st.sampled_from(SCHEDULING[key])))))
     elif fault == "unknown":
         where = draw(st.sampled_from([items, meta.items, spec_node.items]))
         where.append((draw(st.sampled_from(UNKNOWN_KEYS)), Scalar("1")))

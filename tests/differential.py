@@ -148,7 +148,7 @@ def our_verdict(text: str, validator: Validator) -> Verdict:
     errors = result.errors
     if result.documents == 0 and not result.findings:
         return Verdict(False, text="no documents")
-    fields = frozenset(f.field for f in errors if f.field)
+    fields = frozenset(f.field for f in errors if f.field and f.field != "<root>")  # the server's <nil>, discarded there too
     unknown = frozenset(f.field for f in errors if f.message.startswith("unknown field"))
     return Verdict(not errors, fields, unknown, True, "\n".join(f.text() for f in result.findings))
 

@@ -112,7 +112,11 @@ def test_the_owner_of_an_atomic_parent_is_named_for_a_drift_below_it() -> None:
     live["spec"]["template"]["spec"]["nodeSelector"] = {"disktype": "hdd"}
     live["metadata"]["managedFields"] = managed
     [drift] = compare(desired, live)
-    assert drift.field == ".spec.template.spec.nodeSelector.disktype" and drift.managers == ("kubectl-edit",)
+    # compared whole, as the API server owns it: one key changed is the map changed
+    assert drift.field == ".spec.template.spec.nodeSelector" and drift.managers == ("kubectl-edit",)
+    live["spec"]["template"]["spec"]["nodeSelector"] = {"disktype": "ssd", "zone": "a"}
+    [drift] = compare(desired, live)
+    assert drift.field == ".spec.template.spec.nodeSelector", "a key added by someone else is drift of the whole map"
 
 
 # ---- an atomic write is durable before it is visible

@@ -516,3 +516,23 @@ def test_with_an_rbac_from_before_the_companions_the_deployment_is_still_reconci
     assert [o.action for o in rec.run_cycle().outcomes] == ["unchanged"]
     assert cluster.get("", "services", "default", "a-memcached") is None
     assert sum("cannot list Services or PodDisruptionBudgets" in r.message for r in caplog.records) == 1
+
+
+def test_placement_and_the_exporter_are_applied_and_a_pod_monitor_is_left_to_the_tool_that_applies_the_rendering(
+        cluster: FakeAPIServer) -> None:
+    """The scheduling fields and the sidecar travel in the Deployment; the reconciler writes no
+    PodMonitor (its kind is served only with the prometheus-operator's CRDs) and sees no drift after."""
+    post(cluster, CR_PATH.format(ns="default"), {
+        "apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m", "namespace": "default"},
+        "spec": {"size": 2, "nodeSelector": {"disk": "ssd"}, "tolerations": [{"key": "k", "operator": "Exists"}],
+                 "priorityClassName": "high", "metrics": {"enabled": True, "podMonitor": {"enabled": True}}}},
+        "?fieldManager=kubectl-create&fieldValidation=Strict")
+    rec = reconciler_for(cluster)
+    assert [o.action for o in rec.run_cycle().outcomes] == ["created"]
+    pod = deployment(cluster, "m")["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"disk": "ssd"} and pod["tolerations"] == [{"key": "k", "operator": "Exists"}]
+    assert pod["priorityClassName"] == "high" and [c["name"] for c in pod["containers"]] == ["memcached", "exporter"]
+    assert not [r for r in cluster.log if "podmonitors" in r.path]
+    cluster.reset_log()
+    assert [o.action for o in rec.run_cycle().outcomes] == ["unchanged"]
+    assert writes(cluster) == [] or all(w.endswith("/status") for w in writes(cluster))

@@ -230,6 +230,53 @@ CASES: list[Case] = [
          'beyond int64 the decoder gives a float64: "must be of type integer,string: \\"number\\"" on kube-apiserver v1.36.2'),
     Case("resources-claims-unknown", cr("resources:\n  claims: [{name: a}]"), False, ("spec.resources.claims",),
          "claims are not in our CRD (a Pod's resourceClaims cannot be rendered)"),
+    # --- the rules on resources (CEL with the quantity() library) and the scheduling fields: each verdict
+    # recorded on kube-apiserver v1.36.2 with `kubectl create --dry-run=server --validate=strict` (31 of 31 agreed)
+    Case("resources-request-above-limit", cr("resources:\n  limits: {memory: 64Mi, cpu: '1'}\n  requests: {memory: 128Mi, cpu: 500m}"),
+         False, ("spec.resources.requests",), "[cel] a request must not be above its limit (compareTo)"),
+    Case("resources-request-above-integer-limit", cr("resources:\n  limits: {cpu: 1}\n  requests: {cpu: 1001m}"), False,
+         ("spec.resources.requests",), "[cel] quantity(string(1)): an integer quantity compared as its digits"),
+    Case("resources-request-equal-limit", cr("resources:\n  limits: {memory: 67108864}\n  requests: {memory: 64Mi}"), True, (),
+         "[cel] equal values in two spellings", stored_spec={"size": 1, "containerPort": 11211, "resources": {
+             "limits": {"memory": 67108864}, "requests": {"memory": "64Mi"}}}),
+    Case("resources-memory-limit-too-small", cr("resources:\n  limits: {memory: 47Mi}"), False, ("spec.resources.limits",),
+         "[cel] at least 48Mi: the smallest cache and its headroom"),
+    Case("resources-memory-limit-48Mi", cr("resources:\n  limits: {memory: 48Mi}"), True, (), "[cel] the bound itself",
+         stored_spec={"size": 1, "containerPort": 11211, "resources": {"limits": {"memory": "48Mi"}}}),
+    Case("resources-memory-request-too-small", cr("resources:\n  requests: {memory: 32Mi}"), False, ("spec.resources.requests",),
+         "[cel] without a limit the request sizes the cache"),
+    Case("resources-negative", cr("resources:\n  limits: {cpu: '-1'}"), False, ("spec.resources.limits",),
+         "[cel] sign(quantity(...)): a Pod refuses a negative quantity"),
+    Case("resources-unknown-name", cr("resources:\n  limits: {gpu: '1'}"), False, ("spec.resources.limits",),
+         "[cel] not a standard container resource nor domain-qualified"),
+    Case("resources-extended-name", cr("resources:\n  limits: {example.com/gpu: '1', hugepages-2Mi: 100Mi, memory: 64Mi}"), True, (),
+         "[cel] extended and huge-page resources", stored_spec={"size": 1, "containerPort": 11211, "resources": {
+             "limits": {"example.com/gpu": "1", "hugepages-2Mi": "100Mi", "memory": "64Mi"}}}),
+    Case("resources-too-long", cr("resources:\n  limits: {cpu: '1" + "0" * 70 + "'}"), False, ("spec.resources.limits.cpu",),
+         "maxLength 64 (bounds the rules' cost); the rules are then not run: a blocking error"),
+    Case("resources-too-many", cr("resources:\n  limits: {" + ", ".join(f"example.com/r{i}: '1'" for i in range(17)) + "}"), False,
+         ("spec.resources.limits",), "maxProperties 16 (bounds the rules' cost)"),
+    Case("scheduling-all", cr("nodeSelector: {disk: ssd}\ntolerations: [{key: a, operator: Exists, effect: NoSchedule}]\n"
+                              "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: "
+                              "[{matchExpressions: [{key: a, operator: In, values: [b]}]}]}}}\npriorityClassName: high"), True, (),
+         "core/v1 types embedded as controller-gen embeds them", stored_spec={
+             "size": 1, "containerPort": 11211, "nodeSelector": {"disk": "ssd"},
+             "tolerations": [{"key": "a", "operator": "Exists", "effect": "NoSchedule"}],
+             "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                 {"matchExpressions": [{"key": "a", "operator": "In", "values": ["b"]}]}]}}},
+             "priorityClassName": "high"}),
+    Case("scheduling-toleration-seconds-string", cr("tolerations: [{key: a, tolerationSeconds: '10'}]"), False,
+         ("spec.tolerations[0].tolerationSeconds",), "int64"),
+    Case("scheduling-toleration-unknown-field", cr("tolerations: [{key: a, foo: b}]"), False, ("spec.tolerations[0].foo",),
+         "[prune] strict: unknown field inside an embedded type"),
+    Case("scheduling-node-selector-integer", cr("nodeSelector: {disk: 1}"), False, ("spec.nodeSelector.disk",), "a map of strings"),
+    Case("scheduling-terms-required", cr("affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {}}}"), False,
+         ("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",),
+         "required kept from the OpenAPI"),
+    Case("scheduling-weight-int32", cr("affinity: {podAntiAffinity: {preferredDuringSchedulingIgnoredDuringExecution: "
+                                       "[{weight: 3000000000, podAffinityTerm: {topologyKey: x}}]}}"), False,
+         ("spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",), "[format] int32"),
+    Case("scheduling-priority-class-integer", cr("priorityClassName: 5"), False, ("spec.priorityClassName",), "a string"),
     Case("max-connections-zero", cr("maxConnections: 0"), False, ("spec.maxConnections",), "minimum 1"),
     Case("threads-too-many", cr("threads: 65"), False, ("spec.threads",), "maximum 64"),
 ]

@@ -29,8 +29,10 @@ KEY_DEFAULTS = {"protocol": "TCP"}
 #: same container (a port renamed by hand keeps the old name: a duplicate the API server rejects).
 #: Extra containers and ownerReferences belong to others and are left alone.
 EXCLUSIVE_LISTS = {("spec", "template", "spec", "containers", "ports"), ("spec", "template", "spec", "containers", "env")}
-#: Structs the API owns whole (+structType=atomic): compared as a single value.
-ATOMIC = {("spec", "selector"), ("metadata", "ownerReferences", "item")}
+#: Structs and maps the API owns whole (+structType=atomic, +mapType=atomic): compared as a single
+#: value. A Pod's nodeSelector is an atomic map (x-kubernetes-map-type in the v1.36 OpenAPI); the
+#: affinity's selectors sit inside atomic lists, which compare whole already.
+ATOMIC = {("spec", "selector"), ("metadata", "ownerReferences", "item"), ("spec", "template", "spec", "nodeSelector")}
 
 PathStep = tuple[str, Any]  # ("f", name) | ("k", ((key, value), ...))
 

@@ -526,7 +526,9 @@ class Reconciler:
                 "apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": meta["name"], "uid": meta["uid"],
                 "controller": True, "blockOwnerDeletion": True,
             }]
-            companions = list(verdict.manifests[1:])
+            # the Service and the budget; a PodMonitor is left to the tool that applies the rendering
+            # (its kind is served only where the prometheus-operator's CRDs are installed)
+            companions = [m for m in verdict.manifests[1:] if m["kind"] in {r.kind for r in COMPANIONS}]
         with self._desired_lock:
             self._desired[key] = (version, desired, verdict.problems, companions)
             self._desired.move_to_end(key)
