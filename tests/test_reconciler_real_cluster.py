@@ -674,3 +674,29 @@ def test_one_cr_paused_or_watched_by_its_annotation_on_a_real_cluster(real) -> N
     assert conditions["Degraded"]["reason"] == "DriftDetected" and replicas("paused") == 3
     annotate("paused", None)
     assert {o.name: o.action for o in rec.run_cycle().outcomes}["paused"] == "corrected" and replicas("paused") == 1
+
+
+def test_placement_and_the_exporter_are_stored_as_rendered_on_a_real_cluster(real) -> None:
+    """The scheduling fields (with empty forms the server leaves out) and the exporter sidecar: created,
+    then no drift and no write, so what we render is what the server stores."""
+    api, ns = real
+    spec = {"size": 2, "nodeSelector": {"disk": "ssd"}, "priorityClassName": "",
+            "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "cache", "effect": "NoSchedule"},
+                            {"key": "", "operator": "Exists", "effect": ""}],
+            "affinity": {"nodeAffinity": {}, "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 50, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                                   "labelSelector": {"matchLabels": {}, "matchExpressions": []}}}]}},
+            "resources": {"limits": {"memory": "256Mi", "cpu": "1"}, "requests": {"memory": "128Mi", "cpu": "100m"}},
+            "metrics": {"enabled": True, "podMonitor": {"enabled": True}}}
+    api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds",
+                body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "p"}, "spec": spec})
+    rec = Reconciler(api, load_crd(), Options(namespaces=(ns,)))
+    assert rec.run_cycle().outcomes[0].action == "created"
+    pod = api.request("GET", f"/apis/apps/v1/namespaces/{ns}/deployments/p")["spec"]["template"]["spec"]
+    assert [c["name"] for c in pod["containers"]] == ["memcached", "exporter"] and pod["nodeSelector"] == {"disk": "ssd"}
+    assert "priorityClassName" not in pod and pod["tolerations"][1] == {"operator": "Exists"}
+    before = dict(api.requests)
+    [outcome] = rec.run_cycle().outcomes
+    writes = {k: v - before.get(k, 0) for k, v in api.requests.items() if k in ("apply", "create", "update", "patch")}
+    assert outcome.action == "unchanged" and not outcome.drift, [d.field for d in outcome.drift]
+    assert not writes.get("apply"), json.dumps(writes)

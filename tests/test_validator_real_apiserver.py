@@ -33,6 +33,7 @@ from memcached_gitops.schemas import Validator, load_crd
 
 from .cr_texts import cr_texts
 from .differential import compare, count_documents, deliberate_difference, our_verdict, prepare_cluster, pruned_nulls, server_verdict
+from .validator_cases import CASES, Case
 
 KUBECONFIG = os.environ.get("MEMCACHED_GITOPS_E2E_KUBECONFIG")
 EXAMPLES = int(os.environ.get("MEMCACHED_GITOPS_E2E_EXAMPLES") or 30)
@@ -99,3 +100,14 @@ def test_kubectl_apply_differs_from_create_only_on_generate_name_and_null_values
     pruned = pruned_nulls(text)  # kubectl apply creates the object without its null values
     assert pruned is not None, f"{applied.text}\n---\n{text}"
     assert server_verdict(pruned, KUBECONFIG).accepted == applied.accepted, f"{created.text}\n{applied.text}\n---\n{text}"
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.crd == "builtin"], ids=lambda c: c.id)
+def test_each_case_of_the_table_is_the_real_servers_verdict(validator: Validator, case: Case) -> None:
+    """The hand-made table (tests/validator_cases.py) under the shipped CRD, judged again by the real
+    API server: its verdict and fields are what the table and the validator say."""
+    assert KUBECONFIG
+    server = server_verdict(case.text, KUBECONFIG)
+    assert server.accepted == case.accept, server.text
+    found = compare(case.text, our_verdict(case.text, validator), server, count_documents(case.text))
+    assert found is None, found.describe()
