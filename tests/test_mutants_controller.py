@@ -25,7 +25,7 @@ from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolic
 from memcached_gitops.reconciler.client.caches import owner_name
 from memcached_gitops.reconciler.client.shards import RING_LABEL, VIEW_ANNOTATION, ShardRing, key_text, lease_name, owner
 from memcached_gitops.reconciler.decisions.drift import Drift
-from memcached_gitops.reconciler.decisions.fights import FightDetector
+from memcached_gitops.reconciler.decisions.fights import Correction, FightDetector
 from memcached_gitops.reconciler.decisions.vocabulary import INSTANCE_LABEL, SELECTOR, Action
 from memcached_gitops.reconciler.orchestration.controller import DEFAULT_RESYNC, Controller, Settings, lease_client
 from memcached_gitops.reconciler.orchestration.cycle import CROutcome, Options, Reconciler
@@ -508,8 +508,8 @@ def test_corrections_against_another_manager_become_a_fight(caplog) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
     c = make(fights=FightDetector(threshold=2, window=60, base=10, cap=10))
     c.reconciler.events = Events()  # type: ignore[assignment]
-    theirs = Drift(REPLICAS, 5, 1, ("memcached-gitops", "kubectl"))
-    ours = Drift(REPLICAS, 5, 1, ("memcached-gitops",))
+    theirs = Correction("Deployment", "default/a", Drift(REPLICAS, 5, 1, ("memcached-gitops", "kubectl")))
+    ours = Correction("Deployment", "default/a", Drift(REPLICAS, 5, 1, ("memcached-gitops",)))
     for _ in range(5):
         assert c._fight_check(cr("a"), [ours]) is None, "our own manager is never fought"
     assert c._fight_check(cr("a"), [theirs]) is None
@@ -522,6 +522,26 @@ def test_corrections_against_another_manager_become_a_fight(caplog) -> None:
     assert f"default/a: fight: {message}" in [r.getMessage() for r in caplog.records if r.name == LOGGER]
     assert c._fight_check(cr("a"), []) == ("FieldManagerFight", message), "Degraded while the fight lasts"
     assert c._fight_check(cr("b"), []) is None
+
+
+def test_a_companions_fight_names_its_object_and_counts_apart_from_the_deployments() -> None:
+    """The same field path of the Service and of the Deployment, undone by the same manager, are two
+    counts: neither alone is one too many. Once the Service's is, the condition, the Event and the
+    metric name the Service (the metric's field after its kind, as the drift counters have it)."""
+    c = make(fights=FightDetector(threshold=2, window=60, base=10, cap=10))
+    c.reconciler.events = Events()  # type: ignore[assignment]
+    labels = (("f", "metadata"), ("f", "labels"), ("f", "team"))
+    service = Correction("Service", "default/a-memcached", Drift(labels, "x", "y", ("kubectl-label",)))
+    deployment = Correction("Deployment", "default/a", Drift(labels, "x", "y", ("kubectl-label",)))
+    for _ in range(2):
+        assert c._fight_check(cr("a"), [service, deployment]) is None
+    reason, message = c._fight_check(cr("a"), [service])
+    assert reason == "FieldManagerFight"
+    assert message.startswith(".metadata.labels.team of Service default/a-memcached was corrected 3 times in 60s and set back "
+                              "each time by field manager kubectl-label;")
+    assert c.metrics.value("memcached_gitops_fights_total", {"field": "Service .metadata.labels.team", "manager": "kubectl-label"}) == 1
+    assert c.metrics.value("memcached_gitops_fights_total", {"field": ".metadata.labels.team", "manager": "kubectl-label"}) == 0
+    assert c.reconciler.events.recorded == [("a", "Warning", "FightDetected", message)]
 
 
 def test_a_fight_event_message_is_cut_to_1024_characters() -> None:
@@ -539,7 +559,7 @@ def test_a_fight_event_message_is_cut_to_1024_characters() -> None:
     api = API()
     c.reconciler.events = EventRecorder(api)  # type: ignore[arg-type]
     long_name = "d" * 1500
-    c._fight_check(cr(long_name), [Drift(REPLICAS, 5, 1, ("kubectl",))])
+    c._fight_check(cr(long_name), [Correction("Deployment", f"default/{long_name}", Drift(REPLICAS, 5, 1, ("kubectl",)))])
     [body] = api.bodies
     assert body["reason"] == "FightDetected" and body["type"] == "Warning"
     assert len(body["message"]) == 1024 and body["message"].startswith(".spec.replicas of Deployment default/ddd")

@@ -42,6 +42,7 @@ from ..client.events import EventRecorder, now_rfc3339
 from ..decisions.autoscalers import autoscalers_by_target
 from ..decisions.companions import Move, steps
 from ..decisions.drift import Drift, compare
+from ..decisions.fights import Correction
 from ..decisions.ignore import ANNOTATION as IGNORE_ANNOTATION
 from ..decisions.ignore import Ignored, IgnoreError, Pointer, ignored_paths
 from ..decisions.ownership import Ownership, classify, spec_manager
@@ -68,9 +69,10 @@ from ..decisions.vocabulary import (
 from .apply import apply_deployment
 
 log = logging.getLogger("memcached_gitops.reconciler")
-#: Called before the status write with the drift just corrected (empty: none); answers a
-#: (reason, message) that makes the CR Degraded, or None. The event-driven mode's fight detector.
-DegradedCheck = Callable[[dict[str, Any], list[Drift]], "tuple[str, str] | None"]
+#: Called before the status write with the fields just corrected, of the Deployment and of its
+#: companions, each with its object (empty: none); answers a (reason, message) that makes the CR
+#: Degraded, or None. The event-driven mode's fight detector.
+DegradedCheck = Callable[[dict[str, Any], list[Correction]], "tuple[str, str] | None"]
 #: A companion as the cache holds it (None: not there): (resource, namespace, name) -> object.
 CompanionLookup = Callable[[Resource, str, str], "dict[str, Any] | None"]
 #: The Deployments of a namespace with a kept selector (selectors.py), for the overlap report.
@@ -113,6 +115,7 @@ class CROutcome:
     removed: list[tuple[Resource, str]] = field(default_factory=list)  # companions deleted: (resource, name)
     companion_drift: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) corrected or found
     companion_ignored: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) at ignored paths: left alone
+    companion_corrected: list[Correction] = field(default_factory=list)  # the fields our applies put back (the fight detector's)
 
 
 @dataclass
@@ -360,6 +363,8 @@ class Reconciler:
             else:
                 assert step.body is not None
                 result.companions.append(self.api.apply(path, step.body, self.options.field_manager))
+                name = f"{visit.namespace}/{step.name}"
+                result.companion_corrected += [Correction(step.resource.kind, name, d) for d in step.drift]
             if result.action == Action.UNCHANGED:
                 result.action = Action.CORRECTED
             done = f"{step.describe()} {step.move.value}d" if step.move is not Move.CORRECT else (
@@ -378,7 +383,9 @@ class Reconciler:
                 neighbours: Neighbours | None, autoscaler: str, foreign: str = "") -> CROutcome:
         """The status of a CR served as asked: Available from its Deployment, Degraded while a fight
         lasts or a foreign object holds a companion's name, the overlap of a kept selector, the HPA that scales it."""
-        corrected = drift if visit.result.action == Action.CORRECTED else []
+        ours = f"{visit.namespace}/{visit.name}"
+        corrected = [Correction(DEPLOYMENTS.kind, ours, d) for d in drift] if visit.result.action == Action.CORRECTED else []
+        corrected += visit.result.companion_corrected
         reason, message = (degraded(visit.cr, corrected) if degraded else None) or (("ResourceNotOwned", foreign) if foreign else ("", ""))
         overlap = self._overlap(visit.cr, live, neighbours) if live is not None and neighbours is not None else ""
         if not self.options.dry_run:
