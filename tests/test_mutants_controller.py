@@ -1580,6 +1580,33 @@ def test_with_shards_a_deployment_read_by_a_get_goes_into_the_cache_of_its_names
     assert plain.caches.cached("Deployment", ("shop", name)) is None
 
 
+def test_with_shards_a_companion_read_by_a_get_goes_into_its_kinds_cache() -> None:
+    """The Service and budget of a CR that came with the share, read by a GET, are stored in their
+    kinds' caches (as the Deployment is) unless the watch saw them go; without shards, nothing is."""
+    c, ring, _ = sharded()
+    joined(c, ring, "b")
+    name = share("b")[0]
+    service = {"kind": "Service", "metadata": {"name": f"{name}-memcached", "namespace": "default", "resourceVersion": "5",
+                                               "ownerReferences": [{"kind": "Memcached", "name": name, "controller": True}]}}
+    budget = {**service, "kind": "PodDisruptionBudget"}
+    c.informers["Service"][0].store.put(service)  # b's then: its version is known, the object not kept
+    c.informers["PodDisruptionBudget"][0].store.put(budget)
+    assert c.caches.cached("Service", ("default", f"{name}-memcached")) is None
+    c.on_event("Lease", "DELETED", peer_lease("b"), None, 2.0)  # b left: its share comes to a
+    read = [("Service", service), ("PodDisruptionBudget", budget)]
+    c.reconciler.reconcile_cr = Recorder(lambda cr, *a, **k: CROutcome("default", name, Action.UNCHANGED,  # type: ignore[method-assign]
+                                                                       companions_read=read))
+    store(c, "Memcached", cr(name))
+    c.reconcile(("default", name), 0.0)
+    assert c.caches.cached("Service", ("default", f"{name}-memcached")) == service
+    assert c.caches.cached("PodDisruptionBudget", ("default", f"{name}-memcached")) == budget
+    plain = make()
+    plain.reconciler.reconcile_cr = c.reconciler.reconcile_cr  # type: ignore[method-assign]
+    store(plain, "Memcached", cr(name))
+    plain.reconcile(("default", name), 0.0)
+    assert plain.caches.cached("Service", ("default", f"{name}-memcached")) is None, "without shards: the watch fills the cache"
+
+
 class ShareInformer:
     """A Deployment informer as Share.follow uses it: prune answers ``dropped``, refill ``added``
     (or raises the next of ``failures``)."""
@@ -1612,7 +1639,7 @@ def follow(c: Controller, members: list[frozenset[str]], informers: list[ShareIn
 
     class Caches:
         def __init__(self) -> None:
-            self.informers = {"Deployment": informers}
+            self.informers = {"Deployment": informers, "Service": [], "PodDisruptionBudget": []}  # the companions: none here
 
     assert c.share is not None
     c.share.ring, c.share.caches = Ring(), Caches()  # type: ignore[assignment]
@@ -1637,7 +1664,7 @@ def test_the_share_follower_prunes_when_members_come_and_lists_when_one_leaves(c
     with caplog.at_level(logging.INFO, logger=LOGGER):
         follow(c, [frozenset({"a", "b"})], [first, second], lambda: "dropped" in caplog.text)
     assert first.calls == ["prune"] and second.calls == ["prune"] and c.share.cached_members == {"a", "b"}
-    assert "shard members a, b: 3 Deployments dropped from the cache, 0 added" in caplog.text
+    assert "shard members a, b: 3 Deployments, Services and budgets dropped from the cache, 0 added" in caplog.text
     caplog.clear()
     c, _, _ = sharded()
     first, second = ShareInformer(dropped=2, added=3), ShareInformer(dropped=1, added=4)
@@ -1646,7 +1673,8 @@ def test_the_share_follower_prunes_when_members_come_and_lists_when_one_leaves(c
     with caplog.at_level(logging.INFO, logger=LOGGER):
         follow(c, [frozenset({"a"})], [first, second], lambda: "dropped" in caplog.text)
     assert first.calls == ["prune", ("refill", False)] and second.calls == ["prune", ("refill", False)]
-    assert "shard members a: 3 Deployments dropped from the cache, 7 added" in caplog.text and not c.share.refill_pending
+    assert "shard members a: 3 Deployments, Services and budgets dropped from the cache, 7 added" in caplog.text
+    assert not c.share.refill_pending
     c, _, _ = sharded()
     same = ShareInformer()
     c.share.cached_members = frozenset({"a"})
@@ -1670,7 +1698,7 @@ def test_the_share_follower_lists_again_after_a_failed_list_even_when_the_member
         follow(c, [frozenset({"a"})], [informer], lambda: "5 added" in caplog.text)
     assert informer.calls == ["prune", ("refill", False), "prune", ("refill", False)]
     assert waits == [1.0] and not c.share.refill_pending
-    assert "cannot list the Deployments of the grown share" in caplog.text and "trying again" in caplog.text
+    assert "cannot list the Deployments, Services or budgets of the grown share" in caplog.text and "trying again" in caplog.text
 
 
 def test_run_with_shards_ends_with_2_when_the_lease_cannot_be_created() -> None:
@@ -1734,7 +1762,7 @@ def test_the_share_follower_looks_every_half_second_and_follows_on_after_a_quiet
     c.share.changed.set()
     with caplog.at_level(logging.INFO, logger=LOGGER):
         follow(c, [frozenset({"a"})], [informer], lambda: "added" in caplog.text)
-    assert "shard members a: 1 Deployments dropped from the cache, 2 added" in caplog.messages
+    assert "shard members a: 1 Deployments, Services and budgets dropped from the cache, 2 added" in caplog.messages
     assert set(c.share.changed.timeouts) == {0.5} and len(c.share.changed.timeouts) >= 3
 
 
@@ -1748,7 +1776,7 @@ def test_a_failed_list_of_the_grown_share_is_logged_with_the_servers_answer(capl
     c.stop.wait = lambda timeout=None: False  # type: ignore[method-assign]
     with caplog.at_level(logging.INFO, logger=LOGGER):
         follow(c, [frozenset({"a"})], [informer], lambda: "5 added" in caplog.text)
-    assert f"cannot list the Deployments of the grown share: {busy}; trying again" in caplog.messages
+    assert f"cannot list the Deployments, Services or budgets of the grown share: {busy}; trying again" in caplog.messages
 
 
 def test_with_shards_a_resync_queues_this_replicas_share_only(caplog) -> None:

@@ -116,6 +116,7 @@ class CROutcome:
     companion_drift: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) corrected or found
     companion_ignored: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) at ignored paths: left alone
     companion_corrected: list[Correction] = field(default_factory=list)  # the fields our applies put back (the fight detector's)
+    companions_read: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (kind, object) found by a GET, not cached
 
 
 @dataclass
@@ -334,6 +335,8 @@ class Reconciler:
                 found = lookup(resource, visit.namespace, name)
                 if found is None and (resource.kind, name) in wanted:
                     found = self._find_unlabelled(visit.namespace, name, resource)  # never take one over by its name
+                    if found is not None:
+                        result.companions_read.append((resource.kind, found))
                 if found is not None:
                     live[(resource.kind, name)] = found
         foreign = []
