@@ -152,3 +152,33 @@ def test_selecting_copies_the_selector() -> None:
     chosen = selecting(budget(), kept)
     chosen["spec"]["selector"]["matchLabels"]["x"] = "y"
     assert kept == {"matchLabels": {"a": "b"}}
+
+
+def test_ignored_paths_of_a_companion_are_left_to_their_owner_and_listed_apart() -> None:
+    """The CR's ``PodDisruptionBudget:`` pointers, followed as the Deployment's (plan.ignoring): not
+    drift; left out of an apply made for another field when another manager owns them, carried at
+    the live value when we alone do; never reaching another kind's object; observed drift alike."""
+    wanted = companions()
+    live_budget = with_owner(wanted[1], CR)
+    live_budget["spec"]["maxUnavailable"] = 2
+    live_budget["metadata"]["managedFields"] = [{"manager": "platform", "operation": "Update",
+                                                 "fieldsV1": {"f:spec": {"f:maxUnavailable": {}}}}]
+    live = {("Service", "m-memcached"): with_owner(wanted[0], CR), ("PodDisruptionBudget", "m-memcached"): live_budget}
+    ignored = {"PodDisruptionBudget": (("spec", "maxUnavailable"),)}
+    [_, kept] = steps(CR, wanted, live, NAMES, ignored=ignored)
+    assert (kept.move, kept.drift, [d.field for d in kept.ignored]) == (Move.KEEP, (), [".spec.maxUnavailable"])
+    assert kept.body is live_budget
+    other_kind = steps(CR, wanted, live, NAMES, ignored={"Service": (("spec", "maxUnavailable"),)})[1]
+    assert (other_kind.move, other_kind.ignored) == (Move.CORRECT, ()), "a Service pointer is not the budget's"
+    live_budget["metadata"]["labels"]["app.kubernetes.io/name"] = "x"
+    [_, corrected] = steps(CR, wanted, live, NAMES, ignored=ignored)
+    assert corrected.move is Move.CORRECT and [d.field for d in corrected.drift] == [".metadata.labels.app.kubernetes.io/name"]
+    assert "maxUnavailable" not in corrected.body["spec"], "another manager's: left out of our apply"
+    live_budget["metadata"]["managedFields"] = [{"manager": "shop-gitops", "operation": "Apply",
+                                                 "fieldsV1": {"f:spec": {"f:maxUnavailable": {}}}}]
+    [_, carried] = steps(CR, wanted, live, NAMES, ignored=ignored, field_manager="shop-gitops")
+    assert carried.body["spec"]["maxUnavailable"] == 2, "ours alone (our field manager's name given): the live value"
+    applied = copy.deepcopy(wanted[1])
+    applied["spec"]["maxUnavailable"] = 2
+    [_, observed] = steps(CR, wanted, {("PodDisruptionBudget", "m-memcached"): applied}, NAMES, ignored=ignored)
+    assert (observed.move, observed.drift, [d.field for d in observed.ignored]) == (Move.OBSERVE, (), [".spec.maxUnavailable"])

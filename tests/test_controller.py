@@ -245,6 +245,47 @@ def test_a_fight_with_a_second_writer_is_detected_backed_off_and_reported(cluste
         assert warnings and warnings[0]["type"] == "Warning" and "autoscaler (scale)" in warnings[0]["message"]
 
 
+def test_a_fight_over_a_field_of_the_budget_is_detected_backed_off_and_names_the_budget(cluster: FakeAPIServer) -> None:
+    """The companions' corrections feed the fight detector as the Deployment's do: a bot that keeps
+    setting the budget's maxUnavailable back is a fight of the PodDisruptionBudget, named as such."""
+    budget = "/apis/policy/v1/namespaces/default/poddisruptionbudgets/a-memcached"
+    make_cr(cluster, "a", size=3)
+    stop = threading.Event()
+
+    def fighter() -> None:  # a platform bot that wants maxUnavailable 2, reacting at once
+        while not stop.is_set():
+            live = cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached")
+            if live is not None and live["spec"].get("maxUnavailable") != 2:
+                cluster.handle("PATCH", budget + "?fieldManager=platform-bot",
+                               {"User-Agent": "platform-bot/1.0", "Content-Type": "application/merge-patch+json"},
+                               b'{"spec":{"maxUnavailable":2}}')
+            time.sleep(0.002)
+
+    detector = FightDetector(threshold=3, window=60, base=1.0, cap=4.0)
+    with running(cluster, fights=detector) as controller:
+        wait_for(lambda: cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached"), what="the budget")
+        settle(cluster)
+        t = threading.Thread(target=fighter, daemon=True)
+        started = time.monotonic()
+        t.start()
+        try:
+            wait_for(lambda: condition(cluster, "a", "Degraded").get("reason") == "FieldManagerFight", what="Degraded")
+            time.sleep(2)
+        finally:
+            stop.set()
+            t.join()
+        message = condition(cluster, "a", "Degraded")["message"]
+        assert message.startswith(".spec.maxUnavailable of PodDisruptionBudget default/a-memcached was corrected "), message
+        assert "field manager platform-bot;" in message
+        applies = [r for r in cluster.writes() if r.received >= started and "/poddisruptionbudgets/" in r.path
+                   and r.user_agent.startswith("memcached")]
+        assert 4 <= len(applies) <= 4 + 3, f"4 corrections to detect it, then one per backoff (1 s, 2 s): {len(applies)}"
+        assert controller.metrics.value("memcached_gitops_fights_total",
+                                        {"field": "PodDisruptionBudget .spec.maxUnavailable", "manager": "platform-bot"}) >= 1
+        warnings = [o for k, o in cluster.objects.items() if k[1] == "events" and o.get("reason") == "FightDetected"]
+        assert warnings and "PodDisruptionBudget default/a-memcached" in warnings[0]["message"]
+
+
 def test_detect_only_reports_drift_and_never_writes_a_deployment(cluster: FakeAPIServer) -> None:
     make_cr(cluster, "a")
     make_cr(cluster, "b")

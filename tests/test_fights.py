@@ -38,6 +38,28 @@ def test_other_fields_and_managers_count_apart() -> None:
         assert d.record("k", "ns/a", ".spec.template.spec.containers[name=\"memcached\"].image", "one", M(t)) is None
 
 
+def test_the_same_field_of_another_object_counts_apart_and_the_fight_names_its_object() -> None:
+    """A Service's and the Deployment's corrections of one path never add up; nor two Services'."""
+    d = FightDetector(threshold=2, window=120)
+    labels = ".metadata.labels.team"
+    for t in range(2):
+        assert d.record("k", "ns/a", labels, "x", M(t)) is None
+        assert d.record("k", "ns/a-memcached", labels, "x", M(t), kind="Service") is None
+        assert d.record("k", "ns/b-memcached", labels, "x", M(t), kind="Service") is None
+    fight = d.record("k", "ns/a-memcached", labels, "x", M(3), kind="Service")
+    assert fight is not None and (fight.kind, fight.name, fight.label) == ("Service", "ns/a-memcached", "Service " + labels)
+    assert fight.message.startswith(".metadata.labels.team of Service ns/a-memcached was corrected 3 times in 120s")
+    assert FightDetector(threshold=0).record("k", "ns/a", REPLICAS, "x", M(0)).label == REPLICAS, "a Deployment's field: its plain name"
+
+
+def test_after_a_fight_only_the_same_objects_field_is_the_next_one() -> None:
+    d = FightDetector(threshold=1, window=1000, base=10, cap=30)
+    d.record("k", "ns/a-memcached", REPLICAS, "x", M(0), kind="Service")
+    assert d.record("k", "ns/a-memcached", REPLICAS, "x", M(1), kind="Service") is not None
+    assert d.record("k", "ns/a", REPLICAS, "x", M(20)) is None, "the Deployment's field is not the Service's"
+    assert d.record("k", "ns/a-memcached", REPLICAS, "x", M(20), kind="Service") is not None
+
+
 def test_the_backoff_doubles_with_each_fight_in_a_row_up_to_the_cap() -> None:
     """After a fight, one more correction undone by the same manager is the next fight: one write per delay."""
     d = FightDetector(threshold=1, window=1000, base=10, cap=30)

@@ -1,17 +1,20 @@
 """The ``cache.example.com/ignore-paths`` annotation (reconciler/decisions/ignore.py): Flux's ``.spec.ignore``
-semantics for fields of a Memcached's Deployment that people or other tools set."""
+semantics for fields of a Memcached's Deployment, Service and PodDisruptionBudget that people or other tools set."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from memcached_gitops.reconciler.decisions.ignore import ANNOTATION, IgnoreError, follow, pointers_of
+from memcached_gitops.reconciler.decisions.ignore import ANNOTATION, IgnoreError, follow, ignored_paths, pointers_of
 
 from fakeapi.server import FakeAPIServer
 
 from .test_controller import running, settle, wait_for
 from .test_reconciler import CR_PATH, DEP_PATH, condition, deployment, make_cr, patch, reconciler_for
+
+SERVICE = "/api/v1/namespaces/default/services/{name}-memcached"
+BUDGET = "/apis/policy/v1/namespaces/default/poddisruptionbudgets/{name}-memcached"
 
 
 @pytest.fixture
@@ -36,8 +39,19 @@ def set_memory(api: FakeAPIServer, name: str, memory: str) -> None:
     patch(api, DEP_PATH.format(ns="default", name=name), body, "application/strategic-merge-patch+json", "?fieldManager=kubectl-set")
 
 
+def rename_port(api: FakeAPIServer, name: str) -> None:
+    """A person renames the Service's port (a field we set): drift the next reconcile would correct."""
+    body = {"spec": {"ports": [{"name": "mc", "port": 11211, "protocol": "TCP", "targetPort": "memcached"}]}}
+    patch(api, SERVICE.format(name=name), body, "application/merge-patch+json", "?fieldManager=kubectl-edit")
+
+
 def deployment_writes(api: FakeAPIServer) -> list:
     return [r for r in api.writes() if "/deployments/" in r.path and r.user_agent.startswith("memcached-gitops")]
+
+
+def companion_writes(api: FakeAPIServer) -> list:
+    return [r for r in api.writes() if ("/services/" in r.path or "/poddisruptionbudgets/" in r.path)
+            and r.user_agent.startswith("memcached-gitops")]
 
 
 def test_a_manual_scale_on_an_ignored_path_stays_and_is_not_reported(cluster: FakeAPIServer) -> None:
@@ -78,6 +92,41 @@ def test_an_apply_for_other_reasons_leaves_the_ignored_field_to_its_owner(cluste
     assert "replicas" not in json.loads(apply.body)["spec"]
 
 
+def test_a_companions_ignored_field_stays_and_is_left_out_of_its_apply(cluster: FakeAPIServer) -> None:
+    """``PodDisruptionBudget:/spec/maxUnavailable``: a platform team's budget stays, is not drift (no
+    write, no Event) but is listed as ignored; an apply of the budget for another field leaves it out
+    (another manager owns it); the rule removed, ours comes back. The Deployment's pointers are not its."""
+    make_cr(cluster, "m", size=3)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    annotate(cluster, "m", "PodDisruptionBudget:/spec/maxUnavailable, /spec/replicas")
+    patch(cluster, BUDGET.format(name="m"), {"spec": {"maxUnavailable": 2}}, "application/merge-patch+json", "?fieldManager=platform")
+    rename_port(cluster, "m")
+    cluster.reset_log()
+    [outcome] = rec.run_cycle().outcomes
+    assert [(where, d.field) for where, d in outcome.companion_ignored] == [("PodDisruptionBudget m-memcached", ".spec.maxUnavailable")]
+    port_name = '.spec.ports[port=11211,protocol="TCP"].name'
+    assert [(where, d.field) for where, d in outcome.companion_drift] == [("Service m-memcached", port_name)]
+    assert [w.path.rsplit("/", 2)[-2] for w in companion_writes(cluster)] == ["services"], "the Service's drift only"
+    assert budget(cluster, "m")["spec"]["maxUnavailable"] == 2
+    patch(cluster, BUDGET.format(name="m"), {"metadata": {"labels": {"app.kubernetes.io/name": "x"}}}, "application/merge-patch+json",
+          "?fieldManager=kubectl-label")
+    cluster.reset_log()
+    [outcome] = rec.run_cycle().outcomes
+    assert outcome.action == "corrected" and [d.field for _, d in outcome.companion_ignored] == [".spec.maxUnavailable"]
+    [apply] = [w for w in companion_writes(cluster) if w.content_type == "application/apply-patch+yaml"]
+    assert "maxUnavailable" not in json.loads(apply.body)["spec"], "another manager's: left out of our apply"
+    live = budget(cluster, "m")
+    assert live["spec"]["maxUnavailable"] == 2 and live["metadata"]["labels"]["app.kubernetes.io/name"] == "memcached"
+    annotate(cluster, "m", None)  # the rule removed: the rendering rules again
+    [outcome] = rec.run_cycle().outcomes
+    assert outcome.action == "corrected" and budget(cluster, "m")["spec"]["maxUnavailable"] == 1
+
+
+def budget(api: FakeAPIServer, name: str) -> dict:
+    return api.get("policy", "poddisruptionbudgets", "default", f"{name}-memcached")
+
+
 def test_detect_only_lists_ignored_drift_apart(cluster: FakeAPIServer) -> None:
     make_cr(cluster, "m", size=1)
     reconciler_for(cluster).run_cycle()
@@ -92,17 +141,20 @@ def test_detect_only_lists_ignored_drift_apart(cluster: FakeAPIServer) -> None:
 
 
 @pytest.mark.parametrize("value", ["spec/replicas", "/spec/a~2b", "/spec/selector", "/spec/selector/matchLabels",
-                                   "/metadata/name", "/metadata/ownerReferences/0", "/spec", "/"])
+                                   "/metadata/name", "/metadata/ownerReferences/0", "/spec", "/", "Service:/spec/selector",
+                                   "PodDisruptionBudget:/spec/selector/matchLabels", "Service:/metadata/name", "ConfigMap:/data",
+                                   "/spec/replicas, PodDisruptionBudget:/spec"])
 def test_a_bad_pointer_is_an_error_on_the_cr_and_nothing_is_written(cluster: FakeAPIServer, value: str) -> None:
     make_cr(cluster, "m", size=1)
     rec = reconciler_for(cluster)
     rec.run_cycle()
     annotate(cluster, "m", value)
     scale(cluster, "m", 3)
+    rename_port(cluster, "m")
     cluster.reset_log()
     [outcome] = rec.run_cycle().outcomes
     rec.run_cycle()
-    assert outcome.action == "invalid" and deployment_writes(cluster) == []
+    assert outcome.action == "invalid" and deployment_writes(cluster) == [] and companion_writes(cluster) == []
     degraded = condition(cluster, "m", "Degraded")
     assert (degraded["status"], degraded["reason"]) == ("True", "InvalidIgnorePaths") and ANNOTATION in degraded["message"]
     assert [e["reason"] for k, e in cluster.objects.items() if k[1] == "events"].count("InvalidIgnorePaths") == 1
@@ -130,6 +182,21 @@ def test_pointers_are_rfc_6901_separated_by_commas_or_lines() -> None:
         pointers_of({"metadata": {"annotations": {ANNOTATION: "/spec/replicas,replicas"}}})
 
 
+def test_a_pointer_may_name_the_service_or_the_budget_by_kind_and_a_bare_one_names_the_deployment() -> None:
+    text = ("/spec/replicas, Service:/spec/ports/0/targetPort,\nPodDisruptionBudget: /spec/maxUnavailable, "
+            "/metadata/annotations/a:b, Deployment:/spec/paused")
+    cr = {"metadata": {"annotations": {ANNOTATION: text}}}
+    assert ignored_paths(cr) == {"Deployment": (("spec", "replicas"), ("metadata", "annotations", "a:b"), ("spec", "paused")),
+                                 "Service": (("spec", "ports", "0", "targetPort"),),
+                                 "PodDisruptionBudget": (("spec", "maxUnavailable"),)}
+    assert pointers_of(cr) == ignored_paths(cr)["Deployment"], "a bare pointer, and one after the first '/', names the Deployment"
+    assert pointers_of(cr, "Service") == (("spec", "ports", "0", "targetPort"),)
+    assert pointers_of({"metadata": {"annotations": {ANNOTATION: "/spec/replicas"}}}, "Service") == ()
+    assert ignored_paths({"metadata": {}}) == {}
+    with pytest.raises(IgnoreError, match="Service"):  # one bad entry refuses the annotation, the Deployment's pointers too
+        pointers_of({"metadata": {"annotations": {ANNOTATION: "/spec/replicas, Service:/spec/selector"}}})
+
+
 def test_follow_drops_keeps_or_copies_and_never_changes_its_input() -> None:
     desired = {"spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "memcached", "image": "memcached:1"}]}}}}
     hpa = {"manager": "kubectl", "operation": "Update", "subresource": "scale", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
@@ -150,7 +217,21 @@ def test_follow_drops_keeps_or_copies_and_never_changes_its_input() -> None:
 
 @pytest.mark.parametrize(("value", "message"), [
     ("spec/replicas", 'annotation cache.example.com/ignore-paths: "spec/replicas" is not a JSON Pointer (RFC 6901: '
-                      "/spec/replicas, with ~0 for ~ and ~1 for /)"),
+                      "/spec/replicas, with ~0 for ~ and ~1 for /; Service:/... or PodDisruptionBudget:/... for those objects)"),
+    ("Service:spec/type", 'annotation cache.example.com/ignore-paths: "Service:spec/type" is not a JSON Pointer (RFC 6901: '
+                          "/spec/replicas, with ~0 for ~ and ~1 for /; Service:/... or PodDisruptionBudget:/... for those objects)"),
+    ("Ingress:/spec/rules", 'annotation cache.example.com/ignore-paths: "Ingress:/spec/rules" names kind "Ingress": a '
+                            "Memcached's objects are Deployment, Service, PodDisruptionBudget (a bare pointer names the Deployment)"),
+    ("service:/spec/type", 'annotation cache.example.com/ignore-paths: "service:/spec/type" names kind "service": a '
+                           "Memcached's objects are Deployment, Service, PodDisruptionBudget (a bare pointer names the Deployment)"),
+    ("Service:/spec//type", 'annotation cache.example.com/ignore-paths: "Service:/spec//type" has an empty step: no field of '
+                            "a Service has an empty name"),
+    ("Service:/spec/selector/app.kubernetes.io~1instance", 'annotation cache.example.com/ignore-paths: '
+     '"Service:/spec/selector/app.kubernetes.io~1instance" names what makes the Service this Memcached\'s (its name, owner '
+     "or selector); it cannot be ignored"),
+    ("PodDisruptionBudget:/metadata/ownerReferences", 'annotation cache.example.com/ignore-paths: '
+     '"PodDisruptionBudget:/metadata/ownerReferences" names what makes the PodDisruptionBudget this Memcached\'s (its name, '
+     "owner or selector); it cannot be ignored"),
     ("/spec//replicas", 'annotation cache.example.com/ignore-paths: "/spec//replicas" has an empty step: no field of a '
                         "Deployment has an empty name"),
     ("/spec/selector", 'annotation cache.example.com/ignore-paths: "/spec/selector" names what makes the Deployment this '

@@ -25,7 +25,7 @@ from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolic
 from memcached_gitops.reconciler.client.caches import owner_name
 from memcached_gitops.reconciler.client.shards import RING_LABEL, VIEW_ANNOTATION, ShardRing, key_text, lease_name, owner
 from memcached_gitops.reconciler.decisions.drift import Drift
-from memcached_gitops.reconciler.decisions.fights import FightDetector
+from memcached_gitops.reconciler.decisions.fights import Correction, FightDetector
 from memcached_gitops.reconciler.decisions.vocabulary import INSTANCE_LABEL, SELECTOR, Action
 from memcached_gitops.reconciler.orchestration.controller import DEFAULT_RESYNC, Controller, Settings, lease_client
 from memcached_gitops.reconciler.orchestration.cycle import CROutcome, Options, Reconciler
@@ -508,8 +508,8 @@ def test_corrections_against_another_manager_become_a_fight(caplog) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
     c = make(fights=FightDetector(threshold=2, window=60, base=10, cap=10))
     c.reconciler.events = Events()  # type: ignore[assignment]
-    theirs = Drift(REPLICAS, 5, 1, ("memcached-gitops", "kubectl"))
-    ours = Drift(REPLICAS, 5, 1, ("memcached-gitops",))
+    theirs = Correction("Deployment", "default/a", Drift(REPLICAS, 5, 1, ("memcached-gitops", "kubectl")))
+    ours = Correction("Deployment", "default/a", Drift(REPLICAS, 5, 1, ("memcached-gitops",)))
     for _ in range(5):
         assert c._fight_check(cr("a"), [ours]) is None, "our own manager is never fought"
     assert c._fight_check(cr("a"), [theirs]) is None
@@ -522,6 +522,26 @@ def test_corrections_against_another_manager_become_a_fight(caplog) -> None:
     assert f"default/a: fight: {message}" in [r.getMessage() for r in caplog.records if r.name == LOGGER]
     assert c._fight_check(cr("a"), []) == ("FieldManagerFight", message), "Degraded while the fight lasts"
     assert c._fight_check(cr("b"), []) is None
+
+
+def test_a_companions_fight_names_its_object_and_counts_apart_from_the_deployments() -> None:
+    """The same field path of the Service and of the Deployment, undone by the same manager, are two
+    counts: neither alone is one too many. Once the Service's is, the condition, the Event and the
+    metric name the Service (the metric's field after its kind, as the drift counters have it)."""
+    c = make(fights=FightDetector(threshold=2, window=60, base=10, cap=10))
+    c.reconciler.events = Events()  # type: ignore[assignment]
+    labels = (("f", "metadata"), ("f", "labels"), ("f", "team"))
+    service = Correction("Service", "default/a-memcached", Drift(labels, "x", "y", ("kubectl-label",)))
+    deployment = Correction("Deployment", "default/a", Drift(labels, "x", "y", ("kubectl-label",)))
+    for _ in range(2):
+        assert c._fight_check(cr("a"), [service, deployment]) is None
+    reason, message = c._fight_check(cr("a"), [service])
+    assert reason == "FieldManagerFight"
+    assert message.startswith(".metadata.labels.team of Service default/a-memcached was corrected 3 times in 60s and set back "
+                              "each time by field manager kubectl-label;")
+    assert c.metrics.value("memcached_gitops_fights_total", {"field": "Service .metadata.labels.team", "manager": "kubectl-label"}) == 1
+    assert c.metrics.value("memcached_gitops_fights_total", {"field": ".metadata.labels.team", "manager": "kubectl-label"}) == 0
+    assert c.reconciler.events.recorded == [("a", "Warning", "FightDetected", message)]
 
 
 def test_a_fight_event_message_is_cut_to_1024_characters() -> None:
@@ -539,7 +559,7 @@ def test_a_fight_event_message_is_cut_to_1024_characters() -> None:
     api = API()
     c.reconciler.events = EventRecorder(api)  # type: ignore[arg-type]
     long_name = "d" * 1500
-    c._fight_check(cr(long_name), [Drift(REPLICAS, 5, 1, ("kubectl",))])
+    c._fight_check(cr(long_name), [Correction("Deployment", f"default/{long_name}", Drift(REPLICAS, 5, 1, ("kubectl",)))])
     [body] = api.bodies
     assert body["reason"] == "FightDetected" and body["type"] == "Warning"
     assert len(body["message"]) == 1024 and body["message"].startswith(".spec.replicas of Deployment default/ddd")
@@ -1560,6 +1580,33 @@ def test_with_shards_a_deployment_read_by_a_get_goes_into_the_cache_of_its_names
     assert plain.caches.cached("Deployment", ("shop", name)) is None
 
 
+def test_with_shards_a_companion_read_by_a_get_goes_into_its_kinds_cache() -> None:
+    """The Service and budget of a CR that came with the share, read by a GET, are stored in their
+    kinds' caches (as the Deployment is) unless the watch saw them go; without shards, nothing is."""
+    c, ring, _ = sharded()
+    joined(c, ring, "b")
+    name = share("b")[0]
+    service = {"kind": "Service", "metadata": {"name": f"{name}-memcached", "namespace": "default", "resourceVersion": "5",
+                                               "ownerReferences": [{"kind": "Memcached", "name": name, "controller": True}]}}
+    budget = {**service, "kind": "PodDisruptionBudget"}
+    c.informers["Service"][0].store.put(service)  # b's then: its version is known, the object not kept
+    c.informers["PodDisruptionBudget"][0].store.put(budget)
+    assert c.caches.cached("Service", ("default", f"{name}-memcached")) is None
+    c.on_event("Lease", "DELETED", peer_lease("b"), None, 2.0)  # b left: its share comes to a
+    read = [("Service", service), ("PodDisruptionBudget", budget)]
+    c.reconciler.reconcile_cr = Recorder(lambda cr, *a, **k: CROutcome("default", name, Action.UNCHANGED,  # type: ignore[method-assign]
+                                                                       companions_read=read))
+    store(c, "Memcached", cr(name))
+    c.reconcile(("default", name), 0.0)
+    assert c.caches.cached("Service", ("default", f"{name}-memcached")) == service
+    assert c.caches.cached("PodDisruptionBudget", ("default", f"{name}-memcached")) == budget
+    plain = make()
+    plain.reconciler.reconcile_cr = c.reconciler.reconcile_cr  # type: ignore[method-assign]
+    store(plain, "Memcached", cr(name))
+    plain.reconcile(("default", name), 0.0)
+    assert plain.caches.cached("Service", ("default", f"{name}-memcached")) is None, "without shards: the watch fills the cache"
+
+
 class ShareInformer:
     """A Deployment informer as Share.follow uses it: prune answers ``dropped``, refill ``added``
     (or raises the next of ``failures``)."""
@@ -1592,7 +1639,7 @@ def follow(c: Controller, members: list[frozenset[str]], informers: list[ShareIn
 
     class Caches:
         def __init__(self) -> None:
-            self.informers = {"Deployment": informers}
+            self.informers = {"Deployment": informers, "Service": [], "PodDisruptionBudget": []}  # the companions: none here
 
     assert c.share is not None
     c.share.ring, c.share.caches = Ring(), Caches()  # type: ignore[assignment]
@@ -1617,7 +1664,7 @@ def test_the_share_follower_prunes_when_members_come_and_lists_when_one_leaves(c
     with caplog.at_level(logging.INFO, logger=LOGGER):
         follow(c, [frozenset({"a", "b"})], [first, second], lambda: "dropped" in caplog.text)
     assert first.calls == ["prune"] and second.calls == ["prune"] and c.share.cached_members == {"a", "b"}
-    assert "shard members a, b: 3 Deployments dropped from the cache, 0 added" in caplog.text
+    assert "shard members a, b: 3 Deployments, Services and budgets dropped from the cache, 0 added" in caplog.text
     caplog.clear()
     c, _, _ = sharded()
     first, second = ShareInformer(dropped=2, added=3), ShareInformer(dropped=1, added=4)
@@ -1626,7 +1673,8 @@ def test_the_share_follower_prunes_when_members_come_and_lists_when_one_leaves(c
     with caplog.at_level(logging.INFO, logger=LOGGER):
         follow(c, [frozenset({"a"})], [first, second], lambda: "dropped" in caplog.text)
     assert first.calls == ["prune", ("refill", False)] and second.calls == ["prune", ("refill", False)]
-    assert "shard members a: 3 Deployments dropped from the cache, 7 added" in caplog.text and not c.share.refill_pending
+    assert "shard members a: 3 Deployments, Services and budgets dropped from the cache, 7 added" in caplog.text
+    assert not c.share.refill_pending
     c, _, _ = sharded()
     same = ShareInformer()
     c.share.cached_members = frozenset({"a"})
@@ -1650,7 +1698,7 @@ def test_the_share_follower_lists_again_after_a_failed_list_even_when_the_member
         follow(c, [frozenset({"a"})], [informer], lambda: "5 added" in caplog.text)
     assert informer.calls == ["prune", ("refill", False), "prune", ("refill", False)]
     assert waits == [1.0] and not c.share.refill_pending
-    assert "cannot list the Deployments of the grown share" in caplog.text and "trying again" in caplog.text
+    assert "cannot list the Deployments, Services or budgets of the grown share" in caplog.text and "trying again" in caplog.text
 
 
 def test_run_with_shards_ends_with_2_when_the_lease_cannot_be_created() -> None:
@@ -1714,7 +1762,7 @@ def test_the_share_follower_looks_every_half_second_and_follows_on_after_a_quiet
     c.share.changed.set()
     with caplog.at_level(logging.INFO, logger=LOGGER):
         follow(c, [frozenset({"a"})], [informer], lambda: "added" in caplog.text)
-    assert "shard members a: 1 Deployments dropped from the cache, 2 added" in caplog.messages
+    assert "shard members a: 1 Deployments, Services and budgets dropped from the cache, 2 added" in caplog.messages
     assert set(c.share.changed.timeouts) == {0.5} and len(c.share.changed.timeouts) >= 3
 
 
@@ -1728,7 +1776,7 @@ def test_a_failed_list_of_the_grown_share_is_logged_with_the_servers_answer(capl
     c.stop.wait = lambda timeout=None: False  # type: ignore[method-assign]
     with caplog.at_level(logging.INFO, logger=LOGGER):
         follow(c, [frozenset({"a"})], [informer], lambda: "5 added" in caplog.text)
-    assert f"cannot list the Deployments of the grown share: {busy}; trying again" in caplog.messages
+    assert f"cannot list the Deployments, Services or budgets of the grown share: {busy}; trying again" in caplog.messages
 
 
 def test_with_shards_a_resync_queues_this_replicas_share_only(caplog) -> None:

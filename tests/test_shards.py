@@ -366,6 +366,40 @@ def test_a_store_with_a_share_keeps_only_its_objects_and_the_others_versions() -
     assert unfiltered.prune() == 0 and unfiltered.put(obj("x", 1)) is None and unfiltered.keys() == [("default", "x")]
 
 
+def test_the_share_filters_keep_the_deployments_services_and_budgets_of_the_crs_this_replica_serves() -> None:
+    """cache_filters: each object kept by the CR that owns it (its controller, else our instance label),
+    so a Service or budget is pruned with its CR's Deployment; a kept selector keeps a Deployment."""
+    from memcached_gitops.reconciler.orchestration.share import SHARED_KINDS, cache_filters
+    from memcached_gitops.render import selector_labels
+
+    class Ring:
+        def caches(self, key: tuple[str, str]) -> bool:
+            return key == ("shop", "mine")
+
+    def companion(kind: str, cr: str, *, controlled: bool = True, labels: dict | None = None) -> dict:
+        meta: dict[str, Any] = {"namespace": "shop", "name": f"{cr}-memcached", "labels": labels or {}}
+        if controlled:
+            meta["ownerReferences"] = [{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": cr, "uid": "u",
+                                        "controller": True}]
+        return {"kind": kind, "metadata": meta}
+
+    keep = cache_filters(Ring())  # type: ignore[arg-type]
+    assert set(keep) == set(SHARED_KINDS) == {"Deployment", "Service", "PodDisruptionBudget"}
+    for kind in ("Service", "PodDisruptionBudget"):
+        assert keep[kind](companion(kind, "mine")) and not keep[kind](companion(kind, "theirs"))
+        assert keep[kind](companion(kind, "mine", controlled=False, labels={"app.kubernetes.io/instance": "mine"})), \
+            "a GitOps-applied one (no controller): by our instance label"
+        assert not keep[kind](companion(kind, "other", controlled=False, labels={"app.kubernetes.io/instance": "theirs"}))
+    def deployment(name: str, selector: dict | None = None) -> dict:
+        return {"metadata": {"namespace": "shop", "name": name},
+                "spec": {"selector": selector or {"matchLabels": selector_labels(name)}}}
+
+    assert keep["Deployment"](deployment("mine")) and not keep["Deployment"](deployment("theirs"))
+    kept = deployment("theirs", {"matchLabels": {"app": "x"}})
+    assert keep["Deployment"](kept), "a kept selector: every replica's overlap report reads it"
+    assert not keep["Service"]({**kept, "kind": "Service"}), "a kept selector keeps only Deployments"
+
+
 def share_informer(server: FakeAPIServer, names: tuple[str, ...], share: set[str], events: list[tuple[str, str]]) -> Any:
     """The CRs ``names``, and a started Memcached informer that keeps those in ``share`` and notes its events."""
     from memcached_gitops.reconciler.client.informer import Informer, Kind

@@ -163,22 +163,31 @@ def cached(controller: Controller, kind: str) -> set[str]:
     return {name for informer in controller.informers[kind] for _, name in informer.store.keys()}
 
 
+def companions_of(names: set[str]) -> set[str]:
+    return {f"{n}-memcached" for n in names}
+
+
 def test_each_replica_caches_only_its_share_of_deployments_and_takes_over_from_the_cache(cluster: FakeAPIServer) -> None:
     for name in CRS:
-        make_cr(cluster, name)
+        make_cr(cluster, name, size=2)  # a Service and a budget beside each Deployment
     with replica(cluster, "r1") as r1, replica(cluster, "r2") as r2:
         wait_for(lambda: all_available(cluster), what="every CR served")
         mine = {n for n in CRS if owner(f"default/{n}", ["r1", "r2"]) == "r1"}
         wait_for(lambda: cached(r1, "Deployment") == mine, what="r1's Deployment cache down to its share")
         assert cached(r2, "Deployment") == set(CRS) - mine
+        for kind in ("Service", "PodDisruptionBudget"):  # pruned by their CR, as the Deployments are
+            wait_for(lambda kind=kind: cached(r1, kind) == companions_of(mine), what=f"r1's {kind} cache down to its share")
+            wait_for(lambda kind=kind: cached(r2, kind) == companions_of(set(CRS) - mine), what=f"r2's {kind} cache")
         assert cached(r1, "Memcached") == cached(r2, "Memcached") == set(CRS), "CRs are small: all kept"
         r2.stop.set()
         r2.thread.join(10)
         theirs = sorted(set(CRS) - mine)
         for name in theirs:
-            patch(cluster, DEP_PATH.format(ns="default", name=name) + "/scale", {"spec": {"replicas": 2}}, "application/merge-patch+json")
-        wait_for(lambda: all(replicas(cluster, n) == 1 for n in theirs), timeout=5, what="r2's CRs corrected by r1")
+            patch(cluster, DEP_PATH.format(ns="default", name=name) + "/scale", {"spec": {"replicas": 3}}, "application/merge-patch+json")
+        wait_for(lambda: all(replicas(cluster, n) == 2 for n in theirs), timeout=5, what="r2's CRs corrected by r1")
         wait_for(lambda: cached(r1, "Deployment") == set(CRS), timeout=5, what="r1 caches the Deployments it inherited")
+        for kind in ("Service", "PodDisruptionBudget"):
+            wait_for(lambda kind=kind: cached(r1, kind) == companions_of(set(CRS)), timeout=5, what=f"r1 caches the {kind}s it inherited")
         wait_for(lambda: all(cluster.get("cache.example.com", "memcacheds", "default", n)["status"]["servedBy"] == "r1" for n in theirs),
                  timeout=5, what="status.servedBy follows the hand-over")
 
@@ -270,21 +279,33 @@ def test_a_replica_without_the_lease_rbac_exits_2_and_says_why() -> None:
 
 
 def test_a_failed_list_of_a_grown_share_is_tried_again() -> None:
+    """When the members change, the Deployments', Services' and budgets' stores are pruned, and all
+    three listed again; a failed LIST is tried again."""
     from memcached_gitops.reconciler.client.api import APIError
-    from memcached_gitops.reconciler.orchestration.share import Share
+    from memcached_gitops.reconciler.orchestration.share import SHARED_KINDS, Share
 
     class Informer:
         calls = 0
+        pruned: list[str] = []
+        refilled: list[str] = []
 
-        class store:  # noqa: N801 (the informer's store, as the controller reads it)
-            @staticmethod
-            def prune() -> int:
-                return 0
+        def __init__(self, kind: str) -> None:
+            self.kind = kind
+            outer = self
+
+            class Store:
+                @staticmethod
+                def prune() -> int:
+                    Informer.pruned.append(outer.kind)
+                    return 0
+
+            self.store = Store()
 
         def refill(self, emit: bool = True) -> int:
             Informer.calls += 1
             if Informer.calls == 1:
                 raise APIError(500, "etcd is busy")
+            Informer.refilled.append(self.kind)
             return 3
 
     class Ring:
@@ -292,7 +313,7 @@ def test_a_failed_list_of_a_grown_share_is_tried_again() -> None:
             return frozenset({"r1"})
 
     class Caches:
-        informers = {"Deployment": [Informer()]}
+        informers = {kind: [Informer(kind)] for kind in (*SHARED_KINDS, "Memcached", "Pod")}
 
     share = Share(Ring(), Caches(), None, threading.Event())  # type: ignore[arg-type]
     share.cached_members = frozenset({"r1", "r2"})
@@ -302,6 +323,8 @@ def test_a_failed_list_of_a_grown_share_is_tried_again() -> None:
     try:
         wait_for(lambda: Informer.calls >= 2, timeout=5, what="the LIST tried again")
         wait_for(lambda: not share.refill_pending, timeout=5)
+        assert Informer.refilled == ["Deployment", "Service", "PodDisruptionBudget"], "the three listed again"
+        assert set(Informer.pruned) == {"Deployment", "Service", "PodDisruptionBudget"}, "CRs and Pods are all kept"
     finally:
         share.stop.set()
         thread.join(5)

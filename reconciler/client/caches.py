@@ -24,9 +24,10 @@ Key = tuple[str, str]
 COMPANION_KINDS = frozenset(r.kind for r in COMPANIONS)
 
 
-def owner_name(deployment: dict[str, Any]) -> str:
-    """The CR a Deployment belongs to: its controller, else our instance label, else its own name."""
-    meta = deployment.get("metadata") or {}
+def owner_name(obj: dict[str, Any]) -> str:
+    """The CR a Deployment, Service or budget belongs to: its controller, else our instance label,
+    else its own name."""
+    meta = obj.get("metadata") or {}
     for ref in meta.get("ownerReferences") or []:
         if ref.get("controller") and ref.get("kind") == "Memcached":
             controller: str = ref.get("name", "")
@@ -53,7 +54,7 @@ class Caches:
     def __init__(self, api: KubeAPI, kinds: dict[str, Kind], handler: Handler, scopes: tuple[str | None, ...],
                  keep: Mapping[str, Callable[[dict[str, Any]], bool]] | None = None, **informer_settings: Any) -> None:
         """``informer_settings`` go to every Informer (watch timeout, heartbeat, metrics...); ``keep``
-        filters a kind's store (the share's Deployments with --shards)."""
+        filters a kind's store (the share's Deployments, Services and budgets with --shards)."""
         self.kinds = kinds
         keep = keep or {}
 

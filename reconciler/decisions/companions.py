@@ -5,7 +5,9 @@ render/companions.py renders them; the reconciler owns them as it owns the Deplo
 - **missing**: created by a server-side apply with our field manager and a controller
   ownerReference to the Memcached, so the garbage collector removes them with it;
 - **ours** (a controller ownerReference with the Memcached's uid): drift on the fields we set is
-  corrected by the same apply, compared with the kind's list semantics (drift.py);
+  corrected by the same apply, compared with the kind's list semantics (drift.py), except at the
+  paths the CR's ``ignore-paths`` annotation names for that kind (ignore.py, through plan.ignoring:
+  the Deployment's rules, so left out of the apply or carried at the live value alike);
 - **ours but no longer wanted** (the budget of a Memcached scaled to one Pod): deleted;
 - **GitOps-applied** (our managed-by and instance labels, no controller ownerReference: Argo CD
   applied our rendering): observed, not written, unless ``adopt``, as for the Deployment;
@@ -22,8 +24,10 @@ from typing import Any, NamedTuple
 from memcached_gitops.render import INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 
 from .drift import BUDGET_RULES, SERVICE_RULES, Drift, ListRules, compare
+from .ignore import Ignored
 from .ownership import controller_of
-from .vocabulary import BUDGETS, COMPANIONS, SERVICES, Resource
+from .plan import ignoring
+from .vocabulary import BUDGETS, COMPANIONS, FIELD_MANAGER, SERVICES, Resource
 
 RULES: dict[str, ListRules] = {SERVICES.kind: SERVICE_RULES, BUDGETS.kind: BUDGET_RULES}
 
@@ -38,13 +42,15 @@ class Move(enum.Enum):
 
 
 class Step(NamedTuple):
-    """One companion's move: the object to apply (CREATE, CORRECT), or the live one otherwise."""
+    """One companion's move: the object to apply (CREATE, CORRECT), or the live one otherwise; the
+    drift it corrects (or, observed, finds) and the drift left at the CR's ignored paths."""
 
     resource: Resource
     name: str
     move: Move
     body: dict[str, Any] | None
     drift: tuple[Drift, ...] = ()
+    ignored: tuple[Drift, ...] = ()
 
     def describe(self) -> str:
         return f"{self.resource.kind} {self.name}"
@@ -85,10 +91,12 @@ def relation(obj: dict[str, Any], cr: dict[str, Any]) -> Move:
 
 
 def steps(cr: dict[str, Any], desired: list[dict[str, Any]], live: dict[tuple[str, str], dict[str, Any]], names: list[str],
-          adopt: bool = False, kept_selector: dict[str, Any] | None = None) -> list[Step]:
+          adopt: bool = False, kept_selector: dict[str, Any] | None = None, ignored: Ignored | None = None,
+          field_manager: str = FIELD_MANAGER) -> list[Step]:
     """The move for each companion: ``desired`` as rendered (without owner), ``live`` the objects
     of ``names`` found, by (kind, name); ``names`` every companion name the CR may have;
-    ``kept_selector`` the Deployment's selector when it was kept from one taken over."""
+    ``kept_selector`` the Deployment's selector when it was kept from one taken over; ``ignored``
+    the CR's ignored paths by kind (ignore.ignored_paths), followed with ``field_manager`` as ours."""
     out: list[Step] = []
     wanted = {(o["kind"], o["metadata"]["name"]) for o in desired}
     resources = {r.kind: r for r in COMPANIONS}
@@ -101,11 +109,18 @@ def steps(cr: dict[str, Any], desired: list[dict[str, Any]], live: dict[tuple[st
             out.append(Step(resources[kind], name, Move.CREATE, body))
             continue
         moved = relation(current, cr)
-        if moved is Move.FOREIGN or (moved is Move.OBSERVE and not adopt):
+        if moved is Move.FOREIGN:
             out.append(Step(resources[kind], name, moved, current, tuple(compare(obj, current, RULES[kind]))))
             continue
-        drift = tuple(compare(body, current, RULES[kind]))
-        out.append(Step(resources[kind], name, Move.CORRECT if drift else Move.KEEP, body if drift else current, drift))
+        pointers = (ignored or {}).get(kind, ())
+        if moved is Move.OBSERVE and not adopt:
+            seen = ignoring(obj, current, field_manager, pointers, RULES[kind])
+            out.append(Step(resources[kind], name, moved, current, tuple(seen.drift), tuple(seen.ignored)))
+            continue
+        planned = ignoring(body, current, field_manager, pointers, RULES[kind])
+        move = Move.CORRECT if planned.drift else Move.KEEP
+        out.append(Step(resources[kind], name, move, planned.desired if planned.drift else current, tuple(planned.drift),
+                        tuple(planned.ignored)))
     for resource in COMPANIONS:
         for name in names:
             current = live.get((resource.kind, name))

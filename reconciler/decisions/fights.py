@@ -2,10 +2,12 @@
 
 With millisecond reactions, the reconciler and an HPA, a script or another controller that want
 a different value would trade writes hundreds of times a second. A fight is the same field of
-the same Deployment corrected against the same other field manager more than ``threshold``
-times within ``window`` seconds. The CR then backs off for a delay that doubles with each fight
-in a row (``base`` up to ``cap``); a correction made after the backoff that is undone again is
-another fight, so the write rate stays bounded by one per delay. The fight is over once the
+the same object (the Deployment, the Service or the budget: each correction is counted with its
+kind and name, so that a Service's field never adds up with a Deployment's) corrected against the
+same other field manager more than ``threshold`` times within ``window`` seconds. The CR then
+backs off (all its objects: one key) for a delay that doubles with each fight in a row (``base``
+up to ``cap``); a correction made after the backoff that is undone again is another fight, so the
+write rate stays bounded by one per delay. The fight is over once the
 field has stayed corrected for ``window`` seconds after the backoff ended.
 
 Thresholds, with Crossplane's XR watch circuit breaker as the reference (a token bucket of 100
@@ -21,24 +23,44 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from memcached_gitops.foundation.clocks import Monotonic
+
+from .drift import Drift
+from .vocabulary import DEPLOYMENTS
+
+
+class Correction(NamedTuple):
+    """One field our apply put back, on which object: its kind and ``namespace/name``. The drift
+    names the managers that had set the live value (the candidates for a fight)."""
+
+    kind: str
+    name: str
+    drift: Drift
 
 
 @dataclass(frozen=True)
 class Fight:
-    """A field that ``manager`` keeps undoing; the CR waits ``delay`` seconds."""
+    """A field of the object ``kind`` ``name`` (namespace/name) that ``manager`` keeps undoing; the CR
+    waits ``delay`` seconds."""
 
     field: str
     manager: str
     corrections: int
     window: float
     delay: float
-    deployment: str
+    name: str
+    kind: str = DEPLOYMENTS.kind
+
+    @property
+    def label(self) -> str:
+        """The field as the metrics name it: a companion's after its kind, as the drift counters do."""
+        return self.field if self.kind == DEPLOYMENTS.kind else f"{self.kind} {self.field}"
 
     @property
     def message(self) -> str:
-        return (f"{self.field} of Deployment {self.deployment} was corrected {self.corrections} times in "
+        return (f"{self.field} of {self.kind} {self.name} was corrected {self.corrections} times in "
                 f"{self.window:g}s and set back each time by field manager {self.manager}; "
                 f"corrections paused for {self.delay:g}s (another controller, an HPA or a script is fighting this Memcached)")
 
@@ -56,24 +78,26 @@ class FightDetector:
     window: float = 120.0
     base: float = 10.0
     cap: float = 300.0
-    _corrections: dict[tuple[object, str, str], deque[Monotonic]] = field(default_factory=dict)
+    _corrections: dict[tuple[object, str, str, str, str], deque[Monotonic]] = field(default_factory=dict)
     _states: dict[object, _State] = field(default_factory=dict)
 
-    def record(self, key: object, deployment: str, path: str, manager: str, now: Monotonic) -> Fight | None:
-        """A correction of ``path`` whose live value ``manager`` had set; a Fight when it is one too many."""
-        times = self._corrections.setdefault((key, path, manager), deque())
+    def record(self, key: object, name: str, path: str, manager: str, now: Monotonic, kind: str = DEPLOYMENTS.kind) -> Fight | None:
+        """A correction of ``path`` of the CR ``key``'s object ``kind`` ``name`` whose live value
+        ``manager`` had set; a Fight when it is one too many. The backoff is the CR's (one key)."""
+        times = self._corrections.setdefault((key, kind, name, path, manager), deque())
         times.append(now)
         while times and times[0] < now - self.window:
             times.popleft()
         state = self._states.get(key)
-        again = state is not None and state.last is not None and (state.last.field, state.last.manager) == (path, manager)
+        again = state is not None and state.last is not None and (
+            (state.last.kind, state.last.name, state.last.field, state.last.manager) == (kind, name, path, manager))
         if len(times) <= self.threshold and not again:
             return None
         state = state or self._states.setdefault(key, _State())
         state.level += 1
         delay = min(self.cap, self.base * 2 ** (state.level - 1))
         state.until = now + delay
-        state.last = Fight(path, manager, len(times), self.window, delay, deployment)
+        state.last = Fight(path, manager, len(times), self.window, delay, name, kind)
         times.clear()  # the next fight needs new corrections after the backoff
         return state.last
 

@@ -43,8 +43,9 @@ REASONS: dict[str, tuple[str, str]] = {
     "ApplyFailed": ("Degraded=True, Stalled=True", "the API server refused our server-side apply; retried with backoff"),
     "DriftDetected": ("Degraded=True, Stalled=True", "drift found and left uncorrected (--detect-only, or the CR's "
                                                      "detect-only annotation); the message lists it"),
-    "FieldManagerFight": ("Degraded=True, Stalled=True", "another field manager keeps undoing our corrections: the CR "
-                                                         "backs off; the message names the field and the manager"),
+    "FieldManagerFight": ("Degraded=True, Stalled=True", "another field manager keeps undoing our corrections of the "
+                                                         "Deployment, Service or budget: the CR backs off; the message "
+                                                         "names the field, the object and the manager"),
     "AsExpected": ("Degraded=False", "the reconciler can manage this Memcached"),
     "GitOpsApplied": ("Degraded=False", "the Deployment is applied by another tool (Argo CD, Flux, kubectl) without a "
                                         "controller ownerReference: observed, never written; `reconcile --adopt` takes it over"),

@@ -7,8 +7,9 @@
   step that ``--once`` uses (Reconciler.reconcile_cr): no GET, one apply per correction, at most
   one status write. What our writes return goes into the cache (write-through), so the events
   they cause find nothing to do: a status write's MODIFIED event ends in "no change, no write".
-- A field that another manager keeps undoing is a fight (fights.py): the CR backs off with a
-  growing delay and is Degraded, with a Warning Event and a metric.
+- A field of the Deployment, the Service or the budget that another manager keeps undoing is a
+  fight (fights.py): the CR backs off with a growing delay and is Degraded, with a Warning Event
+  and a metric, each naming the object.
 - Leader election runs in its own thread (leader.py); only the leader's workers write, and a
   leader that cannot renew in time stops writing at once. The informers run on every replica,
   so a standby that takes over starts from a warm cache.
@@ -37,8 +38,7 @@ from ..client.informer import Kind, key_of
 from ..client.leader import LeaderElector
 from ..client.shards import RING_LABEL, ShardRing
 from ..client.workqueue import WorkQueue
-from ..decisions.drift import Drift
-from ..decisions.fights import FightDetector
+from ..decisions.fights import Correction, FightDetector
 from ..decisions.vocabulary import LEASES, Action
 from .cycle import CROutcome, Reconciler
 from .metrics import Metrics
@@ -210,6 +210,8 @@ class Controller:
                 self.metrics.correction_latency.observe(outcome.applied_at - arrived)
         elif outcome.read is not None and self.shards is not None:
             caches.fill("Deployment", outcome.read)  # read by a GET: kept unless the watch saw it go
+        for kind, read in outcome.companions_read if self.shards is not None else ():
+            caches.fill(kind, read)  # a companion of a CR handed over, read before the LIST that follows
         for companion in outcome.companions:
             caches.put(companion["kind"], companion)
         if outcome.cr is not None:
@@ -219,19 +221,20 @@ class Controller:
             raise APIError(0, outcome.error)
         return outcome
 
-    def _fight_check(self, cr: dict[str, Any], corrected: list[Drift]) -> tuple[str, str] | None:
-        """Record the corrections against other managers; the CR is Degraded while a fight lasts."""
+    def _fight_check(self, cr: dict[str, Any], corrected: list[Correction]) -> tuple[str, str] | None:
+        """Record the corrections (of the Deployment and of its companions) against other managers,
+        each with its object; the CR is Degraded while a fight lasts."""
         key = key_of(cr)
         now = self.clock.monotonic()
         ours = {self.reconciler.options.field_manager}
-        for d in corrected:
+        for kind, name, d in corrected:
             for manager in d.managers:
                 if manager in ours:
                     continue
-                fight = self.fights.record(key, f"{key[0]}/{key[1]}", d.field, manager, now)
+                fight = self.fights.record(key, name, d.field, manager, now, kind)
                 if fight is not None:
                     log.warning("%s/%s: fight: %s", key[0], key[1], fight.message)
-                    self.metrics.fights.labels(fight.field, fight.manager).inc()
+                    self.metrics.fights.labels(fight.label, fight.manager).inc()
                     self.reconciler.events.record(cr, "Warning", "FightDetected", fight.message)
         fight = self.fights.active(key, now)
         return ("FieldManagerFight", fight.message) if fight else None

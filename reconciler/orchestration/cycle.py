@@ -42,8 +42,9 @@ from ..client.events import EventRecorder, now_rfc3339
 from ..decisions.autoscalers import autoscalers_by_target
 from ..decisions.companions import Move, steps
 from ..decisions.drift import Drift, compare
+from ..decisions.fights import Correction
 from ..decisions.ignore import ANNOTATION as IGNORE_ANNOTATION
-from ..decisions.ignore import IgnoreError, Pointer, pointers_of
+from ..decisions.ignore import Ignored, IgnoreError, Pointer, ignored_paths
 from ..decisions.ownership import Ownership, classify, spec_manager
 from ..decisions.plan import plan
 from ..decisions.selectors import describe as describe_selector
@@ -68,9 +69,10 @@ from ..decisions.vocabulary import (
 from .apply import apply_deployment
 
 log = logging.getLogger("memcached_gitops.reconciler")
-#: Called before the status write with the drift just corrected (empty: none); answers a
-#: (reason, message) that makes the CR Degraded, or None. The event-driven mode's fight detector.
-DegradedCheck = Callable[[dict[str, Any], list[Drift]], "tuple[str, str] | None"]
+#: Called before the status write with the fields just corrected, of the Deployment and of its
+#: companions, each with its object (empty: none); answers a (reason, message) that makes the CR
+#: Degraded, or None. The event-driven mode's fight detector.
+DegradedCheck = Callable[[dict[str, Any], list[Correction]], "tuple[str, str] | None"]
 #: A companion as the cache holds it (None: not there): (resource, namespace, name) -> object.
 CompanionLookup = Callable[[Resource, str, str], "dict[str, Any] | None"]
 #: The Deployments of a namespace with a kept selector (selectors.py), for the overlap report.
@@ -112,6 +114,9 @@ class CROutcome:
     companions: list[dict[str, Any]] = field(default_factory=list)  # the Service and budget as our applies left them
     removed: list[tuple[Resource, str]] = field(default_factory=list)  # companions deleted: (resource, name)
     companion_drift: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) corrected or found
+    companion_ignored: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) at ignored paths: left alone
+    companion_corrected: list[Correction] = field(default_factory=list)  # the fields our applies put back (the fight detector's)
+    companions_read: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (kind, object) found by a GET, not cached
 
 
 @dataclass
@@ -290,14 +295,14 @@ class Reconciler:
         checked = self._check(visit, mode, live)
         if checked is None:
             return visit.result
-        desired, size, pointers = checked
+        desired, size, ignored = checked
         if live is None:
             live = visit.result.read = self._find_unlabelled(visit.namespace, visit.name)
         ownership = classify(live, cr, self.options.field_manager) if live is not None else Ownership.OWNED
         if ownership is Ownership.FOREIGN:
             message = f"Deployment {visit.namespace}/{visit.name} exists and is not controlled by this Memcached; it is left alone"
             return self._refuse(visit, "ResourceNotOwned", message, size, None, Action.NOT_OWNED, pods=())
-        desired, drift, size = self._plan(visit, desired, live, autoscaler, pointers, size)
+        desired, drift, size = self._plan(visit, desired, live, autoscaler, ignored.get(DEPLOYMENTS.kind, ()), size)
         inherited = ownership is Ownership.INHERITED
         applied_by = ""
         if live is not None and ownership in (Ownership.GITOPS_APPLIED, Ownership.INHERITED):  # classified, so read
@@ -311,13 +316,15 @@ class Reconciler:
             if visit.result.action == Action.FAILED:
                 return visit.result
         kept = selector_of(live) if live is not None and has_kept_selector(live) else None
-        foreign = self._companions(visit, companions, mode == "detect-only", kept) if companions is not None else ""
+        foreign = self._companions(visit, companions, mode == "detect-only", kept, ignored) if companions is not None else ""
         return self._settle(visit, drift, live, size, degraded, neighbours, autoscaler, foreign)
 
-    def _companions(self, visit: Visit, lookup: CompanionLookup, detect_only: bool, kept_selector: dict[str, Any] | None) -> str:
-        """Create, correct or delete the Service and the budget (decisions/companions.py); the
-        report of a foreign object in their place ("" when none). Each write's answer is kept in
-        the outcome for the cache; each correction is counted, logged and told by an Event."""
+    def _companions(self, visit: Visit, lookup: CompanionLookup, detect_only: bool, kept_selector: dict[str, Any] | None,
+                    ignored: Ignored) -> str:
+        """Create, correct or delete the Service and the budget (decisions/companions.py), leaving
+        the CR's ignored paths of each (``ignored``) as the Deployment's are; the report of a foreign
+        object in their place ("" when none). Each write's answer is kept in the outcome for the
+        cache; each correction is counted, logged and told by an Event; ignored drift is logged."""
         cr, result = visit.cr, visit.result
         desired = self.companions_for(cr)
         names = sorted({o["metadata"]["name"] for o in desired} | {object_name(visit.name)})
@@ -328,10 +335,13 @@ class Reconciler:
                 found = lookup(resource, visit.namespace, name)
                 if found is None and (resource.kind, name) in wanted:
                     found = self._find_unlabelled(visit.namespace, name, resource)  # never take one over by its name
+                    if found is not None:
+                        result.companions_read.append((resource.kind, found))
                 if found is not None:
                     live[(resource.kind, name)] = found
         foreign = []
-        for step in steps(cr, desired, live, names, self.options.adopt, kept_selector):
+        for step in steps(cr, desired, live, names, self.options.adopt, kept_selector, ignored, self.options.field_manager):
+            result.companion_ignored += [(step.describe(), d) for d in step.ignored]
             if step.move is Move.FOREIGN:
                 foreign.append(f"{step.describe()} exists and is not controlled by this Memcached; it is left alone")
                 continue
@@ -356,6 +366,8 @@ class Reconciler:
             else:
                 assert step.body is not None
                 result.companions.append(self.api.apply(path, step.body, self.options.field_manager))
+                name = f"{visit.namespace}/{step.name}"
+                result.companion_corrected += [Correction(step.resource.kind, name, d) for d in step.drift]
             if result.action == Action.UNCHANGED:
                 result.action = Action.CORRECTED
             done = f"{step.describe()} {step.move.value}d" if step.move is not Move.CORRECT else (
@@ -363,6 +375,9 @@ class Reconciler:
             log.info("%s: %s", visit, done)
             reason = "DriftCorrected" if step.move is Move.CORRECT else f"{step.resource.kind}{step.move.value.title()}d"
             self.events.record(cr, "Normal", reason, bounded(done))
+        if result.companion_ignored:
+            log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION,
+                     "; ".join(f"{where} {d.describe()}" for where, d in result.companion_ignored)[:2048])
         if foreign:
             self.events.warn_once(cr, "ResourceNotOwned", bounded("; ".join(foreign)))
         return bounded("; ".join(foreign))
@@ -371,7 +386,9 @@ class Reconciler:
                 neighbours: Neighbours | None, autoscaler: str, foreign: str = "") -> CROutcome:
         """The status of a CR served as asked: Available from its Deployment, Degraded while a fight
         lasts or a foreign object holds a companion's name, the overlap of a kept selector, the HPA that scales it."""
-        corrected = drift if visit.result.action == Action.CORRECTED else []
+        ours = f"{visit.namespace}/{visit.name}"
+        corrected = [Correction(DEPLOYMENTS.kind, ours, d) for d in drift] if visit.result.action == Action.CORRECTED else []
+        corrected += visit.result.companion_corrected
         reason, message = (degraded(visit.cr, corrected) if degraded else None) or (("ResourceNotOwned", foreign) if foreign else ("", ""))
         overlap = self._overlap(visit.cr, live, neighbours) if live is not None and neighbours is not None else ""
         if not self.options.dry_run:
@@ -392,9 +409,10 @@ class Reconciler:
             log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION, "; ".join(d.describe() for d in planned.ignored)[:2048])
         return planned.desired, planned.drift, size
 
-    def _check(self, visit: Visit, mode: str, live: dict[str, Any] | None) -> tuple[dict[str, Any], int, tuple[Pointer, ...]] | None:
-        """What the CR asks for: its Deployment, its size and its ignored paths; None after refusing a
-        CR whose annotation, spec or ignore-paths cannot be served."""
+    def _check(self, visit: Visit, mode: str, live: dict[str, Any] | None) -> tuple[dict[str, Any], int, Ignored] | None:
+        """What the CR asks for: its Deployment, its size and its ignored paths (by kind); None after
+        refusing a CR whose annotation, spec or ignore-paths cannot be served (then nothing of it,
+        Deployment or companion, is written)."""
         if mode not in RECONCILE_MODES:
             message = (f"metadata.annotations[{RECONCILE_ANNOTATION}]: Unsupported value: {excerpt(str(mode))!r}: "
                        f"supported values: {', '.join(RECONCILE_MODES)}")
@@ -412,7 +430,7 @@ class Reconciler:
             return None
         size = desired["spec"]["replicas"]
         try:
-            return desired, size, pointers_of(visit.cr)
+            return desired, size, ignored_paths(visit.cr)
         except IgnoreError as exc:
             self._refuse(visit, "InvalidIgnorePaths", str(exc), size, live)
             return None

@@ -159,7 +159,8 @@ class Metrics:
         self.watch_restarts = Counter(f"{PREFIX}_watch_restarts", "WATCH streams re-opened, by kind and reason.",
                                       ["kind", "reason"], registry=r)
         self.watch_events = Counter(f"{PREFIX}_watch_events", "WATCH events received, by kind and type.", ["kind", "type"], registry=r)
-        self.fights = Counter(f"{PREFIX}_fights", "Fights detected: a field that another manager keeps undoing.",
+        self.fights = Counter(f"{PREFIX}_fights", "Fights detected: a field that another manager keeps undoing "
+                              "(a Service's or budget's after its kind).",
                               ["field", "manager"], registry=r)
         self.correction_latency = Histogram(f"{PREFIX}_drift_correction_latency_seconds",
                                             "From the arrival of the WATCH event that showed drift to the finished apply.",

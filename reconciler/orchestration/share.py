@@ -2,7 +2,8 @@
 
 Every replica serves a share instead of one leader serving all. This is what a replica does with
 its share: it joins the ring before its caches sync (so the peers see it at once), keeps in its
-Deployment cache only its share's Deployments (and re-lists them when the share grows), queues the
+Deployment, Service and PodDisruptionBudget caches only its share's objects (and re-lists them when
+the share grows), queues the
 CRs that come to it at a bounded rate, keeps the keys of its own that arrive while the ring settles,
 and spaces out the status writes whose only change is ``servedBy``.
 """
@@ -21,6 +22,7 @@ from ..client.informer import key_of
 from ..client.shards import ShardRing
 from ..client.workqueue import WorkQueue
 from ..decisions.selectors import has_kept_selector
+from ..decisions.vocabulary import COMPANIONS, DEPLOYMENTS
 
 log = logging.getLogger("memcached_gitops.controller")
 #: The CRs that come to a replica's share are queued at most this many a second. Such a visit
@@ -29,19 +31,26 @@ log = logging.getLogger("memcached_gitops.controller")
 #: never wait behind a thousand status writes (about 100 a second on a busy 2-core node).
 SWEEP_RATE = 1000.0
 SERVED_BY_RATE = 50.0
+#: The kinds whose stores hold only this replica's share (``cache_filters``): pruned when the share
+#: shrinks, listed again when it grows.
+SHARED_KINDS = (DEPLOYMENTS.kind, *(r.kind for r in COMPANIONS))
 
 
 def cache_filters(ring: ShardRing) -> dict[str, Callable[[dict[str, Any]], bool]]:
     """What the caches keep with --shards: the Deployments of this replica's share (and every one
-    with a kept selector, the overlap report's neighbours), the largest objects by far (their
-    managedFields are kept). CRs, Pods (metadata only) and HPAs are small and all kept, so that a
-    CR handed over is served from the cache at once: its Deployment is read by one GET, or comes
-    with the LIST that follows the hand-over."""
+    with a kept selector, the overlap report's neighbours), the largest objects by far, and the
+    Services and budgets of its share; each kept with its managedFields, and each found by the CR
+    that owns it (owner_name), as the Deployment is. CRs, Pods (metadata only) and HPAs are small
+    and all kept, so that a CR handed over is served from the cache at once: its Deployment and
+    companions are read by one GET each, or come with the LIST that follows the hand-over."""
+
+    def owned(obj: dict[str, Any]) -> bool:
+        return ring.caches((key_of(obj)[0], owner_name(obj)))
 
     def deployment(obj: dict[str, Any]) -> bool:
-        return has_kept_selector(obj) or ring.caches((key_of(obj)[0], owner_name(obj)))
+        return has_kept_selector(obj) or owned(obj)
 
-    return {"Deployment": deployment}
+    return {kind: deployment if kind == DEPLOYMENTS.kind else owned for kind in SHARED_KINDS}
 
 
 class Share:
@@ -73,8 +82,8 @@ class Share:
             return lazy
 
     def follow(self) -> None:
-        """When the members change, drop the Deployments that left this replica's share and LIST those
-        that joined it (the ones not read meanwhile by a reconcile's GET)."""
+        """When the members change, drop the Deployments, Services and budgets that left this
+        replica's share and LIST those that joined it (the ones not read meanwhile by a reconcile's GET)."""
         while not self.stop.is_set():
             if not self.changed.wait(0.5):
                 continue
@@ -85,19 +94,20 @@ class Share:
             # a member left (its CRs come to the others), or the last LIST for that failed
             self.refill_pending = self.refill_pending or bool(self.cached_members - members)
             self.cached_members = members
-            deployments = self.caches.informers["Deployment"]
-            dropped = sum(i.store.prune() for i in deployments)
+            informers = [i for kind in SHARED_KINDS for i in self.caches.informers[kind]]
+            dropped = sum(i.store.prune() for i in informers)
             added = 0
             if self.refill_pending:
                 try:
                     # no event per Deployment: the sweep of the new CRs (on_agreed) visits them at its pace
-                    added = sum(i.refill(emit=False) for i in deployments)
+                    added = sum(i.refill(emit=False) for i in informers)
                     self.refill_pending = False
                 except APIError as exc:
-                    log.warning("cannot list the Deployments of the grown share: %s; trying again", exc)
+                    log.warning("cannot list the Deployments, Services or budgets of the grown share: %s; trying again", exc)
                     self.changed.set()
                     self.stop.wait(1.0)
-            log.info("shard members %s: %d Deployments dropped from the cache, %d added", ", ".join(sorted(members)), dropped, added)
+            log.info("shard members %s: %d Deployments, Services and budgets dropped from the cache, %d added",
+                     ", ".join(sorted(members)), dropped, added)
 
     def on_agreed(self) -> None:
         """The ring acknowledged this replica in a new view: the CRs new to its share are queued, at
