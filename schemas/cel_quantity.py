@@ -41,14 +41,15 @@ class Quantity:
         return f"Quantity({self.value})"
 
 
-def _no_overload(name: str, *args: Any) -> TypeError:
-    """cel-go's ``no such overload`` for arguments of the wrong type (types.MaybeNoSuchOverloadErr)."""
-    return TypeError(f"no such overload: {name}({', '.join(type(a).__name__ for a in args)})")
+def _no_overload() -> TypeError:
+    """cel-go's ``no such overload`` for arguments of the wrong type (types.MaybeNoSuchOverloadErr);
+    celpy words a TypeError raised by a function so, whatever it says."""
+    return TypeError("no such overload")
 
 
-def _quantity_arg(name: str, *args: Any) -> tuple[Quantity, ...]:
+def _quantity_arg(*args: Any) -> tuple[Quantity, ...]:
     if not all(isinstance(a, Quantity) for a in args):
-        raise _no_overload(name, *args)
+        raise _no_overload()
     return args
 
 
@@ -56,7 +57,7 @@ def to_quantity(text: Any) -> Quantity | CELEvalError:
     """``quantity(<string>)``: ParseQuantity's error for a text it refuses (stringToQuantity), returned
     as a value as cel-go's types.WrapErr does (celpy would word a raised one as its own)."""
     if not isinstance(text, str):
-        raise _no_overload("quantity", text)
+        raise _no_overload()
     value = strict_quantity(text)
     return CELEvalError(FORMAT_WRONG) if value is None else Quantity(value)
 
@@ -64,35 +65,35 @@ def to_quantity(text: Any) -> Quantity | CELEvalError:
 def is_quantity(text: Any) -> celtypes.BoolType:
     """``isQuantity(<string>)``: true exactly when quantity() would not fail."""
     if not isinstance(text, str):
-        raise _no_overload("isQuantity", text)
+        raise _no_overload()
     return celtypes.BoolType(strict_quantity(text) is not None)
 
 
-def _compare(a: Any, b: Any, name: str) -> int:
-    x, y = _quantity_arg(name, a, b)
+def _compare(a: Any, b: Any) -> int:
+    x, y = _quantity_arg(a, b)
     return (x.value > y.value) - (x.value < y.value)
 
 
 def compare_to(a: Any, b: Any) -> celtypes.IntType:
-    return celtypes.IntType(_compare(a, b, "compareTo"))
+    return celtypes.IntType(_compare(a, b))
 
 
 def is_greater_than(a: Any, b: Any) -> celtypes.BoolType:
-    return celtypes.BoolType(_compare(a, b, "isGreaterThan") == 1)
+    return celtypes.BoolType(_compare(a, b) == 1)
 
 
 def is_less_than(a: Any, b: Any) -> celtypes.BoolType:
-    return celtypes.BoolType(_compare(a, b, "isLessThan") == -1)
+    return celtypes.BoolType(_compare(a, b) == -1)
 
 
 def sign(a: Any) -> celtypes.IntType:
-    (q,) = _quantity_arg("sign", a)
+    (q,) = _quantity_arg(a)
     return celtypes.IntType((q.value > 0) - (q.value < 0))
 
 
 def is_integer(a: Any) -> celtypes.BoolType:
     """Quantity.AsInt64 succeeds: a whole number within int64."""
-    (q,) = _quantity_arg("isInteger", a)
+    (q,) = _quantity_arg(a)
     return celtypes.BoolType(q.value == q.value.to_integral_value() and _INT64[0] <= q.value <= _INT64[1])
 
 
@@ -103,26 +104,26 @@ def as_integer(a: Any) -> celtypes.IntType | CELEvalError:
 
 
 def as_approximate_float(a: Any) -> celtypes.DoubleType:
-    (q,) = _quantity_arg("asApproximateFloat", a)
+    (q,) = _quantity_arg(a)
     return celtypes.DoubleType(float(q.value))
 
 
-def _operand(name: str, a: Any, b: Any) -> tuple[Decimal, Decimal]:
+def _operand(a: Any, b: Any) -> tuple[Decimal, Decimal]:
     """A Quantity and a Quantity or an int (``quantity_add_int``: NewQuantity(b, DecimalExponent))."""
     if isinstance(a, Quantity) and isinstance(b, Quantity):
         return a.value, b.value
-    if isinstance(a, Quantity) and isinstance(b, int) and not isinstance(b, bool):
+    if isinstance(a, Quantity) and isinstance(b, int) and not isinstance(b, (bool, celtypes.BoolType)):
         return a.value, Decimal(int(b))
-    raise _no_overload(name, a, b)
+    raise _no_overload()
 
 
 def add(a: Any, b: Any) -> Quantity:
-    x, y = _operand("add", a, b)
+    x, y = _operand(a, b)
     return Quantity(x + y)
 
 
 def sub(a: Any, b: Any) -> Quantity:
-    x, y = _operand("sub", a, b)
+    x, y = _operand(a, b)
     return Quantity(x - y)
 
 

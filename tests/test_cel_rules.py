@@ -19,6 +19,13 @@ from .conftest import validate_text
 from .validator_cases import cr
 
 
+@pytest.fixture(autouse=True)
+def fresh_verdicts() -> None:
+    """Each test evaluates its rules anew: a verdict remembered from an earlier test (or process,
+    under mutation testing) would hide what the evaluation does now."""
+    cel_rules._evaluated.cache_clear()
+
+
 def rules(*items: dict, type_: str = "object", **extra: object) -> dict:
     return {"type": type_, "x-kubernetes-validations": list(items), **extra}
 
@@ -247,7 +254,8 @@ def test_a_message_expression_of_exactly_5_kib_is_kept() -> None:
 
 
 # --- the quantity library (k8s.io/apiserver/pkg/cel/library/quantity.go): its own documented examples
-@pytest.mark.parametrize("expression", [
+# (numbered ids: an expression as a test id is no node id a test runner can pass back to pytest)
+QUANTITY_EXAMPLES = [
     "quantity('200M').compareTo(quantity('0.2G')) == 0",
     "quantity('50M').compareTo(quantity('50Mi')) == -1",
     "quantity('50Mi').compareTo(quantity('50M')) == 1",
@@ -267,7 +275,10 @@ def test_a_message_expression_of_exactly_5_kib_is_kept() -> None:
     "isQuantity('1.3G') && isQuantity('1.3Gi') && isQuantity('10000k')",
     "!isQuantity('1,3G') && !isQuantity('200K') && !isQuantity('Three') && !isQuantity('Mi') && !isQuantity(' 1')",
     "sign(quantity('-1m')) == -1 && sign(quantity('0')) == 0 && sign(quantity('1Ki')) == 1",
-])
+]
+
+
+@pytest.mark.parametrize("expression", QUANTITY_EXAMPLES, ids=[f"example-{i}" for i in range(len(QUANTITY_EXAMPLES))])
 def test_the_quantity_library_answers_its_documented_examples(expression: str) -> None:
     assert check_rules({}, rules({"rule": expression})) == []
 
@@ -290,3 +301,32 @@ def test_as_integer_beyond_what_an_integer_holds_is_an_evaluation_error() -> Non
 def test_the_library_refuses_what_is_not_a_quantity_or_a_string() -> None:
     [(path, message)] = check_rules({"m": 1}, rules({"rule": "quantity(self.m).isInteger()"}))
     assert "no such overload" in message
+
+
+@pytest.mark.parametrize(("expression", "holds"), [
+    ("quantity('9223372036854775807').isInteger()", True),   # int64's bounds, both included (Quantity.AsInt64)
+    ("quantity('-9223372036854775808').isInteger()", True),
+    ("quantity('9223372036854775808').isInteger()", False),
+    ("quantity('-9223372036854775809').isInteger()", False),
+    ("quantity('1.5').isInteger()", False),
+    ("sign(quantity('500m')) == 1", True),                   # between 0 and 1: still positive
+    ("quantity('1').add(true) == quantity('2')", None),      # no such overload: an error, not a verdict
+    ("quantity('1').compareTo(1) == 0", None),
+    ("isQuantity(1)", None),
+    ("quantity('2').asApproximateFloat() == 2.0", True),
+], ids=[f"edge-{i}" for i in range(10)])
+def test_the_quantity_library_at_its_edges(expression: str, holds: bool | None) -> None:
+    problems = check_rules({}, rules({"rule": expression}))
+    if holds is None:
+        assert len(problems) == 1 and "evaluating rule" in problems[0][1]
+    else:
+        assert (problems == []) == holds, problems
+
+
+def test_a_quantity_equals_only_a_quantity_of_the_same_value() -> None:
+    from decimal import Decimal
+
+    from memcached_gitops.schemas.cel_quantity import Quantity
+
+    assert Quantity(Decimal("0.2")) == Quantity(Decimal("0.20")) and hash(Quantity(Decimal(1))) == hash(Quantity(Decimal("1.0")))
+    assert Quantity(Decimal(1)) != Quantity(Decimal(2)) and Quantity(Decimal(1)) != "1"

@@ -9,7 +9,9 @@ from memcached_gitops.render import render
 from memcached_gitops.render.exporter import DEFAULT_EXPORTER_IMAGE
 from memcached_gitops.schemas import Validator, load_crd
 
-from .test_monitoring_crds import CRDS
+from .conftest import REPO
+
+POD_MONITOR_CRD = REPO / "tests" / "fixtures" / "upstream" / "prometheus-operator" / "monitoring.coreos.com_podmonitors.yaml"
 
 KUBERNETES_VERSION = "1.36.0"
 
@@ -31,11 +33,17 @@ def test_off_unless_enabled(metrics: dict | None) -> None:
 
 
 def test_the_sidecar_reads_memcached_over_loopback_and_serves_the_metrics_port() -> None:
-    exporter = containers(render(cr({"metrics": {"enabled": True}})))["exporter"]
+    both = containers(render(cr({"metrics": {"enabled": True}})))
+    exporter, memcached = both["exporter"], both["memcached"]
     assert exporter["image"] == DEFAULT_EXPORTER_IMAGE
     assert exporter["args"] == ["--memcached.address=localhost:11211", "--web.listen-address=:9150"]
     assert exporter["ports"] == [{"containerPort": 9150, "name": "metrics", "protocol": "TCP"}]
-    assert exporter["securityContext"]["runAsNonRoot"] is True and exporter["securityContext"]["readOnlyRootFilesystem"] is True
+    assert exporter["securityContext"] == memcached["securityContext"] == {
+        "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True, "runAsUser": 1001}
+    assert exporter["securityContext"] is not memcached["securityContext"], "no shared object: an edit of one is no edit of both"
+    assert exporter["securityContext"]["capabilities"] is not memcached["securityContext"]["capabilities"]
+    assert exporter["imagePullPolicy"] == "IfNotPresent"
     assert exporter["resources"]["limits"] == {"memory": "32Mi"}
 
 
@@ -56,7 +64,7 @@ def test_with_metrics_every_object_is_valid_for_kubernetes_and_the_pod_monitor_f
     assert [m["kind"] for m in manifests] == ["Deployment", "Service", "PodDisruptionBudget", "PodMonitor"]
     for manifest in manifests[:3]:
         kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
-    outcome = Validator(load_crd(str(CRDS["PodMonitor"]))).validate(manifests[3])
+    outcome = Validator(load_crd(str(POD_MONITOR_CRD))).validate(manifests[3])
     assert outcome.ok, outcome.errors
 
 

@@ -32,6 +32,12 @@ STORED = [
          {"weight": 1, "podAffinityTerm": {"topologyKey": "k", "labelSelector": {}}}]}, "podAntiAffinity": {}}}),
 ]
 
+# an empty string in a list is an item, kept (recorded the same way)
+STORED.append(({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["", "x"]}]}]}}}},
+    {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["", "x"]}]}]}}}}))
+
 PLACED = {
     "size": 2,
     "nodeSelector": {"disk": "ssd"},
