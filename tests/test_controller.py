@@ -209,6 +209,21 @@ def test_watch_failures_are_recovered(cluster: FakeAPIServer, fault: str) -> Non
             assert restarts["expired"] >= 1, "the restarted server's history starts anew: resuming is a 410, then a LIST"
 
 
+def fight_until_degraded(cluster: FakeAPIServer, fighter: Callable[[], None], stop: threading.Event, linger: float) -> float:
+    """Run ``fighter`` until the CR ``a`` is Degraded by a fight, ``linger`` seconds more, then stop it;
+    when it started (monotonic)."""
+    t = threading.Thread(target=fighter, daemon=True)
+    started = time.monotonic()
+    t.start()
+    try:
+        wait_for(lambda: condition(cluster, "a", "Degraded").get("reason") == "FieldManagerFight", what="Degraded")
+        time.sleep(linger)
+    finally:
+        stop.set()
+        t.join()
+    return started
+
+
 def test_a_fight_with_a_second_writer_is_detected_backed_off_and_reported(cluster: FakeAPIServer) -> None:
     make_cr(cluster, "a")
     stop = threading.Event()
@@ -224,15 +239,7 @@ def test_a_fight_with_a_second_writer_is_detected_backed_off_and_reported(cluste
     with running(cluster, fights=detector) as controller:
         wait_for(lambda: condition(cluster, "a", "Available"))
         settle(cluster)
-        t = threading.Thread(target=fighter, daemon=True)
-        started = time.monotonic()
-        t.start()
-        try:
-            wait_for(lambda: condition(cluster, "a", "Degraded").get("reason") == "FieldManagerFight", what="Degraded")
-            time.sleep(4)
-        finally:
-            stop.set()
-            t.join()
+        started = fight_until_degraded(cluster, fighter, stop, linger=4)
         elapsed = time.monotonic() - started
         degraded = condition(cluster, "a", "Degraded")
         assert degraded["status"] == "True"
@@ -265,15 +272,7 @@ def test_a_fight_over_a_field_of_the_budget_is_detected_backed_off_and_names_the
     with running(cluster, fights=detector) as controller:
         wait_for(lambda: cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached"), what="the budget")
         settle(cluster)
-        t = threading.Thread(target=fighter, daemon=True)
-        started = time.monotonic()
-        t.start()
-        try:
-            wait_for(lambda: condition(cluster, "a", "Degraded").get("reason") == "FieldManagerFight", what="Degraded")
-            time.sleep(2)
-        finally:
-            stop.set()
-            t.join()
+        started = fight_until_degraded(cluster, fighter, stop, linger=2)
         message = condition(cluster, "a", "Degraded")["message"]
         assert message.startswith(".spec.maxUnavailable of PodDisruptionBudget default/a-memcached was corrected "), message
         assert "field manager platform-bot;" in message
