@@ -501,6 +501,22 @@ def test_detect_only_reports_a_companions_drift_and_writes_nothing(cluster: Fake
     metrics.observe_outcome(outcome)
     assert metrics.value("memcached_gitops_drift_detected_total", {"field": "Service .spec.selector"}) == 1
     assert cluster.get("", "services", "default", "a-memcached")["spec"]["selector"]["app.kubernetes.io/name"] == "x"
+    degraded = condition(cluster, "a", "Degraded")
+    assert degraded["reason"] == "DriftDetected" and degraded["status"] == "True"
+    assert "Service a-memcached: .spec.selector" in degraded["message"], degraded["message"]
+
+
+def test_detect_only_reports_the_deployments_and_the_budgets_drift_together(cluster: FakeAPIServer) -> None:
+    """With the Deployment drifted too, the companions are still looked at: one message names both."""
+    make_cr(cluster, "a", size=2)
+    reconciler_for(cluster).run_cycle()
+    patch(cluster, "/apis/apps/v1/namespaces/default/deployments/a", {"spec": {"replicas": 5}}, "application/merge-patch+json")
+    cluster.handle("DELETE", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/a-memcached", {}, b"")
+    cluster.reset_log()
+    [outcome] = reconciler_for(cluster, detect_only=True).run_cycle().outcomes
+    assert outcome.action == "drifted" and not [w for w in writes(cluster) if not w.endswith(("/status", "/events"))]
+    message = condition(cluster, "a", "Degraded")["message"]
+    assert ".spec.replicas" in message and "PodDisruptionBudget a-memcached would be created" in message, message
 
 
 def test_with_an_rbac_from_before_the_companions_the_deployment_is_still_reconciled(cluster: FakeAPIServer, caplog) -> None:

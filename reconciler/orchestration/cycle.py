@@ -114,6 +114,7 @@ class CROutcome:
     companions: list[dict[str, Any]] = field(default_factory=list)  # the Service and budget as our applies left them
     removed: list[tuple[Resource, str]] = field(default_factory=list)  # companions deleted: (resource, name)
     companion_drift: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) corrected or found
+    companion_detected: list[str] = field(default_factory=list)  # what detect-only left unwritten, one line each
     companion_ignored: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) at ignored paths: left alone
     companion_corrected: list[Correction] = field(default_factory=list)  # the fields our applies put back (the fight detector's)
     companions_read: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (kind, object) found by a GET, not cached
@@ -309,7 +310,11 @@ class Reconciler:
             applied_by = spec_manager(live) or "another tool"
             if not self.options.adopt:
                 return self._observe(cr, live, pods, applied_by, drift, size, declared, condition_fields, inherited)
-        if drift and (self.options.detect_only or mode == "detect-only"):
+        detect = self.options.detect_only or mode == "detect-only"
+        if drift and detect:
+            if companions is not None:  # their drift is reported with the Deployment's
+                kept = selector_of(live) if live is not None and has_kept_selector(live) else None
+                self._companions(visit, companions, True, kept, ignored)
             return self._detected(visit, drift, size, live)
         if drift:
             live = self._correct(visit, desired, drift, live, size, applied_by, inherited)
@@ -317,6 +322,8 @@ class Reconciler:
                 return visit.result
         kept = selector_of(live) if live is not None and has_kept_selector(live) else None
         foreign = self._companions(visit, companions, mode == "detect-only", kept, ignored) if companions is not None else ""
+        if visit.result.companion_detected and not self.options.dry_run:  # only the Service or budget drifted
+            return self._detected(visit, [], size, live)
         return self._settle(visit, drift, live, size, degraded, neighbours, autoscaler, foreign)
 
     def _companions(self, visit: Visit, lookup: CompanionLookup, detect_only: bool, kept_selector: dict[str, Any] | None,
@@ -351,6 +358,10 @@ class Reconciler:
             if self.options.dry_run or self.options.detect_only or detect_only:
                 log.info("%s: %s %s (not written: %s)", visit, step.describe(), step.move.value,
                          "dry run" if self.options.dry_run else "detect-only")
+                if not self.options.dry_run:
+                    result.companion_detected.append(
+                        f"{step.describe()}: " + "; ".join(d.describe() for d in step.drift) if step.move is Move.CORRECT
+                        else f"{step.describe()} would be {step.move.value}d")
                 if not self.options.dry_run and result.action == Action.UNCHANGED:
                     result.action = Action.DRIFTED  # counted as detected, as a Deployment's drift is
                 continue
@@ -448,12 +459,14 @@ class Reconciler:
         return visit.result
 
     def _detected(self, visit: Visit, drift: list[Drift], size: int, live: dict[str, Any] | None) -> CROutcome:
-        """Drift reported and left alone (--detect-only, or the CR's detect-only annotation)."""
+        """Drift reported and left alone (--detect-only, or the CR's detect-only annotation): the
+        Deployment's, then what the Service's and the budget's would have needed (``companion_detected``)."""
         ignored = visit.result.ignored
         also = f"; ignored ({IGNORE_ANNOTATION}): " + "; ".join(d.describe() for d in ignored) if ignored else ""
         why = "--detect-only" if self.options.detect_only else f"{RECONCILE_ANNOTATION}: detect-only"
+        found = [d.describe() for d in drift] + visit.result.companion_detected
         message = ("the Deployment does not exist" if live is None else
-                   f"drift left uncorrected ({why}): " + "; ".join(d.describe() for d in drift) + also)
+                   f"drift left uncorrected ({why}): " + "; ".join(found) + also)
         log.warning("%s: %s", visit, bounded(message))
         return self._refuse(visit, "DriftDetected", message, size, live, Action.DRIFTED, failed=False)
 
