@@ -92,8 +92,9 @@ def prepare_cluster(kubeconfig: str) -> None:
 
 _UNKNOWN = re.compile(r'unknown field \\?"([^"\\]*)\\?"')
 _GO_FIELD = re.compile(r"Go struct field [A-Za-z0-9]+\.([A-Za-z0-9_.]+) of type")
-#: A cause of a 422, in any of kubectl's layouts: "* field: ...", "is invalid: field: ...", "[field: ..., field: ...]".
-_CAUSE = re.compile(r"(?:^\* |is invalid: \[?|, )([^\s:,\[\]]+): (?:Invalid value|Required value|Unsupported value|"
+#: A cause of a 422, in any of kubectl's layouts: "* field: ...", "is invalid: field: ...", "[field: ..., field: ...]";
+#: a field may index a list or a map on the way (``spec.tolerations[0]``, ``spec.resources.limits[memory]``).
+_CAUSE = re.compile(r"(?:^\* |is invalid: \[?|, )((?:[^\s:,\[\]]|\[[^\s\]]*\])+): (?:Invalid value|Required value|Unsupported value|"
                     r"Too long|Too many|Forbidden|Duplicate value|Not found|Internal error)", re.M)
 
 

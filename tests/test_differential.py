@@ -37,3 +37,11 @@ def test_other_answers_are_still_compared(builtin_validator: Validator) -> None:
     found = compare(text, ours, Verdict(True))
     assert found is not None and found.kind == "verdict"
     assert compare(text, Verdict(True), SERVER_ON_A_STRING).kind == "verdict"
+
+
+def test_a_cause_at_a_list_index_or_a_map_key_is_read_with_its_index() -> None:
+    """kube-apiserver v1.36.2's words for a null toleration (the differential's seed 33 drew it)."""
+    text = ('The Memcached "cache-1" is invalid: \n* spec.tolerations[0]: Invalid value: "null": spec.tolerations[0] in body must '
+            'be of type object: "null"\n* spec.resources.limits[memory]: Invalid value: a\n* <nil>: Invalid value: null: some '
+            'validation rules were not checked because the object was invalid; correct the existing errors to complete validation\n')
+    assert parse_kubectl(1, "", text).fields == {"spec.tolerations[0]", "spec.resources.limits[memory]"}
