@@ -98,10 +98,16 @@ _CAUSE = re.compile(r"(?:^\* |is invalid: \[?|, )((?:[^\s:,\[\]]|\[[^\s\]]*\])+)
                     r"Too long|Too many|Forbidden|Duplicate value|Not found|Internal error)", re.M)
 
 
+#: An integer format's cause names no field (``<nil>``) but ends with the field's path
+#: (kubernetes/kubernetes#136582): the validator reports it at that field, where a person looks.
+_FORMAT_CAUSE = re.compile(r"(?:^\* |is invalid: )<nil>: Invalid value: \"\": "
+                           r"Checked value must be of type integer with format \w+ in (\S+)$", re.M)
+
+
 def parse_kubectl(returncode: int, stdout: str, stderr: str) -> Verdict:
     """kubectl's answer for a whole file: accepted only if every document was."""
     unknown = frozenset(_UNKNOWN.findall(stderr))
-    fields = set(unknown) | set(_GO_FIELD.findall(stderr)) | set(_CAUSE.findall(stderr))
+    fields = set(unknown) | set(_GO_FIELD.findall(stderr)) | set(_CAUSE.findall(stderr)) | set(_FORMAT_CAUSE.findall(stderr))
     fields.discard("<nil>")
     complete = "is invalid:" in stderr and not unknown and "cannot be handled" not in stderr
     return Verdict(returncode == 0, frozenset(fields), unknown, complete, stdout + stderr)  # warnings go to stderr too

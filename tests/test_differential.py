@@ -45,3 +45,16 @@ def test_a_cause_at_a_list_index_or_a_map_key_is_read_with_its_index() -> None:
             'be of type object: "null"\n* spec.resources.limits[memory]: Invalid value: a\n* <nil>: Invalid value: null: some '
             'validation rules were not checked because the object was invalid; correct the existing errors to complete validation\n')
     assert parse_kubectl(1, "", text).fields == {"spec.tolerations[0]", "spec.resources.limits[memory]"}
+
+
+def test_an_integer_formats_cause_is_read_at_the_field_its_words_end_with() -> None:
+    """kube-apiserver v1.36.2 on a weight of 3000000000 (the differential's seed 34 drew it)."""
+    text = ('The Memcached "m" is invalid: \n* <nil>: Invalid value: "": Checked value must be of type integer with format int32 '
+            'in spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight\n'
+            '* spec.nodeSelector: Invalid value: "array": spec.nodeSelector in body must be of type object: "array"\n')
+    assert parse_kubectl(1, "", text).fields == {
+        "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight", "spec.nodeSelector"}
+    single = ('The Memcached "a" is invalid: <nil>: Invalid value: "": Checked value must be of type integer with format int32 in '
+              'spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight\n')
+    assert parse_kubectl(1, "", single).fields == {
+        "spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight"}
