@@ -11,7 +11,7 @@ from yaml import _yaml as libyaml
 from yaml._yaml import CParser
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ..excerpt import excerpt, quote_value
+from ..excerpt import excerpt
 from .limits import (
     ALIAS_EXPANSION_LIMIT,
     ALIAS_EXPANSION_RATIO,
@@ -88,8 +88,9 @@ class Builder:
         self.count(node)
         if isinstance(node, ScalarNode):
             return self.jsonable(json_number, scalar(node), node)
-        if node.tag not in (None, CORE + "map", CORE + "seq"):
-            raise node_error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
+        # a collection's tag, whatever it is (!!map, !!str, !custom), is never read: go-yaml's parser
+        # does not record it and decodes the map or sequence as it is (GY decode.go:201-221; kubectl
+        # v1.37.1 sends !!str {x: a} and !custom [1] as a map and a list). Nothing is built from it.
         if isinstance(node, SequenceNode):
             return [self.build(item) for item in node.value]
         return self.mapping(cast(MappingNode, node))  # the third kind of node
