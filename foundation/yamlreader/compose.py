@@ -246,15 +246,60 @@ def lift_libyaml_nest_limit() -> None:
         libyaml._set_max_nest_level(LIBYAML_NEST_LIMIT)  # type: ignore[attr-defined]  # PyYAML 6.0.4's, not in the stubs
 
 
+_BOM = "\ufeff".encode()
+#: Private-use characters that stand for a byte order mark inside a chunk while libyaml reads it.
+_BOM_STAND_INS = ("\uf8ff", "\uf8fe", "\uf8fd", "\ue000")
+
+
+def _inner_boms_kept(chunk: bytes) -> tuple[bytes, str | None]:
+    """The chunk with each byte order mark after its start written as a stand-in libyaml reads as
+    text, and the stand-in (None if there is none, or no stand-in is free).
+
+    go-yaml's reader drops the mark at the start of a chunk, and its scanner skips one at the start
+    of a line only when its buffer begins with one (GY scannerc.go:1451 with yamlprivateh.go:81-83:
+    ``is_bom`` reads ``b[0]``, not the position): any other U+FEFF is a character of the text, so
+    ``---`` then a BOM'd line gives a key starting with U+FEFF (kube-apiserver v1.36.2: ``unknown
+    field "\ufeffx"``). libyaml skips it wherever a line starts with one."""
+    start = 0
+    while chunk.startswith(_BOM, start) and start < 2 * len(_BOM):  # the mark, and one right after it
+        start += len(_BOM)
+    if _BOM not in chunk[start:]:
+        return chunk, None
+    stand_in = next((c for c in _BOM_STAND_INS if c.encode() not in chunk), None)
+    if stand_in is None:
+        return chunk, None
+    return chunk[:start] + chunk[start:].replace(_BOM, stand_in.encode()), stand_in
+
+
+def _bom_restored(root: Node, stand_in: str) -> None:
+    """Every scalar of the tree (keys too) with ``stand_in`` written back as U+FEFF."""
+    stack, seen = [root], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, ScalarNode):
+            node.value = node.value.replace(stand_in, "\ufeff")
+        elif isinstance(node, SequenceNode):
+            stack += node.value
+        elif isinstance(node, MappingNode):
+            stack += [part for pair in node.value for part in pair]
+
+
 def first_document(chunk: bytes) -> Node | None:
     """The node tree of the first document of a chunk (go-yaml's Unmarshal reads no further)."""
     lift_libyaml_nest_limit()
+    chunk, stand_in = _inner_boms_kept(chunk)
     parser = CParser(chunk)
     try:
         parser.get_event()  # the stream's start
         if isinstance(parser.get_event(), yaml.StreamEndEvent):
             return None  # no document: blank lines and comments
-        return compose(parser)
+        root = compose(parser)
+        if root is not None and stand_in is not None:
+            _bom_restored(root, stand_in)
+        return root
     except yaml.MarkedYAMLError as exc:
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
         mark = exc.problem_mark  # libyaml marks every scanner and parser error with its problem

@@ -30,6 +30,9 @@ _JSON_SPACE = re.compile(r"[ \t\r\n]*")
 #: Latin-1 (not Python's str.isspace, which also counts U+001C-U+001F).
 GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 _REST_OF_LINE = re.compile(f"[{GO_SPACE.replace(chr(10), '')}]*\n?")
+#: A byte that is no UTF-8, as ``errors="surrogateescape"`` decodes it: encoding/json reads each as U+FFFD.
+_NOT_UTF8_CHARS = "".join(map(chr, range(0xDC80, 0xDD00)))
+_NOT_UTF8 = dict.fromkeys(range(0xDC80, 0xDD00), "\ufffd")
 #: How much of a stream kubectl peeks to tell JSON from YAML (CR pkg/resource/visitor.go, StreamVisitor's
 #: ``yaml.NewYAMLOrJSONDecoder(v.Reader, 4096)``).
 JSON_PEEK = 4096
@@ -61,7 +64,7 @@ def chunks(stream: str | bytes | Readable) -> Iterator[tuple[bytes, int]]:
         if line.decode(errors="replace").strip(GO_SPACE) or size >= JSON_PEEK:
             break
     if is_json_stream(b"".join(head)):
-        return _json_then_yaml(b"".join(head) + b"".join(lines))
+        return _json_then_yaml(b"".join(head) + b"".join(lines))  # decoded by _lines as BOMOverride decodes
     return _yaml_chunks(itertools.chain(head, lines), 0)
 
 
@@ -72,16 +75,17 @@ def is_json_stream(head: bytes) -> bool:
     return head[:JSON_PEEK].decode(errors="replace").lstrip(GO_SPACE).startswith("{")
 
 
-def _lines(stream: str | bytes | Readable) -> Iterator[bytes]:
+def _lines(stream: str | bytes | Readable, decoded: bool = False) -> Iterator[bytes]:
     """The stream's lines, each with its ``\\n`` but perhaps the last; a line longer than a
-    document may be is the last, cut there: it is refused, and the rest is never read."""
+    document may be is the last, cut there: it is refused, and the rest is never read. Bytes are
+    read as BOMOverride reads them, unless ``decoded`` says they already were."""
     if isinstance(stream, str):
         stream = io.StringIO(stream)
     elif isinstance(stream, bytes):
         stream = io.BytesIO(stream)
     pending = b""
     decoder: Any = None
-    first = True
+    first = not decoded
     while block := stream.read(_READ_SIZE):
         if isinstance(block, str):
             block = (block[1:] if first and block.startswith("\ufeff") else block).encode(errors="surrogatepass")
@@ -150,8 +154,10 @@ def _yaml_chunks(lines: Iterable[bytes], first: int) -> Iterator[tuple[bytes, in
 def _json_then_yaml(data: bytes) -> Iterator[tuple[bytes, int]]:
     """YAMLOrJSONDecoder on a stream that starts with ``{``: JSON values one after another. When
     one fails to decode after a single value, the rest (from the end of that value's line) is read
-    as YAML; after two or more, it is an error."""
-    text = data.decode(errors="replace")
+    as YAML; after two or more, it is an error. ``data`` was decoded as BOMOverride decodes (after
+    a UTF-8 byte order mark it may hold bytes that are no UTF-8: kept as they are for the YAML
+    reader, which refuses them, and read as U+FFFD in a JSON value, as encoding/json reads them)."""
+    text = data.decode(errors="surrogateescape")
     breaks = [m.start() for m in re.finditer("\n", text)]
 
     def where(pos: int) -> tuple[int, int]:
@@ -172,12 +178,13 @@ def _json_then_yaml(data: bytes) -> Iterator[tuple[bytes, int]]:
                 if isinstance(exc, _TooDeep):  # at its 10,001st bracket, as the YAML path places it
                     line, column = where(exc.pos)
                 raise YAMLInputError(f"invalid JSON: {str(exc).split(':')[0]}", line + 1, column + 1) from None
-            yield from _yaml_chunks(_lines(text[rest:]), where(rest)[0])
+            yield from _yaml_chunks(_lines(text[rest:].encode(errors="surrogateescape"), decoded=True), where(rest)[0])
             return
         if end - start > MAX_DOCUMENT_SIZE:
             raise _too_large(line + 1, column + 1)
         numbers.check(line + 1, column + 1)
-        yield (" " * column + _lone_surrogates_replaced(text[start:end])).encode(), line  # at its column, for positions
+        value = _lone_surrogates_replaced(text[start:end]).translate(_NOT_UTF8)
+        yield (" " * column + value).encode(), line  # at its column, for positions
         values += 1
 
 
@@ -187,15 +194,15 @@ def _yaml_start(text: str, pos: int) -> int | None:
     and including the first newline are eaten, four bytes read at a time (StreamReader.ReadN): with
     fewer than four bytes left, or at a U+FFFD (utf8.RuneError), it gives up and the JSON error is
     final (None). Checked with kubectl v1.37.1: a value followed by ``"\\n#\\n"`` is refused, by ``"\\n# \\n"`` not."""
-    left = len(text[pos:].encode(errors="surrogatepass"))
+    left = len(text[pos:].encode(errors="surrogateescape"))
     while True:
-        if left < 4 or text[pos] == "\ufffd":
+        if left < 4 or text[pos] == "\ufffd" or text[pos] in _NOT_UTF8_CHARS:
             return None
         char = text[pos]
         if char not in GO_SPACE:
             return pos
         pos += 1
-        left -= len(char.encode(errors="surrogatepass"))
+        left -= len(char.encode())
         if char == "\n":
             return pos
 

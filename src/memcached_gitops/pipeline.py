@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 from memcached_gitops.foundation.excerpt import excerpt, quote_value, type_and_length
 from memcached_gitops.foundation.files import BUILT
 from memcached_gitops.foundation.yamlreader import Document, Readable, YAMLInputError, iter_documents
-from memcached_gitops.lists import is_list, is_nested_list, list_items, list_problems
+from memcached_gitops.lists import is_list, is_nested_list, list_items, list_problems, object_problems
 from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import Problem, Validator, format_path
 from memcached_gitops.schemas.validator import identity_problems
@@ -199,6 +199,10 @@ def _process_document(result: Result, name: str, doc: Document, validator: Valid
             line, column = locate(())
             result.findings.append(Finding(name, line, column, object_ref(obj), "",
                                            "a list item that is itself a list (items) cannot be flattened: kubectl refuses it"))
+            continue
+        unmapped = object_problems(obj, validator)
+        if unmapped:
+            result.findings += [Finding(name, *locate(p.path), object_ref(obj), p.field, p.message) for p in unmapped]
             continue
         process_object(result, name, obj, validator, image, do_render, locate)
 
