@@ -85,8 +85,10 @@ def list_item(draw: st.DrawFn, allowed: str) -> Node:
         drop = "apiVersion" if choice == "kind-only" else "kind"
         doc.items = [(k, v) for k, v in doc.items if k != drop]
         return doc
-    if choice == "empty-list-item":  # an object that only looks like a list: items null (map row 3.8)
-        return Map([("apiVersion", Scalar("v1")), ("kind", Scalar("ConfigMap")), *CONFIG_MAP_BODY, ("items", Scalar("~"))])
+    if choice == "empty-list-item":  # an item that only looks like a list: items null is a field (map row 3.8)
+        doc = _valid_cr(draw)
+        doc.items.append(("items", Scalar("~")))
+        return doc
     return {"null": Scalar(draw(st.sampled_from(["~", "null", ""]))), "number": Scalar("5"), "string": Scalar("x"),
             "seq": Seq([Scalar("1")], flow=True)}[choice]
 
@@ -163,8 +165,8 @@ def _json_text(draw: st.DrawFn, doc: Map, tricks: bool = True) -> str:
     name, and perhaps duplicate label keys (which only JSON keeps: NoDoubleKeySchema, map row 7.6)."""
     value = json_value(doc)
     trick = draw(st.integers(0, 8)) if tricks or draw(st.integers(0, 4)) == 0 else 8
-    if not isinstance(value, dict) or value.get("kind") != "Memcached":
-        trick = 8  # only a CR's fields are judged by the validator: no trick elsewhere
+    if not isinstance(value, dict) or value.get("kind") != "Memcached" and not (trick == 3 and "items" in value):
+        trick = 8  # only a CR's fields are judged by the validator, and a list's duplicate labels: no trick elsewhere
     if isinstance(value, dict) and trick <= 1:
         meta = value.setdefault("metadata", {})
         if isinstance(meta, dict):

@@ -52,9 +52,10 @@ def _end_of(pattern: re.Pattern[str], text: str, pos: int) -> int:
     return match.end()
 
 
-def chunks(stream: str | bytes | Readable) -> Iterator[tuple[bytes, int]]:
-    """(chunk, lines of the stream before it) as kubectl's YAMLOrJSONDecoder cuts a stream: a
-    run of JSON values if its first non-blank character is ``{``, else YAML chunks."""
+def chunks(stream: str | bytes | Readable) -> Iterator[tuple[bytes, int, bool]]:
+    """(chunk, lines of the stream before it, whether it is a JSON value) as kubectl's
+    YAMLOrJSONDecoder cuts a stream: a run of JSON values if its first non-blank character is
+    ``{``, else YAML chunks."""
     lines = _lines(stream)
     head: list[bytes] = []
     size = 0
@@ -65,7 +66,7 @@ def chunks(stream: str | bytes | Readable) -> Iterator[tuple[bytes, int]]:
             break
     if is_json_stream(b"".join(head)):
         return _json_then_yaml(b"".join(head) + b"".join(lines))  # decoded by _lines as BOMOverride decodes
-    return _yaml_chunks(itertools.chain(head, lines), 0)
+    return ((chunk, line, False) for chunk, line in _yaml_chunks(itertools.chain(head, lines), 0))
 
 
 def is_json_stream(head: bytes) -> bool:
@@ -151,7 +152,7 @@ def _yaml_chunks(lines: Iterable[bytes], first: int) -> Iterator[tuple[bytes, in
         yield b"".join(chunk), start
 
 
-def _json_then_yaml(data: bytes) -> Iterator[tuple[bytes, int]]:
+def _json_then_yaml(data: bytes) -> Iterator[tuple[bytes, int, bool]]:
     """YAMLOrJSONDecoder on a stream that starts with ``{``: JSON values one after another. When
     one fails to decode after a single value, the rest (from the end of that value's line) is read
     as YAML; after two or more, it is an error. ``data`` was decoded as BOMOverride decodes (after
@@ -178,13 +179,14 @@ def _json_then_yaml(data: bytes) -> Iterator[tuple[bytes, int]]:
                 if isinstance(exc, _TooDeep):  # at its 10,001st bracket, as the YAML path places it
                     line, column = where(exc.pos)
                 raise YAMLInputError(f"invalid JSON: {str(exc).split(':')[0]}", line + 1, column + 1) from None
-            yield from _yaml_chunks(_lines(text[rest:].encode(errors="surrogateescape"), decoded=True), where(rest)[0])
+            rest_lines = _lines(text[rest:].encode(errors="surrogateescape"), decoded=True)
+            yield from ((chunk, line, False) for chunk, line in _yaml_chunks(rest_lines, where(rest)[0]))
             return
         if end - start > MAX_DOCUMENT_SIZE:
             raise _too_large(line + 1, column + 1)
         numbers.check(line + 1, column + 1)
         value = _lone_surrogates_replaced(text[start:end]).translate(_NOT_UTF8)
-        yield (" " * column + value).encode(), line  # at its column, for positions
+        yield (" " * column + value).encode(), line, True  # at its column, for positions
         values += 1
 
 

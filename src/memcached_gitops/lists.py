@@ -113,6 +113,15 @@ def list_problems(value: dict[str, Any], validator: Validator) -> list[Problem]:
     return []
 
 
+def validated_on_the_client(value: dict[str, Any], validator: Validator) -> bool:
+    """Whether kubectl validates a list document on the client (and so runs NoDoubleKeySchema on
+    it): its kind is no resource the server serves with ``fieldValidation``, which a list kind never
+    is (CR pkg/resource/query_param_verifier_v3.go:62-84; a ConfigMap with items is a ConfigMap)."""
+    kind = value.get("kind")
+    kinds = served_kinds(value.get("apiVersion"), validator)
+    return isinstance(kind, str) and (kind == "List" or kind.endswith("List")) and not (kinds and kind in kinds)
+
+
 def object_problems(value: Any, validator: Validator) -> list[Problem]:
     """Why kubectl refuses an object that is no list (a document or a list's item) before the
     server judges it, where the validator knows its group-version from the built-in ones (its own
@@ -202,4 +211,4 @@ def _set(field: Any) -> bool:
 
 
 __all__ = ["BUILTIN_KINDS", "INVALID_OBJECT", "is_list", "is_nested_list", "item_kind", "list_items", "list_problems",
-           "object_problems", "served_kinds"]
+           "object_problems", "served_kinds", "validated_on_the_client"]

@@ -14,7 +14,14 @@ from typing import Any, NamedTuple
 from memcached_gitops.foundation.excerpt import excerpt, quote_value, type_and_length
 from memcached_gitops.foundation.files import BUILT
 from memcached_gitops.foundation.yamlreader import Document, Readable, YAMLInputError, iter_documents
-from memcached_gitops.lists import is_list, is_nested_list, list_items, list_problems, object_problems
+from memcached_gitops.lists import (
+    is_list,
+    is_nested_list,
+    list_items,
+    list_problems,
+    object_problems,
+    validated_on_the_client,
+)
 from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import Problem, Validator, format_path
 from memcached_gitops.schemas.validator import identity_problems
@@ -188,9 +195,11 @@ def _process_document(result: Result, name: str, doc: Document, validator: Valid
     value = doc.value
     if is_list(value):
         problems = identity_problems(value) or list_problems(value, validator)
-        if problems:
-            ref = object_ref(value)
-            result.findings += [Finding(name, *doc.position(p.path), ref, p.field, p.message) for p in problems]
+        ref = object_ref(value)
+        result.findings += [Finding(name, *doc.position(p.path), ref, p.field, p.message) for p in problems]
+        duplicates = _duplicate_keys(doc) if validated_on_the_client(value, validator) else []
+        result.findings += [Finding(name, line, column, ref, field, message) for field, message, (line, column) in duplicates]
+        if problems or duplicates:
             return
     for obj, prefix in items_of(doc):
         locate = _locator(doc, prefix)
@@ -205,6 +214,19 @@ def _process_document(result: Result, name: str, doc: Document, validator: Valid
             result.findings += [Finding(name, *locate(p.path), object_ref(obj), p.field, p.message) for p in unmapped]
             continue
         process_object(result, name, obj, validator, image, do_render, locate)
+
+
+def _duplicate_keys(doc: Document) -> list[tuple[str, str, tuple[int, int]]]:
+    """kubectl's NoDoubleKeySchema on a document it validates on the client: a key written twice in
+    its ``metadata.labels`` or ``metadata.annotations`` (KC pkg/validation/schema.go:42-55), which
+    only a JSON value keeps (kubectl v1.37.1: ``error validating data: duplicate key: a``)."""
+    found = []
+    for path in (("metadata", "labels"), ("metadata", "annotations")):
+        duplicate = doc.duplicate_key(path)
+        if duplicate is not None:
+            key, where = duplicate
+            found.append((".".join(path), f"duplicate key: {key}", where))
+    return found
 
 
 #: The API groups of kustomize's configuration kinds (Kustomization, Component): no API server serves
