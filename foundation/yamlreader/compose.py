@@ -13,8 +13,10 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..excerpt import excerpt
 from .limits import (
-    ALIAS_EXPANSION_LIMIT,
-    ALIAS_EXPANSION_RATIO,
+    ALIAS_MIN_ALIASED,
+    ALIAS_MIN_DECODES,
+    ALIAS_RATIO_RANGE_HIGH,
+    ALIAS_RATIO_RANGE_LOW,
     DEPTH_ERROR,
     JSON_DEPTH_ERROR,
     LIBYAML_NEST_LIMIT,
@@ -49,16 +51,65 @@ def _reachable(value: Any) -> set[int]:
     return found
 
 
+class _AliasScalar(ScalarNode):
+    """A scalar an alias names, as the alias (go-yaml keeps an alias node of its own)."""
+
+    target: Node
+
+
+class _AliasSequence(SequenceNode):
+    """A sequence an alias names, as the alias."""
+
+    target: Node
+
+
+class _AliasMapping(MappingNode):
+    """A map an alias names, as the alias."""
+
+    target: Node
+
+
+_ALIASES = (_AliasScalar, _AliasSequence, _AliasMapping)
+
+
+def alias_to(target: Node) -> Node:
+    """A node for an alias of ``target``: the same content and marks (so a value reached through
+    the alias is located at its anchor), told apart by its class for go-yaml's alias counting."""
+    alias: Node
+    if isinstance(target, ScalarNode):
+        alias = _AliasScalar(target.tag, target.value, target.start_mark, target.end_mark, target.style)
+    elif isinstance(target, SequenceNode):
+        alias = _AliasSequence(target.tag, target.value, target.start_mark, target.end_mark, target.flow_style)
+    else:
+        alias = _AliasMapping(target.tag, target.value, target.start_mark, target.end_mark,
+                              cast(MappingNode, target).flow_style)
+    alias.target = target
+    return alias
+
+
+def allowed_alias_ratio(decodes: int) -> float:
+    """go-yaml v2's allowedAliasRatio (GY decode.go:321-348): 99% of the decodes may come from alias
+    expansion up to 400,000 decodes, falling to 10% at 4,000,000."""
+    if decodes <= ALIAS_RATIO_RANGE_LOW:
+        return 0.99
+    if decodes >= ALIAS_RATIO_RANGE_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * (decodes - ALIAS_RATIO_RANGE_LOW) / (ALIAS_RATIO_RANGE_HIGH - ALIAS_RATIO_RANGE_LOW)
+
+
 class Builder:
-    """Builds JSON values from a node tree, copying aliases (bounded) so no value is shared."""
+    """Builds JSON values from a node tree, copying aliases (bounded as go-yaml bounds them) so no
+    value is shared."""
 
     def __init__(self) -> None:
-        self.seen: set[int] = set()
-        self.built = 0
+        self.decodes = 0  # go-yaml's decodeCount: every node decoded, the document's own node first
+        self.aliased = 0  # its aliasCount: the nodes decoded inside an alias's expansion
+        self.alias_depth = 0
         self.unsupported: list[_Unsupported] = []  # in document order
 
     def document(self, node: Node) -> Any:
         """The document's value; the first value or key JSON cannot carry left in it is the error."""
+        self.count(node)  # go-yaml's document node, decoded first
         value = self.build(node)
         if self.unsupported:
             reachable = _reachable(value)
@@ -77,15 +128,24 @@ class Builder:
             return unsupported
 
     def count(self, node: Node) -> None:
-        """Counts each node built; refuses a document whose aliases copy too much of it."""
-        self.built += 1
-        if id(node) not in self.seen:
-            self.seen.add(id(node))
-        elif self.built > ALIAS_EXPANSION_LIMIT and self.built > ALIAS_EXPANSION_RATIO * len(self.seen):
+        """go-yaml v2's count at each node it decodes (GY decode.go:350-357): refused once more than
+        100 decodes came from aliases, more than 1,000 in all, and the aliases' share is above
+        ``allowed_alias_ratio``."""
+        self.decodes += 1
+        if self.alias_depth:
+            self.aliased += 1
+        if (self.aliased > ALIAS_MIN_ALIASED and self.decodes > ALIAS_MIN_DECODES
+                and self.aliased / self.decodes > allowed_alias_ratio(self.decodes)):
             raise node_error(node, "document contains excessive aliasing")
 
     def build(self, node: Node) -> Any:
         self.count(node)
+        if isinstance(node, _ALIASES):  # the alias is one decode, what it names as many as it has (GY decode.go:390-401)
+            self.alias_depth += 1
+            try:
+                return self.build(node.target)
+            finally:
+                self.alias_depth -= 1
         if isinstance(node, ScalarNode):
             return self.jsonable(json_number, scalar(node), node)
         # a collection's tag, whatever it is (!!map, !!str, !custom), is never read: go-yaml's parser
@@ -102,19 +162,26 @@ class Builder:
         for key_node, value_node in node.value:
             if _is_merge(key_node):
                 for source in reversed(self._merge_sources(value_node)):  # earlier maps take precedence
-                    out.update(self.mapping(source))
+                    out.update(self.build(source))  # each decoded, as go-yaml's merge decodes it
                 continue
             if not isinstance(key_node, ScalarNode):
                 raise node_error(key_node, "unsupported map key: a key must be a scalar")
             self.count(key_node)  # a key keeps go-yaml's value: JSON's number rules apply to values only
+            if isinstance(key_node, _AliasScalar):
+                self.alias_depth += 1
+                self.count(key_node.target)
+                self.alias_depth -= 1
             out[self.jsonable(key_string, scalar(key_node), key_node)] = self.build(value_node)
         return out
 
     @staticmethod
     def _merge_sources(node: Node) -> list[MappingNode]:
+        """What a ``<<`` merges: a map, an alias of a map, or a sequence (written, not an alias) of
+        maps and aliases of maps (GY decode.go:782-815)."""
         if isinstance(node, MappingNode):
             return [node]
-        if isinstance(node, SequenceNode) and all(isinstance(n, MappingNode) for n in node.value):
+        if isinstance(node, SequenceNode) and not isinstance(node, _AliasSequence) and all(
+                isinstance(n, MappingNode) for n in node.value):
             return list(node.value)
         raise node_error(node, "map merge requires map or sequence of maps as the value")
 
@@ -220,7 +287,7 @@ def _aliased(event: Any, stack: list[_Open], anchors: dict[str, Node]) -> Node:
         raise _mark_error(event, f"anchor {_quote_name(event.anchor)} value contains itself")
     if event.anchor not in anchors:
         raise _mark_error(event, f"unknown anchor {_quote_name(event.anchor)} referenced")
-    return anchors[event.anchor]
+    return alias_to(anchors[event.anchor])
 
 
 def _mark_error(event: Any, message: str) -> YAMLInputError:
