@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from memcached_gitops.render import DEFAULT_IMAGE
 from memcached_gitops.schemas import Validator
 
 from memcached_gitops.pipeline import process
 
 from .conftest import crd_named
+from .differential import our_verdict
+from .stream_cases import CASES, StreamCase
 
 
 def cr(name: str, namespace: str | None = None, size: int = 1) -> str:
@@ -62,3 +65,10 @@ def test_a_v1_lists_items_inherit_nothing() -> None:
     result = run(("l.yaml", "apiVersion: v1\nkind: List\nitems:\n" + LIST_ITEM))
     assert not result.crs and [(f.field, f.message) for f in result.errors] == [
         ("items[0].apiVersion", "apiVersion not set"), ("items[0].kind", "kind not set")]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_every_stream_case_gets_kubectls_verdict(case: StreamCase) -> None:
+    """Each reader decision's recorded verdict (tests/stream_cases.py: kubectl v1.37.1 against
+    kube-apiserver v1.36.2), in kubectl's mode: every document must be an object."""
+    assert our_verdict(case.data, Validator(crd_named("builtin"))).accepted == case.accept, case.why

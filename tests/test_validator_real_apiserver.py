@@ -33,6 +33,8 @@ from memcached_gitops.schemas import Validator, load_crd
 
 from .cr_texts import cr_texts
 from .differential import compare, count_documents, deliberate_difference, our_verdict, prepare_cluster, pruned_nulls, server_verdict
+from .stream_cases import CASES as STREAM_CASES
+from .stream_cases import StreamCase
 
 KUBECONFIG = os.environ.get("MEMCACHED_GITOPS_E2E_KUBECONFIG")
 EXAMPLES = int(os.environ.get("MEMCACHED_GITOPS_E2E_EXAMPLES") or 30)
@@ -99,3 +101,13 @@ def test_kubectl_apply_differs_from_create_only_on_generate_name_and_null_values
     pruned = pruned_nulls(text)  # kubectl apply creates the object without its null values
     assert pruned is not None, f"{applied.text}\n---\n{text}"
     assert server_verdict(pruned, KUBECONFIG).accepted == applied.accepted, f"{created.text}\n{applied.text}\n---\n{text}"
+
+
+@pytest.mark.parametrize("case", STREAM_CASES, ids=[c.id for c in STREAM_CASES])
+def test_the_recorded_stream_verdicts_still_hold(validator: Validator, case: StreamCase) -> None:
+    """Each reader decision's case (tests/stream_cases.py), asked of kubectl and the server again:
+    the recorded verdict still holds, and the validator's agrees (tests/test_pipeline.py holds it offline)."""
+    assert KUBECONFIG
+    server = server_verdict(case.data, KUBECONFIG)
+    assert server.accepted == case.accept, f"{case.why}\n{server.text}"
+    assert our_verdict(case.data, validator).accepted == case.accept
