@@ -35,6 +35,7 @@ from .cr_texts import cr_texts
 from .differential import compare, count_documents, deliberate_difference, our_verdict, prepare_cluster, pruned_nulls, server_verdict
 from .stream_cases import CASES as STREAM_CASES
 from .stream_cases import StreamCase
+from .stream_texts import stream_texts
 
 KUBECONFIG = os.environ.get("MEMCACHED_GITOPS_E2E_KUBECONFIG")
 EXAMPLES = int(os.environ.get("MEMCACHED_GITOPS_E2E_EXAMPLES") or 30)
@@ -58,6 +59,16 @@ def validator() -> Validator:
 @SLOW
 @given(text=cr_texts())
 def test_the_validator_agrees_with_the_api_server(validator: Validator, text: str) -> None:
+    assert KUBECONFIG
+    server = server_verdict(text, KUBECONFIG)
+    found = compare(text, our_verdict(text, validator), server, count_documents(text))
+    assert found is None, found.describe()
+
+
+@SLOW
+@given(text=stream_texts())
+def test_the_validator_agrees_with_the_api_server_on_streams(validator: Validator, text: bytes) -> None:
+    """The streams around the CRs (tests/stream_texts.py): lists, tags, encodings, JSON runs."""
     assert KUBECONFIG
     server = server_verdict(text, KUBECONFIG)
     found = compare(text, our_verdict(text, validator), server, count_documents(text))
