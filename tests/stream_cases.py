@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .stream_texts import aliased_list
+
 
 class StreamCase(NamedTuple):
     id: str
@@ -30,13 +32,6 @@ CM = b"{apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {a: b}}"
 def _list(api: bytes, kind: bytes, items: bytes | None, extra: bytes = b"") -> bytes:
     """A list document; ``items`` is the YAML after ``items:`` (None: no items key)."""
     return b"apiVersion: " + api + b"\nkind: " + kind + b"\n" + extra + (b"items: " + items + b"\n" if items is not None else b"")
-
-
-def _aliased_list(copies: int) -> bytes:
-    """A v1 List of a CR with 200 labels, anchored, and ``copies`` aliases of it."""
-    labels = ", ".join(f"l{i}: x" for i in range(200)).encode()
-    cr = b"{apiVersion: cache.example.com/v1alpha1, kind: Memcached, metadata: {name: m, labels: {" + labels + b"}}, spec: {size: 1}}"
-    return _list(b"v1", b"List", b"[&c " + cr + b", " + b", ".join([b"*c"] * copies) + b"]")
 
 
 CASES: list[StreamCase] = [
@@ -122,7 +117,7 @@ CASES: list[StreamCase] = [
                "error validating data: duplicate key: a"),
     StreamCase("json-cr-duplicate-labels", "7.6", CR_JSON.replace(b'"m"}', b'"m", "labels": {"a": "x", "a": "y"}}') + b"\n", True,
                "fieldValidation: no client validation, the last wins"),
-    StreamCase("aliases-under-the-share", "9.4", _aliased_list(132), True,
+    StreamCase("aliases-under-the-share", "9.4", aliased_list(132).encode(), True,
                "132 copies of a CR with 200 labels: go-yaml's alias share stays under 99%; 133 CRs created"),
-    StreamCase("aliases-over-the-share", "9.4", _aliased_list(133), False, "yaml: document contains excessive aliasing"),
+    StreamCase("aliases-over-the-share", "9.4", aliased_list(133).encode(), False, "yaml: document contains excessive aliasing"),
 ]

@@ -156,7 +156,7 @@ def stream_document(draw: st.DrawFn) -> Map:
 #: JSON spellings only a JSON stream reads: a lone surrogate escape (U+FFFD there, map row 2.2), a
 #: number beyond float64 (refused, row 2.3), and their neighbours that are fine.
 JSON_TRICKS = (r'"\ud800"', r'"\udc00x"', r'"\ud83d\ude00"', r'"\ud83d"', r'"\u00e9"', "1E400", "-1e400", "1e308", "1E-400",
-               "1" + "0" * 400, '"\\u0000"')
+               "1" + "0" * 400, '"\\u0000"', "NaN", "Infinity")
 _MARK = "\u2603mark\u2603"
 
 
@@ -192,11 +192,27 @@ def _json_text(draw: st.DrawFn, doc: Map, tricks: bool = True) -> str:
     return text
 
 
+_CR_HEAD = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\n"
+#: Documents that are no CR of the grammar: empty, null, no map, keys and values only go-yaml refuses
+#: or reads its own way, nesting at the bounds (map rows 6.1-6.3, 8.6, 8.12, 8.13, 9.1, 9.5).
+ODD_DOCUMENTS = (
+    "", "# only a comment\n", "~\n", "null\n", "!!null ''\n", "- a\n", "''\n", "5\n", "a: [\n",
+    _CR_HEAD + "metadata: {name: m, labels: {[a]: b}}\n", _CR_HEAD + "metadata: {name: m, labels: {{a: 1}: b}}\n",
+    _CR_HEAD + "metadata: {name: m, annotations: {a: !!binary /w==, b: !!binary 7aCA}}\n",
+    _CR_HEAD + "metadata: {name: m, annotations: {a: " + "[" * 10_000 + "]" * 10_000 + "}}\n",
+    _CR_HEAD + "metadata: {name: m, annotations: {a: " + "[" * 10_001 + "]" * 10_001 + "}}\n",
+    _CR_HEAD + "metadata: {name: m}\nspec: {size: [1, 2}\n",
+)
+
+
 def _yaml_stream(draw: st.DrawFn) -> str:
-    """YAML documents (one may be a JSON value) with separators of every sort between them."""
+    """YAML documents (one may be a JSON value, one may be odd) with separators of every sort between them."""
     docs = [draw(stream_document()) for _ in range(draw(st.sampled_from([1, 1, 1, 2, 2, 3])))]
     parts = []
     for doc in docs:
+        if draw(st.integers(0, 11)) == 0:
+            parts.append(draw(st.sampled_from(ODD_DOCUMENTS)))
+            continue
         parts.append(_json_text(draw, doc, tricks=False) + "\n" if draw(st.integers(0, 6)) == 0 else render_document(doc))
     out = parts[0]
     for part in parts[1:]:
@@ -219,7 +235,7 @@ ENCODINGS = ("utf-8",) * 14 + ("utf-8-bom", "utf-16-le", "utf-16-be", "bad-utf8"
 #: Byte sequences that are no UTF-8: a lone continuation, a truncated sequence, an overlong form,
 #: a surrogate, beyond U+10FFFF, Latin-1 text (map rows 5.2, 5.3).
 BAD_BYTES = (b"\xff", b"\x80", b"\xe2\x82", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"caf\xe9", b"\xf0\x9f\x98",
-             b"\xfe\xff")
+             b"\xfe\xff", b"\x07", b"\x00", b"\x1b", b"\xc2\x85", b"\xef\xbf\xbe")  # and characters YAML refuses (map row 5.6)
 
 
 def _encoded(draw: st.DrawFn, text: str) -> bytes:
@@ -248,11 +264,22 @@ def _encoded(draw: st.DrawFn, text: str) -> bytes:
     return (b"\xef\xbb\xbf" + data) if encoding == "bom-bad" else data  # after a BOM, no replacement (row 5.2)
 
 
+def aliased_list(copies: int, labels: int = 200) -> str:
+    """A v1 List of a CR with ``labels`` labels, anchored, and ``copies`` aliases of it: with 200
+    labels, go-yaml's alias share crosses 99% at 133 copies (map row 9.4)."""
+    written = ", ".join(f"l{i}: x" for i in range(labels))
+    cr = f"{{apiVersion: {CR_API}, kind: Memcached, metadata: {{name: m, labels: {{{written}}}}}, spec: {{size: 1}}}}"
+    return "apiVersion: v1\nkind: List\nitems: [&c " + cr + "".join([", *c"] * copies) + "]\n"
+
+
 @st.composite
 def stream_texts(draw: st.DrawFn) -> bytes:
     """A manifest stream as bytes: YAML or a JSON run around CR documents and lists, perhaps with
-    CRLF line ends, in an encoding, with bytes that are no UTF-8; or a text of ``cr_texts()``."""
-    form = draw(st.sampled_from(["yaml"] * 6 + ["json"] * 2 + ["cr"]))
+    CRLF line ends, in an encoding, with bytes that are no UTF-8; or a text of ``cr_texts()``;
+    rarely, a list of many aliases near go-yaml's bound (each copy is an object kubectl sends)."""
+    form = draw(st.sampled_from(["yaml"] * 24 + ["json"] * 8 + ["cr"] * 4 + ["aliases"]))
+    if form == "aliases":
+        return aliased_list(draw(st.sampled_from([1, 3, 132, 133])), draw(st.sampled_from([20, 200]))).encode()
     text = {"yaml": _yaml_stream, "json": _json_stream, "cr": lambda d: d(cr_texts())}[form](draw)
     if draw(st.integers(0, 5)) == 0:
         text = text.replace("\n", "\r\n")  # CRLF: kubectl's line reader strips \r\n (map row 1.10)

@@ -73,17 +73,29 @@ def is_nested_list(item: Any) -> bool:
     return isinstance(item, dict) and isinstance(item.get("items"), list)
 
 
-def served_kinds(api_version: Any, validator: Validator) -> frozenset[str] | None:
-    """The kinds the server serves in ``api_version`` as far as the validator knows: the built-in
-    group-versions (``BUILTIN_KINDS``) and the CRD's; None for a group-version it cannot know."""
+#: The built-in API groups ("" is the core group, whose apiVersion has no slash).
+BUILTIN_GROUPS = frozenset(gv.rpartition("/")[0] for gv in BUILTIN_KINDS)
+
+
+def builtin_kinds(api_version: Any) -> frozenset[str] | None:
+    """The kinds kube-apiserver v1.36.2 serves in a built-in group's ``api_version`` (none in a
+    version it does not serve, such as ``v1alpha1`` or ``apps/v1beta1``); None outside the built-in groups."""
     if not isinstance(api_version, str):
         return None
     if api_version in BUILTIN_KINDS:
         return BUILTIN_KINDS[api_version]
+    return frozenset() if api_version.rpartition("/")[0] in BUILTIN_GROUPS else None
+
+
+def served_kinds(api_version: Any, validator: Validator) -> frozenset[str] | None:
+    """The kinds the server serves in ``api_version`` as far as the validator knows: the built-in
+    group-versions (``builtin_kinds``) and the CRD's; None for a group-version it cannot know."""
+    if not isinstance(api_version, str):
+        return None
     group = api_version.partition("/")[0] if "/" in api_version else ""
     if group == validator.crd.group:
         return frozenset((validator.crd.kind,)) if validator.crd.version_of(api_version) else frozenset()
-    return None
+    return builtin_kinds(api_version)
 
 
 def item_kind(kind: Any) -> Any:
@@ -130,12 +142,12 @@ def object_problems(value: Any, validator: Validator) -> list[Problem]:
     discovery.go:150-153 maps them as guesses; kubectl v1.37.1 and kube-apiserver v1.36.2: a ``v1
     List`` fails the client's validation, a ``ConfigMapList`` misses its required items, an ``apps/v1
     List`` is posted and not found)."""
-    if not isinstance(value, dict) or not isinstance(value.get("kind"), str) or validator.claims(value):
-        return []  # the validator judges what it claims (its kind in any spelling), in its words
+    if not isinstance(value, dict) or identity_problems(value) or validator.claims(value):
+        return []  # no identity: the client's validation says so first; the validator judges what it claims
     api_version, kind = value.get("apiVersion"), value["kind"]
     if api_version == "v1" and kind == "List":
         return _v1_list_problems(value.get("items"))
-    kinds = BUILTIN_KINDS.get(api_version) if isinstance(api_version, str) else None
+    kinds = builtin_kinds(api_version)
     if kinds is None or kind in kinds:
         return []
     if kind.endswith("List") and kind.removesuffix("List") in kinds:
@@ -210,5 +222,5 @@ def _set(field: Any) -> bool:
     return isinstance(field, str) and field != ""
 
 
-__all__ = ["BUILTIN_KINDS", "INVALID_OBJECT", "is_list", "is_nested_list", "item_kind", "list_items", "list_problems",
-           "object_problems", "served_kinds", "validated_on_the_client"]
+__all__ = ["BUILTIN_GROUPS", "BUILTIN_KINDS", "INVALID_OBJECT", "builtin_kinds", "is_list", "is_nested_list", "item_kind",
+           "list_items", "list_problems", "object_problems", "served_kinds", "validated_on_the_client"]
