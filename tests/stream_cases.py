@@ -95,6 +95,8 @@ CASES: list[StreamCase] = [
                "JSON fails on U+00A0, YAML reads the first value only"),
     StreamCase("json-then-three-bytes", "1.4", CR_JSON + b"\n#\n", False, "json: invalid character '#'"),
     StreamCase("json-then-four-bytes", "1.4", CR_JSON + b"\n# \n", True, "created"),
+    StreamCase("json-characters-yaml-refuses", "2.1", b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, '
+               b'"data": {"a": "b\xef\xbf\xbe\x7f\xc2\x80"}}\n', True, "U+FFFE, DEL and C1 are JSON text, which YAML would refuse"),
     StreamCase("json-lone-surrogate", "2.2", CR_JSON.replace(b'"m"}', b'"m", "annotations": {"a": "\\ud800"}}'), True,
                "U+FFFD"),
     StreamCase("json-beyond-float64", "2.3", CR_JSON.replace(b'"m"}', b'"m"}, "spec": {"size": 1E400}'), False,

@@ -685,6 +685,7 @@ def test_text_of_any_kind_is_read_as_utf8() -> None:
         (" " * 4096 + '{"a": 1}\n{"a": 2}\n', [{"a": 1}]),  # a brace beyond the 4,096 bytes peeked: YAML
         ('{"a": "\\ud800", "b": "\\udc00\\ud800", "c": "\\ud83d\\ude00", "d": "\\\\ud800"}\n',
          [{"a": "\ufffd", "b": "\ufffd\ufffd", "c": "\U0001F600", "d": "\\ud800"}]),  # encoding/json's unquote
+        ('{"a": "\ufffe\x7f\x80\uffff"}\n', [{"a": "\ufffe\x7f\x80\uffff"}]),  # JSON takes them as they are, YAML would not
         (b'{"a": "\xff"}', [{"a": "\ufffd"}]),
         ("  a: 1\n  b: 2\n", [{"a": 1, "b": 2}]),  # YAML: indented, but no "{"
         ("", []),

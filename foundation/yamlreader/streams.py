@@ -33,6 +33,10 @@ _REST_OF_LINE = re.compile(f"[{GO_SPACE.replace(chr(10), '')}]*\n?")
 #: A byte that is no UTF-8, as ``errors="surrogateescape"`` decodes it: encoding/json reads each as U+FFFD.
 _NOT_UTF8_CHARS = "".join(map(chr, range(0xDC80, 0xDD00)))
 _NOT_UTF8 = dict.fromkeys(range(0xDC80, 0xDD00), "\ufffd")
+#: Characters a JSON string may hold as they are and the YAML reader refuses (#x7F, the C1
+#: controls but #x85, U+FFFE, U+FFFF: GY readerc.go:342-359): written as escapes, so the value
+#: read again is the one encoding/json read (valid JSON has them only inside strings).
+_NOT_YAML = {c: f"\\u{c:04x}" for c in [0x7F, *range(0x80, 0x85), *range(0x86, 0xA0), 0xFFFE, 0xFFFF]}
 #: How much of a stream kubectl peeks to tell JSON from YAML (CR pkg/resource/visitor.go, StreamVisitor's
 #: ``yaml.NewYAMLOrJSONDecoder(v.Reader, 4096)``).
 JSON_PEEK = 4096
@@ -185,7 +189,7 @@ def _json_then_yaml(data: bytes) -> Iterator[tuple[bytes, int, bool]]:
         if end - start > MAX_DOCUMENT_SIZE:
             raise _too_large(line + 1, column + 1)
         numbers.check(line + 1, column + 1)
-        value = _lone_surrogates_replaced(text[start:end]).translate(_NOT_UTF8)
+        value = _lone_surrogates_replaced(text[start:end]).translate(_NOT_UTF8).translate(_NOT_YAML)
         yield (" " * column + value).encode(), line, True  # at its column, for positions
         values += 1
 
