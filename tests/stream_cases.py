@@ -85,6 +85,11 @@ CASES: list[StreamCase] = [
     StreamCase("memcachedlist-list-meta", "3.14", _list(b"cache.example.com/v1alpha1", b"MemcachedList", b"[" + BODY + b"]",
                                                         b"metadata: {name: l}\n"), False,
                'ValidationError(MemcachedList.metadata): unknown field "name" in ...ListMeta'),
+    StreamCase("item-namespace-no-string", "3.13", _list(b"cache.example.com/v1alpha1", b"MemcachedList",
+                                                          b"[{metadata: {name: m, namespace: yes}, spec: {size: 1}}]"), True,
+               "an item's metadata is not decoded on the client; a namespace that is no string becomes the default"),
+    StreamCase("document-namespace-no-string", "3.13", CR.replace(b"{name: m}", b"{name: m, namespace: yes}"), False,
+               "json: cannot unmarshal bool into Go struct field ObjectMeta.namespace of type string"),
     StreamCase("v1-list-own-fields", "3.14", _list(b"v1", b"List", b"[" + CR_FLOW + b"]", b"metadata: {name: l}\nspec: 1\n"), True,
                "a v1 List's own fields are not checked"),
     # --- the stream (sections 1, 2, 5)

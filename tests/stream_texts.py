@@ -4,8 +4,11 @@
 reader decides around the documents (docs/design/kubectl-reader.md, sections 1-7): list wrappers of
 every spelling and what their items may be, tags on collections, encodings and byte order marks,
 bytes that are no UTF-8, CRLF line ends, separators followed by Unicode blanks, runs of JSON values
-and what precedes them, JSON's own escapes and numbers, duplicate keys only JSON keeps. Each text
-is bytes: kubectl reads the file's bytes, so the differential writes them unchanged.
+and what precedes them, JSON's own escapes and numbers, duplicate keys only JSON keeps, odd
+documents (empty, null, no map, keys go-yaml refuses, nesting at the bounds) and, rarely, many
+aliases near go-yaml's bound. Each text is bytes: kubectl reads the file's bytes, so the
+differential writes them unchanged. Seeded and reproducible: bench/validator_differential.py
+``--seed N`` draws the same texts again.
 
 Other kinds appear only as objects the validator does not judge and the server accepts (a valid
 ConfigMap), and a typed list (``ConfigMapList``, ``MemcachedList``) holds only items of its own kind:

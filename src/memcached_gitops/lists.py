@@ -217,10 +217,23 @@ def list_items(value: dict[str, Any]) -> Iterator[tuple[Any, tuple[str | int, ..
         yield item, ("items", i)
 
 
+def namespace_defaulted(item: Any) -> Any:
+    """A list's item as kubectl sends it to a namespaced resource: an item is not decoded into
+    ObjectMeta on the client as a document is (CR pkg/resource/mapper.go: infoForObject, not
+    infoForData's metadata decoder), and a namespace that unstructured's GetNamespace reads as empty
+    (absent, null, ``""``, or no string at all) is replaced by the default one (CR pkg/resource/
+    visitor.go:644-658 SetNamespace, 620-628). Checked: a MemcachedList's item with ``namespace: yes``
+    (a boolean) is created in the default namespace; the same document alone is refused."""
+    meta = item.get("metadata") if isinstance(item, dict) else None
+    if not isinstance(meta, dict) or "namespace" not in meta or isinstance(meta["namespace"], str):
+        return item
+    return {**item, "metadata": {k: v for k, v in meta.items() if k != "namespace"}}
+
+
 def _set(field: Any) -> bool:
     """Whether unstructured's GetKind/GetAPIVersion reads the field as set: a non-empty string."""
     return isinstance(field, str) and field != ""
 
 
 __all__ = ["BUILTIN_GROUPS", "BUILTIN_KINDS", "INVALID_OBJECT", "builtin_kinds", "is_list", "is_nested_list", "item_kind",
-           "list_items", "list_problems", "object_problems", "served_kinds", "validated_on_the_client"]
+           "list_items", "list_problems", "namespace_defaulted", "object_problems", "served_kinds", "validated_on_the_client"]

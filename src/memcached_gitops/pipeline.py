@@ -19,6 +19,7 @@ from memcached_gitops.lists import (
     is_nested_list,
     list_items,
     list_problems,
+    namespace_defaulted,
     object_problems,
     validated_on_the_client,
 )
@@ -213,6 +214,8 @@ def _process_document(result: Result, name: str, doc: Document, validator: Valid
         if unmapped:
             result.findings += [Finding(name, *locate(p.path), object_ref(obj), p.field, p.message) for p in unmapped]
             continue
+        if prefix and validator.claims(obj) and validator.crd.namespaced:
+            obj = namespace_defaulted(obj)
         process_object(result, name, obj, validator, image, do_render, locate)
 
 
