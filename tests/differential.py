@@ -104,8 +104,12 @@ _CAUSE = re.compile(r"(?:^\* |is invalid: \[?|, )([^\s:,\[\]]+): (?:Invalid valu
 
 
 def parse_kubectl(returncode: int, stdout: str, stderr: str) -> Verdict:
-    """kubectl's answer for a whole file: accepted only if every document was."""
-    unknown = frozenset(_UNKNOWN.findall(stderr))
+    """kubectl's answer for a whole file: accepted only if every document was. The client's OpenAPI
+    v2 validation (``error validating data: ValidationError(MemcachedList.metadata): unknown field
+    "name"``) names a field within a schema type, not the object's path: no unknown fields are read
+    from it, and it is no complete answer."""
+    client_validation = "error validating data" in stderr
+    unknown = frozenset() if client_validation else frozenset(_UNKNOWN.findall(stderr))
     fields = set(unknown) | set(_GO_FIELD.findall(stderr)) | set(_CAUSE.findall(stderr))
     fields.discard("<nil>")
     complete = "is invalid:" in stderr and not unknown and "cannot be handled" not in stderr

@@ -224,14 +224,22 @@ def _yaml_stream(draw: st.DrawFn) -> str:
     return head + out + draw(st.sampled_from(["", "", "---\n", "...\n", "---\u00a0\n"]))
 
 
+#: Leads that make kubectl read a run of JSON values as one YAML chunk, of which go-yaml reads the
+#: first value only (map rows 1.2, 5.7).
+YAML_READ_LEADS = frozenset(lead for lead in JSON_LEADS if len(lead.encode()) >= 4096 or lead.strip(" \t\r\n"))
+
+
 def _json_stream(draw: st.DrawFn) -> str:
     """A run of JSON values after some blanks (map rows 1.1-1.6, 2.x): one after another, on lines
     of their own or not, perhaps broken or followed by YAML."""
     docs = [draw(stream_document()) for _ in range(draw(st.sampled_from([1, 2, 2, 3])))]
     joiner = draw(st.sampled_from(["\n", "", " ", "\n\n"]))
-    text = draw(st.sampled_from(JSON_LEADS)) + joiner.join(_json_text(draw, d) for d in docs) + "\n"
+    lead = draw(st.sampled_from(JSON_LEADS))
+    if lead in YAML_READ_LEADS:
+        docs = docs[:1]  # one value: go-yaml's reader and libyaml's check different lengths past it (map row 5.7)
+    text = lead + joiner.join(_json_text(draw, d) for d in docs) + "\n"
     tail = draw(st.sampled_from(["", "", "", "{", "x: 1\n", "---\n" + render_document(docs[0]), "// c\n"]))
-    return text + tail
+    return text + ("" if lead in YAML_READ_LEADS else tail)
 
 
 ENCODINGS = ("utf-8",) * 14 + ("utf-8-bom", "utf-16-le", "utf-16-be", "bad-utf8", "bad-utf8", "bom-later", "bom-bad")

@@ -72,3 +72,24 @@ def test_every_stream_case_gets_kubectls_verdict(case: StreamCase) -> None:
     """Each reader decision's recorded verdict (tests/stream_cases.py: kubectl v1.37.1 against
     kube-apiserver v1.36.2), in kubectl's mode: every document must be an object."""
     assert our_verdict(case.data, Validator(crd_named("builtin"))).accepted == case.accept, case.why
+
+
+#: A JSON run after U+00A0 is one YAML chunk, of which go-yaml reads the first value. Its reader
+#: checks characters as it decodes 512-byte windows of raw input, only as far as the scanner goes
+#: (the first token after the document: line 3's "{"); libyaml checks its whole 16 KiB window.
+#: kubectl v1.37.1 with kube-apiserver v1.36.2: U+FFFE 709 bytes in (the second window) is never
+#: seen and the CR is created; 409 bytes in, the file is refused (map row 5.7).
+_CR_JSON = b'{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m"}}'
+
+
+def _past_the_first_value(pad: int) -> bytes:
+    return "\u00a0".encode() + _CR_JSON + b'\n{"b": 1}\n{"c": "' + b"y" * pad + "\ufffe".encode() + b'"}\n'
+
+
+def test_a_character_yaml_refuses_in_go_yamls_read_window_is_refused() -> None:
+    assert not our_verdict(_past_the_first_value(300), Validator(crd_named("builtin"))).accepted
+
+
+@pytest.mark.xfail(strict=True, reason="map row 5.7: go-yaml checks characters only as far as it reads; libyaml further")
+def test_a_character_yaml_refuses_beyond_go_yamls_read_window_is_not_seen() -> None:
+    assert our_verdict(_past_the_first_value(600), Validator(crd_named("builtin"))).accepted

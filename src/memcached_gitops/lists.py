@@ -136,24 +136,26 @@ def validated_on_the_client(value: dict[str, Any], validator: Validator) -> bool
 
 def object_problems(value: Any, validator: Validator) -> list[Problem]:
     """Why kubectl refuses an object that is no list (a document or a list's item) before the
-    server judges it, where the validator knows its group-version from the built-in ones (its own
-    group is the validator's business): a kind the server does not serve has no REST mapping
-    (CR pkg/resource/mapper.go:42-84), and a list kind without items is no resource (CG
-    discovery.go:150-153 maps them as guesses; kubectl v1.37.1 and kube-apiserver v1.36.2: a ``v1
-    List`` fails the client's validation, a ``ConfigMapList`` misses its required items, an ``apps/v1
-    List`` is posted and not found)."""
-    if not isinstance(value, dict) or identity_problems(value) or validator.claims(value):
-        return []  # no identity: the client's validation says so first; the validator judges what it claims
+    server judges it, where the validator knows its group-version (the built-in ones, and the
+    CRD's for list kinds; the CRD's own kinds are the validator's business): a list kind without
+    items is no resource (CG discovery.go:150-153 maps them as guesses; kubectl v1.37.1 and
+    kube-apiserver v1.36.2: a ``v1 List`` fails the client's validation, a typed list misses its
+    required items, another ``List`` is posted and not found), and a kind the server does not serve
+    has no REST mapping (CR pkg/resource/mapper.go:42-84)."""
+    if not isinstance(value, dict) or identity_problems(value):
+        return []  # no identity: the client's validation says so first
     api_version, kind = value.get("apiVersion"), value["kind"]
     if api_version == "v1" and kind == "List":
         return _v1_list_problems(value.get("items"))
+    kinds = served_kinds(api_version, validator)
+    if kinds is not None and kind not in kinds:
+        if kind.endswith("List") and kind.removesuffix("List") in kinds:
+            return _typed_list_problems(value)
+        if kind == "List" and kinds:
+            return [Problem(("kind",), "the server could not find the requested resource (a List is no resource)")]
     kinds = builtin_kinds(api_version)
-    if kinds is None or kind in kinds:
-        return []
-    if kind.endswith("List") and kind.removesuffix("List") in kinds:
-        return [Problem(("items",), 'missing required field "items"')]
-    if kind == "List":
-        return [Problem(("kind",), "the server could not find the requested resource (a List is no resource)")]
+    if kinds is None or kind in kinds or validator.claims(value):
+        return []  # the validator judges what it claims (its kind in any spelling), in its words
     return [Problem(("kind",), f"resource mapping not found: no matches for kind {quote_value(kind)} in version "
                                f"{quote_value(api_version)}; ensure CRDs are installed first")]
 
