@@ -93,3 +93,14 @@ def test_a_character_yaml_refuses_in_go_yamls_read_window_is_refused() -> None:
 @pytest.mark.xfail(strict=True, reason="map row 5.7: go-yaml checks characters only as far as it reads; libyaml further")
 def test_a_character_yaml_refuses_beyond_go_yamls_read_window_is_not_seen() -> None:
     assert our_verdict(_past_the_first_value(600), Validator(crd_named("builtin"))).accepted
+
+
+def test_a_list_of_a_kind_another_crd_of_the_file_serves_is_not_judged() -> None:
+    """When the --crd file has other CRDs of the CRD's group, the validator does not know every kind
+    and version the group serves: a list of such a kind is flattened, not refused as unmappable."""
+    crd = crd_named("builtin")._replace(siblings=frozenset({("cache.example.com", "Shard")}))
+    text = "apiVersion: cache.example.com/v1alpha1\nkind: ShardList\nitems:\n- " + cr("web").replace("\n", "\n  ")
+    found = process([("l.yaml", text)], Validator(crd), DEFAULT_IMAGE, do_render=False).findings
+    assert [f.text() for f in found if f.severity == "error"] == []
+    alone = process([("l.yaml", text)], Validator(crd_named("builtin")), DEFAULT_IMAGE, do_render=False).findings
+    assert [f.message.split(":")[0] for f in alone] == ["resource mapping not found"]

@@ -94,6 +94,8 @@ def served_kinds(api_version: Any, validator: Validator) -> frozenset[str] | Non
         return None
     group = api_version.partition("/")[0] if "/" in api_version else ""
     if group == validator.crd.group:
+        if any(sibling_group == group for sibling_group, _ in validator.crd.siblings):
+            return None  # other CRDs of the --crd file serve kinds of this group, in versions it does not say
         return frozenset((validator.crd.kind,)) if validator.crd.version_of(api_version) else frozenset()
     return builtin_kinds(api_version)
 
