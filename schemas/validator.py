@@ -218,6 +218,32 @@ def identity_problems(doc: dict[str, Any]) -> list[Problem]:
     return problems
 
 
+def _owner_references_deduplicated(obj: dict[str, Any]) -> list[Problem]:
+    """The API server drops an owner reference equal to an earlier one (the same UID, and every
+    field the same once decoded) before it validates a create, and warns: kubernetes/apiserver
+    pkg/endpoints/handlers/rest.go:297-313 (dedupOwnerReferences) and 334-350. So a repeated
+    reference is judged once (kube-apiserver v1.36.2 reports one bad apiVersion for two equal
+    references, and no second controller). Called after pruning, as decoding drops unknown fields."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return []
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list) or len(refs) < 2:
+        return []
+    kept: list[Any] = []
+    duplicates = []
+    for ref in refs:
+        if ref in kept:
+            duplicates.append(ref.get("uid") if isinstance(ref, dict) else ref)
+        else:
+            kept.append(ref)
+    if not duplicates:
+        return []
+    meta["ownerReferences"] = kept
+    return [Problem(("metadata", "ownerReferences"), "contains duplicate entries; the API server drops them (duplicate "
+                    f"UID(s) observed: {', '.join(quote_value(uid) for uid in duplicates)})")]
+
+
 class _RustEngine:
     """jsonschema-rs: compiled once per CRD version."""
 
@@ -325,6 +351,7 @@ class Validator:
             # strict: the 400 "strict decoding error: unknown field ..."; otherwise the Warning
             # header of a pruned field (transcript 23: 299 - "unknown field \"spec.image\"")
             (out.errors if self.strict else out.warnings).append(Problem(path, f'unknown field "{format_path(path)}"'))
+        out.warnings += _owner_references_deduplicated(obj)
         engine = self._engine(version)
         if version.status_subresource and "status" in obj and not given_status:
             obj.pop("status")  # dropped on create (PrepareForCreate); the server defaults it again when it reads it

@@ -38,6 +38,7 @@ class Map:
     items: list[tuple[str, Node]] = field(default_factory=list)
     flow: bool = False
     anchor: str | None = None
+    tag: str | None = None  # written before the anchor: !!map, !custom ... (go-yaml ignores a collection's tag)
 
 
 @dataclass
@@ -45,6 +46,7 @@ class Seq:
     items: list[Node] = field(default_factory=list)
     flow: bool = False
     anchor: str | None = None
+    tag: str | None = None
 
 
 @dataclass
@@ -56,8 +58,9 @@ Node = Scalar | Map | Seq | Alias
 
 
 def _anchor(node: Node) -> str:
-    name = getattr(node, "anchor", None)
-    return f"&{name} " if name else ""
+    """What precedes a node's content: its tag, then its anchor, each followed by a space."""
+    name, tag = getattr(node, "anchor", None), getattr(node, "tag", None)
+    return (f"{tag} " if tag else "") + (f"&{name} " if name else "")
 
 
 def _flow(node: Node) -> str:
@@ -79,7 +82,7 @@ def _block(node: Node, indent: int) -> list[str]:
     if isinstance(node, Seq) and not node.flow and node.items:
         out = []
         for item in node.items:
-            if isinstance(item, Map) and not item.flow and item.items and not item.anchor:
+            if isinstance(item, Map) and not item.flow and item.items and not item.anchor and not item.tag:
                 inner = _block(item, indent + 2)
                 out.append(f"{pad}- {inner[0].lstrip()}")
                 out += inner[1:]
@@ -92,7 +95,7 @@ def _block(node: Node, indent: int) -> list[str]:
 def _after_key(node: Node, indent: int) -> str:
     """What follows ``key:`` (or ``-``): an inline scalar/flow value, or an indented block."""
     if isinstance(node, (Map, Seq)) and not node.flow and node.items:
-        head = f" {_anchor(node).strip()}" if node.anchor else ""
+        head = f" {_anchor(node).strip()}" if node.anchor or node.tag else ""
         return head + "\n" + "\n".join(_block(node, indent + 2))
     text = _flow(node)
     return f" {text}" if text else ""
@@ -101,7 +104,8 @@ def _after_key(node: Node, indent: int) -> str:
 def render_document(root: Map) -> str:
     if root.flow:
         return _flow(root) + "\n"
-    return "\n".join(_block(root, 0)) + "\n"
+    head = _anchor(root).strip()  # a tagged block root: the tag on a line of its own
+    return (head + "\n" if head else "") + "\n".join(_block(root, 0)) + "\n"
 
 
 # ---- scalars
@@ -493,22 +497,22 @@ def cr_texts(draw: st.DrawFn) -> str:
     return head + "---\n".join(texts) + draw(st.sampled_from(["", "", "...\n", "---\n"]))
 
 
+def json_value(node: Node) -> object:
+    """A node as a JSON value; scalars keep their YAML spelling only where JSON has one."""
+    if isinstance(node, Map):
+        return {k: json_value(v) for k, v in node.items if not isinstance(v, Alias)}
+    if isinstance(node, Seq):
+        return [json_value(i) for i in node.items if not isinstance(i, Alias)]
+    if isinstance(node, Alias):
+        return None
+    text = node.text
+    try:
+        parsed = json.loads(text)
+        return parsed if not isinstance(parsed, float) or parsed == parsed else text
+    except ValueError:
+        return text.strip("'\"")
+
+
 def _as_json(doc: Map) -> str:
-    """The same document as JSON text (kubectl reads it through the same YAML reader); scalars
-    keep their YAML spelling only where JSON has one."""
-
-    def value(node: Node) -> object:
-        if isinstance(node, Map):
-            return {k: value(v) for k, v in node.items if not isinstance(v, Alias)}
-        if isinstance(node, Seq):
-            return [value(i) for i in node.items if not isinstance(i, Alias)]
-        if isinstance(node, Alias):
-            return None
-        text = node.text
-        try:
-            parsed = json.loads(text)
-            return parsed if not isinstance(parsed, float) or parsed == parsed else text
-        except ValueError:
-            return text.strip("'\"")
-
-    return json.dumps(value(doc)) + "\n"
+    """The same document as JSON text (kubectl reads it through the same YAML reader)."""
+    return json.dumps(json_value(doc)) + "\n"

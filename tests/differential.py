@@ -56,10 +56,16 @@ class Verdict:
     text: str = ""
 
 
+def shown(text: str | bytes) -> str:
+    """A text as a report shows it: bytes that are no UTF-8 escaped, a byte order mark and other
+    invisible characters kept (a report is read, never parsed)."""
+    return text.decode("utf-8", "backslashreplace") if isinstance(text, bytes) else text
+
+
 @dataclass
 class Disagreement:
     kind: str  # "verdict" or "fields"
-    text: str
+    text: str | bytes
     ours: Verdict
     server: Verdict
     notes: list[str] = field(default_factory=list)
@@ -68,7 +74,7 @@ class Disagreement:
         return (f"{self.kind}: ours accepted={self.ours.accepted} fields={sorted(self.ours.fields)}; "
                 f"server accepted={self.server.accepted} fields={sorted(self.server.fields)}\n"
                 f"server said: {self.server.text.strip()[:1500]}\nours: {self.ours.text.strip()[:1500]}\n"
-                f"--- text ---\n{self.text[:3000]}")
+                f"--- text ---\n{shown(self.text)[:3000]!s}\n--- as bytes ---\n{ascii(shown(self.text)[:600])}")
 
 
 def kubectl() -> str:
@@ -105,17 +111,23 @@ _FORMAT_CAUSE = re.compile(r"(?:^\* |is invalid: )<nil>: Invalid value: \"\": "
 
 
 def parse_kubectl(returncode: int, stdout: str, stderr: str) -> Verdict:
-    """kubectl's answer for a whole file: accepted only if every document was."""
-    unknown = frozenset(_UNKNOWN.findall(stderr))
+    """kubectl's answer for a whole file: accepted only if every document was. The client's OpenAPI
+    v2 validation (``error validating data: ValidationError(MemcachedList.metadata): unknown field
+    "name"``) names a field within a schema type, not the object's path: no unknown fields are read
+    from it, and it is no complete answer."""
+    client_validation = "error validating data" in stderr
+    unknown = frozenset() if client_validation else frozenset(_UNKNOWN.findall(stderr))
     fields = set(unknown) | set(_GO_FIELD.findall(stderr)) | set(_CAUSE.findall(stderr)) | set(_FORMAT_CAUSE.findall(stderr))
     fields.discard("<nil>")
     complete = "is invalid:" in stderr and not unknown and "cannot be handled" not in stderr
     return Verdict(returncode == 0, frozenset(fields), unknown, complete, stdout + stderr)  # warnings go to stderr too
 
 
-def server_verdict(text: str, kubeconfig: str, verb: str = "create", timeout: float = 60) -> Verdict:
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", encoding="utf-8") as f:
-        f.write(text)
+def server_verdict(text: str | bytes, kubeconfig: str, verb: str = "create", timeout: float = 60) -> Verdict:
+    """kubectl's verdict on the file holding ``text`` (bytes written as they are: encodings, byte
+    order marks and bytes that are no UTF-8 reach kubectl's reader unchanged)."""
+    with tempfile.NamedTemporaryFile("wb", suffix=".yaml") as f:
+        f.write(text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass"))
         f.flush()
         args = [kubectl(), "--kubeconfig", kubeconfig, verb, "--dry-run=server", "--validate=strict", "-f", f.name]
         done = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
@@ -146,21 +158,21 @@ def pruned_nulls(text: str) -> str | None:
     return "".join(f"---\n{json.dumps(prune(d), default=str)}\n" for d in documents)
 
 
-def our_verdict(text: str, validator: Validator) -> Verdict:
+def our_verdict(text: str | bytes, validator: Validator) -> Verdict:
     """Our verdict in kubectl's mode (``--require-objects``): every document must be an object. A
     repository scan passes over documents that are not (pipeline.is_kubernetes_object), where
     ``kubectl create -f`` refuses them; that is the product's choice for repositories, not the
     validator's judgement, so the differential compares the mode that keeps kubectl's verdict."""
     result = process([("FILE", text)], validator, DEFAULT_IMAGE, do_render=False, require_objects=True)
     errors = result.errors
-    if result.documents == 0 and not result.findings:
-        return Verdict(False, text="no documents")
+    if result.objects_sent == 0 and not result.findings:
+        return Verdict(False, text="no objects")  # kubectl: "no objects passed to create" (KC create.go:311-313)
     fields = frozenset(f.field for f in errors if f.field and f.field != "<root>")  # the server's <nil>, discarded there too
     unknown = frozenset(f.field for f in errors if f.message.startswith("unknown field"))
     return Verdict(not errors, fields, unknown, True, "\n".join(f.text() for f in result.findings))
 
 
-def compare(text: str, ours: Verdict, server: Verdict, documents: int = 1) -> Disagreement | None:
+def compare(text: str | bytes, ours: Verdict, server: Verdict, documents: int = 1) -> Disagreement | None:
     """None when we agree: the same verdict, and where the server's answer is complete (one
     document, a 422 listing every cause) the same fields; after a strict decoding error, the same
     unknown fields. A deliberate difference is no disagreement."""
@@ -177,13 +189,17 @@ def compare(text: str, ours: Verdict, server: Verdict, documents: int = 1) -> Di
     return None
 
 
-def count_documents(text: str) -> int:
+def count_documents(text: str | bytes) -> int:
+    """The objects kubectl sends for ``text``, as far as the fields of one answer can be compared:
+    a list counts as two (its answer may be the client's, or several items')."""
     from memcached_gitops.foundation.yamlreader import YAMLInputError, iter_documents
+
+    from memcached_gitops.lists import is_list
 
     count = 0
     try:
-        for _ in iter_documents(text):
-            count += 1
+        for document in iter_documents(text):
+            count += 2 if is_list(document.value) else 1
     except YAMLInputError:
         return count + 2  # unknown: at least the one that failed, and perhaps others kubectl read
     return count

@@ -135,7 +135,7 @@ def test_team_crd_with_a_higher_maximum() -> None:
     [
         (b"kind: [unclosed\n", "invalid YAML"),
         (b"\x00\x01\x02\xff binary", "invalid YAML"),
-        (b"a: !!python/object/apply:os.system [ls]\n", "unknown tag"),
+        (b"a: [!!python/object/apply:os.system ls]\n", "unknown tag"),
         (b"a: !!binary '%%'\n", "invalid base64"),
     ],
 )

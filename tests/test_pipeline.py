@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 from memcached_gitops.render import DEFAULT_IMAGE
 from memcached_gitops.schemas import Validator
 
 from memcached_gitops.pipeline import process
 
 from .conftest import crd_named
+from .differential import our_verdict
+from .stream_cases import CASES, StreamCase
 
 
 def cr(name: str, namespace: str | None = None, size: int = 1) -> str:
@@ -56,7 +59,48 @@ def test_every_object_with_an_items_list_is_flattened_as_kubectl_does() -> None:
 
 
 def test_a_v1_lists_items_inherit_nothing() -> None:
-    """kind List less List is nothing to inherit: an item without a kind stays without one (kubectl:
-    "Object 'Kind' is missing"), and so is refused."""
+    """kind List less List is nothing to inherit, and kubectl validates a v1 List's items as written
+    before it decodes them: an item without kind and apiVersion is refused with "[apiVersion not set,
+    kind not set]" (kube-apiserver v1.36.2, kubectl v1.37.1)."""
     result = run(("l.yaml", "apiVersion: v1\nkind: List\nitems:\n" + LIST_ITEM))
-    assert not result.crs and [f.field for f in result.errors] == ["apiVersion", "kind"]
+    assert not result.crs and [(f.field, f.message) for f in result.errors] == [
+        ("items[0].apiVersion", "apiVersion not set"), ("items[0].kind", "kind not set")]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_every_stream_case_gets_kubectls_verdict(case: StreamCase) -> None:
+    """Each reader decision's recorded verdict (tests/stream_cases.py: kubectl v1.37.1 against
+    kube-apiserver v1.36.2), in kubectl's mode: every document must be an object."""
+    assert our_verdict(case.data, Validator(crd_named("builtin"))).accepted == case.accept, case.why
+
+
+#: A JSON run after U+00A0 is one YAML chunk, of which go-yaml reads the first value. Its reader
+#: checks characters as it decodes 512-byte windows of raw input, only as far as the scanner goes
+#: (the first token after the document: line 3's "{"); libyaml checks its whole 16 KiB window.
+#: kubectl v1.37.1 with kube-apiserver v1.36.2: U+FFFE 709 bytes in (the second window) is never
+#: seen and the CR is created; 409 bytes in, the file is refused (map row 5.7).
+_CR_JSON = b'{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m"}}'
+
+
+def _past_the_first_value(pad: int) -> bytes:
+    return "\u00a0".encode() + _CR_JSON + b'\n{"b": 1}\n{"c": "' + b"y" * pad + "\ufffe".encode() + b'"}\n'
+
+
+def test_a_character_yaml_refuses_in_go_yamls_read_window_is_refused() -> None:
+    assert not our_verdict(_past_the_first_value(300), Validator(crd_named("builtin"))).accepted
+
+
+@pytest.mark.xfail(strict=True, reason="map row 5.7: go-yaml checks characters only as far as it reads; libyaml further")
+def test_a_character_yaml_refuses_beyond_go_yamls_read_window_is_not_seen() -> None:
+    assert our_verdict(_past_the_first_value(600), Validator(crd_named("builtin"))).accepted
+
+
+def test_a_list_of_a_kind_another_crd_of_the_file_serves_is_not_judged() -> None:
+    """When the --crd file has other CRDs of the CRD's group, the validator does not know every kind
+    and version the group serves: a list of such a kind is flattened, not refused as unmappable."""
+    crd = crd_named("builtin")._replace(siblings=frozenset({("cache.example.com", "Shard")}))
+    text = "apiVersion: cache.example.com/v1alpha1\nkind: ShardList\nitems:\n- " + cr("web").replace("\n", "\n  ")
+    found = process([("l.yaml", text)], Validator(crd), DEFAULT_IMAGE, do_render=False).findings
+    assert [f.text() for f in found if f.severity == "error"] == []
+    alone = process([("l.yaml", text)], Validator(crd_named("builtin")), DEFAULT_IMAGE, do_render=False).findings
+    assert [f.message.split(":")[0] for f in alone] == ["resource mapping not found"]

@@ -33,6 +33,9 @@ from memcached_gitops.schemas import Validator, load_crd
 
 from .cr_texts import cr_texts
 from .differential import compare, count_documents, deliberate_difference, our_verdict, prepare_cluster, pruned_nulls, server_verdict
+from .stream_cases import CASES as STREAM_CASES
+from .stream_cases import StreamCase
+from .stream_texts import stream_texts
 from .validator_cases import CASES, Case
 
 KUBECONFIG = os.environ.get("MEMCACHED_GITOPS_E2E_KUBECONFIG")
@@ -57,6 +60,16 @@ def validator() -> Validator:
 @SLOW
 @given(text=cr_texts())
 def test_the_validator_agrees_with_the_api_server(validator: Validator, text: str) -> None:
+    assert KUBECONFIG
+    server = server_verdict(text, KUBECONFIG)
+    found = compare(text, our_verdict(text, validator), server, count_documents(text))
+    assert found is None, found.describe()
+
+
+@SLOW
+@given(text=stream_texts())
+def test_the_validator_agrees_with_the_api_server_on_streams(validator: Validator, text: bytes) -> None:
+    """The streams around the CRs (tests/stream_texts.py): lists, tags, encodings, JSON runs."""
     assert KUBECONFIG
     server = server_verdict(text, KUBECONFIG)
     found = compare(text, our_verdict(text, validator), server, count_documents(text))
@@ -111,3 +124,13 @@ def test_each_case_of_the_table_is_the_real_servers_verdict(validator: Validator
     assert server.accepted == case.accept, server.text
     found = compare(case.text, our_verdict(case.text, validator), server, count_documents(case.text))
     assert found is None, found.describe()
+
+
+@pytest.mark.parametrize("case", STREAM_CASES, ids=[c.id for c in STREAM_CASES])
+def test_the_recorded_stream_verdicts_still_hold(validator: Validator, case: StreamCase) -> None:
+    """Each reader decision's case (tests/stream_cases.py), asked of kubectl and the server again:
+    the recorded verdict still holds, and the validator's agrees (tests/test_pipeline.py holds it offline)."""
+    assert KUBECONFIG
+    server = server_verdict(case.data, KUBECONFIG)
+    assert server.accepted == case.accept, f"{case.why}\n{server.text}"
+    assert our_verdict(case.data, validator).accepted == case.accept

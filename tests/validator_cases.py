@@ -186,6 +186,14 @@ CASES: list[Case] = [
           "metadata.ownerReferences.uid"), "[tx 38] a null ownerReference is one with every field empty"),
     Case("meta-owner-reference-unknown-field", cr(meta="ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: o, uid: u, x: 1}]"),
          False, ("metadata.ownerReferences[0].x",), "[tx 38] strict decoding error: unknown field inside an ownerReference"),
+    # checked on kube-apiserver v1.36.2 with kubectl v1.37.1: the server drops the repeated reference (with a warning)
+    # before it validates, so two equal controller references are one controller (apiserver rest.go dedupOwnerReferences)
+    Case("meta-owner-references-repeated", cr(meta="ownerReferences:\n- &o {apiVersion: v1, kind: ConfigMap, name: c, "
+                                                "uid: 0b8f6f3e-52a3-4f0a-9b7c-2f0d7c1a9e11, controller: true}\n- *o"), True, (),
+         "a repeated owner reference is dropped before validation", stored_spec={"size": 1, "containerPort": 11211}),
+    Case("meta-owner-references-repeated-bad", cr(meta="ownerReferences:\n- &o {apiVersion: a/b/c, kind: ConfigMap, name: c, "
+                                                    "uid: u, controller: true}\n- *o"), False, ("metadata.ownerReferences.apiVersion",),
+         "judged once: one bad apiVersion, and no second controller"),
     Case("meta-managed-fields-unknown-field", cr(meta="managedFields: [{manager: m, x: 1}]"), False,
          ("metadata.managedFields[0].x",), "[tx 38] strict decoding error: unknown field inside managedFields"),
     Case("meta-server-set-fields", cr(meta="uid: abc\nresourceVersion: '1'\ngeneration: 5\nselfLink: /x\nmanagedFields: [{manager: m}]"),

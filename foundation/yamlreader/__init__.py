@@ -27,8 +27,8 @@ the server, the values here must be the ones that JSON would carry:
 Parsing uses libyaml (pyyaml's C parser) and builds values straight from its node tree, which
 also carries the line and column of every key and value, so an error can be located without a
 second parse. Safety: only the YAML core tags are accepted (no Python object tags), where kubectl
-would read a scalar with any other tag as its text, and alias expansion is bounded, so a "billion
-laughs" document is an error rather than an OOM.
+would read a scalar with any other tag as its text, and alias expansion is bounded as go-yaml v2
+bounds it, so a "billion laughs" document is an error rather than an OOM.
 """
 
 
@@ -37,8 +37,10 @@ from __future__ import annotations
 from .compose import lift_libyaml_nest_limit
 from .documents import Document, iter_documents, locate
 from .limits import (
-    ALIAS_EXPANSION_LIMIT,
-    ALIAS_EXPANSION_RATIO,
+    ALIAS_MIN_ALIASED,
+    ALIAS_MIN_DECODES,
+    ALIAS_RATIO_RANGE_HIGH,
+    ALIAS_RATIO_RANGE_LOW,
     DEPTH_ERROR,
     JSON_DEPTH_ERROR,
     LIBYAML_NEST_LIMIT,
@@ -51,6 +53,7 @@ from .limits import (
 from .scalars import CORE, resolve_plain
 from .streams import Readable, json_end
 
-__all__ = ["ALIAS_EXPANSION_LIMIT", "ALIAS_EXPANSION_RATIO", "CORE", "DEPTH_ERROR", "JSON_DEPTH_ERROR", "LIBYAML_NEST_LIMIT", "MAX_DEPTH",
+__all__ = ["ALIAS_MIN_ALIASED", "ALIAS_MIN_DECODES", "ALIAS_RATIO_RANGE_HIGH", "ALIAS_RATIO_RANGE_LOW",
+           "CORE", "DEPTH_ERROR", "JSON_DEPTH_ERROR", "LIBYAML_NEST_LIMIT", "MAX_DEPTH",
            "MAX_DOCUMENT_SIZE", "RECURSION_ROOM", "Document", "Readable", "YAMLInputError", "iter_documents", "json_end",
            "lift_libyaml_nest_limit", "locate", "recursion_room", "resolve_plain"]

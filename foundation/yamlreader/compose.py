@@ -11,10 +11,12 @@ from yaml import _yaml as libyaml
 from yaml._yaml import CParser
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ..excerpt import excerpt, quote_value
+from ..excerpt import excerpt
 from .limits import (
-    ALIAS_EXPANSION_LIMIT,
-    ALIAS_EXPANSION_RATIO,
+    ALIAS_MIN_ALIASED,
+    ALIAS_MIN_DECODES,
+    ALIAS_RATIO_RANGE_HIGH,
+    ALIAS_RATIO_RANGE_LOW,
     DEPTH_ERROR,
     JSON_DEPTH_ERROR,
     LIBYAML_NEST_LIMIT,
@@ -49,16 +51,65 @@ def _reachable(value: Any) -> set[int]:
     return found
 
 
+class _AliasScalar(ScalarNode):
+    """A scalar an alias names, as the alias (go-yaml keeps an alias node of its own)."""
+
+    target: Node
+
+
+class _AliasSequence(SequenceNode):
+    """A sequence an alias names, as the alias."""
+
+    target: Node
+
+
+class _AliasMapping(MappingNode):
+    """A map an alias names, as the alias."""
+
+    target: Node
+
+
+_ALIASES = (_AliasScalar, _AliasSequence, _AliasMapping)
+
+
+def alias_to(target: Node) -> Node:
+    """A node for an alias of ``target``: the same content and marks (so a value reached through
+    the alias is located at its anchor), told apart by its class for go-yaml's alias counting."""
+    alias: Node
+    if isinstance(target, ScalarNode):
+        alias = _AliasScalar(target.tag, target.value, target.start_mark, target.end_mark, target.style)
+    elif isinstance(target, SequenceNode):
+        alias = _AliasSequence(target.tag, target.value, target.start_mark, target.end_mark, target.flow_style)
+    else:
+        alias = _AliasMapping(target.tag, target.value, target.start_mark, target.end_mark,
+                              cast(MappingNode, target).flow_style)
+    alias.target = target
+    return alias
+
+
+def allowed_alias_ratio(decodes: int) -> float:
+    """go-yaml v2's allowedAliasRatio (GY decode.go:321-348): 99% of the decodes may come from alias
+    expansion up to 400,000 decodes, falling to 10% at 4,000,000."""
+    if decodes <= ALIAS_RATIO_RANGE_LOW:
+        return 0.99
+    if decodes >= ALIAS_RATIO_RANGE_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * (decodes - ALIAS_RATIO_RANGE_LOW) / (ALIAS_RATIO_RANGE_HIGH - ALIAS_RATIO_RANGE_LOW)
+
+
 class Builder:
-    """Builds JSON values from a node tree, copying aliases (bounded) so no value is shared."""
+    """Builds JSON values from a node tree, copying aliases (bounded as go-yaml bounds them) so no
+    value is shared."""
 
     def __init__(self) -> None:
-        self.seen: set[int] = set()
-        self.built = 0
+        self.decodes = 0  # go-yaml's decodeCount: every node decoded, the document's own node first
+        self.aliased = 0  # its aliasCount: the nodes decoded inside an alias's expansion
+        self.alias_depth = 0
         self.unsupported: list[_Unsupported] = []  # in document order
 
     def document(self, node: Node) -> Any:
         """The document's value; the first value or key JSON cannot carry left in it is the error."""
+        self.count(node)  # go-yaml's document node, decoded first
         value = self.build(node)
         if self.unsupported:
             reachable = _reachable(value)
@@ -77,19 +128,29 @@ class Builder:
             return unsupported
 
     def count(self, node: Node) -> None:
-        """Counts each node built; refuses a document whose aliases copy too much of it."""
-        self.built += 1
-        if id(node) not in self.seen:
-            self.seen.add(id(node))
-        elif self.built > ALIAS_EXPANSION_LIMIT and self.built > ALIAS_EXPANSION_RATIO * len(self.seen):
+        """go-yaml v2's count at each node it decodes (GY decode.go:350-357): refused once more than
+        100 decodes came from aliases, more than 1,000 in all, and the aliases' share is above
+        ``allowed_alias_ratio``."""
+        self.decodes += 1
+        if self.alias_depth:
+            self.aliased += 1
+        if (self.aliased > ALIAS_MIN_ALIASED and self.decodes > ALIAS_MIN_DECODES
+                and self.aliased / self.decodes > allowed_alias_ratio(self.decodes)):
             raise node_error(node, "document contains excessive aliasing")
 
     def build(self, node: Node) -> Any:
         self.count(node)
+        if isinstance(node, _ALIASES):  # the alias is one decode, what it names as many as it has (GY decode.go:390-401)
+            self.alias_depth += 1
+            try:
+                return self.build(node.target)
+            finally:
+                self.alias_depth -= 1
         if isinstance(node, ScalarNode):
             return self.jsonable(json_number, scalar(node), node)
-        if node.tag not in (None, CORE + "map", CORE + "seq"):
-            raise node_error(node, f"unknown tag {quote_value(node.tag)}: only the YAML core tags are allowed")
+        # a collection's tag, whatever it is (!!map, !!str, !custom), is never read: go-yaml's parser
+        # does not record it and decodes the map or sequence as it is (GY decode.go:201-221; kubectl
+        # v1.37.1 sends !!str {x: a} and !custom [1] as a map and a list). Nothing is built from it.
         if isinstance(node, SequenceNode):
             return [self.build(item) for item in node.value]
         return self.mapping(cast(MappingNode, node))  # the third kind of node
@@ -101,19 +162,26 @@ class Builder:
         for key_node, value_node in node.value:
             if _is_merge(key_node):
                 for source in reversed(self._merge_sources(value_node)):  # earlier maps take precedence
-                    out.update(self.mapping(source))
+                    out.update(self.build(source))  # each decoded, as go-yaml's merge decodes it
                 continue
             if not isinstance(key_node, ScalarNode):
                 raise node_error(key_node, "unsupported map key: a key must be a scalar")
             self.count(key_node)  # a key keeps go-yaml's value: JSON's number rules apply to values only
+            if isinstance(key_node, _AliasScalar):
+                self.alias_depth += 1
+                self.count(key_node.target)
+                self.alias_depth -= 1
             out[self.jsonable(key_string, scalar(key_node), key_node)] = self.build(value_node)
         return out
 
     @staticmethod
     def _merge_sources(node: Node) -> list[MappingNode]:
+        """What a ``<<`` merges: a map, an alias of a map, or a sequence (written, not an alias) of
+        maps and aliases of maps (GY decode.go:782-815)."""
         if isinstance(node, MappingNode):
             return [node]
-        if isinstance(node, SequenceNode) and all(isinstance(n, MappingNode) for n in node.value):
+        if isinstance(node, SequenceNode) and not isinstance(node, _AliasSequence) and all(
+                isinstance(n, MappingNode) for n in node.value):
             return list(node.value)
         raise node_error(node, "map merge requires map or sequence of maps as the value")
 
@@ -219,7 +287,7 @@ def _aliased(event: Any, stack: list[_Open], anchors: dict[str, Node]) -> Node:
         raise _mark_error(event, f"anchor {_quote_name(event.anchor)} value contains itself")
     if event.anchor not in anchors:
         raise _mark_error(event, f"unknown anchor {_quote_name(event.anchor)} referenced")
-    return anchors[event.anchor]
+    return alias_to(anchors[event.anchor])
 
 
 def _mark_error(event: Any, message: str) -> YAMLInputError:
@@ -245,15 +313,60 @@ def lift_libyaml_nest_limit() -> None:
         libyaml._set_max_nest_level(LIBYAML_NEST_LIMIT)  # type: ignore[attr-defined]  # PyYAML 6.0.4's, not in the stubs
 
 
+_BOM = "\ufeff".encode()
+#: Private-use characters that stand for a byte order mark inside a chunk while libyaml reads it.
+_BOM_STAND_INS = ("\uf8ff", "\uf8fe", "\uf8fd", "\ue000")
+
+
+def _inner_boms_kept(chunk: bytes) -> tuple[bytes, str | None]:
+    """The chunk with each byte order mark after its start written as a stand-in libyaml reads as
+    text, and the stand-in (None if there is none, or no stand-in is free).
+
+    go-yaml's reader drops the mark at the start of a chunk, and its scanner skips one at the start
+    of a line only when its buffer begins with one (GY scannerc.go:1451 with yamlprivateh.go:81-83:
+    ``is_bom`` reads ``b[0]``, not the position): any other U+FEFF is a character of the text, so
+    ``---`` then a BOM'd line gives a key starting with U+FEFF (kube-apiserver v1.36.2: ``unknown
+    field "\ufeffx"``). libyaml skips it wherever a line starts with one."""
+    start = 0
+    while chunk.startswith(_BOM, start) and start < 2 * len(_BOM):  # the mark, and one right after it
+        start += len(_BOM)
+    if _BOM not in chunk[start:]:
+        return chunk, None
+    stand_in = next((c for c in _BOM_STAND_INS if c.encode() not in chunk), None)
+    if stand_in is None:
+        return chunk, None
+    return chunk[:start] + chunk[start:].replace(_BOM, stand_in.encode()), stand_in
+
+
+def _bom_restored(root: Node, stand_in: str) -> None:
+    """Every scalar of the tree (keys too) with ``stand_in`` written back as U+FEFF."""
+    stack, seen = [root], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, ScalarNode):
+            node.value = node.value.replace(stand_in, "\ufeff")
+        elif isinstance(node, SequenceNode):
+            stack += node.value
+        elif isinstance(node, MappingNode):
+            stack += [part for pair in node.value for part in pair]
+
+
 def first_document(chunk: bytes) -> Node | None:
     """The node tree of the first document of a chunk (go-yaml's Unmarshal reads no further)."""
     lift_libyaml_nest_limit()
+    chunk, stand_in = _inner_boms_kept(chunk)
     parser = CParser(chunk)
     try:
         parser.get_event()  # the stream's start
         if isinstance(parser.get_event(), yaml.StreamEndEvent):
             return None  # no document: blank lines and comments
-        return compose(parser)
+        root = compose(parser)
+        if root is not None and stand_in is not None:
+            _bom_restored(root, stand_in)
+        return root
     except yaml.MarkedYAMLError as exc:
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
         mark = exc.problem_mark  # libyaml marks every scanner and parser error with its problem

@@ -16,13 +16,40 @@ from .streams import Readable, chunks
 class Document:
     """One YAML document of a stream: its JSON-compatible value and where it came from."""
 
-    __slots__ = ("value", "node", "line_offset", "_keys")
+    __slots__ = ("value", "node", "line_offset", "from_json", "_keys")
 
-    def __init__(self, value: Any, node: Node, line_offset: int) -> None:
+    def __init__(self, value: Any, node: Node, line_offset: int, from_json: bool = False) -> None:
         self.value = value
         self.node = node  # libyaml's node tree of the document's chunk, for positions
         self.line_offset = line_offset  # lines of the stream before the chunk
+        #: a value of a JSON run: kubectl keeps its bytes as written, duplicate keys and all
+        self.from_json = from_json
         self._keys: dict[int, dict[str, tuple[Any, Node]]] = {}  # per mapping node: key -> (mark, value)
+
+    def duplicate_key(self, path: tuple[str, ...]) -> tuple[str, tuple[int, int]] | None:
+        """The first key written twice in the map at ``path`` of a JSON value, and where its second
+        occurrence is; each step takes the first key of its name, as kubectl's NoDoubleKeySchema
+        seeks it in the raw JSON (KC pkg/validation/schema.go:42-91). None for a YAML document,
+        whose JSON kubectl makes from a map (no key twice)."""
+        node = self.node
+        if not self.from_json:
+            return None
+        for step in path:
+            if not isinstance(node, MappingNode):
+                return None
+            found = next((v for k, v in node.value if isinstance(k, ScalarNode) and k.value == step), None)
+            if found is None:
+                return None
+            node = found
+        if not isinstance(node, MappingNode):
+            return None
+        seen: set[str] = set()
+        for key, _ in node.value:
+            if isinstance(key, ScalarNode):
+                if key.value in seen:
+                    return key.value, (key.start_mark.line + 1 + self.line_offset, key.start_mark.column + 1)
+                seen.add(key.value)
+        return None
 
     def position(self, path: tuple[str | int, ...]) -> tuple[int, int]:
         """1-based (line, column) of the deepest node on ``path`` that exists in the source."""
@@ -39,7 +66,7 @@ def iter_documents(stream: str | bytes | Readable) -> Iterator[Document]:
     YAMLInputError with the position of a syntax error, an unknown tag, an alias bomb, excessive
     nesting or an oversized document.
     """
-    for chunk, first_line in chunks(stream):
+    for chunk, first_line, from_json in chunks(stream):
         try:
             node = first_document(chunk)
             if node is None:
@@ -53,7 +80,7 @@ def iter_documents(stream: str | bytes | Readable) -> Iterator[Document]:
             exc.line += first_line
             raise
         if value is not None:  # kubectl passes over a document whose JSON is null
-            yield Document(value, node, first_line)
+            yield Document(value, node, first_line, from_json)
 
 
 

@@ -6,9 +6,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-#: Alias expansion allowed beyond the document's own size (go-yaml v2 bounds it likewise).
-ALIAS_EXPANSION_LIMIT = 10_000
-ALIAS_EXPANSION_RATIO = 4
+#: go-yaml v2's alias bound (GY decode.go:321-357): a document is refused once more than
+#: ``ALIAS_MIN_ALIASED`` decodes came from aliases, more than ``ALIAS_MIN_DECODES`` in all, and the
+#: aliases' share is above 99% (up to ``ALIAS_RATIO_RANGE_LOW`` decodes), falling to 10% at
+#: ``ALIAS_RATIO_RANGE_HIGH``. So at most about 400,000 nodes are ever built from aliases.
+ALIAS_MIN_ALIASED = 100
+ALIAS_MIN_DECODES = 1000
+ALIAS_RATIO_RANGE_LOW = 400_000
+ALIAS_RATIO_RANGE_HIGH = 4_000_000
 #: go-yaml v2's scanner (sigs.k8s.io/yaml/goyaml.v2 scannerc.go, ``max_flow_level`` and
 #: ``max_indents``): more than 10,000 nested flow collections, or block collections, is an error.
 MAX_DEPTH = 10_000

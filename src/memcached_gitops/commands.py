@@ -225,8 +225,10 @@ def report_passed_over(result: Result) -> None:
 def check_nonempty(result: Result, paths: list[str]) -> None:
     """Empty input is an error; a run given only kustomization files (a pre-commit hook's run on a
     commit that touched one) or files that hold no Kubernetes object is not empty: they are passed over."""
-    if result.documents == 0 and not result.findings and not result.passed_over and not result.not_objects:
-        raise fail(f"{', '.join(paths)}: no documents found (empty input)", EXIT_INVALID)
+    if result.objects_sent == 0 and not result.findings and not result.passed_over and not result.not_objects:
+        # kubectl create/apply: "no objects passed to create" also when every list is empty (KC create.go:311-313)
+        what = "no documents found (empty input)" if result.documents == 0 else "no objects found (every list is empty)"
+        raise fail(f"{', '.join(paths)}: {what}", EXIT_INVALID)
 
 
 def resolve_image(image: str | None) -> str:

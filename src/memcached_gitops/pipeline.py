@@ -14,6 +14,15 @@ from typing import Any, NamedTuple
 from memcached_gitops.foundation.excerpt import excerpt, quote_value, type_and_length
 from memcached_gitops.foundation.files import BUILT
 from memcached_gitops.foundation.yamlreader import Document, Readable, YAMLInputError, iter_documents
+from memcached_gitops.lists import (
+    is_list,
+    is_nested_list,
+    list_items,
+    list_problems,
+    namespace_defaulted,
+    object_problems,
+    validated_on_the_client,
+)
 from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import Problem, Validator, format_path
 from memcached_gitops.schemas.validator import identity_problems
@@ -60,6 +69,8 @@ class Result:
         self.not_objects: list[str] = []
         self.findings: list[Finding] = []
         self.documents = 0
+        #: the objects kubectl would send: each document that is no list, each item of a list
+        self.objects_sent = 0
         self.defined_at: dict[tuple[str, str, str], str] = {}  # (build or "", namespace, name) -> "file:line:column"
 
     @property
@@ -93,24 +104,17 @@ def object_ref(obj: Any, kind: str | None = None) -> str:
 def items_of(doc: Document) -> Iterator[tuple[Any, tuple[str | int, ...]]]:
     """The objects of a document: itself, or the items of a list, as kubectl sends them.
 
-    cli-runtime flattens every object whose ``items`` is a list, whatever its kind (its
+    cli-runtime flattens every object with an ``items`` key, whatever its kind (its
     FlattenListVisitor asks meta.IsListType, which an unstructured object answers by its ``items``):
     a ``v1 List``, a ``MemcachedList``, even a ConfigMap given an ``items`` list; the container itself
-    is not sent. An item with neither kind nor apiVersion takes the list's apiVersion and its kind
-    less ``List`` (``MemcachedList`` items are Memcacheds). Checked on kube-apiserver v1.36.2: a
-    MemcachedList's and a ConfigMap's item with ``size: 9`` are refused as Memcacheds
-    (docs/design/kubectl-reader.md, 3.2-3.5)."""
+    is not sent. A null item is an empty object, and an item with neither kind nor apiVersion takes
+    the list's apiVersion and its kind less ``List`` (``MemcachedList`` items are Memcacheds). Checked
+    on kube-apiserver v1.36.2 (docs/design/kubectl-reader.md, 3.2-3.10; ``lists``)."""
     value = doc.value
-    items = value.get("items") if isinstance(value, dict) else None
-    if not isinstance(items, list):
+    if not is_list(value):
         yield value, ()
         return
-    kind, api_version = value.get("kind"), value.get("apiVersion")
-    inherited = kind[:-4] if isinstance(kind, str) and kind.endswith("List") and len(kind) > 4 else None
-    for i, item in enumerate(items):
-        if inherited and isinstance(item, dict) and "kind" not in item and "apiVersion" not in item:
-            item = {"apiVersion": api_version, "kind": inherited, **item}
-        yield item, ("items", i)
+    yield from list_items(value)
 
 
 def is_kubernetes_object(value: Any, validator: Validator) -> bool:
@@ -175,8 +179,7 @@ def _process_source(result: Result, name: str, stream: Readable | str | bytes, v
             if not required and not is_kubernetes_object(doc.value, validator):
                 result.not_objects.append(f"{name}:{doc.position(())[0]}: not a Kubernetes object (no kind)")
                 continue
-            for obj, prefix in items_of(doc):
-                process_object(result, name, obj, validator, image, do_render, _locator(doc, prefix))
+            _process_document(result, name, doc, validator, image, do_render)
             if max_objects is not None and result.objects > max_objects:
                 raise TooManyObjects(f"{name}:{doc.position(())[0]}: more than {max_objects} objects to hold and emit "
                                      f"(--max-objects or MEMCACHED_GITOPS_MAX_OBJECTS); refused")
@@ -184,6 +187,49 @@ def _process_source(result: Result, name: str, stream: Readable | str | bytes, v
             result.not_objects.append(f"{name}: no document (an empty or comment-only file)")
     except YAMLInputError as exc:
         result.findings.append(Finding(name, exc.line, exc.column, "", "", exc.message))
+
+
+def _process_document(result: Result, name: str, doc: Document, validator: Validator, image: str, do_render: bool) -> None:
+    """One document's objects into ``result``: a list is first checked as kubectl checks it before
+    sending any item (its identity, its mapping, the client's validation: ``lists.list_problems``);
+    an item that is itself a list is refused, as kubectl cannot flatten it (CR visitor.go:437-451)."""
+    value = doc.value
+    if is_list(value):
+        problems = identity_problems(value) or list_problems(value, validator)
+        ref = object_ref(value)
+        result.findings += [Finding(name, *doc.position(p.path), ref, p.field, p.message) for p in problems]
+        duplicates = _duplicate_keys(doc) if validated_on_the_client(value, validator) else []
+        result.findings += [Finding(name, line, column, ref, field, message) for field, message, (line, column) in duplicates]
+        if problems or duplicates:
+            return
+    for obj, prefix in items_of(doc):
+        locate = _locator(doc, prefix)
+        result.objects_sent += 1
+        if prefix and is_nested_list(obj):
+            line, column = locate(())
+            result.findings.append(Finding(name, line, column, object_ref(obj), "",
+                                           "a list item that is itself a list (items) cannot be flattened: kubectl refuses it"))
+            continue
+        unmapped = object_problems(obj, validator)
+        if unmapped:
+            result.findings += [Finding(name, *locate(p.path), object_ref(obj), p.field, p.message) for p in unmapped]
+            continue
+        if prefix and validator.claims(obj) and validator.crd.namespaced:
+            obj = namespace_defaulted(obj)
+        process_object(result, name, obj, validator, image, do_render, locate)
+
+
+def _duplicate_keys(doc: Document) -> list[tuple[str, str, tuple[int, int]]]:
+    """kubectl's NoDoubleKeySchema on a document it validates on the client: a key written twice in
+    its ``metadata.labels`` or ``metadata.annotations`` (KC pkg/validation/schema.go:42-55), which
+    only a JSON value keeps (kubectl v1.37.1: ``error validating data: duplicate key: a``)."""
+    found = []
+    for path in (("metadata", "labels"), ("metadata", "annotations")):
+        duplicate = doc.duplicate_key(path)
+        if duplicate is not None:
+            key, where = duplicate
+            found.append((".".join(path), f"duplicate key: {key}", where))
+    return found
 
 
 #: The API groups of kustomize's configuration kinds (Kustomization, Component): no API server serves
