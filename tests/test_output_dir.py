@@ -21,8 +21,11 @@ CR = (EXAMPLES / "memcached-sample.yaml").read_text()
 
 
 def configmap(name: str, kind: str = "ConfigMap", namespace: str | None = None) -> str:
+    """A ConfigMap, or an object of another kind: in a group the validator cannot know, since a kind
+    ``v1`` does not serve is refused as kubectl refuses it (no REST mapping)."""
     ns = f", namespace: {namespace!r}" if namespace else ""
-    return f"---\napiVersion: v1\nkind: {kind!r}\nmetadata: {{name: {name!r}{ns}}}\n"
+    api_version = "v1" if kind == "ConfigMap" else "example.com/v1"
+    return f"---\napiVersion: {api_version}\nkind: {kind!r}\nmetadata: {{name: {name!r}{ns}}}\n"
 
 
 def tree(root: Path) -> list[str]:
