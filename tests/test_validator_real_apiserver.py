@@ -57,23 +57,27 @@ def validator() -> Validator:
     return Validator(load_crd())
 
 
+def assert_agrees(validator: Validator, text: str | bytes, accept: bool | None = None) -> None:
+    """The real server's verdict on ``text`` (``accept`` when it is known) and ours agree, fields too."""
+    assert KUBECONFIG
+    server = server_verdict(text, KUBECONFIG)
+    if accept is not None:
+        assert server.accepted == accept, server.text
+    found = compare(text, our_verdict(text, validator), server, count_documents(text))
+    assert found is None, found.describe()
+
+
 @SLOW
 @given(text=cr_texts())
 def test_the_validator_agrees_with_the_api_server(validator: Validator, text: str) -> None:
-    assert KUBECONFIG
-    server = server_verdict(text, KUBECONFIG)
-    found = compare(text, our_verdict(text, validator), server, count_documents(text))
-    assert found is None, found.describe()
+    assert_agrees(validator, text)
 
 
 @SLOW
 @given(text=stream_texts())
 def test_the_validator_agrees_with_the_api_server_on_streams(validator: Validator, text: bytes) -> None:
     """The streams around the CRs (tests/stream_texts.py): lists, tags, encodings, JSON runs."""
-    assert KUBECONFIG
-    server = server_verdict(text, KUBECONFIG)
-    found = compare(text, our_verdict(text, validator), server, count_documents(text))
-    assert found is None, found.describe()
+    assert_agrees(validator, text)
 
 
 @SLOW
@@ -119,11 +123,7 @@ def test_kubectl_apply_differs_from_create_only_on_generate_name_and_null_values
 def test_each_case_of_the_table_is_the_real_servers_verdict(validator: Validator, case: Case) -> None:
     """The hand-made table (tests/validator_cases.py) under the shipped CRD, judged again by the real
     API server: its verdict and fields are what the table and the validator say."""
-    assert KUBECONFIG
-    server = server_verdict(case.text, KUBECONFIG)
-    assert server.accepted == case.accept, server.text
-    found = compare(case.text, our_verdict(case.text, validator), server, count_documents(case.text))
-    assert found is None, found.describe()
+    assert_agrees(validator, case.text, case.accept)
 
 
 @pytest.mark.parametrize("case", STREAM_CASES, ids=[c.id for c in STREAM_CASES])
