@@ -182,3 +182,52 @@ def test_ignored_paths_of_a_companion_are_left_to_their_owner_and_listed_apart()
     applied["spec"]["maxUnavailable"] = 2
     [_, observed] = steps(CR, wanted, {("PodDisruptionBudget", "m-memcached"): applied}, NAMES, ignored=ignored)
     assert (observed.move, observed.drift, [d.field for d in observed.ignored]) == (Move.OBSERVE, (), [".spec.maxUnavailable"])
+
+
+def service() -> dict:
+    return companions()[0]
+
+
+def with_extra_port(obj: dict) -> dict:
+    """Their port beside ours: a Service's ports are a map by port and protocol, so ours is unchanged."""
+    out = copy.deepcopy(obj)
+    out["spec"]["ports"] = [{"name": "theirs", "port": 9999, "protocol": "TCP"}] + out["spec"]["ports"]
+    return out
+
+
+def test_a_foreign_service_is_compared_with_a_services_list_rules_and_the_budget_is_still_looked_at() -> None:
+    theirs = controlled_by(with_extra_port(service()), "u-2")
+    theirs["spec"]["selector"] = {"app": "theirs"}
+    live = {("Service", "m-memcached"): theirs, ("PodDisruptionBudget", "m-memcached"): with_owner(budget(), CR)}
+    found = steps(CR, companions(), live, NAMES)
+    assert [(s.resource.kind, s.move) for s in found] == [("Service", Move.FOREIGN), ("PodDisruptionBudget", Move.KEEP)]
+    assert [d.field for d in found[0].drift] == [".spec.selector"], "their extra port is no drift: ports are keyed"
+
+
+def test_an_observed_service_is_compared_with_its_kinds_rules_and_kept_as_it_is() -> None:
+    live_service = with_extra_port(service())
+    live_service["spec"]["selector"] = {"app": "changed"}
+    live = {("Service", "m-memcached"): live_service}
+    [step, _] = steps(CR, companions(), live, NAMES, ignored={"Service": (("spec", "publishNotReadyAddresses"),)})
+    assert step.resource.kind == "Service" and step.move is Move.OBSERVE and step.body is live_service
+    assert [d.field for d in step.drift] == [".spec.selector"]
+
+
+def test_a_pointer_with_a_colon_after_the_kind_keeps_it_in_the_pointer() -> None:
+    from memcached_gitops.reconciler.decisions.ignore import ignored_paths
+
+    cr = copy.deepcopy(CR)
+    cr["metadata"]["annotations"] = {"cache.example.com/ignore-paths": "Service:/metadata/annotations/a:b"}
+    assert ignored_paths(cr)["Service"] == (("metadata", "annotations", "a:b"),)
+
+
+def test_ignoring_keeps_the_kinds_list_rules_after_following_the_pointers_and_needs_no_live_object() -> None:
+    from memcached_gitops.reconciler.decisions.drift import SERVICE_RULES
+    from memcached_gitops.reconciler.decisions.plan import ignoring
+
+    desired = with_owner(service(), CR)
+    live = with_extra_port(desired)
+    planned = ignoring(desired, live, "memcached-gitops", (("spec", "publishNotReadyAddresses"),), SERVICE_RULES)
+    assert planned.drift == [] and planned.ignored == []
+    created = ignoring(desired, None, "memcached-gitops", (("spec", "publishNotReadyAddresses"),), SERVICE_RULES)
+    assert created.desired == desired and created.drift
