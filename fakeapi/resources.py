@@ -33,6 +33,7 @@ KEY_DEFAULTS = {POD + ("containers", "ports"): {"protocol": "TCP"}, POD + ("init
 #: OwnerReference and ObjectReference are +structType=atomic: an item is owned whole (20: k:{"uid":...}: {}).
 ATOMIC_REFS = {("metadata", "ownerReferences"), ("involvedObject",), ("regarding",), ("related",)}
 #: A Pod's nodeSelector is +mapType=atomic (x-kubernetes-map-type: atomic in the v1.36 OpenAPI): owned whole.
+#: Assumed from the OpenAPI: no transcript in ../shared/apiserver-transcripts/ records an apply of it.
 DEPLOYMENT_TYPES = Types(CONTAINER_LISTS, atomic_structs={("spec", "selector"), POD + ("nodeSelector",)} | ATOMIC_REFS,
                          key_defaults=KEY_DEFAULTS)
 POD_TYPES = Types({(k[2:] if k[:3] == POD else k): v for k, v in CONTAINER_LISTS.items()}, atomic_structs=ATOMIC_REFS)
