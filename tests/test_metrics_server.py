@@ -95,3 +95,27 @@ def test_an_informer_is_stalled_only_while_running_and_past_its_limit() -> None:
     assert informer.stalled() is None, "gave up on an answer a restart would not change: logged, not a restart loop"
     informer.stop.set()
     assert informer.stalled() is None, "stopped on purpose (leadership lost, shutdown)"
+
+
+@pytest.mark.parametrize("flag", ["--health-probe-port", "--metrics-port"])
+def test_a_port_another_reconciler_holds_is_one_line_naming_the_flag(flag: str, tmp_path) -> None:
+    """A second reconciler on the same host (8081 or 8443 taken): exit 2, one line, no traceback."""
+    import json
+    import subprocess
+    import sys
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                                      "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+                                      "users": [{"name": "u", "user": {"token": "t"}}],
+                                      "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        ports = {"--health-probe-port": "0", "--metrics-port": "0", flag: port}
+        proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "reconcile", "--kubeconfig", str(kubeconfig),
+                               "--no-leader-elect", "--health-probe-bind-address", "127.0.0.1", "--metrics-bind-address",
+                               "127.0.0.1", *[a for item in ports.items() for a in item]], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr == f"error: cannot listen on 127.0.0.1:{port} ({flag}): Address already in use\n"
