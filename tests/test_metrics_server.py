@@ -177,25 +177,28 @@ def test_headers_over_the_cap_get_431_before_anything_else() -> None:
 def _held(server, count: int) -> None:
     """Wait (at most 10 s) until ``server`` holds ``count`` connections."""
     deadline = time.monotonic() + 10
-    while len(server.deadlines) < count and time.monotonic() < deadline:
+    while len(server.held) < count and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(server.deadlines) == count
+    assert len(server.held) == count
 
 
 def test_one_client_cannot_take_every_slot_and_probes_answer_while_metrics_are_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A client holding connections gets its share (MAX_PER_CLIENT), the kubelet (another address)
-    still gets /healthz; a metrics server held by many clients leaves the probe server answering."""
+    """A client holding connections gets its share (MAX_PER_CLIENT) and the kubelet (another
+    address) still gets /healthz; a server whose every slot is held by many addresses refuses one
+    of them a second slot, while a newcomer takes the oldest slot of the biggest holder."""
     monkeypatch.setattr(metrics_module, "REQUEST_TIMEOUT", 30.0)  # the hogs stay for the whole test
     probes, metrics = serve(Metrics(), 0, "127.0.0.1", paths=PROBES), serve(Metrics(), 0, "127.0.0.1", paths=METRICS)
     hogs = [_connect(probes, "127.0.0.2") for _ in range(metrics_module.MAX_CONNECTIONS)]
-    crowd = [_connect(metrics, f"127.0.1.{i // metrics_module.MAX_PER_CLIENT}") for i in range(metrics_module.MAX_CONNECTIONS + 8)]
+    crowd = [_connect(metrics, f"127.0.1.{i}") for i in range(metrics_module.MAX_CONNECTIONS)]
     try:
         _held(probes, metrics_module.MAX_PER_CLIENT)
+        assert get(probes, "/healthz") == 200, "the probe's address still has its share"
         _held(metrics, metrics_module.MAX_CONNECTIONS)
-        with pytest.raises(OSError):  # the metrics server is full: closed unread
-            with urllib.request.urlopen(f"http://127.0.0.1:{metrics.server_address[1]}/metrics", timeout=5) as answer:
-                answer.read()
-        assert get(probes, "/healthz") == 200, "the probe's address still has its share, and the probes their own server"
+        again = _connect(metrics, "127.0.1.0")
+        assert _closed_by_server(again, seconds=2.0), "full, and this address holds a slot already: refused"
+        again.close()
+        assert get(metrics, "/metrics") == 200, "a newcomer is served, in the slot of the oldest of the biggest holders"
+        assert get(probes, "/healthz") == 200
     finally:
         for s in hogs + crowd:
             s.close()

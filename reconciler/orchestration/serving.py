@@ -66,7 +66,11 @@ def _cut(sock: Any) -> None:
 class BoundedHTTPServer(ThreadingHTTPServer):
     """A ThreadingHTTPServer with at most MAX_CONNECTIONS threads, MAX_PER_CLIENT of them per
     client address, each connection cut REQUEST_TIMEOUT after it was accepted, and a one-line log
-    (never a traceback in the JSON log) for a client that goes away or is cut."""
+    (never a traceback in the JSON log) for a client that goes away or is cut.
+
+    When every slot is taken, a client that holds none (a kubelet probing from the node) takes the
+    oldest slot of the client that holds the most: strangers with many addresses still cannot keep
+    the probes out, they only take each other's slots."""
 
     daemon_threads = True
     #: The listen backlog: socketserver's 5 drops the SYNs of a burst of clients (each then waits a
@@ -78,50 +82,63 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         self.max_connections, self.per_client = max_connections, per_client
         self.lock = threading.Lock()
         self.clients: dict[str, int] = {}
-        self.deadlines: dict[Any, float] = {}
+        self.held: dict[Any, tuple[str, float]] = {}  # connection -> (client, deadline), oldest first
         self.closed = threading.Event()  # before the bind, whose failure calls server_close
         super().__init__(address, handler)
         threading.Thread(target=self._reap, daemon=True, name="connection-deadlines").start()
 
-    def _admit(self, request: Any, client: str) -> bool:
-        with self.lock:
-            if len(self.deadlines) >= self.max_connections or self.clients.get(client, 0) >= self.per_client:
-                return False
-            self.clients[client] = self.clients.get(client, 0) + 1
-            self.deadlines[request] = time.monotonic() + REQUEST_TIMEOUT
-            return True
+    def _forget(self, request: Any) -> None:
+        """Under the lock: ``request`` no longer holds a slot."""
+        client, _ = self.held.pop(request)
+        left = self.clients.pop(client) - 1
+        if left > 0:
+            self.clients[client] = left
 
-    def _release(self, request: Any, client: str) -> None:
+    def _admit(self, request: Any, client: str) -> bool:
+        victim = None
         with self.lock:
-            self.deadlines.pop(request, None)
-            left = self.clients.pop(client, 1) - 1
-            if left > 0:
-                self.clients[client] = left
+            mine = self.clients.get(client, 0)
+            if mine >= self.per_client or (len(self.held) >= self.max_connections and mine > 0):
+                return False
+            if len(self.held) >= self.max_connections:
+                most = max(self.clients.values())
+                victim = next(sock for sock, (owner, _) in self.held.items() if self.clients[owner] == most)
+                self._forget(victim)
+            self.clients[client] = mine + 1
+            self.held[request] = (client, time.monotonic() + REQUEST_TIMEOUT)
+        if victim is not None:
+            _cut(victim)
+        return True
+
+    def _release(self, request: Any) -> None:
+        with self.lock:
+            if request in self.held:
+                self._forget(request)
 
     def _reap(self) -> None:
         while not self.closed.wait(REAP_EVERY):
             now = time.monotonic()
             with self.lock:
-                late = [sock for sock, deadline in self.deadlines.items() if deadline <= now]
+                late = [sock for sock, (_, deadline) in self.held.items() if deadline <= now]
             for sock in late:
                 _cut(sock)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         client = str(client_address[0]) if isinstance(client_address, tuple) else str(client_address)
         if not self._admit(request, client):
-            self.shutdown_request(request)  # full, or this client holds its share: refuse at once rather than queue
+            self.shutdown_request(request)  # this client holds its share, or all are full: refuse at once rather than queue
             return
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._release(request, client)
+            self._release(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self._release(request, str(client_address[0]) if isinstance(client_address, tuple) else str(client_address))
+            self._release(request)
 
     def server_close(self) -> None:
         self.closed.set()
