@@ -200,10 +200,23 @@ def test_a_persons_edit_being_corrected_does_not_block_the_correction() -> None:
     assert admit("UPDATE", rendered(), half) is None
     worse = copy.deepcopy(half)
     pod(worse)["hostPID"] = True
-    pod(worse)["hostNetwork"] = True
-    assert admit("UPDATE", worse, half) is None, "hostPID belongs with hostNetwork to one rule: hostNamespaces"
-    worse["spec"]["template"]["spec"]["volumes"] = [{"name": "root", "hostPath": {"path": "/"}}]
-    assert admit("UPDATE", worse, half) == PODS + "volumes"
+    assert admit("UPDATE", worse, half) == PODS + "hostPID", "hostNetwork kept, hostPID added"
+
+
+def test_a_persons_volume_image_or_account_may_stay_but_never_become_another() -> None:
+    """Item by item: what the object already had may stay; it cannot be turned into something else."""
+    edited = rendered()
+    pod(edited)["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    pod(edited)["serviceAccountName"] = "cache-reader"
+    pod(edited)["containers"][0]["image"] = "registry.example.com/memcached:1"
+    assert admit("UPDATE", edited, edited) is None, "kept as they were"
+    for change in ({"volumes": [{"name": "scratch", "hostPath": {"path": "/"}}]}, {"serviceAccountName": "argocd-application-controller"}):
+        worse = copy.deepcopy(edited)
+        pod(worse).update(change)
+        assert admit("UPDATE", worse, edited) == PODS + next(iter(change)).replace("Name", ""), change
+    worse = copy.deepcopy(edited)
+    pod(worse)["containers"][0]["image"] = "evil.example/miner:1"
+    assert admit("UPDATE", worse, edited) == PODS + "images"
 
 
 # -- rule by rule ---------------------------------------------------------------------------------
@@ -255,9 +268,9 @@ POD_RULES = [
     ("serviceAccount", _pod({"serviceAccount": "builder"})),
     ("token", _pod({"automountServiceAccountToken": True})),
     ("token", _drop("automountServiceAccountToken")),
-    ("hostNamespaces", _pod({"hostNetwork": True})),
-    ("hostNamespaces", _pod({"hostPID": True})),
-    ("hostNamespaces", _pod({"hostIPC": True})),
+    ("hostNetwork", _pod({"hostNetwork": True})),
+    ("hostPID", _pod({"hostPID": True})),
+    ("hostIPC", _pod({"hostIPC": True})),
     ("volumes", _pod({"volumes": [{"name": "root", "hostPath": {"path": "/"}}]})),
     ("volumes", _pod({"volumes": [{"name": "s", "secret": {"secretName": "argocd-secret"}}]})),
     ("volumes", _pod({"volumes": [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}]})),
@@ -267,6 +280,7 @@ POD_RULES = [
     ("node", _pod({"nodeName": "control-plane-1"})),
     ("node", _pod({"runtimeClassName": "unconfined"})),
     ("node", _pod({"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]})),
+    ("node", _pod({"priorityClassName": "system-node-critical"})),
     ("podLabels", lambda o: o["spec"]["template"]["metadata"]["labels"].update({"app.kubernetes.io/instance": "payments"})),
     ("images", _container({"image": "evil.example/memcached:1"})),
     ("images", _container({"image": "memcachedevil:1"})),
@@ -311,7 +325,7 @@ def test_a_digest_is_an_allowed_image_and_a_second_rule_is_named_too() -> None:
     assert admit("CREATE", obj) is None
     pod(obj)["hostPID"] = True
     pod(obj)["automountServiceAccountToken"] = True
-    assert admit("CREATE", obj) in (PODS + "token, hostNamespaces", PODS + "hostNamespaces, token")
+    assert admit("CREATE", obj) in (PODS + "token, hostPID", PODS + "hostPID, token")
 
 
 def test_nothing_is_written_in_the_system_namespaces() -> None:
