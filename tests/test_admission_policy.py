@@ -389,12 +389,15 @@ def test_a_foreign_object_cannot_be_changed_deleted_or_relabelled_into_ours() ->
     assert admit("UPDATE", not_controller, not_controller) is not None, "a non-controller reference makes nothing ours"
 
 
+#: Each valid for the API server (a real one validates before admission: a headless Service cannot be
+#: NodePort, a nodePort needs that type), so that on a real cluster the policy is what refuses them.
 SERVICE_ESCAPES = {
-    "LoadBalancer": {"type": "LoadBalancer"},
-    "NodePort": {"type": "NodePort"},
-    "nodePort": {"ports": [{"name": "memcached", "port": 11211, "protocol": "TCP", "targetPort": "memcached", "nodePort": 30001}]},
-    "externalIPs": {"externalIPs": ["203.0.113.7"]},
-    "ExternalName": {"type": "ExternalName", "externalName": "kubernetes.default.svc"},
+    "LoadBalancer": {"type": "LoadBalancer", "clusterIP": None},
+    "NodePort": {"type": "NodePort", "clusterIP": None},
+    "nodePort": {"type": "NodePort", "clusterIP": None,
+                 "ports": [{"name": "memcached", "port": 11211, "protocol": "TCP", "targetPort": "memcached", "nodePort": 30001}]},
+    "externalIPs": {"clusterIP": None, "externalIPs": ["203.0.113.7"]},
+    "ExternalName": {"type": "ExternalName", "externalName": "kubernetes.default.svc", "clusterIP": None},
     "foreign-selector": {"selector": {"app": "pay"}},
     "another-instance": {"selector": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "payments"}},
     "no-selector": {"selector": None},

@@ -534,10 +534,14 @@ def test_the_admission_policy_refuses_each_escape_on_a_real_cluster(real, tmp_pa
         budget["metadata"].update(name="escape", ownerReferences=owner)
         budget["spec"] = {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "pay"}}}
         _refused(ours, "POST", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", budget, BUDGETS)
-        event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "x.1"}, "reason": "X", "message": "x", "type": "Normal",
-                 "involvedObject": {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "seed", "namespace": ns}}
-        _refused(ours, "POST", "/api/v1/namespaces/kube-system/events", event, "kube-system")
-        _refused(ours, "POST", "/api/v1/namespaces/default/events", event, EVENTS)
+        # an Event's involvedObject.namespace must be its own (the API server's validation, before admission)
+        def event(namespace: str, kind: str) -> dict:
+            return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "x.1"}, "reason": "X", "message": "x", "type": "Normal",
+                    "source": {"component": "memcached-gitops"},
+                    "involvedObject": {"apiVersion": "cache.example.com/v1alpha1" if kind == "Memcached" else "v1", "kind": kind,
+                                       "name": "seed", "namespace": namespace}}
+        _refused(ours, "POST", "/api/v1/namespaces/kube-system/events", event("kube-system", "Memcached"), "kube-system")
+        _refused(ours, "POST", f"/api/v1/namespaces/{ns}/events", event(ns, "Pod"), EVENTS)
         _refused(ours, "PATCH", f"{deployments}/seed/scale", {"spec": {"replicas": 0}}, "writes no subresource")
 
 
