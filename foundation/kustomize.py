@@ -18,8 +18,9 @@ option that makes kustomize run programs from the repository (``--enable-exec``,
 from __future__ import annotations
 
 import os
+import re
 
-from .excerpt import excerpt
+from .excerpt import EXCERPT_LIMIT, excerpt
 
 # shlex, shutil and subprocess are imported where a kustomization is met: every plain render and
 # validate imports this module (files.py), and those three cost about 10 ms of start-up.
@@ -27,6 +28,20 @@ from .excerpt import excerpt
 KUSTOMIZE_FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 KUSTOMIZE_ENV = "MEMCACHED_GITOPS_KUSTOMIZE"
 BUILD_OPTIONS_ENV = "MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS"
+#: klog's header on kustomize's (kubectl's) last error line: ``E1128 00:42:02.882520  5573 run.go:72] "command failed" err=``.
+_KLOG = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\] (?:"command failed" err=)?')
+#: A word longer than an excerpt: where kustomize echoes a repository's own text (a file name, a path,
+#: a value), it is one word, quoted or not, in a message of short words.
+_LONG = re.compile(rf"\S{{{EXCERPT_LIMIT + 1},}}")
+
+
+def bounded_error(line: str) -> str:
+    """kustomize's error line without klog's header, each word longer than an excerpt cut to one:
+    docs/security.md promises no message echoes more than 64 characters of input, and kustomize
+    quotes the repository's paths and values whole."""
+    return _LONG.sub(lambda m: excerpt(m.group(0)), _KLOG.sub("", line))
+
+
 #: kustomize build's flags that only shape the output from the repository's own files.
 ALLOWED_FLAGS = frozenset(("--enable-helm", "--load-restrictor", "--helm-kube-version", "--helm-api-versions",
                            "--enable-managedby-label", "--reorder", "--helm-command", "--helm-debug"))
@@ -106,5 +121,5 @@ def build(path: str, options: list[str], limit: int) -> bytes:
             errors.seek(0)
             lines = [line for line in errors.read(65536).decode(errors="replace").splitlines() if line.strip()]
             last = lines[-1] if lines else f"exit code {proc.returncode} (stopped after {BUILD_TIMEOUT:.0f} s?)"
-            raise KustomizeError(f"{path}: kustomize build failed: {excerpt(last, 300)}")
+            raise KustomizeError(f"{path}: kustomize build failed: {excerpt(bounded_error(last), 300)}")
     return out
