@@ -7,7 +7,7 @@ and as controller-runtime sends it (a POST by the binary ``manager``, so the fie
 - seed 000 (../shared/seeds/000, ``deploymentForMemcached``): selector ``app.kubernetes.io/name:
   project`` for every CR of a namespace;
 - seed 002 (../shared/seeds/002, ``labelsForMemcached``, line 1513): the image tag in the selector;
-- operator-sdk's memcached-operator at 60559f3e (tests/fixtures/upstream/operator-sdk/...
+- operator-sdk's memcached-operator at 60559f3e (../shared/upstream/operator-sdk/...
   internal/controller/memcached_controller.go): the labels of ``labelsForMemcached`` (lines
   419-431) are read from that file, so this test follows their code, not our idea of it.
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from memcached_gitops.reconciler.decisions.selectors import describe, has_kept_selector, keep_live_selector, matches, overlapping
@@ -29,9 +28,9 @@ from fakeapi.server import DeploymentController, FakeAPIServer
 
 from .test_controller import running, settle, wait_for
 from .test_reconciler import condition, deployment, make_cr, reconciler_for, writes
+from .upstream import needs_upstream, upstream
 
-OPERATOR_SDK = (Path(__file__).parent / "fixtures" / "upstream" / "operator-sdk" / "testdata" / "go" / "v4"
-                / "memcached-operator" / "internal" / "controller" / "memcached_controller.go")
+OPERATOR_SDK = upstream("operator-sdk/testdata/go/v4/memcached-operator/internal/controller/memcached_controller.go")
 #: config/manager/manager.yaml's MEMCACHED_IMAGE in the operator-sdk project
 OPERATOR_SDK_IMAGE = "memcached:1.6.26-alpine3.19"
 #: controller-runtime's user agent for a binary named ``manager`` (kubebuilder's default)
@@ -58,6 +57,8 @@ def seed_002_labels(name: str) -> dict[str, str]:
 
 
 SEEDS = {"seed-000": seed_000_labels, "seed-002": seed_002_labels, "operator-sdk": lambda name: operator_sdk_labels()}
+#: the seeds as parameters: operator-sdk's labels are read from its source under ../shared/upstream
+SEED_PARAMS = [pytest.param(s, marks=needs_upstream) if s == "operator-sdk" else s for s in sorted(SEEDS)]
 
 
 def go_operator_deployment(api: FakeAPIServer, cr: dict, labels: dict[str, str], image: str = OPERATOR_SDK_IMAGE) -> dict:
@@ -104,12 +105,13 @@ def left_running(api: FakeAPIServer, seed: str, names: tuple[str, ...] = ("a",),
     return found
 
 
+@needs_upstream
 def test_the_fixture_is_operator_sdks_own_labels() -> None:
     assert operator_sdk_labels() == {"app.kubernetes.io/name": "memcached-operator", "app.kubernetes.io/version": "1.6.26-alpine3.19",
                                      "app.kubernetes.io/managed-by": "MemcachedController"}
 
 
-@pytest.mark.parametrize("seed", sorted(SEEDS))
+@pytest.mark.parametrize("seed", SEED_PARAMS)
 def test_without_adopt_it_is_observed_and_never_written(cluster: FakeAPIServer, seed: str) -> None:
     left_running(cluster, seed)
     before = deployment(cluster, "a")
@@ -124,7 +126,7 @@ def test_without_adopt_it_is_observed_and_never_written(cluster: FakeAPIServer, 
     assert condition(cluster, "a", "Available")["status"] == "True", "its status is read from the running Deployment"
 
 
-@pytest.mark.parametrize("seed", sorted(SEEDS))
+@pytest.mark.parametrize("seed", SEED_PARAMS)
 def test_adopt_takes_it_over_in_place_and_a_second_run_writes_nothing(cluster: FakeAPIServer, seed: str) -> None:
     before = left_running(cluster, seed, size=2)["a"]
     cluster.objects[("cache.example.com", "memcacheds", "default", "a")]["spec"]["size"] = 3  # the CR now asks for 3
@@ -157,7 +159,7 @@ def test_adopt_takes_it_over_in_place_and_a_second_run_writes_nothing(cluster: F
     assert not [w for w in writes(cluster) if "/deployments/" in w], "a second run writes nothing"
 
 
-@pytest.mark.parametrize("seed", ["seed-000", "operator-sdk"])
+@pytest.mark.parametrize("seed", ["seed-000", pytest.param("operator-sdk", marks=needs_upstream)])
 def test_a_selector_shared_by_every_cr_of_a_namespace_is_reported_on_both(cluster: FakeAPIServer, seed: str) -> None:
     left_running(cluster, seed, names=("a", "b"))
     make_cr(cluster, "c", size=1)  # one of ours, with a selector of its own: never part of an overlap
@@ -201,6 +203,7 @@ def test_the_event_driven_mode_adopts_and_reports_the_overlap_on_both(cluster: F
                                                                                  "app.kubernetes.io/instance": "b"}}
 
 
+@needs_upstream
 def test_the_event_driven_mode_without_adopt_never_writes(cluster: FakeAPIServer) -> None:
     left_running(cluster, "operator-sdk")
     with running(cluster):
