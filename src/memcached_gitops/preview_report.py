@@ -1,0 +1,134 @@
+"""The preview written for a person: text for a terminal or a CI log, Markdown for a pull request.
+
+Pure: rendered_diff.py's AppPreview list in, a string out. Both forms put the summary first (per
+application: objects added, changed, removed and renamed by kind, the CR field behind each change,
+a rename said once), then each application's diffs. The Markdown form fits GitHub's limit on a
+comment's body (65,536 characters): a table, then a collapsed ``<details>`` per application, cut
+with a line that says how much was left out and the command that shows all of it locally.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable
+
+from .rendered_diff import AppPreview, ObjectChange, ref
+
+#: GitHub's limit on an issue or pull-request comment's body, in characters.
+GITHUB_COMMENT_LIMIT = 65_536
+ACTIONS = ("added", "changed", "removed", "renamed")
+#: Room kept for the truncation line and the closing of a cut section.
+_RESERVE = 800
+
+
+def by_kind(preview: AppPreview, action: str) -> str:
+    """``Deployment 1, Service 2`` for one action of one application."""
+    counts = preview.counts.get(action)
+    return ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())) if counts else ""
+
+
+def causes(preview: AppPreview, with_objects: bool = True) -> list[str]:
+    """``CR: field: old -> new (what it changed)``, once per cause; the renames, once each."""
+    grouped: dict[str, list[ObjectChange]] = {}
+    for change in preview.changes:
+        if change.cause:
+            grouped.setdefault(change.cause, []).append(change)
+    lines = [f"{cause} ({_listed(f'{c.action} {ref(c.key)}' for c in changes)})" if with_objects else cause
+             for cause, changes in grouped.items()]
+    return lines + preview.renames
+
+
+def _listed(items: Iterable[str], shown: int = 4) -> str:
+    items = list(items)
+    return ", ".join(items[:shown]) + (f" and {len(items) - shown} more" if len(items) > shown else "")
+
+
+def headline(previews: list[AppPreview], base: str, commit: str) -> str:
+    changed = sum(1 for p in previews if p.changes)
+    failed = sum(1 for p in previews if p.problems)
+    text = f"{changed} of {len(previews)} application(s) change between the merge base {commit[:12]} of {base} and the working tree"
+    return text + (f"; {failed} cannot be read" if failed else "")
+
+
+def text_report(previews: list[AppPreview], base: str, commit: str) -> str:
+    """The summary (one line per application that changes or cannot be read, its causes indented), then the diffs."""
+    out = [headline(previews, base, commit)]
+    for p in previews:
+        if p.problems:
+            out += [f"{p.app}: error ({'base' if side == 'base' else 'pull request'}): {line}" for side, line in p.problems]
+        elif p.changes:
+            out.append(f"{p.app}: " + "; ".join(f"{a} {by_kind(p, a)}" for a in ACTIONS if by_kind(p, a)))
+            out += [f"  {line}" for line in causes(p)]
+    for p in previews:
+        for change in p.changes:
+            out += ["", *change.diff]
+    return "\n".join(out) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Text safe in a table cell or an HTML element: no markup, no column break, no line break."""
+    return html.escape(text, quote=False).replace("|", "&#124;").replace("\n", " ")
+
+
+def _fence(lines: list[str]) -> str:
+    """A code fence longer than any run of backticks in the lines (CommonMark), so none can close it."""
+    longest = max((len(m) for line in lines for m in re.findall(r"`+", line)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def table(previews: list[AppPreview]) -> list[str]:
+    rows = ["| application | added | changed | removed | renamed | caused by |", "| --- | --- | --- | --- | --- | --- |"]
+    for p in previews:
+        if p.problems:
+            rows.append(f"| `{_cell(p.app)}` | :x: cannot be read ({len(p.problems)} problem(s), below) | | | | |")
+        elif p.changes:
+            cells = [_cell(by_kind(p, a)) for a in ACTIONS]
+            rows.append(f"| `{_cell(p.app)}` | {' | '.join(cells)} | {_cell(_listed(causes(p, with_objects=False), 2))} |")
+    return rows
+
+
+def section(preview: AppPreview, room: int) -> tuple[str, int]:
+    """One application's ``<details>``, cut to ``room`` characters: (the text, diff lines left out)."""
+    said = ", ".join(f"{len([c for c in preview.changes if c.action == a])} {a}" for a in ACTIONS if preview.counts.get(a))
+    head = [f"<details><summary><code>{_cell(preview.app)}</code>: {_cell(said or 'cannot be read')}</summary>", ""]
+    head += [f"- {_cell(side)}: `{_cell(line)}`" for side, line in preview.problems]
+    head += [f"- {_cell(line)}" for line in causes(preview)]
+    lines = [line for change in preview.changes for line in change.diff]
+    fence = _fence(lines)
+    shown, size = [], sum(len(h) + 1 for h in head) + 2 * len(fence) + 40
+    for line in lines:
+        if size + len(line) + 1 > room:
+            break
+        shown.append(line)
+        size += len(line) + 1
+    body = ["", fence + "diff", *shown, fence] if shown else []
+    cut = [f"_{len(lines) - len(shown)} more line(s) of this diff left out._"] if len(shown) < len(lines) else []
+    return "\n".join(head + body + cut + ["", "</details>", ""]), len(lines) - len(shown)
+
+
+def markdown_report(previews: list[AppPreview], base: str, commit: str, command: str,
+                    limit: int = GITHUB_COMMENT_LIMIT) -> str:
+    """The pull-request comment: at most ``limit`` characters, the table first, then a section per application."""
+    shown = [p for p in previews if p.changes or p.problems]
+    parts = ["### memcached-gitops preview", "", _cell(headline(previews, base, commit)) + ".", ""]
+    rows = table(shown) if shown else []
+    while rows and sum(len(r) + 1 for r in parts + rows) > limit - 2 * _RESERVE:  # thousands of applications
+        rows.pop()
+    left_rows = len(shown) + 2 - len(rows) if rows else 0
+    parts += rows + ([f"_{left_rows} more row(s) left out._"] if left_rows else []) + ([""] if rows else [])
+    text = "\n".join(parts) + "\n"
+    left_apps, left_lines = 0, 0
+    for p in shown:
+        room = limit - _RESERVE - len(text)
+        if left_apps or room < _RESERVE:
+            left_apps += 1
+            left_lines += sum(len(c.diff) for c in p.changes)
+            continue
+        part, cut = section(p, room)
+        text += part
+        left_lines += cut
+    if left_apps or left_lines:
+        text += (f"\n_Truncated to fit GitHub's {limit:,}-character limit: {left_apps} application section(s) and "
+                 f"{left_lines:,} diff line(s) left out. See everything locally with `{_cell(command)}`._\n")
+    return text
