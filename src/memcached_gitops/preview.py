@@ -96,15 +96,16 @@ def applications(paths: list[str]) -> dict[str, list[Source]]:
     apps: dict[str, list[Source]] = {}
     for source in manifests:
         if source.built:
-            apps[os.path.normpath(source.name)] = [Source(source.name, source.path, True, True)]
+            name = os.path.normpath(source.name)
+            apps[name] = [Source(name, source.path, True, True)]
     for found in kustomize_files:
-        folder = os.path.dirname(found.name) or "."
-        apps.setdefault(os.path.normpath(folder), [Source(folder, os.path.dirname(found.path) or ".", True, True)])
+        folder = os.path.normpath(os.path.dirname(found.name) or ".")
+        apps.setdefault(folder, [Source(folder, folder, True, True)])
     built = [app + os.sep for app in apps]
     for source in manifests:
-        name = os.path.normpath(source.name)
+        name = os.path.normpath(source.name)  # ./apps/a.yaml -> apps/a.yaml, as git and GitHub name it
         if not source.built and not any(name.startswith(b) or b == "." + os.sep for b in built):
-            apps.setdefault(os.path.dirname(name) or ".", []).append(source)
+            apps.setdefault(os.path.dirname(name) or ".", []).append(source._replace(name=name))
     return apps
 
 
@@ -112,22 +113,27 @@ def read_side(paths: list[str], validator: Validator, image: str, budget: InputB
               limit: int) -> dict[str, Side]:
     """Every application under ``paths`` rendered, as argocd-generate with include-input emits it:
     the CRs with their defaults, the other objects, and what the CRs render to."""
+    here = os.path.realpath(".") + os.sep  # kustomize names files by their full path: the base's would be a temporary one
+
+    def problems(lines: list[str]) -> list[str]:
+        return [line.replace(here, "") for line in lines]
+
     try:
         apps = applications(paths)
     except InputError as exc:
-        return {" ".join(paths): Side([], exc.problems)}
+        return {" ".join(paths): Side([], problems(exc.problems))}
     sides = {}
     for app, sources in sorted(apps.items()):
         try:
             result = process(open_sources(sources, budget, build_options), validator, image, True, max_objects=limit)
         except InputError as exc:
-            sides[app] = Side([], exc.problems)
+            sides[app] = Side([], problems(exc.problems))
             continue
         except TooManyObjects as exc:
             sides[app] = Side([], [str(exc)])
             continue
         objects = result.crs + result.others + result.rendered
-        sides[app] = Side(objects, [f.text() for f in result.errors])
+        sides[app] = Side(objects, problems([f.text() for f in result.errors]))
     return sides
 
 

@@ -166,11 +166,19 @@ def transform_between(old: str, new: str) -> tuple[int, Transform]:
     return core, Transform(old[:start_a], old[end_a:], new[:start_b], new[end_b:])
 
 
-def find_renames(removed: dict[Key, Any], added: dict[Key, Any]) -> list[tuple[Transform, list[tuple[Key, Key]]]]:
+Renames = list[tuple[Transform, list[tuple[Key, Key]]]]
+
+
+def find_renames(removed: dict[Key, Any], added: dict[Key, Any], cr_kind: str = "Memcached") -> Renames:
     """Renames among removed and added objects: each a prefix/suffix change followed by at least
     MIN_RENAMED objects of the same apiVersion, kind and namespace. The candidates come from the
-    first unmatched removed object paired with each added one of its kind, the longest common core first."""
-    out: list[tuple[Transform, list[tuple[Key, Key]]]] = []
+    first unmatched removed object paired with each added one of its kind, the longest common core first.
+
+    kustomize's namePrefix and nameSuffix rename every object of a build, so a change counts only if
+    it renames every removed object made from the same CRs: a CR ``cache-a`` replaced by ``cache-b``
+    (its Deployment fits ``-a`` -> ``-b``, its Service ``cache-a-memcached`` does not) is one CR
+    removed and one added, not a rename."""
+    out: Renames = []
     left_removed, left_added = dict(removed), dict(added)
     tried: set[Key] = set()
     while True:
@@ -178,14 +186,15 @@ def find_renames(removed: dict[Key, Any], added: dict[Key, Any]) -> list[tuple[T
         if first is None or not left_added:
             return out
         tried.add(first)
-        found = _best_transform(first, left_removed, left_added)
+        found = _best_transform(first, left_removed, left_added, cr_kind)
         if found is not None:
             out.append(found)
             for old, new in found[1]:
                 del left_removed[old], left_added[new]
 
 
-def _best_transform(first: Key, removed: dict[Key, Any], added: dict[Key, Any]) -> tuple[Transform, list[tuple[Key, Key]]] | None:
+def _best_transform(first: Key, removed: dict[Key, Any], added: dict[Key, Any],
+                    cr_kind: str) -> tuple[Transform, list[tuple[Key, Key]]] | None:
     candidates = sorted({transform_between(first[3], a[3]) for a in added if a[:3] == first[:3]}, key=lambda c: (-c[0], c[1]))
     for core, transform in candidates:
         if core == 0:
@@ -195,9 +204,16 @@ def _best_transform(first: Key, removed: dict[Key, Any], added: dict[Key, Any]) 
             name = transform.apply(old[3])
             if name is not None and (new := (*old[:3], name)) in added:
                 pairs.append((old, new))
-        if len(pairs) >= MIN_RENAMED:
+        if len(pairs) >= MIN_RENAMED and not _left_behind(pairs, removed, cr_kind):
             return transform, sorted(pairs)
     return None
+
+
+def _left_behind(pairs: list[tuple[Key, Key]], removed: dict[Key, Any], cr_kind: str) -> bool:
+    """Whether a removed object made from a CR the pairs rename is not renamed with it."""
+    paired = {old for old, _ in pairs}
+    sources = {s for old, _ in pairs if (s := _source_cr(removed[old], cr_kind)) is not None}
+    return any(k not in paired and _source_cr(obj, cr_kind) in sources for k, obj in removed.items())
 
 
 def _crs_by_name(objects: Iterable[dict[str, Any]], cr_kind: str) -> dict[tuple[str, str], dict[str, Any]]:
@@ -258,7 +274,7 @@ def compare_app(app: str, base: Side | None, head: Side | None, cr_kind: str = "
     new = {key_of(o): without_generated(o) for o in (head.objects if head else [])}
     removed = {k: old[k] for k in sorted(old.keys() - new.keys())}
     added = {k: new[k] for k in sorted(new.keys() - old.keys())}
-    renames = find_renames(removed, added)
+    renames = find_renames(removed, added, cr_kind)
     pairs = [pair for _, found in renames for pair in found]
     causes = _Causes(old.values(), new.values(), cr_kind, pairs)
 

@@ -1,0 +1,242 @@
+"""``memcached-gitops preview --base REF``: on real git repositories of two commits (a base branch and
+a pull request's branch), with the real kustomize of kubectl, as a reviewer would run it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memcached_gitops.preview_report import GITHUB_COMMENT_LIMIT
+
+CR = """apiVersion: cache.example.com/v1alpha1
+kind: Memcached
+metadata:
+  name: {name}
+spec:
+  size: {size}
+  resources:
+    limits:
+      memory: {memory}
+"""
+OVERLAY = "namespace: {namespace}\nnamePrefix: {prefix}\nresources:\n- ../../base\n"
+BASE = "resources:\n- cache.yaml\n"
+
+
+def cr(name: str = "cache", size: int = 1, memory: str = "128Mi") -> str:
+    return CR.format(name=name, size=size, memory=memory)
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+
+
+def two_commits(repo: Path, base: dict[str, str], change: dict[str, str | None]) -> Path:
+    """A repository whose ``main`` holds ``base`` and whose checked-out branch ``pr`` changes it (None deletes a file)."""
+    repo.mkdir(exist_ok=True)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "ci@example.com")
+    git(repo, "config", "user.name", "ci")
+    write(repo, base)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "checkout", "-qb", "pr")
+    write(repo, change)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "pull request")
+    return repo
+
+
+def write(repo: Path, files: dict[str, str | None]) -> None:
+    for name, text in files.items():
+        path = repo / name
+        if text is None:
+            path.unlink()
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def preview(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memcached_gitops", "preview", "--base", "main", *args], cwd=repo,
+                          capture_output=True, text=True, timeout=300)
+
+
+def summary(out: str) -> list[str]:
+    """The summary of a text report: its lines before the first diff."""
+    return out.split("\n\n")[0].splitlines()
+
+
+def overlay_repo(tmp_path: Path, change: dict[str, str | None], **crs: str) -> Path:
+    base = {"base/cache.yaml": crs.get("base", cr()), "base/kustomization.yaml": BASE,
+            "overlays/prod/kustomization.yaml": OVERLAY.format(namespace="prod", prefix="dev-")}
+    return two_commits(tmp_path / "repo", base, change)
+
+
+def test_a_size_change_brings_a_budget_and_names_the_field(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"base/cache.yaml": cr(size=3)})
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 1, proc.stderr
+    lines = summary(proc.stdout)
+    assert lines[1] == "overlays/prod: added PodDisruptionBudget 1; changed Deployment 1, Memcached 1"
+    assert lines[2].startswith("  Memcached prod/dev-cache: spec.size: 1 -> 3 (")
+    assert "added PodDisruptionBudget prod/dev-cache-memcached" in lines[2]
+    assert "-  replicas: 1\n+  replicas: 3" in proc.stdout
+    assert "+++ pr/overlays/prod: PodDisruptionBudget prod/dev-cache-memcached\n" in proc.stdout
+    assert "--- /dev/null\n+++ pr/overlays/prod: PodDisruptionBudget" in proc.stdout
+
+
+def test_a_name_prefix_change_is_one_summary_line(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"overlays/prod/kustomization.yaml": OVERLAY.format(namespace="prod", prefix="prod-")},
+                        base=cr(size=2))
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 1, proc.stderr
+    lines = summary(proc.stdout)
+    assert lines[1] == "overlays/prod: renamed Deployment 1, Memcached 1, PodDisruptionBudget 1, Service 1"
+    assert [line for line in lines if "renamed by" in line] == ["  renamed by namePrefix 'dev-' -> 'prod-': 4 objects"]
+    assert "added" not in proc.stdout.split("\n\n")[0] and "removed" not in proc.stdout.split("\n\n")[0]
+    assert "--- base/overlays/prod: Deployment prod/dev-cache\n+++ pr/overlays/prod: Deployment prod/prod-cache" in proc.stdout
+
+
+def test_a_cr_added_and_one_removed(tmp_path: Path) -> None:
+    base = {"apps/cache/a.yaml": cr("cache-a"), "apps/cache/keep.yaml": cr("keep")}
+    repo = two_commits(tmp_path / "repo", base, {"apps/cache/a.yaml": None, "apps/cache/b.yaml": cr("cache-b", size=2)})
+    proc = preview(repo)
+    assert proc.returncode == 1, proc.stderr
+    lines = summary(proc.stdout)
+    assert lines[1] == ("apps/cache: added Deployment 1, Memcached 1, PodDisruptionBudget 1, Service 1; "
+                        "removed Deployment 1, Memcached 1, Service 1")
+    assert lines[2].startswith("  Memcached cache-b added (")
+    assert lines[3].startswith("  Memcached cache-a removed (")
+    assert not any("renamed" in line for line in lines), "cache-a -> cache-b is no namePrefix/nameSuffix change"
+    assert "keep" not in proc.stdout
+
+
+def test_a_resources_change_shows_the_memory_limit(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"base/cache.yaml": cr(memory="256Mi")})
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 1, proc.stderr
+    assert "-        - --memory-limit=96\n+        - --memory-limit=204\n" in proc.stdout
+    assert summary(proc.stdout)[2].startswith("  Memcached prod/dev-cache: spec.resources.limits.memory: 128Mi -> 256Mi (")
+
+
+def test_an_overlay_that_stops_building_is_reported_not_a_crash(tmp_path: Path) -> None:
+    broken = "namespace: prod\nresources:\n- ../../missing\n"
+    repo = overlay_repo(tmp_path, {"overlays/prod/kustomization.yaml": broken})
+    proc = preview(repo)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "" and "Traceback" not in proc.stdout
+    lines = summary(proc.stdout)
+    assert lines[0].endswith("; 1 cannot be read")
+    assert len(lines) == 2 and lines[1].startswith(
+        "overlays/prod: error (pull request): overlays/prod: kustomize build failed: "), lines
+
+
+def test_an_invalid_cr_on_either_side_is_named_by_file_and_line(tmp_path: Path) -> None:
+    bad = cr() + "  sizee: 3\n"
+    repo = two_commits(tmp_path / "repo", {"apps/a/cache.yaml": bad, "apps/b/cache.yaml": cr()}, {"apps/a/cache.yaml": cr(),
+                                                                                                   "apps/b/cache.yaml": bad})
+    proc = preview(repo)
+    assert proc.returncode == 2
+    assert summary(proc.stdout)[1:] == [
+        "apps/a: error (base): apps/a/cache.yaml:10:3: Memcached/cache: spec.sizee: unknown field \"spec.sizee\"",
+        "apps/b: error (pull request): apps/b/cache.yaml:10:3: Memcached/cache: spec.sizee: unknown field \"spec.sizee\""]
+
+
+def test_a_base_without_any_kustomization(tmp_path: Path) -> None:
+    """The pull request turns a folder of plain manifests into a kustomization: the folder is one application on both sides."""
+    repo = two_commits(tmp_path / "repo", {"apps/cache/cache.yaml": cr(size=2)},
+                       {"apps/cache/kustomization.yaml": "namePrefix: team-\nresources:\n- cache.yaml\n"})
+    assert "kustomization" not in git(repo, "ls-tree", "-r", "--name-only", "main")
+    proc = preview(repo)
+    assert proc.returncode == 1, proc.stderr
+    assert summary(proc.stdout)[1:] == ["apps/cache: renamed Deployment 1, Memcached 1, PodDisruptionBudget 1, Service 1",
+                                        "  renamed by namePrefix '' -> 'team-': 4 objects"]
+
+
+def test_no_change_exits_0_and_the_working_tree_is_left_alone(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"README.md": "docs only\n"})
+    (repo / "notes.txt").write_text("uncommitted\n")
+    status = git(repo, "status", "--porcelain")
+    proc = preview(repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert summary(proc.stdout) == ["0 of 2 application(s) change between the merge base "
+                                    f"{git(repo, 'merge-base', 'main', 'HEAD')[:12]} of main and the working tree"]
+    assert git(repo, "status", "--porcelain") == status
+    assert len(git(repo, "worktree", "list").splitlines()) == 1, "the base's worktree is removed"
+
+
+def test_the_working_tree_as_it_is_is_the_pull_request_side(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"README.md": "docs only\n"})
+    write(repo, {"base/cache.yaml": cr(size=3)})  # not committed
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 1
+    assert "spec.size: 1 -> 3" in proc.stdout
+    assert "size: 3" in (repo / "base" / "cache.yaml").read_text()
+
+
+def test_a_base_that_is_no_ref_is_one_line(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"README.md": "x\n"})
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "preview", "--base", "no-such-branch"], cwd=repo,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stdout == "" and proc.stderr.startswith("error: git merge-base: ") and proc.stderr.count("\n") == 1
+
+
+def test_a_path_outside_the_repository_is_refused(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"README.md": "x\n"})
+    proc = preview(repo, "..")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ..: outside the repository")
+
+
+def thousand_crs(tmp_path: Path, change: str) -> Path:
+    """1,000 CRs over 20 overlays (50 each); the pull request changes one overlay, or (``all``) every CR's memory."""
+    base: dict[str, str] = {}
+    for o in range(20):
+        base[f"overlays/team-{o:02}/kustomization.yaml"] = f"namespace: team-{o:02}\nresources:\n- caches.yaml\n"
+        base[f"overlays/team-{o:02}/caches.yaml"] = "---\n".join(cr(f"cache-{i:03}", size=2) for i in range(50))
+    if change == "all":
+        pr = {k: v.replace("128Mi", "256Mi") for k, v in base.items() if k.endswith("caches.yaml")}
+    else:
+        pr = {"overlays/team-07/caches.yaml": base["overlays/team-07/caches.yaml"].replace("name: cache-010\nspec:\n  size: 2",
+                                                                                            "name: cache-010\nspec:\n  size: 1")}
+    return two_commits(tmp_path / "repo", base, dict(pr))
+
+
+def test_a_thousand_crs_over_twenty_overlays(tmp_path: Path) -> None:
+    repo = thousand_crs(tmp_path, "one")
+    proc = preview(repo)
+    assert proc.returncode == 1, proc.stderr
+    assert summary(proc.stdout) == [
+        f"1 of 20 application(s) change between the merge base {git(repo, 'merge-base', 'main', 'HEAD')[:12]} of main "
+        "and the working tree",
+        "overlays/team-07: changed Deployment 1, Memcached 1; removed PodDisruptionBudget 1",
+        "  Memcached team-07/cache-010: spec.size: 2 -> 1 (changed Deployment team-07/cache-010, changed Memcached "
+        "team-07/cache-010, removed PodDisruptionBudget team-07/cache-010-memcached)"]
+
+
+def test_a_thousand_changed_crs_fit_one_pull_request_comment(tmp_path: Path) -> None:
+    repo = thousand_crs(tmp_path, "all")
+    proc = preview(repo, "--format", "markdown")
+    assert proc.returncode == 1, proc.stderr
+    text = proc.stdout
+    assert len(text) <= GITHUB_COMMENT_LIMIT
+    assert text.index("| application |") < text.index("<details>")
+    assert text.count("| `overlays/team-") == 20
+    assert text.count("<details>") == text.count("</details>")
+    assert text.count("```diff") == text.count("\n```\n")
+    last = text.rstrip().splitlines()[-1]
+    assert re.fullmatch(r"_Truncated to fit GitHub's 65,536-character limit: \d+ application section\(s\) and [\d,]+ diff "
+                        r"line\(s\) left out\. See everything locally with `memcached-gitops preview --base main \.`\._", last), last
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_both_formats_say_the_same_causes(tmp_path: Path, fmt: str) -> None:
+    repo = overlay_repo(tmp_path, {"base/cache.yaml": cr(size=3)})
+    proc = preview(repo, "--format", fmt, "overlays/prod")
+    assert proc.returncode == 1
+    assert "Memcached prod/dev-cache: spec.size: 1 -&gt; 3" in proc.stdout if fmt == "markdown" else "spec.size: 1 -> 3" in proc.stdout
