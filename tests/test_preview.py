@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from memcached_gitops.preview_report import GITHUB_COMMENT_LIMIT
+from memcached_gitops.preview_report import GITHUB_COMMENT_LIMIT, markdown_report
+from memcached_gitops.rendered_diff import AppPreview, ObjectChange
 
 CR = """apiVersion: cache.example.com/v1alpha1
 kind: Memcached
@@ -226,12 +227,13 @@ def test_a_thousand_changed_crs_fit_one_pull_request_comment(tmp_path: Path) -> 
     text = proc.stdout
     assert len(text) <= GITHUB_COMMENT_LIMIT
     assert text.index("| application |") < text.index("<details>")
-    assert text.count("| `overlays/team-") == 20
+    assert text.count("| <code>overlays/team-") == 20
     assert text.count("<details>") == text.count("</details>")
     assert text.count("```diff") == text.count("\n```\n")
     last = text.rstrip().splitlines()[-1]
     assert re.fullmatch(r"_Truncated to fit GitHub's 65,536-character limit: \d+ application section\(s\) and [\d,]+ diff "
-                        r"line\(s\) left out\. See everything locally with `memcached-gitops preview --base main \.`\._", last), last
+                        r"line\(s\) left out\. See everything locally with "
+                        r"<code>memcached-gitops preview --base main \.</code>\._", last), last
 
 
 @pytest.mark.parametrize("fmt", ["text", "markdown"])
@@ -240,3 +242,31 @@ def test_both_formats_say_the_same_causes(tmp_path: Path, fmt: str) -> None:
     proc = preview(repo, "--format", fmt, "overlays/prod")
     assert proc.returncode == 1
     assert "Memcached prod/dev-cache: spec.size: 1 -&gt; 3" in proc.stdout if fmt == "markdown" else "spec.size: 1 -> 3" in proc.stdout
+
+
+def app_preview(app: str, lines: int, text: str = "value") -> AppPreview:
+    key = ("v1", "ConfigMap", "ns", app.replace("/", "-"))
+    diff = ["--- base", "+++ pr", "@@ -1 +1 @@", *[f"+  {text} {i}" for i in range(lines)]]
+    return AppPreview(app, [ObjectChange("changed", key, None, diff, "")], [], [])
+
+
+@pytest.mark.parametrize("limit", [2_000, 5_000, 20_000, GITHUB_COMMENT_LIMIT])
+def test_the_markdown_never_passes_its_limit(limit: int) -> None:
+    previews = [app_preview(f"apps/{i}", 300) for i in range(40)]
+    text = markdown_report(previews, "main", "0" * 40, "memcached-gitops preview --base main")
+    cut = markdown_report(previews, "main", "0" * 40, "memcached-gitops preview --base main", limit=limit)
+    assert len(text) <= GITHUB_COMMENT_LIMIT and len(cut) <= limit
+    assert cut.count("<details>") == cut.count("</details>")
+    left = re.search(r"(\d+) application section\(s\) and ([\d,]+) diff line\(s\) left out", cut)
+    assert left is not None
+    shown = sum(len(block.split("\n```\n")[0].splitlines()) - 1 for block in cut.split("```diff")[1:])
+    assert shown + int(left[2].replace(",", "")) == 40 * 303, "what is shown and what is said to be left out add up"
+
+
+def test_a_backtick_fence_or_markup_in_the_input_cannot_break_out() -> None:
+    """A value of a ConfigMap holding ``` or </details>, an application folder named with | and <: all stay text."""
+    evil = app_preview("apps/a|b<script>", 3, text="``` </details><img src=x>")
+    text = markdown_report([evil], "main", "0" * 40, "memcached-gitops preview --base main")
+    assert "````diff" in text and text.count("\n````\n") == 1, "the fence is longer than any run of backticks inside"
+    assert "<script>" not in text and "<img" not in text.split("````diff")[0]
+    assert "| <code>apps/a&#124;b&lt;script&gt;</code> |" in text

@@ -77,6 +77,8 @@ def inside(folder: str) -> Iterator[None]:
 @contextlib.contextmanager
 def base_checkout(ref: str) -> Iterator[tuple[str, str]]:
     """(the folder matching the working directory in a checkout of the merge base, its commit)."""
+    if ref.startswith("-") or not ref.strip():
+        raise PreviewError(f"--base {ref!r}: not a branch or commit")  # git would read it as one of its options
     commit = git("merge-base", ref, "HEAD")
     prefix = git("rev-parse", "--show-prefix")
     with tempfile.TemporaryDirectory(prefix="memcached-gitops-preview-") as tmp:

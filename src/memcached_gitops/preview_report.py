@@ -81,10 +81,10 @@ def table(previews: list[AppPreview]) -> list[str]:
     rows = ["| application | added | changed | removed | renamed | caused by |", "| --- | --- | --- | --- | --- | --- |"]
     for p in previews:
         if p.problems:
-            rows.append(f"| `{_cell(p.app)}` | :x: cannot be read ({len(p.problems)} problem(s), below) | | | | |")
+            rows.append(f"| <code>{_cell(p.app)}</code> | :x: cannot be read ({len(p.problems)} problem(s), below) | | | | |")
         elif p.changes:
             cells = [_cell(by_kind(p, a)) for a in ACTIONS]
-            rows.append(f"| `{_cell(p.app)}` | {' | '.join(cells)} | {_cell(_listed(causes(p, with_objects=False), 2))} |")
+            rows.append(f"| <code>{_cell(p.app)}</code> | {' | '.join(cells)} | {_cell(_listed(causes(p, with_objects=False), 2))} |")
     return rows
 
 
@@ -92,7 +92,7 @@ def section(preview: AppPreview, room: int) -> tuple[str, int]:
     """One application's ``<details>``, cut to ``room`` characters: (the text, diff lines left out)."""
     said = ", ".join(f"{len([c for c in preview.changes if c.action == a])} {a}" for a in ACTIONS if preview.counts.get(a))
     head = [f"<details><summary><code>{_cell(preview.app)}</code>: {_cell(said or 'cannot be read')}</summary>", ""]
-    head += [f"- {_cell(side)}: `{_cell(line)}`" for side, line in preview.problems]
+    head += [f"- {'base' if side == 'base' else 'pull request'}: <code>{_cell(line)}</code>" for side, line in preview.problems]
     head += [f"- {_cell(line)}" for line in causes(preview)]
     lines = [line for change in preview.changes for line in change.diff]
     fence = _fence(lines)
@@ -130,5 +130,5 @@ def markdown_report(previews: list[AppPreview], base: str, commit: str, command:
         left_lines += cut
     if left_apps or left_lines:
         text += (f"\n_Truncated to fit GitHub's {limit:,}-character limit: {left_apps} application section(s) and "
-                 f"{left_lines:,} diff line(s) left out. See everything locally with `{_cell(command)}`._\n")
+                 f"{left_lines:,} diff line(s) left out. See everything locally with <code>{_cell(command)}</code>._\n")
     return text
