@@ -3,6 +3,7 @@ a pull request's branch), with the real kustomize of kubectl, as a reviewer woul
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -270,3 +271,35 @@ def test_a_backtick_fence_or_markup_in_the_input_cannot_break_out() -> None:
     assert "````diff" in text and text.count("\n````\n") == 1, "the fence is longer than any run of backticks inside"
     assert "<script>" not in text and "<img" not in text.split("````diff")[0]
     assert "| <code>apps/a&#124;b&lt;script&gt;</code> |" in text
+
+
+def test_a_base_that_did_not_build_is_named_by_the_repositorys_own_paths(tmp_path: Path) -> None:
+    """kustomize names files by their full path: at the base, that of a temporary worktree, which the preview never shows."""
+    broken = "namespace: prod\nresources:\n- ../../missing\n"
+    base = {"base/cache.yaml": cr(), "base/kustomization.yaml": BASE, "overlays/prod/kustomization.yaml": broken}
+    repo = two_commits(tmp_path / "repo", base, {"overlays/prod/kustomization.yaml": OVERLAY.format(namespace="prod", prefix="")})
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 2
+    [line] = summary(proc.stdout)[1:]
+    assert line.startswith("overlays/prod: error (base): overlays/prod: kustomize build failed: ")
+    assert "memcached-gitops-preview-" not in proc.stdout and str(tmp_path) not in proc.stdout
+
+
+def test_from_a_folder_of_the_repository(tmp_path: Path) -> None:
+    """Both sides are read at the same place below the repository's top, and named from there."""
+    repo = two_commits(tmp_path / "repo", {"apps/team/cache.yaml": cr(), "other/cache.yaml": cr("other")},
+                       {"apps/team/cache.yaml": cr(size=2), "other/cache.yaml": cr("other", size=2)})
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "preview", "--base", "main"], cwd=repo / "apps",
+                          capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    lines = summary(proc.stdout)
+    assert lines[0].startswith("1 of 1 application(s) change")
+    assert lines[1] == "team: added PodDisruptionBudget 1; changed Deployment 1, Memcached 1"
+
+
+def test_outside_a_git_repository_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "cache.yaml").write_text(cr())
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "preview", "--base", "main"], cwd=tmp_path,
+                          capture_output=True, text=True, env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)})
+    assert proc.returncode == 2
+    assert proc.stdout == "" and proc.stderr.startswith("error: git rev-parse: fatal: not a git repository")

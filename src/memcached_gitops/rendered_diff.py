@@ -291,5 +291,5 @@ def compare_app(app: str, base: Side | None, head: Side | None, cr_kind: str = "
     matched_old, matched_new = {o for o, _ in pairs}, {n for _, n in pairs}
     changes += [change("added", None, k) for k in added if k not in matched_new]
     changes += [change("removed", k, None) for k in removed if k not in matched_old]
-    lines = [f"renamed by {t.describe()}: {len(found)} objects" for t, found in renames]
+    lines = [f"renamed by {t.describe()}: {len(renamed)} objects" for t, renamed in renames]
     return AppPreview(app, changes, lines, [])
