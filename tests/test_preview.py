@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memcached_gitops.preview_report import GITHUB_COMMENT_LIMIT, markdown_report
-from memcached_gitops.rendered_diff import AppPreview, ObjectChange
+from memcached_gitops.rendered_diff import AppPreview, ObjectChange, find_renames
 
 CR = """apiVersion: cache.example.com/v1alpha1
 kind: Memcached
@@ -303,3 +303,24 @@ def test_outside_a_git_repository_is_one_line(tmp_path: Path) -> None:
                           capture_output=True, text=True, env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)})
     assert proc.returncode == 2
     assert proc.stdout == "" and proc.stderr.startswith("error: git rev-parse: fatal: not a git repository")
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    (["cache", "cache-memcached"], ["prod-cache", "prod-cache-memcached"], "namePrefix '' -> 'prod-'"),
+    (["dev-cache", "dev-cache-memcached"], ["prod-cache", "prod-cache-memcached"], "namePrefix 'dev-' -> 'prod-'"),
+    (["cache", "cache-memcached"], ["cache-v2", "cache-memcached-v2"], "nameSuffix '' -> '-v2'"),
+    (["dev-cache", "dev-cache-memcached"], ["cache-blue", "cache-memcached-blue"], "namePrefix 'dev-' -> '', nameSuffix '' -> '-blue'"),
+])
+def test_a_prefix_or_suffix_change_is_told_as_kustomize_spells_it(old: list[str], new: list[str], said: str) -> None:
+    """kustomize puts namePrefix before and nameSuffix after each whole name (a Service's -memcached included)."""
+    removed = {("v1", "Service", "ns", name): {} for name in old}
+    added = {("v1", "Service", "ns", name): {} for name in new}
+    [(transform, pairs)] = find_renames(removed, added)
+    assert transform.describe() == said
+    assert [(o[3], n[3]) for o, n in pairs] == sorted(zip(old, new, strict=True))
+
+
+def test_unrelated_names_are_no_rename() -> None:
+    removed = {("v1", "Service", "ns", name): {} for name in ("alpha", "beta", "gamma")}
+    added = {("v1", "Service", "ns", name): {} for name in ("delta", "omega", "kappa")}
+    assert find_renames(removed, added) == []

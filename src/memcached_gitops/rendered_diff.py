@@ -28,6 +28,9 @@ GENERATED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration", "de
 MANAGED_BY, INSTANCE = "app.kubernetes.io/managed-by", "app.kubernetes.io/instance"
 #: A rename is said as one when at least this many objects follow one namePrefix/nameSuffix change.
 MIN_RENAMED = 2
+#: The search for renames: removed objects tried as a rename's first before giving up, and the
+#: prefix/suffix changes tried for each (the longest common cores: a real rename keeps the whole name).
+MAX_MISSES, MAX_CANDIDATES = 8, 3
 #: Characters that end a namePrefix or start a nameSuffix, by the usual spelling (``prod-``, ``-v2``).
 SEPARATORS = "-."
 
@@ -181,22 +184,26 @@ def find_renames(removed: dict[Key, Any], added: dict[Key, Any], cr_kind: str = 
     out: Renames = []
     left_removed, left_added = dict(removed), dict(added)
     tried: set[Key] = set()
-    while True:
+    misses = 0
+    while misses < MAX_MISSES:  # unrelated names removed and added (a CR replaced by others) cost a bounded search
         first = next((k for k in sorted(left_removed) if k not in tried), None)
         if first is None or not left_added:
-            return out
+            break
         tried.add(first)
         found = _best_transform(first, left_removed, left_added, cr_kind)
-        if found is not None:
-            out.append(found)
-            for old, new in found[1]:
-                del left_removed[old], left_added[new]
+        if found is None:
+            misses += 1
+            continue
+        out.append(found)
+        for old, new in found[1]:
+            del left_removed[old], left_added[new]
+    return out
 
 
 def _best_transform(first: Key, removed: dict[Key, Any], added: dict[Key, Any],
                     cr_kind: str) -> tuple[Transform, list[tuple[Key, Key]]] | None:
     candidates = sorted({transform_between(first[3], a[3]) for a in added if a[:3] == first[:3]}, key=lambda c: (-c[0], c[1]))
-    for core, transform in candidates:
+    for core, transform in candidates[:MAX_CANDIDATES]:
         if core == 0:
             break
         pairs = []
