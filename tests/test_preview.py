@@ -232,7 +232,7 @@ def test_a_thousand_changed_crs_fit_one_pull_request_comment(tmp_path: Path) -> 
     assert text.count("<details>") == text.count("</details>")
     assert text.count("```diff") == text.count("\n```\n")
     last = text.rstrip().splitlines()[-1]
-    assert re.fullmatch(r"_Truncated to fit GitHub's 65,536-character limit: \d+ application section\(s\) and [\d,]+ diff "
+    assert re.fullmatch(r"_Truncated to fit GitHub's 65,536-character limit: \d+ application section\(s\) and [\d,]+ "
                         r"line\(s\) left out\. See everything locally with "
                         r"<code>memcached-gitops preview --base main \.</code>\._", last), last
 
@@ -258,7 +258,7 @@ def test_the_markdown_never_passes_its_limit(limit: int) -> None:
     cut = markdown_report(previews, "main", "0" * 40, "memcached-gitops preview --base main", limit=limit)
     assert len(text) <= GITHUB_COMMENT_LIMIT and len(cut) <= limit
     assert cut.count("<details>") == cut.count("</details>")
-    left = re.search(r"(\d+) application section\(s\) and ([\d,]+) diff line\(s\) left out", cut)
+    left = re.search(r"(\d+) application section\(s\) and ([\d,]+) line\(s\) left out", cut)
     assert left is not None
     shown = sum(len(block.split("\n```\n")[0].splitlines()) - 1 for block in cut.split("```diff")[1:])
     assert shown + int(left[2].replace(",", "")) == 40 * 303, "what is shown and what is said to be left out add up"
@@ -324,3 +324,15 @@ def test_unrelated_names_are_no_rename() -> None:
     removed = {("v1", "Service", "ns", name): {} for name in ("alpha", "beta", "gamma")}
     added = {("v1", "Service", "ns", name): {} for name in ("delta", "omega", "kappa")}
     assert find_renames(removed, added) == []
+
+
+def test_a_thousand_problems_fit_the_comment_too() -> None:
+    """An application whose every CR is refused: its problem lines are cut like a diff, and counted."""
+    failing = AppPreview("apps/a", [], [], [("pr", f"apps/a/cache.yaml:{i}:3: Memcached/c{i}: spec.sizee: unknown field")
+                                           for i in range(2_000)])
+    text = markdown_report([failing, app_preview("apps/b", 10)], "main", "0" * 40, "memcached-gitops preview --base main")
+    assert len(text) <= GITHUB_COMMENT_LIMIT
+    shown = text.count("spec.sizee: unknown field")
+    said = re.search(r"_(\d+) more line\(s\) of this application left out\._", text)
+    assert said is not None and shown + int(said[1]) == 2_000
+    assert f"1 application section(s) and {int(said[1]) + 13:,} line(s) left out" in text, "apps/b's 13 diff lines are left out too"

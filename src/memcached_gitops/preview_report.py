@@ -88,23 +88,35 @@ def table(previews: list[AppPreview]) -> list[str]:
     return rows
 
 
-def section(preview: AppPreview, room: int) -> tuple[str, int]:
-    """One application's ``<details>``, cut to ``room`` characters: (the text, diff lines left out)."""
-    said = ", ".join(f"{len([c for c in preview.changes if c.action == a])} {a}" for a in ACTIONS if preview.counts.get(a))
-    head = [f"<details><summary><code>{_cell(preview.app)}</code>: {_cell(said or 'cannot be read')}</summary>", ""]
-    head += [f"- {'base' if side == 'base' else 'pull request'}: <code>{_cell(line)}</code>" for side, line in preview.problems]
-    head += [f"- {_cell(line)}" for line in causes(preview)]
-    lines = [line for change in preview.changes for line in change.diff]
-    fence = _fence(lines)
-    shown, size = [], sum(len(h) + 1 for h in head) + 2 * len(fence) + 40
+def _fitting(lines: list[str], room: int) -> list[str]:
+    """The first of ``lines`` that fit in ``room`` characters, a line break each."""
+    shown: list[str] = []
     for line in lines:
-        if size + len(line) + 1 > room:
+        room -= len(line) + 1
+        if room < 0:
             break
         shown.append(line)
-        size += len(line) + 1
+    return shown
+
+
+def section(preview: AppPreview, room: int) -> tuple[str, int]:
+    """One application's ``<details>``, cut to ``room`` characters: (the text, lines left out).
+
+    Its problems and causes come first, then its diff; whatever does not fit (a thousand invalid
+    CRs' lines, a long diff) is cut and counted."""
+    said = ", ".join(f"{len([c for c in preview.changes if c.action == a])} {a}" for a in ACTIONS if preview.counts.get(a))
+    opening = [f"<details><summary><code>{_cell(preview.app)}</code>: {_cell(said or 'cannot be read')}</summary>", ""]
+    items = [f"- {'base' if side == 'base' else 'pull request'}: <code>{_cell(line)}</code>" for side, line in preview.problems]
+    items += [f"- {_cell(line)}" for line in causes(preview)]
+    lines = [line for change in preview.changes for line in change.diff]
+    fence = _fence(lines)
+    room -= sum(len(o) + 1 for o in opening) + 2 * len(fence) + 120  # the fences, the cut line, the closing
+    items_shown = _fitting(items, room)
+    shown = _fitting(lines, room - sum(len(i) + 1 for i in items_shown))
+    left = len(items) - len(items_shown) + len(lines) - len(shown)
     body = ["", fence + "diff", *shown, fence] if shown else []
-    cut = [f"_{len(lines) - len(shown)} more line(s) of this diff left out._"] if len(shown) < len(lines) else []
-    return "\n".join(head + body + cut + ["", "</details>", ""]), len(lines) - len(shown)
+    cut = ["", f"_{left} more line(s) of this application left out._"] if left else []
+    return "\n".join(opening + items_shown + body + cut + ["", "</details>", ""]), left
 
 
 def markdown_report(previews: list[AppPreview], base: str, commit: str, command: str,
@@ -123,12 +135,12 @@ def markdown_report(previews: list[AppPreview], base: str, commit: str, command:
         room = limit - _RESERVE - len(text)
         if left_apps or room < _RESERVE:
             left_apps += 1
-            left_lines += sum(len(c.diff) for c in p.changes)
+            left_lines += sum(len(c.diff) for c in p.changes) + len(p.problems) + len(causes(p))
             continue
         part, cut = section(p, room)
         text += part
         left_lines += cut
     if left_apps or left_lines:
         text += (f"\n_Truncated to fit GitHub's {limit:,}-character limit: {left_apps} application section(s) and "
-                 f"{left_lines:,} diff line(s) left out. See everything locally with <code>{_cell(command)}</code>._\n")
+                 f"{left_lines:,} line(s) left out. See everything locally with <code>{_cell(command)}</code>._\n")
     return text
