@@ -306,10 +306,11 @@ def test_outside_a_git_repository_is_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("old", "new", "said"), [
-    (["cache", "cache-memcached"], ["prod-cache", "prod-cache-memcached"], "namePrefix '' -> 'prod-'"),
-    (["dev-cache", "dev-cache-memcached"], ["prod-cache", "prod-cache-memcached"], "namePrefix 'dev-' -> 'prod-'"),
-    (["cache", "cache-memcached"], ["cache-v2", "cache-memcached-v2"], "nameSuffix '' -> '-v2'"),
-    (["dev-cache", "dev-cache-memcached"], ["cache-blue", "cache-memcached-blue"], "namePrefix 'dev-' -> '', nameSuffix '' -> '-blue'"),
+    (["cache", "cache-memcached"], ["prod-cache", "prod-cache-memcached"], "renamed by namePrefix '' -> 'prod-'"),
+    (["dev-cache", "dev-cache-memcached"], ["prod-cache", "prod-cache-memcached"], "renamed by namePrefix 'dev-' -> 'prod-'"),
+    (["cache", "cache-memcached"], ["cache-v2", "cache-memcached-v2"], "renamed by nameSuffix '' -> '-v2'"),
+    (["dev-cache", "dev-cache-memcached"], ["cache-blue", "cache-memcached-blue"],
+     "renamed by namePrefix 'dev-' -> '', nameSuffix '' -> '-blue'"),
 ])
 def test_a_prefix_or_suffix_change_is_told_as_kustomize_spells_it(old: list[str], new: list[str], said: str) -> None:
     """kustomize puts namePrefix before and nameSuffix after each whole name (a Service's -memcached included)."""
@@ -336,3 +337,13 @@ def test_a_thousand_problems_fit_the_comment_too() -> None:
     said = re.search(r"_(\d+) more line\(s\) of this application left out\._", text)
     assert said is not None and shown + int(said[1]) == 2_000
     assert f"1 application section(s) and {int(said[1]) + 13:,} line(s) left out" in text, "apps/b's 13 diff lines are left out too"
+
+
+def test_a_namespace_change_is_one_summary_line(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"overlays/prod/kustomization.yaml": OVERLAY.format(namespace="production", prefix="dev-")},
+                        base=cr(size=2))
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 1, proc.stderr
+    assert summary(proc.stdout)[1:] == ["overlays/prod: renamed Deployment 1, Memcached 1, PodDisruptionBudget 1, Service 1",
+                                        "  moved by namespace 'prod' -> 'production': 4 objects"]
+    assert "--- base/overlays/prod: Deployment prod/dev-cache\n+++ pr/overlays/prod: Deployment production/dev-cache" in proc.stdout

@@ -134,13 +134,15 @@ def _short(value: Any) -> str:
 
 
 class Transform(NamedTuple):
-    """A rename as kustomize's namePrefix/nameSuffix make it: ``old_prefix + core + old_suffix`` to
-    ``new_prefix + core + new_suffix``."""
+    """A rename as kustomize's namePrefix/nameSuffix make it (``old_prefix + core + old_suffix`` to
+    ``new_prefix + core + new_suffix``), and a move as its ``namespace`` makes it."""
 
     old_prefix: str
     old_suffix: str
     new_prefix: str
     new_suffix: str
+    old_namespace: str = ""
+    new_namespace: str = ""
 
     def apply(self, name: str) -> str | None:
         fixes = len(self.old_prefix) + len(self.old_suffix)
@@ -148,12 +150,18 @@ class Transform(NamedTuple):
             return None
         return self.new_prefix + name[len(self.old_prefix):len(name) - len(self.old_suffix)] + self.new_suffix
 
+    def apply_key(self, key: Key) -> Key | None:
+        name = self.apply(key[3]) if key[2] == self.old_namespace else None
+        return None if name is None else (key[0], key[1], self.new_namespace, name)
+
     def describe(self) -> str:
-        prefix = f"namePrefix {self.old_prefix!r} -> {self.new_prefix!r}"
-        suffix = f"nameSuffix {self.old_suffix!r} -> {self.new_suffix!r}"
-        if self.old_suffix == self.new_suffix:
-            return prefix
-        return suffix if self.old_prefix == self.new_prefix else f"{prefix}, {suffix}"
+        """``renamed by namePrefix 'dev-' -> 'prod-'``, ``moved by namespace 'a' -> 'b'``, or both."""
+        parts = [f"{what} {old!r} -> {new!r}" for what, old, new in (
+            ("namePrefix", self.old_prefix, self.new_prefix), ("nameSuffix", self.old_suffix, self.new_suffix),
+            ("namespace", self.old_namespace, self.new_namespace)) if old != new]
+        renamed, moved = (self.old_prefix, self.old_suffix) != (self.new_prefix, self.new_suffix), self.old_namespace != self.new_namespace
+        verb = "moved and renamed" if renamed and moved else "moved" if moved else "renamed"
+        return f"{verb} by {', '.join(parts)}"
 
 
 def transform_between(old: str, new: str) -> tuple[int, Transform]:
@@ -173,8 +181,8 @@ Renames = list[tuple[Transform, list[tuple[Key, Key]]]]
 
 
 def find_renames(removed: dict[Key, Any], added: dict[Key, Any], cr_kind: str = "Memcached") -> Renames:
-    """Renames among removed and added objects: each a prefix/suffix change followed by at least
-    MIN_RENAMED objects of the same apiVersion, kind and namespace. The candidates come from the
+    """Renames among removed and added objects: each a prefix/suffix change (and a namespace change)
+    followed by at least MIN_RENAMED objects of the same apiVersion and kind. The candidates come from the
     first unmatched removed object paired with each added one of its kind, the longest common core first.
 
     kustomize's namePrefix and nameSuffix rename every object of a build, so a change counts only if
@@ -202,15 +210,13 @@ def find_renames(removed: dict[Key, Any], added: dict[Key, Any], cr_kind: str = 
 
 def _best_transform(first: Key, removed: dict[Key, Any], added: dict[Key, Any],
                     cr_kind: str) -> tuple[Transform, list[tuple[Key, Key]]] | None:
-    candidates = sorted({transform_between(first[3], a[3]) for a in added if a[:3] == first[:3]}, key=lambda c: (-c[0], c[1]))
+    found = {(core, transform._replace(old_namespace=first[2], new_namespace=a[2]))
+             for a in added if a[:2] == first[:2] for core, transform in [transform_between(first[3], a[3])]}
+    candidates = sorted(found, key=lambda c: (-c[0], c[1]))
     for core, transform in candidates[:MAX_CANDIDATES]:
         if core == 0:
             break
-        pairs = []
-        for old in removed:
-            name = transform.apply(old[3])
-            if name is not None and (new := (*old[:3], name)) in added:
-                pairs.append((old, new))
+        pairs = [(old, new) for old in removed if (new := transform.apply_key(old)) is not None and new in added]
         if len(pairs) >= MIN_RENAMED and not _left_behind(pairs, removed, cr_kind):
             return transform, sorted(pairs)
     return None
@@ -298,5 +304,5 @@ def compare_app(app: str, base: Side | None, head: Side | None, cr_kind: str = "
     matched_old, matched_new = {o for o, _ in pairs}, {n for _, n in pairs}
     changes += [change("added", None, k) for k in added if k not in matched_new]
     changes += [change("removed", k, None) for k in removed if k not in matched_old]
-    lines = [f"renamed by {t.describe()}: {len(renamed)} objects" for t, renamed in renames]
+    lines = [f"{t.describe()}: {len(renamed)} objects" for t, renamed in renames]
     return AppPreview(app, changes, lines, [])
