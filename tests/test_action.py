@@ -224,7 +224,7 @@ def test_action_preview_that_cannot_be_made_fails_the_step(runner: Runner, tmp_p
     (runner.temp / "step-summary.md").write_text("")
     code, out, _ = runner.run(ws, steps=slice(1, None), paths="apps", preview_base=base)
     assert code == 2
-    assert "error: git merge-base: " in out if base == "no-such-branch" else "not a branch or commit" in out
+    assert "error: --base no-such-branch: no such branch" in out if base == "no-such-branch" else "not a branch or commit" in out
     assert (runner.temp / "step-summary.md").read_text() == ""
     assert not (ws / "x").exists()
 

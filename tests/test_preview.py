@@ -185,7 +185,17 @@ def test_a_base_that_is_no_ref_is_one_line(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "preview", "--base", "no-such-branch"], cwd=repo,
                           capture_output=True, text=True)
     assert proc.returncode == 2
-    assert proc.stdout == "" and proc.stderr.startswith("error: git merge-base: ") and proc.stderr.count("\n") == 1
+    assert proc.stdout == ""
+    assert proc.stderr == "error: --base no-such-branch: no such branch, tag or commit in this repository (not fetched?)\n"
+
+
+def test_a_base_with_no_common_history_is_one_line(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"README.md": "x\n"})
+    git(repo, "checkout", "-q", "--orphan", "lonely")
+    git(repo, "-c", "user.email=ci@example.com", "-c", "user.name=ci", "commit", "-qm", "no shared history")
+    proc = preview(repo)
+    assert proc.returncode == 2
+    assert proc.stderr == "error: main and HEAD have no common commit (a shallow clone? check out with fetch-depth: 0)\n"
 
 
 def test_a_path_outside_the_repository_is_refused(tmp_path: Path) -> None:

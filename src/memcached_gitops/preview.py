@@ -79,7 +79,14 @@ def base_checkout(ref: str) -> Iterator[tuple[str, str]]:
     """(the folder matching the working directory in a checkout of the merge base, its commit)."""
     if ref.startswith("-") or not ref.strip():
         raise PreviewError(f"--base {ref!r}: not a branch or commit")  # git would read it as one of its options
-    commit = git("merge-base", ref, "HEAD")
+    try:
+        git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    except PreviewError:
+        raise PreviewError(f"--base {ref}: no such branch, tag or commit in this repository (not fetched?)") from None
+    try:
+        commit = git("merge-base", ref, "HEAD")
+    except PreviewError:  # git says nothing when the two histories share no commit
+        raise PreviewError(f"{ref} and HEAD have no common commit (a shallow clone? check out with fetch-depth: 0)") from None
     prefix = git("rev-parse", "--show-prefix")
     with tempfile.TemporaryDirectory(prefix="memcached-gitops-preview-") as tmp:
         tree = os.path.join(tmp, "base")
