@@ -116,7 +116,7 @@ def section(preview: AppPreview, room: int) -> tuple[str, int]:
     left = len(items) - len(items_shown) + len(lines) - len(shown)
     body = ["", fence + "diff", *shown, fence] if shown else []
     cut = ["", f"_{left} more line(s) of this application left out._"] if left else []
-    return "\n".join(opening + items_shown + body + cut + ["", "</details>", ""]), left
+    return "\n".join(opening + items_shown + body + cut + ["", "</details>", "", ""]), left  # a blank line between sections
 
 
 def markdown_report(previews: list[AppPreview], base: str, commit: str, command: str,
