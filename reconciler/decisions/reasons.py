@@ -40,7 +40,11 @@ REASONS: dict[str, tuple[str, str]] = {
     "InvalidIgnorePaths": ("Degraded=True, Stalled=True", "cache.example.com/ignore-paths cannot be read; the message says why"),
     "ResourceNotOwned": ("Degraded=True, Stalled=True", "a Deployment, Service or PodDisruptionBudget of that name exists "
                                                         "and is not this CR's: it is left alone; rename or delete one"),
-    "ApplyFailed": ("Degraded=True, Stalled=True", "the API server refused our server-side apply; retried with backoff"),
+    "ApplyFailed": ("Degraded=True, Stalled=True", "the API server refused a write of the Deployment, Service or budget; the "
+                                                   "message names each object and gives the server's message. The others are "
+                                                   "still written. A 422 or 403 is retried at the resync or when the CR or its "
+                                                   "objects change, anything else with backoff; fix what the message says (RBAC, "
+                                                   "an object someone made invalid)"),
     "DriftDetected": ("Degraded=True, Stalled=True", "drift found and left uncorrected (--detect-only, or the CR's "
                                                      "detect-only annotation); the message lists it"),
     "FieldManagerFight": ("Degraded=True, Stalled=True", "another field manager keeps undoing our corrections of the "

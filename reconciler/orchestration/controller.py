@@ -217,8 +217,10 @@ class Controller:
         if outcome.cr is not None:
             caches.put("Memcached", outcome.cr)
         self.metrics.observe_outcome(outcome)
-        if outcome.action == Action.FAILED:
-            raise APIError(0, outcome.error)
+        if outcome.action == Action.FAILED and not outcome.permanent:
+            raise APIError(0, outcome.error)  # retried at the backoff's pace
+        if outcome.permanent:  # refused for good (422, 403): reported, retried at the resync or on a change
+            log.warning("%s/%s: %s; retried at the resync or when the CR or its objects change", key[0], key[1], outcome.error)
         return outcome
 
     def _fight_check(self, cr: dict[str, Any], corrected: list[Correction]) -> tuple[str, str] | None:

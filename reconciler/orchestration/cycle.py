@@ -40,13 +40,14 @@ from memcached_gitops.schemas import CRD, Problem, Validator
 from ..client.api import APIError, KubeAPI, collection_path, object_path
 from ..client.events import EventRecorder, now_rfc3339
 from ..decisions.autoscalers import autoscalers_by_target
-from ..decisions.companions import Move, steps
+from ..decisions.companions import Move, Step, relation, steps
 from ..decisions.drift import Drift, compare
 from ..decisions.fights import Correction
 from ..decisions.ignore import ANNOTATION as IGNORE_ANNOTATION
 from ..decisions.ignore import Ignored, IgnoreError, Pointer, ignored_paths
 from ..decisions.ownership import Ownership, classify, spec_manager
 from ..decisions.plan import plan
+from ..decisions.revoke import revocation
 from ..decisions.selectors import describe as describe_selector
 from ..decisions.selectors import has_kept_selector, overlapping, selector_of
 from ..decisions.status import Observation, desired_status, status_differs
@@ -66,7 +67,7 @@ from ..decisions.vocabulary import (
     Resource,
     bounded,
 )
-from .apply import apply_deployment
+from .apply import WriteFailure, correct
 
 log = logging.getLogger("memcached_gitops.reconciler")
 #: Called before the status write with the fields just corrected, of the Deployment and of its
@@ -118,6 +119,12 @@ class CROutcome:
     companion_ignored: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) at ignored paths: left alone
     companion_corrected: list[Correction] = field(default_factory=list)  # the fields our applies put back (the fight detector's)
     companions_read: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (kind, object) found by a GET, not cached
+    failures: list[WriteFailure] = field(default_factory=list)  # each refused write, by object: the others still went on
+
+    @property
+    def permanent(self) -> bool:
+        """Every refused write was refused for good (422, 403): retried at the resync or on a change."""
+        return bool(self.failures) and all(f.permanent for f in self.failures)
 
 
 @dataclass
@@ -316,10 +323,9 @@ class Reconciler:
                 kept = selector_of(live) if live is not None and has_kept_selector(live) else None
                 self._companions(visit, companions, True, kept, ignored)
             return self._detected(visit, drift, size, live)
-        if drift:
-            live = self._correct(visit, desired, drift, live, size, applied_by, inherited)
-            if visit.result.action == Action.FAILED:
-                return visit.result
+        if drift:  # a refused apply is reported with the companions' outcomes: they still go on
+            live = self._correct(visit, desired, drift, live, size, applied_by, inherited, ignored.get(DEPLOYMENTS.kind, ()),
+                                 ownership is Ownership.OWNED)
         kept = selector_of(live) if live is not None and has_kept_selector(live) else None
         foreign = self._companions(visit, companions, mode == "detect-only", kept, ignored) if companions is not None else ""
         if visit.result.companion_detected and not self.options.dry_run:  # only the Service or budget drifted
@@ -365,7 +371,21 @@ class Reconciler:
                 if not self.options.dry_run and result.action == Action.UNCHANGED:
                     result.action = Action.DRIFTED  # counted as detected, as a Deployment's drift is
                 continue
-            path = object_path(*step.resource.gvr, visit.namespace, step.name)
+            self._write_companion(visit, step, live.get((step.resource.kind, step.name)), (ignored or {}).get(step.resource.kind, ()))
+        if result.companion_ignored:
+            log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION,
+                     "; ".join(f"{where} {d.describe()}" for where, d in result.companion_ignored)[:2048])
+        if foreign:
+            self.events.warn_once(cr, "ResourceNotOwned", bounded("; ".join(foreign)))
+        return bounded("; ".join(foreign))
+
+    def _write_companion(self, visit: Visit, step: Step, current: dict[str, Any] | None, pointers: tuple[Pointer, ...]) -> None:
+        """One companion's create, correction (after taking back a person's fields: revoke.py) or
+        delete. A refused write is recorded (``_failed``) and the next companion goes on: one
+        object's failure never blocks the others."""
+        result, name = visit.result, f"{visit.namespace}/{step.name}"
+        path = object_path(*step.resource.gvr, visit.namespace, step.name)
+        try:
             if step.move is Move.DELETE:
                 try:
                     self.api.request("DELETE", path, body={"kind": "DeleteOptions", "apiVersion": "v1",
@@ -376,22 +396,42 @@ class Reconciler:
                 result.removed.append((step.resource, step.name))
             else:
                 assert step.body is not None
-                result.companions.append(self.api.apply(path, step.body, self.options.field_manager))
-                name = f"{visit.namespace}/{step.name}"
+                ours = current is not None and relation(current, visit.cr) is Move.KEEP
+                taken = self._revocation(current, list(step.drift), pointers, ours) if step.move is Move.CORRECT else []
+                result.companions.append(correct(self.api, step.resource, visit.namespace, step.name, step.body, [], current,
+                                                 self.options.field_manager, taken))
                 result.companion_corrected += [Correction(step.resource.kind, name, d) for d in step.drift]
-            if result.action == Action.UNCHANGED:
-                result.action = Action.CORRECTED
-            done = f"{step.describe()} {step.move.value}d" if step.move is not Move.CORRECT else (
-                f"{step.describe()} corrected: " + "; ".join(d.describe() for d in step.drift))
-            log.info("%s: %s", visit, done)
-            reason = "DriftCorrected" if step.move is Move.CORRECT else f"{step.resource.kind}{step.move.value.title()}d"
-            self.events.record(cr, "Normal", reason, bounded(done))
-        if result.companion_ignored:
-            log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION,
-                     "; ".join(f"{where} {d.describe()}" for where, d in result.companion_ignored)[:2048])
-        if foreign:
-            self.events.warn_once(cr, "ResourceNotOwned", bounded("; ".join(foreign)))
-        return bounded("; ".join(foreign))
+        except APIError as exc:
+            verb = "delete" if step.move is Move.DELETE else "apply"
+            self._failed(visit, WriteFailure(step.resource.kind, name, verb, exc.status, exc.message))
+            return
+        if result.action == Action.UNCHANGED:
+            result.action = Action.CORRECTED
+        done = f"{step.describe()} {step.move.value}d" if step.move is not Move.CORRECT else (
+            f"{step.describe()} corrected: " + "; ".join(d.describe() for d in step.drift))
+        log.info("%s: %s", visit, done)
+        reason = "DriftCorrected" if step.move is Move.CORRECT else f"{step.resource.kind}{step.move.value.title()}d"
+        self.events.record(visit.cr, "Normal", reason, bounded(done))
+
+    def _revocation(self, live: dict[str, Any] | None, drift: list[Drift], pointers: tuple[Pointer, ...],
+                    ours: bool) -> list[dict[str, Any]]:
+        """The JSON patch that takes back a person's fields of ``live`` before our apply (revoke.py),
+        when the apply alone cannot put the object back: an item of ours missing from a keyed list
+        (its replacement stays with whoever made it, beside ours). kubectl's managers always; an
+        unknown updater of a drifted field only when the object is ``ours`` already (taking one over
+        keeps what its old controller set until our apply replaces it)."""
+        if live is None or not any(d.missing_item for d in drift):
+            return []  # a changed value is taken back by the forced apply alone (transcript 07): one write
+        unknown = {m for d in drift for m in d.managers} if ours else set()
+        return revocation(live, self.options.field_manager, unknown, pointers)
+
+    def _failed(self, visit: Visit, failure: WriteFailure, todo: str = "") -> None:
+        """A refused write: logged, kept in the outcome (the action FAILED, its error every refusal of
+        this reconcile), and reported by ``_settle`` (Degraded ApplyFailed, a Warning Event)."""
+        log.warning("%s: %s%s", visit, failure.describe(), todo)
+        result = visit.result
+        result.failures.append(failure)
+        result.action, result.error = Action.FAILED, bounded("; ".join(f.describe() for f in result.failures))
 
     def _settle(self, visit: Visit, drift: list[Drift], live: dict[str, Any] | None, size: int, degraded: DegradedCheck | None,
                 neighbours: Neighbours | None, autoscaler: str, foreign: str = "") -> CROutcome:
@@ -401,6 +441,9 @@ class Reconciler:
         corrected = [Correction(DEPLOYMENTS.kind, ours, d) for d in drift] if visit.result.action == Action.CORRECTED else []
         corrected += visit.result.companion_corrected
         reason, message = (degraded(visit.cr, corrected) if degraded else None) or (("ResourceNotOwned", foreign) if foreign else ("", ""))
+        if visit.result.failures:  # a refused write outranks the rest: nothing else is as urgent
+            reason, message = "ApplyFailed", visit.result.error
+            self.events.warn_once(visit.cr, reason, message)
         overlap = self._overlap(visit.cr, live, neighbours) if live is not None and neighbours is not None else ""
         if not self.options.dry_run:
             # The correction is told by its Event and the log, not by a status message that the next
@@ -471,22 +514,22 @@ class Reconciler:
         return self._refuse(visit, "DriftDetected", message, size, live, Action.DRIFTED, failed=False)
 
     def _correct(self, visit: Visit, desired: dict[str, Any], drift: list[Drift], live: dict[str, Any] | None, size: int,
-                 applied_by: str, inherited: bool) -> dict[str, Any] | None:
-        """Apply the rendering (the apply goes first: the drift's latency is the time to it); the
-        Deployment as the apply left it. A failed apply is reported and leaves the action FAILED."""
+                 applied_by: str, inherited: bool, pointers: tuple[Pointer, ...] = (), ours: bool = True) -> dict[str, Any] | None:
+        """Apply the rendering (the apply goes first: the drift's latency is the time to it), after
+        taking back a person's fields (revoke.py; an unknown updater's only when the Deployment is
+        ``ours`` already); the Deployment as the apply left it. A refused apply is recorded
+        (``_failed``) and leaves the action FAILED."""
         result = visit.result
         result.action = Action.CREATED if live is None else Action.ADOPTED if applied_by else Action.CORRECTED
         if self.options.dry_run:
             log.info("%s: %s", visit, _summary(result.action, drift, desired, applied_by, inherited))
             return live
+        taken = self._revocation(live, drift, pointers, ours)
         try:
-            live = apply_deployment(self.api, visit.namespace, visit.name, desired, drift, live, self.options.field_manager)
+            live = correct(self.api, DEPLOYMENTS, visit.namespace, visit.name, desired, drift, live, self.options.field_manager, taken)
         except APIError as exc:
-            message = f"apply failed: {exc}"
-            log.warning("%s: %s (to do: %s)", visit, message, _summary(result.action, drift, desired, applied_by, inherited))
-            visit.status(Observation(visit.generation, size, live, visit.pods, "ApplyFailed", message))
-            self.events.record(visit.cr, "Warning", "ApplyFailed", message)
-            result.action, result.error = Action.FAILED, message
+            self._failed(visit, WriteFailure(DEPLOYMENTS.kind, f"{visit.namespace}/{visit.name}", "apply", exc.status, exc.message),
+                         f" (to do: {_summary(result.action, drift, desired, applied_by, inherited)})")
             return live
         result.deployment, result.applied_at = live, time.monotonic()
         done = _summary(result.action, drift, desired, applied_by, inherited)
