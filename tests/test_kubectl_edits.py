@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -212,3 +213,38 @@ def test_a_field_the_cr_ignores_stays_as_the_person_left_it(family: str) -> None
 def test_the_documented_table_is_complete() -> None:
     assert set(documented()) == {*FAMILIES, *(f"{f} (ignore-paths)" for f in IGNORED)}
     assert re.search(r"fake API\s+server", TABLE.read_text()), "the table says where it was computed"
+
+
+# ---- the event-driven controller: a refused write counted, and not retried at the backoff's pace
+
+
+def test_a_permanently_refused_write_is_counted_and_waits_for_a_change_not_the_backoff(cluster: FakeAPIServer) -> None:
+    from .test_controller import running, settle, wait_for
+
+    svc = "/api/v1/namespaces/default/services/m-memcached"
+    with running(cluster) as controller:
+        make_cr(cluster, "m", size=2)
+        wait_for(lambda: cluster.get("policy", "poddisruptionbudgets", "default", "m-memcached"), what="the budget")
+        settle(cluster)
+        cluster.faults.append(Fault(method="PATCH", path_contains="/services/m-memcached", status=422, times=1000, user_agent="memcached"))
+        started = time.monotonic()
+        patch(cluster, svc, {"spec": {"selector": {"app.kubernetes.io/instance": "x"}}}, "application/merge-patch+json")
+        wait_for(lambda: condition(cluster, "m", "Degraded").get("reason") == "ApplyFailed", what="Degraded ApplyFailed")
+        def applies() -> int:
+            return len([r for r in cluster.log if r.method == "PATCH" and r.path == svc and r.received >= started
+                        and r.user_agent.startswith("memcached")])
+
+        settle(cluster)  # the status write's own event may bring one more try, no more
+        tried = applies()
+        time.sleep(1.5)  # the backoff (5 ms doubling) would have retried several times by now
+        assert tried <= 2 and applies() == tried, f"a 422 waits for the resync or a change, not the backoff: {applies()} applies"
+        metrics = controller.metrics
+        assert metrics.value("controller_runtime_reconcile_errors_total", {"controller": "memcached"}) >= 1
+        assert metrics.value("memcached_gitops_write_failures_total", {"kind": "Service", "code": "422"}) == tried
+        assert [e["type"] for e in events(cluster, "ApplyFailed")] == ["Warning"]
+        cluster.faults.clear()
+        patch(cluster, "/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/m", {"metadata": {"labels": {"team": "a"}}},
+              "application/merge-patch+json")  # a change: retried now
+        wait_for(lambda: cluster.get("", "services", "default", "m-memcached")["spec"]["selector"]["app.kubernetes.io/instance"] == "m",
+                 what="the selector put back")
+        wait_for(lambda: condition(cluster, "m", "Degraded").get("status") == "False", what="Degraded cleared")
