@@ -55,7 +55,10 @@ REASONS: dict[str, tuple[str, str]] = {
                                         "controller ownerReference: observed, never written; `reconcile --adopt` takes it over"),
     "NotAdopted": ("Degraded=False", "the Deployment was created for this CR by another controller (the Go operator) "
                                      "with a selector of its own: observed; `reconcile --adopt` takes it over in place"),
-    "SelectorOverlap": ("Degraded=False", "the Deployment's kept selector shares Pods with another Deployment's"),
+    "SelectorOverlap": ("Degraded=False, or True with Stalled=True", "the Deployment's kept selector shares Pods with another "
+                        "Deployment's (False), or selects Pods this CR's Deployment does not own, naming their owner: "
+                        "True once taken over, and its Service and budget are not created or corrected; False before "
+                        "--adopt. `kubectl delete deployment` gives the CR a selector of its own"),
     "Ready": ("Ready=True", "available at the desired replicas, no rollout under way, nothing degraded"),
     "Progressing": ("Reconciling=True", "kstatus' InProgress while a rollout is under way or replicas are missing"),
 }

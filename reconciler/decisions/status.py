@@ -156,6 +156,8 @@ def _not_degraded(obs: Observation) -> tuple[str, str]:
         message = (f"the Deployment was created for this Memcached by {obs.applied_by} with a selector of its own "
                    f"({obs.inherited_selector}): observed, never written; reconcile --adopt takes it over in place, "
                    "keeping that selector")
+        if obs.overlap:  # said before any take-over: the selector it would keep takes in another owner's Pods
+            return SELECTOR_OVERLAP, f"{obs.overlap}; {message}{note}"
         return NOT_ADOPTED, message + note
     if obs.applied_by:
         message = (f"the Deployment is applied by {obs.applied_by} (no controller ownerReference): observed, "

@@ -49,7 +49,7 @@ from ..decisions.ownership import Ownership, classify, spec_manager
 from ..decisions.plan import plan
 from ..decisions.revoke import revocation
 from ..decisions.selectors import describe as describe_selector
-from ..decisions.selectors import has_kept_selector, overlapping, selector_of
+from ..decisions.selectors import foreign_owners, has_kept_selector, overlapping, selector_of
 from ..decisions.status import Observation, desired_status, status_differs
 from ..decisions.vocabulary import (
     AUTOSCALERS,
@@ -327,17 +327,20 @@ class Reconciler:
             live = self._correct(visit, desired, drift, live, size, applied_by, inherited, ignored.get(DEPLOYMENTS.kind, ()),
                                  ownership is Ownership.OWNED)
         kept = selector_of(live) if live is not None and has_kept_selector(live) else None
-        foreign = self._companions(visit, companions, mode == "detect-only", kept, ignored) if companions is not None else ""
+        shared = self._shared(visit.namespace, visit.name, kept, adopted=True) if companions is not None else ""
+        foreign = self._companions(visit, companions, mode == "detect-only", kept, ignored, bool(shared)) if companions is not None else ""
         if visit.result.companion_detected and not self.options.dry_run:  # only the Service or budget drifted
             return self._detected(visit, [], size, live)
-        return self._settle(visit, drift, live, size, degraded, neighbours, autoscaler, foreign)
+        return self._settle(visit, drift, live, size, degraded, neighbours, autoscaler, foreign, shared)
 
     def _companions(self, visit: Visit, lookup: CompanionLookup, detect_only: bool, kept_selector: dict[str, Any] | None,
-                    ignored: Ignored) -> str:
+                    ignored: Ignored, withhold: bool = False) -> str:
         """Create, correct or delete the Service and the budget (decisions/companions.py), leaving
         the CR's ignored paths of each (``ignored``) as the Deployment's are; the report of a foreign
         object in their place ("" when none). Each write's answer is kept in the outcome for the
-        cache; each correction is counted, logged and told by an Event; ignored drift is logged."""
+        cache; each correction is counted, logged and told by an Event; ignored drift is logged.
+        ``withhold``: the selector would take in another owner's Pods (``_shared``): nothing is
+        created or corrected (a delete, of a budget no longer wanted, still goes)."""
         cr, result = visit.cr, visit.result
         desired = self.companions_for(cr)
         names = sorted({o["metadata"]["name"] for o in desired} | {object_name(visit.name)})
@@ -358,7 +361,7 @@ class Reconciler:
             if step.move is Move.FOREIGN:
                 foreign.append(f"{step.describe()} exists and is not controlled by this Memcached; it is left alone")
                 continue
-            if step.move not in (Move.CREATE, Move.CORRECT, Move.DELETE):
+            if step.move not in (Move.CREATE, Move.CORRECT, Move.DELETE) or (withhold and step.move is not Move.DELETE):
                 continue
             result.companion_drift += [(step.describe(), d) for d in step.drift or _created(step)]
             if self.options.dry_run or self.options.detect_only or detect_only:
@@ -434,17 +437,20 @@ class Reconciler:
         result.action, result.error = Action.FAILED, bounded("; ".join(f.describe() for f in result.failures))
 
     def _settle(self, visit: Visit, drift: list[Drift], live: dict[str, Any] | None, size: int, degraded: DegradedCheck | None,
-                neighbours: Neighbours | None, autoscaler: str, foreign: str = "") -> CROutcome:
+                neighbours: Neighbours | None, autoscaler: str, foreign: str = "", shared: str = "") -> CROutcome:
         """The status of a CR served as asked: Available from its Deployment, Degraded while a fight
         lasts or a foreign object holds a companion's name, the overlap of a kept selector, the HPA that scales it."""
         ours = f"{visit.namespace}/{visit.name}"
         corrected = [Correction(DEPLOYMENTS.kind, ours, d) for d in drift] if visit.result.action == Action.CORRECTED else []
         corrected += visit.result.companion_corrected
         reason, message = (degraded(visit.cr, corrected) if degraded else None) or (("ResourceNotOwned", foreign) if foreign else ("", ""))
+        if shared and reason != "FieldManagerFight":  # its Service and budget withheld: not served as asked
+            reason, message = "SelectorOverlap", shared
+            self.events.warn_once(visit.cr, reason, message)
         if visit.result.failures:  # a refused write outranks the rest: nothing else is as urgent
             reason, message = "ApplyFailed", visit.result.error
             self.events.warn_once(visit.cr, reason, message)
-        overlap = self._overlap(visit.cr, live, neighbours) if live is not None and neighbours is not None else ""
+        overlap = self._overlap(visit.cr, live, neighbours) if live is not None and neighbours is not None and not shared else ""
         if not self.options.dry_run:
             # The correction is told by its Event and the log, not by a status message that the next
             # reconcile would have to put back (a second status write per correction).
@@ -540,6 +546,25 @@ class Reconciler:
         self.events.record(visit.cr, "Normal", reason, done + details)
         return live
 
+    def _shared(self, namespace: str, name: str, selector: dict[str, Any] | None, adopted: bool) -> str:
+        """The report of a kept ``selector`` that selects Pods this CR's Deployment does not own (another
+        Memcached's, or any foreign Pod of the namespace: one LIST of the Pods it selects, only for a
+        kept selector, ours being unique per CR); "" when it selects only ours. A Service or budget on
+        it would send clients to, or count, the other Pods: they are not created (``adopted``) or
+        would not be (before ``--adopt``), and the message says how to get a selector of one's own."""
+        if not selector:
+            return ""
+        pods = self.api.list_all(collection_path("", "v1", "pods", namespace), describe_selector(selector), limit=PAGE_SIZE)
+        owners = foreign_owners(name, pods)
+        if not owners:
+            return ""
+        held = "its Service and PodDisruptionBudget are not created or corrected" if adopted else (
+            "taken over with --adopt it is kept (a selector is immutable), and its Service and PodDisruptionBudget would not be created")
+        return bounded(f"the Deployment's selector {describe_selector(selector)} also selects Pods of {', '.join(owners)}: {held} "
+                       f"(they would send clients to, or count, those Pods); to give this Memcached a selector of its own: "
+                       f"kubectl delete deployment -n {namespace} {name}, and the reconciler creates ours "
+                       "(docs/guides/migrate-from-go-operator.md)")
+
     def _overlap(self, cr: dict[str, Any], deployment: dict[str, Any], neighbours: Neighbours) -> str:
         """The report of a kept selector that shares Pods with other Deployments ("" when none)."""
         if not has_kept_selector(deployment):
@@ -564,8 +589,11 @@ class Reconciler:
             log.info("%s/%s: applied by %s, not corrected: %s", ns, name, applied_by, "; ".join(d.describe() for d in differences))
         note = f"{len(differences)} field(s) differ from the rendering, e.g. {differences[0].field}" if differences else ""
         kept = describe_selector(selector_of(live)) if inherited else ""
+        shared = self._shared(ns, name, selector_of(live), adopted=False) if inherited else ""
+        if shared:
+            self.events.warn_once(cr, "SelectorOverlap", shared)
         written = self.write_status(cr, Observation(cr["metadata"].get("generation", 1), size, live, pods, applied_by=applied_by,
-                                                     drift_note=note, inherited_selector=kept), declared, condition_fields)
+                                                     drift_note=note, inherited_selector=kept, overlap=shared), declared, condition_fields)
         return CROutcome(ns, name, Action.OBSERVED, differences, cr=written)
 
     def _find_unlabelled(self, ns: str, name: str, resource: Resource = DEPLOYMENTS) -> dict[str, Any] | None:
