@@ -313,3 +313,30 @@ def test_diff_after_adoption_sees_no_selector_drift(cluster: FakeAPIServer, tmp_
     diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert (diff.returncode, diff.stdout) == (0, ""), diff.stdout + diff.stderr
 
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "migrate-from-go-operator.md"
+
+
+def test_the_guides_step_removes_the_go_operators_finalizer_and_a_terminating_cr_goes(cluster: FakeAPIServer) -> None:
+    """The issue's finding 5: once the Go operator is gone, its finalizer keeps a deleted CR Terminating
+    for ever. The guide's patch (sent as kubectl patch --type=json sends it; kubectl's own discovery is
+    not served by the fake) removes it, and only it."""
+    text = GUIDE.read_text()
+    assert "cache.example.com/finalizer" in text and "replaces the tutorial's CRD" in text.replace("\n", " ").replace("   ", " ")
+    [body] = re.findall(r"--type=json \\\n\s+-p '(\[.*?\])'", text)
+    cr_path = "/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/a"
+    make_cr(cluster, "a", size=1)
+    for finalizers in (["cache.example.com/finalizer"], ["other.example.com/keep"]):
+        code, _, data = cluster.handle("PATCH", cr_path, {"User-Agent": MANAGER_UA, "Content-Type": "application/merge-patch+json"},
+                                       json.dumps({"metadata": {"finalizers": finalizers}}).encode())
+        assert code == 200, data
+        cluster.handle("DELETE", cr_path, {"User-Agent": "kubectl/v1.37.1"}, b"")
+        assert cluster.get("cache.example.com", "memcacheds", "default", "a")["metadata"]["deletionTimestamp"], "Terminating"
+        code, _, data = cluster.handle("PATCH", cr_path + "?fieldManager=kubectl-patch",
+                                       {"User-Agent": "kubectl/v1.37.1", "Content-Type": "application/json-patch+json"}, body.encode())
+        if finalizers == ["other.example.com/keep"]:
+            assert code == 422, "another finalizer is never removed by the guide's patch"
+            break
+        assert code == 200, data
+        assert cluster.get("cache.example.com", "memcacheds", "default", "a") is None, "gone once its finalizer is removed"
+        make_cr(cluster, "a", size=1)
