@@ -26,7 +26,7 @@ from memcached_gitops.schemas import load_crd
 
 from fakeapi.server import FakeAPIServer, Fault
 
-from .test_reconciler import CR_PATH, DEP_PATH, condition, deployment, make_cr, patch
+from .test_reconciler import CR_PATH, DEP_PATH, condition, cr_status, deployment, make_cr, patch
 
 HOUR = 3600.0
 SCALE = DEP_PATH.format(ns="default", name="a") + "/scale"
@@ -471,7 +471,19 @@ def test_one_cr_can_be_paused_or_set_to_detect_only_by_its_annotation(cluster: F
     assert deployment(cluster, "paused")["spec"]["replicas"] == 3 and deployment(cluster, "watched")["spec"]["replicas"] == 3
     assert deployment(cluster, "normal")["spec"]["replicas"] == 1
     writes = [r.path for r in cluster.log if r.method in ("PATCH", "PUT", "POST")]
-    assert not any("/paused" in p for p in writes), "nothing at all is written for a paused CR, its status included"
+    assert [p for p in writes if "/paused" in p] == [CR_PATH.format(ns="default") + "/paused/status"], \
+        "nothing is written for a paused CR but the status that says so"
+    [paused] = cr_status(cluster, "paused")["conditions"]
+    assert (paused["type"], paused["status"], paused["reason"]) == ("Ready", "False", "ReconcileDisabled"), \
+        "the conditions replaced by one: an old DriftDetected or Ready=True would say what is no longer watched"
+    assert cr_status(cluster, "paused")["reason"] == "ReconcileDisabled"
+    cluster.reset_log()
+    Reconciler(client(cluster), load_crd(), Options()).run_cycle()
+    assert not [r for r in cluster.log if r.method != "GET" and "/paused" in r.path], "said once"
+    annotate(cluster, "paused", "enabled")
+    Reconciler(client(cluster), load_crd(), Options()).run_cycle()
+    assert deployment(cluster, "paused")["spec"]["replicas"] == 1, "leaving it resumes"
+    assert {c["type"] for c in cr_status(cluster, "paused")["conditions"]} >= {"Available", "Progressing", "Degraded", "Ready"}
     assert "cache.example.com/reconcile: detect-only" in condition(cluster, "watched", "Degraded")["message"]
     annotate(cluster, "paused", "enabeld")  # a typo is said, not taken for enabled
     report = Reconciler(client(cluster), load_crd(), Options()).run_cycle()

@@ -36,7 +36,7 @@ REASONS: dict[str, tuple[str, str]] = {
                                                       "own (with one, that reason is used, e.g. FailedCreate)"),
     "InvalidSpec": ("Degraded=True, Stalled=True, Available=False", "the CR cannot be rendered; the message names the field"),
     "InvalidAnnotation": ("Degraded=True, Stalled=True", "cache.example.com/reconcile has an unsupported value, or "
-                                                         "cache.example.com/requestedAt is longer than 256 bytes"),
+                                                         "cache.example.com/requestedAt is longer than 256 characters"),
     "InvalidIgnorePaths": ("Degraded=True, Stalled=True", "cache.example.com/ignore-paths cannot be read; the message says why"),
     "ResourceNotOwned": ("Degraded=True, Stalled=True", "a Deployment, Service or PodDisruptionBudget of that name exists "
                                                         "and is not this CR's: it is left alone; rename or delete one"),
@@ -50,6 +50,9 @@ REASONS: dict[str, tuple[str, str]] = {
     "FieldManagerFight": ("Degraded=True, Stalled=True", "another field manager keeps undoing our corrections of the "
                                                          "Deployment, Service or budget: the CR backs off; the message "
                                                          "names the field, the object and the manager"),
+    "ReconcileDisabled": ("Ready=False (the only condition)", "cache.example.com/reconcile: disabled: the CR is paused, "
+                                                              "nothing of it is written; remove the annotation (or set "
+                                                              "enabled) to resume, and the conditions come back"),
     "AsExpected": ("Degraded=False", "the reconciler can manage this Memcached"),
     "GitOpsApplied": ("Degraded=False", "the Deployment is applied by another tool (Argo CD, Flux, kubectl) without a "
                                         "controller ownerReference: observed, never written; `reconcile --adopt` takes it over"),

@@ -71,7 +71,7 @@ class Action(StrEnum):
     NOT_OWNED = "not-owned"
     INVALID = "invalid"
     FAILED = "failed"
-    SUSPENDED = "suspended"  # cache.example.com/reconcile: disabled on the CR: nothing read or written for it
+    SUSPENDED = "suspended"  # cache.example.com/reconcile: disabled on the CR: nothing written for it but a status that says so
 
 
 #: A person's say on one CR, as Flux's ``kustomize.toolkit.fluxcd.io/reconcile: disabled``:

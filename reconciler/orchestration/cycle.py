@@ -297,8 +297,11 @@ class Reconciler:
         """
         visit = Visit(self, cr, pods, declared, condition_fields, lazy_served_by)
         mode = (cr["metadata"].get("annotations") or {}).get(RECONCILE_ANNOTATION) or "enabled"
-        if mode == "disabled":  # a person paused this cache: not even its status is written
+        if mode == "disabled":  # a person paused this cache: nothing written but the status that says so
             visit.result.action = Action.SUSPENDED
+            message = (f"reconciliation is paused ({RECONCILE_ANNOTATION}: disabled): nothing of this Memcached is read or "
+                       "written until the annotation is removed or set to enabled")
+            visit.status(Observation(visit.generation, asked_size(cr, live), live, pods, paused=message))
             return visit.result
         checked = self._check(visit, mode, live)
         if checked is None:
@@ -476,13 +479,13 @@ class Reconciler:
         if mode not in RECONCILE_MODES:
             message = (f"metadata.annotations[{RECONCILE_ANNOTATION}]: Unsupported value: {excerpt(str(mode))!r}: "
                        f"supported values: {', '.join(RECONCILE_MODES)}")
-            self._refuse(visit, "InvalidAnnotation", message, 0, live)
+            self._refuse(visit, "InvalidAnnotation", message, asked_size(visit.cr, live), live)
             return None
         requested = requested_at(visit.cr)
         if len(requested) > REQUESTED_AT_LIMIT:
             message = (f"metadata.annotations[{REQUESTED_AT_ANNOTATION}]: Too long: may not be more than "
-                       f"{REQUESTED_AT_LIMIT} bytes (it is {len(requested)})")
-            self._refuse(visit, "InvalidAnnotation", message, 0, live)
+                       f"{REQUESTED_AT_LIMIT} characters (it is {len(requested)})")
+            self._refuse(visit, "InvalidAnnotation", message, asked_size(visit.cr, live), live)
             return None
         desired, problems = self.desired_for(visit.cr)
         if desired is None:
@@ -661,7 +664,8 @@ class Reconciler:
         requested = requested_at(cr)
         # the request handled, or the last one (kept when the annotation goes, as Flux keeps it, and when
         # a new one is refused: our apply would otherwise remove the field we own)
-        handled = requested if 0 < len(requested) <= REQUESTED_AT_LIMIT else str(live_status.get("lastHandledReconcileAt") or "")
+        fresh = 0 < len(requested) <= REQUESTED_AT_LIMIT and not obs.paused  # a paused CR handles no request
+        handled = requested if fresh else str(live_status.get("lastHandledReconcileAt") or "")
         if handled and (declared is None or "lastHandledReconcileAt" in declared):
             status["lastHandledReconcileAt"] = handled
         if self.options.served_by and (declared is None or "servedBy" in declared):
@@ -686,6 +690,17 @@ class Reconciler:
                     log.error("%s/%s: the served CRD does not declare a status field we write: %s", ns, name, exc.message)
                 return None
             raise
+
+
+def asked_size(cr: dict[str, Any], live: dict[str, Any] | None) -> int:
+    """The replicas a CR asks for before its spec is validated (a refused annotation, a pause): its
+    ``spec.size`` when that is a whole number, else the live Deployment's, else 0. The status then
+    never reads "2 of 0 replicas available" for a cache that asks for two."""
+    size = (cr.get("spec") or {}).get("size")
+    if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+        return size
+    replicas = ((live or {}).get("spec") or {}).get("replicas")
+    return replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 0
 
 
 def requested_at(cr: dict[str, Any]) -> str:
