@@ -525,3 +525,15 @@ def test_a_change_to_the_service_or_budget_is_put_back_from_its_watch_event(clus
         wait_for(lambda: cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is None, what="the budget gone")
         settle(cluster)
         assert lists(cluster, started) == [], "no LIST: events only"
+
+
+def test_the_printer_columns_fill_in_once_the_crd_can_be_read_without_a_restart(cluster: FakeAPIServer) -> None:
+    """The issue's finding 4: started before its RBAC let it read the CRD, the reconciler wrote only
+    conditions and nodes, and READY and STATUS stayed empty until a restart."""
+    cluster.faults.append(Fault(method="GET", path_contains="/customresourcedefinitions/memcacheds.cache.example.com", status=403, times=1))
+    make_cr(cluster, "a")
+    settings = Settings(workers=1, resync=HOUR, watch_timeout=30, silence_grace=1, schema_retry=0.2)
+    with running(cluster, settings=settings):
+        wait_for(lambda: condition(cluster, "a", "Ready"), what="the first status")
+        wait_for(lambda: cr_status(cluster, "a").get("ready") == "0/1", what="the READY column, once the CRD is readable")
+        assert cr_status(cluster, "a")["reason"]

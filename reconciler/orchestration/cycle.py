@@ -180,6 +180,7 @@ class Reconciler:
                                                           list[dict[str, Any]]]] = OrderedDict()
         self._desired_lock = threading.Lock()
         self._unreadable: set[str] = set()  # kinds already said to be unreadable (_optional)
+        self.schema_known = False  # the served CRD was read (status_schema): its columns are written
 
     # ---- reading
     def _list(self, group: str, version: str, plural: str, selector: str | None = None) -> list[dict[str, Any]]:
@@ -195,7 +196,9 @@ class Reconciler:
             crd = self.api.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{self.crd.plural}.{self.crd.group}")
         except APIError as exc:
             log.info("cannot read the served CRD (%s); writing only conditions and nodes", exc)
+            self.schema_known = False
             return frozenset({"conditions", "nodes"}), frozenset({"type", "status", "reason", "message", "lastTransitionTime"})
+        self.schema_known = True
         for v in (crd.get("spec") or {}).get("versions") or []:
             if v.get("name") == self.version:
                 status = (((v.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties") or {}).get("status") or {}
