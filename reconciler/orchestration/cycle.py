@@ -302,8 +302,8 @@ class Reconciler:
         mode = (cr["metadata"].get("annotations") or {}).get(RECONCILE_ANNOTATION) or "enabled"
         if mode == "disabled":  # a person paused this cache: nothing written but the status that says so
             visit.result.action = Action.SUSPENDED
-            message = (f"reconciliation is paused ({RECONCILE_ANNOTATION}: disabled): nothing of this Memcached is read or "
-                       "written until the annotation is removed or set to enabled")
+            message = (f"reconciliation is paused ({RECONCILE_ANNOTATION}: disabled): nothing of this Memcached is created or "
+                       "corrected until the annotation is removed or set to enabled")
             visit.status(Observation(visit.generation, asked_size(cr, live), live, pods, paused=message))
             return visit.result
         checked = self._check(visit, mode, live)
