@@ -248,3 +248,20 @@ def test_a_permanently_refused_write_is_counted_and_waits_for_a_change_not_the_b
         wait_for(lambda: cluster.get("", "services", "default", "m-memcached")["spec"]["selector"]["app.kubernetes.io/instance"] == "m",
                  what="the selector put back")
         wait_for(lambda: condition(cluster, "m", "Degraded").get("status") == "False", what="Degraded cleared")
+
+
+def test_the_event_driven_mode_puts_the_service_port_back_from_its_watch_event(cluster: FakeAPIServer) -> None:
+    """The same edit, corrected from the Service's event with the informer's cached managedFields."""
+    from .test_controller import running, settle, wait_for
+
+    svc = "/api/v1/namespaces/default/services/m-memcached"
+    with running(cluster):
+        make_cr(cluster, "m", size=2)
+        wait_for(lambda: cluster.get("", "services", "default", "m-memcached"), what="the Service")
+        settle(cluster)
+        patch(cluster, svc, [{"op": "replace", "path": "/spec/ports/0/port", "value": 11299}], "application/json-patch+json",
+              "?fieldManager=kubectl-patch")
+        wait_for(lambda: [p["port"] for p in cluster.get("", "services", "default", "m-memcached")["spec"]["ports"]] == [11211],
+                 what="our port back, theirs gone")
+        settle(cluster)
+        assert condition(cluster, "m", "Degraded")["status"] == "False"
