@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from memcached_gitops.reconciler.decisions.revoke import revocation, split
+from memcached_gitops.reconciler.decisions.revoke import revocation, revoked, split
 from memcached_gitops.render import render
 
 from fakeapi.server import FakeAPIServer, Fault
@@ -124,6 +124,33 @@ def test_only_a_persons_managers_are_revoked_and_ignored_paths_stay_with_their_o
     assert revocation(live, "memcached-gitops", unknown={"platform"})[1]["value"][0]["fieldsV1"]["f:spec"]["f:type"] == {}
     nobody = {"metadata": {"managedFields": [e for e in live["metadata"]["managedFields"] if e["manager"] != "kubectl-edit"]}}
     assert revocation(nobody, "memcached-gitops") == [], "nothing to take back, no write"
+
+
+def test_which_entries_are_a_persons() -> None:
+    def entry(manager: str, operation: str = "Update", sub: str = "") -> dict[str, Any]:
+        return {"manager": manager, "operation": operation, **({"subresource": sub} if sub else {})}
+
+    ours = "memcached-gitops"
+    for person in ("kubectl", "kubectl-edit", "kubectl-patch", "kubectl-client-side-apply", "kubectl-replace", "before-first-apply"):
+        assert revoked(entry(person), ours), person
+        assert not revoked(entry(person, sub="scale"), ours), "a subresource's entry is never taken (kubectl scale, an HPA)"
+    assert revoked(entry("kubectl", "Apply"), ours), "kubectl apply --server-side --force-conflicts"
+    for kept in (entry("argocd-controller", "Apply"), entry("kubectl-rollout"), entry("kubectl-set"), entry(ours, "Apply"),
+                 entry(ours)):
+        assert not revoked(kept, ours), kept
+    assert revoked(entry("kubectl-set"), ours, unknown={"kubectl-set"}), "an unknown updater of a drifted field of ours"
+    assert not revoked(entry("kube-controller-manager"), ours, unknown={"kube-controller-manager"})
+
+
+def test_without_an_apply_entry_of_ours_the_first_persons_becomes_it() -> None:
+    live = {"metadata": {"resourceVersion": "3", "managedFields": [
+        {"manager": "before-first-apply", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:spec": {"f:selector": {}}}},
+        {"manager": "kubectl-edit", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+         "fieldsV1": {"f:spec": {"f:selector": {"f:a": {}}}}}]}}
+    [_, replace] = revocation(live, "memcached-gitops")
+    assert replace["value"] == [{"manager": "memcached-gitops", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1",
+                                 "fieldsV1": {"f:spec": {"f:selector": {".": {}, "f:a": {}}}}}]
 
 
 def test_an_index_in_an_ignored_pointer_keeps_that_field_in_every_item() -> None:
