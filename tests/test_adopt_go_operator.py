@@ -340,3 +340,26 @@ def test_the_guides_step_removes_the_go_operators_finalizer_and_a_terminating_cr
         assert code == 200, data
         assert cluster.get("cache.example.com", "memcacheds", "default", "a") is None, "gone once its finalizer is removed"
         make_cr(cluster, "a", size=1)
+
+
+def test_a_foreign_pod_with_our_labels_keeps_the_service_and_budget_from_being_created(cluster: FakeAPIServer) -> None:
+    """Our selector is unique per CR, but anyone may label a Pod with it: looked for once, before the
+    Service and the budget are created, and never selected."""
+    intruder = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "intruder", "labels": {
+        "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}},
+        "spec": {"containers": [{"name": "x", "image": "busybox:1.36"}]}}
+    code, _, data = cluster.handle("POST", "/api/v1/namespaces/default/pods", {"User-Agent": "kubectl/v1.37.1",
+                                   "Content-Type": "application/json"}, json.dumps(intruder).encode())
+    assert code == 201, data
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    assert deployment(cluster, "a") is not None, "the Deployment's own selector is unique: created"
+    assert cluster.get("", "services", "default", "a-memcached") is None
+    assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is None
+    degraded = condition(cluster, "a", "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "SelectorOverlap") and "Pod default/intruder" in degraded["message"]
+    cluster.handle("DELETE", "/api/v1/namespaces/default/pods/intruder", {"User-Agent": "kubectl/v1.37.1"}, b"")
+    rec.run_cycle()
+    assert cluster.get("", "services", "default", "a-memcached") is not None
+    assert condition(cluster, "a", "Degraded")["status"] == "False"

@@ -32,7 +32,7 @@ from typing import Any
 
 from memcached_gitops.foundation.excerpt import excerpt
 from memcached_gitops.foundation.product import NAME
-from memcached_gitops.render import DEFAULT_IMAGE
+from memcached_gitops.render import DEFAULT_IMAGE, selector_labels
 from memcached_gitops.render.companions import object_name
 from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import CRD, Problem, Validator
@@ -153,6 +153,7 @@ class Visit:
         self.namespace, self.name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
         self.generation = cr["metadata"].get("generation", 1)
         self.result = CROutcome(self.namespace, self.name, Action.UNCHANGED)
+        self.shared = ""  # the report of a selector that would take in another owner's Pods (Reconciler._shared)
 
     def status(self, obs: Observation) -> None:
         """Write the status ``obs`` asks for, when it changed; the outcome keeps the CR as written."""
@@ -337,7 +338,7 @@ class Reconciler:
         foreign = self._companions(visit, companions, mode == "detect-only", kept, ignored, bool(shared)) if companions is not None else ""
         if visit.result.companion_detected and not self.options.dry_run:  # only the Service or budget drifted
             return self._detected(visit, [], size, live)
-        return self._settle(visit, drift, live, size, degraded, neighbours, autoscaler, foreign, shared)
+        return self._settle(visit, drift, live, size, degraded, neighbours, autoscaler, foreign, shared or visit.shared)
 
     def _companions(self, visit: Visit, lookup: CompanionLookup, detect_only: bool, kept_selector: dict[str, Any] | None,
                     ignored: Ignored, withhold: bool = False) -> str:
@@ -362,7 +363,13 @@ class Reconciler:
                 if found is not None:
                     live[(resource.kind, name)] = found
         foreign = []
-        for step in steps(cr, desired, live, names, self.options.adopt, kept_selector, ignored, self.options.field_manager):
+        planned = steps(cr, desired, live, names, self.options.adopt, kept_selector, ignored, self.options.field_manager)
+        writing = not (self.options.dry_run or self.options.detect_only or detect_only)
+        if writing and not withhold and kept_selector is None and any(s.move is Move.CREATE for s in planned):
+            # our selector is unique per CR, but a foreign Pod may carry its labels: looked for once, before creating
+            visit.shared = self._shared(visit.namespace, visit.name, {"matchLabels": selector_labels(visit.name)}, True, kept=False)
+            withhold = bool(visit.shared)
+        for step in planned:
             result.companion_ignored += [(step.describe(), d) for d in step.ignored]
             if step.move is Move.FOREIGN:
                 foreign.append(f"{step.describe()} exists and is not controlled by this Memcached; it is left alone")
@@ -552,18 +559,23 @@ class Reconciler:
         self.events.record(visit.cr, "Normal", reason, done + details)
         return live
 
-    def _shared(self, namespace: str, name: str, selector: dict[str, Any] | None, adopted: bool) -> str:
-        """The report of a kept ``selector`` that selects Pods this CR's Deployment does not own (another
-        Memcached's, or any foreign Pod of the namespace: one LIST of the Pods it selects, only for a
-        kept selector, ours being unique per CR); "" when it selects only ours. A Service or budget on
-        it would send clients to, or count, the other Pods: they are not created (``adopted``) or
-        would not be (before ``--adopt``), and the message says how to get a selector of one's own."""
+    def _shared(self, namespace: str, name: str, selector: dict[str, Any] | None, adopted: bool, kept: bool = True) -> str:
+        """The report of a ``selector`` that selects Pods this CR's Deployment does not own (another
+        Memcached's, or any foreign Pod of the namespace: one LIST of the Pods it selects, for a kept
+        selector at each reconcile, for ours, unique per CR, once before creating a companion); ""
+        when it selects only ours. A Service or budget on it would send clients to, or count, the
+        other Pods: they are not created (``adopted``) or would not be (before ``--adopt``), and the
+        message says how to get a selector of one's own (``kept``) or what to do with those Pods."""
         if not selector:
             return ""
         pods = self.api.list_all(collection_path("", "v1", "pods", namespace), describe_selector(selector), limit=PAGE_SIZE)
         owners = foreign_owners(name, pods)
         if not owners:
             return ""
+        if not kept:
+            return bounded(f"this Memcached's selector {describe_selector(selector)} also selects Pods of {', '.join(owners)}: its "
+                           "Service and PodDisruptionBudget are not created (they would send clients to, or count, those Pods); "
+                           f"relabel or delete them (kubectl get pods -n {namespace} -l {describe_selector(selector)})")
         held = "its Service and PodDisruptionBudget are not created or corrected" if adopted else (
             "taken over with --adopt it is kept (a selector is immutable), and its Service and PodDisruptionBudget would not be created")
         return bounded(f"the Deployment's selector {describe_selector(selector)} also selects Pods of {', '.join(owners)}: {held} "
