@@ -121,3 +121,17 @@ def test_the_hook_refuses_a_kustomization_that_reaches_outside_the_repository(
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "apps/caches/kustomization.yaml:3:3: resources[1]: '../../../outside' leaves the root" in proc.stdout, proc.stdout
     assert "s3cr3t-value" not in proc.stdout + proc.stderr
+
+
+def test_the_hook_installs_the_locked_versions_of_every_runtime_dependency() -> None:
+    """pre-commit installs ``pip install . <additional_dependencies>``: each runtime dependency of the
+    lock requirements/runtime.txt (but the build backend) is pinned there to the lock's version, so a
+    hook run never takes a release newer than what was tested."""
+    [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    lock = {}
+    for line in (REPO / "requirements" / "runtime.txt").read_text().splitlines():
+        if line[:1].isalpha():
+            name, _, version = line.split()[0].partition("==")
+            lock[name] = version
+    lock.pop("setuptools")  # the build backend: pip's build isolation picks it (docs/security.md)
+    assert sorted(hook.get("additional_dependencies", [])) == sorted(f"{n}=={v}" for n, v in lock.items())
