@@ -115,9 +115,10 @@ def _number(environ: Mapping[str, str], name: str, default: float) -> float:
 def confinement_root(path: str) -> str:
     """The root a build may read under when the caller names none: the current directory (CI, the
     pre-commit hook and the Action run at the repository's top) if ``path`` is under it, else
-    ``path`` itself."""
+    ``path`` itself. Never ``/``: a run from there is confined to ``path``."""
     here, real = os.path.realpath("."), os.path.realpath(path)
-    return here if real == here or real.startswith(here.rstrip(os.sep) + os.sep) else real
+    inside = real == here or real.startswith(here.rstrip(os.sep) + os.sep)
+    return here if inside and here != os.path.dirname(here) else real
 
 
 class Builds:

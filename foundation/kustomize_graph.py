@@ -37,6 +37,8 @@ KUSTOMIZE_FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomizatio
 MAX_LOADS = 500
 #: Deepest chain of kustomizations walked (each one a Python frame here).
 MAX_DEPTH = 100
+#: Folders of one Helm chart looked through for symlinks.
+MAX_CHART_FOLDERS = 10_000
 #: Largest kustomization file read here (kustomize reads them whole too).
 MAX_FILE = 1 << 20
 
@@ -103,6 +105,30 @@ class _Graph:
         if not (_under(written, self.root) and _under(real, self.root)):
             raise self.refuse(where, field, f"{excerpt(entry)!r} leaves the root {self.root}; refused")
         return real
+
+    def no_link_out(self, folder: str, where: str, field: str) -> None:
+        """Refuse a folder helm reads (a chart) that holds a symlink resolving outside the root.
+
+        helm's chart loader follows symlinks (helm pkg/chart/loader ``LoadDir`` walks with
+        ``sympath.Walk``), so a chart under the root could otherwise template a file of the machine
+        (``.Files.Get``). Linked folders inside the root are walked too, each once.
+        """
+        seen: set[str] = set()
+        todo = [folder]
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if len(seen) > MAX_CHART_FOLDERS:
+                raise self.refuse(where, field, f"the chart has more than {MAX_CHART_FOLDERS} folders; refused")
+            for entry in os.scandir(current):
+                real = os.path.realpath(entry.path)
+                if entry.is_symlink() and not _under(real, self.root):
+                    shown = os.path.relpath(entry.path, self.root)
+                    raise self.refuse(where, field, f"{excerpt(shown)!r} in the chart is a symlink leaving the root; refused")
+                if os.path.isdir(real):
+                    todo.append(real)
 
     def folder(self, path: str, name: str, depth: int = 0) -> int:
         """Check the kustomization in ``path`` (resolved) and every one it reaches; the loads it costs."""
@@ -195,11 +221,26 @@ def _path_or_inline(keys: frozenset[str], inline: str) -> Callable[..., Child]:
 
 
 def _strategic(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
-    """patchesStrategicMerge: a path, or an inline patch (which kustomize tells by a line break)."""
+    """patchesStrategicMerge: an inline patch, else a path.
+
+    kustomize first reads the string as patch content, and only when that fails as a file path
+    (api/internal/builtins/PatchStrategicMergeTransformer.go ``loadFromPaths``). So a string is
+    inline here only when it reads as objects; anything else (a name with a line break too) is a
+    path; and a file of that very name is checked whatever the string reads as.
+    """
     for i, entry, where in _items(graph, doc, field, value, file, str):
-        if "\n" not in entry:
+        if not _reads_as_objects(entry) or os.path.lexists(os.path.join(here, entry)):
             graph.local(here, entry, where, f"{field}[{i}]")
     return iter(())
+
+
+def _reads_as_objects(text: str) -> bool:
+    """Whether ``text`` reads as one or more YAML mappings with a ``kind`` (kustomize's inline content)."""
+    try:
+        docs = [d.value for d in iter_documents(text)]
+    except (YAMLInputError, ValueError):
+        return False
+    return bool(docs) and all(isinstance(d, dict) and "kind" in d for d in docs)
 
 
 _GENERATOR_KEYS = frozenset(("name", "namespace", "behavior", "literals", "files", "envs", "env", "options", "type"))
@@ -232,7 +273,9 @@ def _helm_charts(graph: _Graph, here: str, doc: Document, field: str, value: Any
         home = str((doc.value.get("helmGlobals") or {}).get("chartHome") or "charts")
         if is_remote(str(item.get("name", ""))):
             graph.local(here, str(item["name"]), where, f"{field}[{i}].name")  # refused unless remote is allowed
-        graph.local(here, os.path.join(home, str(item.get("name", ""))), where, f"{field}[{i}].name")
+        chart = graph.local(here, os.path.join(home, str(item.get("name", ""))), where, f"{field}[{i}].name")
+        if chart is not None and os.path.isdir(chart):
+            graph.no_link_out(chart, where, f"{field}[{i}].name")
         values = [("valuesFile", item["valuesFile"])] if item.get("valuesFile") else []
         values += [(f"additionalValuesFiles[{j}]", v) for j, v in enumerate(_strings(graph, item, "additionalValuesFiles", where))]
         for key, path in values:

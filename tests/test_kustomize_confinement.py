@@ -200,7 +200,8 @@ def test_a_diamond_of_bases_is_refused_before_kustomize_runs(world: Path) -> Non
             folder.mkdir(parents=True)
             last = i + 1 == levels
             prefix = f"namePrefix: {side}{i}-\n"  # each path a name of its own: no conflict cuts kustomize short
-            (folder / "kustomization.yaml").write_text(prefix + ("resources: [cr.yaml]\n" if last else f"resources: [../a{i + 1}, ../b{i + 1}]\n"))
+            names = "cr.yaml" if last else f"../a{i + 1}, ../b{i + 1}"
+            (folder / "kustomization.yaml").write_text(f"{prefix}resources: [{names}]\n")
             if last:
                 (folder / "cr.yaml").write_text(CR.format(name=f"deep-{side}"))
     folder = kustomization(world, "- ../../bases/a0\n- ../../bases/b0\n")

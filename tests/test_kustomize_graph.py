@@ -8,6 +8,8 @@ The end-to-end attacks are tests/test_kustomize_confinement.py.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -118,3 +120,62 @@ def test_remote_bases_are_allowed_only_by_the_operators_switch(graph_root: Path)
     (app / "kustomization.yaml").write_text("resources: [https://example.com/x.yaml, ../../outside]\n")
     with pytest.raises(kustomize_graph.GraphRefused, match="leaves the root"):  # the switch opens remotes, not paths
         kustomize_graph.check_graph(str(app), str(graph_root), allow_remote=True)
+
+
+def test_a_chart_holding_a_symlink_out_of_the_root_is_refused(graph_root: Path) -> None:
+    """helm follows symlinks when it loads a chart folder, and ``.Files.Get`` would print the target."""
+    app = graph_root / "app"
+    chart = app / "charts" / "c"
+    (chart / "files").mkdir()
+    (chart / "files" / "secret").symlink_to(graph_root.parent / "outside" / "passwd")
+    (app / "kustomization.yaml").write_text("helmCharts: [{name: c}]\n")
+    with pytest.raises(kustomize_graph.GraphRefused, match=r"helmCharts\[0\]\.name: 'app/charts/c/files/secret' in the chart"):
+        kustomize_graph.check_graph(str(app), str(graph_root))
+    (chart / "files" / "secret").unlink()
+    (chart / "files" / "loop").symlink_to(chart)  # a link back inside is walked once, not forever
+    kustomize_graph.check_graph(str(app), str(graph_root))
+
+
+@pytest.mark.parametrize("key", ["Resources", "RESOURCES", "resources ", "Patches"])
+def test_a_field_kustomize_matches_case_insensitively_is_refused(graph_root: Path, key: str) -> None:
+    """kustomize reads its file through Go's encoding/json, which matches ``Resources`` to ``resources``
+    (checked: ``kubectl kustomize`` builds ``Resources: [../../outside]``): any spelling not ours is refused."""
+    app = graph_root / "app"
+    (app / "kustomization.yaml").write_text(f"'{key}': [../../outside]\n")
+    with pytest.raises(kustomize_graph.GraphRefused, match="a field this check does not know"):
+        kustomize_graph.check_graph(str(app), str(graph_root))
+
+
+def test_a_strategic_merge_entry_is_inline_only_when_it_reads_as_objects(graph_root: Path) -> None:
+    """kustomize reads a patchesStrategicMerge string as content first, then as a path: a name with a
+    line break that reads as no object is a path, and its symlink out of the root is refused."""
+    app = graph_root / "app"
+    (app / "a\nb").symlink_to(graph_root.parent / "outside" / "passwd")
+    (app / "kustomization.yaml").write_text('patchesStrategicMerge: ["a\\nb"]\n')
+    with pytest.raises(kustomize_graph.GraphRefused, match="leaves the root"):
+        kustomize_graph.check_graph(str(app), str(graph_root))
+    inline = "apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: a}\\ndata: {x: y}\\n"
+    (app / "kustomization.yaml").write_text(f'patchesStrategicMerge: ["{inline}"]\n')
+    kustomize_graph.check_graph(str(app), str(graph_root))
+
+
+def test_the_root_of_a_command_line_build_is_the_current_directory_never_slash(graph_root: Path) -> None:
+    """``validate`` run from ``/`` on a repository is held to the repository, not to the whole machine."""
+    (graph_root / "app" / "kustomization.yaml").write_text("resources: [../../outside]\n")
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "validate", str(graph_root / "app")], cwd="/",
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "leaves the root" in proc.stderr and SECRET not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(("app", "source_path", "root"), [
+    ("/tmp/_cmp_server/1234/apps/caches", "apps/caches", "/tmp/_cmp_server/1234"),
+    ("/tmp/_cmp_server/1234/caches", "apps/caches", "/tmp/_cmp_server/1234"),  # manifest-generate-paths: unpacked lower
+    ("/tmp/_cmp_server/1234", ".", "/tmp/_cmp_server/1234"),
+    ("/tmp/_cmp_server/1234/apps/caches", "", "/tmp/_cmp_server/1234/apps/caches"),
+    ("/tmp/_cmp_server/1234/apps/caches", "../../apps/caches", "/tmp/_cmp_server/1234/apps/caches"),
+    ("/tmp/_cmp_server/1234/apps/caches", "tmp/_cmp_server/1234/apps/caches", "/tmp/_cmp_server/1234/apps/caches"),  # never /
+])
+def test_the_plugins_root_is_the_checkout_the_cmp_server_unpacked(app: str, source_path: str, root: str) -> None:
+    from memcached_gitops.argocd import repository_root
+
+    assert repository_root({"ARGOCD_APP_SOURCE_PATH": source_path}, app) == root
