@@ -25,6 +25,10 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 from .excerpt import excerpt
 from .kustomize_graph import KUSTOMIZE_FILE_NAMES, GraphRefused, check_graph
@@ -161,6 +165,16 @@ class Builds:
         return build(path, options, limit, min(BUILD_TIMEOUT, remaining), name)
 
 
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the build's whole process group (it leads a session of its own)."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:  # already gone
+        proc.kill()
+
+
 def kustomize_command() -> list[str]:
     """The argv prefix that builds a kustomization, or a KustomizeError saying what to install."""
     import shutil
@@ -192,14 +206,16 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
     command = kustomize_command() + [*options, path]
     with tempfile.TemporaryFile() as errors:
         try:
-            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
+            # a session of its own, so a kill reaches what kustomize started too (helm with --enable-helm)
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
+                                    start_new_session=True)
         except OSError as exc:
             raise KustomizeError(f"{path}: cannot run {command[0]}: {exc.strerror}") from None
         stopped: list[bool] = []
 
         def stop() -> None:
             stopped.append(True)
-            proc.kill()
+            _kill(proc)
 
         timer = threading.Timer(timeout, stop)
         timer.start()
@@ -207,7 +223,7 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
             assert proc.stdout is not None
             out = proc.stdout.read(limit + 1)
             if len(out) > limit:
-                proc.kill()
+                _kill(proc)
             proc.stdout.close()
             proc.wait()
         finally:

@@ -52,6 +52,8 @@ PATH_FREE_BUILTINS = frozenset(("AnnotationsTransformer", "LabelTransformer", "N
                                 "ImageTagTransformer", "ReplicaCountTransformer", "HashTransformer",
                                 "ValueAddTransformer", "SortOrderTransformer"))
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+#: Helm's release name rule (helm pkg/chartutil ``validName``), at most 53 characters.
+_RELEASE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 class GraphRefused(ValueError):
@@ -267,6 +269,11 @@ def _helm_charts(graph: _Graph, here: str, doc: Document, field: str, value: Any
     """helmCharts: only local charts under the root (``repo`` is a download), values files under it."""
     for i, item, where in _items(graph, doc, field, value, file, dict):
         _known(graph, item, _CHART_KEYS, where, f"{field}[{i}]")
+        release = item.get("releaseName", "")
+        if release and not (isinstance(release, str) and _RELEASE.fullmatch(release) and len(release) <= 53):
+            # kustomize passes it as helm's first positional word (api/types/helmchartargs.go AsHelmArgs):
+            # "--post-renderer=./x.sh" there would be a flag that runs the repository's program
+            raise graph.refuse(where, f"{field}[{i}].releaseName", f"{excerpt(str(release))!r} is not a Helm release name; refused")
         if item.get("repo") and not graph.allow_remote:
             raise graph.refuse(where, f"{field}[{i}].repo", "a chart repository is a download; refused "
                                                             "(remote bases are off: MEMCACHED_GITOPS_KUSTOMIZE_ALLOW_REMOTE)")

@@ -303,3 +303,21 @@ def test_the_operators_helm_command_is_refused_too(world: Path) -> None:
     proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS="--enable-helm --helm-command apps/caches/helm.sh")
     assert not (world.parent / "pwned").exists(), "the repository's program ran"
     assert_refused(proc, "--helm-command")
+
+
+def test_a_release_name_cannot_hand_helm_a_flag(world: Path, tmp_path: Path) -> None:
+    """With Helm enabled by the operator, kustomize hands ``releaseName`` to ``helm template`` as its first
+    word (api/types/helmchartargs.go ``AsHelmArgs``): ``--post-renderer=./x.sh`` would be a flag that runs
+    the repository's program. A stand-in ``helm`` on PATH records the words it is given."""
+    folder = kustomization(world, "helmCharts:\n- name: x\n  releaseName: --post-renderer=./x.sh\n")
+    (folder / "charts" / "x").mkdir(parents=True)
+    (folder / "charts" / "x" / "Chart.yaml").write_text("apiVersion: v2\nname: x\nversion: 0.1.0\n")
+    (folder / "charts" / "x" / "values.yaml").write_text("")
+    helm, words = tmp_path / "bin" / "helm", tmp_path / "helm-words"
+    helm.parent.mkdir()
+    helm.write_text(f'#!/bin/sh\necho "$@" >> {words}\n[ "$1" = version ] && echo v3.14.0+g1234567\nexit 0\n')
+    helm.chmod(0o755)
+    proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS="--enable-helm",
+               PATH=f"{helm.parent}{os.pathsep}{os.environ['PATH']}")
+    assert "--post-renderer" not in (words.read_text() if words.exists() else ""), "helm was handed the flag"
+    assert_refused(proc, "helmCharts[0].releaseName")

@@ -179,3 +179,15 @@ def test_the_plugins_root_is_the_checkout_the_cmp_server_unpacked(app: str, sour
     from memcached_gitops.argocd import repository_root
 
     assert repository_root({"ARGOCD_APP_SOURCE_PATH": source_path}, app) == root
+
+
+@pytest.mark.parametrize("release", ["--post-renderer=./x.sh", "-x", "--post-renderer ./x.sh", "A b", "x" * 54])
+def test_a_release_name_that_helm_would_read_as_a_flag_is_refused(graph_root: Path, release: str) -> None:
+    """kustomize hands ``releaseName`` to ``helm template`` as its first positional word, where
+    ``--post-renderer=./x.sh`` is a flag that runs a program (once the operator enables Helm)."""
+    app = graph_root / "app"
+    (app / "kustomization.yaml").write_text(f"helmCharts: [{{name: c, releaseName: '{release}'}}]\n")
+    with pytest.raises(kustomize_graph.GraphRefused, match=r"helmCharts\[0\]\.releaseName"):
+        kustomize_graph.check_graph(str(app), str(graph_root))
+    (app / "kustomization.yaml").write_text("helmCharts: [{name: c, releaseName: my-cache.v1}]\n")
+    kustomize_graph.check_graph(str(app), str(graph_root))
