@@ -384,4 +384,7 @@ def check_graph(start: str, root: str, allow_remote: bool = False) -> None:
     real = os.path.realpath(start)
     if not _under(real, graph.root):
         raise GraphRefused(f"{start}: resolves outside the root {graph.root}; refused")
-    graph.folder(real, start)
+    try:
+        graph.folder(real, start)
+    except OSError as exc:  # an unreadable kustomization or chart folder: one line, never a traceback
+        raise GraphRefused(f"{exc.filename or start}: cannot read: {exc.strerror}; refused") from None

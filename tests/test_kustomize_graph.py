@@ -191,3 +191,17 @@ def test_a_release_name_that_helm_would_read_as_a_flag_is_refused(graph_root: Pa
         kustomize_graph.check_graph(str(app), str(graph_root))
     (app / "kustomization.yaml").write_text("helmCharts: [{name: c, releaseName: my-cache.v1}]\n")
     kustomize_graph.check_graph(str(app), str(graph_root))
+
+
+def test_an_unreadable_chart_folder_is_one_line(graph_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder the walk cannot read (mode 000 in an unpacked tarball) is one refusal line, never a
+    traceback; os.scandir is made to fail as it does for a non-root user (the tests may run as root)."""
+    app = graph_root / "app"
+    (app / "kustomization.yaml").write_text("helmCharts: [{name: c}]\n")
+
+    def denied(path: str) -> None:
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(kustomize_graph.os, "scandir", denied)
+    with pytest.raises(kustomize_graph.GraphRefused, match=r"charts/c: cannot read: Permission denied; refused"):
+        kustomize_graph.check_graph(str(app), str(graph_root))
