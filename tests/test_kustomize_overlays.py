@@ -147,6 +147,20 @@ def test_a_failing_build_is_one_line(repo: Path) -> None:
     assert shutil.which("kubectl")  # the real kustomize ran (and refused), not a missing binary
 
 
+def test_a_failing_build_echoes_no_more_than_an_excerpt_of_the_repository(repo: Path) -> None:
+    """kustomize quotes a missing resource's name whole (issue 47: ~230 characters); each long word
+    or quoted text of its message is cut to the 64 characters docs/security.md promises."""
+    (repo / "apps" / "prod" / "kustomization.yaml").write_text(f"resources: [{'A' * 200}.yaml]\n")
+    proc = generate(repo / "apps" / "prod", repo_server_env({}))
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "kustomize build failed" in err and len(err.splitlines()) == 1
+    assert "A" * 60 in err and "A" * 65 not in err, err
+    from memcached_gitops.foundation.kustomize import bounded_error
+
+    assert bounded_error('E1128 00:42:03.522704    5653 run.go:72] "command failed" err="open ' + "B" * 99 + ': no such file"') == \
+        '"open ' + "B" * 64 + '… no such file"', "klog's header dropped, the long word cut"
+
+
 # ---- validate (CI, the pre-commit hook) checks each kustomization's build too
 def validate(where: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "memcached_gitops", "validate", *args], cwd=where, capture_output=True, text=True,

@@ -13,7 +13,7 @@ import urllib.request
 import pytest
 from memcached_gitops.reconciler.orchestration import serving as metrics_module
 from memcached_gitops.reconciler.orchestration.metrics import Metrics
-from memcached_gitops.reconciler.orchestration.serving import serve
+from memcached_gitops.reconciler.orchestration.serving import METRICS, PROBES, serve
 
 
 @pytest.fixture
@@ -95,3 +95,128 @@ def test_an_informer_is_stalled_only_while_running_and_past_its_limit() -> None:
     assert informer.stalled() is None, "gave up on an answer a restart would not change: logged, not a restart loop"
     informer.stop.set()
     assert informer.stalled() is None, "stopped on purpose (leadership lost, shutdown)"
+
+
+@pytest.mark.parametrize("flag", ["--health-probe-port", "--metrics-port"])
+def test_a_port_another_reconciler_holds_is_one_line_naming_the_flag(flag: str, tmp_path) -> None:
+    """A second reconciler on the same host (8081 or 8443 taken): exit 2, one line, no traceback."""
+    import json
+    import subprocess
+    import sys
+
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(json.dumps({"apiVersion": "v1", "kind": "Config", "current-context": "c",
+                                      "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+                                      "users": [{"name": "u", "user": {"token": "t"}}],
+                                      "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}]}))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        ports = {"--health-probe-port": "0", "--metrics-port": "0", flag: port}
+        proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "reconcile", "--kubeconfig", str(kubeconfig),
+                               "--no-leader-elect", "--health-probe-bind-address", "127.0.0.1", "--metrics-bind-address",
+                               "127.0.0.1", *[a for item in ports.items() for a in item]], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr == f"error: cannot listen on 127.0.0.1:{port} ({flag}): Address already in use\n"
+
+
+def _connect(server, source: str = "127.0.0.1") -> socket.socket:
+    s = socket.socket()
+    s.bind((source, 0))
+    s.connect(server.server_address)
+    return s
+
+
+def _closed_by_server(s: socket.socket, seconds: float) -> bool:
+    """Whether the server closed ``s`` while it sent a byte every 0.1 s for ``seconds``."""
+    s.settimeout(0.1)
+    for _ in range(int(seconds / 0.1)):
+        try:
+            s.sendall(b"X")
+            if s.recv(1024) == b"":
+                return True
+        except TimeoutError:
+            continue
+        except OSError:
+            return True
+    return False
+
+
+def test_a_client_trickling_a_byte_at_a_time_is_cut_at_the_requests_deadline(server) -> None:
+    """Each byte comes well within the per-read timeout (0.5 s here); the request's deadline cuts it."""
+    slow = _connect(server)
+    slow.sendall(b"GET /healthz HTTP/1.1\r\nX-Slow: ")
+    try:
+        assert _closed_by_server(slow, seconds=5.0), "a byte every 0.1 s held the connection past its deadline"
+    finally:
+        slow.close()
+    assert get(server) == 200
+
+
+def test_headers_over_the_cap_get_431_before_anything_else() -> None:
+    metrics = Metrics()
+    asked: list[str] = []
+    server = serve(metrics, 0, "127.0.0.1", paths=("/metrics",), guard=lambda m, p, a: asked.append(a) or (401, "Unauthorized"))
+    try:
+        s = socket.create_connection(server.server_address)
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-Flood-%d: %s\r\n" % (i, b"a" * 1000) for i in range(12)))
+        answer = s.recv(4096)
+        s.close()
+        assert answer.startswith(b"HTTP/1.0 431 "), answer[:60]
+        assert asked == [], "refused before the guard (and its TokenReview) is reached"
+        small = socket.create_connection(server.server_address)
+        small.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\n\r\n")
+        assert small.recv(4096).startswith(b"HTTP/1.0 401 ") and asked == ["Bearer t"]
+        small.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _held(server, count: int) -> None:
+    """Wait (at most 10 s) until ``server`` holds ``count`` connections."""
+    deadline = time.monotonic() + 10
+    while len(server.held) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(server.held) == count
+
+
+def test_one_client_cannot_take_every_slot_and_probes_answer_while_metrics_are_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client holding connections gets its share (MAX_PER_CLIENT) and the kubelet (another
+    address) still gets /healthz; a server whose every slot is held by many addresses refuses one
+    of them a second slot, while a newcomer takes the oldest slot of the biggest holder."""
+    monkeypatch.setattr(metrics_module, "REQUEST_TIMEOUT", 30.0)  # the hogs stay for the whole test
+    probes, metrics = serve(Metrics(), 0, "127.0.0.1", paths=PROBES), serve(Metrics(), 0, "127.0.0.1", paths=METRICS)
+    hogs = [_connect(probes, "127.0.0.2") for _ in range(metrics_module.MAX_CONNECTIONS)]
+    crowd = [_connect(metrics, f"127.0.1.{i}") for i in range(metrics_module.MAX_CONNECTIONS)]
+    try:
+        _held(probes, metrics_module.MAX_PER_CLIENT)
+        assert get(probes, "/healthz") == 200, "the probe's address still has its share"
+        _held(metrics, metrics_module.MAX_CONNECTIONS)
+        again = _connect(metrics, "127.0.1.0")
+        assert _closed_by_server(again, seconds=2.0), "full, and this address holds a slot already: refused"
+        again.close()
+        assert get(metrics, "/metrics") == 200, "a newcomer is served, in the slot of the oldest of the biggest holders"
+        assert get(probes, "/healthz") == 200
+    finally:
+        for s in hogs + crowd:
+            s.close()
+        for server in (probes, metrics):
+            server.shutdown()
+            server.server_close()
+
+
+def test_a_query_string_does_not_hide_the_path(server) -> None:
+    """Prometheus appends its scrape config's ``params``: /metrics?x=y is /metrics."""
+    assert get(server, "/metrics?format=prometheus&x=y") == 200 and get(server, "/healthz?verbose") == 200
+
+
+def test_readyz_names_no_other_replica() -> None:
+    metrics = Metrics()
+    metrics.ready = True
+    metrics.holder = "memcached-gitops-7d9f-abcde"
+    ok, text = metrics.readiness()
+    assert ok and text == "ready: standby\n" and "abcde" not in text
+    metrics.leader = True
+    assert metrics.readiness() == (True, "ready: this replica leads\n")

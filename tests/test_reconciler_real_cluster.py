@@ -8,10 +8,12 @@ kube-apiserver can be installed from the package registries this project's CI re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 import uuid
+from collections.abc import Iterator
 
 import pytest
 from memcached_gitops.foundation.yamlreader import iter_documents
@@ -383,36 +385,26 @@ def test_metrics_answer_only_a_token_bound_to_the_reader_role_on_a_real_cluster(
                     pass
 
 
-def test_the_admission_policy_confines_the_reconcilers_token_on_a_real_cluster(real, tmp_path) -> None:
-    """kustomize/admission-policy on a real API server, with the reconciler's ServiceAccount holding
-    the base's cluster-wide RBAC: its token is refused a Deployment in kube-system, a foreign
-    Deployment and the relabelling of one, by the server itself; the reconciler still creates,
-    corrects and (with --adopt) takes over an Argo CD-applied copy of its rendering."""
+@contextlib.contextmanager
+def _policy_in_force(api: KubeAPI, ns: str, folder) -> Iterator[KubeAPI]:
+    """kustomize/admission-policy applied, the base's cluster-wide RBAC bound to a ServiceAccount
+    ``memcached-gitops`` of ``ns``, and a client holding only its token, once the API server
+    enforces the policy (its policy informer takes a moment); everything removed afterwards."""
     import subprocess
-
-    from memcached_gitops.render import render
 
     from .test_kustomize import KUBECTL, K
 
-    api, ns = real
     policy = [d.value for d in iter_documents((K / "admission-policy/policy.yaml").read_text())]
     base = [d.value for d in iter_documents(subprocess.run([KUBECTL, "kustomize", str(K / "base")], capture_output=True,
                                                            check=True).stdout)]
     [rules] = [o["rules"] for o in base if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "memcached-gitops"]
     vap = "/apis/admissionregistration.k8s.io/v1/"
-    PLURALS = {"ValidatingAdmissionPolicy": "validatingadmissionpolicies",  # noqa: N806
+    plurals = {"ValidatingAdmissionPolicy": "validatingadmissionpolicies",
                "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings"}
     rbac = "/apis/rbac.authorization.k8s.io/v1/"
     role = f"{ns}-reconciler"
     created = [f"{rbac}clusterroles/{role}", f"{rbac}clusterrolebindings/{role}"] + [
-        f"{vap}{PLURALS[o['kind']]}/{o['metadata']['name']}" for o in policy]
-    deployments = f"/apis/apps/v1/namespaces/{ns}/deployments"
-
-    def deployment(name: str, labels: dict) -> dict:
-        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
-                "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels},
-                         "spec": {"containers": [{"name": "x", "image": "nginx:1"}]}}}}
-
+        f"{vap}{plurals[o['kind']]}/{o['metadata']['name']}" for o in policy]
     try:
         for obj, path in zip(policy, created[2:], strict=True):
             api.apply(path, obj, "memcached-gitops-e2e")
@@ -424,22 +416,47 @@ def test_the_admission_policy_confines_the_reconcilers_token_on_a_real_cluster(r
             "subjects": [{"kind": "ServiceAccount", "name": "memcached-gitops", "namespace": ns}]})
         api.request("POST", f"/api/v1/namespaces/{ns}/serviceaccounts", body={
             "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "memcached-gitops"}})
-        ours = KubeAPI.connect(_token_kubeconfig(api, ns, "memcached-gitops", tmp_path))
+        ours = KubeAPI.connect(_token_kubeconfig(api, ns, "memcached-gitops", folder))
         deadline = time.monotonic() + 20  # the policy takes effect once the API server's policy informer has it
         refused: APIError | None = None
         while refused is None:
             try:
-                ours.request("POST", "/apis/apps/v1/namespaces/kube-system/deployments", body=deployment("evil", {"app": "evil"}))
+                ours.request("POST", "/apis/apps/v1/namespaces/kube-system/deployments", body=_plain_deployment("evil", {"app": "evil"}))
                 api.request("DELETE", "/apis/apps/v1/namespaces/kube-system/deployments/evil")  # admitted: not yet in force
             except APIError as exc:
                 refused = exc
             assert time.monotonic() < deadline, "the policy never took effect"
             time.sleep(0.5 if refused is None else 0)
         assert refused.status == 403 and "writes no object in the namespace kube-system" in str(refused)
+        yield ours
+    finally:
+        for path in created:
+            try:
+                api.request("DELETE", path)
+            except APIError:
+                pass
+
+
+def _plain_deployment(name: str, labels: dict) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
+            "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels},
+                     "spec": {"containers": [{"name": "x", "image": "nginx:1"}]}}}}
+
+
+def test_the_admission_policy_confines_the_reconcilers_token_on_a_real_cluster(real, tmp_path) -> None:
+    """kustomize/admission-policy on a real API server, with the reconciler's ServiceAccount holding
+    the base's cluster-wide RBAC: its token is refused a Deployment in kube-system, a foreign
+    Deployment and the relabelling of one, by the server itself; the reconciler still creates,
+    corrects and (with --adopt) takes over an Argo CD-applied copy of its rendering."""
+    from memcached_gitops.render import render
+
+    api, ns = real
+    deployments = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    with _policy_in_force(api, ns, tmp_path) as ours:
         with pytest.raises(APIError) as caught:
-            ours.request("POST", deployments, body=deployment("payments", {"app": "pay"}))
+            ours.request("POST", deployments, body=_plain_deployment("payments", {"app": "pay"}))
         assert caught.value.status == 403 and "creates only objects labelled" in str(caught.value)
-        api.request("POST", deployments, body=deployment("payments", {"app": "pay"}))
+        api.request("POST", deployments, body=_plain_deployment("payments", {"app": "pay"}))
         with pytest.raises(APIError) as caught:
             ours.request("PATCH", f"{deployments}/payments", body={"metadata": {"labels": {
                 "app.kubernetes.io/managed-by": "memcached-gitops"}}}, content_type="application/merge-patch+json")
@@ -458,12 +475,74 @@ def test_the_admission_policy_confines_the_reconcilers_token_on_a_real_cluster(r
         outcomes = {o.name: o.action for o in rec.run_cycle().outcomes}
         assert outcomes["m"] == "corrected", outcomes
         assert api.request("GET", f"{deployments}/gitops")["metadata"]["ownerReferences"][0]["kind"] == "Memcached"
-    finally:
-        for path in created:
-            try:
-                api.request("DELETE", path)
-            except APIError:
-                pass
+
+
+def _refused(client: KubeAPI, method: str, path: str, body, fragment: str) -> None:
+    """``method path body`` by ``client`` refused with 403 and a message holding ``fragment``."""
+    ctype = "application/merge-patch+json" if method == "PATCH" else None
+    with pytest.raises(APIError) as caught:
+        client.request(method, path, body=body, **({"content_type": ctype} if ctype else {}))
+    assert caught.value.status == 403 and fragment in str(caught.value), caught.value
+
+
+def test_the_admission_policy_refuses_each_escape_on_a_real_cluster(real, tmp_path) -> None:
+    """Each write issue 47's review made with the reconciler's token, refused by a real API server
+    running kustomize/admission-policy, while the reconciler's own writes of every CR shape pass.
+    The orphan's case needs the garbage collector (WITH_KCM=1): unowned, it would outlive its CR."""
+    from memcached_gitops.render import render
+
+    from .test_admission_policy import BUDGETS, EVENTS, KEPT, PODS, SERVICE_ESCAPES, SERVICES, SHAPES
+
+    api, ns = real
+    deployments, services = f"/apis/apps/v1/namespaces/{ns}/deployments", f"/api/v1/namespaces/{ns}/services"
+    memcacheds = f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds"
+    with _policy_in_force(api, ns, tmp_path) as ours:
+        for name, spec in SHAPES.items():
+            api.request("POST", memcacheds, body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+                                                  "metadata": {"name": name}, "spec": {"size": 2, **spec}})
+        report = Reconciler(ours, load_crd(), Options(namespaces=(ns,))).run_cycle()
+        assert {o.action for o in report.outcomes} == {"created"}, [(o.name, o.error) for o in report.outcomes]
+        path = f"{deployments}/seed"
+        for breach in ({"hostNetwork": True}, {"hostPID": True}, {"hostIPC": True}, {"automountServiceAccountToken": True},
+                       {"volumes": [{"name": "root", "hostPath": {"path": "/"}}]}):
+            _refused(ours, "PATCH", path, {"spec": {"template": {"spec": breach}}}, PODS)
+        _refused(ours, "PATCH", path, {"metadata": {"labels": {"app.kubernetes.io/managed-by": None}, "ownerReferences": None}}, KEPT)
+        live = api.request("GET", path)
+        stealer = render({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "steal"},
+                          "spec": {"size": 1}})[0]
+        steal = api.request("POST", memcacheds, body={"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+                                                      "metadata": {"name": "steal"}, "spec": {"size": 1}})
+        stealer["metadata"]["ownerReferences"] = [{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "steal",
+                                                   "uid": steal["metadata"]["uid"], "controller": True}]
+        pod = stealer["spec"]["template"]["spec"]
+        pod.update(serviceAccountName="default-admin", automountServiceAccountToken=True,
+                   volumes=[{"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}}]}},
+                            {"name": "s", "secret": {"secretName": "any"}}])
+        pod["containers"][0]["securityContext"] = {"runAsUser": 0, "capabilities": {"add": ["SYS_ADMIN"]}}
+        pod["containers"][0]["envFrom"] = [{"secretRef": {"name": "any"}}]
+        _refused(ours, "POST", deployments, stealer, PODS)
+        owner = live["metadata"]["ownerReferences"]
+        for escape in SERVICE_ESCAPES.values():
+            service = render({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "seed"},
+                              "spec": {"size": 2}})[1]
+            service["metadata"].update(name="escape", ownerReferences=owner)
+            service["spec"].update(escape)
+            service["spec"] = {k: v for k, v in service["spec"].items() if v is not None}
+            _refused(ours, "POST", services, service, SERVICES)
+        budget = render({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "seed"},
+                         "spec": {"size": 2}})[2]
+        budget["metadata"].update(name="escape", ownerReferences=owner)
+        budget["spec"] = {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "pay"}}}
+        _refused(ours, "POST", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", budget, BUDGETS)
+        # an Event's involvedObject.namespace must be its own (the API server's validation, before admission)
+        def event(namespace: str, kind: str) -> dict:
+            return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "x.1"}, "reason": "X", "message": "x", "type": "Normal",
+                    "source": {"component": "memcached-gitops"},
+                    "involvedObject": {"apiVersion": "cache.example.com/v1alpha1" if kind == "Memcached" else "v1", "kind": kind,
+                                       "name": "seed", "namespace": namespace}}
+        _refused(ours, "POST", "/api/v1/namespaces/kube-system/events", event("kube-system", "Memcached"), "kube-system")
+        _refused(ours, "POST", f"/api/v1/namespaces/{ns}/events", event(ns, "Pod"), EVENTS)
+        _refused(ours, "PATCH", f"{deployments}/seed/scale", {"spec": {"replicas": 0}}, "writes no subresource")
 
 
 def test_the_service_and_budget_are_owned_corrected_and_collected_on_a_real_cluster(real) -> None:

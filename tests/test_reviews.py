@@ -179,3 +179,25 @@ def test_the_caches_keep_at_most_max_entries_dropping_the_oldest_first() -> None
         r.authenticate(f"token-{n}")
     assert len(r.tokens.entries) == 3 and r.decisions.max_entries == 3
     assert cache.get("missing") == (False, None)
+
+
+def test_tokens_not_in_the_cache_are_reviewed_at_a_bounded_rate_and_cached_ones_always() -> None:
+    """Random tokens (issue 47: 1,500 of them made 1,488 TokenReviews): at most the burst, then
+    ``review_rate`` a second; a token already reviewed is answered from the cache meanwhile."""
+    from memcached_gitops.reconciler.client.reviews import RateLimited
+
+    clock = Clock()
+    api = API(*[token_answer(False)] * 100)
+    reviews = AccessReviews(api, clock=clock, review_rate=2.0, review_burst=5)  # type: ignore[arg-type]
+    for i in range(5):
+        assert reviews.authenticate(f"random-{i}") is None
+    with pytest.raises(RateLimited):
+        reviews.authenticate("random-5")
+    assert reviews.authenticate("random-0") is None, "cached: no review needed"
+    assert len(api.requests) == 5
+    clock.now += 1.0  # two more permits
+    reviews.authenticate("random-6")
+    reviews.authenticate("random-7")
+    with pytest.raises(RateLimited):
+        reviews.authenticate("random-8")
+    assert len(api.requests) == 7

@@ -10,6 +10,11 @@ Prometheus that scrapes a kubebuilder operator scrapes us with the same ServiceA
   as DelegatingAuthorizerConfig's AllowCacheTTL and DenyCacheTTL.
 - Both caches keep at most ``max_entries`` answers, oldest out first, so a client sending a new
   token per request cannot grow memory; tokens are kept only as their SHA-256.
+- A token not in the cache is reviewed only while a token bucket allows (``review_rate`` a second,
+  ``review_burst`` at once): a stranger sending random tokens would otherwise make us send the API
+  server a TokenReview each (issue 47 measured 119 a second). Past it, RateLimited, answered 429.
+  A Prometheus whose token is cached is not concerned; its first scrape in a flood may be refused
+  until a review is allowed again.
 """
 
 from __future__ import annotations
@@ -74,23 +79,57 @@ class TTLCache(Generic[V]):
                 self.entries.popitem(last=False)
 
 
+class RateLimited(Exception):
+    """Too many tokens not in the cache to review now."""
+
+
+@dataclass
+class TokenBucket:
+    """``rate`` permits a second, at most ``burst`` saved up; ``take`` spends one if there is one."""
+
+    rate: float
+    burst: float
+    clock: Callable[[], float]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    level: float = field(init=False)
+    stamp: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.level, self.stamp = self.burst, self.clock()
+
+    def take(self) -> bool:
+        with self.lock:
+            now = self.clock()
+            self.level = min(self.burst, self.level + (now - self.stamp) * self.rate)
+            self.stamp = now
+            if self.level < 1:
+                return False
+            self.level -= 1
+            return True
+
+
 class AccessReviews:
     """Authenticate a bearer token and authorize a non-resource request, through the API server."""
 
     def __init__(self, api: KubeAPI, *, authn_ttl: float = 60.0, allow_ttl: float = 300.0, deny_ttl: float = 30.0,
-                 max_entries: int = 1024, clock: Callable[[], float] = time.monotonic) -> None:
+                 max_entries: int = 1024, review_rate: float = 5.0, review_burst: float = 20.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.api = api
+        self.new_tokens = TokenBucket(review_rate, review_burst, clock)
         self.authn_ttl, self.allow_ttl, self.deny_ttl = authn_ttl, allow_ttl, deny_ttl
         self.tokens: TTLCache[User | None] = TTLCache(max_entries, clock)
         self.decisions: TTLCache[tuple[bool, str]] = TTLCache(max_entries, clock)
 
     def authenticate(self, token: str) -> User | None:
         """The token's user, or None when the API server says it is not authenticated.
-        Raises APIError when the API server could not be asked (we may not create TokenReviews)."""
+        Raises APIError when the API server could not be asked (we may not create TokenReviews),
+        RateLimited when too many tokens not in the cache came in too short a time."""
         key = hashlib.sha256(token.encode()).digest()
         found, user = self.tokens.get(key)
         if found:
             return user
+        if not self.new_tokens.take():
+            raise RateLimited("too many tokens to review")
         review = self.api.request("POST", TOKEN_REVIEWS, body={
             "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}, verb="tokenreview")
         status = (review or {}).get("status") or {}

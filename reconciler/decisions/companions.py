@@ -67,15 +67,22 @@ def with_owner(obj: dict[str, Any], cr: dict[str, Any]) -> dict[str, Any]:
 
 def selecting(obj: dict[str, Any], selector: dict[str, Any] | None) -> dict[str, Any]:
     """``obj`` selecting the Pods of ``selector``: the Deployment's own selector where it was kept
-    from a Deployment we took over (selectors.py), whose Pods lack our selector's labels. A Service
-    selects by labels only (its selector has no expressions): the selector's matchLabels."""
+    from a Deployment we took over (selectors.py), whose Pods lack our selector's labels, narrowed
+    to the Memcached's instance label, which keep_live_selector gives those Pods' template as it
+    renders them. The admission policy (kustomize/admission-policy) lets the reconciler's token
+    write no Service or budget whose selector lacks that label: a selector kept alone (seed 000's
+    ``app.kubernetes.io/name: project``) would take in every other Memcached of the namespace, and
+    a budget on it would hold their Pods too. A kept selector that sets the instance label itself
+    keeps its value (the Pods carry it). A Service selects by labels only: the matchLabels."""
     if not selector:
         return obj
     out = copy.deepcopy(obj)
+    narrowed = copy.deepcopy(selector)
+    narrowed["matchLabels"] = {INSTANCE_LABEL: obj["metadata"]["labels"][INSTANCE_LABEL], **(selector.get("matchLabels") or {})}
     if obj["kind"] == SERVICES.kind:
-        out["spec"]["selector"] = dict(selector.get("matchLabels") or {})
+        out["spec"]["selector"] = narrowed["matchLabels"]
     else:
-        out["spec"]["selector"] = copy.deepcopy(selector)
+        out["spec"]["selector"] = narrowed
     return out
 
 

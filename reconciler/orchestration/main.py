@@ -60,28 +60,49 @@ class Serving:
     health_probe_bind_address: str = "0.0.0.0"
 
 
+class ListenError(Exception):
+    """A server's port could not be opened: the one-line message names the flag that chose it."""
+
+
+def _listen(servers: list[Any], flag: str, host: str, port: int, start: Any) -> None:
+    """``start()``'s server appended to ``servers``; a port that cannot be opened (another
+    reconciler on the host already holds 8081) is a ListenError naming ``flag``, after the servers
+    already started are shut down, instead of a traceback."""
+    try:
+        servers.append(start())
+    except OSError as exc:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+        reason = exc.strerror or str(exc)
+        raise ListenError(f"cannot listen on {host}:{port} ({flag}): {reason}") from None
+
+
 def start_servers(api: Any, metrics: Any, serving: Serving) -> list[Any]:
     """Start the probe and metrics servers ``serving`` asks for; the TokenReviews and
     SubjectAccessReviews go through a client of their own that may write whoever leads (they are
-    reviews, not writes), sharing the connection pool and the request counts."""
+    reviews, not writes), sharing the connection pool and the request counts. Raises ListenError."""
     from ..client.api import KubeAPI, RetryPolicy
     from ..client.reviews import AccessReviews
     from .serving import METRICS, PROBES, bearer_guard, serve
     from .tls import ServingCertificate
 
-    servers = []
+    servers: list[Any] = []
+    probe_host, metrics_host = serving.health_probe_bind_address, serving.metrics_bind_address
     if serving.health_probe_port:
-        servers.append(serve(metrics, serving.health_probe_port, serving.health_probe_bind_address, paths=PROBES,
-                             name="probe-server"))
+        _listen(servers, "--health-probe-port", probe_host, serving.health_probe_port,
+                lambda: serve(metrics, serving.health_probe_port, probe_host, paths=PROBES, name="probe-server"))
     if serving.metrics_port and serving.metrics_secure:
         reviewer = KubeAPI(client=api.client, retry=RetryPolicy(attempts=3), timeout=10.0, requests=api.requests,
                            results=api.results, stop=api.stop, user_agent=api.user_agent)
-        servers.append(serve(metrics, serving.metrics_port, serving.metrics_bind_address, paths=METRICS,
-                             guard=bearer_guard(AccessReviews(reviewer)),
-                             certificate=ServingCertificate(serving.metrics_cert_dir)))
+        certificate = ServingCertificate(serving.metrics_cert_dir)
+        _listen(servers, "--metrics-port", metrics_host, serving.metrics_port,
+                lambda: serve(metrics, serving.metrics_port, metrics_host, paths=METRICS, guard=bearer_guard(AccessReviews(reviewer)),
+                              certificate=certificate))
     elif serving.metrics_port:
         paths = METRICS if serving.health_probe_port else PROBES + METRICS
-        servers.append(serve(metrics, serving.metrics_port, serving.metrics_bind_address, paths=paths))
+        _listen(servers, "--metrics-port", metrics_host, serving.metrics_port,
+                lambda: serve(metrics, serving.metrics_port, metrics_host, paths=paths))
     return servers
 
 
@@ -109,7 +130,11 @@ def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], fiel
     if once:
         return run_once(reconciler)
     metrics = Metrics()
-    servers = start_servers(api, metrics, serving)
+    try:
+        servers = start_servers(api, metrics, serving)
+    except ListenError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     elector, ring = None, None
     if shards:
         ring = ShardRing(lease_client(api, 10.0), lease_namespace, identity)

@@ -309,8 +309,9 @@ class Metrics:
         return True, "ok\n"
 
     def readiness(self) -> tuple[bool, str]:
-        """Ready once the first sync is done (a standby is ready too: it can take over); says who leads."""
+        """Ready once the first sync is done (a standby is ready too: it can take over); says whether
+        this replica leads, never who else does: /readyz answers anyone who reaches the port, and the
+        leader's name is a target (the log and the Lease name it)."""
         if not self.ready:
             return False, "not ready\n"
-        who = "this replica leads" if self._leader else (f"standby; {self._holder} leads" if self._holder else "standby")
-        return True, f"ready: {who}\n"
+        return True, "ready: this replica leads\n" if self._leader else "ready: standby\n"

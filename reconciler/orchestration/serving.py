@@ -13,10 +13,13 @@ SubjectAccessReview could not be made.
 
 from __future__ import annotations
 
+import http.client
 import logging
+import socket
 import ssl
 import sys
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -24,7 +27,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from ..client.api import APIError
-from ..client.reviews import AccessReviews
+from ..client.reviews import AccessReviews, RateLimited
 from .metrics import Metrics
 from .tls import ServingCertificate
 
@@ -34,38 +37,112 @@ METRICS = ("/metrics",)
 #: (HTTP method, path, Authorization header) -> None to serve, or the (status, text) to answer instead.
 Guard = Callable[[str, str, str], "tuple[int, str] | None"]
 
-#: A connection that has not sent its whole request within this many seconds is closed, so idle or
-#: half-sent connections cannot hold threads (a kubelet probe or a Prometheus scrape takes milliseconds).
+#: A connection must have sent its whole request and had its answer within this many seconds of
+#: being accepted (TLS handshake included), however it trickles its bytes: a deadline for the
+#: request, not a timeout per read, so a client sending a byte a second is cut all the same (a
+#: kubelet probe or a Prometheus scrape takes milliseconds).
 REQUEST_TIMEOUT = 5.0
 #: Connections served at once; more are closed at once, unread, instead of starting a thread each.
 MAX_CONNECTIONS = 32
+#: Connections one client address may hold at once: a client alone cannot take every slot, so the
+#: kubelet's probes (from the node's address) still find one while a stranger holds its share.
+MAX_PER_CLIENT = 4
+#: The request line and headers together, in bytes (a probe's or a scrape's are a few hundred);
+#: more is answered 431 before anything is authenticated, so no client makes the process hold more.
+HEADER_LIMIT = 8192
+#: How often connections past their deadline are looked for.
+REAP_EVERY = 0.1
+
+
+def _cut(sock: Any) -> None:
+    """Shut a connection down under the thread serving it: its blocked read returns at once. The
+    plain socket's shutdown, also for a TLS one, whose own would drop its TLS state under the reader."""
+    try:
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 class BoundedHTTPServer(ThreadingHTTPServer):
-    """A ThreadingHTTPServer with at most MAX_CONNECTIONS threads, and a one-line log (never a
-    traceback in the JSON log) for a client that goes away or times out."""
+    """A ThreadingHTTPServer with at most MAX_CONNECTIONS threads, MAX_PER_CLIENT of them per
+    client address, each connection cut REQUEST_TIMEOUT after it was accepted, and a one-line log
+    (never a traceback in the JSON log) for a client that goes away or is cut.
+
+    When every slot is taken, a client that holds none (a kubelet probing from the node) takes the
+    oldest slot of the client that holds the most: strangers with many addresses still cannot keep
+    the probes out, they only take each other's slots."""
 
     daemon_threads = True
+    #: The listen backlog: socketserver's 5 drops the SYNs of a burst of clients (each then waits a
+    #: second to retry), a kubelet probe among them; refused connections are closed at once anyway.
+    request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], handler: Any, max_connections: int = MAX_CONNECTIONS) -> None:
+    def __init__(self, address: tuple[str, int], handler: Any, max_connections: int = MAX_CONNECTIONS,
+                 per_client: int = MAX_PER_CLIENT) -> None:
+        self.max_connections, self.per_client = max_connections, per_client
+        self.lock = threading.Lock()
+        self.clients: dict[str, int] = {}
+        self.held: dict[Any, tuple[str, float]] = {}  # connection -> (client, deadline), oldest first
+        self.closed = threading.Event()  # before the bind, whose failure calls server_close
         super().__init__(address, handler)
-        self.slots = threading.BoundedSemaphore(max_connections)
+        threading.Thread(target=self._reap, daemon=True, name="connection-deadlines").start()
+
+    def _forget(self, request: Any) -> None:
+        """Under the lock: ``request`` no longer holds a slot."""
+        client, _ = self.held.pop(request)
+        left = self.clients.pop(client) - 1
+        if left > 0:
+            self.clients[client] = left
+
+    def _admit(self, request: Any, client: str) -> bool:
+        victim = None
+        with self.lock:
+            mine = self.clients.get(client, 0)
+            if mine >= self.per_client or (len(self.held) >= self.max_connections and mine > 0):
+                return False
+            if len(self.held) >= self.max_connections:
+                most = max(self.clients.values())
+                victim = next(sock for sock, (owner, _) in self.held.items() if self.clients[owner] == most)
+                self._forget(victim)
+            self.clients[client] = mine + 1
+            self.held[request] = (client, time.monotonic() + REQUEST_TIMEOUT)
+        if victim is not None:
+            _cut(victim)
+        return True
+
+    def _release(self, request: Any) -> None:
+        with self.lock:
+            if request in self.held:
+                self._forget(request)
+
+    def _reap(self) -> None:
+        while not self.closed.wait(REAP_EVERY):
+            now = time.monotonic()
+            with self.lock:
+                late = [sock for sock, (_, deadline) in self.held.items() if deadline <= now]
+            for sock in late:
+                _cut(sock)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.slots.acquire(blocking=False):
-            self.shutdown_request(request)  # full: refuse at once rather than queue a thread
+        client = str(client_address[0]) if isinstance(client_address, tuple) else str(client_address)
+        if not self._admit(request, client):
+            self.shutdown_request(request)  # this client holds its share, or all are full: refuse at once rather than queue
             return
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self.slots.release()
+            self._release(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.slots.release()
+            self._release(request)
+
+    def server_close(self) -> None:
+        self.closed.set()
+        super().server_close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         error = sys.exc_info()[1]
@@ -74,7 +151,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
 
 class TLSHTTPServer(BoundedHTTPServer):
     """Each accepted connection wrapped in TLS; the handshake is made in the connection's own thread
-    (Handler.setup), under the request timeout, so a client that never finishes it holds one slot."""
+    (Handler.setup), within the request's deadline, so a client that never finishes it holds one slot."""
 
     def __init__(self, address: tuple[str, int], handler: Any, certificate: ServingCertificate) -> None:
         super().__init__(address, handler)
@@ -83,6 +160,27 @@ class TLSHTTPServer(BoundedHTTPServer):
     def get_request(self) -> tuple[Any, Any]:
         sock, address = super().get_request()
         return self.certificate.context().wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
+
+
+class HeaderCap:
+    """A request's reader that lets HEADER_LIMIT bytes of request line and headers through, then
+    raises http.client.LineTooLong, which http.server answers 431 (its parse_request): a flood of
+    headers is refused while it is read, not after it is held."""
+
+    def __init__(self, raw: Any, limit: int) -> None:
+        self.raw, self.left = raw, limit
+
+    def readline(self, limit: int | None = -1) -> bytes:
+        want = self.left + 1 if limit is None or limit < 0 else min(limit, self.left + 1)
+        line: bytes = self.raw.readline(want) if self.left > 0 else b""
+        if len(line) > self.left or self.left <= 0:
+            self.left = 0
+            raise http.client.LineTooLong(f"request line and headers over {HEADER_LIMIT} bytes")
+        self.left -= len(line)
+        return line
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
 
 
 def bearer_guard(reviews: AccessReviews) -> Guard:
@@ -102,6 +200,9 @@ def bearer_guard(reviews: AccessReviews) -> Guard:
             return 401, "Unauthorized"
         try:
             user = reviews.authenticate(parts[1])
+        except RateLimited:
+            log.debug("metrics server: too many tokens to review: 429")
+            return 429, "Too many requests"
         except APIError as exc:
             log.error("metrics server: authentication failed: cannot create a TokenReview: %s", exc)
             return 500, "Authentication failed"
@@ -128,28 +229,30 @@ def serve(metrics: Metrics, port: int, host: str = "0.0.0.0", *, paths: tuple[st
     /metrics first passed by ``guard`` (``host``: --metrics-bind-address or --health-probe-bind-address)."""
 
     class Handler(BaseHTTPRequestHandler):
-        timeout = REQUEST_TIMEOUT  # socketserver sets it on the connection: a slow or idle client is dropped
+        timeout = REQUEST_TIMEOUT  # per read, under the server's deadline for the whole request
 
         def setup(self) -> None:
             super().setup()
+            self.rfile = HeaderCap(self.rfile, HEADER_LIMIT)  # type: ignore[assignment]
             if isinstance(self.connection, ssl.SSLSocket):
-                self.connection.do_handshake()  # under the timeout set just above
+                self.connection.do_handshake()  # within the request's deadline
 
         def log_message(self, *args: Any) -> None:
             pass
 
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             ctype = "text/plain; charset=utf-8"
+            path = self.path.split("?", 1)[0]  # Prometheus adds its scrape config's params to the query
             # the filter wraps the whole server, as controller-runtime's does: no path is told to a stranger
-            refused = guard("GET", self.path.split("?")[0], self.headers.get("Authorization", "")) if guard else None
+            refused = guard("GET", path, self.headers.get("Authorization", "")) if guard else None
             if refused:
                 code, data = refused[0], (refused[1] + "\n").encode()
-            elif self.path not in paths:
+            elif path not in paths:
                 code, data = 404, b"not found\n"
-            elif self.path == "/healthz":
+            elif path == "/healthz":
                 ok, text = metrics.liveness()
                 code, data = (200 if ok else 503), text.encode()
-            elif self.path == "/readyz":
+            elif path == "/readyz":
                 ok, text = metrics.readiness()
                 code, data = (200 if ok else 503), text.encode()
             else:
