@@ -97,3 +97,21 @@ def test_a_file_named_like_an_option_is_checked_as_a_file(tmp_path: Path, worksp
                           cwd=user, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Failed" in proc.stdout and 'bad.yaml:7:3: Memcached/bad: spec.sizee: unknown field "spec.sizee"' in proc.stdout
+
+
+def test_a_kustomization_at_the_root_named_alone_is_built(tmp_path: Path, workspace: tuple[Path, Path, dict[str, str]]) -> None:
+    """A commit that changes only the root's kustomization.yaml: pre-commit passes ``kustomization.yaml``,
+    no directory; its build (an overlay patch that makes the CR invalid) must fail the hook, never be
+    passed over as ``kustomize build ""`` (tests/test_path_forms.py has every client's form)."""
+    from .test_path_forms import FAULT, lay_out
+
+    hooks, _, env = workspace
+    user = lay_out(tmp_path, "a kustomization at the root")
+    _git(user, "init", "-q")
+    _git(user, "add", "-A")
+    _git(user, "commit", "-q", "-m", "initial")
+    kubectl = {"PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")}  # kustomize, as a user has it
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hooks), HOOK, "--files", "kustomization.yaml"],
+                          cwd=user, env={**env, **kubectl}, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1 and "Failed" in proc.stdout, proc.stdout + proc.stderr
+    assert f'. (kustomize build):7:3: Memcached/a: spec.{FAULT}: unknown field "spec.{FAULT}"' in proc.stdout, proc.stdout
