@@ -243,7 +243,8 @@ def settle(cluster: FakeAPIServer, quiet: float = 0.5) -> None:
 # ---- the cells
 def test_a_single_replica_through_start_drift_and_sigterm(cluster: FakeAPIServer, replicas: Callable[..., Replica]) -> None:
     """--no-leader-elect: starting (the Memcached informer's first read held back), running, a
-    correction, metric values within physical bounds, SIGTERM."""
+    correction, metric values within physical bounds, SIGTERM with an apply on the wire (the CR's
+    status still written)."""
     began = time.monotonic()
     make_cr(cluster, "a", size=1)
     foreign(cluster, "f")
@@ -266,7 +267,12 @@ def test_a_single_replica_through_start_drift_and_sigterm(cluster: FakeAPIServer
     samples = r.samples()
     assert_metric_bounds(samples, time.monotonic() - began, r, cluster)
     assert_dashboard_and_alert_labels_match(samples)
+    fault = hold_apply(cluster, "slow")
+    make_cr(cluster, "slow", size=1)
+    wait_for(lambda: fault.times == 0, what="the apply on the wire", replicas=(r,))
     assert r.terminate() == 0
+    held = [w for w in r.writes() if w.path == DEP_PATH.format(ns="default", name="slow")]
+    assert held and [w for w in r.writes() if w.path.endswith("/memcacheds/slow/status")], "the CR in flight finished"
 
 
 def foreign(cluster: FakeAPIServer, name: str) -> None:
