@@ -80,6 +80,7 @@ class Replica:
 
     def __init__(self, cluster: FakeAPIServer, folder: Path, identity: str, *args: str, lease: bool = True) -> None:
         self.cluster, self.identity = cluster, identity
+        self.started = time.monotonic()  # every duration the process exports lies within its life
         self.probe, self.metrics = _free_port(), _free_port()
         self.err = folder / f"{identity}.log"
         env = {**os.environ, "POD_NAME": identity, "MODES_LEASE": ",".join(map(str, LEASE)) if lease else ""}
@@ -157,8 +158,12 @@ def replicas(cluster: FakeAPIServer, tmp_path: Path) -> Iterator[Callable[..., R
 def assert_scrapes(*rs: Replica) -> None:
     """Every replica, leading or not, answers scrapes as controller-runtime's filter does."""
     for r in rs:
-        answers = {who: status for who, (status, _) in r.scrapes().items()}
+        scraped = r.scrapes()
+        answers = {who: status for who, (status, _) in scraped.items()}
         assert answers == EXPECTED, f"{r.identity}: {answers}: {r.stderr()[-1500:]}"
+        body = scraped["allowed"][1]
+        assert_physical({(s.name, tuple(sorted(s.labels.items()))): s.value for f in text_string_to_metric_families(body)
+                         for s in f.samples}, time.monotonic() - r.started)
 
 
 def assert_probes(r: Replica, ready: str) -> None:
@@ -289,9 +294,24 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 def assert_metric_bounds(samples: Samples, duration: float, r: Replica, cluster: FakeAPIServer) -> None:
-    """Every histogram's observations within [0, the test's duration] (a wall-clock time minus a
-    monotonic one is 1.7e9 s), every gauge non-negative and the durations among them too, the
-    request counts those of the request log, the one correction counted once."""
+    """Physical bounds (assert_physical), the request counts those of the request log, the one
+    correction counted once, the CRs and the leadership as they are."""
+    assert_physical(samples, duration)
+    assert samples[("memcached_gitops_drift_correction_latency_seconds_count", ())] == 1, "one correction"
+    assert samples[("memcached_gitops_crs", ())] == 2
+    assert samples[("memcached_gitops_leader", ())] == 1
+    logged: dict[tuple[str, str], int] = {}
+    for w in cluster.log:
+        if r.ours(w) and w.method in ("PATCH", "PUT", "DELETE"):
+            logged[(str(w.status), w.method)] = logged.get((str(w.status), w.method), 0) + 1
+    counted = {(dict(lbl)["code"], dict(lbl)["method"]): int(v) for (n, lbl), v in samples.items()
+               if n == "rest_client_requests_total" and dict(lbl)["method"] in ("PATCH", "PUT", "DELETE")}
+    assert counted == logged, "rest_client_requests_total is what the API server received"
+
+
+def assert_physical(samples: Samples, duration: float) -> None:
+    """Every histogram's observations within [0, ``duration``] (a wall-clock time minus a monotonic
+    one is 1.7e9 s), every gauge non-negative and the durations among them within ``duration`` too."""
     histograms = {name[: -len("_count")] for name, _ in samples if name.endswith("_count")}
     for h in sorted(histograms):
         for (name, labels), count in samples.items():
@@ -306,16 +326,6 @@ def assert_metric_bounds(samples: Samples, duration: float, r: Replica, cluster:
         assert value >= 0, f"{name}{dict(labels)} = {value}"
         if name.endswith("_seconds"):
             assert value <= duration, f"{name}{dict(labels)} = {value}s in a {duration:.1f}s test"
-    assert samples[("memcached_gitops_drift_correction_latency_seconds_count", ())] == 1, "one correction"
-    assert samples[("memcached_gitops_crs", ())] == 2
-    assert samples[("memcached_gitops_leader", ())] == 1
-    logged: dict[tuple[str, str], int] = {}
-    for w in cluster.log:
-        if r.ours(w) and w.method in ("PATCH", "PUT", "DELETE"):
-            logged[(str(w.status), w.method)] = logged.get((str(w.status), w.method), 0) + 1
-    counted = {(dict(lbl)["code"], dict(lbl)["method"]): int(v) for (n, lbl), v in samples.items()
-               if n == "rest_client_requests_total" and dict(lbl)["method"] in ("PATCH", "PUT", "DELETE")}
-    assert counted == logged, "rest_client_requests_total is what the API server received"
 
 
 #: label="value" and label=~"a|b" inside a selector's braces
