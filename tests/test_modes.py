@@ -75,13 +75,24 @@ def wait_for(predicate: Callable[[], object], timeout: float = 20.0, what: str =
     raise AssertionError(f"timed out waiting for {what or predicate}: " + " | ".join(r.stderr()[-1500:] for r in replicas))
 
 
+HANDED: set[int] = set()
+
+
+def port() -> int:
+    """A free port no replica of this session was given yet (a port just freed is often handed again)."""
+    while (found := _free_port()) in HANDED:
+        pass
+    HANDED.add(found)
+    return found
+
+
 class Replica:
     """One ``reconcile`` process: its probes, its /metrics, its writes in the request log, its exit."""
 
     def __init__(self, cluster: FakeAPIServer, folder: Path, identity: str, *args: str, lease: bool = True) -> None:
         self.cluster, self.identity = cluster, identity
         self.started = time.monotonic()  # every duration the process exports lies within its life
-        self.probe, self.metrics = _free_port(), _free_port()
+        self.probe, self.metrics = port(), port()
         self.err = folder / f"{identity}.log"
         env = {**os.environ, "POD_NAME": identity, "MODES_LEASE": ",".join(map(str, LEASE)) if lease else ""}
         command = [sys.executable, "-m", "tests.modes_launcher", "reconcile", "--kubeconfig", str(_kubeconfig(folder, cluster.url)),
@@ -474,3 +485,34 @@ def test_detect_only_reports_and_writes_no_deployment(cluster: FakeAPIServer, re
     assert sum(v for (n, _), v in r.samples().items() if n == "memcached_gitops_drift_detected_total") >= 1
     assert_within_terms(cluster, r)
     assert r.terminate() == 0
+
+
+def test_a_shard_that_loses_its_lease_stops_writing_its_share_moves_and_it_comes_back(cluster: FakeAPIServer,
+                                                                                    replicas: Callable[..., Replica]) -> None:
+    """One shard's renewals refused past its fence: it writes nothing outside its term, the others take
+    its share (a drift of one of its CRs is corrected by another), every replica answers scrapes
+    throughout, and it rejoins the ring as a new incarnation once its renewals go through."""
+    names = [f"shard-{i}" for i in range(3)]
+    shards = [replicas(n, "--shards") for n in names]
+    out = shards[0]
+    crs = [f"c{i}" for i in range(40) if owner(f"default/c{i}", names) == out.identity][:2] + ["c-other"]
+    wait_for(lambda: all(s.get("/readyz")[0] == 200 and s.listening() for s in shards), what="the shards ready", replicas=tuple(shards))
+    wait_for(lambda: all(s.value("memcached_gitops_shard_members") == 3 for s in shards), what="a ring of three", replicas=tuple(shards))
+    for name in crs:
+        make_cr(cluster, name, size=1)
+    for name in crs:
+        available(cluster, name, tuple(shards))
+    lease = f"/apis/coordination.k8s.io/v1/namespaces/default/leases/{lease_name(out.identity)}"
+    cluster.faults.append(Fault(method="PUT", path_contains=lease, status=500, times=25))
+    rest = shards[1:]
+    wait_for(lambda: all(s.value("memcached_gitops_shard_members") == 2 for s in rest), what="its share moved", replicas=tuple(shards))
+    assert_scrapes(*shards)
+    moved = time.monotonic()
+    patch(cluster, DEP_PATH.format(ns="default", name=crs[0]) + "/scale", {"spec": {"replicas": 4}}, MERGE)
+    wait_for(lambda: deployment(cluster, crs[0])["spec"]["replicas"] == 1, what="corrected by another", replicas=tuple(shards))
+    fixed_by = {s.identity for s in shards for w in s.writes() if w.received > moved and f"/deployments/{crs[0]}" in w.path}
+    assert fixed_by and out.identity not in fixed_by, fixed_by
+    wait_for(lambda: all(s.value("memcached_gitops_shard_members") == 3 for s in shards), what="back in the ring", replicas=tuple(shards))
+    assert_within_terms(cluster, out, lease)
+    assert_scrapes(*shards)
+    assert [s.terminate() for s in shards] == [0, 0, 0]
