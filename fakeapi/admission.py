@@ -176,6 +176,13 @@ class Admission:
         if old is not None and ips and before.get("clusterIPs") and ips[0] != before["clusterIPs"][0]:
             raise invalid(res, name, [("FieldValueInvalid", "spec.clusterIPs[0]",
                                        f"Invalid value: {json.dumps(ips)}: may not change once set")])
+        seen: set[str] = set()
+        for i, port in enumerate(spec.get("ports") or []):
+            # two ports of one name (a port replaced by hand beside ours): the issue's recorded message,
+            # assumed from the ValidateService duplicate check, not recorded in a transcript here
+            if isinstance(port, dict) and port.get("name") in seen:
+                raise invalid(res, name, [("FieldValueDuplicate", f"spec.ports[{i}].name", f'Duplicate value: "{port["name"]}"')])
+            seen.add(port.get("name", "") if isinstance(port, dict) else "")
         if spec.get("type") == "NodePort" and ips[:1] == ["None"]:
             raise invalid(res, name, [("FieldValueInvalid", "spec.clusterIPs[0]",
                                        "Invalid value: \"None\": may not be set to 'None' for NodePort services")])

@@ -59,8 +59,12 @@ class DeploymentController:
                     pod_name = f"{name}-5d9c8b7f6d-{i:05x}"
                     api.objects[("", "pods", ns, pod_name)] = {
                         "kind": "Pod", "apiVersion": "v1",
+                        # the ReplicaSet's pod-template-hash label and controller reference, as transcript 35 shows
                         "metadata": {"name": pod_name, "namespace": ns, "uid": str(uuid.uuid4()), "resourceVersion": api._next_rv(),
-                                     "labels": dict(labels), "creationTimestamp": api.clock()},
+                                     "labels": {**labels, "pod-template-hash": "5d9c8b7f6d"}, "creationTimestamp": api.clock(),
+                                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{name}-5d9c8b7f6d",
+                                                          "uid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{ns}/{name}")),
+                                                          "controller": True, "blockOwnerDeletion": True}]},
                         "spec": copy.deepcopy(dep["spec"]["template"]["spec"]),
                         "status": {"phase": "Running" if available else "Pending"},
                     }

@@ -117,6 +117,7 @@ class Fault:
     body: dict[str, Any] | None = None
     drop_connection: bool = False
     watch: str = ""  # "", "expired", "silent" or "drop": what happens to a matching WATCH
+    user_agent: str = ""  # only requests whose User-Agent starts with it (a client's writes, not a person's)
 
 
 @dataclass
@@ -226,7 +227,7 @@ class APIHandler:
         query = dict(parse_qsl(split.query, keep_blank_values=True))
         ua = headers.get("User-Agent", "")
         ctype = headers.get("Content-Type", "").split(";")[0].strip()
-        fault = self._take_fault(method, split.path, query)
+        fault = self._take_fault(method, split.path, query, ua)
         if fault is not None and not fault.watch:
             if fault.delay:
                 time.sleep(fault.delay)
@@ -256,10 +257,11 @@ class APIHandler:
             self.log.append(LoggedRequest(method, split.path, query, code, ua, ctype, received, received_at, body or b""))
             return code, out_headers, data
 
-    def _take_fault(self, method: str, path: str, query: dict[str, str]) -> Fault | None:
+    def _take_fault(self, method: str, path: str, query: dict[str, str], ua: str = "") -> Fault | None:
         with self.lock:
             for f in self.faults:
-                if f.times > 0 and (f.method is None or f.method == method) and f.path_contains in path:
+                if (f.times > 0 and (f.method is None or f.method == method) and f.path_contains in path
+                        and ua.startswith(f.user_agent)):
                     if f.watch and not _truthy(query.get("watch")):
                         continue
                     f.times -= 1

@@ -13,7 +13,7 @@ k8s.io/apiserver's generic registry keeps its objects in etcd:
   in its Go struct's order;
 - DELETE with a uid precondition; ``propagationPolicy: Foreground`` sets ``deletionTimestamp`` and
   the ``foregroundDeletion`` finalizer and keeps the object; an object with finalizers gets a
-  ``deletionTimestamp`` and stays;
+  ``deletionTimestamp`` and stays, until a write removes its last finalizer;
 - one Event store behind both Event APIs (core/v1 and events.k8s.io/v1, converted on the way in
   and out, 14);
 - installing a CRD serves its resource at once (``Established`` already true).
@@ -167,6 +167,11 @@ class Storage:
             return new
         meta["resourceVersion"] = self._next_rv()
         new = _ordered(res, new)
+        if old is not None and "deletionTimestamp" in meta and not meta.get("finalizers"):
+            # the last finalizer of an object being deleted removed: it goes (the registry's
+            # shouldDeleteDuringUpdate; documented under "Finalizers", assumed, not recorded)
+            self.objects.pop(key, None)
+            return copy.deepcopy(new)
         self.objects[key] = new
         return copy.deepcopy(new)
 

@@ -15,7 +15,10 @@ step (storage.py). The rules here:
 - PATCH: JSON merge patch (RFC 7386), strategic merge patch as kubectl sends it (maps merge,
   lists with a merge key merge by it), JSON patch (RFC 6902: add, remove, replace, test); an
   apply goes to the field manager; another content type is 415; ``force`` on a non-apply patch
-  is 422; ``managedFields: []`` (or ``[{}]``) in a merge patch or a PUT strips them (19);
+  is 422; ``managedFields: []`` (or ``[{}]``) in a merge patch or a PUT strips them (19); other
+  managedFields a write to the main resource carries replace the stored ones before the write's own
+  changes are recorded (assumed, not recorded: the documentation's "Clearing managedFields" and
+  k8s.io/apiserver fieldmanager ``decodeLiveOrNew``; what Flux's ssa.PatchReplaceFieldsManagers relies on);
 - subresources: a write to ``/status`` changes only status and a write to the main resource never
   does; ``/scale`` reads and writes an autoscaling/v1 Scale whose only writable field is
   ``spec.replicas`` (04, 40);
@@ -35,6 +38,7 @@ from typing import Any
 
 from . import fields as F
 from .errors import APIError, bad_request, conflict_modified, invalid, not_found, status_body
+from .fieldmanager import _sort_entries
 from .resources import Resource
 from .storage import _event_to_core, _event_view, _same
 
@@ -53,8 +57,9 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def strategic_merge_patch(target: Any, patch: Any, types: F.Types, path: tuple[str, ...] = ()) -> Any:
-    """Strategic merge patch as kubectl sends it: maps merge, lists with a merge key merge by it,
-    ``$setElementOrder``/``$retainKeys`` directives are honoured only as far as ordering goes."""
+    """Strategic merge patch as kubectl sends it: maps merge, lists with a merge key merge by it (an
+    item ``{"$patch": "delete", <key>}`` removes its match), ``$setElementOrder``/``$retainKeys``
+    directives are honoured only as far as ordering goes."""
     if not isinstance(patch, dict) or not isinstance(target, dict):
         return copy.deepcopy(patch)
     out = copy.deepcopy(target)
@@ -71,6 +76,12 @@ def strategic_merge_patch(target: Any, patch: Any, types: F.Types, path: tuple[s
             for item in v:
                 key = F.item_key(item, keys)
                 idx = next((i for i, cur in enumerate(merged) if F.item_key(cur, keys) == key), None)
+                if isinstance(item, dict) and item.get("$patch") == "delete":
+                    # the item's delete directive, as kubectl edit's two-way patch sends a changed key
+                    # (assumed from the strategic-merge-patch design document, not recorded)
+                    gone = types.item_key(item, sub)
+                    merged = [cur for cur in merged if types.item_key(cur, sub) != gone]
+                    continue
                 if idx is None:
                     merged.append(copy.deepcopy(item))
                 else:
@@ -274,7 +285,10 @@ class Verbs:
         entries = self._entries(old)
         if incoming_mf is not None and (incoming_mf == [] or incoming_mf == [{}]):
             entries = []  # merge patch / PUT with managedFields [] or [{}] strips them (19)
-        stripped = incoming_mf is not None and not entries and bool(self._entries(old))
+        replaced = sub is None and bool(incoming_mf) and isinstance(incoming_mf, list) and incoming_mf not in ([{}], entries)
+        if replaced:
+            entries = _sort_entries(copy.deepcopy(incoming_mf))  # assumed: decodeLiveOrNew takes the request's
+        stripped = incoming_mf is not None and (not entries and bool(self._entries(old)) or replaced)
         entries, changed = self._record_update(res, old, new, manager, sub, entries)
         new["metadata"]["managedFields"] = entries
         self._allocate(res, new, old)

@@ -67,7 +67,8 @@ class Runner:
             output_file = self.temp / f"output-{step.get('id', 'step')}"
             output_file.write_text("")
             env = {**base, "GITHUB_ACTION_PATH": str(self.action_path), "RUNNER_TEMP": str(self.temp),
-                   "GITHUB_OUTPUT": str(output_file), "GITHUB_WORKSPACE": str(workspace)}
+                   "GITHUB_OUTPUT": str(output_file), "GITHUB_WORKSPACE": str(workspace),
+                   "GITHUB_STEP_SUMMARY": str(self.temp / "step-summary.md")}
             env.update({k: self.substitute(str(v), inputs, outputs) for k, v in (step.get("env") or {}).items()})
             script = self.temp / "step.sh"
             script.write_text(step["run"])
@@ -126,7 +127,7 @@ def test_action_validates_and_renders(runner: Runner, tmp_path: Path) -> None:
     ws = workspace(tmp_path, good=GOOD)
     code, out, outputs = runner.run(ws, steps=slice(1, None), paths="apps", render_to="out/rendered.yaml")
     assert code == 0, out
-    assert outputs == {"rendered": "out/rendered.yaml"}
+    assert outputs == {"rendered": "out/rendered.yaml", "preview": ""}
     docs: list[dict[str, Any]] = list(yaml.safe_load_all((ws / "out" / "rendered.yaml").read_text()))
     assert [(d["kind"], d["metadata"]["name"]) for d in docs] == [
         ("Deployment", "good"), ("Service", "good-memcached"), ("PodDisruptionBudget", "good-memcached")]
@@ -145,7 +146,7 @@ def test_action_without_render_to_only_validates(runner: Runner, tmp_path: Path)
     ws = workspace(tmp_path, good=GOOD)
     code, out, outputs = runner.run(ws, steps=slice(1, None), paths="apps/good.yaml apps")
     assert code == 0, out
-    assert outputs == {"rendered": ""}
+    assert outputs == {"rendered": "", "preview": ""}
     assert sorted(p.name for p in ws.iterdir()) == ["apps"]
 
 
@@ -174,6 +175,58 @@ def test_a_render_to_with_a_line_break_cannot_add_outputs(runner: Runner, tmp_pa
     assert code == 2, out
     assert "render-to must be one line" in out
     assert not (ws / "out").exists()
+
+
+def pull_request(ws: Path, **changed: str) -> Path:
+    """``ws`` committed on ``main``, then a branch ``pr`` with ``changed`` (apps/NAME.yaml) committed: a pull request's checkout."""
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=ws, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("-c", "user.email=ci@example.com", "-c", "user.name=ci", "commit", "-q", "--allow-empty", "-m", "empty")
+    git("add", "-A")
+    git("-c", "user.email=ci@example.com", "-c", "user.name=ci", "commit", "-qm", "base")
+    git("checkout", "-qb", "pr")
+    for name, text in changed.items():
+        (ws / "apps" / f"{name}.yaml").write_text(text)
+    git("add", "-A")
+    git("-c", "user.email=ci@example.com", "-c", "user.name=ci", "commit", "-qm", "pull request")
+    return ws
+
+
+def test_action_previews_a_pull_request_in_the_job_summary(runner: Runner, tmp_path: Path) -> None:
+    ws = pull_request(workspace(tmp_path, good=GOOD), good=GOOD.replace("size: 2", "size: 1"))
+    (runner.temp / "step-summary.md").write_text("## an earlier step's summary\n")
+    code, out, outputs = runner.run(ws, steps=slice(1, None), paths="apps", preview_base="main")
+    assert code == 0, out
+    preview = Path(outputs["preview"]).read_text()
+    assert preview.startswith("### memcached-gitops preview\n")
+    row = "| <code>apps</code> |  | Deployment 1, Memcached 1 | PodDisruptionBudget 1 |  | Memcached good: spec.size: 2 -&gt; 1 |"
+    assert row in preview
+    assert (runner.temp / "step-summary.md").read_text() == "## an earlier step's summary\n" + preview
+    assert outputs["rendered"] == ""
+
+
+def test_action_previews_bad_input_and_validate_still_fails(runner: Runner, tmp_path: Path) -> None:
+    ws = pull_request(workspace(tmp_path, good=GOOD), good=BAD.replace("name: bad", "name: good"))
+    (runner.temp / "step-summary.md").write_text("")
+    code, out, _ = runner.run(ws, steps=slice(1, None), paths="apps", preview_base="main")
+    assert code == 1
+    assert "::error file=apps/good.yaml,line=7,col=3,title=Memcached/good::spec.sizee: unknown field" in out
+    summary = (runner.temp / "step-summary.md").read_text()
+    assert "| <code>apps</code> | :x: cannot be read (1 problem(s), below) |" in summary
+    assert "apps/good.yaml:7:3: Memcached/good: spec.sizee: unknown field" in summary
+
+
+@pytest.mark.parametrize("base", ["no-such-branch", "--output=x"])
+def test_action_preview_that_cannot_be_made_fails_the_step(runner: Runner, tmp_path: Path, base: str) -> None:
+    ws = pull_request(workspace(tmp_path, good=GOOD), good=GOOD.replace("size: 2", "size: 1"))
+    (runner.temp / "step-summary.md").write_text("")
+    code, out, _ = runner.run(ws, steps=slice(1, None), paths="apps", preview_base=base)
+    assert code == 2
+    assert "error: --base no-such-branch: no such branch" in out if base == "no-such-branch" else "not a branch or commit" in out
+    assert (runner.temp / "step-summary.md").read_text() == ""
+    assert not (ws / "x").exists()
 
 
 def test_the_action_installs_the_hash_checked_lock_never_todays_releases() -> None:

@@ -7,7 +7,7 @@ and as controller-runtime sends it (a POST by the binary ``manager``, so the fie
 - seed 000 (../shared/seeds/000, ``deploymentForMemcached``): selector ``app.kubernetes.io/name:
   project`` for every CR of a namespace;
 - seed 002 (../shared/seeds/002, ``labelsForMemcached``, line 1513): the image tag in the selector;
-- operator-sdk's memcached-operator at 60559f3e (tests/fixtures/upstream/operator-sdk/...
+- operator-sdk's memcached-operator at 60559f3e (../shared/upstream/operator-sdk/...
   internal/controller/memcached_controller.go): the labels of ``labelsForMemcached`` (lines
   419-431) are read from that file, so this test follows their code, not our idea of it.
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 from memcached_gitops.reconciler.decisions.selectors import describe, has_kept_selector, keep_live_selector, matches, overlapping
@@ -29,9 +28,9 @@ from fakeapi.server import DeploymentController, FakeAPIServer
 
 from .test_controller import running, settle, wait_for
 from .test_reconciler import condition, deployment, make_cr, reconciler_for, writes
+from .upstream import needs_upstream, upstream
 
-OPERATOR_SDK = (Path(__file__).parent / "fixtures" / "upstream" / "operator-sdk" / "testdata" / "go" / "v4"
-                / "memcached-operator" / "internal" / "controller" / "memcached_controller.go")
+OPERATOR_SDK = upstream("operator-sdk/testdata/go/v4/memcached-operator/internal/controller/memcached_controller.go")
 #: config/manager/manager.yaml's MEMCACHED_IMAGE in the operator-sdk project
 OPERATOR_SDK_IMAGE = "memcached:1.6.26-alpine3.19"
 #: controller-runtime's user agent for a binary named ``manager`` (kubebuilder's default)
@@ -58,6 +57,8 @@ def seed_002_labels(name: str) -> dict[str, str]:
 
 
 SEEDS = {"seed-000": seed_000_labels, "seed-002": seed_002_labels, "operator-sdk": lambda name: operator_sdk_labels()}
+#: the seeds as parameters: operator-sdk's labels are read from its source under ../shared/upstream
+SEED_PARAMS = [pytest.param(s, marks=needs_upstream) if s == "operator-sdk" else s for s in sorted(SEEDS)]
 
 
 def go_operator_deployment(api: FakeAPIServer, cr: dict, labels: dict[str, str], image: str = OPERATOR_SDK_IMAGE) -> dict:
@@ -104,12 +105,13 @@ def left_running(api: FakeAPIServer, seed: str, names: tuple[str, ...] = ("a",),
     return found
 
 
+@needs_upstream
 def test_the_fixture_is_operator_sdks_own_labels() -> None:
     assert operator_sdk_labels() == {"app.kubernetes.io/name": "memcached-operator", "app.kubernetes.io/version": "1.6.26-alpine3.19",
                                      "app.kubernetes.io/managed-by": "MemcachedController"}
 
 
-@pytest.mark.parametrize("seed", sorted(SEEDS))
+@pytest.mark.parametrize("seed", SEED_PARAMS)
 def test_without_adopt_it_is_observed_and_never_written(cluster: FakeAPIServer, seed: str) -> None:
     left_running(cluster, seed)
     before = deployment(cluster, "a")
@@ -124,7 +126,7 @@ def test_without_adopt_it_is_observed_and_never_written(cluster: FakeAPIServer, 
     assert condition(cluster, "a", "Available")["status"] == "True", "its status is read from the running Deployment"
 
 
-@pytest.mark.parametrize("seed", sorted(SEEDS))
+@pytest.mark.parametrize("seed", SEED_PARAMS)
 def test_adopt_takes_it_over_in_place_and_a_second_run_writes_nothing(cluster: FakeAPIServer, seed: str) -> None:
     before = left_running(cluster, seed, size=2)["a"]
     cluster.objects[("cache.example.com", "memcacheds", "default", "a")]["spec"]["size"] = 3  # the CR now asks for 3
@@ -157,7 +159,7 @@ def test_adopt_takes_it_over_in_place_and_a_second_run_writes_nothing(cluster: F
     assert not [w for w in writes(cluster) if "/deployments/" in w], "a second run writes nothing"
 
 
-@pytest.mark.parametrize("seed", ["seed-000", "operator-sdk"])
+@pytest.mark.parametrize("seed", ["seed-000", pytest.param("operator-sdk", marks=needs_upstream)])
 def test_a_selector_shared_by_every_cr_of_a_namespace_is_reported_on_both(cluster: FakeAPIServer, seed: str) -> None:
     left_running(cluster, seed, names=("a", "b"))
     make_cr(cluster, "c", size=1)  # one of ours, with a selector of its own: never part of an overlap
@@ -166,8 +168,13 @@ def test_a_selector_shared_by_every_cr_of_a_namespace_is_reported_on_both(cluste
         rec.run_cycle()
     for name, other in (("a", "b"), ("b", "a")):
         degraded = condition(cluster, name, "Degraded")
-        assert (degraded["status"], degraded["reason"]) == ("False", "SelectorOverlap"), degraded
-        assert f"default/{other}" in degraded["message"]
+        assert (degraded["status"], degraded["reason"]) == ("True", "SelectorOverlap"), degraded
+        assert f"Pods of Deployment default/{other}" in degraded["message"]
+        assert f"kubectl delete deployment -n default {name}" in degraded["message"], "it says what to do"
+        # a Service or budget on the shared selector would send clients to, or count, the other cache's Pods
+        assert cluster.get("", "services", "default", f"{name}-memcached") is None
+        assert cluster.get("policy", "poddisruptionbudgets", "default", f"{name}-memcached") is None
+    assert cluster.get("", "services", "default", "c-memcached") is not None
     assert condition(cluster, "c", "Degraded")["reason"] == "AsExpected"
     reasons = sorted((e["involvedObject"]["name"], e["reason"]) for k, e in cluster.objects.items() if k[1] == "events")
     assert reasons.count(("a", "SelectorOverlap")) == 1 and reasons.count(("b", "SelectorOverlap")) == 1, \
@@ -192,15 +199,33 @@ def test_the_event_driven_mode_adopts_and_reports_the_overlap_on_both(cluster: F
             dep = deployment(cluster, name)
             assert dep["spec"]["selector"] == {"matchLabels": {"app.kubernetes.io/name": "project"}}
             assert any(e["manager"] == "memcached-gitops" for e in dep["metadata"]["managedFields"])
-        # b's Deployment deleted: re-created with a selector of its own, and a's report ends from the event
+        assert cluster.get("", "services", "default", "a-memcached") is None, "never on a shared selector"
+        # b's Deployment deleted (its Pods first, as the garbage collector would): re-created with a selector
+        # of its own, and a's report ends from the event
+        for key in [k for k in cluster.objects if k[1] == "pods" and k[3].startswith("b-")]:
+            del cluster.objects[key]
         code, _, data = cluster.handle("DELETE", "/apis/apps/v1/namespaces/default/deployments/b", {"User-Agent": "kubectl/v1.37.1"}, b"")
         assert code == 200, data
         wait_for(lambda: condition(cluster, "a", "Degraded").get("reason") == "AsExpected", what="a's overlap report to end")
         wait_for(lambda: deployment(cluster, "b") is not None, what="b's Deployment re-created (its own event, in parallel)")
         assert deployment(cluster, "b")["spec"]["selector"] == {"matchLabels": {"app.kubernetes.io/name": "memcached",
                                                                                  "app.kubernetes.io/instance": "b"}}
+        wait_for(lambda: cluster.get("", "services", "default", "a-memcached") is not None, what="a's Service, on a selector now its own")
 
 
+@pytest.mark.parametrize("seed", ["seed-000", "operator-sdk"])
+def test_a_shared_selector_is_reported_before_and_without_adopt(cluster: FakeAPIServer, seed: str) -> None:
+    """The issue's finding 3: the overlap was told only after the take-over had made the Service."""
+    left_running(cluster, seed, names=("a", "b"))
+    reconciler_for(cluster).run_cycle()
+    for name, other in (("a", "b"), ("b", "a")):
+        degraded = condition(cluster, name, "Degraded")
+        assert (degraded["status"], degraded["reason"]) == ("False", "SelectorOverlap"), degraded
+        assert f"Pods of Deployment default/{other}" in degraded["message"] and "--adopt" in degraded["message"]
+    assert not [w for w in writes(cluster) if "/deployments/" in w or "/services/" in w], "observed, never written"
+
+
+@needs_upstream
 def test_the_event_driven_mode_without_adopt_never_writes(cluster: FakeAPIServer) -> None:
     left_running(cluster, "operator-sdk")
     with running(cluster):
@@ -290,3 +315,54 @@ def test_diff_after_adoption_sees_no_selector_drift(cluster: FakeAPIServer, tmp_
     cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(_kubeconfig(tmp_path, cluster.url)), str(cr)]
     diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert (diff.returncode, diff.stdout) == (0, ""), diff.stdout + diff.stderr
+
+
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "migrate-from-go-operator.md"
+
+
+def test_the_guides_step_removes_the_go_operators_finalizer_and_a_terminating_cr_goes(cluster: FakeAPIServer) -> None:
+    """The issue's finding 5: once the Go operator is gone, its finalizer keeps a deleted CR Terminating
+    for ever. The guide's patch (sent as kubectl patch --type=json sends it; kubectl's own discovery is
+    not served by the fake) removes it, and only it."""
+    text = GUIDE.read_text()
+    assert "cache.example.com/finalizer" in text and "replaces the tutorial's CRD" in text.replace("\n", " ").replace("   ", " ")
+    [body] = re.findall(r"--type=json \\\n\s+-p '(\[.*?\])'", text)
+    cr_path = "/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/a"
+    make_cr(cluster, "a", size=1)
+    for finalizers in (["cache.example.com/finalizer"], ["other.example.com/keep"]):
+        code, _, data = cluster.handle("PATCH", cr_path, {"User-Agent": MANAGER_UA, "Content-Type": "application/merge-patch+json"},
+                                       json.dumps({"metadata": {"finalizers": finalizers}}).encode())
+        assert code == 200, data
+        cluster.handle("DELETE", cr_path, {"User-Agent": "kubectl/v1.37.1"}, b"")
+        assert cluster.get("cache.example.com", "memcacheds", "default", "a")["metadata"]["deletionTimestamp"], "Terminating"
+        code, _, data = cluster.handle("PATCH", cr_path + "?fieldManager=kubectl-patch",
+                                       {"User-Agent": "kubectl/v1.37.1", "Content-Type": "application/json-patch+json"}, body.encode())
+        if finalizers == ["other.example.com/keep"]:
+            assert code == 422, "another finalizer is never removed by the guide's patch"
+            break
+        assert code == 200, data
+        assert cluster.get("cache.example.com", "memcacheds", "default", "a") is None, "gone once its finalizer is removed"
+        make_cr(cluster, "a", size=1)
+
+
+def test_a_foreign_pod_with_our_labels_keeps_the_service_and_budget_from_being_created(cluster: FakeAPIServer) -> None:
+    """Our selector is unique per CR, but anyone may label a Pod with it: looked for once, before the
+    Service and the budget are created, and never selected."""
+    intruder = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "intruder", "labels": {
+        "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}},
+        "spec": {"containers": [{"name": "x", "image": "busybox:1.36"}]}}
+    code, _, data = cluster.handle("POST", "/api/v1/namespaces/default/pods", {"User-Agent": "kubectl/v1.37.1",
+                                   "Content-Type": "application/json"}, json.dumps(intruder).encode())
+    assert code == 201, data
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    assert deployment(cluster, "a") is not None, "the Deployment's own selector is unique: created"
+    assert cluster.get("", "services", "default", "a-memcached") is None
+    assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is None
+    degraded = condition(cluster, "a", "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "SelectorOverlap") and "Pod default/intruder" in degraded["message"]
+    cluster.handle("DELETE", "/api/v1/namespaces/default/pods/intruder", {"User-Agent": "kubectl/v1.37.1"}, b"")
+    rec.run_cycle()
+    assert cluster.get("", "services", "default", "a-memcached") is not None
+    assert condition(cluster, "a", "Degraded")["status"] == "False"

@@ -3,7 +3,7 @@
 The environment, the working directory and the reading of stdout follow argoproj/argo-cd at
 ARGOCD_COMMIT; each rule below names the file and line it follows. The component is built on top
 of the repo-server Deployment and argocd-cm of that commit's manifests/install.yaml
-(tests/fixtures/argocd/), as an Argo CD operator's kustomization builds it.
+(argoproj/argo-cd 37ee0097cf manifests/install.yaml, read from ../shared/upstream/argocd), as an Argo CD operator's kustomization builds it.
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ import pytest
 from memcached_gitops.foundation.yamlreader import iter_documents
 
 from .conftest import REPO
+from .upstream import needs_upstream, upstream
 
 K = REPO / "kustomize"
 PLUGIN = K / "components" / "argocd-cmp" / "plugin.yaml"
-FIXTURES = REPO / "tests" / "fixtures" / "argocd"
+FIXTURES = upstream("argocd")
 ARGOCD_COMMIT = "37ee0097cf851bc2dd7665fc081bbce61a7e836e"
 KUBECTL = shutil.which("kubectl")
 CR = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: {name}\nspec:\n  size: 2\n"
@@ -290,6 +291,7 @@ def _install_with_component(where: Path, kustomize: Path = K) -> list[dict[str, 
     return [d.value for d in iter_documents(proc.stdout)]
 
 
+@needs_upstream
 @needs_kubectl
 def test_the_component_builds_on_argo_cds_own_install(tmp_path: Path) -> None:
     objects = _install_with_component(tmp_path)
@@ -313,6 +315,7 @@ def test_the_component_builds_on_argo_cds_own_install(tmp_path: Path) -> None:
     assert plugin_cm["metadata"]["namespace"] == "argocd"
 
 
+@needs_upstream
 @needs_kubectl
 def test_an_edit_of_plugin_yaml_renames_the_configmap(tmp_path: Path) -> None:
     def cm_name(objects: list[dict[str, Any]]) -> str:
@@ -335,6 +338,7 @@ def test_the_component_cannot_build_alone(tmp_path: Path) -> None:
     assert proc.returncode != 0 and b"argocd-cm" in proc.stderr
 
 
+@needs_upstream
 def test_the_fixture_is_argo_cds_install_at_the_cited_commit() -> None:
     text = (FIXTURES / "install-repo-server-and-argocd-cm.yaml").read_text()
     assert ARGOCD_COMMIT in text.splitlines()[0]

@@ -1,5 +1,6 @@
 """The example Application runs in a restricted AppProject, both valid under Argo CD's own CRDs
-(tests/fixtures/argocd/crds, with their commit), and the project admits exactly what the plugin emits."""
+(argoproj/argo-cd 37ee0097cf manifests/crds/, read from ../shared/upstream/argocd/crds),
+and the project admits exactly what the plugin emits."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas import Validator, load_crd
 
 from .conftest import REPO
+from .upstream import needs_upstream, upstream
 
 ARGOCD = REPO / "examples" / "gitops-repo" / "argocd"
-CRDS = REPO / "tests" / "fixtures" / "argocd" / "crds"
+CRDS = upstream("argocd/crds")
 
 
 def one(path: Path) -> dict:
@@ -23,6 +25,7 @@ def one(path: Path) -> dict:
     return doc.value
 
 
+@needs_upstream
 def test_the_application_and_its_project_are_valid_under_argo_cds_crds() -> None:
     for example, crd in (("application.yaml", "application-crd.yaml"), ("appproject.yaml", "appproject-crd.yaml")):
         outcome = Validator(load_crd(str(CRDS / crd))).validate(one(ARGOCD / example))

@@ -26,7 +26,7 @@ from memcached_gitops.schemas import load_crd
 
 from fakeapi.server import FakeAPIServer, Fault
 
-from .test_reconciler import CR_PATH, DEP_PATH, condition, deployment, make_cr, patch
+from .test_reconciler import CR_PATH, DEP_PATH, condition, cr_status, deployment, make_cr, patch
 
 HOUR = 3600.0
 SCALE = DEP_PATH.format(ns="default", name="a") + "/scale"
@@ -123,7 +123,10 @@ def test_a_new_cr_costs_an_apply_of_each_object_and_one_status_write_then_nothin
                                   "PATCH /apis/policy/v1/namespaces/default/poddisruptionbudgets/a-memcached",
                                   "POST /api/v1/namespaces/default/events", "POST /api/v1/namespaces/default/events",
                                   "POST /api/v1/namespaces/default/events"], "the status write's MODIFIED event ends in no write"
-        assert lists(cluster, started) == [], "no LIST after the first sync"
+        # no LIST after the first sync, but one of the Pods the new Service and budget would select: a foreign
+        # Pod with our labels (not in the cache, which holds our Pods only) keeps them from being created
+        assert [(r.path, r.query.get("labelSelector")) for r in lists(cluster, started)] == [
+            ("/api/v1/namespaces/default/pods", "app.kubernetes.io/instance=a,app.kubernetes.io/name=memcached")]
         assert [r.method for r in cluster.log if r.received >= started and r.path.endswith("/deployments/a")] == ["GET", "PATCH"], \
             "one GET, for a CR whose Deployment is not in the cache (a foreign one of that name is never taken over)"
 
@@ -471,7 +474,19 @@ def test_one_cr_can_be_paused_or_set_to_detect_only_by_its_annotation(cluster: F
     assert deployment(cluster, "paused")["spec"]["replicas"] == 3 and deployment(cluster, "watched")["spec"]["replicas"] == 3
     assert deployment(cluster, "normal")["spec"]["replicas"] == 1
     writes = [r.path for r in cluster.log if r.method in ("PATCH", "PUT", "POST")]
-    assert not any("/paused" in p for p in writes), "nothing at all is written for a paused CR, its status included"
+    assert [p for p in writes if "/paused" in p] == [CR_PATH.format(ns="default") + "/paused/status"], \
+        "nothing is written for a paused CR but the status that says so"
+    [paused] = cr_status(cluster, "paused")["conditions"]
+    assert (paused["type"], paused["status"], paused["reason"]) == ("Ready", "False", "ReconcileDisabled"), \
+        "the conditions replaced by one: an old DriftDetected or Ready=True would say what is no longer watched"
+    assert cr_status(cluster, "paused")["reason"] == "ReconcileDisabled"
+    cluster.reset_log()
+    Reconciler(client(cluster), load_crd(), Options()).run_cycle()
+    assert not [r for r in cluster.log if r.method != "GET" and "/paused" in r.path], "said once"
+    annotate(cluster, "paused", "enabled")
+    Reconciler(client(cluster), load_crd(), Options()).run_cycle()
+    assert deployment(cluster, "paused")["spec"]["replicas"] == 1, "leaving it resumes"
+    assert {c["type"] for c in cr_status(cluster, "paused")["conditions"]} >= {"Available", "Progressing", "Degraded", "Ready"}
     assert "cache.example.com/reconcile: detect-only" in condition(cluster, "watched", "Degraded")["message"]
     annotate(cluster, "paused", "enabeld")  # a typo is said, not taken for enabled
     report = Reconciler(client(cluster), load_crd(), Options()).run_cycle()
@@ -513,3 +528,15 @@ def test_a_change_to_the_service_or_budget_is_put_back_from_its_watch_event(clus
         wait_for(lambda: cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is None, what="the budget gone")
         settle(cluster)
         assert lists(cluster, started) == [], "no LIST: events only"
+
+
+def test_the_printer_columns_fill_in_once_the_crd_can_be_read_without_a_restart(cluster: FakeAPIServer) -> None:
+    """The issue's finding 4: started before its RBAC let it read the CRD, the reconciler wrote only
+    conditions and nodes, and READY and STATUS stayed empty until a restart."""
+    cluster.faults.append(Fault(method="GET", path_contains="/customresourcedefinitions/memcacheds.cache.example.com", status=403, times=1))
+    make_cr(cluster, "a")
+    settings = Settings(workers=1, resync=HOUR, watch_timeout=30, silence_grace=1, schema_retry=0.2)
+    with running(cluster, settings=settings):
+        wait_for(lambda: condition(cluster, "a", "Ready"), what="the first status")
+        wait_for(lambda: cr_status(cluster, "a").get("ready") == "0/1", what="the READY column, once the CRD is readable")
+        assert cr_status(cluster, "a")["reason"]

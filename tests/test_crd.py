@@ -13,7 +13,7 @@ import pytest
 from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas.crd import CRD, CRDError, load_crd, parse_crd
 
-from .conftest import REPO
+from .upstream import needs_upstream, upstream
 
 SCHEMA = {"openAPIV3Schema": {"type": "object"}}
 
@@ -142,9 +142,10 @@ def test_spec_that_is_not_a_mapping_is_named() -> None:
 
 
 
-UPSTREAM_KB = REPO / "tests/fixtures/upstream/kubebuilder/testdata"
+UPSTREAM_KB = upstream("kubebuilder/testdata")
 
 
+@needs_upstream
 def test_a_file_of_many_crds_is_judged_by_its_memcached_crd() -> None:
     # kubebuilder's project-v4-multigroup dist/install.yaml: 13 CRDs, Memcached the 11th (vendored, SOURCE.md)
     crd = parse_crd((UPSTREAM_KB / "project-v4-multigroup/dist/install.yaml").read_text(), "install.yaml")
@@ -159,6 +160,7 @@ def test_a_file_of_many_crds_is_judged_by_its_memcached_crd() -> None:
     assert not crd.serves_sibling("example.com.testproject.org/v1alpha1", "busybox"), "a kind is matched exactly"
 
 
+@needs_upstream
 def test_without_a_memcached_crd_the_first_judges_and_odd_siblings_do_not_break_it() -> None:
     text = (UPSTREAM_KB / "project-v4-with-plugins/dist/install.yaml").read_text()
     docs = [d.value for d in iter_documents(text) if d.value.get("kind") == "CustomResourceDefinition"]
@@ -171,12 +173,14 @@ def test_without_a_memcached_crd_the_first_judges_and_odd_siblings_do_not_break_
     assert crd.siblings == {(d["spec"]["group"], d["spec"]["names"]["kind"]) for d in others[1:]} | {("", ""), ("g.example", "")}
 
 
+@needs_upstream
 def test_the_same_crd_twice_is_no_sibling_of_itself() -> None:
     text = (UPSTREAM_KB / "project-v4-with-plugins/config/crd/bases/example.com.testproject.org_memcacheds.yaml").read_text()
     crd = parse_crd(text + "\n---\n" + text, "twice.yaml")
     assert crd.kind == "Memcached" and crd.siblings == frozenset()
 
 
+@needs_upstream
 def test_the_crd_can_come_on_standard_input(monkeypatch: pytest.MonkeyPatch) -> None:
     text = (UPSTREAM_KB / "project-v4-with-plugins/dist/install.yaml").read_bytes()
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text)))

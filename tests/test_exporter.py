@@ -9,9 +9,9 @@ from memcached_gitops.render import render
 from memcached_gitops.render.exporter import DEFAULT_EXPORTER_IMAGE
 from memcached_gitops.schemas import Validator, load_crd
 
-from .conftest import REPO
+from .upstream import needs_upstream, upstream
 
-POD_MONITOR_CRD = REPO / "tests" / "fixtures" / "upstream" / "prometheus-operator" / "monitoring.coreos.com_podmonitors.yaml"
+POD_MONITOR_CRD = upstream("prometheus-operator/monitoring.coreos.com_podmonitors.yaml")
 
 KUBERNETES_VERSION = "1.36.0"
 
@@ -58,6 +58,7 @@ def test_an_image_of_ones_own() -> None:
         "registry.local/exporter:1"
 
 
+@needs_upstream
 @pytest.mark.contract
 def test_with_metrics_every_object_is_valid_for_kubernetes_and_the_pod_monitor_for_its_crd() -> None:
     manifests = render(cr({"metrics": {"enabled": True, "podMonitor": {"enabled": True, "labels": {"release": "prom"}}}}))

@@ -1,5 +1,5 @@
 """The Flux path (examples/flux): every Flux object is checked against Flux's own CRDs, vendored
-with their commits (tests/fixtures/upstream/flux/SOURCE.md), by the same validator that judges our CRs;
+with their commits (../shared/upstream/flux/SOURCE.md), by the same validator that judges our CRs;
 the CRs it applies build and render; the workflows pin actions by commit and read-only permissions.
 
 kustomize-controller's ``wait: true`` judges each applied object with kstatus (fluxcd/cli-utils
@@ -19,9 +19,10 @@ from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas import Validator, load_crd
 
 from .conftest import REPO
+from .upstream import needs_upstream, upstream
 
 FLUX = REPO / "examples" / "flux"
-CRDS = REPO / "tests" / "fixtures" / "upstream" / "flux"
+CRDS = upstream("flux")
 KINDS = {"Kustomization": "kustomize.toolkit.fluxcd.io_kustomizations.yaml",
          "GitRepository": "source.toolkit.fluxcd.io_gitrepositories.yaml"}
 
@@ -34,6 +35,7 @@ def flux_objects() -> list[tuple[str, dict]]:
     return out
 
 
+@needs_upstream
 @pytest.mark.parametrize(("where", "obj"), flux_objects(), ids=[w for w, _ in flux_objects()])
 def test_each_flux_object_is_valid_under_fluxs_own_crd(where: str, obj: dict) -> None:
     validator = Validator(load_crd(str(CRDS / KINDS[obj["kind"]])))
@@ -41,6 +43,7 @@ def test_each_flux_object_is_valid_under_fluxs_own_crd(where: str, obj: dict) ->
     assert outcome.ok and not outcome.warnings, (where, outcome.errors, outcome.warnings)
 
 
+@needs_upstream
 def test_a_mistake_in_a_flux_object_is_caught() -> None:
     """The check can fail: a misspelled field and a missing required one."""
     validator = Validator(load_crd(str(CRDS / KINDS["Kustomization"])))
@@ -50,6 +53,7 @@ def test_a_mistake_in_a_flux_object_is_caught() -> None:
     assert ("spec", "wiat") in [p.path for p in errors] and ("spec", "prune") in [p.path for p in errors], errors
 
 
+@needs_upstream
 def test_a_status_that_defaulting_adds_is_no_warning_and_a_given_one_is() -> None:
     """Flux's CRDs default status (observedGeneration: -1): the server drops a given status on
     create (status subresource), and defaults it again on read; only a status the user wrote is pointed out."""

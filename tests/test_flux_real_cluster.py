@@ -1,7 +1,7 @@
 """The Flux path (examples/flux) on a real kube-apiserver (opt-in).
 
 Runs when MEMCACHED_GITOPS_E2E_KUBECONFIG names a kubeconfig of a disposable cluster. It installs
-Flux's own CRDs, vendored with their commits (tests/fixtures/upstream/flux/SOURCE.md), and ours, then
+Flux's own CRDs, vendored with their commits (../shared/upstream/flux/SOURCE.md), and ours, then
 asks the server (``kubectl apply --dry-run=server --validate=strict``) about every object of the
 example, as Flux's controllers would send them:
 
@@ -28,6 +28,7 @@ from memcached_gitops.schemas import Validator, load_crd
 
 from .conftest import REPO
 from .differential import builtin_crd_text, kubectl
+from .upstream import needs_upstream, upstream
 
 KUBECONFIG = os.environ.get("MEMCACHED_GITOPS_E2E_KUBECONFIG")
 pytestmark = pytest.mark.skipif(
@@ -35,7 +36,7 @@ pytestmark = pytest.mark.skipif(
     reason="no real cluster: set MEMCACHED_GITOPS_E2E_KUBECONFIG to a disposable cluster's kubeconfig to run these",
 )
 FLUX = REPO / "examples" / "flux"
-CRDS = REPO / "tests" / "fixtures" / "upstream" / "flux"
+CRDS = upstream("flux")
 TARGET_NAMESPACE = "shop"  # the caches Kustomizations' targetNamespace
 
 
@@ -92,6 +93,7 @@ def test_the_crs_flux_applies_and_what_ci_renders_from_them_are_accepted(cluster
     assert answer.returncode == 0 and "Warning" not in answer.stderr, answer.stderr
 
 
+@needs_upstream
 def test_a_misspelt_kustomization_field_is_refused_by_the_server_and_by_us(cluster: None) -> None:
     text = (FLUX / "clusters" / "prod" / "caches.yaml").read_text().replace("  wait: true", "  wiat: true")
     assert "wiat" in text
@@ -102,6 +104,7 @@ def test_a_misspelt_kustomization_field_is_refused_by_the_server_and_by_us(clust
     assert ("spec", "wiat") in [e.path for e in errors], errors
 
 
+@needs_upstream
 def test_the_vendored_crds_are_the_ones_the_server_serves(cluster: None) -> None:
     """The versions the examples use are served (a stale vendored CRD would pass the offline check only)."""
     for path, version in ((CRDS / "kustomize.toolkit.fluxcd.io_kustomizations.yaml", "v1"),

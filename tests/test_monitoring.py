@@ -107,6 +107,11 @@ CASES = {
     "MemcachedReconcileErrors": (
         [{"series": 'controller_runtime_reconcile_errors_total{controller="memcached"}', "values": "0+1x30"}],
         [{"series": 'controller_runtime_reconcile_errors_total{controller="memcached"}', "values": "0+0x30"}], 20, {}),
+    # a 422 retried at each 10-minute resync: one failure every 10 samples (1 m each) keeps it firing
+    "MemcachedWritesRefused": (
+        [{"series": 'memcached_gitops_write_failures_total{kind="Service",code="422"}', "values": "0 1x9 2x9 3x9 4x9"}],
+        [{"series": 'memcached_gitops_write_failures_total{kind="Service",code="422"}', "values": "0 1x39"}], 30,
+        {"kind": "Service", "code": "422"}),
     "MemcachedWatchRestarting": (
         [{"series": 'memcached_gitops_watch_restarts_total{kind="Deployment",reason="expired"}', "values": "0+2x30"}],
         [{"series": 'memcached_gitops_watch_restarts_total{kind="Deployment",reason="expired"}', "values": "0+0x30"}], 20,

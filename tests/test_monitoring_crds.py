@@ -1,5 +1,6 @@
-"""The monitoring components against prometheus-operator's own CRDs, vendored with their commit
-(tests/fixtures/upstream/prometheus-operator/SOURCE.md), as kubeconform would check them with those
+"""The monitoring components against prometheus-operator's own CRDs at their commit
+(prometheus-operator/prometheus-operator fadceb3 `example/prometheus-operator-crd/`, read from ../shared/upstream),
+as kubeconform would check them with those
 CRDs' schemas: the PrometheusRule and the ServiceMonitor that every overlay builds with
 kustomize/components/monitoring and kustomize/components/servicemonitor are valid under them (the
 other objects of those builds are held to the Kubernetes schemas by tests/test_kustomize.py), by the
@@ -19,8 +20,9 @@ from memcached_gitops.schemas import Validator, load_crd
 
 from .conftest import REPO
 from .test_kustomize import KUBECTL
+from .upstream import needs_upstream, upstream
 
-UPSTREAM = REPO / "tests" / "fixtures" / "upstream" / "prometheus-operator"
+UPSTREAM = upstream("prometheus-operator")
 CRDS = {"PrometheusRule": UPSTREAM / "monitoring.coreos.com_prometheusrules.yaml",
         "ServiceMonitor": UPSTREAM / "monitoring.coreos.com_servicemonitors.yaml",
         "PodMonitor": UPSTREAM / "monitoring.coreos.com_podmonitors.yaml"}
@@ -28,6 +30,7 @@ COMPONENTS = REPO / "kustomize" / "components"
 OVERLAYS = sorted(p.name for p in (REPO / "kustomize" / "overlays").iterdir() if (p / "kustomization.yaml").exists())
 
 
+@needs_upstream
 def test_the_vendored_crds_are_the_files_source_md_names() -> None:
     source = (UPSTREAM / "SOURCE.md").read_text()
     for path in CRDS.values():
@@ -50,6 +53,7 @@ def monitored(overlay: str, tmp_path: Path) -> list[dict]:
     return [d for d in yaml.safe_load_all(out.stdout) if d]
 
 
+@needs_upstream
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_each_overlay_with_monitoring_is_valid_under_prometheus_operators_crds(overlay: str, tmp_path: Path) -> None:
     objects = monitored(overlay, tmp_path)
@@ -60,6 +64,7 @@ def test_each_overlay_with_monitoring_is_valid_under_prometheus_operators_crds(o
         assert outcome.ok and not outcome.warnings, (overlay, obj["kind"], outcome.errors, outcome.warnings)
 
 
+@needs_upstream
 def test_a_misspelt_rule_field_is_caught() -> None:
     rule = yaml.safe_load((COMPONENTS / "monitoring" / "prometheusrule.yaml").read_text())
     rule["metadata"]["namespace"] = "monitoring"

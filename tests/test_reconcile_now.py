@@ -76,7 +76,7 @@ def test_a_request_too_long_for_the_status_is_refused_naming_the_annotation(clus
     degraded = condition(cluster, "a", "Degraded")
     assert degraded["status"] == "True" and degraded["reason"] == "InvalidAnnotation"
     assert degraded["message"] == (f"metadata.annotations[{REQUESTED_AT_ANNOTATION}]: Too long: may not be more than "
-                                   f"{REQUESTED_AT_LIMIT} bytes (it is {REQUESTED_AT_LIMIT + 1})")
+                                   f"{REQUESTED_AT_LIMIT} characters (it is {REQUESTED_AT_LIMIT + 1})")
     assert handled(cluster, "a") == "first", "the last handled request stays (found on a real API server)"
     request(cluster, "a", "x" * REQUESTED_AT_LIMIT)  # at the bound: handled
     assert once(cluster) == {"a": "unchanged"} and handled(cluster, "a") == "x" * REQUESTED_AT_LIMIT
@@ -99,3 +99,20 @@ def test_a_crd_without_the_field_gets_no_such_write(cluster: FakeAPIServer) -> N
     cr = cluster.get("cache.example.com", "memcacheds", "default", "a")
     outcome = rec.reconcile_cr(cr, None, (), frozenset({"conditions", "observedGeneration"}), None)
     assert outcome.action == "created" and handled(cluster, "a") is None
+
+
+def test_an_unsupported_reconcile_value_is_stalled_never_a_broken_ready(cluster: FakeAPIServer) -> None:
+    """The issue's finding 4: ``reconcile: maybe`` gave READY 2/0 and "2 of 0 replicas available"."""
+    from fakeapi.server import DeploymentController
+
+    from .test_reconciler import cr_status
+
+    make_cr(cluster, "a", size=2)
+    once(cluster)
+    DeploymentController(cluster).sync(available=True)
+    request(cluster, "a", "maybe", annotation="cache.example.com/reconcile")
+    assert once(cluster) == {"a": "invalid"}
+    stalled = condition(cluster, "a", "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "InvalidAnnotation")
+    assert "Unsupported value: 'maybe'" in stalled["message"]
+    assert cr_status(cluster, "a")["ready"] == "2/2" and condition(cluster, "a", "Available")["message"] == "2 of 2 replicas available"

@@ -475,13 +475,13 @@ def test_a_failed_apply_is_a_warning_with_what_it_was_to_do_and_a_dry_run_says_w
     cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=422, times=1))
     [outcome] = reconciler_for(cluster).run_cycle().outcomes
     assert outcome.action == "failed"
-    [(level, message, _)] = at_emit.seen
-    assert level == "WARNING" and message.startswith("default/a: apply failed: HTTP 422")
+    [(level, message, _), created] = at_emit.seen
+    assert created[:2] == ("INFO", "default/a: Service a-memcached created"), "the companions go on without the Deployment"
+    assert level == "WARNING" and message.startswith("default/a: Deployment default/a: apply refused: HTTP 422")
     assert message.endswith("(to do: created the Deployment)")
     at_emit.seen.clear()
     [outcome] = reconciler_for(cluster, dry_run=True).run_cycle().outcomes
-    assert at_emit.seen == [("INFO", "default/a: created the Deployment", 0),
-                            ("INFO", "default/a: Service a-memcached create (not written: dry run)", 0)], \
+    assert at_emit.seen == [("INFO", "default/a: created the Deployment", 0)], \
         "nothing sent, what would be done told"
 
 

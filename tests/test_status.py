@@ -218,3 +218,25 @@ def test_status_nodes_is_bounded() -> None:
     pods = tuple(f"pod-{i:05d}" for i in range(5000))
     status = desired_status(Observation(3, 2, dep(avail=2, upd=2), pods), None, "2026-01-01T00:00:00Z")
     assert status["nodes"] == sorted(pods)[:MAX_NODES] and MAX_NODES == 512
+
+
+def test_ready_is_false_while_a_surge_rollouts_new_pods_are_not_ready() -> None:
+    """The issue's finding 4: after a take-over the old Pods stay available while the new ones are
+    Pending (maxUnavailable 0): available alone said Ready=True. As ``kubectl rollout status``: no old
+    Pod left and every updated one available."""
+    surging = dep(avail=2, upd=2)
+    surging["status"]["replicas"] = 4  # two old Pods available, two new Pending
+    conditions = {c["type"]: c for c in desired_conditions(Observation(3, 2, surging, ()))}
+    assert (conditions["Available"]["status"], conditions["Progressing"]["status"]) == ("True", "True")
+    assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == ("False", "RollingOut")
+    done = dep(avail=2, upd=2)
+    done["status"]["replicas"] = 2
+    assert {c["type"]: c for c in desired_conditions(Observation(3, 2, done, ()))}["Ready"]["status"] == "True"
+
+
+def test_a_paused_cr_has_one_condition_that_says_so_and_its_column() -> None:
+    obs = Observation(3, 2, dep(avail=2, upd=2), (), paused="reconciliation is paused")
+    status = desired_status(obs, {"conditions": [{"type": "Degraded", "status": "True", "reason": "DriftDetected"}]}, "now")
+    assert [(c["type"], c["status"], c["reason"], c["message"]) for c in status["conditions"]] == [
+        ("Ready", "False", "ReconcileDisabled", "reconciliation is paused")]
+    assert (status["reason"], status["ready"]) == ("ReconcileDisabled", "2/2")

@@ -1,7 +1,7 @@
 """Day one for a kubebuilder or operator-sdk team: their own CRDs, install.yaml and samples (issue 22).
 
 Every CRD and sample here is the upstream project's file, vendored verbatim with its commit
-(tests/fixtures/upstream/*/SOURCE.md): the kubebuilder book's getting-started project, kubebuilder's
+(../shared/upstream/*/SOURCE.md): the kubebuilder book's getting-started project, kubebuilder's
 generated project-v4-multigroup and project-v4-with-plugins (whose dist/install.yaml hold several
 CRDs), and operator-sdk's Go memcached-operator. Variations are derived from those files by one
 edit each, never written from scratch.
@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from memcached_gitops.foundation.yamlreader import iter_documents
 
-from .conftest import REPO
+from .upstream import UPSTREAM as UPSTREAM_ROOT
+from .upstream import needs_upstream
 
-UPSTREAM = REPO / "tests" / "fixtures" / "upstream"
+UPSTREAM = UPSTREAM_ROOT
 BOOK = UPSTREAM / "kubebuilder/docs/book/src/getting-started/testdata/project"
 MULTIGROUP = UPSTREAM / "kubebuilder/testdata/project-v4-multigroup"
 WITH_PLUGINS = UPSTREAM / "kubebuilder/testdata/project-v4-with-plugins"
@@ -48,6 +49,7 @@ def sample(project: str) -> str:
     return (samples / name).read_text()
 
 
+@needs_upstream
 @pytest.mark.parametrize("project", PROJECTS)
 def test_each_projects_samples_validate_and_render_under_its_own_crd(project: str) -> None:
     crd, samples, name = PROJECTS[project]
@@ -63,6 +65,7 @@ def test_each_projects_samples_validate_and_render_under_its_own_crd(project: st
     assert deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] == 11211
 
 
+@needs_upstream
 @pytest.mark.parametrize("project", PROJECTS)
 def test_a_crd_piped_on_stdin_judges_as_the_file_does(project: str) -> None:
     # kubectl kustomize config/crd | memcached-gitops validate --crd - config/samples
@@ -76,6 +79,7 @@ def test_a_crd_piped_on_stdin_judges_as_the_file_does(project: str) -> None:
     assert (piped.returncode, piped.stderr) == (named.returncode, named.stderr)
 
 
+@needs_upstream
 @pytest.mark.parametrize("project", ["multigroup install.yaml", "with-plugins install.yaml", "with-plugins CRD", "operator-sdk CRD"])
 def test_a_string_port_is_refused_whichever_crd_comes_first_in_the_file(project: str) -> None:
     crd, _, name = PROJECTS[project]
@@ -87,6 +91,7 @@ def test_a_string_port_is_refused_whichever_crd_comes_first_in_the_file(project:
     assert proc.stderr.decode().splitlines()[-1].startswith("0 Memcached valid, 1 error(s)")
 
 
+@needs_upstream
 @pytest.mark.parametrize("project", ["multigroup install.yaml", "with-plugins install.yaml"])
 def test_the_objects_of_the_files_other_crds_are_other_objects(project: str) -> None:
     crd, samples, _ = PROJECTS[project]
@@ -96,6 +101,7 @@ def test_the_objects_of_the_files_other_crds_are_other_objects(project: str) -> 
     assert proc.stderr.decode().splitlines()[-1] == "0 Memcached valid, 0 error(s), 0 warning(s), 1 other object(s) ignored"
 
 
+@needs_upstream
 @pytest.mark.parametrize("project", ["multigroup install.yaml", "with-plugins CRD", "book"])
 def test_a_kind_no_crd_of_the_file_serves_keeps_the_servers_verdict(project: str) -> None:
     crd, _, _ = PROJECTS[project]
@@ -106,6 +112,7 @@ def test_a_kind_no_crd_of_the_file_serves_keeps_the_servers_verdict(project: str
     assert f'no matches for kind "Memcache" in version "{group_version}"' in proc.stderr.decode()
 
 
+@needs_upstream
 def test_the_books_crd_has_no_containerport_and_no_default_size_yet_its_sample_renders() -> None:
     # the book's controller: 0 replicas unless spec.size is set (memcached_controller.go:153-155),
     # and ContainerPort 11211 (line 261); SOURCE.md quotes both
@@ -118,6 +125,7 @@ def test_the_books_crd_has_no_containerport_and_no_default_size_yet_its_sample_r
     assert deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] == 11211
 
 
+@needs_upstream
 def test_a_cr_that_fails_to_render_is_not_counted_as_valid() -> None:
     # a name the API server accepts for a CR (a DNS subdomain) but that cannot be a label value
     crd = PROJECTS["book"][0]
@@ -127,12 +135,14 @@ def test_a_cr_that_fails_to_render_is_not_counted_as_valid() -> None:
     assert proc.stderr.decode().splitlines()[-1].startswith("0 Memcached valid, 1 error(s)")
 
 
+@needs_upstream
 def test_stdin_cannot_hold_both_the_crd_and_the_crs() -> None:
     proc = cli("validate", "--crd", "-", "-", stdin=PROJECTS["book"][0].read_bytes())
     assert proc.returncode == 2 and proc.stderr.decode() == (
         "error: --crd - and a path - both read standard input; give one of them as a file\n")
 
 
+@needs_upstream
 def test_every_vendored_file_names_its_commit() -> None:
     import hashlib
     import re
@@ -143,7 +153,7 @@ def test_every_vendored_file_names_its_commit() -> None:
         if " at " in first:  # one repository, one commit for the folder
             assert len(first.split(" at ")[-1]) == 40, first
             continue
-        # several repositories: a section per file naming its commit and sha256 (tests/fixtures/upstream/flux)
+        # several repositories: a section per file naming its commit and sha256 (../shared/upstream/flux)
         files = sorted(p for p in source.parent.iterdir() if p.name != "SOURCE.md")
         assert files
         for path in files:

@@ -10,7 +10,8 @@ from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas import Validator
 from memcached_gitops.schemas.crd import parse_crd
 
-from .conftest import REPO, TRANSCRIPTS, crd_named, validate_text
+from .conftest import TRANSCRIPTS, crd_named, validate_text
+from .upstream import needs_upstream, upstream
 from .validator_cases import CASES, Case, cr
 
 
@@ -142,9 +143,10 @@ def test_documents_before_the_crd_that_are_not_mappings_are_passed_over() -> Non
     assert parse_crd("- 1\n---\n" + builtin_crd_text(), "crds.yaml").kind == "Memcached"
 
 
+@needs_upstream
 def test_an_object_another_crd_of_the_file_serves_is_not_claimed() -> None:
-    # kubebuilder's project-v4-multigroup dist/install.yaml and samples (tests/fixtures/upstream, SOURCE.md)
-    project = REPO / "tests/fixtures/upstream/kubebuilder/testdata/project-v4-multigroup"
+    # kubebuilder's project-v4-multigroup dist/install.yaml and samples (../shared/upstream, SOURCE.md)
+    project = upstream("kubebuilder/testdata/project-v4-multigroup")
     validator = Validator(parse_crd((project / "dist/install.yaml").read_text(), "install.yaml"))
     busybox, memcached = (next(iter_documents((project / f"config/samples/example.com_v1alpha1_{k}.yaml").read_text())).value
                           for k in ("busybox", "memcached"))

@@ -76,6 +76,12 @@ class Drift(NamedTuple):
         return f"{self.field}: live {live}, desired {desired} (set by {who})"
 
     @property
+    def missing_item(self) -> bool:
+        """An item of ours absent from an associative list: perhaps replaced by one under another key
+        (a Service port changed by hand), which only its owner's apply can remove (revoke.py)."""
+        return self.live is _ABSENT and bool(self.path) and self.path[-1][0] == "k"
+
+    @property
     def unwanted(self) -> bool:
         """An item someone else added to a list we own whole (see EXCLUSIVE_LISTS)."""
         return self.desired is _ABSENT

@@ -36,22 +36,32 @@ REASONS: dict[str, tuple[str, str]] = {
                                                       "own (with one, that reason is used, e.g. FailedCreate)"),
     "InvalidSpec": ("Degraded=True, Stalled=True, Available=False", "the CR cannot be rendered; the message names the field"),
     "InvalidAnnotation": ("Degraded=True, Stalled=True", "cache.example.com/reconcile has an unsupported value, or "
-                                                         "cache.example.com/requestedAt is longer than 256 bytes"),
+                                                         "cache.example.com/requestedAt is longer than 256 characters"),
     "InvalidIgnorePaths": ("Degraded=True, Stalled=True", "cache.example.com/ignore-paths cannot be read; the message says why"),
     "ResourceNotOwned": ("Degraded=True, Stalled=True", "a Deployment, Service or PodDisruptionBudget of that name exists "
                                                         "and is not this CR's: it is left alone; rename or delete one"),
-    "ApplyFailed": ("Degraded=True, Stalled=True", "the API server refused our server-side apply; retried with backoff"),
+    "ApplyFailed": ("Degraded=True, Stalled=True", "the API server refused a write of the Deployment, Service or budget; the "
+                                                   "message names each object and gives the server's message. The others are "
+                                                   "still written. A 422 or 403 is retried at the resync or when the CR or its "
+                                                   "objects change, anything else with backoff; fix what the message says (RBAC, "
+                                                   "an object someone made invalid)"),
     "DriftDetected": ("Degraded=True, Stalled=True", "drift found and left uncorrected (--detect-only, or the CR's "
                                                      "detect-only annotation); the message lists it"),
     "FieldManagerFight": ("Degraded=True, Stalled=True", "another field manager keeps undoing our corrections of the "
                                                          "Deployment, Service or budget: the CR backs off; the message "
                                                          "names the field, the object and the manager"),
+    "ReconcileDisabled": ("Ready=False (the only condition)", "cache.example.com/reconcile: disabled: the CR is paused, "
+                                                              "nothing of it is written; remove the annotation (or set "
+                                                              "enabled) to resume, and the conditions come back"),
     "AsExpected": ("Degraded=False", "the reconciler can manage this Memcached"),
     "GitOpsApplied": ("Degraded=False", "the Deployment is applied by another tool (Argo CD, Flux, kubectl) without a "
                                         "controller ownerReference: observed, never written; `reconcile --adopt` takes it over"),
     "NotAdopted": ("Degraded=False", "the Deployment was created for this CR by another controller (the Go operator) "
                                      "with a selector of its own: observed; `reconcile --adopt` takes it over in place"),
-    "SelectorOverlap": ("Degraded=False", "the Deployment's kept selector shares Pods with another Deployment's"),
+    "SelectorOverlap": ("Degraded=False, or True with Stalled=True", "the Deployment's kept selector shares Pods with another "
+                        "Deployment's (False), or selects Pods this CR's Deployment does not own, naming their owner: "
+                        "True once taken over, and its Service and budget are not created or corrected; False before "
+                        "--adopt. `kubectl delete deployment` gives the CR a selector of its own"),
     "Ready": ("Ready=True", "available at the desired replicas, no rollout under way, nothing degraded"),
     "Progressing": ("Reconciling=True", "kstatus' InProgress while a rollout is under way or replicas are missing"),
 }

@@ -100,3 +100,24 @@ def describe(selector: dict[str, Any] | None) -> str:
         spelled = {"Exists": f"{e.get('key')}", "DoesNotExist": f"!{e.get('key')}"}
         parts.append(spelled.get(op, f"{e.get('key')} {str(op).lower()} ({values})"))
     return ",".join(parts)
+
+
+def foreign_owners(deployment: str, pods: Iterable[dict[str, Any]]) -> list[str]:
+    """Who owns the ``pods`` that are not the Deployment ``deployment``'s, sorted: ``Deployment ns/b``
+    for a Pod of another Deployment's ReplicaSet, its controller (``StatefulSet ns/x``) otherwise,
+    the Pod itself when nothing controls it. A Deployment's Pod is its ReplicaSet's, named
+    ``<deployment>-<pod-template-hash>`` (transcript 35: the label and the controller reference)."""
+    found = set()
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        ns, labels = meta.get("namespace", ""), meta.get("labels") or {}
+        owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
+        suffix = f"-{labels['pod-template-hash']}" if labels.get("pod-template-hash") else ""
+        if owner is None:
+            found.add(f"Pod {ns}/{meta.get('name', '')}")
+        elif owner.get("kind") == "ReplicaSet" and suffix and str(owner.get("name", "")).endswith(suffix):
+            if owner["name"] != f"{deployment}{suffix}":
+                found.add(f"Deployment {ns}/{owner['name'][:-len(suffix)]}")
+        else:
+            found.add(f"{owner.get('kind')} {ns}/{owner.get('name')}")
+    return sorted(found)

@@ -29,6 +29,8 @@ GITOPS_APPLIED = "GitOpsApplied"
 NOT_ADOPTED = "NotAdopted"
 #: Degraded=False reason of a CR whose Deployment's (kept) selector shares Pods with another's: selectors.py.
 SELECTOR_OVERLAP = "SelectorOverlap"
+#: Ready=False reason, the only condition, of a CR a person paused (cache.example.com/reconcile: disabled).
+RECONCILE_DISABLED = "ReconcileDisabled"
 #: The Deployment controller's Progressing=False reason once progressDeadlineSeconds has passed (35).
 PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
 
@@ -49,6 +51,7 @@ class Observation:
     inherited_selector: str = ""  # inherited, not adopted (ownership.py): the selector it was created with
     overlap: str = ""  # the other Deployments whose Pods its selector shares (selectors.py)
     autoscaler: str = ""  # the HorizontalPodAutoscaler that owns the Deployment's replicas (autoscalers.py)
+    paused: str = ""  # cache.example.com/reconcile: disabled: why nothing is reconciled (one condition says it)
 
 
 def _condition(ctype: str, status: bool, reason: str, message: str, generation: int) -> dict[str, Any]:
@@ -72,6 +75,7 @@ class DeploymentVerdict:
     observed: bool
     available_replicas: int = 0
     updated_replicas: int = 0
+    replicas: int = 0  # every Pod of the Deployment's ReplicaSets, old ones included (status.replicas)
     failure_reason: str = ""  # ProgressDeadlineExceeded, or the ReplicaFailure condition's reason (FailedCreate)
     failure_message: str = ""  # an excerpt of the Deployment's message
 
@@ -91,7 +95,16 @@ def deployment_verdict(deployment: dict[str, Any]) -> DeploymentVerdict:
     elif failure.get("status") == "True":
         reason, message = failure.get("reason") or "ReplicaFailure", failure.get("message") or ""
     return DeploymentVerdict(generation, True, status.get("availableReplicas", 0), status.get("updatedReplicas", 0),
-                             reason, one_line_excerpt(message) if reason else "")
+                             status.get("replicas", 0), reason, one_line_excerpt(message) if reason else "")
+
+
+def rolled_out(verdict: DeploymentVerdict, size: int) -> bool:
+    """Whether the rollout is complete, as ``kubectl rollout status`` decides it: every desired replica
+    updated, no old Pod left (``status.replicas`` above the updated), and every updated one available.
+    The old Pods of a surge-only rollout stay available while the new ones are Pending: available
+    alone says nothing of the new template."""
+    updated = verdict.updated_replicas
+    return updated >= size and verdict.replicas <= updated and verdict.available_replicas >= updated
 
 
 def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
@@ -103,6 +116,8 @@ def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
     message (kstatus reads ``Stalled`` as Failed; ``Reconciling`` is then dropped, as kstatus
     reads it first)."""
     g = obs.generation
+    if obs.paused:  # the conditions replaced by one, as Flux shows a suspended object: nothing here is current
+        return [_condition("Ready", False, RECONCILE_DISABLED, obs.paused, g)]
     dep = obs.deployment or {}
     verdict = deployment_verdict(dep) if dep else None
     own_failure = bool(obs.degraded_reason)
@@ -125,7 +140,7 @@ def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
         prog_message = f"waiting for the Deployment controller to observe generation {verdict.generation}"
     elif failure and failure[0] == PROGRESS_DEADLINE_EXCEEDED:
         progressing, (prog_reason, prog_message) = False, failure
-    elif not (available and verdict.updated_replicas >= obs.size):
+    elif not (available and rolled_out(verdict, obs.size)):
         progressing, prog_reason, prog_message = True, "RollingOut", f"waiting for {obs.size} available replicas"
     else:
         done = "the rollout is complete" if obs.applied_by else "the Deployment matches the CR"  # drift is not ours to fix
@@ -156,6 +171,8 @@ def _not_degraded(obs: Observation) -> tuple[str, str]:
         message = (f"the Deployment was created for this Memcached by {obs.applied_by} with a selector of its own "
                    f"({obs.inherited_selector}): observed, never written; reconcile --adopt takes it over in place, "
                    "keeping that selector")
+        if obs.overlap:  # said before any take-over: the selector it would keep takes in another owner's Pods
+            return SELECTOR_OVERLAP, f"{obs.overlap}; {message}{note}"
         return NOT_ADOPTED, message + note
     if obs.applied_by:
         message = (f"the Deployment is applied by {obs.applied_by} (no controller ownerReference): observed, "
@@ -186,6 +203,8 @@ def status_reason(conditions: list[dict[str, Any]]) -> str:
     first, then a rollout under way, then who manages the Deployment when that is news
     (GitOpsApplied, NotAdopted, SelectorOverlap), then Available, else why it is not available."""
     by_type = {c["type"]: c for c in conditions}
+    if "Degraded" not in by_type:  # paused: its one condition
+        return _reason(by_type["Ready"])
     degraded, progressing, available = by_type["Degraded"], by_type["Progressing"], by_type["Available"]
     if degraded["status"] == "True":
         return _reason(degraded)

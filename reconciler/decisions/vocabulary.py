@@ -71,11 +71,11 @@ class Action(StrEnum):
     NOT_OWNED = "not-owned"
     INVALID = "invalid"
     FAILED = "failed"
-    SUSPENDED = "suspended"  # cache.example.com/reconcile: disabled on the CR: nothing read or written for it
+    SUSPENDED = "suspended"  # cache.example.com/reconcile: disabled on the CR: nothing written for it but a status that says so
 
 
 #: A person's say on one CR, as Flux's ``kustomize.toolkit.fluxcd.io/reconcile: disabled``:
-#: ``disabled`` (nothing written for it, its status included), ``detect-only`` (drift reported, never
+#: ``disabled`` (nothing written for it but one status condition saying so), ``detect-only`` (drift reported, never
 #: corrected, as --detect-only for the whole process), ``enabled`` (the default).
 RECONCILE_ANNOTATION = "cache.example.com/reconcile"
 RECONCILE_MODES = ("enabled", "detect-only", "disabled")

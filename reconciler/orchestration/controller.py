@@ -59,6 +59,7 @@ class Settings:
     heartbeat: float = 60.0  # the watch cache's BOOKMARK period
     silence_grace: float = 10.0
     streaming_list: bool = True
+    schema_retry: float = 60.0  # how often a CRD that could not be read (RBAC not there yet) is read again
 
 
 class Controller:
@@ -217,8 +218,10 @@ class Controller:
         if outcome.cr is not None:
             caches.put("Memcached", outcome.cr)
         self.metrics.observe_outcome(outcome)
-        if outcome.action == Action.FAILED:
-            raise APIError(0, outcome.error)
+        if outcome.action == Action.FAILED and not outcome.permanent:
+            raise APIError(0, outcome.error)  # retried at the backoff's pace
+        if outcome.permanent:  # refused for good (422, 403): reported, retried at the resync or on a change
+            log.warning("%s/%s: %s; retried at the resync or when the CR or its objects change", key[0], key[1], outcome.error)
         return outcome
 
     def _fight_check(self, cr: dict[str, Any], corrected: list[Correction]) -> tuple[str, str] | None:
@@ -296,7 +299,10 @@ class Controller:
         else:
             self.started_leading()
         next_resync = time.monotonic() + self.settings.resync
+        next_schema = time.monotonic() + self.settings.schema_retry
         while not self.stop.is_set():
+            if not self.reconciler.schema_known and time.monotonic() >= next_schema:
+                next_schema = self._reread_schema()
             failed = [i.error for i in all_informers if i.error]
             if failed:
                 self.error = "; ".join(failed)
@@ -307,6 +313,17 @@ class Controller:
                     self._resync()
             self.stop.wait(min(1.0, max(0.0, next_resync - time.monotonic())))
         return self._shutdown(started, 0)
+
+    def _reread_schema(self) -> float:
+        """Read the served CRD again (it could not be read at the start: an RBAC that arrives later);
+        once read, every CR is queued, so that the printer columns fill in without a restart. The
+        time of the next try."""
+        self._schema = self.reconciler.status_schema()
+        if self.reconciler.schema_known:
+            log.info("the served CRD is readable now: writing every CR's status with its columns")
+            if self.leading.is_set():
+                self._resync()
+        return time.monotonic() + self.settings.schema_retry
 
     def _resync(self) -> None:
         """Queue every CR this replica serves again: the safety net for an event that was missed."""

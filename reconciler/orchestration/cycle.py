@@ -32,7 +32,7 @@ from typing import Any
 
 from memcached_gitops.foundation.excerpt import excerpt
 from memcached_gitops.foundation.product import NAME
-from memcached_gitops.render import DEFAULT_IMAGE
+from memcached_gitops.render import DEFAULT_IMAGE, selector_labels
 from memcached_gitops.render.companions import object_name
 from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import CRD, Problem, Validator
@@ -40,15 +40,16 @@ from memcached_gitops.schemas import CRD, Problem, Validator
 from ..client.api import APIError, KubeAPI, collection_path, object_path
 from ..client.events import EventRecorder, now_rfc3339
 from ..decisions.autoscalers import autoscalers_by_target
-from ..decisions.companions import Move, steps
+from ..decisions.companions import Move, Step, relation, steps
 from ..decisions.drift import Drift, compare
 from ..decisions.fights import Correction
 from ..decisions.ignore import ANNOTATION as IGNORE_ANNOTATION
 from ..decisions.ignore import Ignored, IgnoreError, Pointer, ignored_paths
 from ..decisions.ownership import Ownership, classify, spec_manager
 from ..decisions.plan import plan
+from ..decisions.revoke import revocation
 from ..decisions.selectors import describe as describe_selector
-from ..decisions.selectors import has_kept_selector, overlapping, selector_of
+from ..decisions.selectors import foreign_owners, has_kept_selector, overlapping, selector_of
 from ..decisions.status import Observation, desired_status, status_differs
 from ..decisions.vocabulary import (
     AUTOSCALERS,
@@ -66,7 +67,7 @@ from ..decisions.vocabulary import (
     Resource,
     bounded,
 )
-from .apply import apply_deployment
+from .apply import WriteFailure, correct
 
 log = logging.getLogger("memcached_gitops.reconciler")
 #: Called before the status write with the fields just corrected, of the Deployment and of its
@@ -118,6 +119,12 @@ class CROutcome:
     companion_ignored: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) at ignored paths: left alone
     companion_corrected: list[Correction] = field(default_factory=list)  # the fields our applies put back (the fight detector's)
     companions_read: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (kind, object) found by a GET, not cached
+    failures: list[WriteFailure] = field(default_factory=list)  # each refused write, by object: the others still went on
+
+    @property
+    def permanent(self) -> bool:
+        """Every refused write was refused for good (422, 403): retried at the resync or on a change."""
+        return bool(self.failures) and all(f.permanent for f in self.failures)
 
 
 @dataclass
@@ -146,6 +153,7 @@ class Visit:
         self.namespace, self.name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
         self.generation = cr["metadata"].get("generation", 1)
         self.result = CROutcome(self.namespace, self.name, Action.UNCHANGED)
+        self.shared = ""  # the report of a selector that would take in another owner's Pods (Reconciler._shared)
 
     def status(self, obs: Observation) -> None:
         """Write the status ``obs`` asks for, when it changed; the outcome keeps the CR as written."""
@@ -173,6 +181,7 @@ class Reconciler:
                                                           list[dict[str, Any]]]] = OrderedDict()
         self._desired_lock = threading.Lock()
         self._unreadable: set[str] = set()  # kinds already said to be unreadable (_optional)
+        self.schema_known = False  # the served CRD was read (status_schema): its columns are written
 
     # ---- reading
     def _list(self, group: str, version: str, plural: str, selector: str | None = None) -> list[dict[str, Any]]:
@@ -188,7 +197,9 @@ class Reconciler:
             crd = self.api.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{self.crd.plural}.{self.crd.group}")
         except APIError as exc:
             log.info("cannot read the served CRD (%s); writing only conditions and nodes", exc)
+            self.schema_known = False
             return frozenset({"conditions", "nodes"}), frozenset({"type", "status", "reason", "message", "lastTransitionTime"})
+        self.schema_known = True
         for v in (crd.get("spec") or {}).get("versions") or []:
             if v.get("name") == self.version:
                 status = (((v.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties") or {}).get("status") or {}
@@ -290,8 +301,11 @@ class Reconciler:
         """
         visit = Visit(self, cr, pods, declared, condition_fields, lazy_served_by)
         mode = (cr["metadata"].get("annotations") or {}).get(RECONCILE_ANNOTATION) or "enabled"
-        if mode == "disabled":  # a person paused this cache: not even its status is written
+        if mode == "disabled":  # a person paused this cache: nothing written but the status that says so
             visit.result.action = Action.SUSPENDED
+            message = (f"reconciliation is paused ({RECONCILE_ANNOTATION}: disabled): nothing of this Memcached is created or "
+                       "corrected until the annotation is removed or set to enabled")
+            visit.status(Observation(visit.generation, asked_size(cr, live), live, pods, paused=message))
             return visit.result
         checked = self._check(visit, mode, live)
         if checked is None:
@@ -316,22 +330,24 @@ class Reconciler:
                 kept = selector_of(live) if live is not None and has_kept_selector(live) else None
                 self._companions(visit, companions, True, kept, ignored)
             return self._detected(visit, drift, size, live)
-        if drift:
-            live = self._correct(visit, desired, drift, live, size, applied_by, inherited)
-            if visit.result.action == Action.FAILED:
-                return visit.result
+        if drift:  # a refused apply is reported with the companions' outcomes: they still go on
+            live = self._correct(visit, desired, drift, live, size, applied_by, inherited, ignored.get(DEPLOYMENTS.kind, ()),
+                                 ownership is Ownership.OWNED)
         kept = selector_of(live) if live is not None and has_kept_selector(live) else None
-        foreign = self._companions(visit, companions, mode == "detect-only", kept, ignored) if companions is not None else ""
+        shared = self._shared(visit.namespace, visit.name, kept, adopted=True) if companions is not None else ""
+        foreign = self._companions(visit, companions, mode == "detect-only", kept, ignored, bool(shared)) if companions is not None else ""
         if visit.result.companion_detected and not self.options.dry_run:  # only the Service or budget drifted
             return self._detected(visit, [], size, live)
-        return self._settle(visit, drift, live, size, degraded, neighbours, autoscaler, foreign)
+        return self._settle(visit, drift, live, size, degraded, neighbours, autoscaler, foreign, shared or visit.shared)
 
     def _companions(self, visit: Visit, lookup: CompanionLookup, detect_only: bool, kept_selector: dict[str, Any] | None,
-                    ignored: Ignored) -> str:
+                    ignored: Ignored, withhold: bool = False) -> str:
         """Create, correct or delete the Service and the budget (decisions/companions.py), leaving
         the CR's ignored paths of each (``ignored``) as the Deployment's are; the report of a foreign
         object in their place ("" when none). Each write's answer is kept in the outcome for the
-        cache; each correction is counted, logged and told by an Event; ignored drift is logged."""
+        cache; each correction is counted, logged and told by an Event; ignored drift is logged.
+        ``withhold``: the selector would take in another owner's Pods (``_shared``): nothing is
+        created or corrected (a delete, of a budget no longer wanted, still goes)."""
         cr, result = visit.cr, visit.result
         desired = self.companions_for(cr)
         names = sorted({o["metadata"]["name"] for o in desired} | {object_name(visit.name)})
@@ -347,12 +363,18 @@ class Reconciler:
                 if found is not None:
                     live[(resource.kind, name)] = found
         foreign = []
-        for step in steps(cr, desired, live, names, self.options.adopt, kept_selector, ignored, self.options.field_manager):
+        planned = steps(cr, desired, live, names, self.options.adopt, kept_selector, ignored, self.options.field_manager)
+        writing = not (self.options.dry_run or self.options.detect_only or detect_only)
+        if writing and not withhold and kept_selector is None and any(s.move is Move.CREATE for s in planned):
+            # our selector is unique per CR, but a foreign Pod may carry its labels: looked for once, before creating
+            visit.shared = self._shared(visit.namespace, visit.name, {"matchLabels": selector_labels(visit.name)}, True, kept=False)
+            withhold = bool(visit.shared)
+        for step in planned:
             result.companion_ignored += [(step.describe(), d) for d in step.ignored]
             if step.move is Move.FOREIGN:
                 foreign.append(f"{step.describe()} exists and is not controlled by this Memcached; it is left alone")
                 continue
-            if step.move not in (Move.CREATE, Move.CORRECT, Move.DELETE):
+            if step.move not in (Move.CREATE, Move.CORRECT, Move.DELETE) or (withhold and step.move is not Move.DELETE):
                 continue
             result.companion_drift += [(step.describe(), d) for d in step.drift or _created(step)]
             if self.options.dry_run or self.options.detect_only or detect_only:
@@ -365,7 +387,21 @@ class Reconciler:
                 if not self.options.dry_run and result.action == Action.UNCHANGED:
                     result.action = Action.DRIFTED  # counted as detected, as a Deployment's drift is
                 continue
-            path = object_path(*step.resource.gvr, visit.namespace, step.name)
+            self._write_companion(visit, step, live.get((step.resource.kind, step.name)), (ignored or {}).get(step.resource.kind, ()))
+        if result.companion_ignored:
+            log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION,
+                     "; ".join(f"{where} {d.describe()}" for where, d in result.companion_ignored)[:2048])
+        if foreign:
+            self.events.warn_once(cr, "ResourceNotOwned", bounded("; ".join(foreign)))
+        return bounded("; ".join(foreign))
+
+    def _write_companion(self, visit: Visit, step: Step, current: dict[str, Any] | None, pointers: tuple[Pointer, ...]) -> None:
+        """One companion's create, correction (after taking back a person's fields: revoke.py) or
+        delete. A refused write is recorded (``_failed``) and the next companion goes on: one
+        object's failure never blocks the others."""
+        result, name = visit.result, f"{visit.namespace}/{step.name}"
+        path = object_path(*step.resource.gvr, visit.namespace, step.name)
+        try:
             if step.move is Move.DELETE:
                 try:
                     self.api.request("DELETE", path, body={"kind": "DeleteOptions", "apiVersion": "v1",
@@ -376,32 +412,58 @@ class Reconciler:
                 result.removed.append((step.resource, step.name))
             else:
                 assert step.body is not None
-                result.companions.append(self.api.apply(path, step.body, self.options.field_manager))
-                name = f"{visit.namespace}/{step.name}"
+                ours = current is not None and relation(current, visit.cr) is Move.KEEP
+                taken = self._revocation(current, list(step.drift), pointers, ours) if step.move is Move.CORRECT else []
+                result.companions.append(correct(self.api, step.resource, visit.namespace, step.name, step.body, [], current,
+                                                 self.options.field_manager, taken))
                 result.companion_corrected += [Correction(step.resource.kind, name, d) for d in step.drift]
-            if result.action == Action.UNCHANGED:
-                result.action = Action.CORRECTED
-            done = f"{step.describe()} {step.move.value}d" if step.move is not Move.CORRECT else (
-                f"{step.describe()} corrected: " + "; ".join(d.describe() for d in step.drift))
-            log.info("%s: %s", visit, done)
-            reason = "DriftCorrected" if step.move is Move.CORRECT else f"{step.resource.kind}{step.move.value.title()}d"
-            self.events.record(cr, "Normal", reason, bounded(done))
-        if result.companion_ignored:
-            log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION,
-                     "; ".join(f"{where} {d.describe()}" for where, d in result.companion_ignored)[:2048])
-        if foreign:
-            self.events.warn_once(cr, "ResourceNotOwned", bounded("; ".join(foreign)))
-        return bounded("; ".join(foreign))
+        except APIError as exc:
+            verb = "delete" if step.move is Move.DELETE else "apply"
+            self._failed(visit, WriteFailure(step.resource.kind, name, verb, exc.status, exc.message))
+            return
+        if result.action == Action.UNCHANGED:
+            result.action = Action.CORRECTED
+        done = f"{step.describe()} {step.move.value}d" if step.move is not Move.CORRECT else (
+            f"{step.describe()} corrected: " + "; ".join(d.describe() for d in step.drift))
+        log.info("%s: %s", visit, done)
+        reason = "DriftCorrected" if step.move is Move.CORRECT else f"{step.resource.kind}{step.move.value.title()}d"
+        self.events.record(visit.cr, "Normal", reason, bounded(done))
+
+    def _revocation(self, live: dict[str, Any] | None, drift: list[Drift], pointers: tuple[Pointer, ...],
+                    ours: bool) -> list[dict[str, Any]]:
+        """The JSON patch that takes back a person's fields of ``live`` before our apply (revoke.py),
+        when the apply alone cannot put the object back: an item of ours missing from a keyed list
+        (its replacement stays with whoever made it, beside ours). kubectl's managers always; an
+        unknown updater of a drifted field only when the object is ``ours`` already (taking one over
+        keeps what its old controller set until our apply replaces it)."""
+        if live is None or not any(d.missing_item for d in drift):
+            return []  # a changed value is taken back by the forced apply alone (transcript 07): one write
+        unknown = {m for d in drift for m in d.managers} if ours else set()
+        return revocation(live, self.options.field_manager, unknown, pointers)
+
+    def _failed(self, visit: Visit, failure: WriteFailure, todo: str = "") -> None:
+        """A refused write: logged, kept in the outcome (the action FAILED, its error every refusal of
+        this reconcile), and reported by ``_settle`` (Degraded ApplyFailed, a Warning Event)."""
+        log.warning("%s: %s%s", visit, failure.describe(), todo)
+        result = visit.result
+        result.failures.append(failure)
+        result.action, result.error = Action.FAILED, bounded("; ".join(f.describe() for f in result.failures))
 
     def _settle(self, visit: Visit, drift: list[Drift], live: dict[str, Any] | None, size: int, degraded: DegradedCheck | None,
-                neighbours: Neighbours | None, autoscaler: str, foreign: str = "") -> CROutcome:
+                neighbours: Neighbours | None, autoscaler: str, foreign: str = "", shared: str = "") -> CROutcome:
         """The status of a CR served as asked: Available from its Deployment, Degraded while a fight
         lasts or a foreign object holds a companion's name, the overlap of a kept selector, the HPA that scales it."""
         ours = f"{visit.namespace}/{visit.name}"
         corrected = [Correction(DEPLOYMENTS.kind, ours, d) for d in drift] if visit.result.action == Action.CORRECTED else []
         corrected += visit.result.companion_corrected
         reason, message = (degraded(visit.cr, corrected) if degraded else None) or (("ResourceNotOwned", foreign) if foreign else ("", ""))
-        overlap = self._overlap(visit.cr, live, neighbours) if live is not None and neighbours is not None else ""
+        if shared and reason != "FieldManagerFight":  # its Service and budget withheld: not served as asked
+            reason, message = "SelectorOverlap", shared
+            self.events.warn_once(visit.cr, reason, message)
+        if visit.result.failures:  # a refused write outranks the rest: nothing else is as urgent
+            reason, message = "ApplyFailed", visit.result.error
+            self.events.warn_once(visit.cr, reason, message)
+        overlap = self._overlap(visit.cr, live, neighbours) if live is not None and neighbours is not None and not shared else ""
         if not self.options.dry_run:
             # The correction is told by its Event and the log, not by a status message that the next
             # reconcile would have to put back (a second status write per correction).
@@ -427,13 +489,13 @@ class Reconciler:
         if mode not in RECONCILE_MODES:
             message = (f"metadata.annotations[{RECONCILE_ANNOTATION}]: Unsupported value: {excerpt(str(mode))!r}: "
                        f"supported values: {', '.join(RECONCILE_MODES)}")
-            self._refuse(visit, "InvalidAnnotation", message, 0, live)
+            self._refuse(visit, "InvalidAnnotation", message, asked_size(visit.cr, live), live)
             return None
         requested = requested_at(visit.cr)
         if len(requested) > REQUESTED_AT_LIMIT:
             message = (f"metadata.annotations[{REQUESTED_AT_ANNOTATION}]: Too long: may not be more than "
-                       f"{REQUESTED_AT_LIMIT} bytes (it is {len(requested)})")
-            self._refuse(visit, "InvalidAnnotation", message, 0, live)
+                       f"{REQUESTED_AT_LIMIT} characters (it is {len(requested)})")
+            self._refuse(visit, "InvalidAnnotation", message, asked_size(visit.cr, live), live)
             return None
         desired, problems = self.desired_for(visit.cr)
         if desired is None:
@@ -471,22 +533,22 @@ class Reconciler:
         return self._refuse(visit, "DriftDetected", message, size, live, Action.DRIFTED, failed=False)
 
     def _correct(self, visit: Visit, desired: dict[str, Any], drift: list[Drift], live: dict[str, Any] | None, size: int,
-                 applied_by: str, inherited: bool) -> dict[str, Any] | None:
-        """Apply the rendering (the apply goes first: the drift's latency is the time to it); the
-        Deployment as the apply left it. A failed apply is reported and leaves the action FAILED."""
+                 applied_by: str, inherited: bool, pointers: tuple[Pointer, ...] = (), ours: bool = True) -> dict[str, Any] | None:
+        """Apply the rendering (the apply goes first: the drift's latency is the time to it), after
+        taking back a person's fields (revoke.py; an unknown updater's only when the Deployment is
+        ``ours`` already); the Deployment as the apply left it. A refused apply is recorded
+        (``_failed``) and leaves the action FAILED."""
         result = visit.result
         result.action = Action.CREATED if live is None else Action.ADOPTED if applied_by else Action.CORRECTED
         if self.options.dry_run:
             log.info("%s: %s", visit, _summary(result.action, drift, desired, applied_by, inherited))
             return live
+        taken = self._revocation(live, drift, pointers, ours)
         try:
-            live = apply_deployment(self.api, visit.namespace, visit.name, desired, drift, live, self.options.field_manager)
+            live = correct(self.api, DEPLOYMENTS, visit.namespace, visit.name, desired, drift, live, self.options.field_manager, taken)
         except APIError as exc:
-            message = f"apply failed: {exc}"
-            log.warning("%s: %s (to do: %s)", visit, message, _summary(result.action, drift, desired, applied_by, inherited))
-            visit.status(Observation(visit.generation, size, live, visit.pods, "ApplyFailed", message))
-            self.events.record(visit.cr, "Warning", "ApplyFailed", message)
-            result.action, result.error = Action.FAILED, message
+            self._failed(visit, WriteFailure(DEPLOYMENTS.kind, f"{visit.namespace}/{visit.name}", "apply", exc.status, exc.message),
+                         f" (to do: {_summary(result.action, drift, desired, applied_by, inherited)})")
             return live
         result.deployment, result.applied_at = live, time.monotonic()
         done = _summary(result.action, drift, desired, applied_by, inherited)
@@ -496,6 +558,30 @@ class Reconciler:
         details = "; corrected " + "; ".join(d.describe() for d in corrections) if corrections else ""
         self.events.record(visit.cr, "Normal", reason, done + details)
         return live
+
+    def _shared(self, namespace: str, name: str, selector: dict[str, Any] | None, adopted: bool, kept: bool = True) -> str:
+        """The report of a ``selector`` that selects Pods this CR's Deployment does not own (another
+        Memcached's, or any foreign Pod of the namespace: one LIST of the Pods it selects, for a kept
+        selector at each reconcile, for ours, unique per CR, once before creating a companion); ""
+        when it selects only ours. A Service or budget on it would send clients to, or count, the
+        other Pods: they are not created (``adopted``) or would not be (before ``--adopt``), and the
+        message says how to get a selector of one's own (``kept``) or what to do with those Pods."""
+        if not selector:
+            return ""
+        pods = self.api.list_all(collection_path("", "v1", "pods", namespace), describe_selector(selector), limit=PAGE_SIZE)
+        owners = foreign_owners(name, pods)
+        if not owners:
+            return ""
+        if not kept:
+            return bounded(f"this Memcached's selector {describe_selector(selector)} also selects Pods of {', '.join(owners)}: its "
+                           "Service and PodDisruptionBudget are not created (they would send clients to, or count, those Pods); "
+                           f"relabel or delete them (kubectl get pods -n {namespace} -l {describe_selector(selector)})")
+        held = "its Service and PodDisruptionBudget are not created or corrected" if adopted else (
+            "taken over with --adopt it is kept (a selector is immutable), and its Service and PodDisruptionBudget would not be created")
+        return bounded(f"the Deployment's selector {describe_selector(selector)} also selects Pods of {', '.join(owners)}: {held} "
+                       f"(they would send clients to, or count, those Pods); to give this Memcached a selector of its own: "
+                       f"kubectl delete deployment -n {namespace} {name}, and the reconciler creates ours "
+                       "(docs/guides/migrate-from-go-operator.md)")
 
     def _overlap(self, cr: dict[str, Any], deployment: dict[str, Any], neighbours: Neighbours) -> str:
         """The report of a kept selector that shares Pods with other Deployments ("" when none)."""
@@ -521,8 +607,11 @@ class Reconciler:
             log.info("%s/%s: applied by %s, not corrected: %s", ns, name, applied_by, "; ".join(d.describe() for d in differences))
         note = f"{len(differences)} field(s) differ from the rendering, e.g. {differences[0].field}" if differences else ""
         kept = describe_selector(selector_of(live)) if inherited else ""
+        shared = self._shared(ns, name, selector_of(live), adopted=False) if inherited else ""
+        if shared:
+            self.events.warn_once(cr, "SelectorOverlap", shared)
         written = self.write_status(cr, Observation(cr["metadata"].get("generation", 1), size, live, pods, applied_by=applied_by,
-                                                     drift_note=note, inherited_selector=kept), declared, condition_fields)
+                                                     drift_note=note, inherited_selector=kept, overlap=shared), declared, condition_fields)
         return CROutcome(ns, name, Action.OBSERVED, differences, cr=written)
 
     def _find_unlabelled(self, ns: str, name: str, resource: Resource = DEPLOYMENTS) -> dict[str, Any] | None:
@@ -590,7 +679,8 @@ class Reconciler:
         requested = requested_at(cr)
         # the request handled, or the last one (kept when the annotation goes, as Flux keeps it, and when
         # a new one is refused: our apply would otherwise remove the field we own)
-        handled = requested if 0 < len(requested) <= REQUESTED_AT_LIMIT else str(live_status.get("lastHandledReconcileAt") or "")
+        fresh = 0 < len(requested) <= REQUESTED_AT_LIMIT and not obs.paused  # a paused CR handles no request
+        handled = requested if fresh else str(live_status.get("lastHandledReconcileAt") or "")
         if handled and (declared is None or "lastHandledReconcileAt" in declared):
             status["lastHandledReconcileAt"] = handled
         if self.options.served_by and (declared is None or "servedBy" in declared):
@@ -615,6 +705,17 @@ class Reconciler:
                     log.error("%s/%s: the served CRD does not declare a status field we write: %s", ns, name, exc.message)
                 return None
             raise
+
+
+def asked_size(cr: dict[str, Any], live: dict[str, Any] | None) -> int:
+    """The replicas a CR asks for before its spec is validated (a refused annotation, a pause): its
+    ``spec.size`` when that is a whole number, else the live Deployment's, else 0. The status then
+    never reads "2 of 0 replicas available" for a cache that asks for two."""
+    size = (cr.get("spec") or {}).get("size")
+    if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+        return size
+    replicas = ((live or {}).get("spec") or {}).get("replicas")
+    return replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 0
 
 
 def requested_at(cr: dict[str, Any]) -> str:

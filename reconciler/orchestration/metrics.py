@@ -149,6 +149,8 @@ class Metrics:
         self.drift_detected = Counter(f"{PREFIX}_drift_detected", "Drifted fields found and left alone (--detect-only), by field.",
                                       ["field"], registry=r)
         self.errors = Counter(f"{PREFIX}_errors", "Errors by reason.", ["reason"], registry=r)
+        self.write_failures = Counter(f"{PREFIX}_write_failures", "Writes the API server refused, by kind of object and HTTP "
+                                      "status (0: no answer).", ["kind", "code"], registry=r)
         self.leader_gauge = Gauge(f"{PREFIX}_leader", "Whether this replica holds the Lease.", registry=r)
         self.lease_holder = Gauge(f"{PREFIX}_lease_holder", "The Lease holder as this replica last read it (1 for the holder).",
                                   ["identity"], registry=r)
@@ -288,6 +290,8 @@ class Metrics:
             counter.labels(f"{where.split(' ', 1)[0]} {d.field or '<object>'}").inc()
         if outcome.action in FAILURES:
             self.errors.labels(outcome.action).inc()
+        for failure in getattr(outcome, "failures", ()):  # each refused write, the companions' included
+            self.write_failures.labels(failure.kind, str(failure.status)).inc()
         failed = outcome.action == Action.FAILED  # retried with backoff, as a Reconcile that returns an error
         self.reconcile_total.labels(CONTROLLER, "error" if failed else "success").inc()
         if failed:

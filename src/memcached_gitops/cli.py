@@ -349,6 +349,25 @@ def diff(
     raise typer.Exit(diff_live(result.rendered, namespace, kubeconfig, context, ignores=ignores))
 
 
+@app.command()
+def preview(
+    base: Annotated[str, typer.Option("--base", help="The base branch or commit; the preview starts at its merge base with HEAD, "
+                                                     "as a pull request is reviewed.")],
+    paths: Annotated[list[str] | None, typer.Argument(help="Files or folders, in the repository (default: .).")] = None,
+    format: Annotated[str, typer.Option("--format", click_type=click.Choice(["text", "markdown"]),
+                                        help="text, or markdown: a pull-request comment within GitHub's 65,536 characters.")] = "text",
+    crd: CrdOpt = None,
+    image: Annotated[str | None, typer.Option("--image", help="memcached image [env MEMCACHED_IMAGE]")] = None,
+    max_input: MaxInputOpt = None,
+) -> None:
+    """The rendering's change from --base to the working tree, per application: exit 0 none, 1 changes, 2 error.
+
+    Named preview, not diff: diff compares the rendering with a live cluster."""
+    from .preview import run_preview
+
+    raise typer.Exit(run_preview(base, paths or ["."], format, _validator(crd, True), _image(image), max_input))
+
+
 def main() -> None:
     """The full command line (entry.py sends everything but the plain render/validate here)."""
     guarded(app)

@@ -1,0 +1,359 @@
+"""``memcached-gitops preview --base REF``: on real git repositories of two commits (a base branch and
+a pull request's branch), with the real kustomize of kubectl, as a reviewer would run it."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memcached_gitops.preview_report import GITHUB_COMMENT_LIMIT, markdown_report
+from memcached_gitops.rendered_diff import AppPreview, ObjectChange, find_renames
+
+CR = """apiVersion: cache.example.com/v1alpha1
+kind: Memcached
+metadata:
+  name: {name}
+spec:
+  size: {size}
+  resources:
+    limits:
+      memory: {memory}
+"""
+OVERLAY = "namespace: {namespace}\nnamePrefix: {prefix}\nresources:\n- ../../base\n"
+BASE = "resources:\n- cache.yaml\n"
+
+
+def cr(name: str = "cache", size: int = 1, memory: str = "128Mi") -> str:
+    return CR.format(name=name, size=size, memory=memory)
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+
+
+def two_commits(repo: Path, base: dict[str, str], change: dict[str, str | None]) -> Path:
+    """A repository whose ``main`` holds ``base`` and whose checked-out branch ``pr`` changes it (None deletes a file)."""
+    repo.mkdir(exist_ok=True)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "ci@example.com")
+    git(repo, "config", "user.name", "ci")
+    write(repo, base)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "checkout", "-qb", "pr")
+    write(repo, change)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "pull request")
+    return repo
+
+
+def write(repo: Path, files: dict[str, str | None]) -> None:
+    for name, text in files.items():
+        path = repo / name
+        if text is None:
+            path.unlink()
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def preview(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memcached_gitops", "preview", "--base", "main", *args], cwd=repo,
+                          capture_output=True, text=True, timeout=300)
+
+
+def summary(out: str) -> list[str]:
+    """The summary of a text report: its lines before the first diff."""
+    return out.split("\n\n")[0].splitlines()
+
+
+def overlay_repo(tmp_path: Path, change: dict[str, str | None], **crs: str) -> Path:
+    base = {"base/cache.yaml": crs.get("base", cr()), "base/kustomization.yaml": BASE,
+            "overlays/prod/kustomization.yaml": OVERLAY.format(namespace="prod", prefix="dev-")}
+    return two_commits(tmp_path / "repo", base, change)
+
+
+def test_a_size_change_brings_a_budget_and_names_the_field(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"base/cache.yaml": cr(size=3)})
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 1, proc.stderr
+    lines = summary(proc.stdout)
+    assert lines[1] == "overlays/prod: added PodDisruptionBudget 1; changed Deployment 1, Memcached 1"
+    assert lines[2].startswith("  Memcached prod/dev-cache: spec.size: 1 -> 3 (")
+    assert "added PodDisruptionBudget prod/dev-cache-memcached" in lines[2]
+    assert "-  replicas: 1\n+  replicas: 3" in proc.stdout
+    assert "+++ pr/overlays/prod: PodDisruptionBudget prod/dev-cache-memcached\n" in proc.stdout
+    assert "--- /dev/null\n+++ pr/overlays/prod: PodDisruptionBudget" in proc.stdout
+
+
+def test_a_name_prefix_change_is_one_summary_line(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"overlays/prod/kustomization.yaml": OVERLAY.format(namespace="prod", prefix="prod-")},
+                        base=cr(size=2))
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 1, proc.stderr
+    lines = summary(proc.stdout)
+    assert lines[1] == "overlays/prod: renamed Deployment 1, Memcached 1, PodDisruptionBudget 1, Service 1"
+    assert [line for line in lines if "renamed by" in line] == ["  renamed by namePrefix 'dev-' -> 'prod-': 4 objects"]
+    assert "added" not in proc.stdout.split("\n\n")[0] and "removed" not in proc.stdout.split("\n\n")[0]
+    assert "--- base/overlays/prod: Deployment prod/dev-cache\n+++ pr/overlays/prod: Deployment prod/prod-cache" in proc.stdout
+
+
+def test_a_cr_added_and_one_removed(tmp_path: Path) -> None:
+    base = {"apps/cache/a.yaml": cr("cache-a"), "apps/cache/keep.yaml": cr("keep")}
+    repo = two_commits(tmp_path / "repo", base, {"apps/cache/a.yaml": None, "apps/cache/b.yaml": cr("cache-b", size=2)})
+    proc = preview(repo)
+    assert proc.returncode == 1, proc.stderr
+    lines = summary(proc.stdout)
+    assert lines[1] == ("apps/cache: added Deployment 1, Memcached 1, PodDisruptionBudget 1, Service 1; "
+                        "removed Deployment 1, Memcached 1, Service 1")
+    assert lines[2].startswith("  Memcached cache-b added (")
+    assert lines[3].startswith("  Memcached cache-a removed (")
+    assert not any("renamed" in line for line in lines), "cache-a -> cache-b is no namePrefix/nameSuffix change"
+    assert "keep" not in proc.stdout
+
+
+def test_a_resources_change_shows_the_memory_limit(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"base/cache.yaml": cr(memory="256Mi")})
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 1, proc.stderr
+    assert "-        - --memory-limit=96\n+        - --memory-limit=204\n" in proc.stdout
+    assert summary(proc.stdout)[2].startswith("  Memcached prod/dev-cache: spec.resources.limits.memory: 128Mi -> 256Mi (")
+
+
+def test_an_overlay_that_stops_building_is_reported_not_a_crash(tmp_path: Path) -> None:
+    broken = "namespace: prod\nresources:\n- ../../missing\n"
+    repo = overlay_repo(tmp_path, {"overlays/prod/kustomization.yaml": broken})
+    proc = preview(repo)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == "" and "Traceback" not in proc.stdout
+    lines = summary(proc.stdout)
+    assert lines[0].endswith("; 1 cannot be read")
+    assert len(lines) == 2 and lines[1].startswith(
+        "overlays/prod: error (pull request): overlays/prod: kustomize build failed: "), lines
+
+
+def test_an_invalid_cr_on_either_side_is_named_by_file_and_line(tmp_path: Path) -> None:
+    bad = cr() + "  sizee: 3\n"
+    repo = two_commits(tmp_path / "repo", {"apps/a/cache.yaml": bad, "apps/b/cache.yaml": cr()}, {"apps/a/cache.yaml": cr(),
+                                                                                                   "apps/b/cache.yaml": bad})
+    proc = preview(repo)
+    assert proc.returncode == 2
+    assert summary(proc.stdout)[1:] == [
+        "apps/a: error (base): apps/a/cache.yaml:10:3: Memcached/cache: spec.sizee: unknown field \"spec.sizee\"",
+        "apps/b: error (pull request): apps/b/cache.yaml:10:3: Memcached/cache: spec.sizee: unknown field \"spec.sizee\""]
+
+
+def test_a_base_without_any_kustomization(tmp_path: Path) -> None:
+    """The pull request turns a folder of plain manifests into a kustomization: the folder is one application on both sides."""
+    repo = two_commits(tmp_path / "repo", {"apps/cache/cache.yaml": cr(size=2)},
+                       {"apps/cache/kustomization.yaml": "namePrefix: team-\nresources:\n- cache.yaml\n"})
+    assert "kustomization" not in git(repo, "ls-tree", "-r", "--name-only", "main")
+    proc = preview(repo)
+    assert proc.returncode == 1, proc.stderr
+    assert summary(proc.stdout)[1:] == ["apps/cache: renamed Deployment 1, Memcached 1, PodDisruptionBudget 1, Service 1",
+                                        "  renamed by namePrefix '' -> 'team-': 4 objects"]
+
+
+def test_no_change_exits_0_and_the_working_tree_is_left_alone(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"README.md": "docs only\n"})
+    (repo / "notes.txt").write_text("uncommitted\n")
+    status = git(repo, "status", "--porcelain")
+    proc = preview(repo)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert summary(proc.stdout) == ["0 of 2 application(s) change between the merge base "
+                                    f"{git(repo, 'merge-base', 'main', 'HEAD')[:12]} of main and the working tree"]
+    assert git(repo, "status", "--porcelain") == status
+    assert len(git(repo, "worktree", "list").splitlines()) == 1, "the base's worktree is removed"
+
+
+def test_the_working_tree_as_it_is_is_the_pull_request_side(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"README.md": "docs only\n"})
+    write(repo, {"base/cache.yaml": cr(size=3)})  # not committed
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 1
+    assert "spec.size: 1 -> 3" in proc.stdout
+    assert "size: 3" in (repo / "base" / "cache.yaml").read_text()
+
+
+def test_a_base_that_is_no_ref_is_one_line(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"README.md": "x\n"})
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "preview", "--base", "no-such-branch"], cwd=repo,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr == "error: --base no-such-branch: no such branch, tag or commit in this repository (not fetched?)\n"
+
+
+def test_a_base_with_no_common_history_is_one_line(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"README.md": "x\n"})
+    git(repo, "checkout", "-q", "--orphan", "lonely")
+    git(repo, "-c", "user.email=ci@example.com", "-c", "user.name=ci", "commit", "-qm", "no shared history")
+    proc = preview(repo)
+    assert proc.returncode == 2
+    assert proc.stderr == "error: main and HEAD have no common commit (a shallow clone? check out with fetch-depth: 0)\n"
+
+
+def test_a_path_outside_the_repository_is_refused(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"README.md": "x\n"})
+    proc = preview(repo, "..")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ..: outside the repository")
+
+
+def thousand_crs(tmp_path: Path, change: str) -> Path:
+    """1,000 CRs over 20 overlays (50 each); the pull request changes one overlay, or (``all``) every CR's memory."""
+    base: dict[str, str] = {}
+    for o in range(20):
+        base[f"overlays/team-{o:02}/kustomization.yaml"] = f"namespace: team-{o:02}\nresources:\n- caches.yaml\n"
+        base[f"overlays/team-{o:02}/caches.yaml"] = "---\n".join(cr(f"cache-{i:03}", size=2) for i in range(50))
+    if change == "all":
+        pr = {k: v.replace("128Mi", "256Mi") for k, v in base.items() if k.endswith("caches.yaml")}
+    else:
+        pr = {"overlays/team-07/caches.yaml": base["overlays/team-07/caches.yaml"].replace("name: cache-010\nspec:\n  size: 2",
+                                                                                            "name: cache-010\nspec:\n  size: 1")}
+    return two_commits(tmp_path / "repo", base, dict(pr))
+
+
+def test_a_thousand_crs_over_twenty_overlays(tmp_path: Path) -> None:
+    repo = thousand_crs(tmp_path, "one")
+    proc = preview(repo)
+    assert proc.returncode == 1, proc.stderr
+    assert summary(proc.stdout) == [
+        f"1 of 20 application(s) change between the merge base {git(repo, 'merge-base', 'main', 'HEAD')[:12]} of main "
+        "and the working tree",
+        "overlays/team-07: changed Deployment 1, Memcached 1; removed PodDisruptionBudget 1",
+        "  Memcached team-07/cache-010: spec.size: 2 -> 1 (changed Deployment team-07/cache-010, changed Memcached "
+        "team-07/cache-010, removed PodDisruptionBudget team-07/cache-010-memcached)"]
+
+
+def test_a_thousand_changed_crs_fit_one_pull_request_comment(tmp_path: Path) -> None:
+    repo = thousand_crs(tmp_path, "all")
+    proc = preview(repo, "--format", "markdown")
+    assert proc.returncode == 1, proc.stderr
+    text = proc.stdout
+    assert len(text) <= GITHUB_COMMENT_LIMIT
+    assert text.index("| application |") < text.index("<details>")
+    assert text.count("| <code>overlays/team-") == 20
+    assert text.count("<details>") == text.count("</details>")
+    assert text.count("```diff") == text.count("\n```\n")
+    last = text.rstrip().splitlines()[-1]
+    assert re.fullmatch(r"_Truncated to fit GitHub's 65,536-character limit: \d+ application section\(s\) and [\d,]+ "
+                        r"line\(s\) left out\. See everything locally with "
+                        r"<code>memcached-gitops preview --base main \.</code>\._", last), last
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_both_formats_say_the_same_causes(tmp_path: Path, fmt: str) -> None:
+    repo = overlay_repo(tmp_path, {"base/cache.yaml": cr(size=3)})
+    proc = preview(repo, "--format", fmt, "overlays/prod")
+    assert proc.returncode == 1
+    assert "Memcached prod/dev-cache: spec.size: 1 -&gt; 3" in proc.stdout if fmt == "markdown" else "spec.size: 1 -> 3" in proc.stdout
+
+
+def app_preview(app: str, lines: int, text: str = "value") -> AppPreview:
+    key = ("v1", "ConfigMap", "ns", app.replace("/", "-"))
+    diff = ["--- base", "+++ pr", "@@ -1 +1 @@", *[f"+  {text} {i}" for i in range(lines)]]
+    return AppPreview(app, [ObjectChange("changed", key, None, diff, "")], [], [])
+
+
+@pytest.mark.parametrize("limit", [2_000, 5_000, 20_000, GITHUB_COMMENT_LIMIT])
+def test_the_markdown_never_passes_its_limit(limit: int) -> None:
+    previews = [app_preview(f"apps/{i}", 300) for i in range(40)]
+    text = markdown_report(previews, "main", "0" * 40, "memcached-gitops preview --base main")
+    cut = markdown_report(previews, "main", "0" * 40, "memcached-gitops preview --base main", limit=limit)
+    assert len(text) <= GITHUB_COMMENT_LIMIT and len(cut) <= limit
+    assert cut.count("<details>") == cut.count("</details>")
+    left = re.search(r"(\d+) application section\(s\) and ([\d,]+) line\(s\) left out", cut)
+    assert left is not None
+    shown = sum(len(block.split("\n```\n")[0].splitlines()) - 1 for block in cut.split("```diff")[1:])
+    assert shown + int(left[2].replace(",", "")) == 40 * 303, "what is shown and what is said to be left out add up"
+
+
+def test_a_backtick_fence_or_markup_in_the_input_cannot_break_out() -> None:
+    """A value of a ConfigMap holding ``` or </details>, an application folder named with | and <: all stay text."""
+    evil = app_preview("apps/a|b<script>", 3, text="``` </details><img src=x>")
+    text = markdown_report([evil], "main", "0" * 40, "memcached-gitops preview --base main")
+    assert "````diff" in text and text.count("\n````\n") == 1, "the fence is longer than any run of backticks inside"
+    assert "<script>" not in text and "<img" not in text.split("````diff")[0]
+    assert "| <code>apps/a&#124;b&lt;script&gt;</code> |" in text
+
+
+def test_a_base_that_did_not_build_is_named_by_the_repositorys_own_paths(tmp_path: Path) -> None:
+    """kustomize names files by their full path: at the base, that of a temporary worktree, which the preview never shows."""
+    broken = "namespace: prod\nresources:\n- ../../missing\n"
+    base = {"base/cache.yaml": cr(), "base/kustomization.yaml": BASE, "overlays/prod/kustomization.yaml": broken}
+    repo = two_commits(tmp_path / "repo", base, {"overlays/prod/kustomization.yaml": OVERLAY.format(namespace="prod", prefix="")})
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 2
+    [line] = summary(proc.stdout)[1:]
+    assert line.startswith("overlays/prod: error (base): overlays/prod: kustomize build failed: ")
+    assert "memcached-gitops-preview-" not in proc.stdout and str(tmp_path) not in proc.stdout
+
+
+def test_from_a_folder_of_the_repository(tmp_path: Path) -> None:
+    """Both sides are read at the same place below the repository's top, and named from there."""
+    repo = two_commits(tmp_path / "repo", {"apps/team/cache.yaml": cr(), "other/cache.yaml": cr("other")},
+                       {"apps/team/cache.yaml": cr(size=2), "other/cache.yaml": cr("other", size=2)})
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "preview", "--base", "main"], cwd=repo / "apps",
+                          capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    lines = summary(proc.stdout)
+    assert lines[0].startswith("1 of 1 application(s) change")
+    assert lines[1] == "team: added PodDisruptionBudget 1; changed Deployment 1, Memcached 1"
+
+
+def test_outside_a_git_repository_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "cache.yaml").write_text(cr())
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "preview", "--base", "main"], cwd=tmp_path,
+                          capture_output=True, text=True, env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)})
+    assert proc.returncode == 2
+    assert proc.stdout == "" and proc.stderr.startswith("error: git rev-parse: fatal: not a git repository")
+
+
+@pytest.mark.parametrize(("old", "new", "said"), [
+    (["cache", "cache-memcached"], ["prod-cache", "prod-cache-memcached"], "renamed by namePrefix '' -> 'prod-'"),
+    (["dev-cache", "dev-cache-memcached"], ["prod-cache", "prod-cache-memcached"], "renamed by namePrefix 'dev-' -> 'prod-'"),
+    (["cache", "cache-memcached"], ["cache-v2", "cache-memcached-v2"], "renamed by nameSuffix '' -> '-v2'"),
+    (["dev-cache", "dev-cache-memcached"], ["cache-blue", "cache-memcached-blue"],
+     "renamed by namePrefix 'dev-' -> '', nameSuffix '' -> '-blue'"),
+])
+def test_a_prefix_or_suffix_change_is_told_as_kustomize_spells_it(old: list[str], new: list[str], said: str) -> None:
+    """kustomize puts namePrefix before and nameSuffix after each whole name (a Service's -memcached included)."""
+    removed = {("v1", "Service", "ns", name): {} for name in old}
+    added = {("v1", "Service", "ns", name): {} for name in new}
+    [(transform, pairs)] = find_renames(removed, added)
+    assert transform.describe() == said
+    assert [(o[3], n[3]) for o, n in pairs] == sorted(zip(old, new, strict=True))
+
+
+def test_unrelated_names_are_no_rename() -> None:
+    removed = {("v1", "Service", "ns", name): {} for name in ("alpha", "beta", "gamma")}
+    added = {("v1", "Service", "ns", name): {} for name in ("delta", "omega", "kappa")}
+    assert find_renames(removed, added) == []
+
+
+def test_a_thousand_problems_fit_the_comment_too() -> None:
+    """An application whose every CR is refused: its problem lines are cut like a diff, and counted."""
+    failing = AppPreview("apps/a", [], [], [("pr", f"apps/a/cache.yaml:{i}:3: Memcached/c{i}: spec.sizee: unknown field")
+                                           for i in range(2_000)])
+    text = markdown_report([failing, app_preview("apps/b", 10)], "main", "0" * 40, "memcached-gitops preview --base main")
+    assert len(text) <= GITHUB_COMMENT_LIMIT
+    shown = text.count("spec.sizee: unknown field")
+    said = re.search(r"_(\d+) more line\(s\) of this application left out\._", text)
+    assert said is not None and shown + int(said[1]) == 2_000
+    assert f"1 application section(s) and {int(said[1]) + 13:,} line(s) left out" in text, "apps/b's 13 diff lines are left out too"
+
+
+def test_a_namespace_change_is_one_summary_line(tmp_path: Path) -> None:
+    repo = overlay_repo(tmp_path, {"overlays/prod/kustomization.yaml": OVERLAY.format(namespace="production", prefix="dev-")},
+                        base=cr(size=2))
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 1, proc.stderr
+    assert summary(proc.stdout)[1:] == ["overlays/prod: renamed Deployment 1, Memcached 1, PodDisruptionBudget 1, Service 1",
+                                        "  moved by namespace 'prod' -> 'production': 4 objects"]
+    assert "--- base/overlays/prod: Deployment prod/dev-cache\n+++ pr/overlays/prod: Deployment production/dev-cache" in proc.stdout
