@@ -184,16 +184,18 @@ class _Bounded:
         return data
 
 
-def open_sources(sources: list[Source], budget: InputBudget, build_options: str | None = None,
+def open_sources(sources: list[Source], budget: InputBudget, builds: kustomize.Builds | None = None,
                  passed_over: list[str] | None = None) -> Iterator[tuple[str, _Bounded]]:
     """(name, bounded binary stream) for each input, opened lazily so only one file is open at a time.
 
     A file found under a root is opened by its resolved path with O_NOFOLLOW and must still be a
     regular file, so a link swapped in after the walk is not followed either. A kustomization root
-    is built with ``build_options`` (else $MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS), to at most what
-    is left of the budget. A nested build that fails (a remote base, a Helm chart without
-    --enable-helm, kustomize missing) is said in ``passed_over`` and skipped.
+    is built by ``builds`` (the run's one: the operator's options, the root, the deadline and the cap),
+    to at most what is left of the budget. A nested build that fails (a Helm chart without
+    --enable-helm, kustomize missing) is said in ``passed_over`` and skipped; one refused before it
+    ran (beyond the root, a remote reference, cut by the deadline or the cap) is always an error.
     """
+    builds = builds or kustomize.Builds()
     for name, path, in_root, built, nested in sources:
         if path == "-":
             yield "<stdin>", budget.wrap("<stdin>", sys.stdin.buffer)
@@ -201,10 +203,9 @@ def open_sources(sources: list[Source], budget: InputBudget, build_options: str 
         if built:
             shown = name + BUILT
             try:
-                options = kustomize.parse_build_options(build_options or os.environ.get(kustomize.BUILD_OPTIONS_ENV))
-                data = kustomize.build(path, options, budget.limit - budget.used)
+                data = builds.build(shown, path, budget.limit - budget.used)
             except kustomize.KustomizeError as exc:
-                if nested and passed_over is not None:
+                if nested and passed_over is not None and not isinstance(exc, kustomize.BuildRefused):
                     passed_over.append(f"{shown}: not built, so not checked: {exc}")
                     continue
                 raise InputError(str(exc)) from None

@@ -10,32 +10,60 @@ the files, and never prints the un-kustomized CRs.
 The binary: ``$MEMCACHED_GITOPS_KUSTOMIZE`` (a path), else ``kustomize`` on PATH, else ``kubectl``
 on PATH as ``kubectl kustomize`` (kubectl embeds kustomize; kubectl kustomize.go passes the same
 flags). Its output counts against the input budget and is read to at most the cap plus one byte.
-Build options are those Argo CD users set in ``kustomize.buildOptions``, from an allow-list: an
-option that makes kustomize run programs from the repository (``--enable-exec``,
-``--enable-alpha-plugins``) is refused, since the repository is not trusted to run code here.
+Build options are the operator's alone ($MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS, as Argo CD's
+admin-only ``kustomize.buildOptions`` in argocd-cm), never a repository's, and only from a short
+allow-list: an option that runs programs (``--enable-exec``, ``--enable-alpha-plugins``,
+``--helm-command``), widens what is read (``--load-restrictor``, ``--mount``, ``--network``) or writes
+files (``-o``/``--output``) is refused from anyone. Before each build, the kustomization graph is
+walked (kustomize_graph.py) and refused if it reaches beyond the root or any remote reference; and
+one run has one deadline and a cap on its builds (``Builds``).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 from .excerpt import excerpt
+from .kustomize_graph import KUSTOMIZE_FILE_NAMES, GraphRefused, check_graph
 
 # shlex, shutil and subprocess are imported where a kustomization is met: every plain render and
 # validate imports this module (files.py), and those three cost about 10 ms of start-up.
 
-KUSTOMIZE_FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+__all__ = ["KUSTOMIZE_FILE_NAMES", "Builds", "KustomizeError", "BuildRefused", "build", "parse_build_options"]
+
 KUSTOMIZE_ENV = "MEMCACHED_GITOPS_KUSTOMIZE"
 BUILD_OPTIONS_ENV = "MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS"
-#: kustomize build's flags that only shape the output from the repository's own files.
-ALLOWED_FLAGS = frozenset(("--enable-helm", "--load-restrictor", "--helm-kube-version", "--helm-api-versions",
-                           "--enable-managedby-label", "--reorder", "--helm-command", "--helm-debug"))
+ALLOW_REMOTE_ENV = "MEMCACHED_GITOPS_KUSTOMIZE_ALLOW_REMOTE"
+MAX_BUILDS_ENV = "MEMCACHED_GITOPS_KUSTOMIZE_MAX_BUILDS"
+DEADLINE_ENV = "MEMCACHED_GITOPS_DEADLINE"
+#: kustomize build's flags that only shape the output from the repository's own files, and whether
+#: each takes a value. Nothing else is accepted: no short option, no cluster, no positional argument.
+ALLOWED_FLAGS = {"--enable-helm": False, "--helm-debug": False, "--enable-managedby-label": False,
+                 "--helm-kube-version": True, "--helm-api-versions": True}
+#: A flag's value: a version or an API group/version, never anything that reads as an option.
+_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]*")
 #: A build that takes longer is stopped (Argo CD's own exec timeout is 90 s).
 BUILD_TIMEOUT = 60.0
+#: One run's builds together (validate of a repository, argocd-generate): at most this many seconds ...
+DEFAULT_DEADLINE = 60.0
+#: ... and this many builds.
+DEFAULT_MAX_BUILDS = 100
 
 
 class KustomizeError(ValueError):
     """kustomize cannot be run, refused its options, failed, or wrote more than the budget."""
+
+
+class BuildRefused(KustomizeError):
+    """A build refused before it ran: beyond the root, remote, bad options, or cut by the deadline or
+    the cap. Always an error, also for a kustomization met inside a walk (never passed over)."""
 
 
 def is_kustomization_root(path: str) -> bool:
@@ -44,15 +72,107 @@ def is_kustomization_root(path: str) -> bool:
 
 
 def parse_build_options(text: str | None) -> list[str]:
-    """``--enable-helm --load-restrictor LoadRestrictionsNone`` as argv, each flag on the allow-list."""
+    """The operator's options as argv, each ``--flag`` or ``--flag=value`` of ``ALLOWED_FLAGS``.
+
+    Every word must be an allowed long flag, ``--flag=value``, or the value right after a flag that
+    takes one; a value must look like a version (``_VALUE``), never like an option. So ``-o /x``,
+    ``-eo``, ``--output=/x``, ``--load-restrictor=LoadRestrictionsNone``, a bare path, and
+    ``--helm-kube-version --enable-exec`` are all refused, naming the word.
+    """
     import shlex
 
-    args = shlex.split(text or "")
-    for arg in args:
-        if arg.startswith("-") and arg.split("=", 1)[0] not in ALLOWED_FLAGS:
-            raise KustomizeError(f"kustomize build option {excerpt(arg)!r} is not allowed "
-                                 f"(allowed: {', '.join(sorted(ALLOWED_FLAGS))})")
-    return args
+    try:
+        args = shlex.split(text or "")
+    except ValueError as exc:
+        raise BuildRefused(f"{BUILD_OPTIONS_ENV}: cannot be read: {exc}") from None
+    out: list[str] = []
+    words = iter(args)
+    for arg in words:
+        flag, eq, value = arg.partition("=")
+        takes = ALLOWED_FLAGS.get(flag) if arg.startswith("--") else None
+        if takes is None:
+            raise BuildRefused(f"{BUILD_OPTIONS_ENV}: kustomize build option {excerpt(arg)!r} is not allowed "
+                               f"(allowed: {', '.join(sorted(ALLOWED_FLAGS))})")
+        if not takes:
+            if eq and value not in ("true", "false"):
+                raise BuildRefused(f"{BUILD_OPTIONS_ENV}: {flag} takes true or false, not {excerpt(value)!r}")
+            out.append(arg)
+            continue
+        value = value if eq else next(words, "")
+        if not _VALUE.fullmatch(value):
+            raise BuildRefused(f"{BUILD_OPTIONS_ENV}: {flag}: value {excerpt(value)!r} is not a version; refused")
+        out.append(f"{flag}={value}")
+    return out
+
+
+def _number(environ: Mapping[str, str], name: str, default: float) -> float:
+    text = environ.get(name)
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        raise BuildRefused(f"{name}: not a number: {excerpt(text or '')!r}") from None
+    if not value > 0:
+        raise BuildRefused(f"{name}: must be more than 0, not {excerpt(text or '')!r}")
+    return value
+
+
+def confinement_root(path: str) -> str:
+    """The root a build may read under when the caller names none: the current directory (CI, the
+    pre-commit hook and the Action run at the repository's top) if ``path`` is under it, else
+    ``path`` itself. Never ``/``: a run from there is confined to ``path``."""
+    here, real = os.path.realpath("."), os.path.realpath(path)
+    inside = real == here or real.startswith(here.rstrip(os.sep) + os.sep)
+    return here if inside and here != os.path.dirname(here) else real
+
+
+class Builds:
+    """One run's kustomize builds: the operator's options and switches, the root every build is
+    confined to, one deadline for all of them and a cap on their number.
+
+    ``root`` None: each build's ``confinement_root``. Settings come from ``environ`` (the
+    operator's: the sidecar's manifest, the CI job), read at the first build.
+    """
+
+    def __init__(self, root: str | None = None, environ: Mapping[str, str] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.root, self.environ, self.clock = root, os.environ if environ is None else environ, clock
+        self.count = 0
+        self.started = clock()
+
+    def deadline(self) -> float:
+        return _number(self.environ, DEADLINE_ENV, DEFAULT_DEADLINE)
+
+    def check_time(self, name: str) -> None:
+        """Refuse to go on with ``name`` once the run's deadline has passed."""
+        limit = self.deadline()
+        if self.clock() - self.started >= limit:
+            raise BuildRefused(f"{name}: not read: the run's deadline of {limit:g} s passed ({DEADLINE_ENV}); cut")
+
+    def build(self, name: str, path: str, limit: int) -> bytes:
+        """``kustomize build path`` once the graph is checked: its output, or a KustomizeError naming ``name``."""
+        options = parse_build_options(self.environ.get(BUILD_OPTIONS_ENV))
+        cap = int(_number(self.environ, MAX_BUILDS_ENV, DEFAULT_MAX_BUILDS))
+        self.count += 1
+        if self.count > cap:
+            raise BuildRefused(f"{name}: not built: more than {cap} kustomize builds in one run ({MAX_BUILDS_ENV}); cut")
+        self.check_time(name)
+        remaining = self.deadline() - (self.clock() - self.started)
+        allow_remote = self.environ.get(ALLOW_REMOTE_ENV, "") in ("1", "true", "True", "TRUE")
+        try:
+            check_graph(path, self.root or confinement_root(path), allow_remote)
+        except GraphRefused as exc:
+            raise BuildRefused(f"{name}: {exc}") from None
+        return build(path, options, limit, min(BUILD_TIMEOUT, remaining), name)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the build's whole process group (it leads a session of its own)."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:  # already gone
+        proc.kill()
 
 
 def kustomize_command() -> list[str]:
@@ -72,7 +192,7 @@ def kustomize_command() -> list[str]:
                          f"(https://kubectl.docs.kubernetes.io/installation/kustomize/) or set {KUSTOMIZE_ENV}")
 
 
-def build(path: str, options: list[str], limit: int) -> bytes:
+def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIMEOUT, name: str | None = None) -> bytes:
     """``kustomize build path`` with ``options``: its stdout, at most ``limit`` bytes, or a KustomizeError.
 
     stdout is read as it comes, to at most the limit plus one byte (then the process is killed), so
@@ -86,20 +206,31 @@ def build(path: str, options: list[str], limit: int) -> bytes:
     command = kustomize_command() + [*options, path]
     with tempfile.TemporaryFile() as errors:
         try:
-            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
+            # a session of its own, so a kill reaches what kustomize started too (helm with --enable-helm)
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
+                                    start_new_session=True)
         except OSError as exc:
             raise KustomizeError(f"{path}: cannot run {command[0]}: {exc.strerror}") from None
-        timer = threading.Timer(BUILD_TIMEOUT, proc.kill)
+        stopped: list[bool] = []
+
+        def stop() -> None:
+            stopped.append(True)
+            _kill(proc)
+
+        timer = threading.Timer(timeout, stop)
         timer.start()
         try:
             assert proc.stdout is not None
             out = proc.stdout.read(limit + 1)
             if len(out) > limit:
-                proc.kill()
+                _kill(proc)
             proc.stdout.close()
             proc.wait()
         finally:
             timer.cancel()
+        if stopped:
+            raise BuildRefused(f"{name or path}: kustomize build stopped after {timeout:.0f} s (the run's deadline, "
+                               f"{DEADLINE_ENV}, or {BUILD_TIMEOUT:.0f} s a build); cut")
         if len(out) > limit:
             raise KustomizeError(f"{path}: kustomize build wrote more than the limit of {limit} bytes; refused")
         if proc.returncode != 0:

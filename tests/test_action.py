@@ -235,3 +235,18 @@ def test_the_action_installs_the_hash_checked_lock_never_todays_releases() -> No
     assert len(pip_lines) == 2
     assert '--require-hashes -r "$GITHUB_ACTION_PATH/requirements/runtime.txt"' in pip_lines[0]
     assert "--no-deps --no-build-isolation" in pip_lines[1], "the package adds no unlocked dependency, nor an unlocked setuptools"
+
+
+def test_a_kustomization_reaching_outside_the_workspace_fails_the_action(runner: Runner, tmp_path: Path) -> None:
+    """Issue 46: ``resources: [../../../outside]`` in a pull request's kustomization was built by
+    validate on the runner; the Action now fails on it, annotating the kustomization's line."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "kustomization.yaml").write_text("resources: [secret.yaml]\n")
+    (tmp_path / "outside" / "secret.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s3cr3t-value}\n")
+    (tmp_path / "ws").mkdir()
+    ws = workspace(tmp_path / "ws", good=GOOD)
+    (ws / "apps" / "kustomization.yaml").write_text("resources:\n- good.yaml\n- ../../outside\n")
+    code, out, _ = runner.run(ws, steps=slice(1, None), paths="apps", render_to="out/r.yaml")
+    assert code == 1, out
+    assert "resources[1]: '../../outside' leaves the root" in out, out
+    assert "s3cr3t-value" not in out and not (ws / "out").exists()

@@ -83,11 +83,21 @@ def repo_server_env(plugin: dict[str, Any] | None) -> dict[str, str]:
     return env
 
 
-def run_like_cmp_server(command: list[str], app_dir: Path, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+def sidecar_env() -> dict[str, str]:
+    """The operator's settings: the ``env`` of the sidecar container in repo-server-sidecar.yaml."""
+    patch = next(iter_documents((K / "components" / "argocd-cmp" / "repo-server-sidecar.yaml").read_text())).value
+    [container] = patch["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e["value"] for e in container.get("env", [])}
+
+
+def run_like_cmp_server(command: list[str], app_dir: Path, env: dict[str, str],
+                        operator: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
     """As cmpserver/plugin/plugin.go runs a command: exec.CommandContext, no shell (line 87), in the
     app path (line 90), with the sidecar's own environment plus the repo-server's variables
-    (``append(os.Environ(), environ(envEntries)...)``, lines 265 and 377)."""
+    (``append(os.Environ(), environ(envEntries)...)``, lines 265 and 377). The sidecar's own
+    environment is its manifest's ``env`` (sidecar_env), changed by ``operator``."""
     sidecar = {k: v for k, v in os.environ.items() if not k.startswith(("ARGOCD_", "PARAM_"))}
+    sidecar.update({**sidecar_env(), **(operator or {})})
     sidecar["PATH"] = str(Path(sys.executable).parent) + os.pathsep + sidecar.get("PATH", "")
     return subprocess.run(command, cwd=app_dir, env={**sidecar, **env}, capture_output=True, timeout=60)
 
@@ -100,8 +110,8 @@ def discover(app_dir: Path, env: dict[str, str] | None = None) -> bool:
     return proc.stdout.strip() != b""
 
 
-def generate(app_dir: Path, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
-    return run_like_cmp_server(_plugin()["spec"]["generate"]["command"], app_dir, env)
+def generate(app_dir: Path, env: dict[str, str], operator: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    return run_like_cmp_server(_plugin()["spec"]["generate"]["command"], app_dir, env, operator)
 
 
 def _kinds(stdout: bytes) -> list[str]:
@@ -166,7 +176,7 @@ def test_a_parameter_wins_over_the_plugin_env(app: Path) -> None:
     ('[{"name": "image", "array": ["a"]}]', 'parameter "image" must be a string'),
     ('[{"name": "include-input", "string": "maybe"}]', 'include-input: must be true or false, not "maybe"'),
     ('[{"name": "imag", "string": "x:1"}]',
-     'unknown parameter "imag" (the plugin\'s parameters: image, include-input, pass-through-kinds, kustomize-build-options)'),
+     'unknown parameter "imag" (the plugin\'s parameters: image, include-input, pass-through-kinds)'),
     ('[{"string": "x:1"}]', "unknown parameter"),
     ('[{"name": "extra-labels", "map": {"team": "cache"}}]', 'unknown parameter "extra-labels"'),
 ])
@@ -238,7 +248,8 @@ def test_discover_and_generate_agree_and_generate_never_prints_nothing(tmp_path:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     matched = discover(tmp_path)
-    proc = generate(tmp_path, repo_server_env({"parameters": [{"name": "include-input", "string": include}]}))
+    proc = generate(tmp_path, repo_server_env({"parameters": [{"name": "include-input", "string": include}]}),
+                    {"MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH": "*"})  # an operator who lets include-input through
     # cmpserver/plugin/plugin.go:149 only logs "Plugin command returned zero output", and line 278
     # (kube.SplitYAMLToString) makes that an application with no resources: prune deletes them all
     assert not (proc.returncode == 0 and proc.stdout.strip() == b""), "an empty set would prune the application"
@@ -381,9 +392,11 @@ spec: {podSelector: {}}
 ])
 def test_only_the_crs_and_the_listed_kinds_pass_by_default(tmp_path: Path, parameters: list, kinds: list[str]) -> None:
     """A repository cannot make the plugin emit a ClusterRoleBinding or an Application unless the
-    Application's author lets that kind through; what is held back is named on stderr."""
+    Application lets that kind through (and the sidecar's operator allows any kind here, ``*``);
+    what is held back is named on stderr."""
     (tmp_path / "cr.yaml").write_text(CR.format(name="a") + HOSTILE)
-    proc = generate(tmp_path, repo_server_env({"parameters": parameters} if parameters else {}))
+    proc = generate(tmp_path, repo_server_env({"parameters": parameters} if parameters else {}),
+                    {"MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH": "*"})
     assert proc.returncode == 0, proc.stderr.decode()
     assert sorted(set(_kinds(proc.stdout))) == kinds
     if "Memcached" in kinds and "ClusterRoleBinding" not in kinds:

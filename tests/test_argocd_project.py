@@ -14,6 +14,7 @@ from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas import Validator, load_crd
 
 from .conftest import REPO
+from .test_argocd_plugin import sidecar_env
 from .upstream import needs_upstream, upstream
 
 ARGOCD = REPO / "examples" / "gitops-repo" / "argocd"
@@ -43,7 +44,7 @@ def test_the_project_admits_the_plugins_output_and_nothing_cluster_scoped() -> N
     # what the plugin emits for the example's directory, with the example's parameters
     app_dir = REPO / "examples" / "gitops-repo" / application["spec"]["source"]["path"]
     params = application["spec"]["source"]["plugin"]["parameters"]
-    env = {**os.environ, "ARGOCD_APP_PARAMETERS": json.dumps(params)}
+    env = {**os.environ, **sidecar_env(), "ARGOCD_APP_PARAMETERS": json.dumps(params)}  # the sidecar's operator env too
     proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "argocd-generate", "."], cwd=app_dir, env=env, capture_output=True)
     assert proc.returncode == 0, proc.stderr.decode()
     emitted = {(d.value["apiVersion"].rpartition("/")[0], d.value["kind"]) for d in iter_documents(proc.stdout)}

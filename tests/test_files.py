@@ -20,6 +20,7 @@ from memcached_gitops.foundation.files import (
     parse_size,
     write_atomic,
 )
+from memcached_gitops.foundation.kustomize import Builds
 
 CR = b"apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\n"
 
@@ -327,8 +328,9 @@ def test_a_build_gets_only_what_is_left_of_the_budget_and_its_options(tree: Path
     monkeypatch.setenv("MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS", "--enable-exec")
     with pytest.raises(InputError, match="'--enable-exec' is not allowed"):
         list(open_sources([source], InputBudget(10_000)))
-    with pytest.raises(InputError, match="'--enable-alpha-plugins' is not allowed"):  # the argument wins over the environment
-        list(open_sources([source], InputBudget(10_000), "--enable-alpha-plugins"))
+    with pytest.raises(InputError, match="'--enable-alpha-plugins' is not allowed"):  # a run's Builds reads its own environment
+        builds = Builds(environ={"MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS": "--enable-alpha-plugins"})
+        list(open_sources([source], InputBudget(10_000), builds))
     monkeypatch.delenv("MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS")
     (tree / "app" / "kustomization.yaml").write_bytes(b"resources: [nowhere.yaml]\n")
     with pytest.raises(InputError, match=r"kustomize build failed: .*nowhere\.yaml"):

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from memcached_gitops.foundation.yamlreader import iter_documents
@@ -47,6 +48,11 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def prod_env(plugin: dict[str, Any] | None) -> dict[str, str]:
+    """What the repo-server sends for an Application whose path is apps/prod."""
+    return {**repo_server_env(plugin), "ARGOCD_APP_SOURCE_PATH": "apps/prod"}
+
+
 def deployments(stdout: bytes) -> list[tuple[str, str, int, str]]:
     out = []
     for d in iter_documents(stdout):
@@ -65,8 +71,8 @@ def piped(app: Path) -> bytes:
 
 def test_argocd_generate_prints_the_overlays_deployments(repo: Path) -> None:
     app = repo / "apps" / "prod"
-    assert discover(app), "discover matches an overlay whose build holds a Memcached"
-    proc = generate(app, repo_server_env({}))
+    assert discover(app, prod_env(None)), "discover matches an overlay whose build holds a Memcached"
+    proc = generate(app, prod_env({}))
     assert proc.returncode == 0, proc.stderr.decode()
     want = [("prod-catalog-v2", "prod", 2, "memcached:1.6.26-alpine3.19"), ("prod-sessions-v2", "prod", 3, "memcached:1.6.26-alpine3.19")]
     assert deployments(proc.stdout) == deployments(piped(app)) == want
@@ -78,7 +84,7 @@ def test_argocd_generate_prints_the_overlays_deployments(repo: Path) -> None:
 
 @pytest.mark.parametrize("command", [["render"], ["render", "-o", "json"], ["validate"]])
 def test_render_and_validate_build_the_overlay(repo: Path, command: list[str]) -> None:
-    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", *command, str(repo / "apps" / "prod")], capture_output=True)
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", *command, "apps/prod"], cwd=repo, capture_output=True)
     assert proc.returncode == 0, proc.stderr.decode()
     if command == ["render"]:
         assert proc.stdout == piped(repo / "apps" / "prod")
@@ -89,7 +95,7 @@ def test_render_and_validate_build_the_overlay(repo: Path, command: list[str]) -
 def test_an_invalid_cr_made_by_the_overlay_fails(repo: Path) -> None:
     (repo / "apps" / "prod" / "size.yaml").write_text(
         "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: sessions}\nspec: {size: 9}\n")
-    proc = generate(repo / "apps" / "prod", repo_server_env({}))
+    proc = generate(repo / "apps" / "prod", prod_env({}))
     assert proc.returncode == 1 and proc.stdout == b""
     assert "apps/prod (kustomize build)" in proc.stderr.decode() or ". (kustomize build)" in proc.stderr.decode()
     assert "spec.size" in proc.stderr.decode()
@@ -101,16 +107,17 @@ def test_a_kustomize_shim_on_path_is_used(repo: Path, tmp_path: Path) -> None:
     log = tmp_path / "calls"
     shim.write_text(f'#!/bin/sh\necho "$@" >> {log}\n[ "$1" = build ] && shift\nexec kubectl kustomize "$@"\n')
     shim.chmod(0o755)
-    env = repo_server_env({"parameters": [{"name": "kustomize-build-options", "string": "--load-restrictor LoadRestrictionsRootOnly"}]})
+    env = prod_env({})
     env["PATH"] = f"{shim.parent}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
-    proc = generate(repo / "apps" / "prod", env)
+    proc = generate(repo / "apps" / "prod", env, {"MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS": "--enable-helm"})  # the operator's
     assert proc.returncode == 0, proc.stderr.decode()
-    assert log.read_text().splitlines() == ["build --load-restrictor LoadRestrictionsRootOnly ."]
+    assert log.read_text().splitlines() == ["build --enable-helm ."]
 
 
 @pytest.mark.parametrize("option", ["--enable-exec", "--enable-alpha-plugins", "--output=/tmp/x"])
 def test_build_options_that_run_code_or_write_files_are_refused(repo: Path, option: str) -> None:
-    proc = generate(repo / "apps" / "prod", repo_server_env({"parameters": [{"name": "kustomize-build-options", "string": option}]}))
+    """Even from the sidecar's operator (an Application cannot set options at all: test_kustomize_confinement)."""
+    proc = generate(repo / "apps" / "prod", prod_env({}), {"MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS": option})
     assert proc.returncode == 1 and proc.stdout == b""
     assert "is not allowed" in proc.stderr.decode() and len(proc.stderr.decode().splitlines()) == 1
 
@@ -118,8 +125,8 @@ def test_build_options_that_run_code_or_write_files_are_refused(repo: Path, opti
 def test_without_kustomize_one_line_says_what_to_install(repo: Path, tmp_path: Path) -> None:
     empty = tmp_path / "nothing"
     empty.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", str(repo / "apps" / "prod")],
-                          capture_output=True, env={**os.environ, "PATH": str(empty)})
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", "apps/prod"],
+                          cwd=repo, capture_output=True, env={**os.environ, "PATH": str(empty)})
     err = proc.stderr.decode()
     assert proc.returncode == 1 and proc.stdout == b"" and "Traceback" not in err
     assert "kustomize is not on PATH" in err and len(err.splitlines()) == 1
@@ -127,14 +134,14 @@ def test_without_kustomize_one_line_says_what_to_install(repo: Path, tmp_path: P
 
 def test_a_build_beyond_the_input_cap_is_refused(repo: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", "--max-input-size", "300",
-                           str(repo / "apps" / "prod")], capture_output=True)
+                           "apps/prod"], cwd=repo, capture_output=True)
     assert proc.returncode == 1 and proc.stdout == b""
     assert "kustomize build wrote more than the limit of 300 bytes" in proc.stderr.decode()
 
 
 def test_a_failing_build_is_one_line(repo: Path) -> None:
     (repo / "apps" / "prod" / "kustomization.yaml").write_text("resources: [../../nowhere]\n")
-    proc = generate(repo / "apps" / "prod", repo_server_env({}))
+    proc = generate(repo / "apps" / "prod", prod_env({}))
     assert proc.returncode == 1 and proc.stdout == b""
     assert "kustomize build failed" in proc.stderr.decode() and len(proc.stderr.decode().splitlines()) == 1
     assert shutil.which("kubectl")  # the real kustomize ran (and refused), not a missing binary

@@ -99,6 +99,44 @@ def test_a_file_named_like_an_option_is_checked_as_a_file(tmp_path: Path, worksp
     assert "Failed" in proc.stdout and 'bad.yaml:7:3: Memcached/bad: spec.sizee: unknown field "spec.sizee"' in proc.stdout
 
 
+def test_the_hook_refuses_a_kustomization_that_reaches_outside_the_repository(
+        tmp_path: Path, workspace: tuple[Path, Path, dict[str, str]]) -> None:
+    """Issue 46: a committed kustomization naming a directory outside the repository (any folder of the
+    machine that holds a kustomization, here one with a secret) was built and checked as if it were
+    the repository's; the hook now refuses it, naming the file, line and field."""
+    hooks, _, env = workspace
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "kustomization.yaml").write_text("resources: [secret.yaml]\n")
+    (tmp_path / "outside" / "secret.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: s3cr3t-value}\n")
+    app = tmp_path / "user" / "apps" / "caches"
+    app.mkdir(parents=True)
+    (app / "good.yaml").write_text(GOOD)
+    (app / "kustomization.yaml").write_text("resources:\n- good.yaml\n- ../../../outside\n")
+    user = tmp_path / "user"
+    _git(user, "init", "-q")
+    _git(user, "add", "-A")
+    _git(user, "commit", "-q", "-m", "initial")
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hooks), HOOK, "--all-files"],
+                          cwd=user, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "apps/caches/kustomization.yaml:3:3: resources[1]: '../../../outside' leaves the root" in proc.stdout, proc.stdout
+    assert "s3cr3t-value" not in proc.stdout + proc.stderr
+
+
+def test_the_hook_installs_the_locked_versions_of_every_runtime_dependency() -> None:
+    """pre-commit installs ``pip install . <additional_dependencies>``: each runtime dependency of the
+    lock requirements/runtime.txt (but the build backend) is pinned there to the lock's version, so a
+    hook run never takes a release newer than what was tested."""
+    [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    lock = {}
+    for line in (REPO / "requirements" / "runtime.txt").read_text().splitlines():
+        if line[:1].isalpha():
+            name, _, version = line.split()[0].partition("==")
+            lock[name] = version
+    lock.pop("setuptools")  # the build backend: pip's build isolation picks it (docs/security.md)
+    assert sorted(hook.get("additional_dependencies", [])) == sorted(f"{n}=={v}" for n, v in lock.items())
+
+
 def test_a_kustomization_at_the_root_named_alone_is_built(tmp_path: Path, workspace: tuple[Path, Path, dict[str, str]]) -> None:
     """A commit that changes only the root's kustomization.yaml: pre-commit passes ``kustomization.yaml``,
     no directory; its build (an overlay patch that makes the CR invalid) must fail the hook, never be

@@ -21,6 +21,7 @@ and generate never succeeds with nothing to print.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
@@ -32,8 +33,17 @@ from memcached_gitops.schemas import Validator
 from .pipeline import items_of
 
 #: The plugin's parameters (plugin.yaml ``parameters.static``) and the plugin env each falls back to.
-PARAMETERS = {"image": "MEMCACHED_IMAGE", "include-input": "INCLUDE_INPUT", "pass-through-kinds": "PASS_THROUGH_KINDS",
-              "kustomize-build-options": "KUSTOMIZE_BUILD_OPTIONS"}
+#: Both are the repository's to set: Argo CD merges the application directory's own
+#: ``.argocd-source.yaml`` into the Application (repository.go:1896-1948 ``mergeSourceParameters``, a
+#: JSON merge patch that keeps back only chart, path, repoURL and targetRevision), ``plugin.parameters``
+#: and ``plugin.env`` included.
+PARAMETERS = {"image": "MEMCACHED_IMAGE", "include-input": "INCLUDE_INPUT", "pass-through-kinds": "PASS_THROUGH_KINDS"}
+#: Settings that are the sidecar operator's alone: a parameter or plugin env of this name is refused.
+OPERATOR_ONLY = {"kustomize-build-options": "KUSTOMIZE_BUILD_OPTIONS"}
+#: The sidecar operator's ceiling on what an Application may pass through: comma-separated kinds
+#: (``Kind`` or ``group/Kind``) it may list in pass-through-kinds, ``*`` for any kind and
+#: ``include-input: true``. Unset or empty: none, only the CRs and what they render.
+PASS_THROUGH_ENV = "MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH"
 #: strconv.ParseBool's words, as Argo CD's own boolean parameters are read.
 _TRUE, _FALSE = frozenset(("1", "t", "T", "TRUE", "true", "True")), frozenset(("0", "f", "F", "FALSE", "false", "False"))
 
@@ -74,6 +84,9 @@ def plugin_settings(environ: Mapping[str, str]) -> dict[str, str]:
     default in production, where Argo CD passes every parameter the Application lists.
     """
     given = _parameters(environ)
+    for name, env in OPERATOR_ONLY.items():
+        if param_env_name(name) in environ or "ARGOCD_ENV_" + env in environ:
+            raise _operator_only(name)
     settings: dict[str, str] = {}
     for name, env in PARAMETERS.items():
         value = given.get(name, environ.get(param_env_name(name))) or environ.get("ARGOCD_ENV_" + env)
@@ -95,6 +108,8 @@ def _parameters(environ: Mapping[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for param in listed:
         name = param.get("name")  # ``name,omitempty``: a parameter may come without one
+        if name in OPERATOR_ONLY:
+            raise _operator_only(name)
         if name not in PARAMETERS:
             raise PluginInputError(f"ARGOCD_APP_PARAMETERS: unknown parameter {quote_value(excerpt(str(name)))} "
                                    f"(the plugin's parameters: {', '.join(PARAMETERS)})")
@@ -104,7 +119,65 @@ def _parameters(environ: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def pass_through(settings: Mapping[str, str]) -> PassThrough:
+def _operator_only(name: str) -> PluginInputError:
+    return PluginInputError(f"{name}: refused: an Application (and the repository, through .argocd-source.yaml) cannot set "
+                            f"it; the sidecar's operator sets MEMCACHED_GITOPS_{OPERATOR_ONLY[name]} in the sidecar's manifest")
+
+
+def repository_root(environ: Mapping[str, str], app_dir: str) -> str:
+    """The root of the checkout the cmp-server unpacked, which kustomize builds stay under.
+
+    The cmp-server unpacks the repository into a fresh work directory and runs generate in
+    ``<workdir>/<app path>`` (cmpserver/plugin/plugin.go:237 ``filepath.Join(workDir,
+    metadata.AppRelPath)``); ARGOCD_APP_SOURCE_PATH is the Application's path (repository.go newEnv),
+    which .argocd-source.yaml cannot change (line 1943). The root is the application directory less
+    the longest tail of that path it ends with (with manifest-generate-paths the unpacked tree starts
+    lower, at a common root). ``..`` in the path, or a root of ``/``: the application directory.
+    """
+    app = os.path.realpath(app_dir)
+    parts = [p for p in environ.get("ARGOCD_APP_SOURCE_PATH", "").split("/") if p not in ("", ".")]
+    tail = app.split(os.sep)
+    if ".." in parts:
+        return app
+    matched = next((n for n in range(len(parts), 0, -1) if tail[-n:] == parts[-n:]), 0)
+    root = os.sep.join(tail[:len(tail) - matched])
+    return root if matched < len(tail) - 1 and root else app
+
+
+def _ceiling(text: str | None) -> frozenset[str] | None:
+    """The operator's ceiling (``PASS_THROUGH_ENV``): None for any kind, else the kinds allowed."""
+    kinds = frozenset(k.strip() for k in (text or "").split(",") if k.strip())
+    return None if "*" in kinds else kinds
+
+
+def _covered(kind: str, allowed: frozenset[str]) -> bool:
+    """``group/Kind`` is covered by itself or by a bare ``Kind``; a bare ``Kind`` (every group) only by itself."""
+    return kind in allowed or ("/" in kind and kind.rpartition("/")[2] in allowed)
+
+
+def pass_through(settings: Mapping[str, str], ceiling: str | None = None) -> PassThrough:
+    """``_pass_through`` held to the sidecar operator's ``ceiling`` (``PASS_THROUGH_ENV``).
+
+    ``include-input`` and ``pass-through-kinds`` come from the Application, hence from the repository
+    (.argocd-source.yaml): a kind beyond the ceiling, or ``include-input: true`` without ``*``, is
+    refused by name rather than let the repository widen what reaches the cluster.
+    """
+    wanted = _pass_through(settings)
+    allowed = _ceiling(ceiling)
+    if allowed is None:
+        return wanted
+    shown = ", ".join(sorted(allowed)) or "none"
+    if wanted.kinds is None:
+        raise PluginInputError(f"include-input: \"true\" is beyond what the sidecar's operator allows ({PASS_THROUGH_ENV}: "
+                               f"{excerpt(shown)}; \"*\" allows it)")
+    beyond = sorted(k for k in wanted.kinds if not _covered(k, allowed))
+    if beyond:
+        raise PluginInputError(f"pass-through-kinds: {quote_value(beyond[0])} is beyond what the sidecar's operator allows "
+                               f"({PASS_THROUGH_ENV}: {excerpt(shown)})")
+    return wanted
+
+
+def _pass_through(settings: Mapping[str, str]) -> PassThrough:
     """What generate emits besides the Deployments, from ``include-input`` and ``pass-through-kinds``.
 
     Unset (the default): the Memcached CRs, and other objects only of the kinds listed in

@@ -122,18 +122,20 @@ def argocd_generate(
     Reads the parameters ``image``, ``include-input`` and ``pass-through-kinds`` as the repo-server
     sends them (ARGOCD_APP_PARAMETERS, which is ``null`` for ``plugin: {}``; PARAM_*), else the
     Application's plugin env ARGOCD_ENV_MEMCACHED_IMAGE / _INCLUDE_INPUT / _PASS_THROUGH_KINDS. By
-    default it emits the CRs and their Deployments only (argocd.pass_through says why). Fails (non-zero, nothing on
-    stdout) rather than print an empty set, which Argo CD would sync as "delete everything".
+    default it emits the CRs and their Deployments only; other kinds only up to the sidecar operator's
+    ceiling (argocd.pass_through says why). kustomize build options are the operator's
+    (MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS), and builds stay under the checkout's root. Fails (non-zero,
+    nothing on stdout) rather than print an empty set, which Argo CD would sync as "delete everything".
     """
-    from .argocd import PluginInputError, pass_through, plugin_settings
+    from .argocd import PASS_THROUGH_ENV, PluginInputError, pass_through, plugin_settings, repository_root
 
     try:
         settings = plugin_settings(os.environ)
-        passing = pass_through(settings)
+        passing = pass_through(settings, os.environ.get(PASS_THROUGH_ENV))
     except PluginInputError as exc:
         raise _fail(str(exc), EXIT_INVALID) from None
     _render([path], _validator(crd, True), _image(settings.get("image")), OutputFormat.yaml, None, passing.crs, max_input,
-            allow_empty=False, pass_other=passing.passes, build_options=settings.get("kustomize-build-options"))
+            allow_empty=False, pass_other=passing.passes, kustomize_root=repository_root(os.environ, path))
 
 
 @app.command("argocd-discover")
@@ -148,16 +150,14 @@ def argocd_discover(
     hidden directories and kustomization files do not), so discover matches exactly the
     directories generate renders. Always exits 0: the cmp-server matches on a non-empty stdout.
     """
-    from .argocd import PluginInputError, first_memcached, plugin_settings
+    from memcached_gitops.foundation.kustomize import Builds
+
+    from .argocd import first_memcached, repository_root
 
     validator = _validator(crd, True)
     try:
-        options = plugin_settings(os.environ).get("kustomize-build-options")
-    except PluginInputError:
-        options = None  # generate says what is wrong with the parameters
-    try:
         manifests, _ = manifest_sources([path])
-        found = first_memcached(open_sources(manifests, _budget(max_input), options), validator)
+        found = first_memcached(open_sources(manifests, _budget(max_input), Builds(repository_root(os.environ, path))), validator)
     except InputError as exc:
         for problem in exc.problems:
             echo(f"{problem} (discover: no match)", err=True)

@@ -32,7 +32,7 @@ from memcached_gitops.foundation.files import (
     safe_file_name,
     write_files,
 )
-from memcached_gitops.foundation.kustomize import KUSTOMIZE_FILE_NAMES
+from memcached_gitops.foundation.kustomize import KUSTOMIZE_FILE_NAMES, Builds
 from memcached_gitops.render import DEFAULT_IMAGE, to_single, write_json, write_yaml
 from memcached_gitops.schemas import CRDError, Validator, load_crd
 
@@ -139,7 +139,7 @@ def max_objects(given: int | None) -> int:
 
 
 def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: bool, max_input: str | None = None,
-                 build_options: str | None = None, require_objects: bool = False, objects_limit: int | None = None) -> Result:
+                 kustomize_root: str | None = None, require_objects: bool = False, objects_limit: int | None = None) -> Result:
     budget = input_budget(max_input)
     limit = max_objects(objects_limit) if do_render else None
     try:
@@ -152,7 +152,7 @@ def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: 
         # problems reported, its objects (the files' CRs again) not counted twice
         checked_only = frozenset(s.name + BUILT for s in nested)
         manifests = manifests + nested
-        sources = open_sources(manifests, budget, build_options, unbuilt)
+        sources = open_sources(manifests, budget, Builds(kustomize_root), unbuilt)
         if sys.stderr.isatty():  # a person is watching: a progress line for long work (terminal.py)
             from .terminal import with_progress
 
@@ -283,7 +283,7 @@ def render_files(paths: list[str], crd: str | None = None, strict: bool = True, 
 @one_shot
 def render_validated(paths: list[str], validator: Validator, image: str, output: OutputFormat, output_dir: Path | None,
                      include_input: bool, max_input: str | None = None, allow_empty: bool = True,
-                     pass_other: Callable[[dict[str, Any]], bool] | None = None, build_options: str | None = None,
+                     pass_other: Callable[[dict[str, Any]], bool] | None = None, kustomize_root: str | None = None,
                      require_objects: bool = False, verbose: bool = False, color: str = "auto") -> None:
     """The render command's work, shared with the Argo CD plugin's generate (``allow_empty=False``:
     an empty manifest set is an application with no resources, which Argo CD would prune to).
@@ -291,7 +291,7 @@ def render_validated(paths: list[str], validator: Validator, image: str, output:
     With ``include_input``, the CRs go along, and the other objects for which ``pass_other`` is true
     (all of them without it); the others held back are named on stderr.
     """
-    result = run_pipeline(paths, validator, image, do_render=True, max_input=max_input, build_options=build_options,
+    result = run_pipeline(paths, validator, image, do_render=True, max_input=max_input, kustomize_root=kustomize_root,
                           require_objects=require_objects)
     check_nonempty(result, paths)
     if verbose:

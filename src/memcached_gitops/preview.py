@@ -24,6 +24,7 @@ import tempfile
 from collections.abc import Iterator
 
 from memcached_gitops.foundation.files import InputBudget, InputError, Source, manifest_sources, open_sources
+from memcached_gitops.foundation.kustomize import Builds
 from memcached_gitops.schemas import Validator
 
 from .commands import echo, input_budget, max_objects
@@ -118,10 +119,10 @@ def applications(paths: list[str]) -> dict[str, list[Source]]:
     return apps
 
 
-def read_side(paths: list[str], validator: Validator, image: str, budget: InputBudget, build_options: str | None,
-              limit: int) -> dict[str, Side]:
+def read_side(paths: list[str], validator: Validator, image: str, budget: InputBudget, limit: int) -> dict[str, Side]:
     """Every application under ``paths`` rendered, as argocd-generate with include-input emits it:
-    the CRs with their defaults, the other objects, and what the CRs render to."""
+    the CRs with their defaults, the other objects, and what the CRs render to. The side's builds
+    share one deadline and cap, each confined to the working directory (the side's checkout)."""
     here = os.path.realpath(".") + os.sep  # kustomize names files by their full path: the base's would be a temporary one
 
     def problems(lines: list[str]) -> list[str]:
@@ -132,9 +133,10 @@ def read_side(paths: list[str], validator: Validator, image: str, budget: InputB
     except InputError as exc:
         return {" ".join(paths): Side([], problems(exc.problems))}
     sides = {}
+    builds = Builds()
     for app, sources in sorted(apps.items()):
         try:
-            result = process(open_sources(sources, budget, build_options), validator, image, True, max_objects=limit)
+            result = process(open_sources(sources, budget, builds), validator, image, True, max_objects=limit)
         except InputError as exc:
             sides[app] = Side([], problems(exc.problems))
             continue
@@ -147,7 +149,7 @@ def read_side(paths: list[str], validator: Validator, image: str, budget: InputB
 
 
 def preview(ref: str, paths: list[str], validator: Validator, image: str, budget: tuple[InputBudget, InputBudget],
-            build_options: str | None = None, limit: int = 20_000) -> tuple[str, list[AppPreview]]:
+            limit: int = 20_000) -> tuple[str, list[AppPreview]]:
     """(the base commit, each application's preview) for ``paths`` between the merge base of ``ref`` and the working tree."""
     paths = repository_paths(paths)
     with base_checkout(ref) as (folder, commit):
@@ -155,8 +157,8 @@ def preview(ref: str, paths: list[str], validator: Validator, image: str, budget
         if missing:
             raise PreviewError(f"{missing[0]}: no such file or directory, at the base or in the working tree")
         with inside(folder):
-            base = read_side(paths, validator, image, budget[0], build_options, limit)
-    head = read_side(paths, validator, image, budget[1], build_options, limit)
+            base = read_side(paths, validator, image, budget[0], limit)
+    head = read_side(paths, validator, image, budget[1], limit)
     return commit, compare(base, head, validator.crd.kind)
 
 

