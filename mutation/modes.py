@@ -62,7 +62,8 @@ MUTANTS: dict[str, tuple[str, str, str, list[str]]] = {
         "        context = server_context(cert.read_bytes(), key.read_bytes())",
         ["tests/test_tls_reload.py"]),
     "options: only --options checked against the allow-list": (
-        "foundation/kustomize.py", 'if arg.startswith("-") and arg.split', 'if arg.startswith("--") and arg.split',
+        "foundation/kustomize.py", 'takes = ALLOWED_FLAGS.get(flag) if arg.startswith("--") else None',
+        'takes = ALLOWED_FLAGS.get(flag) if arg.startswith("--") else False',
         ["tests/test_option_forms.py"]),
 }
 

@@ -44,12 +44,16 @@ LAYOUTS: dict[str, dict[str, str]] = {
     "an overlay below the root": {"base/cr.yaml": CR.format(name="a"), "base/kustomization.yaml": KUSTOMIZATION.format(resources="cr.yaml"),
                                   "overlays/prod/kustomization.yaml": KUSTOMIZATION.format(resources="../../base") + PATCH},
     "files named like options": {"-o.yaml": BAD_CR.format(name="o"), "--crd=x.yaml": CR.format(name="x"), "good.yaml": CR.format(name="g")},
+    "an application below the root": {"apps/caches/kustomization.yaml": KUSTOMIZATION.format(resources="cr.yaml") + PATCH,
+                                      "apps/caches/cr.yaml": CR.format(name="a"),
+                                      "notes.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\n"},
 }
 #: the application's path Argo CD is given in each layout (where its kustomization or its files are)
-APP_PATH = {"a kustomization at the root": ".", "an overlay below the root": "overlays/prod", "files named like options": "."}
+APP_PATH = {"a kustomization at the root": ".", "an overlay below the root": "overlays/prod", "files named like options": ".",
+            "an application below the root": "apps/caches"}
 #: what the Action's ``paths`` is set to beside the default ``.``
 ACTION_LIST = {"a kustomization at the root": "kustomization.yaml cr.yaml", "an overlay below the root": "overlays/prod base",
-               "files named like options": "-o.yaml good.yaml"}
+               "files named like options": "-o.yaml good.yaml", "an application below the root": "apps/caches notes.yaml"}
 CLI = str(Path(sys.executable).parent / "memcached-gitops")
 
 
@@ -117,9 +121,13 @@ def test_argo_cds_generate_in_the_application_path(tmp_path: Path, layout: str, 
     app = root if where == "root" else root / APP_PATH[layout]
     proc = generate(app, repo_server_env(None))
     out, err = proc.stdout.decode(), proc.stderr.decode()
-    if where == "root" and layout == "an overlay below the root":
-        # the root is no kustomization: its files are read, the base's CR valid, the overlay passed over
+    if where == "root" and APP_PATH[layout] != ".":
+        # the root is no kustomization: its files are read (the CR valid), the kustomization below passed over
         assert proc.returncode == 0 and "Deployment" in out, err
+        return
+    if where == "app path" and layout == "an overlay below the root":
+        # the application's path is the build's root: a base above it is refused, naming the file and field
+        assert proc.returncode != 0 and out == "" and "kustomization.yaml:3:" in err and "leaves the root" in err, err
         return
     assert proc.returncode != 0 and out == "" and FAULT in err, (proc.returncode, out, err)
 
