@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from memcached_gitops.reconciler.decisions.selectors import describe, has_kept_selector, keep_live_selector, matches, overlapping
