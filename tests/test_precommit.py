@@ -135,3 +135,21 @@ def test_the_hook_installs_the_locked_versions_of_every_runtime_dependency() -> 
             lock[name] = version
     lock.pop("setuptools")  # the build backend: pip's build isolation picks it (docs/security.md)
     assert sorted(hook.get("additional_dependencies", [])) == sorted(f"{n}=={v}" for n, v in lock.items())
+
+
+def test_a_kustomization_at_the_root_named_alone_is_built(tmp_path: Path, workspace: tuple[Path, Path, dict[str, str]]) -> None:
+    """A commit that changes only the root's kustomization.yaml: pre-commit passes ``kustomization.yaml``,
+    no directory; its build (an overlay patch that makes the CR invalid) must fail the hook, never be
+    passed over as ``kustomize build ""`` (tests/test_path_forms.py has every client's form)."""
+    from .test_path_forms import FAULT, lay_out
+
+    hooks, _, env = workspace
+    user = lay_out(tmp_path, "a kustomization at the root")
+    _git(user, "init", "-q")
+    _git(user, "add", "-A")
+    _git(user, "commit", "-q", "-m", "initial")
+    kubectl = {"PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")}  # kustomize, as a user has it
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hooks), HOOK, "--files", "kustomization.yaml"],
+                          cwd=user, env={**env, **kubectl}, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1 and "Failed" in proc.stdout, proc.stdout + proc.stderr
+    assert f'. (kustomize build):7:3: Memcached/a: spec.{FAULT}: unknown field "spec.{FAULT}"' in proc.stdout, proc.stdout

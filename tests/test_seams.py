@@ -240,7 +240,9 @@ def test_every_handler_sees_the_store_already_holding_the_events_version(cluster
     make_cr(cluster, "a", size=1)
     with running(cluster):
         make_cr(cluster, "b", size=2)
-        wait_for(lambda: has_deployment(cluster, "b"), what="b's Deployment")
+        # a's Deployment too: a and b go to two workers, and b's can be applied first; patching a's
+        # before it exists is a 404 (the test's race, not the product's: a slow first apply of a).
+        wait_for(lambda: has_deployment(cluster, "a") and has_deployment(cluster, "b"), what="a's and b's Deployments")
         patch(cluster, DEP_PATH.format(ns="default", name="a"), {"spec": {"replicas": 4}}, MERGE)
         wait_for(lambda: deployment(cluster, "a")["spec"]["replicas"] == 1, what="a's drift corrected")
         create_hpa(cluster, target="b", min_replicas=2)

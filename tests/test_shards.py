@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -471,8 +472,11 @@ def test_a_refused_lease_stops_the_join_with_the_servers_answer() -> None:
         assert refused.value.status == 403 and "cannot create resource" in str(refused.value)
 
 def test_release_stops_serving_at_once_and_deletes_the_lease_only_after_the_work_in_flight(server: FakeAPIServer, clock: Clock) -> None:
-    """SIGTERM: no CR may be written from the moment release begins; the Lease is deleted once the
-    reconciles in flight have ended, or after ``timeout`` seconds (by the ring's clock) of a stuck one."""
+    """SIGTERM: no CR is taken from the moment release begins, but a reconcile in flight ends with its
+    own writes (its status, its Event: no CR left half-done; the others count this replica as a
+    member until its Lease goes, so none of them writes that CR); the Lease is deleted once the
+    reconciles in flight have ended, or after ``timeout`` seconds (by the ring's clock) of a stuck
+    one, which then writes nothing more."""
     import threading
 
     a, b = start(server, clock, "a", "b")
@@ -483,19 +487,22 @@ def test_release_stops_serving_at_once_and_deletes_the_lease_only_after_the_work
         releasing = threading.Thread(target=lambda: (a.release(), done.set()), daemon=True)
         releasing.start()
         assert not done.wait(0.2), "waits for the reconcile in flight"
-        assert a.stopping and a.token not in a.view and not any(a.allowed(k) for k in KEYS) and not a.may_write()
+        assert a.stopping and a.token not in a.view and not any(a.allowed(k) for k in KEYS)
+        assert a.may_write(), "the reconcile in flight finishes its writes"
         assert lease(server, a) is not None
     assert done.wait(5) and lease(server, a) is None
     assert lease(server, b) is not None
     stuck = threading.Event()
     other = next(k for k in KEYS if b.allowed(k))
     entered = threading.Event()
+    after: list[bool] = []
 
     def reconcile() -> None:
         with b.serving(other) as ok:
             entered.set()
             if ok:
                 stuck.wait(10)
+                after.append(b.may_write())
 
     threading.Thread(target=reconcile, daemon=True).start()
     assert entered.wait(5) and b._holds[b.epoch] == 1
@@ -507,6 +514,10 @@ def test_release_stops_serving_at_once_and_deletes_the_lease_only_after_the_work
     clock.now += 1.5
     assert finished.wait(5) and lease(server, b) is None, "a stuck reconcile holds the Lease 30 s at most"
     stuck.set()
+    deadline = time.monotonic() + 5
+    while not after and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert after == [False], "nothing is written once the Lease is deleted"
 
 
 def test_release_waits_for_a_renewal_in_flight_and_no_renewal_follows_its_delete(server: FakeAPIServer, clock: Clock) -> None:

@@ -140,6 +140,9 @@ class ShardRing:
         self._local = threading.local()
         self.last_error: APIError | None = None  # the last write's refusal
         self._io = threading.Lock()  # one Lease write at a time: the Lease thread's turn, or release's DELETE
+        #: SIGTERM: the members of the last view this replica wrote under (None: it may not write), so
+        #: that the reconciles in flight end with their own writes until release() deletes the Lease
+        self._leaving: list[str] | None = None
 
     # ---- the pure part: who may write what, now
     @property
@@ -205,7 +208,12 @@ class ShardRing:
         """The API client's gate, before every write: the calling reconcile's CR is still ours in the
         current view (it may have changed while the reconcile ran), and the fence holds."""
         hold = getattr(self._local, "hold", None)
-        return hold is not None and self.allowed(hold[0])
+        if hold is None:
+            return False
+        with self._lock:
+            if self.stopping:  # leaving: a reconcile in flight ends (its status, its Event) under the view it began in
+                return self._leaving is not None and self.fenced() and owner(key_text(hold[0]), self._leaving) == self.identity
+        return self.allowed(hold[0])
 
     def drained(self) -> bool:
         with self._lock:
@@ -387,8 +395,14 @@ class ShardRing:
         return replaced
 
     def release(self, timeout: float = 30.0) -> None:
-        """SIGTERM: stop taking CRs, wait for the reconciles in flight, then delete the Lease."""
+        """SIGTERM: stop taking CRs, wait for the reconciles in flight, then delete the Lease.
+
+        The reconciles in flight may still write (the others count this replica as a member until
+        its Lease is deleted, so none of them owns its CRs), within the fence; nothing is written
+        once the DELETE is on its way. Refusing their writes at once would leave a CR half-done: its
+        Deployment applied, its status and Event not written until another replica comes to it."""
         with self._lock:
+            self._leaving = self.members() if self.acknowledged() else None
             self.stopping = True
             self._recompute()
         deadline = self.monotonic() + timeout
@@ -397,6 +411,8 @@ class ShardRing:
                 if not any(self._holds.values()):
                     break
             time.sleep(0.005)
+        with self._lock:
+            self._leaving = None  # a reconcile still running after the timeout writes nothing more
         with self._io:  # after the Lease thread's turn in progress, so the version is the last one written
             if self._lease is None:
                 return

@@ -224,9 +224,14 @@ class Metrics:
         self.workqueue_retries.labels(CONTROLLER, CONTROLLER).inc()
 
     def workers(self, count: int, queued: Callable[[], float]) -> None:
-        """The controller's worker count and its queue's depth, read at each scrape."""
+        """The controller's worker count and its queue's depth, read at each scrape; its counters start
+        at 0 as controller-runtime's initMetrics starts them (pkg/internal/controller/controller.go),
+        so that the first error is a rise the alerts' rate() sees, not a series that appears at 1."""
         self.max_concurrent.labels(CONTROLLER).set(count)
         self.active_workers.labels(CONTROLLER).set(0)
+        self.reconcile_errors.labels(CONTROLLER)
+        for result in ("error", "success"):
+            self.reconcile_total.labels(CONTROLLER, result)
         self.queue_depth.set_function(queued)
         # client-go's depth: a key added while a worker holds it counts until it is taken again
         self.workqueue_depth.labels(CONTROLLER, CONTROLLER, "").set_function(lambda: self.workqueue.depth)
