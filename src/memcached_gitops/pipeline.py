@@ -1,8 +1,8 @@
 """The one path every front end shares: parse -> validate (+ defaults) -> render.
 
 The CLI's ``render`` and ``validate`` and the Argo CD plugin (through ``commands.render_validated``)
-call ``process``, the KRM function ``process_object`` for each item; it reads no files itself (it is given open streams) and writes nothing. Each
-document is validated as soon as it is parsed, so the libyaml node tree that gives error
+call ``process``, the KRM function ``process_object`` for each item; it reads no files itself (it is
+given open streams) and writes nothing. Each document is validated as soon as it is parsed, so the libyaml node tree that gives error
 positions is only kept for one document at a time.
 """
 
