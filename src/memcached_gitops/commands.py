@@ -335,7 +335,8 @@ def render_validated(paths: list[str], validator: Validator, image: str, output:
 
 
 def guarded(command: Callable[[], object]) -> None:
-    """Run a command as the console script does: Ctrl-C exits 130 and a closed pipe exits 1, without a traceback."""
+    """Run a command as the console script does: Ctrl-C exits 130, a closed pipe exits 1, and a missing
+    dependency exits 2 with one line naming what installs it, without a traceback."""
     try:
         command()
     except KeyboardInterrupt:
@@ -343,3 +344,10 @@ def guarded(command: Callable[[], object]) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(1)
+    except ImportError as exc:  # a dependency the install lacks: one line naming what installs it, exit 2
+        from memcached_gitops.foundation.extras import missing_module
+
+        message = missing_module(exc)
+        if message is None:
+            raise
+        raise fail(message) from None
