@@ -274,17 +274,19 @@ def validate_files(paths: list[str], crd: str | None = None, strict: bool = True
 
 def render_files(paths: list[str], crd: str | None = None, strict: bool = True, output: OutputFormat = OutputFormat.yaml,
                  output_dir: Path | None = None, include_input: bool = False, image: str | None = None,
-                 max_input: str | None = None, require_objects: bool = False, verbose: bool = False, color: str = "auto") -> None:
+                 max_input: str | None = None, require_objects: bool = False, verbose: bool = False, color: str = "auto",
+                 objects_limit: int | None = None) -> None:
     """The render command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
     render_validated(paths, make_validator(crd, strict, paths), resolve_image(image), output, output_dir, include_input, max_input,
-                     require_objects=require_objects, verbose=verbose, color=color)
+                     require_objects=require_objects, verbose=verbose, color=color, objects_limit=objects_limit)
 
 
 @one_shot
 def render_validated(paths: list[str], validator: Validator, image: str, output: OutputFormat, output_dir: Path | None,
                      include_input: bool, max_input: str | None = None, allow_empty: bool = True,
                      pass_other: Callable[[dict[str, Any]], bool] | None = None, kustomize_root: str | None = None,
-                     require_objects: bool = False, verbose: bool = False, color: str = "auto") -> None:
+                     require_objects: bool = False, verbose: bool = False, color: str = "auto",
+                     objects_limit: int | None = None) -> None:
     """The render command's work, shared with the Argo CD plugin's generate (``allow_empty=False``:
     an empty manifest set is an application with no resources, which Argo CD would prune to).
 
@@ -292,7 +294,7 @@ def render_validated(paths: list[str], validator: Validator, image: str, output:
     (all of them without it); the others held back are named on stderr.
     """
     result = run_pipeline(paths, validator, image, do_render=True, max_input=max_input, kustomize_root=kustomize_root,
-                          require_objects=require_objects)
+                          require_objects=require_objects, objects_limit=objects_limit)
     check_nonempty(result, paths)
     if verbose:
         report_passed_over(result)
