@@ -232,3 +232,19 @@ def test_one_output_flag_as_kubectl_and_shell_completion() -> None:
         assert run("validate", "-o", fmt, bad).stdout == run("validate", "--format", fmt, bad).stdout != b""
     script = run("--show-completion", "bash")
     assert script.returncode == 0 and b"complete" in script.stdout and b"memcached" in script.stdout
+
+
+def test_the_real_errors_come_before_the_note_that_rules_were_not_checked(tmp_path: Path) -> None:
+    # the server's note names no field and sits at the object's root (its first line): read first,
+    # it hides what to correct, so every format lists it after the errors it refers to
+    cr = tmp_path / "cache.yaml"
+    cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a, namespace: shop}\n"
+                  "spec:\n  size: three\n  resources: {limits: {memory: 1Gi}}\n")
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "validate", str(cr)], capture_output=True, text=True)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1 and len(lines) == 3, proc.stderr
+    assert "spec.size: Invalid value" in lines[0] and "some validation rules were not checked" in lines[1], proc.stderr
+    github = subprocess.run([sys.executable, "-m", "memcached_gitops", "validate", "--format", "github", str(cr)],
+                            capture_output=True, text=True)
+    annotations = [line for line in github.stdout.splitlines() if line.startswith("::error")]
+    assert "spec.size" in annotations[0] and "not checked" in annotations[1], github.stdout

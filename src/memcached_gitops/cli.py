@@ -102,9 +102,12 @@ def validate(
     require_objects: RequireObjectsOpt = False,
     verbose: VerboseOpt = False,
     color: ColorOpt = "auto",
+    strict_build: Annotated[bool, typer.Option(
+        "--strict-build", help="A kustomization that cannot be built is an error (Argo CD and Flux fail to sync it), "
+                               "not a warning. The GitHub Action sets it.")] = False,
 ) -> None:
     """Check Memcached CRs as the API server would (kubectl apply --dry-run=server --validate=strict)."""
-    validate_files(paths, crd, strict, format, max_input, require_objects, verbose, color)
+    validate_files(paths, crd, strict, format, max_input, require_objects, verbose, color, strict_build)
 
 
 @app.command()

@@ -25,7 +25,7 @@ from memcached_gitops.lists import (
 )
 from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import Problem, Validator, format_path
-from memcached_gitops.schemas.validator import identity_problems
+from memcached_gitops.schemas.validator import RULES_NOT_CHECKED, identity_problems
 
 
 class Finding(NamedTuple):
@@ -281,7 +281,9 @@ def process_object(
     desired = validate_and_render(validator, obj, image, rendering=do_render)
     outcome = desired.outcome
     located = [finding(w, "warning") for w in outcome.warnings] + [finding(e) for e in outcome.errors]
-    result.findings += sorted(located, key=lambda f: (f.line, f.column))
+    # by place in the file, as a person reads them; the server's "rules not checked" note (at the
+    # object's root, so its first line) after the errors it refers to
+    result.findings += sorted(located, key=lambda f: (f.message == RULES_NOT_CHECKED, f.line, f.column))
     if not outcome.ok:
         return
     duplicate = _duplicate(result, outcome.obj, file, locate)
