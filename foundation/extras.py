@@ -18,7 +18,8 @@ OPTIONAL_MODULES = {
     "kubernetes": f"the Kubernetes client: pip install '{CLUSTER_EXTRA}'",
     "prometheus_client": f"prometheus-client (the reconciler's /metrics): pip install '{CLUSTER_EXTRA}'",
     "cryptography": f"cryptography (the /metrics certificate): pip install '{CLUSTER_EXTRA}'",
-    "celpy": "cel-python (the CRD's CEL rules), a dependency of memcached-gitops: the install is incomplete, install memcached-gitops again",
+    "celpy": "cel-python (the CRD's CEL rules), a dependency of memcached-gitops: the install is incomplete, "
+             "install memcached-gitops again",
     "lark": "lark (cel-python's parser), a dependency of memcached-gitops: the install is incomplete, install memcached-gitops again",
 }
 
