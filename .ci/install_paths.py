@@ -136,22 +136,50 @@ def action_steps(source: Path) -> dict[str, dict[str, object]]:
     return {step.get("id") or step["name"]: step for step in steps}
 
 
+def step_env(step: dict[str, object], inputs: dict[str, str], runner_temp: Path) -> dict[str, str]:
+    """A step's ``env:`` with ``${{ inputs.X }}`` and ``${{ runner.temp }}`` replaced as the runner does."""
+    def value(text: str) -> str:
+        text = re.sub(r"\$\{\{\s*runner\.temp\s*\}\}", str(runner_temp), text)
+        return re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: inputs[m[1]], text)
+
+    return {name: value(str(text)) for name, text in (step.get("env") or {}).items()}  # type: ignore[union-attr]
+
+
+def step_runs(step: dict[str, object], inputs: dict[str, str]) -> bool:
+    """Whether a step runs: a ``run:`` step whose ``if:`` is absent or, of the forms
+    ``inputs.X == 'v'`` / ``inputs.X != 'v'`` (joined by ``&&``), true. A condition of another form
+    is not guessed: the step is passed over, and said."""
+    if "run" not in step:
+        return False
+    condition = str(step.get("if", "")).strip()
+    for part in filter(None, (c.strip() for c in condition.split("&&"))):
+        test = re.fullmatch(r"inputs\.([\w-]+)\s*(==|!=)\s*'([^']*)'", part)
+        if test is None:
+            print(f"  step {step.get('name')!r}: its condition {condition!r} is not read here; passed over")
+            return False
+        if (inputs.get(test[1], "") == test[3]) != (test[2] == "=="):
+            return False
+    return True
+
+
 def action_path(source: Path, work: Path, paths: list[Path]) -> Path:
-    """action.yml's install step as the runner runs it, then its Validate and Render steps on each input."""
+    """action.yml's install step as the runner runs it, then its Validate and Render steps on each
+    input, with the action's default inputs but ``paths`` and ``render-to``."""
+    import yaml
+
     steps = action_steps(source)
-    venv = work / "runner-temp" / "memcached-gitops"
+    declared = yaml.safe_load((source / "action.yml").read_text())["inputs"]
     action = copy_checkout(source, work / "action")  # the ref in `uses:`, checked out by the runner
-    runner = {"PYTHON": "python3", "VENV": str(venv), "GITHUB_ACTION_PATH": str(action),
-              "MEMCACHED_GITOPS": str(venv / "bin" / "memcached-gitops")}
-    install = next(s for name, s in steps.items() if str(name).startswith("Install"))
-    sh(str(install["run"]), work, environment(**runner))
+    runner_temp = work / "runner-temp"
+    runner = {"GITHUB_ACTION_PATH": str(action), "GITHUB_OUTPUT": str(work / "github-output")}
     for path in paths:
-        output = work / "github-output"
-        env = environment(**runner, INPUT_PATHS=str(path), RENDER_TO=str(work / "out" / "rendered.yaml"),
-                          GITHUB_OUTPUT=str(output))
-        sh(str(steps["Validate"]["run"]), work, env)
-        sh(str(steps["render"]["run"]), work, env)
-    return venv
+        inputs = {name: str(spec.get("default", "")) for name, spec in declared.items()}
+        inputs.update({"paths": str(path), "render-to": str(work / "out" / "rendered.yaml")})
+        for name, step in steps.items():
+            if (path != paths[0] and str(name).startswith("Install")) or not step_runs(step, inputs):
+                continue  # installed once, as in one job
+            sh(str(step["run"]), work, environment(**runner, **step_env(step, inputs, runner_temp)))
+    return runner_temp / "memcached-gitops"
 
 
 def dockerfile_stages(text: str) -> list[list[str]]:

@@ -218,14 +218,6 @@ def test_a_kustomization_that_cannot_be_built_is_said_and_passed_over(repo: Path
     assert annotation.startswith("::error file=apps/broken/kustomization.yaml,line=1,") and "line 0" not in annotation
 
 
-def test_the_action_fails_on_a_kustomization_that_cannot_be_built() -> None:
-    import yaml
-
-    steps = yaml.safe_load((REPO / "action.yml").read_text())["runs"]["steps"]
-    [validate_step] = [s for s in steps if s.get("name") == "Validate"]
-    assert "validate --format github --strict-build --" in validate_step["run"]
-
-
 def test_render_of_a_repository_still_renders_only_its_files(repo: Path) -> None:
     """``render .`` prints what the files hold (the overlays are built by Argo CD's plugin or by render
     of the overlay itself): the base's CRs (and a patch file that reads as one), never the overlay's."""
