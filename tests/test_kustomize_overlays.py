@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 from memcached_gitops.foundation.yamlreader import iter_documents
 
-from .conftest import REPO
 from .test_argocd_plugin import discover, generate, repo_server_env
 
 CR = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: {name}\nspec:\n  size: {size}\n"
@@ -225,19 +224,3 @@ def test_render_of_a_repository_still_renders_only_its_files(repo: Path) -> None
     assert proc.returncode == 0, proc.stderr
     names = sorted(d.value["metadata"]["name"] for d in iter_documents(proc.stdout) if d.value["kind"] == "Deployment")
     assert {"catalog", "sessions"} <= set(names) and not [n for n in names if n.startswith("prod-")], names
-
-
-def test_a_kustomization_that_needs_plugins_stays_a_warning_under_strict_build(repo: Path) -> None:
-    # a KRM exec function (examples/gitops-repo/krm) builds only with --enable-alpha-plugins --enable-exec,
-    # which run the repository's code: not passed here, so strict-build cannot judge it broken
-    krm = repo / "apps" / "krm"
-    krm.mkdir()
-    kustomization = (REPO / "examples" / "gitops-repo" / "krm" / "kustomization.yaml").read_text()
-    (krm / "kustomization.yaml").write_text(kustomization.replace("../apps/caches", "cache.yaml"))
-    (krm / "cache.yaml").write_text(CR.format(name="krm", size=1))
-    for name in ("memcached-gitops.yaml", "memcached-gitops-krm.sh"):
-        (krm / name).write_text((REPO / "examples" / "gitops-repo" / "krm" / name).read_text())
-    proc = validate(repo, "--strict-build", ".")
-    assert proc.returncode == 0, proc.stderr
-    [warning] = [line for line in proc.stderr.splitlines() if "not built" in line]
-    assert "warning: " in warning and "external plugins disabled" in warning

@@ -170,20 +170,12 @@ def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: 
         raise fail(str(exc), EXIT_INVALID) from None
 
 
-#: kustomize's words for a kustomization that runs a plugin or KRM function (kustomize build
-#: --enable-alpha-plugins [--enable-exec]): options never passed here, since they run a repository's code
-NEEDS_PLUGINS = "external plugins disabled"
-
-
 def unbuilt_finding(line: str, strict_build: bool) -> Finding:
     """A kustomization that could not be built (``DIR (kustomize build): not built, ...``): a warning
     counted in the summary, or with --strict-build an error, since Argo CD and Flux fail to sync
-    what kustomize cannot build. One that needs plugins stays a warning: it is built with options
-    the validator refuses to pass (a KRM exec function, as examples/gitops-repo/krm), not broken."""
+    what kustomize cannot build."""
     where = line[: line.index(BUILT) + len(BUILT)] if BUILT in line else line.partition(": ")[0]
     why = line[len(where):].removeprefix(": ")
-    if NEEDS_PLUGINS in why:
-        return Finding(where, 0, 0, "", "", f"{why} (plugins run a repository's code: never enabled here)", "warning")
     if strict_build:
         return Finding(where, 0, 0, "", "", f"{why} (Argo CD and Flux cannot build it either)")
     return Finding(where, 0, 0, "", "", f"{why} (--strict-build makes this an error)", "warning")
