@@ -89,19 +89,25 @@ def readme_install(readme: str) -> str:
 
 
 def inputs(source: Path, work: Path) -> list[Path]:
-    """What every path validates and renders: the README's CR, the every-field CR, each examples/ directory."""
+    """What every path validates and renders, as paths relative to ``work/repo``: a copy of the
+    checkout (the repository a user runs the checks at the top of, as CI, the hook and the Action
+    do: kustomize builds stay under it) holding the README's CR and the every-field CR under in/,
+    and each examples/ directory."""
+    repo = copy_checkout(source, work / "repo")
     for name in ("readme-example", "every-field"):
-        (work / "in" / name).mkdir(parents=True)
-    (work / "in" / "readme-example" / "memcached.yaml").write_text(readme_example((source / "README.md").read_text()))
-    shutil.copy(EVERY_FIELD, work / "in" / "every-field" / "memcached.yaml")
+        (repo / "in" / name).mkdir(parents=True)
+    (repo / "in" / "readme-example" / "memcached.yaml").write_text(readme_example((source / "README.md").read_text()))
+    shutil.copy(EVERY_FIELD, repo / "in" / "every-field" / "memcached.yaml")
     examples = []
     for folder in sorted(p for p in (source / "examples").iterdir() if p.is_dir()):
         skipped = [source / "examples" / e for e in EXEC_ONLY if (source / "examples" / e).parent == folder]
         if skipped:
             print(f"  {', '.join(str(s.relative_to(source)) for s in skipped)}: built only with kustomize's exec plugins, "
                   f"not by validate; {folder.relative_to(source)} is checked folder by folder without it")
-        examples += sorted(p for p in folder.iterdir() if p.is_dir() and p not in skipped) if skipped else [folder]
-    return [work / "in" / "readme-example" / "memcached.yaml", work / "in" / "every-field" / "memcached.yaml", *examples]
+        kept = sorted(p for p in folder.iterdir() if p.is_dir() and p not in skipped and not p.name.startswith("."))
+        examples += kept if skipped else [folder]
+    relative = [p.relative_to(source) for p in examples]
+    return [Path("in/readme-example/memcached.yaml"), Path("in/every-field/memcached.yaml"), *relative]
 
 
 def check_cli(cli: Path, paths: list[Path], cwd: Path, env: dict[str, str]) -> None:
@@ -135,7 +141,7 @@ def readme_path(source: Path, work: Path, paths: list[Path]) -> Path:
     checkout = copy_checkout(source, work / "checkout")
     env = environment()
     sh(readme_install((source / "README.md").read_text()), checkout, env)
-    check_cli(checkout / ".venv" / "bin" / "memcached-gitops", paths, work, env)
+    check_cli(checkout / ".venv" / "bin" / "memcached-gitops", paths, work / "repo", env)
     return checkout / ".venv"
 
 
@@ -181,14 +187,15 @@ def action_path(source: Path, work: Path, paths: list[Path]) -> Path:
     declared = yaml.safe_load((source / "action.yml").read_text())["inputs"]
     action = copy_checkout(source, work / "action")  # the ref in `uses:`, checked out by the runner
     runner_temp = work / "runner-temp"
-    runner = {"GITHUB_ACTION_PATH": str(action), "GITHUB_OUTPUT": str(work / "github-output")}
+    runner = {"GITHUB_ACTION_PATH": str(action), "GITHUB_OUTPUT": str(work / "github-output"),
+              "GITHUB_WORKSPACE": str(work / "repo")}
     for path in paths:
         inputs = {name: str(spec.get("default", "")) for name, spec in declared.items()}
         inputs.update({"paths": str(path), "render-to": str(work / "out" / "rendered.yaml")})
         for name, step in steps.items():
             if (path != paths[0] and str(name).startswith("Install")) or not step_runs(step, inputs):
                 continue  # installed once, as in one job
-            sh(str(step["run"]), work, environment(**runner, **step_env(step, inputs, runner_temp)))
+            sh(str(step["run"]), work / "repo", environment(**runner, **step_env(step, inputs, runner_temp)))
     return runner_temp / "memcached-gitops"
 
 
@@ -219,10 +226,15 @@ def image_path(source: Path, work: Path, paths: list[Path]) -> Path:
             command = re.sub(r"(^|&& )(pip|python) ", rf"\1{stage}/bin/\2 ", command)
             sh(command, checkout, environment())
     env = environment(PATH=f"{venv / 'bin'}:{environment()['PATH']}")
-    check_cli(venv / "bin" / "memcached-gitops", paths, work, env)
-    for path in paths:
-        app = path if path.is_dir() else path.parent
-        sh([str(venv / "bin" / "memcached-gitops"), "argocd-generate", str(app)], work, env)
+    check_cli(venv / "bin" / "memcached-gitops", paths, work / "repo", env)
+    for path in paths:  # as the cmp-server runs the plugin: in the application's folder of the checkout,
+        # generate where discover matches (a folder with no Memcached is not the plugin's)
+        app = path if (work / "repo" / path).is_dir() else path.parent
+        app_env = {**env, "ARGOCD_APP_SOURCE_PATH": str(app)}
+        cli = str(venv / "bin" / "memcached-gitops")
+        if sh([cli, "argocd-discover", "."], work / "repo" / app, app_env).stdout.strip():
+            generated = sh([cli, "argocd-generate", "."], work / "repo" / app, app_env)
+            print(f"  argocd-generate in {app}: {generated.stdout.count('kind: ')} objects")
     return venv
 
 
@@ -230,20 +242,16 @@ def precommit_path(source: Path, work: Path, paths: list[Path]) -> Path | None:
     """The hook through the real pre-commit, in a git repository holding the inputs. try-repo builds
     the hook's environment (``pip install .`` of the repository, as for README command 1) in a
     temporary store it removes, so there is no venv left to describe (None)."""
-    repo = work / "gitops"
-    for path in paths:
-        if path.is_dir():
-            shutil.copytree(path, repo / path.name)
-        else:
-            repo.mkdir(exist_ok=True)
-            shutil.copy(path, repo / path.name)
+    repo = work / "repo"
+    files = [str(f.relative_to(repo)) for path in paths for f in sorted((repo / path).rglob("*") if (repo / path).is_dir()
+                                                                        else [repo / path]) if f.is_file()]
     home = work / "pre-commit-home"
     env = environment(PRE_COMMIT_HOME=str(home), GIT_AUTHOR_NAME="ci", GIT_AUTHOR_EMAIL="ci@localhost",
                       GIT_COMMITTER_NAME="ci", GIT_COMMITTER_EMAIL="ci@localhost")
     sh(["git", "init", "-q"], repo, env)
     sh(["git", "add", "-A"], repo, env)
     precommit = shutil.which("pre-commit") or str(Path(sys.executable).with_name("pre-commit"))
-    sh([precommit, "try-repo", str(source), "memcached-gitops-validate", "--all-files"], repo, env)
+    sh([precommit, "try-repo", str(source), "memcached-gitops-validate", "--files", *files], repo, env)
     return None
 
 
@@ -273,7 +281,7 @@ def main() -> int:
                 print(took, flush=True)
                 continue
             cli = venv / "bin" / "memcached-gitops"
-            print(f"{took}; validate of the README's CR starts in {startup(cli, paths[0], environment()):.2f} s; "
+            print(f"{took}; validate of the README's CR starts in {startup(cli, work / 'repo' / paths[0], environment()):.2f} s; "
                   f"{describe(venv, environment())}", flush=True)
     print(f"install-paths: {len(args.only) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0
