@@ -61,7 +61,7 @@ def test_the_project_admits_what_the_readmes_example_renders(tmp_path: Path) -> 
     allowed = {(k["group"], k["kind"]) for k in project["spec"]["namespaceResourceWhitelist"]}
     (tmp_path / "cache.yaml").write_text(readme_example())
     params = application["spec"]["source"]["plugin"]["parameters"]
-    env = {**os.environ, "ARGOCD_APP_PARAMETERS": json.dumps(params)}
+    env = {**os.environ, **sidecar_env(), "ARGOCD_APP_PARAMETERS": json.dumps(params)}
     proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "argocd-generate", "."], cwd=tmp_path, env=env,
                           capture_output=True)
     assert proc.returncode == 0, proc.stderr.decode()
