@@ -1,5 +1,6 @@
 # memcached-gitops: the CLI (render, validate, reconcile, krm, argocd-generate) as the entrypoint.
-# Build:  docker build -t ghcr.io/example/memcached-gitops:0.1.0 .   (the name kustomize/components/image uses)
+# Build and push:  docker build -t REGISTRY/memcached-gitops:TAG . && docker push REGISTRY/memcached-gitops:TAG
+# then point kustomize/components/image at it (docs/reference/installing.md): the image is published nowhere.
 # The base image by digest (a tag can be pushed again; a digest cannot), for both stages. Refresh it with
 #   docker buildx imagetools inspect python:3.11.11-slim-bookworm --format '{{.Manifest.Digest}}'
 ARG BASE=python:3.11.11-slim-bookworm@sha256:081075da77b2b55c23c088251026fb69a7b2bf92471e491ff5fd75c192fd38e5

@@ -200,8 +200,8 @@ def kustomize_command() -> list[str]:
     kubectl = shutil.which("kubectl")
     if kubectl:
         return [kubectl, "kustomize"]
-    raise KustomizeError("kustomize is not on PATH (nor kubectl, which embeds it): install kustomize "
-                         f"(https://kubectl.docs.kubernetes.io/installation/kustomize/) or set {KUSTOMIZE_ENV}")
+    raise KustomizeError("kustomize is not on PATH (nor kubectl, which embeds it): pip install 'memcached-gitops[kustomize]' (kubectl), "
+                         f"install kustomize (https://kubectl.docs.kubernetes.io/installation/kustomize/) or set {KUSTOMIZE_ENV}")
 
 
 def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIMEOUT, name: str | None = None) -> bytes:

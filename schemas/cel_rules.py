@@ -6,8 +6,9 @@ fails with its ``message`` (or the value of ``messageExpression``), or ``failed 
 at the node's path plus ``fieldPath`` when given. Transition rules (those that use ``oldSelf``)
 only run on updates and are skipped here: a render or validate is always a create.
 
-cel-python is imported only when a CRD has rules, so the shipped CRD (which has none) keeps
-``render`` and ``validate`` fast to start.
+cel-python is a dependency of every install (a validator that cannot judge a rule would pass what
+the server refuses), imported only when a value reaches a rule: a CR without ``spec.resources``
+(where the shipped CRD's rules are) keeps ``render`` and ``validate`` fast to start.
 """
 
 from __future__ import annotations

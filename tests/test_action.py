@@ -250,3 +250,14 @@ def test_a_kustomization_reaching_outside_the_workspace_fails_the_action(runner:
     assert code == 1, out
     assert "resources[1]: '../../outside' leaves the root" in out, out
     assert "s3cr3t-value" not in out and not (ws / "out").exists()
+
+
+def test_a_kustomization_that_cannot_be_built_fails_the_action_unless_strict_build_is_false(runner: Runner, tmp_path: Path) -> None:
+    # a typo in resources: fails Argo CD's and Flux's sync, so by default it fails the check too
+    ws = workspace(tmp_path, good=GOOD)
+    (ws / "apps" / "prod").mkdir()
+    (ws / "apps" / "prod" / "kustomization.yaml").write_text("resources: [../good.yaml, ../godo.yaml]\n")
+    code, out, _ = runner.run(ws, steps=slice(1, None), paths=".")
+    assert code == 1 and "::error file=apps/prod/kustomization.yaml,line=1" in out and "not built" in out, out
+    code, out, _ = runner.run(ws, steps=slice(1, None), paths=".", strict_build="false")
+    assert code == 0 and "::warning file=apps/prod/kustomization.yaml,line=1" in out, out

@@ -50,3 +50,21 @@ def test_the_project_admits_the_plugins_output_and_nothing_cluster_scoped() -> N
     emitted = {(d.value["apiVersion"].rpartition("/")[0], d.value["kind"]) for d in iter_documents(proc.stdout)}
     assert emitted <= allowed, emitted - allowed
     assert ("", "ConfigMap") in allowed and {p["name"]: p["string"] for p in params}["pass-through-kinds"] == "ConfigMap"
+
+
+def test_the_project_admits_what_the_readmes_example_renders(tmp_path: Path) -> None:
+    # the README's CR (cut out of README.md) turns its PodMonitor on: a project that refused it would
+    # fail the first sync of a user who starts from the README
+    from .test_install_docs import readme_example
+
+    project, application = one(ARGOCD / "appproject.yaml"), one(ARGOCD / "application.yaml")
+    allowed = {(k["group"], k["kind"]) for k in project["spec"]["namespaceResourceWhitelist"]}
+    (tmp_path / "cache.yaml").write_text(readme_example())
+    params = application["spec"]["source"]["plugin"]["parameters"]
+    env = {**os.environ, **sidecar_env(), "ARGOCD_APP_PARAMETERS": json.dumps(params)}
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "argocd-generate", "."], cwd=tmp_path, env=env,
+                          capture_output=True)
+    assert proc.returncode == 0, proc.stderr.decode()
+    emitted = {(d.value["apiVersion"].rpartition("/")[0], d.value["kind"]) for d in iter_documents(proc.stdout)}
+    assert ("monitoring.coreos.com", "PodMonitor") in emitted
+    assert emitted <= allowed, emitted - allowed

@@ -62,9 +62,11 @@ def test_validate_reports_file_line_column_object_field_message() -> None:
     assert lines and all(ERROR_LINE.match(line) for line in lines), lines
     assert f"{DATA / 'bad-crs.yaml'}:7:3: Memcached/too-big: spec.size: Invalid value: 4: " in err
     assert ": Memcached/Bad_Name: spec.replicas: unknown field \"spec.replicas\"" in err
-    # errors of one object come in source order
-    bad = [int(line.split(":")[1]) for line in lines if "Bad_Name" in line]
+    # errors of one object come in source order, the note that CEL rules were not checked after them
+    ours = [line for line in lines if "Bad_Name" in line]
+    bad = [int(line.split(":")[1]) for line in ours if "rules were not checked" not in line]
     assert bad == sorted(bad)
+    assert all("rules were not checked" not in line for line in ours[:len(bad)])
 
 
 def test_validate_json_and_github_formats() -> None:
@@ -232,3 +234,19 @@ def test_one_output_flag_as_kubectl_and_shell_completion() -> None:
         assert run("validate", "-o", fmt, bad).stdout == run("validate", "--format", fmt, bad).stdout != b""
     script = run("--show-completion", "bash")
     assert script.returncode == 0 and b"complete" in script.stdout and b"memcached" in script.stdout
+
+
+def test_the_real_errors_come_before_the_note_that_rules_were_not_checked(tmp_path: Path) -> None:
+    # the server's note names no field and sits at the object's root (its first line): read first,
+    # it hides what to correct, so every format lists it after the errors it refers to
+    cr = tmp_path / "cache.yaml"
+    cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a, namespace: shop}\n"
+                  "spec:\n  size: three\n  resources: {limits: {memory: 1Gi}}\n")
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "validate", str(cr)], capture_output=True, text=True)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1 and len(lines) == 3, proc.stderr
+    assert "spec.size: Invalid value" in lines[0] and "some validation rules were not checked" in lines[1], proc.stderr
+    github = subprocess.run([sys.executable, "-m", "memcached_gitops", "validate", "--format", "github", str(cr)],
+                            capture_output=True, text=True)
+    annotations = [line for line in github.stdout.splitlines() if line.startswith("::error")]
+    assert "spec.size" in annotations[0] and "not checked" in annotations[1], github.stdout

@@ -89,3 +89,25 @@ def test_example_workflows_pin_actions_by_commit_and_read_only(workflow: Path) -
         for step in job["steps"]:
             if step.get("uses", "").startswith("actions/checkout@"):
                 assert "persist-credentials" in (step.get("with") or {}), "no token left in .git/config unless pushed with"
+
+
+def test_the_readme_the_workflow_and_the_kustomization_agree_on_the_rendered_layout(tmp_path: Path) -> None:
+    # the workflow writes one file per object into --output-dir; the Kustomization applies that
+    # directory and health-checks Deployments found there; the README says the same directory
+    import yaml
+
+    workflow = (FLUX / ".github" / "workflows" / "render.yaml").read_text()
+    [(out_dir, source)] = re.findall(r"render --output-dir (\S+) -- (\S+)", workflow)
+    [rendered] = [obj for _, obj in flux_objects() if obj["metadata"]["name"] == "caches-rendered"]
+    assert rendered["spec"]["path"].removeprefix("./").rstrip("/") == out_dir.rstrip("/")
+    readme = (FLUX / "README.md").read_text()
+    assert f"{out_dir.rstrip('/')}/" in readme and "all.yaml" not in readme
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", "--output-dir", str(tmp_path / "out"), "--",
+                           str(FLUX / source)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    written = [yaml.safe_load(p.read_text()) for p in sorted((tmp_path / "out").rglob("*.yaml"))]
+    assert len(written) > 1, "one file per object"
+    target = rendered["spec"].get("targetNamespace")  # Flux sets it on objects that name none
+    deployments = {(o["metadata"].get("namespace", target), o["metadata"]["name"]) for o in written if o["kind"] == "Deployment"}
+    for check in rendered["spec"]["healthChecks"]:
+        assert (check["namespace"], check["name"]) in deployments, check

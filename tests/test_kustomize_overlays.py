@@ -9,6 +9,7 @@ takes kustomize build's flags), and with a ``kustomize`` shim on PATH that runs 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -189,14 +190,31 @@ def test_validate_of_a_repository_checks_what_each_overlay_deploys(repo: Path) -
 
 def test_a_kustomization_that_cannot_be_built_is_said_and_passed_over(repo: Path) -> None:
     """A Helm chart without --enable-helm, a remote base offline, a missing file: the build is not
-    checked, and one warning line says so; the rest of the repository is judged as before."""
+    checked, and one warning says so, counted in the summary; the rest of the repository is judged
+    as before. --strict-build (the GitHub Action's) makes it an error: Argo CD and Flux fail to sync
+    what kustomize cannot build."""
+    def counts(proc: subprocess.CompletedProcess[str]) -> tuple[int, int]:
+        errors, warnings = re.search(r" (\d+) error\(s\), (\d+) warning\(s\)", proc.stderr.splitlines()[-1]).groups()
+        return int(errors), int(warnings)
+
+    before = counts(validate(repo, "."))
     broken = repo / "apps" / "broken"
     broken.mkdir()
     (broken / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
     proc = validate(repo, ".")
     assert proc.returncode == 0, proc.stderr
     [warning] = [line for line in proc.stderr.splitlines() if "not built" in line]
-    assert warning.startswith("warning: ./apps/broken (kustomize build): not built, so not checked: "), warning
+    assert warning.startswith("./apps/broken (kustomize build): warning: not built, so not checked: "), warning
+    assert "--strict-build makes this an error" in warning
+    assert counts(proc) == (before[0], before[1] + 1)
+    strict = validate(repo, "--strict-build", ".")
+    assert strict.returncode == 1, strict.stderr
+    [error] = [line for line in strict.stderr.splitlines() if "not built" in line]
+    assert error.startswith("./apps/broken (kustomize build): not built, so not checked: ") and "warning" not in error
+    assert counts(strict) == (before[0] + 1, before[1])
+    github = validate(repo, "--strict-build", "--format", "github", ".")
+    [annotation] = [line for line in github.stdout.splitlines() if "not built" in line]
+    assert annotation.startswith("::error file=apps/broken/kustomization.yaml,line=1,") and "line 0" not in annotation
 
 
 def test_render_of_a_repository_still_renders_only_its_files(repo: Path) -> None:

@@ -81,7 +81,8 @@ def test_require_objects_keeps_kubectls_verdict_for_every_document(tmp_path: Pat
     repo = lay_out(tmp_path / "repo", ORDINARY)
     err = assert_clean_failure(run("validate", "--require-objects", str(repo)))
     assert f"{repo}/docker-compose.yml:1:1: apiVersion: apiVersion not set" in err
-    assert f"{repo}/lists/hosts.yaml:1:1: a document must be a Kubernetes object (a map), not a list of 2 items" in err
+    assert (f"{repo}/lists/hosts.yaml:1:1: invalid object to validate: a document must be a Kubernetes object (a map), "
+            "not a list of 2 items") in err
 
 
 def test_the_action_passes_an_ordinary_repository_and_fails_a_bad_cr(runner: Runner, tmp_path: Path) -> None:  # noqa: F811
@@ -109,3 +110,19 @@ def test_the_real_pre_commit_passes_an_ordinary_repository_and_fails_a_bad_cr(tm
     proc = try_repo()
     assert proc.returncode == 1 and "Failed" in proc.stdout, proc.stdout + proc.stderr
     assert 'apps/bad.yaml:7:3: Memcached/bad: spec.sizee: unknown field "spec.sizee"' in proc.stdout
+
+
+@pytest.mark.parametrize("text", [
+    '[{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "a"}, "spec": {"size": 1}}]\n',
+    "- {apiVersion: cache.example.com/v1alpha1, kind: Memcached, metadata: {name: a}, spec: {size: 1}}\n",
+    '[{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}, 1]\n',
+])
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_an_array_of_objects_at_the_top_of_a_file_is_refused_as_kubectl_refuses_it(tmp_path: Path, text: str, command: str) -> None:
+    # kubectl validates each document before decoding it (cli-runtime pkg/resource/visitor.go StreamVisitor.Visit:
+    # ValidateSchema, then infoForData); under --validate=strict|warn that is kubectl pkg/validation/schema.go
+    # paramVerifyingSchema.ValidateBytes, whose GetObjectKind (pkg/util/openapi/validation/validation.go) says
+    # "invalid object to validate" for anything but a map: an array is never read as a list of objects
+    repo = lay_out(tmp_path / "repo", {**ORDINARY, "apps/caches.json": text})
+    err = assert_clean_failure(run(command, str(repo / "apps")))
+    assert f"{repo}/apps/caches.json:1:1: invalid object to validate: a document must be a Kubernetes object (a map)" in err

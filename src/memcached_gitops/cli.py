@@ -22,7 +22,17 @@ from memcached_gitops.foundation.product import NAME, version
 from memcached_gitops.render import DEFAULT_IMAGE, to_yaml
 from memcached_gitops.schemas.crd import builtin_crd_text, load_crd
 
-from .commands import EXIT_INVALID, OutputFormat, ReportFormat, echo, guarded, render_files, validate_files
+from .commands import (
+    DEFAULT_MAX_OBJECTS,
+    EXIT_INVALID,
+    MAX_OBJECTS_ENV,
+    OutputFormat,
+    ReportFormat,
+    echo,
+    guarded,
+    render_files,
+    validate_files,
+)
 from .commands import check_nonempty as _check_nonempty
 from .commands import fail as _fail
 from .commands import input_budget as _budget
@@ -76,6 +86,10 @@ def _global_options(
     """Validate and render Memcached custom resources for GitOps."""
 
 
+MaxObjectsOpt = Annotated[int | None, typer.Option(
+    "--max-objects", help=f"Refuse to hold and emit more objects than this [env {MAX_OBJECTS_ENV}; default {DEFAULT_MAX_OBJECTS:,}].")]
+
+
 @app.command()
 def validate(
     paths: PathsArg,
@@ -88,9 +102,12 @@ def validate(
     require_objects: RequireObjectsOpt = False,
     verbose: VerboseOpt = False,
     color: ColorOpt = "auto",
+    strict_build: Annotated[bool, typer.Option(
+        "--strict-build", help="A kustomization that cannot be built is an error (Argo CD and Flux fail to sync it), "
+                               "not a warning. The GitHub Action sets it.")] = False,
 ) -> None:
     """Check Memcached CRs as the API server would (kubectl apply --dry-run=server --validate=strict)."""
-    validate_files(paths, crd, strict, format, max_input, require_objects, verbose, color)
+    validate_files(paths, crd, strict, format, max_input, require_objects, verbose, color, strict_build)
 
 
 @app.command()
@@ -106,9 +123,11 @@ def render(
     require_objects: RequireObjectsOpt = False,
     verbose: VerboseOpt = False,
     color: ColorOpt = "auto",
+    objects_limit: MaxObjectsOpt = None,
 ) -> None:
     """Render Memcached CRs to Deployments (stdout, or --output-dir)."""
-    render_files(paths, crd, strict, output, output_dir, include_input, image, max_input, require_objects, verbose, color)
+    render_files(paths, crd, strict, output, output_dir, include_input, image, max_input, require_objects, verbose, color,
+                 objects_limit)
 
 
 @app.command("argocd-generate")
@@ -116,6 +135,7 @@ def argocd_generate(
     path: Annotated[str, typer.Argument(help="The application directory (the plugin runs in it).")] = ".",
     crd: CrdOpt = None,
     max_input: MaxInputOpt = None,
+    objects_limit: MaxObjectsOpt = None,
 ) -> None:
     """The Argo CD Config Management Plugin's generate: objects on stdout, logs on stderr.
 
@@ -135,7 +155,8 @@ def argocd_generate(
     except PluginInputError as exc:
         raise _fail(str(exc), EXIT_INVALID) from None
     _render([path], _validator(crd, True), _image(settings.get("image")), OutputFormat.yaml, None, passing.crs, max_input,
-            allow_empty=False, pass_other=passing.passes, kustomize_root=repository_root(os.environ, path))
+            allow_empty=False, pass_other=passing.passes, kustomize_root=repository_root(os.environ, path),
+            objects_limit=objects_limit)
 
 
 @app.command("argocd-discover")

@@ -139,7 +139,8 @@ def max_objects(given: int | None) -> int:
 
 
 def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: bool, max_input: str | None = None,
-                 kustomize_root: str | None = None, require_objects: bool = False, objects_limit: int | None = None) -> Result:
+                 kustomize_root: str | None = None, require_objects: bool = False, objects_limit: int | None = None,
+                 strict_build: bool = False) -> Result:
     budget = input_budget(max_input)
     limit = max_objects(objects_limit) if do_render else None
     try:
@@ -159,8 +160,7 @@ def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: 
             sources = with_progress(sources, "checked", len(manifests) + len(kustomize_files))
         result = process(sources, validator, image, do_render, require_objects, limit, checked_only)
         result.passed_over += [f.name for f in kustomize_files]
-        for line in unbuilt:
-            echo(f"warning: {line}", err=True)
+        result.findings += [unbuilt_finding(line, strict_build) for line in unbuilt]
         return result
     except InputError as exc:
         for problem in exc.problems[:-1]:
@@ -168,6 +168,17 @@ def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: 
         raise fail(exc.problems[-1], EXIT_INVALID) from None
     except TooManyObjects as exc:
         raise fail(str(exc), EXIT_INVALID) from None
+
+
+def unbuilt_finding(line: str, strict_build: bool) -> Finding:
+    """A kustomization that could not be built (``DIR (kustomize build): not built, ...``): a warning
+    counted in the summary, or with --strict-build an error, since Argo CD and Flux fail to sync
+    what kustomize cannot build."""
+    where = line[: line.index(BUILT) + len(BUILT)] if BUILT in line else line.partition(": ")[0]
+    why = line[len(where):].removeprefix(": ")
+    if strict_build:
+        return Finding(where, 0, 0, "", "", f"{why} (Argo CD and Flux cannot build it either)")
+    return Finding(where, 0, 0, "", "", f"{why} (--strict-build makes this an error)", "warning")
 
 
 def report_text(findings: list[Finding], color: bool = False) -> None:
@@ -203,7 +214,7 @@ def report_github(findings: list[Finding]) -> None:
         if f.file.endswith(BUILT):  # a line of kustomize's output: the annotation goes on the kustomization file
             folder = os.path.normpath(f.file.removesuffix(BUILT))
             file = next((os.path.join(folder, n) for n in KUSTOMIZE_FILE_NAMES if os.path.isfile(os.path.join(folder, n))), folder)
-            where, message = "line=1", f"{message} (line {f.line} of its kustomize build)"
+            where, message = "line=1", f"{message} (line {f.line} of its kustomize build)" if f.line else message
         props = f"file={esc(file, True)},{where},title={esc(f.ref or 'memcached-gitops', True)}"
         echo(f"::{level} {props}::{esc(message)}")
 
@@ -253,10 +264,11 @@ def file_name(obj: dict[str, Any], output: OutputFormat) -> str:
 @one_shot
 def validate_files(paths: list[str], crd: str | None = None, strict: bool = True,
                    format: ReportFormat = ReportFormat.text, max_input: str | None = None,
-                   require_objects: bool = False, verbose: bool = False, color: str = "auto") -> None:
+                   require_objects: bool = False, verbose: bool = False, color: str = "auto", strict_build: bool = False) -> None:
     """The validate command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
     validator = make_validator(crd, strict, paths)
-    result = run_pipeline(paths, validator, DEFAULT_IMAGE, do_render=False, max_input=max_input, require_objects=require_objects)
+    result = run_pipeline(paths, validator, DEFAULT_IMAGE, do_render=False, max_input=max_input, require_objects=require_objects,
+                          strict_build=strict_build)
     check_nonempty(result, paths)
     if verbose:
         report_passed_over(result)
@@ -274,17 +286,19 @@ def validate_files(paths: list[str], crd: str | None = None, strict: bool = True
 
 def render_files(paths: list[str], crd: str | None = None, strict: bool = True, output: OutputFormat = OutputFormat.yaml,
                  output_dir: Path | None = None, include_input: bool = False, image: str | None = None,
-                 max_input: str | None = None, require_objects: bool = False, verbose: bool = False, color: str = "auto") -> None:
+                 max_input: str | None = None, require_objects: bool = False, verbose: bool = False, color: str = "auto",
+                 objects_limit: int | None = None) -> None:
     """The render command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
     render_validated(paths, make_validator(crd, strict, paths), resolve_image(image), output, output_dir, include_input, max_input,
-                     require_objects=require_objects, verbose=verbose, color=color)
+                     require_objects=require_objects, verbose=verbose, color=color, objects_limit=objects_limit)
 
 
 @one_shot
 def render_validated(paths: list[str], validator: Validator, image: str, output: OutputFormat, output_dir: Path | None,
                      include_input: bool, max_input: str | None = None, allow_empty: bool = True,
                      pass_other: Callable[[dict[str, Any]], bool] | None = None, kustomize_root: str | None = None,
-                     require_objects: bool = False, verbose: bool = False, color: str = "auto") -> None:
+                     require_objects: bool = False, verbose: bool = False, color: str = "auto",
+                     objects_limit: int | None = None) -> None:
     """The render command's work, shared with the Argo CD plugin's generate (``allow_empty=False``:
     an empty manifest set is an application with no resources, which Argo CD would prune to).
 
@@ -292,7 +306,7 @@ def render_validated(paths: list[str], validator: Validator, image: str, output:
     (all of them without it); the others held back are named on stderr.
     """
     result = run_pipeline(paths, validator, image, do_render=True, max_input=max_input, kustomize_root=kustomize_root,
-                          require_objects=require_objects)
+                          require_objects=require_objects, objects_limit=objects_limit)
     check_nonempty(result, paths)
     if verbose:
         report_passed_over(result)
@@ -335,7 +349,8 @@ def render_validated(paths: list[str], validator: Validator, image: str, output:
 
 
 def guarded(command: Callable[[], object]) -> None:
-    """Run a command as the console script does: Ctrl-C exits 130 and a closed pipe exits 1, without a traceback."""
+    """Run a command as the console script does: Ctrl-C exits 130, a closed pipe exits 1, and a missing
+    dependency exits 2 with one line naming what installs it, without a traceback."""
     try:
         command()
     except KeyboardInterrupt:
@@ -343,3 +358,10 @@ def guarded(command: Callable[[], object]) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(1)
+    except ImportError as exc:  # a dependency the install lacks: one line naming what installs it, exit 2
+        from memcached_gitops.foundation.extras import missing_module
+
+        message = missing_module(exc)
+        if message is None:
+            raise
+        raise fail(message) from None

@@ -15,6 +15,7 @@ from memcached_gitops.foundation.excerpt import excerpt, quote_value, type_and_l
 from memcached_gitops.foundation.files import BUILT
 from memcached_gitops.foundation.yamlreader import Document, Readable, YAMLInputError, iter_documents
 from memcached_gitops.lists import (
+    INVALID_OBJECT,
     is_list,
     is_nested_list,
     list_items,
@@ -25,7 +26,7 @@ from memcached_gitops.lists import (
 )
 from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import Problem, Validator, format_path
-from memcached_gitops.schemas.validator import identity_problems
+from memcached_gitops.schemas.validator import RULES_NOT_CHECKED, identity_problems
 
 
 class Finding(NamedTuple):
@@ -127,8 +128,11 @@ def is_kubernetes_object(value: Any, validator: Validator) -> bool:
     directory source and kubeconform skip what is not a resource). Half an object (``kind:
     Memcached`` without apiVersion, our group without a kind, an ``apiVersion: v1`` ConfigMap that
     lost its kind but kept its metadata) is still judged, with kubectl's words, since it was meant
-    as one; so is every document with a kind.
+    as one; so is every document with a kind. A top-level array (a JSON ``[...]`` or a YAML
+    sequence) holding such an object was meant as objects too: kubectl refuses it, and so do we.
     """
+    if isinstance(value, list):
+        return any(isinstance(item, dict) and is_kubernetes_object(item, validator) for item in value)
     if not isinstance(value, dict):
         return False
     if value.get("kind") not in (None, "") or validator.claims(value):
@@ -266,6 +270,8 @@ def process_object(
     if not isinstance(obj, dict):
         line, column = locate(())
         message = f"a document must be a Kubernetes object (a map), not {type_and_length(obj)}"
+        if isinstance(obj, list):  # kubectl's client validation, before anything is decoded or sent
+            message = f"{INVALID_OBJECT}: {message}"
         result.findings.append(Finding(file, line, column, "", "", message))
         return
     if is_kustomize_config(obj):
@@ -281,7 +287,9 @@ def process_object(
     desired = validate_and_render(validator, obj, image, rendering=do_render)
     outcome = desired.outcome
     located = [finding(w, "warning") for w in outcome.warnings] + [finding(e) for e in outcome.errors]
-    result.findings += sorted(located, key=lambda f: (f.line, f.column))
+    # by place in the file, as a person reads them; the server's "rules not checked" note (at the
+    # object's root, so its first line) after the errors it refers to
+    result.findings += sorted(located, key=lambda f: (f.message == RULES_NOT_CHECKED, f.line, f.column))
     if not outcome.ok:
         return
     duplicate = _duplicate(result, outcome.obj, file, locate)

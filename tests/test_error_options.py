@@ -1,0 +1,39 @@
+"""An error that names a way out names one that exists: every ``--option`` a command's error
+message mentions is an option of that command (its ``--help`` lists it)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CR = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a, namespace: shop}\nspec: {size: 2}\n"
+#: (command and arguments, extra environment): each ends in an error that may name an option
+SCENARIOS = [
+    (["render", "{dir}/cr.yaml"], {"MEMCACHED_GITOPS_MAX_OBJECTS": "1"}),
+    (["render", "--max-objects", "0", "{dir}/cr.yaml"], {}),
+    (["argocd-generate", "{dir}"], {"MEMCACHED_GITOPS_MAX_OBJECTS": "1"}),
+    (["render", "{dir}/cr.yaml"], {"MEMCACHED_GITOPS_MAX_INPUT_SIZE": "10"}),
+    (["validate", "{dir}/cr.yaml"], {"MEMCACHED_GITOPS_MAX_INPUT_SIZE": "10"}),
+    (["render", "--crd", "-", "-"], {}),
+    (["validate", "--crd", "{dir}/missing.yaml", "{dir}/cr.yaml"], {}),
+]
+
+
+def cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memcached_gitops", *args], capture_output=True, text=True,
+                          env={**os.environ, **env}, stdin=subprocess.DEVNULL, timeout=120)
+
+
+@pytest.mark.parametrize(("args", "env"), SCENARIOS, ids=[" ".join(a) + " " + ",".join(e) for a, e in SCENARIOS])
+def test_every_option_an_error_names_is_an_option_of_its_command(args: list[str], env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "cr.yaml").write_text(CR + "---\n" + CR.replace("name: a", "name: b"))
+    proc = cli([a.format(dir=tmp_path) for a in args], env)
+    assert proc.returncode != 0 and "error" in proc.stderr, proc.stderr
+    named = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", proc.stderr))
+    options = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", cli([args[0], "--help"], {"COLUMNS": "200"}).stdout))
+    assert named <= options, f"{args[0]} names {sorted(named - options)}, which it does not have: {proc.stderr}"
