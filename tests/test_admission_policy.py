@@ -100,7 +100,7 @@ SELECTOR = "memcached-gitops creates a Deployment only under its Memcached's nam
 
 def owned(obj: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(obj)
-    out["metadata"]["ownerReferences"] = [OWNER]
+    out["metadata"]["ownerReferences"] = [dict(OWNER)]
     return out
 
 
@@ -529,3 +529,69 @@ def _doc_patch() -> str:
     text = (REPO / "docs/security.md").read_text()
     start = text.index("patches:\n", text.index("<!-- image-list-patch -->"))
     return text[start:text.index("```", start)]
+
+
+# -- the second review's attacks (issue 47): each admitted by the policy before its fix ------------
+
+@pytest.mark.parametrize("image", ["memcached:5000/evil/shell:latest", "memcached:443/attacker/img", "memcached@evil.example/x",
+                                   "docker.io/library/memcached:5000/x", "memcached:1.6:evil", "memcached"])
+def test_an_allowed_repository_followed_by_a_registry_port_or_a_path_is_refused(image: str) -> None:
+    """``memcached:5000/evil/shell`` is the registry host ``memcached``, port 5000: not memcached with a tag."""
+    obj = rendered()
+    pod(obj)["containers"][0]["image"] = image
+    assert admit("CREATE", obj) == PODS + "images"
+    assert admit("UPDATE", obj, rendered()) == PODS + "images"
+
+
+@pytest.mark.parametrize("image", ["memcached:1.6.26-alpine3.19", "memcached@sha256:" + "a" * 64,
+                                   "memcached:1.6@sha256:" + "a" * 64, "quay.io/prometheus/memcached-exporter:v0.15.2"])
+def test_a_tag_a_digest_or_both_are_allowed(image: str) -> None:
+    obj = rendered()
+    pod(obj)["containers"][0]["image"] = image
+    assert admit("CREATE", obj) is None
+
+
+@pytest.mark.parametrize("version", ["cache.example.com/v999", "cache.example.com/v1alpha1x", "cache.example.com/"])
+def test_an_owner_reference_names_the_served_version_exactly(version: str) -> None:
+    """The garbage collector cannot map cache.example.com/v999: an object owned so is never removed."""
+    for kind in ("Deployment", "Service", "PodDisruptionBudget"):
+        obj = rendered(kind)
+        obj["metadata"]["ownerReferences"][0]["apiVersion"] = version
+        assert admit("CREATE", obj) == NEW, kind
+        assert admit("UPDATE", obj, rendered(kind)) == KEPT, kind
+    assert admit("CREATE", event(apiVersion=version)) == EVENTS
+
+
+def _retarget(obj: dict[str, Any], instance: str = "payments") -> dict[str, Any]:
+    """The owner's name (never checked against its uid) and every instance label set to another instance."""
+    out = copy.deepcopy(obj)
+    out["metadata"]["ownerReferences"][0]["name"] = instance
+    out["metadata"]["labels"]["app.kubernetes.io/instance"] = instance
+    selector = out["spec"]["selector"]
+    (selector if out["kind"] == "Service" else selector["matchLabels"])["app.kubernetes.io/instance"] = instance
+    return out
+
+
+NAMED = "memcached-gitops creates a Service or PodDisruptionBudget only under its Memcached's name followed by -memcached"
+
+
+@pytest.mark.parametrize("kind", ["Service", "PodDisruptionBudget"])
+def test_an_owner_reference_renamed_with_a_real_uid_selects_no_other_instance(kind: str) -> None:
+    """A token that lists Memcacheds sets ownerReferences[0] = {name: payments, uid: cache's}: on UPDATE
+    the owner's name cannot change, on CREATE the object is named after it (so payments' own is taken)."""
+    ours = rendered(kind)
+    assert admit("UPDATE", _retarget(ours), ours) == KEPT
+    assert admit("CREATE", _retarget(ours)) == NAMED
+    renamed = _retarget(ours)
+    renamed["metadata"]["name"] = "payments-memcached"
+    assert admit("CREATE", renamed) is None, "a Memcached named payments would own this very name: AlreadyExists"
+
+
+@pytest.mark.parametrize("figure", ["00%", "000%", "0.0%", "-1%", "1.5%", 0, -1, "1"])
+def test_a_budget_lets_one_pod_go_whatever_the_spelling_of_zero(figure: Any) -> None:
+    obj = rendered("PodDisruptionBudget")
+    obj["spec"]["maxUnavailable"] = figure
+    assert admit("CREATE", obj) == BUDGETS
+    for fine in (1, 3, "1%", "50%", "100%"):
+        obj["spec"]["maxUnavailable"] = fine
+        assert admit("CREATE", obj) is None, fine
