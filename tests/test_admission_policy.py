@@ -90,7 +90,7 @@ PODS = ("memcached-gitops writes only Deployments whose Pods are as it renders t
 NEW = "memcached-gitops creates only objects labelled app.kubernetes.io/managed-by=memcached-gitops and owned by a Memcached"
 KEPT = ("memcached-gitops keeps its label app.kubernetes.io/managed-by=memcached-gitops, its instance label and its "
         "Memcached ownerReference on what it changes, and adds no other owner")
-SERVICES = ("memcached-gitops writes only ClusterIP Services (headless or not) with no externalIPs or node ports, "
+SERVICES = ("memcached-gitops writes only headless ClusterIP Services (clusterIP None) with no externalIPs or node ports, "
             "selecting their Memcached's Pods by its app.kubernetes.io/instance label")
 BUDGETS = ("memcached-gitops writes only PodDisruptionBudgets selecting their Memcached's Pods by its "
            "app.kubernetes.io/instance label and letting at least one go (maxUnavailable, never 0)")
@@ -407,6 +407,8 @@ SERVICE_ESCAPES = {
     "foreign-selector": {"selector": {"app": "pay"}},
     "another-instance": {"selector": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "payments"}},
     "no-selector": {"selector": None},
+    "kube-dns-address": {"clusterIP": "10.96.0.10"},
+    "any-address": {"clusterIP": None},
 }
 
 

@@ -525,13 +525,13 @@ def test_the_admission_policy_refuses_each_escape_on_a_real_cluster(real, tmp_pa
         for escape in SERVICE_ESCAPES.values():
             service = render({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "seed"},
                               "spec": {"size": 2}})[1]
-            service["metadata"].update(name="escape", ownerReferences=owner)
+            service["metadata"].update(name="seed-memcached", ownerReferences=owner)  # refused before AlreadyExists
             service["spec"].update(escape)
             service["spec"] = {k: v for k, v in service["spec"].items() if v is not None}
             _refused(ours, "POST", services, service, SERVICES)
         budget = render({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "seed"},
                          "spec": {"size": 2}})[2]
-        budget["metadata"].update(name="escape", ownerReferences=owner)
+        budget["metadata"].update(name="seed-memcached", ownerReferences=owner)
         budget["spec"] = {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "pay"}}}
         _refused(ours, "POST", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", budget, BUDGETS)
         # an Event's involvedObject.namespace must be its own (the API server's validation, before admission)
