@@ -662,3 +662,18 @@ def test_apparmor_unconfined_through_the_template_annotation_is_refused(profile:
     assert admit("UPDATE", obj, rendered()) == PODS + "securityContext"
     obj["spec"]["template"]["metadata"]["annotations"] = {"container.apparmor.security.beta.kubernetes.io/memcached": "runtime/default"}
     assert admit("CREATE", obj) is None
+
+
+@pytest.mark.parametrize("name", ["cache.v2", "9cache", "c" * 60])
+def test_a_memcached_whose_companions_names_are_hashed_is_rendered_and_admitted(name: str) -> None:
+    """A CR name that is no DNS-1035 label, or too long for one with -memcached, gives its Service and
+    budget a name with a hash of it (render/companions.py): the policy admits that shape, not another."""
+    cr = copy.deepcopy(CR)
+    cr["metadata"]["name"] = name
+    owner = {**OWNER, "name": name}
+    for obj in render(cr):
+        obj["metadata"]["ownerReferences"] = [dict(owner)]
+        assert admit("CREATE", obj) is None, (obj["kind"], obj["metadata"]["name"], admit("CREATE", obj))
+        if obj["kind"] in ("Service", "PodDisruptionBudget"):
+            obj["metadata"]["name"] = "payments-memcached"
+            assert admit("CREATE", obj) == NAMED
