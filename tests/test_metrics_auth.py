@@ -123,7 +123,18 @@ def test_the_filter_covers_every_path_and_only_metrics_is_served(secure) -> None
     server, folder, _, _ = secure
     port, ca = server.server_address[1], folder / "tls.crt"
     assert scrape(port, None, ca, "/healthz") == (401, "Unauthorized\n"), "no path is told to a stranger"
-    assert scrape(port, "scraper-token", ca, "/healthz") == (403, f"Authorization denied for user {SCRAPER}\n")
+    assert scrape(port, "stranger-token", ca, "/healthz") == (403, f"Authorization denied for user {STRANGER}\n")
+    assert scrape(port, "scraper-token", ca, "/healthz") == (404, "not found\n"), "told only to who may read /metrics"
+
+
+def test_a_valid_token_on_a_new_path_per_request_makes_no_review_each(secure, cluster) -> None:
+    """A path not served is authorized as /metrics: one SubjectAccessReview per user, however many paths."""
+    server, folder, _, _ = secure
+    port, ca = server.server_address[1], folder / "tls.crt"
+    for i in range(30):
+        assert scrape(port, "scraper-token", ca, f"/probe-{i}")[0] == 404
+    assert scrape(port, "scraper-token", ca)[0] == 200
+    assert reviews_sent(cluster) == ["tokenreviews", "subjectaccessreviews"]
 
 
 def test_plain_http_to_the_metrics_port_gets_nothing(secure) -> None:

@@ -220,3 +220,13 @@ def test_readyz_names_no_other_replica() -> None:
     assert ok and text == "ready: standby\n" and "abcde" not in text
     metrics.leader = True
     assert metrics.readiness() == (True, "ready: this replica leads\n")
+
+
+def test_a_request_line_over_the_cap_is_answered_414(server) -> None:
+    """A URL over HEADER_LIMIT is refused with 414 URI Too Long, not a connection dropped unanswered."""
+    s = socket.create_connection(server.server_address)
+    s.sendall(b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    answer = s.recv(4096)
+    s.close()
+    assert answer.startswith(b"HTTP/1.0 414 "), answer[:60]
+    assert get(server) == 200

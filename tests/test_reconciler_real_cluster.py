@@ -525,13 +525,13 @@ def test_the_admission_policy_refuses_each_escape_on_a_real_cluster(real, tmp_pa
         for escape in SERVICE_ESCAPES.values():
             service = render({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "seed"},
                               "spec": {"size": 2}})[1]
-            service["metadata"].update(name="escape", ownerReferences=owner)
+            service["metadata"].update(name="seed-memcached", ownerReferences=owner)  # refused before AlreadyExists
             service["spec"].update(escape)
             service["spec"] = {k: v for k, v in service["spec"].items() if v is not None}
             _refused(ours, "POST", services, service, SERVICES)
         budget = render({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "seed"},
                          "spec": {"size": 2}})[2]
-        budget["metadata"].update(name="escape", ownerReferences=owner)
+        budget["metadata"].update(name="seed-memcached", ownerReferences=owner)
         budget["spec"] = {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "pay"}}}
         _refused(ours, "POST", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets", budget, BUDGETS)
         # an Event's involvedObject.namespace must be its own (the API server's validation, before admission)
@@ -543,6 +543,36 @@ def test_the_admission_policy_refuses_each_escape_on_a_real_cluster(real, tmp_pa
         _refused(ours, "POST", "/api/v1/namespaces/kube-system/events", event("kube-system", "Memcached"), "kube-system")
         _refused(ours, "POST", f"/api/v1/namespaces/{ns}/events", event(ns, "Pod"), EVENTS)
         _refused(ours, "PATCH", f"{deployments}/seed/scale", {"spec": {"replicas": 0}}, "writes no subresource")
+
+
+def test_the_second_reviews_escapes_are_refused_on_a_real_cluster(real, tmp_path) -> None:
+    """The second review of issue 47's policy (tests/test_admission_policy.py has each offline): a
+    person's harmless breach carrying a shell, an image from the registry host ``memcached``, an
+    owner at a version the garbage collector cannot map, a budget of ``00%``, each refused."""
+    from .test_admission_policy import BUDGETS, KEPT, PODS
+
+    api, ns = real
+    deployments = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    strategic = "application/strategic-merge-patch+json"
+    with _policy_in_force(api, ns, tmp_path) as ours:
+        api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds", body={
+            "apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "seed"}, "spec": {"size": 2}})
+        assert Reconciler(ours, load_crd(), Options(namespaces=(ns,))).run_cycle().outcomes[0].action == "created"
+        api.request("PATCH", f"{deployments}/seed", content_type=strategic, body={"spec": {"template": {"spec": {"containers": [
+            {"name": "memcached", "args": ["-m", "128"]}]}}}})  # a person's edit: arguments that are not all flags
+        for container in ({"name": "memcached", "command": ["sh", "-c", "id"]},
+                          {"name": "memcached", "image": "memcached:5000/evil/shell:latest"}):
+            with pytest.raises(APIError) as caught:
+                ours.request("PATCH", f"{deployments}/seed", content_type=strategic,
+                             body={"spec": {"template": {"spec": {"containers": [container]}}}})
+            assert caught.value.status == 403 and PODS in str(caught.value), caught.value
+        live = api.request("GET", f"{deployments}/seed")
+        owner = [{**live["metadata"]["ownerReferences"][0], "apiVersion": "cache.example.com/v999"}]
+        _refused(ours, "PATCH", f"{deployments}/seed", {"metadata": {"ownerReferences": owner}}, KEPT)
+        budget = api.request("GET", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/seed-memcached")
+        _refused(ours, "PATCH", f"/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/seed-memcached",
+                 {"spec": {"maxUnavailable": "00%"}}, BUDGETS)
+        assert budget["spec"]["maxUnavailable"] == 1
 
 
 def test_the_service_and_budget_are_owned_corrected_and_collected_on_a_real_cluster(real) -> None:

@@ -201,3 +201,24 @@ def test_tokens_not_in_the_cache_are_reviewed_at_a_bounded_rate_and_cached_ones_
     with pytest.raises(RateLimited):
         reviews.authenticate("random-8")
     assert len(api.requests) == 7
+
+
+def test_a_token_seen_valid_is_reviewed_again_however_many_strangers_spray_tokens() -> None:
+    """Strangers' random tokens keep the bucket of new tokens empty; Prometheus's token, authenticated
+    before, is reviewed again when its minute is up from a bucket of its own, not refused 429."""
+    from memcached_gitops.reconciler.client.reviews import RateLimited
+
+    clock = Clock()
+    api = API(token_answer(True, username="prometheus"), *[token_answer(False)] * 4, token_answer(True, username="prometheus"))
+    reviews = AccessReviews(api, clock=clock, review_rate=0.001, review_burst=5)  # type: ignore[arg-type]
+    assert reviews.authenticate("prometheus-token") is not None
+    for i in range(4):
+        reviews.authenticate(f"random-{i}")
+    with pytest.raises(RateLimited):
+        reviews.authenticate("random-4")
+    clock.now += 61  # the token's answer expired; the new tokens' bucket is still empty
+    with pytest.raises(RateLimited):
+        reviews.authenticate("random-5")
+    user = reviews.authenticate("prometheus-token")
+    assert user is not None and user.name == "prometheus"
+    assert sum(1 for r in api.requests if r[2]["spec"]["token"] == "prometheus-token") == 2

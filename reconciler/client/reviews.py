@@ -14,7 +14,11 @@ Prometheus that scrapes a kubebuilder operator scrapes us with the same ServiceA
   ``review_burst`` at once): a stranger sending random tokens would otherwise make us send the API
   server a TokenReview each (issue 47 measured 119 a second). Past it, RateLimited, answered 429.
   A Prometheus whose token is cached is not concerned; its first scrape in a flood may be refused
-  until a review is allowed again.
+  until a review is allowed again. A token once authenticated is remembered (its hash, ``known_ttl``,
+  an hour) and reviewed again, when its answer expires, from a bucket of its own: strangers spraying
+  tokens keep the first bucket empty, never the second, so Prometheus's minutely re-review passes.
+- A SubjectAccessReview is made per user, verb and path; the server asks only of the paths it
+  serves (serving.py), so a valid token cannot make one per request by varying the path.
 """
 
 from __future__ import annotations
@@ -113,9 +117,12 @@ class AccessReviews:
 
     def __init__(self, api: KubeAPI, *, authn_ttl: float = 60.0, allow_ttl: float = 300.0, deny_ttl: float = 30.0,
                  max_entries: int = 1024, review_rate: float = 5.0, review_burst: float = 20.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 known_ttl: float = 3600.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.api = api
         self.new_tokens = TokenBucket(review_rate, review_burst, clock)
+        self.known_tokens = TokenBucket(review_rate, review_burst, clock)
+        self.known: TTLCache[bool] = TTLCache(max_entries, clock)
+        self.known_ttl = known_ttl
         self.authn_ttl, self.allow_ttl, self.deny_ttl = authn_ttl, allow_ttl, deny_ttl
         self.tokens: TTLCache[User | None] = TTLCache(max_entries, clock)
         self.decisions: TTLCache[tuple[bool, str]] = TTLCache(max_entries, clock)
@@ -128,13 +135,16 @@ class AccessReviews:
         found, user = self.tokens.get(key)
         if found:
             return user
-        if not self.new_tokens.take():
+        bucket = self.known_tokens if self.known.get(key)[0] else self.new_tokens
+        if not bucket.take():
             raise RateLimited("too many tokens to review")
         review = self.api.request("POST", TOKEN_REVIEWS, body={
             "apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}}, verb="tokenreview")
         status = (review or {}).get("status") or {}
         user = User.from_review(status.get("user") or {}) if status.get("authenticated") is True else None
         self.tokens.put(key, user, self.authn_ttl)
+        if user is not None:
+            self.known.put(key, True, self.known_ttl)
         return user
 
     def authorize(self, user: User, verb: str, path: str) -> tuple[bool, str]:
