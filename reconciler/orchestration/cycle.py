@@ -14,7 +14,7 @@
    CR (the seeds' Go operators): adopted, it keeps its selector, which is immutable (selectors.py),
    and a kept selector that shares Pods with another Deployment is reported on the CR.
 4. Status through the status subresource under its own field manager, only when it changed.
-5. An Event on the CR for each correction and each failure.
+5. One Event on the CR per reconcile naming every object it created or corrected, and one per failure.
 
 One bad CR never stops the others; a stop request (SIGTERM) ends the cycle after the current CR.
 """
@@ -57,6 +57,7 @@ from ..decisions.vocabulary import (
     DEPLOYMENTS,
     FAILURES,
     INSTANCE_LABEL,
+    MESSAGE_LIMIT,
     RECONCILE_ANNOTATION,
     RECONCILE_MODES,
     REQUESTED_AT_ANNOTATION,
@@ -154,6 +155,11 @@ class Visit:
         self.generation = cr["metadata"].get("generation", 1)
         self.result = CROutcome(self.namespace, self.name, Action.UNCHANGED)
         self.shared = ""  # the report of a selector that would take in another owner's Pods (Reconciler._shared)
+        self.told: list[tuple[str, str]] = []  # (reason, message) of each object created, corrected or deleted
+
+    def tell(self, reason: str, message: str) -> None:
+        """Keep what a write did for the reconcile's one Event (Reconciler._tell)."""
+        self.told.append((reason, message))
 
     def status(self, obs: Observation) -> None:
         """Write the status ``obs`` asks for, when it changed; the outcome keeps the CR as written."""
@@ -300,6 +306,23 @@ class Reconciler:
         tests of the Deployment alone).
         """
         visit = Visit(self, cr, pods, declared, condition_fields, lazy_served_by)
+        try:
+            return self._reconcile(visit, live, degraded, neighbours, autoscaler, companions)
+        finally:
+            self._tell(visit)
+
+    def _tell(self, visit: Visit) -> None:
+        """One Normal Event for everything one reconcile created, corrected or deleted, as client-go's
+        recorder aggregates (tools/record/events_cache.go): the first write's reason, every object named
+        in its message. One POST per reconcile, not one per object: a new CR of two Pods costs one Event,
+        not three."""
+        if visit.told:
+            self.events.record(visit.cr, "Normal", visit.told[0][0], joined([message for _, message in visit.told]))
+
+    def _reconcile(self, visit: Visit, live: dict[str, Any] | None, degraded: DegradedCheck | None, neighbours: Neighbours | None,
+                   autoscaler: str, companions: CompanionLookup | None) -> CROutcome:
+        """reconcile_cr's step, its Events kept in ``visit`` for one POST at the end."""
+        cr, pods, declared, condition_fields = visit.cr, visit.pods, visit.declared, visit.condition_fields
         mode = (cr["metadata"].get("annotations") or {}).get(RECONCILE_ANNOTATION) or "enabled"
         if mode == "disabled":  # a person paused this cache: nothing written but the status that says so
             visit.result.action = Action.SUSPENDED
@@ -427,7 +450,7 @@ class Reconciler:
             f"{step.describe()} corrected: " + "; ".join(d.describe() for d in step.drift))
         log.info("%s: %s", visit, done)
         reason = "DriftCorrected" if step.move is Move.CORRECT else f"{step.resource.kind}{step.move.value.title()}d"
-        self.events.record(visit.cr, "Normal", reason, bounded(done))
+        visit.tell(reason, bounded(done))
 
     def _revocation(self, live: dict[str, Any] | None, drift: list[Drift], pointers: tuple[Pointer, ...],
                     ours: bool) -> list[dict[str, Any]]:
@@ -556,7 +579,7 @@ class Reconciler:
         reason = {Action.CREATED: "DeploymentCreated", Action.ADOPTED: "Adopted"}.get(result.action, "DriftCorrected")
         corrections = _corrections(drift) if applied_by else []
         details = "; corrected " + "; ".join(d.describe() for d in corrections) if corrections else ""
-        self.events.record(visit.cr, "Normal", reason, done + details)
+        visit.tell(reason, done + details)
         return live
 
     def _shared(self, namespace: str, name: str, selector: dict[str, Any] | None, adopted: bool, kept: bool = True) -> str:
@@ -721,6 +744,15 @@ def asked_size(cr: dict[str, Any], live: dict[str, Any] | None) -> int:
 def requested_at(cr: dict[str, Any]) -> str:
     """The CR's reconcile-now request (REQUESTED_AT_ANNOTATION), "" when none."""
     return str((cr.get("metadata", {}).get("annotations") or {}).get(REQUESTED_AT_ANNOTATION) or "")
+
+
+def joined(messages: list[str]) -> str:
+    """``messages`` in one, each cut to an equal share of ``MESSAGE_LIMIT`` when together they are
+    longer: a long list of corrections never hides the objects named after it."""
+    if len("; ".join(messages)) <= MESSAGE_LIMIT:
+        return "; ".join(messages)
+    share = max(1, (MESSAGE_LIMIT - 2 * (len(messages) - 1)) // len(messages))
+    return "; ".join(m if len(m) <= share else m[:share - 3] + "..." for m in messages)
 
 
 def _created(step: Any) -> list[Drift]:
