@@ -26,7 +26,7 @@ import pytest
 from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
 from memcached_gitops.schemas import load_crd
 
-from fakeapi.server import FakeAPIServer
+from fakeapi.server import FakeAPIServer, Fault
 
 from .test_controller import SCALE, client, replicas, running, settle, wait_for
 from .test_reconciler import condition, make_cr, patch
@@ -124,3 +124,16 @@ def test_once_new_crs_then_a_quiet_cycle(cluster: FakeAPIServer) -> None:
     started = time.monotonic()
     reconciler.run_cycle()
     assert [o for o in ours(cluster, started) if not o.startswith("GET ")] == [], "a quiet cycle: its LISTs, no write"
+
+
+def test_the_service_and_the_budget_are_written_side_by_side_and_a_429_is_still_retried(cluster: FakeAPIServer) -> None:
+    """A new CR's Service and budget do not wait on each other's round trips: while the Service's
+    apply is held (answered 429 after 0.5 s), the budget's arrives; the 429 is retried as alone."""
+    make_cr(cluster, "two", size=2)
+    cluster.faults.append(Fault(method="PATCH", path_contains="/services/two-memcached", status=429, retry_after=0, delay=0.5))
+    report = Reconciler(client(cluster), load_crd(), Options()).run_cycle()
+    assert [o.action for o in report.outcomes] == ["created"], report.outcomes
+    service = [r for r in cluster.log if r.method == "PATCH" and "/services/" in r.path]
+    [budget] = [r for r in cluster.log if r.method == "PATCH" and "/poddisruptionbudgets/" in r.path]
+    assert [r.status for r in service] == [429, 201] and budget.status == 201, "the 429 retried"
+    assert abs(budget.received - service[0].received) < 0.4, "sent side by side, not after the Service's held answer"

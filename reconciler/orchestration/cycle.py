@@ -27,8 +27,10 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from memcached_gitops.foundation.excerpt import excerpt
 from memcached_gitops.foundation.product import NAME
@@ -85,6 +87,11 @@ DESIRED_KEPT = 1024
 #: Items per LIST page: large enough that a cluster of a few thousand CRs costs one page per kind
 #: (the steady state then makes 5 requests), small enough to bound one answer's size.
 PAGE_SIZE = 5000
+#: Requests of companions in flight at once, over every worker (``concurrently``): a CR's Service and
+#: budget side by side for up to eight workers, and a bound on the connections they hold.
+COMPANION_REQUESTS = 16
+_POOL = ThreadPoolExecutor(max_workers=COMPANION_REQUESTS, thread_name_prefix="companion")
+T = TypeVar("T")
 
 
 @dataclass
@@ -375,16 +382,16 @@ class Reconciler:
         desired = self.companions_for(cr)
         names = sorted({o["metadata"]["name"] for o in desired} | {object_name(visit.name)})
         wanted = {(o["kind"], o["metadata"]["name"]) for o in desired}
-        live: dict[tuple[str, str], dict[str, Any]] = {}
-        for resource in COMPANIONS:
-            for name in names:
-                found = lookup(resource, visit.namespace, name)
-                if found is None and (resource.kind, name) in wanted:
-                    found = self._find_unlabelled(visit.namespace, name, resource)  # never take one over by its name
-                    if found is not None:
-                        result.companions_read.append((resource.kind, found))
-                if found is not None:
-                    live[(resource.kind, name)] = found
+        cached = {(resource.kind, name): lookup(resource, visit.namespace, name) for resource in COMPANIONS for name in names}
+        unseen = [(resource, name) for resource in COMPANIONS for name in names
+                  if cached[(resource.kind, name)] is None and (resource.kind, name) in wanted]
+        # never take one over by its name: the GETs of the Service and the budget overlap
+        read = concurrently([partial(self._find_unlabelled, visit.namespace, name, resource) for resource, name in unseen])
+        for (resource, name), found in zip(unseen, read, strict=True):
+            if found is not None:
+                result.companions_read.append((resource.kind, found))
+                cached[(resource.kind, name)] = found
+        live = {key: found for key, found in cached.items() if found is not None}
         foreign = []
         planned = steps(cr, desired, live, names, self.options.adopt, kept_selector, ignored, self.options.field_manager)
         writing = not (self.options.dry_run or self.options.detect_only or detect_only)
@@ -392,6 +399,7 @@ class Reconciler:
             # our selector is unique per CR, but a foreign Pod may carry its labels: looked for once, before creating
             visit.shared = self._shared(visit.namespace, visit.name, {"matchLabels": selector_labels(visit.name)}, True, kept=False)
             withhold = bool(visit.shared)
+        sending: list[Step] = []
         for step in planned:
             result.companion_ignored += [(step.describe(), d) for d in step.ignored]
             if step.move is Move.FOREIGN:
@@ -410,7 +418,12 @@ class Reconciler:
                 if not self.options.dry_run and result.action == Action.UNCHANGED:
                     result.action = Action.DRIFTED  # counted as detected, as a Deployment's drift is
                 continue
-            self._write_companion(visit, step, live.get((step.resource.kind, step.name)), (ignored or {}).get(step.resource.kind, ()))
+            sending.append(step)
+        # the Service's and the budget's writes overlap; their outcomes are recorded in the plan's order
+        answers = concurrently([partial(self._send_companion, visit, step, live.get((step.resource.kind, step.name)),
+                                        (ignored or {}).get(step.resource.kind, ())) for step in sending])
+        for step, answer in zip(sending, answers, strict=True):
+            self._record_companion(visit, step, answer)
         if result.companion_ignored:
             log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION,
                      "; ".join(f"{where} {d.describe()}" for where, d in result.companion_ignored)[:2048])
@@ -418,11 +431,11 @@ class Reconciler:
             self.events.warn_once(cr, "ResourceNotOwned", bounded("; ".join(foreign)))
         return bounded("; ".join(foreign))
 
-    def _write_companion(self, visit: Visit, step: Step, current: dict[str, Any] | None, pointers: tuple[Pointer, ...]) -> None:
+    def _send_companion(self, visit: Visit, step: Step, current: dict[str, Any] | None,
+                        pointers: tuple[Pointer, ...]) -> dict[str, Any] | None | APIError:
         """One companion's create, correction (after taking back a person's fields: revoke.py) or
-        delete. A refused write is recorded (``_failed``) and the next companion goes on: one
-        object's failure never blocks the others."""
-        result, name = visit.result, f"{visit.namespace}/{step.name}"
+        delete: the object as the apply left it (None: deleted), or the APIError that refused it.
+        Nothing of the outcome is touched here: the writes of one CR's companions run side by side."""
         path = object_path(*step.resource.gvr, visit.namespace, step.name)
         try:
             if step.move is Move.DELETE:
@@ -432,18 +445,29 @@ class Reconciler:
                 except APIError as exc:
                     if exc.status != 404:
                         raise
-                result.removed.append((step.resource, step.name))
-            else:
-                assert step.body is not None
-                ours = current is not None and relation(current, visit.cr) is Move.KEEP
-                taken = self._revocation(current, list(step.drift), pointers, ours) if step.move is Move.CORRECT else []
-                result.companions.append(correct(self.api, step.resource, visit.namespace, step.name, step.body, [], current,
-                                                 self.options.field_manager, taken))
-                result.companion_corrected += [Correction(step.resource.kind, name, d) for d in step.drift]
+                return None
+            assert step.body is not None
+            ours = current is not None and relation(current, visit.cr) is Move.KEEP
+            taken = self._revocation(current, list(step.drift), pointers, ours) if step.move is Move.CORRECT else []
+            return correct(self.api, step.resource, visit.namespace, step.name, step.body, [], current,
+                           self.options.field_manager, taken)
         except APIError as exc:
+            return exc
+
+    def _record_companion(self, visit: Visit, step: Step, answer: dict[str, Any] | None | APIError) -> None:
+        """The outcome of one companion's write (``_send_companion``). A refused write is recorded
+        (``_failed``) and the next companion goes on: one object's failure never blocks the others."""
+        result, name = visit.result, f"{visit.namespace}/{step.name}"
+        if isinstance(answer, APIError):
             verb = "delete" if step.move is Move.DELETE else "apply"
-            self._failed(visit, WriteFailure(step.resource.kind, name, verb, exc.status, exc.message))
+            self._failed(visit, WriteFailure(step.resource.kind, name, verb, answer.status, answer.message))
             return
+        if step.move is Move.DELETE:
+            result.removed.append((step.resource, step.name))
+        else:
+            assert answer is not None
+            result.companions.append(answer)
+            result.companion_corrected += [Correction(step.resource.kind, name, d) for d in step.drift]
         if result.action == Action.UNCHANGED:
             result.action = Action.CORRECTED
         done = f"{step.describe()} {step.move.value}d" if step.move is not Move.CORRECT else (
@@ -744,6 +768,31 @@ def asked_size(cr: dict[str, Any], live: dict[str, Any] | None) -> int:
 def requested_at(cr: dict[str, Any]) -> str:
     """The CR's reconcile-now request (REQUESTED_AT_ANNOTATION), "" when none."""
     return str((cr.get("metadata", {}).get("annotations") or {}).get(REQUESTED_AT_ANNOTATION) or "")
+
+
+def concurrently(calls: list[Callable[[], T]]) -> list[T]:
+    """The answers of ``calls``, in their order, the first run here and the others on the shared pool:
+    one CR's independent round trips (its Service's and its budget's) overlap instead of waiting on each
+    other. Each call is a request of the client, whose retries honour 429 and Retry-After as they do
+    alone. Every call ends before the first exception, if any, is raised."""
+    if len(calls) <= 1:
+        return [call() for call in calls]
+    futures = [_POOL.submit(call) for call in calls[1:]]
+    first: list[T] = []
+    error: BaseException | None = None
+    try:
+        first.append(calls[0]())
+    except BaseException as exc:  # raised once the others have ended
+        error = exc
+    answers: list[T] = []
+    for future in futures:
+        try:
+            answers.append(future.result())
+        except BaseException as exc:
+            error = error or exc
+    if error is not None:
+        raise error
+    return first + answers
 
 
 def joined(messages: list[str]) -> str:
