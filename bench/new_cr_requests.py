@@ -3,7 +3,9 @@
 Run:  python bench/new_cr_requests.py [--crs 1000] [--size 2] [--workers 4]
 
 The fake and the controller (``reconcile``'s event-driven mode, its workers as threads) run in this
-process, so wall times include the fake's work and share one interpreter: compare runs of this script
+process, so wall times include the fake's work and share one interpreter; ``--latency`` holds each
+of the reconciler's requests as a loaded API server would (the fake's own work is a fraction of a
+millisecond), which is what the workers and the side-by-side writes wait on: compare runs of this script
 with each other, never with a real API server. The CRs are created once the first sync is done, one
 after another; the script waits until every CR has a status written, then prints, from the fake's
 request log (stamped as the API server's audit log is): the reconciler's requests per CR by kind,
@@ -30,7 +32,7 @@ from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler 
 from memcached_gitops.reconciler.orchestration.metrics import Metrics  # noqa: E402
 from memcached_gitops.schemas import load_crd  # noqa: E402
 
-from fakeapi.server import FakeAPIServer  # noqa: E402
+from fakeapi.server import FakeAPIServer, Fault  # noqa: E402
 
 CRS = "/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds"
 
@@ -49,6 +51,9 @@ def main() -> None:
     parser.add_argument("--crs", type=int, default=1000)
     parser.add_argument("--size", type=int, default=2, help="spec.size of each CR (2 or more: a budget too)")
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--latency", type=float, default=0.02,
+                        help="seconds each of the reconciler's requests waits before it is served, outside the fake's lock "
+                             "(a loaded real API server answered in 8-60 ms); 0: none")
     args = parser.parse_args()
     logging.disable(logging.WARNING)  # the WATCHes cut when the fake stops
     with FakeAPIServer(namespaces=("default",)) as api:
@@ -59,6 +64,8 @@ def main() -> None:
         thread.start()
         while not (controller.metrics.ready and controller.leading.is_set()):
             time.sleep(0.01)
+        if args.latency:
+            api.faults.append(Fault(status=0, delay=args.latency, times=10**9, user_agent="memcached-gitops"))
         api.reset_log()
         created: list[float] = []
         for i in range(args.crs):
@@ -78,7 +85,8 @@ def main() -> None:
         counts = collections.Counter(kind_of(r.method, r.path) for r in ours)
         last_status = max(r.received for r in ours if r.path.endswith("/status"))
         last_deployment = max(r.received for r in ours if r.method == "PATCH" and "/deployments/" in r.path)
-        print(f"command: python bench/new_cr_requests.py --crs {args.crs} --size {args.size} --workers {args.workers}")
+        print(f"command: python bench/new_cr_requests.py --crs {args.crs} --size {args.size} --workers {args.workers} "
+              f"--latency {args.latency}")
         print(f"requests per new CR: {len(ours) / args.crs:.2f}  (" +
               ", ".join(f"{k} {v / args.crs:.2f}" for k, v in sorted(counts.items())) + ")")
         print(f"first CR to last status: {last_status - created[0]:.2f} s; "
