@@ -137,3 +137,13 @@ def test_the_service_and_the_budget_are_written_side_by_side_and_a_429_is_still_
     [budget] = [r for r in cluster.log if r.method == "PATCH" and "/poddisruptionbudgets/" in r.path]
     assert [r.status for r in service] == [429, 201] and budget.status == 201, "the 429 retried"
     assert abs(budget.received - service[0].received) < 0.4, "sent side by side, not after the Service's held answer"
+
+
+def test_a_new_crs_reads_go_together_before_its_first_apply(cluster: FakeAPIServer) -> None:
+    """The GETs that guard a new CR's objects (a foreign one of the name is never taken over) are
+    one round trip: the Service's and the budget's go beside the Deployment's, before any apply."""
+    make_cr(cluster, "two", size=2)
+    Reconciler(client(cluster), load_crd(), Options()).run_cycle()
+    kinds = ("/deployments/", "/services/", "/poddisruptionbudgets/")
+    guarded = [r for r in cluster.log if r.user_agent.startswith("memcached") and any(k in r.path for k in kinds)]
+    assert sorted(r.method for r in guarded[:3]) == ["GET"] * 3, [(r.method, r.path) for r in guarded]

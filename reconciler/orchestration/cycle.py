@@ -162,6 +162,7 @@ class Visit:
         self.generation = cr["metadata"].get("generation", 1)
         self.result = CROutcome(self.namespace, self.name, Action.UNCHANGED)
         self.shared = ""  # the report of a selector that would take in another owner's Pods (Reconciler._shared)
+        self.prefetched: dict[tuple[str, str], dict[str, Any] | None] = {}  # companions read beside the Deployment: (kind, name)
         self.told: list[tuple[str, str]] = []  # (reason, message) of each object created, corrected or deleted
 
     def tell(self, reason: str, message: str) -> None:
@@ -342,7 +343,7 @@ class Reconciler:
             return visit.result
         desired, size, ignored = checked
         if live is None:
-            live = visit.result.read = self._find_unlabelled(visit.namespace, visit.name)
+            live = visit.result.read = self._find_new(visit, companions)
         ownership = classify(live, cr, self.options.field_manager) if live is not None else Ownership.OWNED
         if ownership is Ownership.FOREIGN:
             message = f"Deployment {visit.namespace}/{visit.name} exists and is not controlled by this Memcached; it is left alone"
@@ -379,14 +380,11 @@ class Reconciler:
         ``withhold``: the selector would take in another owner's Pods (``_shared``): nothing is
         created or corrected (a delete, of a budget no longer wanted, still goes)."""
         cr, result = visit.cr, visit.result
-        desired = self.companions_for(cr)
-        names = sorted({o["metadata"]["name"] for o in desired} | {object_name(visit.name)})
-        wanted = {(o["kind"], o["metadata"]["name"]) for o in desired}
-        cached = {(resource.kind, name): lookup(resource, visit.namespace, name) for resource in COMPANIONS for name in names}
-        unseen = [(resource, name) for resource in COMPANIONS for name in names
-                  if cached[(resource.kind, name)] is None and (resource.kind, name) in wanted]
-        # never take one over by its name: the GETs of the Service and the budget overlap
-        read = concurrently([partial(self._find_unlabelled, visit.namespace, name, resource) for resource, name in unseen])
+        desired, names, cached, unseen = self._companion_lookups(visit, lookup)
+        # never take one over by its name: the GETs of the Service and the budget overlap (or went with the Deployment's)
+        todo = [(resource, name) for resource, name in unseen if (resource.kind, name) not in visit.prefetched]
+        got = dict(zip(todo, concurrently([partial(self._find_unlabelled, visit.namespace, n, r) for r, n in todo]), strict=True))
+        read = [visit.prefetched[(r.kind, n)] if (r.kind, n) in visit.prefetched else got[(r, n)] for r, n in unseen]
         for (resource, name), found in zip(unseen, read, strict=True):
             if found is not None:
                 result.companions_read.append((resource.kind, found))
@@ -430,6 +428,28 @@ class Reconciler:
         if foreign:
             self.events.warn_once(cr, "ResourceNotOwned", bounded("; ".join(foreign)))
         return bounded("; ".join(foreign))
+
+    def _companion_lookups(self, visit: Visit, lookup: CompanionLookup) -> tuple[
+            list[dict[str, Any]], list[str], dict[tuple[str, str], dict[str, Any] | None], list[tuple[Resource, str]]]:
+        """The companions the CR asks for, the names looked at, what the cache holds of each
+        (kind, name), and those wanted but not in the cache: a GET each (``_find_unlabelled``)."""
+        desired = self.companions_for(visit.cr)
+        names = sorted({o["metadata"]["name"] for o in desired} | {object_name(visit.name)})
+        wanted = {(o["kind"], o["metadata"]["name"]) for o in desired}
+        cached = {(resource.kind, name): lookup(resource, visit.namespace, name) for resource in COMPANIONS for name in names}
+        unseen = [(resource, name) for resource in COMPANIONS for name in names
+                  if cached[(resource.kind, name)] is None and (resource.kind, name) in wanted]
+        return desired, names, cached, unseen
+
+    def _find_new(self, visit: Visit, lookup: CompanionLookup | None) -> dict[str, Any] | None:
+        """The Deployment of a CR not in the cache (``_find_unlabelled``), its Service's and budget's
+        GETs sent beside it (kept in ``visit.prefetched``): a new CR waits on one round trip of reads,
+        not three. Wasted only when a foreign Deployment holds the name (nothing else is then written)."""
+        unseen = self._companion_lookups(visit, lookup)[3] if lookup is not None else []
+        found = concurrently([partial(self._find_unlabelled, visit.namespace, visit.name)] +
+                             [partial(self._find_unlabelled, visit.namespace, n, r) for r, n in unseen])
+        visit.prefetched = {(r.kind, n): obj for (r, n), obj in zip(unseen, found[1:], strict=True)}
+        return found[0]
 
     def _send_companion(self, visit: Visit, step: Step, current: dict[str, Any] | None,
                         pointers: tuple[Pointer, ...]) -> dict[str, Any] | None | APIError:
