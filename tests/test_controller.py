@@ -121,8 +121,8 @@ def test_a_new_cr_costs_an_apply_of_each_object_and_one_status_write_then_nothin
                                   "PATCH /apis/apps/v1/namespaces/default/deployments/a",
                                   "PATCH /apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/a/status",
                                   "PATCH /apis/policy/v1/namespaces/default/poddisruptionbudgets/a-memcached",
-                                  "POST /api/v1/namespaces/default/events", "POST /api/v1/namespaces/default/events",
-                                  "POST /api/v1/namespaces/default/events"], "the status write's MODIFIED event ends in no write"
+                                  "POST /api/v1/namespaces/default/events"], \
+            "one Event names the three objects; the status write's MODIFIED event ends in no write"
         # no LIST after the first sync, but one of the Pods the new Service and budget would select: a foreign
         # Pod with our labels (not in the cache, which holds our Pods only) keeps them from being created
         assert [(r.path, r.query.get("labelSelector")) for r in lists(cluster, started)] == [

@@ -157,8 +157,9 @@ def test_adopt_takes_a_gitops_applied_deployment_over_then_corrects_drift(cluste
                                                    "uid": cr["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
     assert dep["spec"]["replicas"] == 2
     events = {o["reason"]: o for k, o in cluster.objects.items() if k[1] == "events"}
-    assert sorted(events) == ["Adopted", "PodDisruptionBudgetCreated", "ServiceCreated"], "its Service and budget made beside it"
+    assert sorted(events) == ["Adopted"], "one Event names all the reconcile did"
     event = events["Adopted"]
+    assert "Service m-memcached created; PodDisruptionBudget m-memcached created" in event["message"], "its Service and budget beside it"
     assert event["type"] == "Normal"
     assert "argocd-controller" in event["message"] and ".spec.replicas" in event["message"]
     assert condition(cluster, "m", "Degraded")["reason"] == "AsExpected"

@@ -98,7 +98,9 @@ def test_create_from_nothing(cluster: FakeAPIServer) -> None:
     status_writes = [r for r in cluster.log if r.path.endswith("/status")]
     assert all(r.query["fieldManager"] == "memcached-gitops-status" for r in status_writes) and len(status_writes) == 2
     events = [o for k, o in cluster.objects.items() if k[1] == "events"]
-    assert {e["reason"] for e in events} == {"DeploymentCreated", "ServiceCreated", "PodDisruptionBudgetCreated"}
+    assert [e["reason"] for e in events] == ["DeploymentCreated"] * 2, "one Event per CR, as client-go's recorder aggregates"
+    assert all("created the Deployment; Service" in e["message"] and "; PodDisruptionBudget" in e["message"] for e in events), \
+        "it names every object the reconcile created"
     # beside each Deployment, its headless Service and (two Pods or more) its budget, owned by the CR
     for ns, name, budget in (("default", "a", True), ("shop", "b", True)):
         owner = deployment(cluster, name, ns)["metadata"]["ownerReferences"]

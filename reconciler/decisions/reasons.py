@@ -66,9 +66,11 @@ REASONS: dict[str, tuple[str, str]] = {
     "Progressing": ("Reconciling=True", "kstatus' InProgress while a rollout is under way or replicas are missing"),
 }
 
-#: Event reasons -> when the reconciler posts them (Warning Events also repeat a Degraded reason once)
+#: Event reasons -> when the reconciler posts them (Warning Events also repeat a Degraded reason once).
+#: One Normal Event per reconcile, named after its first write, its message naming every object the
+#: reconcile created, corrected or deleted (the Service and budget created with a Deployment too).
 EVENTS: dict[str, str] = {
-    "DeploymentCreated": "Normal: the Deployment was created",
+    "DeploymentCreated": "Normal: the Deployment was created; the message names the Service and budget created with it",
     "Adopted": "Normal: a Deployment applied by another tool or controller was taken over (`--adopt`)",
     "DriftCorrected": "Normal: drifted fields of the Deployment, Service or budget were corrected; the message lists them",
     "ServiceCreated": "Normal: the headless Service was created",

@@ -14,7 +14,7 @@
    CR (the seeds' Go operators): adopted, it keeps its selector, which is immutable (selectors.py),
    and a kept selector that shares Pods with another Deployment is reported on the CR.
 4. Status through the status subresource under its own field manager, only when it changed.
-5. An Event on the CR for each correction and each failure.
+5. One Event on the CR per reconcile naming every object it created or corrected, and one per failure.
 
 One bad CR never stops the others; a stop request (SIGTERM) ends the cycle after the current CR.
 """
@@ -27,8 +27,10 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from memcached_gitops.foundation.excerpt import excerpt
 from memcached_gitops.foundation.product import NAME
@@ -57,6 +59,7 @@ from ..decisions.vocabulary import (
     DEPLOYMENTS,
     FAILURES,
     INSTANCE_LABEL,
+    MESSAGE_LIMIT,
     RECONCILE_ANNOTATION,
     RECONCILE_MODES,
     REQUESTED_AT_ANNOTATION,
@@ -84,6 +87,11 @@ DESIRED_KEPT = 1024
 #: Items per LIST page: large enough that a cluster of a few thousand CRs costs one page per kind
 #: (the steady state then makes 5 requests), small enough to bound one answer's size.
 PAGE_SIZE = 5000
+#: Requests of companions in flight at once, over every worker (``concurrently``): a CR's Service and
+#: budget side by side for up to eight workers, and a bound on the connections they hold.
+COMPANION_REQUESTS = 16
+_POOL = ThreadPoolExecutor(max_workers=COMPANION_REQUESTS, thread_name_prefix="companion")
+T = TypeVar("T")
 
 
 @dataclass
@@ -154,6 +162,12 @@ class Visit:
         self.generation = cr["metadata"].get("generation", 1)
         self.result = CROutcome(self.namespace, self.name, Action.UNCHANGED)
         self.shared = ""  # the report of a selector that would take in another owner's Pods (Reconciler._shared)
+        self.prefetched: dict[tuple[str, str], dict[str, Any] | None] = {}  # companions read beside the Deployment: (kind, name)
+        self.told: list[tuple[str, str]] = []  # (reason, message) of each object created, corrected or deleted
+
+    def tell(self, reason: str, message: str) -> None:
+        """Keep what a write did for the reconcile's one Event (Reconciler._tell)."""
+        self.told.append((reason, message))
 
     def status(self, obs: Observation) -> None:
         """Write the status ``obs`` asks for, when it changed; the outcome keeps the CR as written."""
@@ -300,6 +314,23 @@ class Reconciler:
         tests of the Deployment alone).
         """
         visit = Visit(self, cr, pods, declared, condition_fields, lazy_served_by)
+        try:
+            return self._reconcile(visit, live, degraded, neighbours, autoscaler, companions)
+        finally:
+            self._tell(visit)
+
+    def _tell(self, visit: Visit) -> None:
+        """One Normal Event for everything one reconcile created, corrected or deleted, as client-go's
+        recorder aggregates (tools/record/events_cache.go): the first write's reason, every object named
+        in its message. One POST per reconcile, not one per object: a new CR of two Pods costs one Event,
+        not three."""
+        if visit.told:
+            self.events.record(visit.cr, "Normal", visit.told[0][0], joined([message for _, message in visit.told]))
+
+    def _reconcile(self, visit: Visit, live: dict[str, Any] | None, degraded: DegradedCheck | None, neighbours: Neighbours | None,
+                   autoscaler: str, companions: CompanionLookup | None) -> CROutcome:
+        """reconcile_cr's step, its Events kept in ``visit`` for one POST at the end."""
+        cr, pods, declared, condition_fields = visit.cr, visit.pods, visit.declared, visit.condition_fields
         mode = (cr["metadata"].get("annotations") or {}).get(RECONCILE_ANNOTATION) or "enabled"
         if mode == "disabled":  # a person paused this cache: nothing written but the status that says so
             visit.result.action = Action.SUSPENDED
@@ -312,7 +343,7 @@ class Reconciler:
             return visit.result
         desired, size, ignored = checked
         if live is None:
-            live = visit.result.read = self._find_unlabelled(visit.namespace, visit.name)
+            live = visit.result.read = self._find_new(visit, companions)
         ownership = classify(live, cr, self.options.field_manager) if live is not None else Ownership.OWNED
         if ownership is Ownership.FOREIGN:
             message = f"Deployment {visit.namespace}/{visit.name} exists and is not controlled by this Memcached; it is left alone"
@@ -349,19 +380,16 @@ class Reconciler:
         ``withhold``: the selector would take in another owner's Pods (``_shared``): nothing is
         created or corrected (a delete, of a budget no longer wanted, still goes)."""
         cr, result = visit.cr, visit.result
-        desired = self.companions_for(cr)
-        names = sorted({o["metadata"]["name"] for o in desired} | {object_name(visit.name)})
-        wanted = {(o["kind"], o["metadata"]["name"]) for o in desired}
-        live: dict[tuple[str, str], dict[str, Any]] = {}
-        for resource in COMPANIONS:
-            for name in names:
-                found = lookup(resource, visit.namespace, name)
-                if found is None and (resource.kind, name) in wanted:
-                    found = self._find_unlabelled(visit.namespace, name, resource)  # never take one over by its name
-                    if found is not None:
-                        result.companions_read.append((resource.kind, found))
-                if found is not None:
-                    live[(resource.kind, name)] = found
+        desired, names, cached, unseen = self._companion_lookups(visit, lookup)
+        # never take one over by its name: the GETs of the Service and the budget overlap (or went with the Deployment's)
+        todo = [(resource, name) for resource, name in unseen if (resource.kind, name) not in visit.prefetched]
+        got = dict(zip(todo, concurrently([partial(self._find_unlabelled, visit.namespace, n, r) for r, n in todo]), strict=True))
+        read = [visit.prefetched[(r.kind, n)] if (r.kind, n) in visit.prefetched else got[(r, n)] for r, n in unseen]
+        for (resource, name), found in zip(unseen, read, strict=True):
+            if found is not None:
+                result.companions_read.append((resource.kind, found))
+                cached[(resource.kind, name)] = found
+        live = {key: found for key, found in cached.items() if found is not None}
         foreign = []
         planned = steps(cr, desired, live, names, self.options.adopt, kept_selector, ignored, self.options.field_manager)
         writing = not (self.options.dry_run or self.options.detect_only or detect_only)
@@ -369,6 +397,7 @@ class Reconciler:
             # our selector is unique per CR, but a foreign Pod may carry its labels: looked for once, before creating
             visit.shared = self._shared(visit.namespace, visit.name, {"matchLabels": selector_labels(visit.name)}, True, kept=False)
             withhold = bool(visit.shared)
+        sending: list[Step] = []
         for step in planned:
             result.companion_ignored += [(step.describe(), d) for d in step.ignored]
             if step.move is Move.FOREIGN:
@@ -387,7 +416,12 @@ class Reconciler:
                 if not self.options.dry_run and result.action == Action.UNCHANGED:
                     result.action = Action.DRIFTED  # counted as detected, as a Deployment's drift is
                 continue
-            self._write_companion(visit, step, live.get((step.resource.kind, step.name)), (ignored or {}).get(step.resource.kind, ()))
+            sending.append(step)
+        # the Service's and the budget's writes overlap; their outcomes are recorded in the plan's order
+        answers = concurrently([partial(self._send_companion, visit, step, live.get((step.resource.kind, step.name)),
+                                        (ignored or {}).get(step.resource.kind, ())) for step in sending])
+        for step, answer in zip(sending, answers, strict=True):
+            self._record_companion(visit, step, answer)
         if result.companion_ignored:
             log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION,
                      "; ".join(f"{where} {d.describe()}" for where, d in result.companion_ignored)[:2048])
@@ -395,11 +429,33 @@ class Reconciler:
             self.events.warn_once(cr, "ResourceNotOwned", bounded("; ".join(foreign)))
         return bounded("; ".join(foreign))
 
-    def _write_companion(self, visit: Visit, step: Step, current: dict[str, Any] | None, pointers: tuple[Pointer, ...]) -> None:
+    def _companion_lookups(self, visit: Visit, lookup: CompanionLookup) -> tuple[
+            list[dict[str, Any]], list[str], dict[tuple[str, str], dict[str, Any] | None], list[tuple[Resource, str]]]:
+        """The companions the CR asks for, the names looked at, what the cache holds of each
+        (kind, name), and those wanted but not in the cache: a GET each (``_find_unlabelled``)."""
+        desired = self.companions_for(visit.cr)
+        names = sorted({o["metadata"]["name"] for o in desired} | {object_name(visit.name)})
+        wanted = {(o["kind"], o["metadata"]["name"]) for o in desired}
+        cached = {(resource.kind, name): lookup(resource, visit.namespace, name) for resource in COMPANIONS for name in names}
+        unseen = [(resource, name) for resource in COMPANIONS for name in names
+                  if cached[(resource.kind, name)] is None and (resource.kind, name) in wanted]
+        return desired, names, cached, unseen
+
+    def _find_new(self, visit: Visit, lookup: CompanionLookup | None) -> dict[str, Any] | None:
+        """The Deployment of a CR not in the cache (``_find_unlabelled``), its Service's and budget's
+        GETs sent beside it (kept in ``visit.prefetched``): a new CR waits on one round trip of reads,
+        not three. Wasted only when a foreign Deployment holds the name (nothing else is then written)."""
+        unseen = self._companion_lookups(visit, lookup)[3] if lookup is not None else []
+        found = concurrently([partial(self._find_unlabelled, visit.namespace, visit.name)] +
+                             [partial(self._find_unlabelled, visit.namespace, n, r) for r, n in unseen])
+        visit.prefetched = {(r.kind, n): obj for (r, n), obj in zip(unseen, found[1:], strict=True)}
+        return found[0]
+
+    def _send_companion(self, visit: Visit, step: Step, current: dict[str, Any] | None,
+                        pointers: tuple[Pointer, ...]) -> dict[str, Any] | None | APIError:
         """One companion's create, correction (after taking back a person's fields: revoke.py) or
-        delete. A refused write is recorded (``_failed``) and the next companion goes on: one
-        object's failure never blocks the others."""
-        result, name = visit.result, f"{visit.namespace}/{step.name}"
+        delete: the object as the apply left it (None: deleted), or the APIError that refused it.
+        Nothing of the outcome is touched here: the writes of one CR's companions run side by side."""
         path = object_path(*step.resource.gvr, visit.namespace, step.name)
         try:
             if step.move is Move.DELETE:
@@ -409,25 +465,36 @@ class Reconciler:
                 except APIError as exc:
                     if exc.status != 404:
                         raise
-                result.removed.append((step.resource, step.name))
-            else:
-                assert step.body is not None
-                ours = current is not None and relation(current, visit.cr) is Move.KEEP
-                taken = self._revocation(current, list(step.drift), pointers, ours) if step.move is Move.CORRECT else []
-                result.companions.append(correct(self.api, step.resource, visit.namespace, step.name, step.body, [], current,
-                                                 self.options.field_manager, taken))
-                result.companion_corrected += [Correction(step.resource.kind, name, d) for d in step.drift]
+                return None
+            assert step.body is not None
+            ours = current is not None and relation(current, visit.cr) is Move.KEEP
+            taken = self._revocation(current, list(step.drift), pointers, ours) if step.move is Move.CORRECT else []
+            return correct(self.api, step.resource, visit.namespace, step.name, step.body, [], current,
+                           self.options.field_manager, taken)
         except APIError as exc:
+            return exc
+
+    def _record_companion(self, visit: Visit, step: Step, answer: dict[str, Any] | None | APIError) -> None:
+        """The outcome of one companion's write (``_send_companion``). A refused write is recorded
+        (``_failed``) and the next companion goes on: one object's failure never blocks the others."""
+        result, name = visit.result, f"{visit.namespace}/{step.name}"
+        if isinstance(answer, APIError):
             verb = "delete" if step.move is Move.DELETE else "apply"
-            self._failed(visit, WriteFailure(step.resource.kind, name, verb, exc.status, exc.message))
+            self._failed(visit, WriteFailure(step.resource.kind, name, verb, answer.status, answer.message))
             return
+        if step.move is Move.DELETE:
+            result.removed.append((step.resource, step.name))
+        else:
+            assert answer is not None
+            result.companions.append(answer)
+            result.companion_corrected += [Correction(step.resource.kind, name, d) for d in step.drift]
         if result.action == Action.UNCHANGED:
             result.action = Action.CORRECTED
         done = f"{step.describe()} {step.move.value}d" if step.move is not Move.CORRECT else (
             f"{step.describe()} corrected: " + "; ".join(d.describe() for d in step.drift))
         log.info("%s: %s", visit, done)
         reason = "DriftCorrected" if step.move is Move.CORRECT else f"{step.resource.kind}{step.move.value.title()}d"
-        self.events.record(visit.cr, "Normal", reason, bounded(done))
+        visit.tell(reason, bounded(done))
 
     def _revocation(self, live: dict[str, Any] | None, drift: list[Drift], pointers: tuple[Pointer, ...],
                     ours: bool) -> list[dict[str, Any]]:
@@ -556,7 +623,7 @@ class Reconciler:
         reason = {Action.CREATED: "DeploymentCreated", Action.ADOPTED: "Adopted"}.get(result.action, "DriftCorrected")
         corrections = _corrections(drift) if applied_by else []
         details = "; corrected " + "; ".join(d.describe() for d in corrections) if corrections else ""
-        self.events.record(visit.cr, "Normal", reason, done + details)
+        visit.tell(reason, done + details)
         return live
 
     def _shared(self, namespace: str, name: str, selector: dict[str, Any] | None, adopted: bool, kept: bool = True) -> str:
@@ -721,6 +788,40 @@ def asked_size(cr: dict[str, Any], live: dict[str, Any] | None) -> int:
 def requested_at(cr: dict[str, Any]) -> str:
     """The CR's reconcile-now request (REQUESTED_AT_ANNOTATION), "" when none."""
     return str((cr.get("metadata", {}).get("annotations") or {}).get(REQUESTED_AT_ANNOTATION) or "")
+
+
+def concurrently(calls: list[Callable[[], T]]) -> list[T]:
+    """The answers of ``calls``, in their order, the first run here and the others on the shared pool:
+    one CR's independent round trips (its Service's and its budget's) overlap instead of waiting on each
+    other. Each call is a request of the client, whose retries honour 429 and Retry-After as they do
+    alone. Every call ends before the first exception, if any, is raised."""
+    if len(calls) <= 1:
+        return [call() for call in calls]
+    futures = [_POOL.submit(call) for call in calls[1:]]
+    first: list[T] = []
+    error: BaseException | None = None
+    try:
+        first.append(calls[0]())
+    except BaseException as exc:  # raised once the others have ended
+        error = exc
+    answers: list[T] = []
+    for future in futures:
+        try:
+            answers.append(future.result())
+        except BaseException as exc:
+            error = error or exc
+    if error is not None:
+        raise error
+    return first + answers
+
+
+def joined(messages: list[str]) -> str:
+    """``messages`` in one, each cut to an equal share of ``MESSAGE_LIMIT`` when together they are
+    longer: a long list of corrections never hides the objects named after it."""
+    if len("; ".join(messages)) <= MESSAGE_LIMIT:
+        return "; ".join(messages)
+    share = max(1, (MESSAGE_LIMIT - 2 * (len(messages) - 1)) // len(messages))
+    return "; ".join(m if len(m) <= share else m[:share - 3] + "..." for m in messages)
 
 
 def _created(step: Any) -> list[Drift]:
