@@ -375,7 +375,8 @@ def test_a_leader_and_a_standby_then_sigterm_with_a_reconcile_in_flight(cluster:
     leader = replicas("leader")
     wait_for(lambda: "this replica leads" in leader.get("/readyz")[1], what="the leader", replicas=(leader,))
     standby = replicas("standby")
-    wait_for(lambda: "standby; leader leads" in standby.get("/readyz")[1], what="the standby ready", replicas=(standby,))
+    wait_for(lambda: "ready: standby" in standby.get("/readyz")[1], what="the standby ready", replicas=(standby,))
+    assert "leader" not in standby.get("/readyz")[1]  # an unauthenticated probe is not told who leads
     available(cluster, "a", (leader,))
     assert_scrapes(leader, standby)
     assert standby.value("memcached_gitops_leader") == 0 and leader.value("memcached_gitops_leader") == 1
