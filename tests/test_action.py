@@ -250,3 +250,29 @@ def test_a_kustomization_reaching_outside_the_workspace_fails_the_action(runner:
     assert code == 1, out
     assert "resources[1]: '../../outside' leaves the root" in out, out
     assert "s3cr3t-value" not in out and not (ws / "out").exists()
+
+
+@pytest.mark.parametrize(("link", "render_to"), [
+    ("rendered", "rendered/all.yaml"),              # a folder of render-to is a link
+    ("rendered/all.yaml.tmp", "rendered/all.yaml"),  # the temporary file the step once wrote
+    ("rendered/all.yaml", "rendered/all.yaml"),      # the file itself
+])
+def test_a_committed_symlink_cannot_take_render_to_outside_the_workspace(runner: Runner, tmp_path: Path, link: str,
+                                                                         render_to: str) -> None:
+    """The Render step once wrote ``> "$RENDER_TO.tmp"``: a committed link of that name (or a linked
+    folder) was followed and the file outside the workspace overwritten."""
+    ws = workspace(tmp_path, good=GOOD)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("untouched\n")
+    (ws / link).parent.mkdir(parents=True, exist_ok=True)
+    (ws / link).symlink_to(victim if link == "rendered" else victim / "keep")
+    code, out, _ = runner.run(ws, steps=slice(1, None), paths="apps", render_to=render_to)
+    assert sorted(p.name for p in victim.iterdir()) == ["keep"], "a file was written outside the workspace"
+    assert (victim / "keep").read_text() == "untouched\n", "a file outside the workspace was overwritten"
+    if link == "rendered/all.yaml.tmp":  # no longer a name the step uses: the render goes where it was asked
+        assert code == 0, out
+        assert "kind: Deployment" in (ws / render_to).read_text()
+    else:
+        assert code == 2, out
+        assert "is a symbolic link" in out
