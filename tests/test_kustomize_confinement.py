@@ -403,3 +403,32 @@ def test_a_plain_built_in_plugin_inline_or_in_a_file_still_builds(world: Path) -
     proc = run(["render", "--include-input", "apps/caches"], world)
     assert proc.returncode == 0, proc.stderr
     assert "a: b" in proc.stdout and "c: d" in proc.stdout, proc.stdout
+
+
+# --- memory ---------------------------------------------------------------------------------------------
+
+
+def _alias_bomb(docs: int) -> str:
+    """Objects each holding one list of 4,000 items named 99 more times: a few KB that kustomize
+    expands in memory (go-yaml v3, which kyaml uses, bounds aliases far more loosely than v2)."""
+    items = ", ".join(["1"] * 4000)
+    return "".join(f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b{i}}}\nx:\n  base: &a [{items}]\n"
+                   + "".join(f"  k{j}: *a\n" for j in range(99)) for i in range(docs))
+
+
+def test_a_resource_file_cannot_take_the_memory_of_the_sidecar(world: Path) -> None:
+    """A 40 KB file of aliases as a resource: kustomize, unbounded, held about 1 GB for it (the Argo
+    CD sidecar's limit is 256 MiB, and it renders every application). The build is held to
+    MEMCACHED_GITOPS_KUSTOMIZE_MAX_MEMORY_MIB (192 by default) and cut with one line. The peak is read
+    from the kernel's account of the waited descendants (ru_maxrss of RUSAGE_CHILDREN)."""
+    folder = kustomization(world, "- bomb.yaml\n")
+    (folder / "bomb.yaml").write_text(_alias_bomb(3))
+    measure = ("import resource, subprocess, sys\np = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+               "sys.stderr.write(p.stderr)\nprint(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    proc = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m", "memcached_gitops", "validate", "apps/caches"],
+                          cwd=world, capture_output=True, text=True, timeout=300)
+    code, peak_kib = map(int, proc.stdout.split())
+    assert peak_kib < 256 * 1024, f"kustomize held {peak_kib >> 10} MiB"
+    assert code == 1, proc.stderr
+    assert "kustomize build needed more than 192 MiB (MEMCACHED_GITOPS_KUSTOMIZE_MAX_MEMORY_MIB); cut" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
