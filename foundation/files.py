@@ -250,6 +250,25 @@ def safe_file_name(parts: list[str], suffix: str) -> str:
     return name
 
 
+def linked_output(path: Path) -> str | None:
+    """Why ``path`` (an output file or folder) may not be written: a part of it inside the working
+    directory that is a symbolic link; None when it may.
+
+    A repository can commit ``rendered -> /anywhere``: an output path through it would write outside
+    the checkout with the rights of the CI job. Parts outside the working directory are the caller's
+    own choice (an absolute path it gave) and are not looked at. Parts not yet there are created as
+    folders, never followed.
+    """
+    cwd = os.getcwd()
+    current = os.path.normpath(os.path.join(cwd, path))
+    while current.startswith(cwd.rstrip(os.sep) + os.sep):
+        if os.path.islink(current):
+            return (f"{path}: {excerpt(os.path.relpath(current, cwd))} is a symbolic link; an output path through a link "
+                    "could write outside the working directory; refused")
+        current = os.path.dirname(current)
+    return None
+
+
 def write_files(folder: Path, files: list[tuple[str, str, str]]) -> None:
     """Write each ``(file name, text, what)`` into ``folder``, atomically each, only if all may be written.
 

@@ -25,7 +25,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import subprocess
@@ -43,6 +43,7 @@ BUILD_OPTIONS_ENV = "MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS"
 ALLOW_REMOTE_ENV = "MEMCACHED_GITOPS_KUSTOMIZE_ALLOW_REMOTE"
 MAX_BUILDS_ENV = "MEMCACHED_GITOPS_KUSTOMIZE_MAX_BUILDS"
 DEADLINE_ENV = "MEMCACHED_GITOPS_DEADLINE"
+MEMORY_ENV = "MEMCACHED_GITOPS_KUSTOMIZE_MAX_MEMORY_MIB"
 #: kustomize build's flags that only shape the output from the repository's own files, and whether
 #: each takes a value. Nothing else is accepted: no short option, no cluster, no positional argument.
 ALLOWED_FLAGS = {"--enable-helm": False, "--helm-debug": False, "--enable-managedby-label": False,
@@ -54,12 +55,22 @@ _KLOG = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\] (?:"command failed"
 #: A word longer than an excerpt: where kustomize echoes a repository's own text (a file name, a path,
 #: a value), it is one word, quoted or not, in a message of short words.
 _LONG = re.compile(rf"\S{{{EXCERPT_LIMIT + 1},}}")
+#: How Go's runtime says it met the memory bound (seen: ``fatal error: runtime: out of memory``,
+#: ``fatal error: runtime: cannot allocate memory``, ``fatal error: out of memory allocating heap
+#: arena metadata``; ENOMEM is errno 12).
+_OUT_OF_MEMORY = re.compile(r"fatal error: .*(?:out of memory|cannot allocate memory)|errno=12\b")
 #: A build that takes longer is stopped (Argo CD's own exec timeout is 90 s).
 BUILD_TIMEOUT = 60.0
 #: One run's builds together (validate of a repository, argocd-generate): at most this many seconds ...
 DEFAULT_DEADLINE = 60.0
 #: ... and this many builds.
 DEFAULT_MAX_BUILDS = 100
+#: The memory (MiB) one build may hold: its data segment (RLIMIT_DATA, which since Linux 4.7 counts
+#: the private writable mappings Go's heap lives in, not the address space Go only reserves, so
+#: RLIMIT_AS's breakage of Go does not apply). The Argo CD sidecar's limit is 256 MiB, this process
+#: included; a trivial build needs between 64 and 96 MiB of data segment, and a 90 KB alias bomb
+#: that peaks at 2 GB unbounded stops here within a second (bench/kustomize_memory.py).
+DEFAULT_MAX_MEMORY_MIB = 192.0
 
 
 class KustomizeError(ValueError):
@@ -174,7 +185,8 @@ class Builds:
             check_graph(path, self.root or confinement_root(path), allow_remote)
         except GraphRefused as exc:
             raise BuildRefused(f"{name}: {exc}") from None
-        return build(path, options, limit, min(BUILD_TIMEOUT, remaining), name)
+        memory = int(_number(self.environ, MEMORY_ENV, DEFAULT_MAX_MEMORY_MIB) * 2**20)
+        return build(path, options, limit, min(BUILD_TIMEOUT, remaining), name, memory)
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -204,12 +216,28 @@ def kustomize_command() -> list[str]:
                          f"install kustomize (https://kubectl.docs.kubernetes.io/installation/kustomize/) or set {KUSTOMIZE_ENV}")
 
 
-def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIMEOUT, name: str | None = None) -> bytes:
+def _memory_bound(memory: int | None) -> dict[str, Any]:  # Popen's keyword arguments
+    """Popen arguments holding the child (and helm, which it starts) to ``memory`` bytes of data
+    segment, with Go's soft limit below it so its collector works before the hard limit is met."""
+    if not memory:
+        return {}
+    import resource
+
+    def bound() -> None:  # in the child, before exec: only async-signal-safe work
+        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
+
+    return {"preexec_fn": bound, "env": {**os.environ, "GOMEMLIMIT": str(memory * 3 // 4)}}
+
+
+def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIMEOUT, name: str | None = None,
+          memory: int | None = None) -> bytes:
     """``kustomize build path`` with ``options``: its stdout, at most ``limit`` bytes, or a KustomizeError.
 
     stdout is read as it comes, to at most the limit plus one byte (then the process is killed), so
     a build that amplifies its input cannot outgrow the budget in memory; stderr goes to a file, so
-    neither pipe can fill and stall the other; a timer kills a build that hangs.
+    neither pipe can fill and stall the other; a timer kills a build that hangs; ``memory`` bytes
+    bound what the build may hold (``_memory_bound``), so a file of aliases or of many objects cannot
+    take the memory of the machine (or of Argo CD's sidecar, which renders every application).
     """
     import subprocess
     import tempfile
@@ -220,7 +248,7 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
         try:
             # a session of its own, so a kill reaches what kustomize started too (helm with --enable-helm)
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
-                                    start_new_session=True)
+                                    start_new_session=True, **_memory_bound(memory))
         except OSError as exc:
             raise KustomizeError(f"{path}: cannot run {command[0]}: {exc.strerror}") from None
         stopped: list[bool] = []
@@ -233,7 +261,7 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
         timer.start()
         try:
             assert proc.stdout is not None
-            out = proc.stdout.read(limit + 1)
+            out: bytes = proc.stdout.read(limit + 1)
             if len(out) > limit:
                 _kill(proc)
             proc.stdout.close()
@@ -247,7 +275,11 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
             raise KustomizeError(f"{path}: kustomize build wrote more than the limit of {limit} bytes; refused")
         if proc.returncode != 0:
             errors.seek(0)
-            lines = [line for line in errors.read(65536).decode(errors="replace").splitlines() if line.strip()]
+            text = errors.read(65536).decode(errors="replace")
+            if memory and _OUT_OF_MEMORY.search(text):
+                raise BuildRefused(f"{name or path}: kustomize build needed more than {memory >> 20} MiB "
+                                   f"({MEMORY_ENV}); cut")
+            lines = [line for line in text.splitlines() if line.strip()]
             last = lines[-1] if lines else f"exit code {proc.returncode} (stopped after {BUILD_TIMEOUT:.0f} s?)"
             raise KustomizeError(f"{path}: kustomize build failed: {excerpt(bounded_error(last), 300)}")
     return out

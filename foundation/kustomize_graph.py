@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .excerpt import excerpt
+from .kustomize_yaml import DivergentYAML, read_plain
 from .yamlreader import Document, YAMLInputError, iter_documents
 
 KUSTOMIZE_FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -157,14 +158,7 @@ class _Graph:
 
     def _children(self, file: str, here: str) -> Iterator[tuple[str, str]]:
         """The folders of kustomizations ``file`` builds, after checking each of its fields."""
-        with open(file, "rb") as f:
-            data = f.read(MAX_FILE + 1)
-        if len(data) > MAX_FILE:
-            raise GraphRefused(f"{file}: larger than {MAX_FILE} bytes; refused")
-        try:
-            docs = list(iter_documents(data))
-        except YAMLInputError as exc:
-            raise GraphRefused(f"{file}:{exc.line}:{exc.column}: {exc.message}") from None
+        docs = _read_file(file, os.path.relpath(file, self.root))
         if len(docs) != 1 or not isinstance(docs[0].value, dict):
             raise GraphRefused(f"{file}: a kustomization is one YAML mapping; refused")
         doc, shown = docs[0], os.path.relpath(file, self.root)
@@ -318,28 +312,54 @@ def _openapi(graph: _Graph, here: str, doc: Document, field: str, value: Any, fi
 def _plugins(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
     """generators, transformers, validators: only path-free built-ins, inline or in a file under the root.
 
-    Their configurations can name files themselves (a PatchTransformer's ``path``, a generator's
-    ``files``), and anything else is an exec or container plugin: so only the kinds of
+    kustomize first reads each entry as inline configurations, and only when that fails as a path
+    (v5.8.1 api/internal/target/kusttarget.go ``configureExternalGenerators`` and
+    ``configureExternalTransformers``: ``NewResMapFromBytes`` then ``accumulateResources``). So an
+    entry is taken for a path only when it reads as one plain scalar; anything else must read as
+    path-free built-ins itself, and a file of that very name is checked too, whatever the entry
+    reads as. Their configurations can name files (a PatchTransformer's ``path``, a generator's
+    ``files``), and any other kind is an exec, container or helm plugin: so only the kinds of
     ``PATH_FREE_BUILTINS`` are let through; a folder (a kustomization of configurations) is refused.
     """
     for i, entry, where in _items(graph, doc, field, value, file, str):
-        text: str | bytes = entry
-        if "\n" not in entry:
-            real = graph.local(here, entry, where, f"{field}[{i}]")
-            if real is None or not os.path.isfile(real):
-                raise graph.refuse(where, f"{field}[{i}]", "only a file of built-in plugin configurations is allowed; refused")
-            with open(real, "rb") as f:
-                text = f.read(MAX_FILE)
+        name = f"{field}[{i}]"
         try:
-            configs = [d.value for d in iter_documents(text)]
-        except YAMLInputError:
-            raise graph.refuse(where, f"{field}[{i}]", "not YAML; refused") from None
-        for config in configs:
-            kind = config.get("kind") if isinstance(config, dict) else None
-            if not isinstance(config, dict) or config.get("apiVersion") != "builtin" or kind not in PATH_FREE_BUILTINS:
-                raise graph.refuse(where, f"{field}[{i}]", f"plugin {excerpt(str(kind))!r}: only path-free built-in plugins "
-                                                           f"({', '.join(sorted(PATH_FREE_BUILTINS))}); refused")
+            inline = read_plain(entry)
+        except (YAMLInputError, DivergentYAML):
+            raise graph.refuse(where, name, "neither a file name nor plain YAML configurations; refused") from None
+        is_path = len(inline) == 1 and isinstance(inline[0].value, str)
+        if not is_path:
+            _builtins(graph, [d.value for d in inline], where, name)
+        if is_path or os.path.lexists(os.path.join(here, entry)):
+            real = graph.local(here, entry, where, name)
+            if real is None or not os.path.isfile(real):
+                raise graph.refuse(where, name, "only a file of built-in plugin configurations is allowed; refused")
+            _builtins(graph, [d.value for d in _read_file(real, os.path.relpath(real, graph.root))], where, name)
     return iter(())
+
+
+def _builtins(graph: _Graph, configs: list[Any], where: str, field: str) -> None:
+    """Refuse any configuration that is not a path-free built-in plugin."""
+    for config in configs:
+        kind = config.get("kind") if isinstance(config, dict) else None
+        if not isinstance(config, dict) or config.get("apiVersion") != "builtin" or kind not in PATH_FREE_BUILTINS:
+            raise graph.refuse(where, field, f"plugin {excerpt(str(kind))!r}: only path-free built-in plugins "
+                                             f"({', '.join(sorted(PATH_FREE_BUILTINS))}); refused")
+
+
+def _read_file(file: str, shown: str) -> list[Document]:
+    """The documents of a kustomization or plugin file, read whole (as kustomize does) and only if
+    no construct in it could read differently in kustomize (``read_plain``)."""
+    with open(file, "rb") as f:
+        data = f.read(MAX_FILE + 1)
+    if len(data) > MAX_FILE:
+        raise GraphRefused(f"{shown}: larger than {MAX_FILE} bytes; refused")
+    try:
+        return read_plain(data)
+    except YAMLInputError as exc:
+        raise GraphRefused(f"{shown}:{exc.line}:{exc.column}: {exc.message}") from None
+    except DivergentYAML as exc:
+        raise GraphRefused(f"{shown}:{exc}") from None
 
 
 def _refused_always(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:

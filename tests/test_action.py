@@ -261,3 +261,29 @@ def test_a_kustomization_that_cannot_be_built_fails_the_action_unless_strict_bui
     assert code == 1 and "::error file=apps/prod/kustomization.yaml,line=1" in out and "not built" in out, out
     code, out, _ = runner.run(ws, steps=slice(1, None), paths=".", strict_build="false")
     assert code == 0 and "::warning file=apps/prod/kustomization.yaml,line=1" in out, out
+
+
+@pytest.mark.parametrize(("link", "render_to"), [
+    ("rendered", "rendered/all.yaml"),              # a folder of render-to is a link
+    ("rendered/all.yaml.tmp", "rendered/all.yaml"),  # the temporary file the step once wrote
+    ("rendered/all.yaml", "rendered/all.yaml"),      # the file itself
+])
+def test_a_committed_symlink_cannot_take_render_to_outside_the_workspace(runner: Runner, tmp_path: Path, link: str,
+                                                                         render_to: str) -> None:
+    """The Render step once wrote ``> "$RENDER_TO.tmp"``: a committed link of that name (or a linked
+    folder) was followed and the file outside the workspace overwritten."""
+    ws = workspace(tmp_path, good=GOOD)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("untouched\n")
+    (ws / link).parent.mkdir(parents=True, exist_ok=True)
+    (ws / link).symlink_to(victim if link == "rendered" else victim / "keep")
+    code, out, _ = runner.run(ws, steps=slice(1, None), paths="apps", render_to=render_to)
+    assert sorted(p.name for p in victim.iterdir()) == ["keep"], "a file was written outside the workspace"
+    assert (victim / "keep").read_text() == "untouched\n", "a file outside the workspace was overwritten"
+    if link == "rendered/all.yaml.tmp":  # no longer a name the step uses: the render goes where it was asked
+        assert code == 0, out
+        assert "kind: Deployment" in (ws / render_to).read_text()
+    else:
+        assert code == 2, out
+        assert "is a symbolic link" in out

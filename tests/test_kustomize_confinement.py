@@ -321,3 +321,114 @@ def test_a_release_name_cannot_hand_helm_a_flag(world: Path, tmp_path: Path) -> 
                PATH=f"{helm.parent}{os.pathsep}{os.environ['PATH']}")
     assert "--post-renderer" not in (words.read_text() if words.exists() else ""), "helm was handed the flag"
     assert_refused(proc, "helmCharts[0].releaseName")
+
+
+# --- plugin configurations: read as kustomize reads them ----------------------------------------------
+
+_BENIGN = ("apiVersion: builtin\nkind: LabelTransformer\nmetadata: {name: l}\nlabels: {a: b}\n"
+           "fieldSpecs: [{path: metadata/labels, create: true}]\n")
+
+
+def _stand_in_helm(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """The operator's --enable-helm, and a stand-in ``helm`` on PATH that records the words it is given."""
+    helm, words = tmp_path / "bin" / "helm", tmp_path / "helm-words"
+    helm.parent.mkdir(exist_ok=True)
+    helm.write_text(f'#!/bin/sh\necho "$@" >> {words}\n[ "$1" = version ] && echo v3.14.0+g1234567\nexit 0\n')
+    helm.chmod(0o755)
+    return {"MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS": "--enable-helm",
+            "PATH": f"{helm.parent}{os.pathsep}{os.environ['PATH']}"}, words
+
+
+def _chart(folder: Path) -> None:
+    (folder / "charts" / "c").mkdir(parents=True)
+    (folder / "charts" / "c" / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    (folder / "charts" / "c" / "values.yaml").write_text("")
+
+
+@pytest.mark.parametrize("kind", ["ConfigMapGenerator", "HelmChartInflationGenerator"])
+def test_an_inline_plugin_configuration_named_like_a_benign_file_is_read_as_kustomize_reads_it(
+        world: Path, listener: _Listener, tmp_path: Path, kind: str) -> None:
+    """kustomize reads a generators entry as inline YAML first and only then as a path (v5.8.1
+    api/internal/target/kusttarget.go ``configureExternalGenerators``). An entry with no line break
+    that is also the name of a file of a harmless LabelTransformer was once checked as that file,
+    while kustomize ran the inline configuration (``\\x2f`` in a double-quoted scalar is ``/``, so the
+    file name holds no slash): a ConfigMapGenerator fetching a URL, or a helm generator handing helm
+    ``--post-renderer``."""
+    url = listener.url.replace("/", "\\x2f")
+    body = ({"ConfigMapGenerator": f'files: ["{url}\\x2fx"]', "HelmChartInflationGenerator":
+             'name: c, chartHome: charts, releaseName: "--post-renderer=.\\x2fx.sh"'})[kind]
+    entry = f"{{apiVersion: builtin, kind: {kind}, metadata: {{name: leak}}, {body}}}"
+    folder = kustomization(world, yaml.safe_dump({"generators": [entry]}, width=1000))
+    (folder / entry).write_text(_BENIGN)
+    _chart(folder)
+    env, words = _stand_in_helm(tmp_path)
+    proc = run(["validate", "."], world, **env)
+    generated = generate(folder, {**plugin_env(world, "apps/caches", {"parameters": [
+        {"name": "pass-through-kinds", "string": "ConfigMap"}]}), **env})
+    assert listener.requests == [], "a request reached the listener"
+    assert "--post-renderer" not in (words.read_text() if words.exists() else ""), "helm was handed the flag"
+    assert_refused(proc, "generators[0]", f"plugin '{kind}'")
+    assert_refused(generated, "generators[0]")
+
+
+@pytest.mark.parametrize("config", [
+    "apiVersion: builtin\nkind: ConfigMapGenerator\n<<: {kind: LabelTransformer}\n",
+    "apiVersion: builtin\n<<: {kind: ConfigMapGenerator}\nkind: LabelTransformer\n",
+    "apiVersion: builtin\nkind: ConfigMapGenerator\nkind: LabelTransformer\n",
+    "apiVersion: builtin\nkind: &k ConfigMapGenerator\nx: *k\n",
+    "apiVersion: builtin\nkind: !!str ConfigMapGenerator\n",
+], ids=["merge-after", "merge-before", "duplicate", "anchor", "tag"])
+def test_a_plugin_file_the_check_and_kustomize_could_read_differently_is_refused(
+        world: Path, listener: _Listener, config: str) -> None:
+    """The check reads YAML as go-yaml v2 does (a later ``<<`` overrides an explicit key, the last
+    duplicate wins), kustomize's kyaml as go-yaml v3 does (the explicit key wins). A plugin file whose
+    ``kind`` the two could read differently fetched a URL under a kind the check took for a
+    LabelTransformer; such files are refused whole."""
+    folder = kustomization(world, "generators: [gen.yaml]\n")
+    (folder / "gen.yaml").write_text(config + f"metadata: {{name: m}}\nfiles: [\"{listener.url}/merge\"]\n"
+                                     "labels: {a: b}\nfieldSpecs: [{path: metadata/labels, create: true}]\n")
+    proc = run(["render", "--include-input", "apps/caches"], world)
+    assert listener.requests == [], "a request reached the listener"
+    assert_refused(proc, "apps/caches/gen.yaml:", "YAML readers could differ on it")
+
+
+def test_a_merge_key_in_a_kustomization_is_refused(world: Path) -> None:
+    kustomization(world, "<<: {resources: [../../../outside]}\n")
+    assert_refused(run(["validate", "."], world), "apps/caches/kustomization.yaml:3:1: a merge key")
+
+
+def test_a_plain_built_in_plugin_inline_or_in_a_file_still_builds(world: Path) -> None:
+    folder = kustomization(world, yaml.safe_dump({"transformers": ["t.yaml", _BENIGN]}))
+    (folder / "t.yaml").write_text(_BENIGN.replace("{a: b}", "{c: d}").replace("name: l", "name: m"))
+    proc = run(["render", "--include-input", "apps/caches"], world)
+    assert proc.returncode == 0, proc.stderr
+    assert "a: b" in proc.stdout and "c: d" in proc.stdout, proc.stdout
+
+
+# --- memory ---------------------------------------------------------------------------------------------
+
+
+def _alias_bomb(docs: int) -> str:
+    """Objects each holding one list of 4,000 items named 99 more times: a few KB that kustomize
+    expands in memory (go-yaml v3, which kyaml uses, bounds aliases far more loosely than v2)."""
+    items = ", ".join(["1"] * 4000)
+    return "".join(f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b{i}}}\nx:\n  base: &a [{items}]\n"
+                   + "".join(f"  k{j}: *a\n" for j in range(99)) for i in range(docs))
+
+
+def test_a_resource_file_cannot_take_the_memory_of_the_sidecar(world: Path) -> None:
+    """A 40 KB file of aliases as a resource: kustomize, unbounded, held about 1 GB for it (the Argo
+    CD sidecar's limit is 256 MiB, and it renders every application). The build is held to
+    MEMCACHED_GITOPS_KUSTOMIZE_MAX_MEMORY_MIB (192 by default) and cut with one line. The peak is read
+    from the kernel's account of the waited descendants (ru_maxrss of RUSAGE_CHILDREN)."""
+    folder = kustomization(world, "- bomb.yaml\n")
+    (folder / "bomb.yaml").write_text(_alias_bomb(3))
+    measure = ("import resource, subprocess, sys\np = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+               "sys.stderr.write(p.stderr)\nprint(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    proc = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m", "memcached_gitops", "validate", "apps/caches"],
+                          cwd=world, capture_output=True, text=True, timeout=300)
+    code, peak_kib = map(int, proc.stdout.split())
+    assert peak_kib < 256 * 1024, f"kustomize held {peak_kib >> 10} MiB"
+    assert code == 1, proc.stderr
+    assert "kustomize build needed more than 192 MiB (MEMCACHED_GITOPS_KUSTOMIZE_MAX_MEMORY_MIB); cut" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr

@@ -134,3 +134,23 @@ def test_the_rule_encodes_each_byte_and_allows_name_max_exactly() -> None:
     assert len(safe_file_name(["a" * 250], "yaml")) == 255
     with pytest.raises(InputError):
         safe_file_name(["a" * 251], "yaml")
+
+
+@pytest.mark.parametrize("link", ["rendered", "rendered/caches"])
+def test_a_committed_symlink_cannot_take_the_output_outside_the_checkout(tmp_path: Path, link: str) -> None:
+    """A repository commits ``rendered -> /elsewhere`` (or the output folder itself as a link): render
+    --output-dir run in the checkout once wrote the files through it, outside the repository."""
+    import subprocess
+    import sys
+
+    repo, victim = tmp_path / "repo", tmp_path / "victim"
+    (repo / "apps").mkdir(parents=True)
+    victim.mkdir()
+    (repo / "apps" / "cr.yaml").write_text(CR)
+    (repo / link).parent.mkdir(parents=True, exist_ok=True)
+    (repo / link).symlink_to(victim)
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", "--output-dir", "rendered/caches", "--", "apps"],
+                          cwd=repo, capture_output=True, timeout=120)
+    assert list(victim.rglob("*")) == [], "a file was written outside the repository"
+    err = assert_clean_failure(proc, 2)
+    assert f"--output-dir rendered/caches: {link} is a symbolic link" in err and len(err.splitlines()) == 1, err

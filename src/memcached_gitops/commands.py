@@ -25,6 +25,7 @@ from memcached_gitops.foundation.files import (
     MAX_INPUT_ENV,
     InputBudget,
     InputError,
+    linked_output,
     manifest_sources,
     nested_builds,
     open_sources,
@@ -289,6 +290,9 @@ def render_files(paths: list[str], crd: str | None = None, strict: bool = True, 
                  max_input: str | None = None, require_objects: bool = False, verbose: bool = False, color: str = "auto",
                  objects_limit: int | None = None) -> None:
     """The render command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
+    linked = linked_output(output_dir) if output_dir is not None else None
+    if linked is not None:
+        raise fail(f"--output-dir {linked}")
     render_validated(paths, make_validator(crd, strict, paths), resolve_image(image), output, output_dir, include_input, max_input,
                      require_objects=require_objects, verbose=verbose, color=color, objects_limit=objects_limit)
 
