@@ -36,8 +36,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 EVERY_FIELD = HERE / "every-field.yaml"
 #: Example folders that only ``kustomize build --enable-alpha-plugins --enable-exec`` builds (a KRM
-#: exec function): validate refuses a kustomization that names a plugin before kustomize runs (the
-#: confinement of kustomize builds), so the folder around it is checked without it, and this says so.
+#: exec function): validate never builds a kustomization that names a plugin that is not built in (a
+#: warning where nested, an error with --strict-build, the Action's default, as Argo CD and Flux could
+#: not build it either), so the folder around it is checked without it, and this says so.
 EXEC_ONLY = ("gitops-repo/krm",)
 
 

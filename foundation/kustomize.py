@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import subprocess
 
 from .excerpt import EXCERPT_LIMIT, excerpt
-from .kustomize_graph import KUSTOMIZE_FILE_NAMES, GraphRefused, check_graph
+from .kustomize_graph import KUSTOMIZE_FILE_NAMES, GraphRefused, PluginNotBuilt, check_graph
 
 # shlex, shutil and subprocess are imported where a kustomization is met: every plain render and
 # validate imports this module (files.py), and those three cost about 10 ms of start-up.
@@ -183,6 +183,8 @@ class Builds:
         allow_remote = self.environ.get(ALLOW_REMOTE_ENV, "") in ("1", "true", "True", "TRUE")
         try:
             check_graph(path, self.root or confinement_root(path), allow_remote)
+        except PluginNotBuilt as exc:  # never run: a build that fails, not a refusal of the whole run
+            raise KustomizeError(f"{name}: {exc}") from None
         except GraphRefused as exc:
             raise BuildRefused(f"{name}: {exc}") from None
         memory = int(_number(self.environ, MEMORY_ENV, DEFAULT_MAX_MEMORY_MIB) * 2**20)

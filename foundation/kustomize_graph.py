@@ -61,6 +61,16 @@ class GraphRefused(ValueError):
     """A kustomization names something beyond the root, a remote reference, or a field not known."""
 
 
+class PluginNotBuilt(GraphRefused):
+    """A kustomization names a plugin that is not built in (a KRM exec or container function, a Go plugin).
+
+    kubectl's kustomize builds it only with ``--enable-alpha-plugins``, which no one here may set, so
+    the build is never run: like an overlay that fails to build, it is a warning where it is nested
+    (an error with ``--strict-build``), not an attack to stop the whole run for. The examples' KRM
+    function overlay (examples/gitops-repo/krm) is one.
+    """
+
+
 def is_remote(entry: str) -> bool:
     """Whether kustomize could read ``entry`` as a remote reference (a superset of its own rules).
 
@@ -342,7 +352,10 @@ def _builtins(graph: _Graph, configs: list[Any], where: str, field: str) -> None
     """Refuse any configuration that is not a path-free built-in plugin."""
     for config in configs:
         kind = config.get("kind") if isinstance(config, dict) else None
-        if not isinstance(config, dict) or config.get("apiVersion") != "builtin" or kind not in PATH_FREE_BUILTINS:
+        if isinstance(config, dict) and config.get("apiVersion") != "builtin":
+            raise PluginNotBuilt(f"{where}: {field}: plugin {excerpt(str(kind))!r} is not built in: kubectl's kustomize "
+                                 "runs it only with --enable-alpha-plugins; not built")
+        if not isinstance(config, dict) or kind not in PATH_FREE_BUILTINS:
             raise graph.refuse(where, field, f"plugin {excerpt(str(kind))!r}: only path-free built-in plugins "
                                              f"({', '.join(sorted(PATH_FREE_BUILTINS))}); refused")
 

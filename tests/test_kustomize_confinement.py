@@ -432,3 +432,30 @@ def test_a_resource_file_cannot_take_the_memory_of_the_sidecar(world: Path) -> N
     assert code == 1, proc.stderr
     assert "kustomize build needed more than 192 MiB (MEMCACHED_GITOPS_KUSTOMIZE_MAX_MEMORY_MIB); cut" in proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+def test_a_krm_function_overlay_is_never_run_and_is_a_warning_where_nested(tmp_path: Path) -> None:
+    """An exec KRM function (docs/guides/kustomize-krm.md, examples/gitops-repo/krm) is not built in:
+    kubectl's kustomize runs it only with --enable-alpha-plugins, so it is never run here. Nested in a
+    repository it is passed over with a warning, as an overlay that fails to build is (Argo CD and Flux
+    cannot build it either), and --strict-build makes it an error; the function's script never runs."""
+    repo = tmp_path / "repo"
+    (repo / "apps").mkdir(parents=True)
+    (repo / "apps" / "cr.yaml").write_text(CR.format(name="c"))
+    krm = repo / "krm"
+    krm.mkdir()
+    marker = tmp_path / "ran"
+    (krm / "fn.sh").write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
+    (krm / "fn.sh").chmod(0o755)
+    (krm / "fn.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fn\n  annotations:\n"
+                                 "    config.kubernetes.io/function: |\n      exec:\n        path: ./fn.sh\n")
+    (krm / "kustomization.yaml").write_text("resources: [../apps]\ntransformers: [fn.yaml]\n")
+    done = run(["validate", "."], repo)
+    assert done.returncode == 0, done.stderr
+    assert "warning: not built, so not checked" in done.stderr and "is not built in" in done.stderr, done.stderr
+    assert "1 warning(s)" in done.stderr.splitlines()[-1]
+    strict = run(["validate", "--strict-build", "."], repo)
+    assert strict.returncode == 1 and "1 error(s)" in strict.stderr.splitlines()[-1], strict.stderr
+    top = run(["validate", "krm"], repo)
+    assert top.returncode == 1 and "is not built in" in top.stderr, top.stderr
+    assert not marker.exists(), "the KRM function's program ran"
