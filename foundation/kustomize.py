@@ -245,7 +245,9 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
     import tempfile
     import threading
 
-    command = kustomize_command() + [*options, path]
+    # a folder named like an option (``--load-restrictor=…``, committed by a repository) is never read as
+    # one: kustomize would take the flag and build the current directory, which no check has seen
+    command = kustomize_command() + [*options, os.path.join(".", path) if path.startswith("-") else path]
     with tempfile.TemporaryFile() as errors:
         try:
             # a session of its own, so a kill reaches what kustomize started too (helm with --enable-helm)

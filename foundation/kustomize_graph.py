@@ -57,6 +57,11 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _RELEASE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
+#: Git's own folder: under the root, but never the repository's content (actions/checkout keeps the job's
+#: token in .git/config), so no kustomization may name a path through it.
+GIT_DIR = ".git"
+
+
 class GraphRefused(ValueError):
     """A kustomization names something beyond the root, a remote reference, or a field not known."""
 
@@ -117,6 +122,9 @@ class _Graph:
         real = os.path.realpath(written)
         if not (_under(written, self.root) and _under(real, self.root)):
             raise self.refuse(where, field, f"{excerpt(entry)!r} leaves the root {self.root}; refused")
+        if any(GIT_DIR in os.path.relpath(p, self.root).split(os.sep) for p in (written, real)):
+            raise self.refuse(where, field, f"{excerpt(entry)!r} is inside {GIT_DIR}/ (a checkout's credentials live "
+                                            "in its config); refused")
         return real
 
     def no_link_out(self, folder: str, where: str, field: str) -> None:

@@ -459,3 +459,38 @@ def test_a_krm_function_overlay_is_never_run_and_is_a_warning_where_nested(tmp_p
     top = run(["validate", "krm"], repo)
     assert top.returncode == 1 and "is not built in" in top.stderr, top.stderr
     assert not marker.exists(), "the KRM function's program ran"
+
+
+@pytest.mark.parametrize("folder", ["--load-restrictor=LoadRestrictionsNone", "-o"])
+def test_a_folder_named_like_an_option_is_built_as_a_folder(tmp_path: Path, listener: _Listener, folder: str) -> None:
+    """A committed folder named like a kustomize option, named by its kustomization file (as the hook
+    passes files): kustomize once read the folder as the flag and built the repository's top, which
+    no check had seen (here a ConfigMap fetching a URL, in a file the hook does not check)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "m.yaml").write_text(CR.format(name="c"))
+    (repo / folder).mkdir()
+    (repo / folder / "m.yaml").write_text(CR.format(name="c") + "  sizee: 3\n")  # the folder's build shows its error
+    (repo / folder / "kustomization.yaml").write_text("resources:\n- m.yaml\n")
+    (repo / "Kustomization").write_text(f"resources:\n- m.yaml\nconfigMapGenerator:\n- name: loot\n  files:\n"
+                                        f"  - fetched={listener.url}/exfil\n")
+    done = run(["validate", "--", f"{folder}/kustomization.yaml"], repo)
+    assert listener.requests == [], "a request reached the listener: the top-level kustomization was built"
+    assert done.returncode == 1 and 'unknown field "spec.sizee"' in done.stderr, done.stderr  # the folder was built
+
+
+@pytest.mark.parametrize("field", ["configmap", "resources"])
+def test_a_kustomization_cannot_read_the_checkouts_git_folder(tmp_path: Path, field: str) -> None:
+    """actions/checkout keeps the job's token in .git/config: under the root, yet never the
+    repository's content, so no kustomization may name a path through .git/."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "config").write_text(f"[http]\n\textraheader = AUTHORIZATION: basic {SECRET}\n")
+    (repo / ".git" / "kustomization.yaml").write_text("resources: [config]\n")
+    (repo / "m.yaml").write_text(CR.format(name="c"))
+    text = {"configmap": "resources: [m.yaml]\nconfigMapGenerator:\n- name: x\n  files: [cfg=.git/config]\n",
+            "resources": "resources: [.git, m.yaml]\n"}[field]
+    (repo / "kustomization.yaml").write_text(text)
+    done = run(["validate", "."], repo)
+    assert SECRET not in done.stdout + done.stderr
+    assert_refused(done, "is inside .git/")
