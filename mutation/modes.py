@@ -14,11 +14,8 @@ It refuses to run when a file it would edit has uncommitted changes.
 from __future__ import annotations
 
 import pathlib
-import subprocess
 import sys
-import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 MAIN = "reconciler/orchestration/main.py"
 CONTROLLER = "reconciler/orchestration/controller.py"
 CYCLE = "reconciler/orchestration/cycle.py"
@@ -68,36 +65,8 @@ MUTANTS: dict[str, tuple[str, str, str, list[str]]] = {
 }
 
 
-def run(name: str) -> bool:
-    """Plant one mutant, run its tests; True when they caught it."""
-    path, old, new, tests = MUTANTS[name]
-    file = ROOT / path
-    text = file.read_text()
-    if text.count(old) != 1:
-        raise SystemExit(f"{name}: the text to mutate is not in {path} once; update mutation/modes.py")
-    file.write_text(text.replace(old, new))
-    try:
-        started = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests], cwd=ROOT,
-                              capture_output=True, text=True, timeout=1800)
-        failed = [line.split("::", 1)[1].split(" ")[0] for line in proc.stdout.splitlines() if line.startswith("FAILED")]
-        caught = proc.returncode != 0
-        print(f"{'caught ' if caught else 'SURVIVED'}  {name}  ({time.monotonic() - started:.0f} s)"
-              + (f": {', '.join(failed)}" if failed else ""), flush=True)
-        return caught
-    finally:
-        file.write_text(text)
-
-
-def main(names: list[str]) -> int:
-    names = names or list(MUTANTS)
-    dirty = subprocess.run(["git", "diff", "--quiet", "--", *{MUTANTS[n][0] for n in names}], cwd=ROOT).returncode
-    if dirty:
-        raise SystemExit("mutation/modes.py: commit or stash the changes of the files it mutates first")
-    caught = sum(run(n) for n in names)
-    print(f"modes: {caught} of {len(names)} mutants caught ({100 * caught / len(names):.0f}%)")
-    return 0 if caught == len(names) else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from planted import main
+
+    sys.exit(main(sys.argv[1:], MUTANTS, "mutation/modes.py", "modes"))
