@@ -40,8 +40,11 @@ MAX_LOADS = 500
 MAX_DEPTH = 100
 #: Folders of one Helm chart looked through for symlinks.
 MAX_CHART_FOLDERS = 10_000
-#: Largest kustomization file read here (kustomize reads them whole too).
-MAX_FILE = 1 << 20
+#: Largest kustomization or plugin file read here (kustomize reads them whole too).
+MAX_FILE = 256 << 10
+#: All the kustomization and plugin files one walk reads, together: the walk runs in this process, where
+#: a parsed MiB of YAML takes some 50 MiB, so a deep chain of large files must not reach the sidecar's limit.
+MAX_GRAPH_BYTES = 2 << 20
 
 #: Fields whose values name no file and no URL (kustomize api/types/kustomization.go, v5.8.1).
 PATH_FREE = frozenset(("apiVersion", "kind", "metadata", "namePrefix", "nameSuffix", "namespace", "commonLabels",
@@ -105,6 +108,7 @@ class _Graph:
         self.root, self.allow_remote = os.path.realpath(root), allow_remote
         self.loads: dict[str, int] = {}
         self.open: set[str] = set()
+        self.read_bytes = 0
 
     def refuse(self, where: str, field: str, message: str) -> GraphRefused:
         return GraphRefused(f"{where}: {field}: {message}")
@@ -145,6 +149,9 @@ class _Graph:
                 raise self.refuse(where, field, f"the chart has more than {MAX_CHART_FOLDERS} folders; refused")
             for entry in os.scandir(current):
                 real = os.path.realpath(entry.path)
+                if entry.name == GIT_DIR or GIT_DIR in os.path.relpath(real, self.root).split(os.sep):
+                    shown = os.path.relpath(entry.path, self.root)
+                    raise self.refuse(where, field, f"{excerpt(shown)!r} in the chart is or reaches {GIT_DIR}/; refused")
                 if entry.is_symlink() and not _under(real, self.root):
                     shown = os.path.relpath(entry.path, self.root)
                     raise self.refuse(where, field, f"{excerpt(shown)!r} in the chart is a symlink leaving the root; refused")
@@ -176,7 +183,7 @@ class _Graph:
 
     def _children(self, file: str, here: str) -> Iterator[tuple[str, str]]:
         """The folders of kustomizations ``file`` builds, after checking each of its fields."""
-        docs = _read_file(file, os.path.relpath(file, self.root))
+        docs = _read_file(self, file, os.path.relpath(file, self.root))
         if len(docs) != 1 or not isinstance(docs[0].value, dict):
             raise GraphRefused(f"{file}: a kustomization is one YAML mapping; refused")
         doc, shown = docs[0], os.path.relpath(file, self.root)
@@ -286,6 +293,9 @@ def _helm_charts(graph: _Graph, here: str, doc: Document, field: str, value: Any
             # kustomize passes it as helm's first positional word (api/types/helmchartargs.go AsHelmArgs):
             # "--post-renderer=./x.sh" there would be a flag that runs the repository's program
             raise graph.refuse(where, f"{field}[{i}].releaseName", f"{excerpt(str(release))!r} is not a Helm release name; refused")
+        if "nameTemplate" in item:  # helm evaluates it as a Go template with sprig's env: the build's environment
+            raise graph.refuse(where, f"{field}[{i}].nameTemplate", "a template helm evaluates (it can read the environment); "
+                                                                    "refused: use releaseName")
         if item.get("repo") and not graph.allow_remote:
             raise graph.refuse(where, f"{field}[{i}].repo", "a chart repository is a download; refused "
                                                             "(remote bases are off: MEMCACHED_GITOPS_KUSTOMIZE_ALLOW_REMOTE)")
@@ -352,7 +362,7 @@ def _plugins(graph: _Graph, here: str, doc: Document, field: str, value: Any, fi
             real = graph.local(here, entry, where, name)
             if real is None or not os.path.isfile(real):
                 raise graph.refuse(where, name, "only a file of built-in plugin configurations is allowed; refused")
-            _builtins(graph, [d.value for d in _read_file(real, os.path.relpath(real, graph.root))], where, name)
+            _builtins(graph, [d.value for d in _read_file(graph, real, os.path.relpath(real, graph.root))], where, name)
     return iter(())
 
 
@@ -368,13 +378,17 @@ def _builtins(graph: _Graph, configs: list[Any], where: str, field: str) -> None
                                              f"({', '.join(sorted(PATH_FREE_BUILTINS))}); refused")
 
 
-def _read_file(file: str, shown: str) -> list[Document]:
+def _read_file(graph: _Graph, file: str, shown: str) -> list[Document]:
     """The documents of a kustomization or plugin file, read whole (as kustomize does) and only if
-    no construct in it could read differently in kustomize (``read_plain``)."""
+    no construct in it could read differently in kustomize (``read_plain``); within the walk's budget."""
     with open(file, "rb") as f:
         data = f.read(MAX_FILE + 1)
     if len(data) > MAX_FILE:
         raise GraphRefused(f"{shown}: larger than {MAX_FILE} bytes; refused")
+    graph.read_bytes += len(data)
+    if graph.read_bytes > MAX_GRAPH_BYTES:
+        raise GraphRefused(f"{shown}: the kustomization and plugin files of this build hold more than {MAX_GRAPH_BYTES} "
+                           "bytes together; refused")
     try:
         return read_plain(data)
     except YAMLInputError as exc:

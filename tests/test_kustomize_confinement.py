@@ -494,3 +494,45 @@ def test_a_kustomization_cannot_read_the_checkouts_git_folder(tmp_path: Path, fi
     done = run(["validate", "."], repo)
     assert SECRET not in done.stdout + done.stderr
     assert_refused(done, "is inside .git/")
+
+
+@pytest.mark.parametrize("attack", ["nameTemplate", "link to .git", ".git in the chart"])
+def test_helm_reads_neither_the_environment_nor_the_checkouts_git_folder(world: Path, tmp_path: Path, attack: str) -> None:
+    """With Helm enabled by the operator: ``nameTemplate`` is a Go template helm evaluates with sprig's
+    ``env`` (the build's environment), and helm follows a chart's links (``.Files.Get``), so neither a
+    template nor a chart reaching .git/ (the checkout's token) is handed to helm."""
+    env, words = _stand_in_helm(tmp_path)
+    chart = "helmCharts:\n- name: c\n  releaseName: r\n"
+    folder = kustomization(world, chart.replace("  releaseName: r\n", "  nameTemplate: '{{ env \"SECRET_TOKEN\" }}'\n")
+                           if attack == "nameTemplate" else chart)
+    _chart(folder)
+    (world / ".git").mkdir(exist_ok=True)
+    (world / ".git" / "config").write_text(f"[http]\n\textraheader = AUTHORIZATION: basic {SECRET}\n")
+    if attack == "link to .git":
+        (folder / "charts" / "c" / "gitdir").symlink_to(world / ".git")
+    elif attack == ".git in the chart":
+        (folder / "charts" / "c" / ".git").mkdir()
+    proc = run(["validate", "."], world, SECRET_TOKEN=SECRET, **env)
+    assert not words.exists() or "template" not in words.read_text(), "helm was handed the chart"
+    assert_refused(proc, "nameTemplate" if attack == "nameTemplate" else ".git/")
+
+
+def test_the_walk_reads_a_bounded_amount_of_kustomization_files(tmp_path: Path) -> None:
+    """The walk runs in this process before kustomize (whose memory is bounded apart): a chain of
+    large kustomization files, stored once by git however deep, is refused once the files it read hold
+    more than the walk's budget, and this process stays small."""
+    import resource  # noqa: F401  (the children's peak comes from os.wait4's rusage)
+
+    repo = tmp_path / "repo"
+    folder = repo / "app"
+    labels = "".join(f"  k{i:06d}: v\n" for i in range(18_000))  # ~230 KB, under the per-file limit
+    for depth in range(20):
+        folder.mkdir(parents=True)
+        (folder / "kustomization.yaml").write_text(("resources: [a]\n" if depth < 19 else "") + "commonLabels:\n" + labels)
+        folder = folder / "a"
+    proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", "validate", "app"], cwd=repo,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, _, usage = os.wait4(proc.pid, 0)
+    err = proc.stderr.read() if proc.stderr else ""
+    assert usage.ru_maxrss < 250 * 1024, f"the walk took {usage.ru_maxrss // 1024} MiB"  # KiB on Linux
+    assert "hold more than" in err and "Traceback" not in err, err
