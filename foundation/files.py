@@ -185,7 +185,7 @@ class _Bounded:
 
 
 def open_sources(sources: list[Source], budget: InputBudget, builds: kustomize.Builds | None = None,
-                 passed_over: list[str] | None = None) -> Iterator[tuple[str, _Bounded]]:
+                 passed_over: list[str] | None = None, strict: bool = False) -> Iterator[tuple[str, _Bounded]]:
     """(name, bounded binary stream) for each input, opened lazily so only one file is open at a time.
 
     A file found under a root is opened by its resolved path with O_NOFOLLOW and must still be a
@@ -194,6 +194,8 @@ def open_sources(sources: list[Source], budget: InputBudget, builds: kustomize.B
     to at most what is left of the budget. A nested build that fails (a Helm chart without
     --enable-helm, kustomize missing) is said in ``passed_over`` and skipped; one refused before it
     ran (beyond the root, a remote reference, cut by the deadline or the cap) is always an error.
+    kustomize missing from the install stops the run (KustomizeMissing, exit 2) when the build was
+    asked for, or with ``strict`` (--strict-build) for any build: the install, not the input, is at fault.
     """
     builds = builds or kustomize.Builds()
     for name, path, in_root, built, nested in sources:
@@ -204,6 +206,11 @@ def open_sources(sources: list[Source], budget: InputBudget, builds: kustomize.B
             shown = name + BUILT
             try:
                 data = builds.build(shown, path, budget.limit - budget.used)
+            except kustomize.KustomizeMissing as exc:
+                if nested and passed_over is not None and not strict:
+                    passed_over.append(f"{shown}: not built, so not checked: {exc}")
+                    continue
+                raise
             except kustomize.KustomizeError as exc:
                 if nested and passed_over is not None and not isinstance(exc, kustomize.BuildRefused):
                     passed_over.append(f"{shown}: not built, so not checked: {exc}")

@@ -36,7 +36,8 @@ from .kustomize_graph import KUSTOMIZE_FILE_NAMES, GraphRefused, PluginNotBuilt,
 # shlex, shutil and subprocess are imported where a kustomization is met: every plain render and
 # validate imports this module (files.py), and those three cost about 10 ms of start-up.
 
-__all__ = ["KUSTOMIZE_FILE_NAMES", "Builds", "KustomizeError", "BuildRefused", "bounded_error", "build", "parse_build_options"]
+__all__ = ["KUSTOMIZE_FILE_NAMES", "Builds", "KustomizeError", "KustomizeMissing",
+           "BuildRefused", "bounded_error", "build", "parse_build_options"]
 
 KUSTOMIZE_ENV = "MEMCACHED_GITOPS_KUSTOMIZE"
 BUILD_OPTIONS_ENV = "MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS"
@@ -75,6 +76,11 @@ DEFAULT_MAX_MEMORY_MIB = 192.0
 
 class KustomizeError(ValueError):
     """kustomize cannot be run, refused its options, failed, or wrote more than the budget."""
+
+
+class KustomizeMissing(KustomizeError):
+    """Neither kustomize nor kubectl can be found: the install lacks a dependency, which is the
+    user's to fix (exit 2, as any missing dependency), not the repository's."""
 
 
 class BuildRefused(KustomizeError):
@@ -214,7 +220,7 @@ def kustomize_command() -> list[str]:
     kubectl = shutil.which("kubectl")
     if kubectl:
         return [kubectl, "kustomize"]
-    raise KustomizeError("kustomize is not on PATH (nor kubectl, which embeds it): pip install 'memcached-gitops[kustomize]' (kubectl), "
+    raise KustomizeMissing("kustomize is not on PATH (nor kubectl, which embeds it): pip install 'memcached-gitops[kustomize]' (kubectl), "
                          f"install kustomize (https://kubectl.docs.kubernetes.io/installation/kustomize/) or set {KUSTOMIZE_ENV}")
 
 

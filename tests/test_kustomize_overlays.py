@@ -123,14 +123,36 @@ def test_build_options_that_run_code_or_write_files_are_refused(repo: Path, opti
     assert "is not allowed" in proc.stderr.decode() and len(proc.stderr.decode().splitlines()) == 1
 
 
-def test_without_kustomize_one_line_says_what_to_install(repo: Path, tmp_path: Path) -> None:
+def without_kustomize(repo: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """The command with a PATH that holds neither kustomize nor kubectl."""
     empty = tmp_path / "nothing"
-    empty.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", "apps/prod"],
-                          cwd=repo, capture_output=True, env={**os.environ, "PATH": str(empty)})
+    empty.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "MEMCACHED_GITOPS_KUSTOMIZE"}
+    return subprocess.run([sys.executable, "-m", "memcached_gitops", *args], cwd=repo, capture_output=True,
+                          env={**env, "PATH": str(empty)})
+
+
+@pytest.mark.parametrize("command", ["render", "validate"])
+def test_without_kustomize_one_line_says_what_to_install(repo: Path, tmp_path: Path, command: str) -> None:
+    """A kustomization asked for by name cannot be checked without kustomize: a missing dependency,
+    so exit 2 (as for any missing extra) with one line naming what installs it."""
+    proc = without_kustomize(repo, tmp_path, command, "apps/prod")
     err = proc.stderr.decode()
-    assert proc.returncode == 1 and proc.stdout == b"" and "Traceback" not in err
-    assert "kustomize is not on PATH" in err and len(err.splitlines()) == 1
+    assert proc.returncode == 2 and proc.stdout == b"" and "Traceback" not in err
+    assert "kustomize is not on PATH" in err and "memcached-gitops[kustomize]" in err and len(err.splitlines()) == 1
+
+
+def test_without_kustomize_a_nested_build_is_a_warning_and_strict_build_stops(repo: Path, tmp_path: Path) -> None:
+    """Met inside a folder, a kustomization is a warning without kustomize, as any build that cannot
+    run; with --strict-build (the Action's default) the run stops at once, exit 2: CI must not pass
+    a repository it could not check because the runner lacks a tool."""
+    lenient = without_kustomize(repo, tmp_path, "validate", ".")
+    assert lenient.returncode == 0, lenient.stderr
+    assert "not built, so not checked: kustomize is not on PATH" in lenient.stderr.decode()
+    strict = without_kustomize(repo, tmp_path, "validate", "--strict-build", ".")
+    err = strict.stderr.decode()
+    assert strict.returncode == 2 and "Traceback" not in err, err
+    assert err.startswith("error: kustomize is not on PATH") and len(err.splitlines()) == 1, err
 
 
 def test_a_build_beyond_the_input_cap_is_refused(repo: Path) -> None:

@@ -33,7 +33,7 @@ from memcached_gitops.foundation.files import (
     safe_file_name,
     write_files,
 )
-from memcached_gitops.foundation.kustomize import KUSTOMIZE_FILE_NAMES, Builds
+from memcached_gitops.foundation.kustomize import KUSTOMIZE_FILE_NAMES, Builds, KustomizeMissing
 from memcached_gitops.render import DEFAULT_IMAGE, to_single, write_json, write_yaml
 from memcached_gitops.schemas import CRDError, Validator, load_crd
 
@@ -154,7 +154,7 @@ def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: 
         # problems reported, its objects (the files' CRs again) not counted twice
         checked_only = frozenset(s.name + BUILT for s in nested)
         manifests = manifests + nested
-        sources = open_sources(manifests, budget, Builds(kustomize_root), unbuilt)
+        sources = open_sources(manifests, budget, Builds(kustomize_root), unbuilt, strict_build)
         if sys.stderr.isatty():  # a person is watching: a progress line for long work (terminal.py)
             from .terminal import with_progress
 
@@ -362,6 +362,8 @@ def guarded(command: Callable[[], object]) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(1)
+    except KustomizeMissing as exc:  # the install lacks kustomize (or kubectl): one line, exit 2
+        raise fail(str(exc)) from None
     except ImportError as exc:  # a dependency the install lacks: one line naming what installs it, exit 2
         from memcached_gitops.foundation.extras import missing_module
 
