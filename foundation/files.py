@@ -82,6 +82,12 @@ def _under(path: str, root: str) -> bool:
     return os.path.commonpath([path, root]) == root
 
 
+#: YAML and JSON files one run reads from the folders it walks: an empty file costs no input budget
+#: but some 190 bytes here, so a repository of a million empty files would take the Argo CD sidecar's
+#: 256 MiB before a byte was parsed. A folder that holds more is refused, naming it.
+MAX_FILES = 50_000
+
+
 def _walk_root(root: str, found: list[Source], problems: list[str]) -> None:
     """The YAML/JSON files under ``root`` whose resolved path stays under it (kustomize's
     LoadRestrictionsRootOnly; Argo CD refuses out-of-bounds symlinks since 2.5).
@@ -89,28 +95,55 @@ def _walk_root(root: str, found: list[Source], problems: list[str]) -> None:
     A symlink (to a file or a directory) that resolves outside is a problem naming the link and
     its target, and is never opened. Symlinked directories are not followed (their files inside
     the root are found at their real path); FIFOs, sockets, devices and hidden paths are skipped.
+    The walk is os.walk's order (top-down, sorted) kept on a list, not in Python frames: folders
+    nested a thousand deep are a path git accepts, and Python 3.11's os.walk recurses per level.
+    At most ``MAX_FILES`` files are taken from all roots together.
     """
     real_root = os.path.realpath(root)
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+    todo = [root]
+    while todo:
+        dirpath = todo.pop()
+        try:
+            with os.scandir(dirpath) as it:
+                entries = list(it)
+        except OSError:
+            continue  # os.walk passes over a folder it cannot list
+        dirnames = sorted(e.name for e in entries if _is_dir(e) and not e.name.startswith("."))
+        filenames = sorted(e.name for e in entries if not _is_dir(e))
         for name in dirnames:
             link = os.path.join(dirpath, name)
             if os.path.islink(link) and not _under(os.path.realpath(link), real_root):
                 problems.append(_outside(link, root))
-        for name in sorted(filenames):
-            path = os.path.join(dirpath, name)
+        for name in filenames:
             if name.startswith(".") or not name.endswith(SUFFIXES):
                 continue
-            real = os.path.realpath(path)
-            if not _under(real, real_root):
-                problems.append(_outside(path, root))
-                continue
-            try:
-                regular = stat.S_ISREG(os.stat(real).st_mode)
-            except OSError:
-                regular = False  # a dangling link inside the root
-            if regular:
-                found.append(Source(path, real, True))
+            _take(os.path.join(dirpath, name), root, real_root, found, problems)
+        todo += [os.path.join(dirpath, d) for d in reversed(dirnames) if not os.path.islink(os.path.join(dirpath, d))]
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _take(path: str, root: str, real_root: str, found: list[Source], problems: list[str]) -> None:
+    """Add one file found by the walk, unless it leaves the root or is not a regular file."""
+    real = os.path.realpath(path)
+    if not _under(real, real_root):
+        problems.append(_outside(path, root))
+        return
+    try:
+        regular = stat.S_ISREG(os.stat(real).st_mode)
+    except OSError:
+        regular = False  # a dangling link inside the root
+    if not regular:
+        return
+    if len(found) >= MAX_FILES:
+        raise InputError(f"{root}: more than {MAX_FILES} YAML or JSON files to read in one run; refused "
+                         "(name the folders to check instead of their parent)")
+    found.append(Source(path, real, True))
 
 
 def _outside(link: str, root: str) -> str:

@@ -56,13 +56,36 @@ PATH_FREE_BUILTINS = frozenset(("AnnotationsTransformer", "LabelTransformer", "N
                                 "ImageTagTransformer", "ReplicaCountTransformer", "HashTransformer",
                                 "ValueAddTransformer", "SortOrderTransformer"))
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+#: A chart version (semver and the like): no separator, so NAME-VERSION stays one folder under chartHome.
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+_~-]{0,63}")
 #: Helm's release name rule (helm pkg/chartutil ``validName``), at most 53 characters.
 _RELEASE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 #: Git's own folder: under the root, but never the repository's content (actions/checkout keeps the job's
-#: token in .git/config), so no kustomization may name a path through it.
+#: token in .git/config), so no kustomization may name a path through it, however spelt (``is_git_name``).
 GIT_DIR = ".git"
+#: Code points HFS+ ignores in a file name (git's list, utf8.c ``is_hfs_dotgit``): ``.g\u200cit`` is ``.git`` on macOS.
+_HFS_IGNORED = dict.fromkeys(map(ord, "\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                                      "\u206a\u206b\u206c\u206d\u206e\u206f\ufeff"))
+#: What kustomize's ``NewRepoSpecFromURL`` takes for a git repository and its loader for a remote file
+#: (api/internal/git/repospec.go ``extractHost``: ``git::``, then ssh/https/http/file in any case, a ``user@``,
+#: or ``github.com/``/``github.com:``). Unlike ``is_remote`` it does not take every ``word:``, so it can be
+#: asked of an entry that reads as inline YAML, whose first key kustomize would read as a URL.
+_KUSTOMIZE_REMOTE = re.compile(r"^\s*(git::)?((ssh|https?|file)://|[^/\s]*@|github\.com[/:])", re.IGNORECASE)
+
+
+def is_git_name(part: str) -> bool:
+    """Whether one path part names git's folder on some file system the product runs on: in any case
+    (macOS and Windows fold it), with trailing dots or spaces (Windows drops them), with code points
+    HFS+ ignores, or as Windows' short name ``GIT~1`` (git's own list, CVE-2014-9390)."""
+    name = part.translate(_HFS_IGNORED).rstrip(". ").casefold()
+    return name in (GIT_DIR, "git~1")
+
+
+def in_git_dir(relative: str) -> bool:
+    """Whether a path relative to the root passes through git's folder (``is_git_name``)."""
+    return any(is_git_name(part) for part in relative.split(os.sep))
 
 
 class GraphRefused(ValueError):
@@ -126,7 +149,7 @@ class _Graph:
         real = os.path.realpath(written)
         if not (_under(written, self.root) and _under(real, self.root)):
             raise self.refuse(where, field, f"{excerpt(entry)!r} leaves the root {self.root}; refused")
-        if any(GIT_DIR in os.path.relpath(p, self.root).split(os.sep) for p in (written, real)):
+        if any(in_git_dir(os.path.relpath(p, self.root)) for p in (written, real)):
             raise self.refuse(where, field, f"{excerpt(entry)!r} is inside {GIT_DIR}/ (a checkout's credentials live "
                                             "in its config); refused")
         return real
@@ -149,7 +172,7 @@ class _Graph:
                 raise self.refuse(where, field, f"the chart has more than {MAX_CHART_FOLDERS} folders; refused")
             for entry in os.scandir(current):
                 real = os.path.realpath(entry.path)
-                if entry.name == GIT_DIR or GIT_DIR in os.path.relpath(real, self.root).split(os.sep):
+                if is_git_name(entry.name) or in_git_dir(os.path.relpath(real, self.root)):
                     shown = os.path.relpath(entry.path, self.root)
                     raise self.refuse(where, field, f"{excerpt(shown)!r} in the chart is or reaches {GIT_DIR}/; refused")
                 if entry.is_symlink() and not _under(real, self.root):
@@ -247,12 +270,30 @@ def _strategic(graph: _Graph, here: str, doc: Document, field: str, value: Any, 
     kustomize first reads the string as patch content, and only when that fails as a file path
     (api/internal/builtins/PatchStrategicMergeTransformer.go ``loadFromPaths``). So a string is
     inline here only when it reads as objects; anything else (a name with a line break too) is a
-    path; and a file of that very name is checked whatever the string reads as.
+    path; and whatever the string reads as, what kustomize would read were it a path is checked too
+    (``_as_a_path``).
     """
     for i, entry, where in _items(graph, doc, field, value, file, str):
-        if not _reads_as_objects(entry) or os.path.lexists(os.path.join(here, entry)):
+        if not _reads_as_objects(entry):
             graph.local(here, entry, where, f"{field}[{i}]")
+        else:
+            _as_a_path(graph, here, entry, where, f"{field}[{i}]")
     return iter(())
+
+
+def _as_a_path(graph: _Graph, here: str, entry: str, where: str, field: str) -> str | None:
+    """Check an entry we read as inline content the way kustomize reads it when its own parse fails
+    (it does where ours does not: a configuration without ``metadata.name``, two of the same id):
+    as a remote reference (``_KUSTOMIZE_REMOTE`` on its first characters), else as the path Go's
+    ``filepath.Join`` cleans it to (``a: q/../evil`` is ``evil``). Both readings are checked, so which
+    one kustomize takes cannot matter; the resolved path when one exists, else None."""
+    if _KUSTOMIZE_REMOTE.match(entry):
+        raise graph.refuse(where, field, f"{excerpt(entry)!r} starts as kustomize reads a remote reference (URL or git "
+                                         "repository) where it cannot read the entry inline; refused")
+    cleaned = os.path.normpath(os.path.join(here, entry))
+    if not os.path.lexists(cleaned) and not os.path.lexists(os.path.join(here, entry)):
+        return None
+    return graph.local(here, os.path.relpath(cleaned, here), where, field)
 
 
 def _reads_as_objects(text: str) -> bool:
@@ -299,12 +340,20 @@ def _helm_charts(graph: _Graph, here: str, doc: Document, field: str, value: Any
         if item.get("repo") and not graph.allow_remote:
             raise graph.refuse(where, f"{field}[{i}].repo", "a chart repository is a download; refused "
                                                             "(remote bases are off: MEMCACHED_GITOPS_KUSTOMIZE_ALLOW_REMOTE)")
-        home = str((doc.value.get("helmGlobals") or {}).get("chartHome") or "charts")
+        helm_globals = doc.value.get("helmGlobals")
+        home = str((helm_globals if isinstance(helm_globals, dict) else {}).get("chartHome") or "charts")
         if is_remote(str(item.get("name", ""))):
             graph.local(here, str(item["name"]), where, f"{field}[{i}].name")  # refused unless remote is allowed
-        chart = graph.local(here, os.path.join(home, str(item.get("name", ""))), where, f"{field}[{i}].name")
-        if chart is not None and os.path.isdir(chart):
-            graph.no_link_out(chart, where, f"{field}[{i}].name")
+        version = item.get("version", "")
+        if version and not (isinstance(version, str) and _VERSION.fullmatch(version)):
+            raise graph.refuse(where, f"{field}[{i}].version", f"{excerpt(str(version))!r} is not a chart version; refused")
+        # with a repo and a version, kustomize keeps the chart in chartHome/NAME-VERSION (v5.8.1
+        # HelmChartInflationGenerator.go absChartHome): both folders are checked
+        folders = [str(item.get("name", ""))] + ([f"{item.get('name', '')}-{version}"] if version else [])
+        for folder in folders:
+            chart = graph.local(here, os.path.join(home, folder), where, f"{field}[{i}].name")
+            if chart is not None and os.path.isdir(chart):
+                graph.no_link_out(chart, where, f"{field}[{i}].name")
         values = [("valuesFile", item["valuesFile"])] if item.get("valuesFile") else []
         values += [(f"additionalValuesFiles[{j}]", v) for j, v in enumerate(_strings(graph, item, "additionalValuesFiles", where))]
         for key, path in values:
@@ -313,15 +362,18 @@ def _helm_charts(graph: _Graph, here: str, doc: Document, field: str, value: Any
 
 
 def _helm_globals(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
-    """helmGlobals: chartHome and configHome are folders under the root."""
+    """helmGlobals: chartHome is a folder under the root; configHome is refused: kustomize gives it to
+    helm as its home (HELM_DATA_HOME is configHome/.data: v5.8.1 HelmChartInflationGenerator.go), and
+    helm runs the plugins it finds there (helm pkg/cli/environment.go), a repository's own program."""
     line, column = doc.position((field,))
     where = f"{file}:{line}:{column}"
     if not isinstance(value, dict):
         raise graph.refuse(where, field, "must be a mapping; refused")
     _known(graph, value, frozenset(("chartHome", "configHome")), where, field)
-    for key in ("chartHome", "configHome"):
-        if key in value:
-            graph.local(here, value[key], where, f"{field}.{key}")
+    if "configHome" in value:
+        raise graph.refuse(where, f"{field}.configHome", "helm's home, where it finds plugins to run; refused")
+    if "chartHome" in value:
+        graph.local(here, value["chartHome"], where, f"{field}.chartHome")
     return iter(())
 
 
@@ -344,8 +396,8 @@ def _plugins(graph: _Graph, here: str, doc: Document, field: str, value: Any, fi
     (v5.8.1 api/internal/target/kusttarget.go ``configureExternalGenerators`` and
     ``configureExternalTransformers``: ``NewResMapFromBytes`` then ``accumulateResources``). So an
     entry is taken for a path only when it reads as one plain scalar; anything else must read as
-    path-free built-ins itself, and a file of that very name is checked too, whatever the entry
-    reads as. Their configurations can name files (a PatchTransformer's ``path``, a generator's
+    path-free built-ins itself, and what kustomize would read were its own parse to fail (a path, a
+    git URL: ``_as_a_path``) is checked too. Their configurations can name files (a PatchTransformer's ``path``, a generator's
     ``files``), and any other kind is an exec, container or helm plugin: so only the kinds of
     ``PATH_FREE_BUILTINS`` are let through; a folder (a kustomization of configurations) is refused.
     """
@@ -356,10 +408,13 @@ def _plugins(graph: _Graph, here: str, doc: Document, field: str, value: Any, fi
         except (YAMLInputError, DivergentYAML):
             raise graph.refuse(where, name, "neither a file name nor plain YAML configurations; refused") from None
         is_path = len(inline) == 1 and isinstance(inline[0].value, str)
-        if not is_path:
-            _builtins(graph, [d.value for d in inline], where, name)
-        if is_path or os.path.lexists(os.path.join(here, entry)):
+        real: str | None = None
+        if is_path:
             real = graph.local(here, entry, where, name)
+        else:
+            _builtins(graph, [d.value for d in inline], where, name)
+            real = _as_a_path(graph, here, entry, where, name)
+        if is_path or real is not None:
             if real is None or not os.path.isfile(real):
                 raise graph.refuse(where, name, "only a file of built-in plugin configurations is allowed; refused")
             _builtins(graph, [d.value for d in _read_file(graph, real, os.path.relpath(real, graph.root))], where, name)
@@ -373,7 +428,7 @@ def _builtins(graph: _Graph, configs: list[Any], where: str, field: str) -> None
         if isinstance(config, dict) and config.get("apiVersion") != "builtin":
             raise PluginNotBuilt(f"{where}: {field}: plugin {excerpt(str(kind))!r} is not built in: kubectl's kustomize "
                                  "runs it only with --enable-alpha-plugins; not built")
-        if not isinstance(config, dict) or kind not in PATH_FREE_BUILTINS:
+        if not isinstance(config, dict) or not isinstance(kind, str) or kind not in PATH_FREE_BUILTINS:
             raise graph.refuse(where, field, f"plugin {excerpt(str(kind))!r}: only path-free built-in plugins "
                                              f"({', '.join(sorted(PATH_FREE_BUILTINS))}); refused")
 

@@ -537,3 +537,123 @@ def test_the_walk_reads_a_bounded_amount_of_kustomization_files(tmp_path: Path) 
     kib = int(err.rsplit("VmHWM ", 1)[1].split()[0])
     assert kib < 200 * 1024, f"the walk took {kib // 1024} MiB"
     assert "hold more than" in err and "Traceback" not in err, err
+
+
+# --- fifth review: an entry that reads inline to the check but not to kustomize ---------------------
+
+def _git_repo_outside(tmp_path: Path) -> Path:
+    """A committed local git repository outside the root whose kustomization adds an annotation holding
+    the secret to whatever it transforms (kustomize clones a ``file://`` URL as any git URL)."""
+    out = tmp_path / "outrepo"
+    out.mkdir()
+    (out / "kustomization.yaml").write_text("resources: [t.yaml]\n")
+    (out / "t.yaml").write_text(f"apiVersion: builtin\nkind: AnnotationsTransformer\nmetadata: {{name: leak}}\n"
+                                f"annotations: {{leak: {SECRET}}}\nfieldSpecs: [{{path: metadata/annotations, create: true}}]\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(out)]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "x"]):
+        subprocess.run(git + args, check=True, capture_output=True)
+    return out
+
+
+@pytest.mark.parametrize("field", ["transformers", "generators", "validators"])
+@pytest.mark.parametrize("attack", ["http URL as the first key", "file URL of a repository outside",
+                                    "a path Go cleans to a folder"])
+def test_an_entry_kustomize_cannot_read_inline_is_checked_as_the_path_or_url_kustomize_reads(
+        world: Path, tmp_path: Path, listener: _Listener, field: str, attack: str) -> None:
+    """kustomize reads a plugin entry inline only when its own parse succeeds (a configuration
+    without metadata.name fails it), and then builds the whole string as a path or git URL
+    (kusttarget.go ``configureExternalTransformers``). The check reads both ways: no request leaves,
+    no repository outside is cloned, no unwalked folder is built."""
+    head = {"http URL as the first key": f"{listener.url}/org/repo.git?timeout=5s: b\n",
+            "file URL of a repository outside": f"file://{_git_repo_outside(tmp_path)}?timeout=5s: b\n",
+            "a path Go cleans to a folder": ""}[attack]
+    tail = "labels:\n  x: q/../evil\n" if attack == "a path Go cleans to a folder" else ""
+    entry = (head + "apiVersion: builtin\nkind: LabelTransformer\n" + tail).rstrip("\n")
+    folder = kustomization(world, f"{field}:\n- |-\n" + "".join(f"  {line}\n" for line in entry.splitlines()))
+    (folder / "evil").mkdir()
+    (folder / "evil" / "kustomization.yaml").write_text(f"resources: [{listener.url}/x.yaml]\n")
+    for proc in (run(["validate", "."], world), generate(folder, plugin_env(world, "apps/caches")),
+                 run(["render", "--include-input", "apps/caches"], world)):
+        assert_refused(proc, f"{field}[0]")
+    assert listener.requests == [], "kustomize fetched a URL"
+
+
+def test_an_inline_strategic_patch_is_checked_as_the_path_kustomize_would_read(world: Path) -> None:
+    """kustomize loads a patchesStrategicMerge string that is no patch as a file: ``kind: A\\nx: q/../.git/config``
+    is ``.git/config`` to Go's filepath.Join."""
+    (world / "apps" / "caches" / ".git").mkdir()
+    (world / "apps" / "caches" / ".git" / "config").write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: x}}\n"
+                                                               f"data: {{token: {SECRET}}}\n")
+    kustomization(world, "patchesStrategicMerge:\n- |-\n  kind: A\n  x: q/../.git/config\n")
+    assert_refused(run(["validate", "."], world), "patchesStrategicMerge[0]", ".git/")
+
+
+@pytest.mark.parametrize("name", [".GIT", ".Git", ".git.", ".git ", ".g\u200cit", "GIT~1"])
+def test_gits_folder_is_refused_however_a_file_system_spells_it(tmp_path: Path, name: str) -> None:
+    """macOS and Windows fold case (``.GIT/config`` is ``.git/config`` there), Windows drops trailing dots
+    and spaces and knows ``GIT~1``, HFS+ ignores some code points: git's own list (CVE-2014-9390)."""
+    repo = tmp_path / "repo"
+    (repo / name).mkdir(parents=True)
+    (repo / name / "config").write_text(f"[http]\n\textraheader = AUTHORIZATION: basic {SECRET}\n")
+    (repo / "m.yaml").write_text(CR.format(name="c"))
+    (repo / "kustomization.yaml").write_text(f"resources: [m.yaml]\nconfigMapGenerator:\n- name: x\n  files: ['cfg={name}/config']\n")
+    assert_refused(run(["render", "--include-input", "."], repo), "is inside .git/")
+
+
+@pytest.mark.parametrize("text", [
+    "helmCharts:\n- name: x\nhelmGlobals: [a]\n",
+    "helmCharts:\n- name: x\nhelmGlobals: x\n",
+    "transformers:\n- |-\n  apiVersion: builtin\n  kind: [a]\n",
+    "transformers:\n- |-\n  apiVersion: builtin\n  kind: {a: 1}\n",
+])
+def test_a_malformed_kustomization_is_one_line_never_a_traceback(world: Path, text: str) -> None:
+    kustomization(world, text)
+    proc = run(["validate", "."], world)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "apps/caches/kustomization.yaml" in proc.stderr and "refused" in proc.stderr
+
+
+def test_folders_nested_a_thousand_deep_are_walked_without_a_traceback(tmp_path: Path) -> None:
+    """Python 3.11's os.walk recurses per level: 1,200 levels (a 2.4 KB path, which git accepts) raised
+    RecursionError in validate, argocd-generate and argocd-discover (which promises exit 0)."""
+    deep = tmp_path / "repo"
+    deep.mkdir()
+    os.chdir(deep)
+    try:
+        for _ in range(1200):
+            os.mkdir("d")
+            os.chdir("d")
+        Path("cr.yaml").write_text(CR.format(name="deep"))
+    finally:
+        os.chdir(tmp_path)
+    try:
+        proc = run(["validate", "."], deep)
+    finally:  # pytest's own clean-up of tmp_path recurses too (shutil.rmtree): GNU rm does not
+        subprocess.run(["rm", "-rf", str(deep)], check=True)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-500:]
+    assert "1 Memcached valid" in proc.stderr
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("helmCharts:\n- name: c\n  releaseName: r\nhelmGlobals:\n  configHome: cfg\n", "helmGlobals.configHome"),
+    ("helmCharts:\n- name: c\n  releaseName: r\n  version: ../../../../x\n", "helmCharts[0].version"),
+])
+def test_helm_is_given_no_home_of_the_repository_and_no_version_that_moves_the_chart(world: Path, text: str, field: str) -> None:
+    """helm runs the plugins it finds in its home (kustomize makes configHome/.data helm's data home),
+    and with a repo, kustomize reads the chart from chartHome/NAME-VERSION."""
+    kustomization(world, text)
+    assert_refused(run(["validate", "."], world), field)
+
+
+def test_the_walk_takes_a_bounded_number_of_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty file costs no input budget but memory here: a million of them would take the sidecar's
+    256 MiB before a byte is parsed. Held with the bound lowered, the command's own code path."""
+    from memcached_gitops.foundation import files
+
+    for i in range(12):
+        (tmp_path / f"{i}.yaml").write_text("")
+    monkeypatch.setattr(files, "MAX_FILES", 10)
+    with pytest.raises(files.InputError, match="more than 10 YAML or JSON files"):
+        files.expand([str(tmp_path)])
+    monkeypatch.setattr(files, "MAX_FILES", 12)
+    assert len(files.expand([str(tmp_path)])) == 12
