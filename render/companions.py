@@ -22,6 +22,8 @@ import hashlib
 import re
 from typing import Any
 
+from memcached_gitops.foundation.identities import BUDGETS, SERVICES
+
 SUFFIX = "-memcached"
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_MAX = 63
@@ -51,8 +53,8 @@ def _metadata(name: str, namespace: str | None, labels: dict[str, str]) -> dict[
 def render_service(cr_name: str, namespace: str | None, labels: dict[str, str], selector: dict[str, str], port: int) -> dict[str, Any]:
     """The headless Service of a CR's Pods, in the form the API server stores it."""
     return {
-        "apiVersion": "v1",
-        "kind": "Service",
+        "apiVersion": SERVICES.api_version,
+        "kind": SERVICES.kind,
         "metadata": _metadata(object_name(cr_name), namespace, labels),
         "spec": {
             "type": "ClusterIP",
@@ -68,8 +70,8 @@ def render_pdb(cr_name: str, namespace: str | None, labels: dict[str, str], sele
     if size < 2:
         return None
     return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
+        "apiVersion": BUDGETS.api_version,
+        "kind": BUDGETS.kind,
         "metadata": _metadata(object_name(cr_name), namespace, labels),
         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": dict(selector)}},
     }

@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from memcached_gitops.foundation.excerpt import quote_value
+from memcached_gitops.foundation.identities import DEPLOYMENTS
 from memcached_gitops.foundation.product import NAME
 from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors, label_value_errors
 from memcached_gitops.schemas.quantities import canonical_quantity, quantity
@@ -168,8 +169,8 @@ def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[st
         metadata["namespace"] = namespace
     metadata["labels"] = labels
     return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
+        "apiVersion": DEPLOYMENTS.api_version,
+        "kind": DEPLOYMENTS.kind,
         "metadata": metadata,
         "spec": {
             "replicas": size,

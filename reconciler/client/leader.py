@@ -27,7 +27,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..decisions.vocabulary import LEASES
+from memcached_gitops.foundation.identities import LEADER_LEASE, LEASES
+
 from .api import APIError, KubeAPI, collection_path, object_path
 
 log = logging.getLogger("memcached_gitops.leader")
@@ -42,7 +43,7 @@ def parse_micro_time(text: str) -> dt.datetime:
 
 
 class LeaderElector:
-    def __init__(self, api: KubeAPI, namespace: str, identity: str, name: str = "memcached-gitops-leader",
+    def __init__(self, api: KubeAPI, namespace: str, identity: str, name: str = LEADER_LEASE,
                  duration: int = 15, clock: Any = None, renew_deadline: float = 10.0, retry_period: float = 2.0,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self.api, self.namespace, self.identity, self.name, self.duration = api, namespace, identity, name, duration

@@ -48,18 +48,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from memcached_gitops.foundation.identities import LEASES, RING_LABEL, VIEW_ANNOTATION
+from memcached_gitops.foundation.identities import SHARD_LEASE_PREFIX as LEASE_PREFIX
 from memcached_gitops.foundation.product import NAME
 
-from ..decisions.vocabulary import LEASES
 from .api import APIError, KubeAPI, collection_path, object_path
 from .leader import micro_time
 
 log = logging.getLogger("memcached_gitops.shards")
 
-RING_LABEL = "cache.example.com/shard-ring"
-VIEW_ANNOTATION = "cache.example.com/shard-view"
 DEFAULT_RING = NAME
-LEASE_PREFIX = "memcached-gitops-shard-"
 
 Key = tuple[str, str]
 

@@ -21,6 +21,7 @@ import copy
 import enum
 from typing import Any, NamedTuple
 
+from memcached_gitops.foundation.identities import owner_reference
 from memcached_gitops.render import INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 
 from .drift import BUDGET_RULES, SERVICE_RULES, Drift, ListRules, compare
@@ -59,9 +60,7 @@ class Step(NamedTuple):
 def with_owner(obj: dict[str, Any], cr: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``obj`` whose controller is the Memcached ``cr`` (what the reconciler applies)."""
     owned = copy.deepcopy(obj)
-    meta = cr["metadata"]
-    owned["metadata"]["ownerReferences"] = [{"apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": meta["name"],
-                                             "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}]
+    owned["metadata"]["ownerReferences"] = [owner_reference(cr)]
     return owned
 
 

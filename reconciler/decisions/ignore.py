@@ -37,11 +37,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from memcached_gitops.foundation.excerpt import quote_value
+from memcached_gitops.foundation.identities import IGNORE_PATHS_ANNOTATION
 
 from .managedfields import owners_of
 from .vocabulary import COMPANIONS, DEPLOYMENTS
 
-ANNOTATION = "cache.example.com/ignore-paths"
+#: The annotation this module reads (foundation/identities.py).
+ANNOTATION = IGNORE_PATHS_ANNOTATION
 #: The kinds a pointer may name: the objects a Memcached owns. A bare pointer names the first.
 KINDS = (DEPLOYMENTS.kind, *(r.kind for r in COMPANIONS))
 #: What no pointer may name, in any kind: the object's identity, and the maps that hold it.

@@ -16,9 +16,8 @@ def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | 
     print the drift report; 0 none, 1 drift, 2 error. Ignored drift is listed and does not count."""
     from ..client.api import APIError, collection_path, object_path
     from ..decisions.autoscalers import autoscalers_by_target
-    from ..decisions.ignore import ANNOTATION
     from ..decisions.plan import plan
-    from ..decisions.vocabulary import AUTOSCALERS, DEPLOYMENTS
+    from ..decisions.vocabulary import AUTOSCALERS, DEPLOYMENTS, IGNORE_PATHS_ANNOTATION
     from .cycle import Options
 
     api = connect(kubeconfig, context, host)
@@ -33,7 +32,7 @@ def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | 
                 print(f"error: {ns}: {exc}", file=sys.stderr)
                 return 2
     drifted = False
-    for desired in (m for m in rendered if m["kind"] == "Deployment"):  # what the reconciler corrects
+    for desired in (m for m in rendered if m["kind"] == DEPLOYMENTS.kind):  # what the reconciler corrects
         ns = desired["metadata"].get("namespace") or namespace
         name = desired["metadata"]["name"]
         try:
@@ -48,5 +47,5 @@ def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | 
             drifted = True
             print(f"{ns}/{name}: " + ("missing: the Deployment does not exist" if live is None else d.describe()))
         for d in planned.ignored:
-            print(f"{ns}/{name}: ignored ({ANNOTATION}): {d.describe()}")
+            print(f"{ns}/{name}: ignored ({IGNORE_PATHS_ANNOTATION}): {d.describe()}")
     return 1 if drifted else 0

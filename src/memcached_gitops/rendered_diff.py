@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from memcached_gitops.foundation.identities import KIND
 from memcached_gitops.render import to_yaml
 
 #: (apiVersion, kind, namespace, name): an object's identity.
@@ -180,7 +181,7 @@ def transform_between(old: str, new: str) -> tuple[int, Transform]:
 Renames = list[tuple[Transform, list[tuple[Key, Key]]]]
 
 
-def find_renames(removed: dict[Key, Any], added: dict[Key, Any], cr_kind: str = "Memcached") -> Renames:
+def find_renames(removed: dict[Key, Any], added: dict[Key, Any], cr_kind: str = KIND) -> Renames:
     """Renames among removed and added objects: each a prefix/suffix change (and a namespace change)
     followed by at least MIN_RENAMED objects of the same apiVersion and kind. The candidates come from the
     first unmatched removed object paired with each added one of its kind, the longest common core first.
@@ -271,12 +272,12 @@ class _Causes:
         return f"{name}: " + "; ".join(fields[:4]) + (f"; and {len(fields) - 4} more" if len(fields) > 4 else "")
 
 
-def compare(base: Mapping[str, Side], head: Mapping[str, Side], cr_kind: str = "Memcached") -> list[AppPreview]:
+def compare(base: Mapping[str, Side], head: Mapping[str, Side], cr_kind: str = KIND) -> list[AppPreview]:
     """Every application of either side, by name, compared (an application on one side only is all added or all removed)."""
     return [compare_app(app, base.get(app), head.get(app), cr_kind) for app in sorted(set(base) | set(head))]
 
 
-def compare_app(app: str, base: Side | None, head: Side | None, cr_kind: str = "Memcached") -> AppPreview:
+def compare_app(app: str, base: Side | None, head: Side | None, cr_kind: str = KIND) -> AppPreview:
     """One application's changes. A side that could not be read is reported, and the application's
     objects are not compared: a CR refused or an overlay that does not build would otherwise read
     as every object it makes being deleted."""
