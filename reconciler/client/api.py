@@ -41,6 +41,22 @@ class APIError(Exception):
         return (self.body or {}).get("reason", "") if isinstance(self.body, dict) else ""
 
 
+def is_not_found(exc: BaseException) -> bool:
+    """The object (or its resource) does not exist: 404, as apimachinery's ``errors.IsNotFound``."""
+    return isinstance(exc, APIError) and exc.status == 404
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """Someone else wrote first: 409 (a resourceVersion that moved on, or a name already taken on a
+    create: ``AlreadyExists``), as apimachinery's ``errors.IsConflict`` and ``IsAlreadyExists``."""
+    return isinstance(exc, APIError) and exc.status == 409
+
+
+def is_forbidden(exc: BaseException) -> bool:
+    """Not allowed (RBAC): 403, as apimachinery's ``errors.IsForbidden``."""
+    return isinstance(exc, APIError) and exc.status == 403
+
+
 class WatchSilent(Exception):
     """A WATCH stream on which nothing, not even its close, arrived in time."""
 

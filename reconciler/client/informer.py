@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .api import APIError, KubeAPI, WatchDropped, WatchSilent, collection_path
+from .api import APIError, KubeAPI, WatchDropped, WatchSilent, collection_path, is_not_found
 
 log = logging.getLogger("memcached_gitops.informer")
 
@@ -431,7 +431,7 @@ class Informer:
                 fresh = self.api.request("GET", f"{collection_path(self.kind.group, self.kind.version, self.kind.plural, ns)}/{name}",
                                          accept=METADATA_WATCH if self.kind.metadata_only else None)
             except APIError as exc:
-                if exc.status != 404:
+                if not is_not_found(exc):
                     raise
                 continue
             more, _ = self.store.fill([slim(self.kind, fresh)])

@@ -29,7 +29,7 @@ from typing import Any
 
 from memcached_gitops.foundation.identities import LEADER_LEASE, LEASES
 
-from .api import APIError, KubeAPI, collection_path, object_path
+from .api import APIError, KubeAPI, collection_path, is_conflict, is_not_found, object_path
 
 log = logging.getLogger("memcached_gitops.leader")
 
@@ -108,7 +108,7 @@ class LeaderElector:
         try:
             lease = self.api.request("GET", self.path)
         except APIError as exc:
-            if exc.status != 404:
+            if not is_not_found(exc):
                 log.warning("cannot read the Lease: %s", exc)
                 return False
             return self._create(now)
@@ -132,7 +132,7 @@ class LeaderElector:
             self.holder = self.identity
             return True
         except APIError as exc:
-            if exc.status == 409:  # another candidate wrote first
+            if is_conflict(exc):  # another candidate wrote first
                 self.lease = None
                 return False
             raise
@@ -145,7 +145,7 @@ class LeaderElector:
             self.lease = self.api.request("PUT", self.path, body=body, verb="update")
             return True
         except APIError as exc:
-            if exc.status != 409:
+            if not is_conflict(exc):
                 raise
             self.lease = None
             return False
@@ -160,7 +160,7 @@ class LeaderElector:
             self.holder = self.identity
             return True
         except APIError as exc:
-            if exc.status == 409:
+            if is_conflict(exc):
                 return False
             raise
 

@@ -52,7 +52,7 @@ from memcached_gitops.foundation.identities import LEASES, RING_LABEL, VIEW_ANNO
 from memcached_gitops.foundation.identities import SHARD_LEASE_PREFIX as LEASE_PREFIX
 from memcached_gitops.foundation.product import NAME
 
-from .api import APIError, KubeAPI, collection_path, object_path
+from .api import APIError, KubeAPI, collection_path, is_conflict, is_not_found, object_path
 from .leader import micro_time
 
 log = logging.getLogger("memcached_gitops.shards")
@@ -309,7 +309,7 @@ class ShardRing:
             try:
                 fresh = self.api.request("GET", path)
             except APIError as exc:
-                if exc.status == 404:
+                if is_not_found(exc):
                     self.on_lease("DELETED", {"metadata": {"name": name}})
                 else:
                     log.warning("cannot confirm shard Lease %s: %s", name, exc)
@@ -324,10 +324,10 @@ class ShardRing:
             try:
                 self.api.request("DELETE", path, body={"preconditions": {"resourceVersion": fresh["metadata"]["resourceVersion"]}})
             except APIError as exc:
-                if exc.status not in (404, 409):
+                if not (is_not_found(exc) or is_conflict(exc)):
                     log.warning("cannot delete the expired shard Lease %s: %s", name, exc)
                     continue
-                if exc.status == 409:
+                if is_conflict(exc):
                     continue  # it renewed between the GET and the DELETE
             self.on_lease("DELETED", {"metadata": {"name": name}})
 
@@ -362,7 +362,7 @@ class ShardRing:
                 lease = self._create(body)
         except APIError as exc:
             self.last_error = exc
-            if exc.status in (404, 409):  # deleted as expired, or written by someone else: start again
+            if is_not_found(exc) or is_conflict(exc):  # deleted as expired, or written by someone else: start again
                 log.warning("shard Lease %s: %s; joining again", self.name, exc)
                 self._lease, self._lapsed = None, True
                 self._renewed_at = None
@@ -381,7 +381,7 @@ class ShardRing:
                                                        verb="create")
             return created
         except APIError as exc:
-            if exc.status != 409:
+            if not is_conflict(exc):
                 raise
         # a Lease of this name from an earlier process: a new incarnation takes it over
         path = object_path(*LEASES.gvr, self.namespace, self.name)
