@@ -43,6 +43,16 @@ def bounded(message: str) -> str:
     return message[:MESSAGE_LIMIT]
 
 
+#: The longest list of drift or ignored fields that one log line (and the summary an Event takes
+#: from it) carries: a CR whose every field drifted logs a line, not a page.
+LOG_LIMIT = 2048
+
+
+def for_log(text: str) -> str:
+    """``text`` cut at ``LOG_LIMIT`` characters, for one log line."""
+    return text[:LOG_LIMIT]
+
+
 class Action(StrEnum):
     """What a cycle did to one CR."""
 
@@ -69,5 +79,5 @@ WRITES = frozenset({Action.CREATED, Action.CORRECTED, Action.ADOPTED})
 FAILURES = frozenset({Action.FAILED, Action.INVALID, Action.NOT_OWNED})
 
 __all__ = ["AUTOSCALERS", "BUDGETS", "COMPANIONS", "DEPLOYMENTS", "EVENTS", "FAILURES", "FIELD_MANAGER", "IGNORE_PATHS_ANNOTATION",
-           "INSTANCE_LABEL", "LEASES", "MANAGED_BY_LABEL", "MESSAGE_LIMIT", "PODS", "RECONCILE_ANNOTATION", "RECONCILE_MODES",
-           "REQUESTED_AT_ANNOTATION", "REQUESTED_AT_LIMIT", "SELECTOR", "SERVICES", "WRITES", "Action", "Resource", "bounded"]
+           "INSTANCE_LABEL", "LEASES", "LOG_LIMIT", "MANAGED_BY_LABEL", "MESSAGE_LIMIT", "PODS", "RECONCILE_ANNOTATION", "RECONCILE_MODES",
+           "REQUESTED_AT_ANNOTATION", "REQUESTED_AT_LIMIT", "SELECTOR", "SERVICES", "WRITES", "Action", "Resource", "bounded", "for_log"]
