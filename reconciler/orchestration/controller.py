@@ -40,6 +40,7 @@ from ..client.leader import LeaderElector
 from ..client.shards import ShardRing
 from ..client.workqueue import WorkQueue
 from ..decisions.fights import Correction, FightDetector
+from ..decisions.reasons import EventReason, Reason
 from ..decisions.vocabulary import Action
 from .cycle import CROutcome, Reconciler
 from .metrics import Metrics
@@ -239,9 +240,9 @@ class Controller:
                 if fight is not None:
                     log.warning("%s/%s: fight: %s", key[0], key[1], fight.message)
                     self.metrics.fights.labels(fight.label, fight.manager).inc()
-                    self.reconciler.events.record(cr, "Warning", "FightDetected", fight.message)
+                    self.reconciler.events.record(cr, "Warning", EventReason.FIGHT_DETECTED, fight.message)
         fight = self.fights.active(key, now)
-        return ("FieldManagerFight", fight.message) if fight else None
+        return (Reason.FIELD_MANAGER_FIGHT, fight.message) if fight else None
 
     # ---- leadership
     def started_leading(self) -> None:
