@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+from memcached_gitops.foundation.clocks import SYSTEM_CLOCK
 from memcached_gitops.foundation.product import NAME, version
 
 log = logging.getLogger("memcached_gitops.api")
@@ -257,7 +258,7 @@ class KubeAPI:
                     line = bytes(buffer[start:end]).strip()
                     start = end + 1
                     if line:
-                        yield json.loads(line), time.monotonic()
+                        yield json.loads(line), SYSTEM_CLOCK.monotonic().seconds
                 del buffer[:start]
         finally:
             response.close()

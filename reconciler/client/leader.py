@@ -23,10 +23,10 @@ import datetime as dt
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
+from memcached_gitops.foundation.clocks import monotonic_seconds
 from memcached_gitops.foundation.identities import LEADER_LEASE, LEASES
 
 from .api import APIError, KubeAPI, collection_path, is_conflict, is_not_found, object_path
@@ -45,7 +45,7 @@ def parse_micro_time(text: str) -> dt.datetime:
 class LeaderElector:
     def __init__(self, api: KubeAPI, namespace: str, identity: str, name: str = LEADER_LEASE,
                  duration: int = 15, clock: Any = None, renew_deadline: float = 10.0, retry_period: float = 2.0,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = monotonic_seconds) -> None:
         self.api, self.namespace, self.identity, self.name, self.duration = api, namespace, identity, name, duration
         self.renew_deadline, self.retry_period = renew_deadline, retry_period
         self.clock = clock or (lambda: dt.datetime.now(dt.UTC))  # wall time, for the Lease's MicroTimes

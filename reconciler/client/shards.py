@@ -48,6 +48,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from memcached_gitops.foundation.clocks import monotonic_seconds
 from memcached_gitops.foundation.identities import LEASES, RING_LABEL, VIEW_ANNOTATION
 from memcached_gitops.foundation.identities import SHARD_LEASE_PREFIX as LEASE_PREFIX
 from memcached_gitops.foundation.product import NAME
@@ -105,7 +106,7 @@ class ShardRing:
     """This replica's membership, its view of the ring, and the gate on its writes."""
 
     def __init__(self, api: KubeAPI, namespace: str, identity: str, ring: str = DEFAULT_RING, duration: int = 15,
-                 renew_deadline: float = 10.0, retry_period: float = 2.0, monotonic: Callable[[], float] = time.monotonic,
+                 renew_deadline: float = 10.0, retry_period: float = 2.0, monotonic: Callable[[], float] = monotonic_seconds,
                  clock: Callable[[], dt.datetime] | None = None) -> None:
         if renew_deadline >= duration:
             raise ValueError(f"renew deadline {renew_deadline}s is not below the lease duration {duration}s: "

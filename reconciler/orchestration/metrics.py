@@ -13,11 +13,11 @@ and latency series below take their place.
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter as CountDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from memcached_gitops.foundation.clocks import monotonic_seconds
 from memcached_gitops.foundation.identities import LEADER_LEASE as LEASE_NAME
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -48,7 +48,7 @@ class WorkqueueMetrics:
     starts; let go, its work is observed. Unfinished work and the longest-running processor are
     read at each scrape from the keys being processed (client-go computes them every 500 ms)."""
 
-    def __init__(self, registry: CollectorRegistry, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, registry: CollectorRegistry, clock: Callable[[], float] = monotonic_seconds) -> None:
         self.clock = clock
         self._added_at: dict[Any, float] = {}
         self._started_at: dict[Any, float] = {}
