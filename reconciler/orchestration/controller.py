@@ -26,11 +26,10 @@ from __future__ import annotations
 import gc
 import logging
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from memcached_gitops.foundation.clocks import SYSTEM_CLOCK, Clock
+from memcached_gitops.foundation.clocks import SYSTEM_CLOCK, Clock, Monotonic
 from memcached_gitops.foundation.identities import AUTOSCALERS, DEPLOYMENTS, KIND, LEASES, PODS, RING_LABEL
 
 from ..client.api import APIError, KubeAPI, RetryPolicy
@@ -80,7 +79,7 @@ class Controller:
         self.elector = elector
         self.settings = s = settings or Settings()
         self.fights = fights or FightDetector()
-        self.clock = clock  # the fights' deadlines and the work timings: one monotonic clock
+        self.clock = clock  # the fights' deadlines, the work timings and the run loop's waits: one monotonic clock
         self.stop = reconciler.stop
         self.queue: WorkQueue[Key] = WorkQueue(observer=self.metrics.workqueue)  # CR keys: namespace and name
         self.metrics.workers(s.workers, lambda: len(self.queue))
@@ -95,7 +94,7 @@ class Controller:
         self.informers, self.kinds = self.caches.informers, self.caches.kinds
         self.share: Share | None = None
         if shards is not None:
-            self.share = share = Share(shards, self.caches, self.queue, self.stop)
+            self.share = share = Share(shards, self.caches, self.queue, self.stop, self.clock)
             lease = Kind(LEASES.kind, *LEASES.gvr, f"{RING_LABEL}={shards.ring}")
             self.caches.watch(LEASES.kind, lease, shards.namespace)
             self.leading.set()  # every member leads its own share; the ring gates each CR
@@ -261,7 +260,7 @@ class Controller:
     # ---- running
     def run(self, first_sync_timeout: float | None = None) -> int:
         """Until ``stop``: 0 after a clean stop, 2 when the API server refuses our requests."""
-        started = time.monotonic()
+        started = self.clock.monotonic()
         if self.share is not None and not self.share.join(started, first_sync_timeout):
             self.error = self.share.error
             return self._shutdown(started, 2 if self.error else 0)
@@ -276,12 +275,12 @@ class Controller:
         deadline = None if first_sync_timeout is None else started + first_sync_timeout
         for informer in all_informers:
             while not informer.synced.wait(0.05):
-                if self.stop.is_set() or (deadline and time.monotonic() > deadline):
+                if self.stop.is_set() or (deadline is not None and self.clock.monotonic() > deadline):
                     return self._shutdown(started, 0 if self.stop.is_set() else 2)
         if any(i.error for i in all_informers):
             self.error = "; ".join(i.error for i in all_informers if i.error)
             return self._shutdown(started, 2)
-        self.synced_after = time.monotonic() - started
+        self.synced_after = self.clock.monotonic() - started
         # The cache is a few million long-lived objects: a full collection walking them all pauses
         # every thread for hundreds of milliseconds (measured at 10,000 CRs). Frozen objects are
         # left out of collections; the objects that replace them later are collected as usual.
@@ -300,23 +299,23 @@ class Controller:
                              daemon=True, name="leader-election").start()
         else:
             self.started_leading()
-        next_resync = time.monotonic() + self.settings.resync
-        next_schema = time.monotonic() + self.settings.schema_retry
+        next_resync = self.clock.monotonic() + self.settings.resync
+        next_schema = self.clock.monotonic() + self.settings.schema_retry
         while not self.stop.is_set():
-            if not self.reconciler.schema_known and time.monotonic() >= next_schema:
+            if not self.reconciler.schema_known and self.clock.monotonic() >= next_schema:
                 next_schema = self._reread_schema()
             failed = [i.error for i in all_informers if i.error]
             if failed:
                 self.error = "; ".join(failed)
                 return self._shutdown(started, 2)
-            if time.monotonic() >= next_resync:
-                next_resync = time.monotonic() + self.settings.resync
+            if self.clock.monotonic() >= next_resync:
+                next_resync = self.clock.monotonic() + self.settings.resync
                 if self.leading.is_set():
                     self._resync()
-            self.stop.wait(min(1.0, max(0.0, next_resync - time.monotonic())))
+            self.stop.wait(min(1.0, max(0.0, next_resync - self.clock.monotonic())))
         return self._shutdown(started, 0)
 
-    def _reread_schema(self) -> float:
+    def _reread_schema(self) -> Monotonic:
         """Read the served CRD again (it could not be read at the start: an RBAC that arrives later);
         once read, every CR is queued, so that the printer columns fill in without a restart. The
         time of the next try."""
@@ -325,7 +324,7 @@ class Controller:
             log.info("the served CRD is readable now: writing every CR's status with its columns")
             if self.leading.is_set():
                 self._resync()
-        return time.monotonic() + self.settings.schema_retry
+        return self.clock.monotonic() + self.settings.schema_retry
 
     def _resync(self) -> None:
         """Queue every CR this replica serves again: the safety net for an event that was missed."""
@@ -335,7 +334,7 @@ class Controller:
         for key in keys:
             self.queue.add(key)
 
-    def _shutdown(self, started: float, code: int) -> int:
+    def _shutdown(self, started: Monotonic, code: int) -> int:
         self.stop.set()
         if self.shards is not None:
             self.shards.release()  # no new CR; the ones in flight end; the others take over at once
@@ -348,7 +347,7 @@ class Controller:
         self.metrics.leader = False
         if self.error:
             log.error("%s", self.error)
-        log.info("stopped after %.1fs", time.monotonic() - started)
+        log.info("stopped after %.1fs", self.clock.monotonic() - started)
         return code
 
 
