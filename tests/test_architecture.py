@@ -105,3 +105,38 @@ def test_the_floor_check_sees_an_import_from_above(tmp_path: Path, monkeypatch: 
     names = [name for _, name in imported_modules(fake)]
     assert names == ["memcached_gitops.render", "memcached_gitops.render"]
     assert all(FLOORS[folder_of(n)] > floor_of_file(fake)[1] for n in names)
+
+
+#: The process clocks a module could read directly; foundation/clocks.py alone reads them.
+CLOCK_FUNCTIONS = frozenset({"monotonic", "time", "perf_counter"})
+CLOCKS = REPO / "foundation" / "clocks.py"
+#: Modules that still read a clock of their own, each to move to foundation/clocks.py (then leave this set).
+CLOCK_READERS_LEFT = frozenset({"reconciler/orchestration/cycle.py"})
+
+
+def clock_reads(source: str) -> list[int]:
+    """The lines where ``source`` reads (or hands on) a process clock of the time module:
+    ``time.monotonic()``, ``clock=time.monotonic``, ``from time import monotonic``."""
+    tree = ast.parse(source)
+    return sorted([n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                   and n.value.id == "time" and n.attr in CLOCK_FUNCTIONS]
+                  + [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "time"
+                     and any(a.name in CLOCK_FUNCTIONS for a in n.names)])
+
+
+@pytest.mark.parametrize("path", [p for p in product_files() if p != CLOCKS], ids=lambda p: p.relative_to(REPO).as_posix())
+def test_every_clock_is_read_through_foundation_clocks(path: Path) -> None:
+    """A deadline from one clock compared with another's instant is off by decades (foundation/clocks.py):
+    the instants come from its Clock (or its ``monotonic_seconds``), injected so tests can drive them."""
+    reads = clock_reads(path.read_text())
+    if path.relative_to(REPO).as_posix() in CLOCK_READERS_LEFT:
+        assert reads, f"{path.relative_to(REPO)} reads no clock of its own now: take it out of CLOCK_READERS_LEFT"
+        return
+    assert reads == [], f"{path.relative_to(REPO)} reads the time module's clock at lines {reads}: use foundation/clocks.py"
+
+
+def test_the_clock_check_sees_each_way_of_reading_the_clock() -> None:
+    """The check can fail: a call, a clock handed on as a default, and an import of the function are seen."""
+    source = ("import time\nfrom time import perf_counter\n\n\ndef f(clock=time.monotonic):\n    return time.time()\n")
+    assert clock_reads(source) == [2, 5, 6]
+    assert clock_reads("import time\n\n\ndef f():\n    time.sleep(1)\n") == []
