@@ -42,10 +42,9 @@ EVENTS = Resource("", "v1", "events", "Event")
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
 #: the HPAs in scope: which one scales a CR's Deployment (reconciler/decisions/autoscalers.py)
 AUTOSCALERS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")
-#: what render/companions.py renders beside the Deployment, applied and corrected like it (reconciler/decisions/companions.py)
+#: rendered beside the Deployment (render/companions.py's COMPANIONS), applied and corrected like it
 SERVICES = Resource("", "v1", "services", "Service")
 BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
-COMPANIONS = (SERVICES, BUDGETS)
 
 #: A person's say on one CR, as Flux's ``kustomize.toolkit.fluxcd.io/reconcile: disabled``:
 #: ``disabled`` (nothing written for it but one status condition saying so), ``detect-only`` (drift reported, never

@@ -31,7 +31,7 @@ from memcached_gitops.foundation.product import NAME
 from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors, label_value_errors
 from memcached_gitops.schemas.quantities import canonical_quantity, quantity
 
-from .companions import object_name, render_pdb, render_service
+from .companions import Given, object_name, render_companions
 from .exporter import exporter_container, render_pod_monitor
 from .scheduling import scheduling
 from .sizing import memcached_flags
@@ -210,13 +210,12 @@ def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[st
 
 def render(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> list[dict[str, Any]]:
     """All manifests for one CR: its Deployment first (the reconciler corrects it), then its headless
-    Service and, for two Pods or more, its PodDisruptionBudget (companions.py), and the PodMonitor
+    Service and, for two Pods or more, its PodDisruptionBudget (companions.py's COMPANIONS), and the PodMonitor
     when the CR asks for one (exporter.py). Pure."""
     deployment = render_deployment(cr, image)
     name, size, port = _check_renderable(cr)
     namespace = (cr.get("metadata") or {}).get("namespace") or None
     labels = deployment["metadata"]["labels"]
-    manifests = [deployment, render_service(name, namespace, labels, selector_labels(name), port)]
-    pdb = render_pdb(name, namespace, labels, selector_labels(name), size)
+    companions = render_companions(Given(name, namespace, labels, selector_labels(name), port, size))
     monitor = render_pod_monitor(cr.get("spec") or {}, object_name(name), namespace, labels, selector_labels(name))
-    return manifests + ([pdb] if pdb else []) + ([monitor] if monitor else [])
+    return [deployment, *companions] + ([monitor] if monitor else [])

@@ -38,6 +38,7 @@ from typing import Any
 
 from memcached_gitops.foundation.excerpt import quote_value
 from memcached_gitops.foundation.identities import IGNORE_PATHS_ANNOTATION
+from memcached_gitops.render.companions import COMPANIONS as COMPANION_KINDS
 
 from .managedfields import owners_of
 from .vocabulary import COMPANIONS, DEPLOYMENTS
@@ -53,7 +54,8 @@ IDENTITY = (("apiVersion",), ("kind",), ("metadata",), ("metadata", "name"), ("m
 #: the Pods its name resolves to, the cache's servers; the budget's picks the Pods whose evictions it
 #: limits. Left to someone else, each could serve or guard another CR's Pods, or nobody's.
 PROTECTED: dict[str, tuple[tuple[str, ...], ...]] = {
-    kind: (("metadata", "ownerReferences"), ("spec", "selector")) for kind in KINDS}
+    DEPLOYMENTS.kind: (("metadata", "ownerReferences"), ("spec", "selector")),
+    **{c.resource.kind: (("metadata", "ownerReferences"), c.selector_path) for c in COMPANION_KINDS}}
 _ESCAPE = re.compile(r"~(?![01])")
 
 Pointer = tuple[str, ...]

@@ -14,7 +14,6 @@ from enum import StrEnum
 from memcached_gitops.foundation.identities import (
     AUTOSCALERS,
     BUDGETS,
-    COMPANIONS,
     DEPLOYMENTS,
     EVENTS,
     IGNORE_PATHS_ANNOTATION,
@@ -27,9 +26,12 @@ from memcached_gitops.foundation.identities import (
 )
 from memcached_gitops.foundation.product import NAME
 from memcached_gitops.render import INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL
+from memcached_gitops.render.companions import COMPANIONS as COMPANION_KINDS
 
 #: Every Deployment and Pod the reconciler reads carries it (render/deployment.py labels_for).
 SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+#: The resources rendered beside the Deployment, owned, watched and corrected like it (render/companions.py).
+COMPANIONS = tuple(c.resource for c in COMPANION_KINDS)
 
 #: The field manager of our applies and status writes (``--field-manager`` changes it).
 FIELD_MANAGER = NAME
