@@ -46,6 +46,11 @@ AUTOSCALERS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "Horizon
 SERVICES = Resource("", "v1", "services", "Service")
 BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
 
+#: Every object rendered for a CR carries it, with the product's name: the reconciler selects by it.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+#: The label naming an object's CR: in the Deployment's selector, and how the reconciler maps Pods back to CRs.
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+
 #: A person's say on one CR, as Flux's ``kustomize.toolkit.fluxcd.io/reconcile: disabled``:
 #: ``disabled`` (nothing written for it but one status condition saying so), ``detect-only`` (drift reported, never
 #: corrected, as --detect-only for the whole process), ``enabled`` (the default).

@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from memcached_gitops.foundation.excerpt import quote_value
-from memcached_gitops.foundation.identities import DEPLOYMENTS
+from memcached_gitops.foundation.identities import DEPLOYMENTS, INSTANCE_LABEL, MANAGED_BY_LABEL
 from memcached_gitops.foundation.product import NAME
 from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors, label_value_errors
 from memcached_gitops.schemas.quantities import canonical_quantity, quantity
@@ -38,9 +38,6 @@ from .sizing import memcached_flags
 
 DEFAULT_IMAGE = "memcached:1.6.26-alpine3.19"
 MANAGED_BY = NAME
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-#: the label naming a Deployment's CR: in its selector, and how the reconciler maps Pods back to CRs
-INSTANCE_LABEL = "app.kubernetes.io/instance"
 CONTAINER_NAME = "memcached"
 PORT_NAME = "memcached"
 RUN_AS_USER = 1001

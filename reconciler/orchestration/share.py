@@ -23,7 +23,7 @@ from ..client.informer import key_of
 from ..client.shards import ShardRing
 from ..client.workqueue import WorkQueue
 from ..decisions.selectors import has_kept_selector
-from ..decisions.vocabulary import COMPANIONS, DEPLOYMENTS
+from ..decisions.vocabulary import COMPANIONS, DEPLOYMENTS, LEASES
 
 log = logging.getLogger("memcached_gitops.controller")
 #: The CRs that come to a replica's share are queued at most this many a second. Such a visit
@@ -152,7 +152,7 @@ class Share:
         except APIError as exc:
             self.error = f"cannot create the shard Lease: {exc}"
             return False
-        [leases] = self.caches.informers["Lease"]
+        [leases] = self.caches.informers[LEASES.kind]
         leases.start()
         while not leases.synced.wait(0.05):
             if self.stop.is_set() or leases.error or (timeout is not None and self.clock.monotonic() > started + timeout):

@@ -17,7 +17,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from memcached_gitops.foundation.identities import KIND
+from memcached_gitops.foundation.identities import INSTANCE_LABEL, KIND, MANAGED_BY_LABEL
+from memcached_gitops.foundation.product import NAME
 from memcached_gitops.render import to_yaml
 
 #: (apiVersion, kind, namespace, name): an object's identity.
@@ -26,7 +27,6 @@ Key = tuple[str, str, str, str]
 GENERATED_METADATA = ("creationTimestamp", "resourceVersion", "uid", "generation", "managedFields", "selfLink")
 GENERATED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration", "deployment.kubernetes.io/revision")
 #: Labels the renderer puts on every object it makes, naming the CR it was made from.
-MANAGED_BY, INSTANCE = "app.kubernetes.io/managed-by", "app.kubernetes.io/instance"
 #: A rename is said as one when at least this many objects follow one namePrefix/nameSuffix change.
 MIN_RENAMED = 2
 #: The search for renames: removed objects tried as a rename's first before giving up, and the
@@ -240,8 +240,8 @@ def _source_cr(obj: dict[str, Any], cr_kind: str) -> tuple[str, str] | None:
     if key[1] == cr_kind:
         return key[2], key[3]
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    if labels.get(MANAGED_BY) == "memcached-gitops" and labels.get(INSTANCE):
-        return key[2], str(labels[INSTANCE])
+    if labels.get(MANAGED_BY_LABEL) == NAME and labels.get(INSTANCE_LABEL):
+        return key[2], str(labels[INSTANCE_LABEL])
     return None
 
 
