@@ -2,7 +2,8 @@
 
 The renderer (render/) and the reconciler (reconciler/) both name a Deployment, a Service and a
 PodDisruptionBudget; the validator (schemas/) and the reconciler both name the Memcached kind; the
-reconciler's annotations, labels and Leases share the product's group and name. They sit here, on
+reconciler's annotations, labels and Leases share the product's group and name; the labels every
+rendered object carries are how the reconciler finds them again. They sit here, on
 the lowest floor, so that no floor spells one of them again.
 """
 

@@ -1,9 +1,9 @@
 """The reconciler's words, each in one place: the labels it selects by, and what it did to a CR.
 
-The resources and annotation names are foundation/identities.py's, shared with the renderer and
-named here for the reconciler's modules; the label names are the renderer's (render/deployment.py),
-since every Deployment the reconciler reads was rendered; the actions are what a cycle reports per
-CR, and the groups of them the loop, the controller and the metrics count by. ``Action`` is a StrEnum: it logs, labels metrics and
+The resources, annotation and label names are foundation/identities.py's, shared with the
+renderer (every Deployment the reconciler reads was rendered) and named here for the reconciler's
+modules; the actions are what a cycle reports per CR, and the groups of them the loop, the
+controller and the metrics count by. ``Action`` is a StrEnum: it logs, labels metrics and
 compares as its plain word.
 """
 
@@ -17,7 +17,9 @@ from memcached_gitops.foundation.identities import (
     DEPLOYMENTS,
     EVENTS,
     IGNORE_PATHS_ANNOTATION,
+    INSTANCE_LABEL,
     LEASES,
+    MANAGED_BY_LABEL,
     PODS,
     RECONCILE_ANNOTATION,
     REQUESTED_AT_ANNOTATION,
@@ -25,7 +27,7 @@ from memcached_gitops.foundation.identities import (
     Resource,
 )
 from memcached_gitops.foundation.product import NAME
-from memcached_gitops.render import INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL
+from memcached_gitops.render import MANAGED_BY
 from memcached_gitops.render.companions import COMPANIONS as COMPANION_KINDS
 
 #: Every Deployment and Pod the reconciler reads carries it (render/deployment.py labels_for).
