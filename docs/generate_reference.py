@@ -107,21 +107,26 @@ def metrics_page() -> str:
     return "\n".join(lines + sorted(rows)) + "\n"
 
 
-#: (the object it is on, module file, constant) of every annotation the product reads or writes.
+#: (the object it is on, the module that reads it, its constant in IDENTITIES) of every annotation the product reads or writes.
 ANNOTATIONS = [("Memcached", "reconciler/decisions/vocabulary.py", "RECONCILE_ANNOTATION"),
                ("Memcached", "reconciler/decisions/vocabulary.py", "REQUESTED_AT_ANNOTATION"),
-               ("Memcached", "reconciler/decisions/ignore.py", "ANNOTATION"),
+               ("Memcached", "reconciler/decisions/ignore.py", "IGNORE_PATHS_ANNOTATION"),
                ("the shard ring's Leases (written by the reconciler)", "reconciler/client/shards.py", "VIEW_ANNOTATION")]
+#: Where every annotation and label name is spelled.
+IDENTITIES = "foundation/identities.py"
 
 
 def _constant(path: str, name: str) -> tuple[str, str]:
-    """A module constant's value and the ``#:`` comment (or the module docstring's first line) above it."""
+    """A module constant's value (as the imported module holds it: a name may be built from another)
+    and the ``#:`` comment (or the module docstring's first line) above it."""
+    import importlib
+
     source = (REPO / path).read_text()
     tree = ast.parse(source)
     lines = source.splitlines()
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            value = ast.literal_eval(node.value)
+            value = getattr(importlib.import_module("memcached_gitops." + path.removesuffix(".py").replace("/", ".")), name)
             comment, n = [], node.lineno - 2
             while n >= 0 and lines[n].startswith("#:"):
                 comment.insert(0, lines[n][2:].strip())
@@ -133,7 +138,7 @@ def _constant(path: str, name: str) -> tuple[str, str]:
 def annotations_page() -> str:
     lines = ["# Annotations (generated)", "", "| annotation | on | read by | what it says |", "| --- | --- | --- | --- |"]
     for on, path, name in ANNOTATIONS:
-        value, comment = _constant(path, name)
+        value, comment = _constant(IDENTITIES, name)
         lines.append(f"| `{value}` | {on} | `{path}` | {_cell(comment)} |")
     return "\n".join(lines) + "\n"
 

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import subprocess
 
+from .clocks import monotonic_seconds
 from .excerpt import EXCERPT_LIMIT, excerpt
 from .kustomize_graph import KUSTOMIZE_FILE_NAMES, GraphRefused, PluginNotBuilt, check_graph
 
@@ -163,7 +163,7 @@ class Builds:
     """
 
     def __init__(self, root: str | None = None, environ: Mapping[str, str] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = monotonic_seconds) -> None:
         self.root, self.environ, self.clock = root, os.environ if environ is None else environ, clock
         self.count = 0
         self.started = clock()

@@ -52,15 +52,15 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
     "clocks: a fight's instants from the wall clock": (
         CONTROLLER,
         "        key = key_of(cr)\n        now = self.clock.monotonic()",
-        "        key = key_of(cr)\n        now = type(self.clock.monotonic())(time.time())"),
+        "        key = key_of(cr)\n        now = type(self.clock.monotonic())(self.clock.wall().seconds)"),
     "clocks: a delayed key's deadline from the wall clock": (
         QUEUE,
         "heapq.heappush(self._delayed, (self.clock() + delay,",
-        "heapq.heappush(self._delayed, (time.time() + delay,"),
+        "heapq.heappush(self._delayed, (__import__(\"time\").time() + delay,"),
     "clocks: the next servedBy slot from the wall clock, its delay from the monotonic one": (
         SHARE,
         "            self.next_served_by = max(now + 1.0,",
-        "            self.next_served_by = max(time.time() + 1.0,"),
+        "            self.next_served_by = max(Monotonic(self.clock.wall().seconds) + 1.0,"),
     "start-up: workers before the caches have synced": (
         CONTROLLER,
         "        all_informers = self.caches.all()\n",
@@ -96,7 +96,7 @@ MUTANTS: dict[str, tuple[str, str, str]] = {
 """),
     "write-through: our apply's answer not put into the cache": (
         CONTROLLER,
-        "        if outcome.deployment is not None:\n            caches.put(\"Deployment\", outcome.deployment)\n",
+        "        if outcome.deployment is not None:\n            caches.put(DEPLOYMENTS.kind, outcome.deployment)\n",
         "        if outcome.deployment is not None:\n"),
 }
 

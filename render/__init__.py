@@ -1,10 +1,10 @@
 """Pure rendering of Memcached CRs into Kubernetes manifests (no I/O, no kubernetes client)."""
 
+from memcached_gitops.foundation.identities import INSTANCE_LABEL, MANAGED_BY_LABEL
+
 from .deployment import (
     DEFAULT_IMAGE,
-    INSTANCE_LABEL,
     MANAGED_BY,
-    MANAGED_BY_LABEL,
     RenderError,
     render,
     render_deployment,

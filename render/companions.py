@@ -20,7 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from memcached_gitops.foundation.identities import BUDGETS, SERVICES, Resource
+from memcached_gitops.schemas.list_rules import OWNER_ATOMIC, OWNER_MERGE_KEYS, ListRules
 
 SUFFIX = "-memcached"
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -51,8 +55,8 @@ def _metadata(name: str, namespace: str | None, labels: dict[str, str]) -> dict[
 def render_service(cr_name: str, namespace: str | None, labels: dict[str, str], selector: dict[str, str], port: int) -> dict[str, Any]:
     """The headless Service of a CR's Pods, in the form the API server stores it."""
     return {
-        "apiVersion": "v1",
-        "kind": "Service",
+        "apiVersion": SERVICES.api_version,
+        "kind": SERVICES.kind,
         "metadata": _metadata(object_name(cr_name), namespace, labels),
         "spec": {
             "type": "ClusterIP",
@@ -68,8 +72,55 @@ def render_pdb(cr_name: str, namespace: str | None, labels: dict[str, str], sele
     if size < 2:
         return None
     return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
+        "apiVersion": BUDGETS.api_version,
+        "kind": BUDGETS.kind,
         "metadata": _metadata(object_name(cr_name), namespace, labels),
         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": dict(selector)}},
     }
+
+
+class Given(NamedTuple):
+    """What every companion is rendered from: the CR's name and namespace, the Deployment's labels
+    and Pod selector, and the CR's port and size (after defaults)."""
+
+    cr_name: str
+    namespace: str | None
+    labels: dict[str, str]
+    selector: dict[str, str]
+    port: int
+    size: int
+
+
+class Companion(NamedTuple):
+    """One kind rendered beside the Deployment and owned like it, all in one entry: its resource,
+    how it is rendered (None: not for this CR), its list semantics for drift, and where it selects
+    the CR's Pods, as a LabelSelector (``matchLabels``...) or as a plain label map (a Service's)."""
+
+    resource: Resource
+    render: Callable[[Given], dict[str, Any] | None]
+    rules: ListRules
+    selector_path: tuple[str, ...]
+    label_selector: bool
+
+
+#: The objects beside the Deployment, in the order they are rendered. A Service's ports are a map
+#: keyed by port and protocol and its selector an atomic map (+mapType=atomic: transcript 42 shows one
+#: key changed by a person moving the whole ``f:selector`` to them, and our apply taking it back
+#: whole; core/v1 API reference); a PodDisruptionBudget's selector is a LabelSelector
+#: (+structType=atomic; policy/v1 API reference).
+COMPANIONS = (
+    Companion(SERVICES, lambda g: render_service(g.cr_name, g.namespace, g.labels, g.selector, g.port),
+              ListRules({**OWNER_MERGE_KEYS, ("spec", "ports"): ("port", "protocol")}, frozenset(),
+                        frozenset({("spec", "selector")}) | OWNER_ATOMIC),
+              ("spec", "selector"), label_selector=False),
+    Companion(BUDGETS, lambda g: render_pdb(g.cr_name, g.namespace, g.labels, g.selector, g.size),
+              ListRules(dict(OWNER_MERGE_KEYS), frozenset(), frozenset({("spec", "selector")}) | OWNER_ATOMIC),
+              ("spec", "selector"), label_selector=True),
+)
+#: Each companion's entry by kind.
+BY_KIND = {c.resource.kind: c for c in COMPANIONS}
+
+
+def render_companions(given: Given) -> list[dict[str, Any]]:
+    """The companions a CR renders to, in ``COMPANIONS`` order."""
+    return [obj for obj in (c.render(given) for c in COMPANIONS) if obj is not None]

@@ -26,20 +26,18 @@ import re
 from typing import Any
 
 from memcached_gitops.foundation.excerpt import quote_value
+from memcached_gitops.foundation.identities import DEPLOYMENTS, INSTANCE_LABEL, MANAGED_BY_LABEL
 from memcached_gitops.foundation.product import NAME
 from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors, label_value_errors
 from memcached_gitops.schemas.quantities import canonical_quantity, quantity
 
-from .companions import object_name, render_pdb, render_service
+from .companions import Given, object_name, render_companions
 from .exporter import exporter_container, render_pod_monitor
 from .scheduling import scheduling
 from .sizing import memcached_flags
 
 DEFAULT_IMAGE = "memcached:1.6.26-alpine3.19"
 MANAGED_BY = NAME
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-#: the label naming a Deployment's CR: in its selector, and how the reconciler maps Pods back to CRs
-INSTANCE_LABEL = "app.kubernetes.io/instance"
 CONTAINER_NAME = "memcached"
 PORT_NAME = "memcached"
 RUN_AS_USER = 1001
@@ -168,8 +166,8 @@ def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[st
         metadata["namespace"] = namespace
     metadata["labels"] = labels
     return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
+        "apiVersion": DEPLOYMENTS.api_version,
+        "kind": DEPLOYMENTS.kind,
         "metadata": metadata,
         "spec": {
             "replicas": size,
@@ -209,13 +207,12 @@ def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[st
 
 def render(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> list[dict[str, Any]]:
     """All manifests for one CR: its Deployment first (the reconciler corrects it), then its headless
-    Service and, for two Pods or more, its PodDisruptionBudget (companions.py), and the PodMonitor
+    Service and, for two Pods or more, its PodDisruptionBudget (companions.py's COMPANIONS), and the PodMonitor
     when the CR asks for one (exporter.py). Pure."""
     deployment = render_deployment(cr, image)
     name, size, port = _check_renderable(cr)
     namespace = (cr.get("metadata") or {}).get("namespace") or None
     labels = deployment["metadata"]["labels"]
-    manifests = [deployment, render_service(name, namespace, labels, selector_labels(name), port)]
-    pdb = render_pdb(name, namespace, labels, selector_labels(name), size)
+    companions = render_companions(Given(name, namespace, labels, selector_labels(name), port, size))
     monitor = render_pod_monitor(cr.get("spec") or {}, object_name(name), namespace, labels, selector_labels(name))
-    return manifests + ([pdb] if pdb else []) + ([monitor] if monitor else [])
+    return [deployment, *companions] + ([monitor] if monitor else [])

@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from memcached_gitops.foundation.identities import KIND
 from memcached_gitops.foundation.yamlreader import YAMLInputError, iter_documents
 
 CRD_FILE = "memcached-crd.yaml"
@@ -84,14 +85,10 @@ def builtin_crd_data() -> str:
     return json.dumps(parse_crd(builtin_crd_text(), CRD_FILE).document, indent=1) + "\n"
 
 
-#: The kind this product renders: in a file of several CRDs, the first CRD of this kind judges.
-PRODUCT_KIND = "Memcached"
-
-
 def parse_crd(text: str, source: str) -> CRD:
     """Build a CRD from YAML text that may hold several (an install.yaml, a ``kubectl kustomize``).
 
-    The first CustomResourceDefinition of kind ``PRODUCT_KIND`` is used, else the first one; every
+    The first CustomResourceDefinition of kind ``KIND`` is used, else the first one; every
     other CRD of the file is a sibling, whose objects are other objects. Documents of other kinds
     (Namespaces, RBAC, the manager's Deployment) are passed over.
     """
@@ -102,7 +99,7 @@ def parse_crd(text: str, source: str) -> CRD:
     crds = [d for d in docs if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
     if not crds:
         raise CRDError(f"{source}: no CustomResourceDefinition found")
-    chosen = next((d for d in crds if _group_and_kind(d)[1] == PRODUCT_KIND), crds[0])
+    chosen = next((d for d in crds if _group_and_kind(d)[1] == KIND), crds[0])
     siblings = frozenset(_group_and_kind(d) for d in crds if d is not chosen) - {_group_and_kind(chosen)}
     return _from_document(chosen, source)._replace(siblings=siblings)
 

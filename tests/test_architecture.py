@@ -105,3 +105,82 @@ def test_the_floor_check_sees_an_import_from_above(tmp_path: Path, monkeypatch: 
     names = [name for _, name in imported_modules(fake)]
     assert names == ["memcached_gitops.render", "memcached_gitops.render"]
     assert all(FLOORS[folder_of(n)] > floor_of_file(fake)[1] for n in names)
+
+
+#: The process clocks a module could read directly; foundation/clocks.py alone reads them.
+CLOCK_FUNCTIONS = frozenset({"monotonic", "time", "perf_counter"})
+CLOCKS = REPO / "foundation" / "clocks.py"
+#: Modules that still read a clock of their own, each to move to foundation/clocks.py (then leave this set).
+CLOCK_READERS_LEFT = frozenset({"reconciler/orchestration/cycle.py"})
+
+
+def clock_reads(source: str) -> list[int]:
+    """The lines where ``source`` reads (or hands on) a process clock of the time module:
+    ``time.monotonic()``, ``clock=time.monotonic``, ``from time import monotonic``."""
+    tree = ast.parse(source)
+    return sorted([n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                   and n.value.id == "time" and n.attr in CLOCK_FUNCTIONS]
+                  + [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "time"
+                     and any(a.name in CLOCK_FUNCTIONS for a in n.names)])
+
+
+@pytest.mark.parametrize("path", [p for p in product_files() if p != CLOCKS], ids=lambda p: p.relative_to(REPO).as_posix())
+def test_every_clock_is_read_through_foundation_clocks(path: Path) -> None:
+    """A deadline from one clock compared with another's instant is off by decades (foundation/clocks.py):
+    the instants come from its Clock (or its ``monotonic_seconds``), injected so tests can drive them."""
+    reads = clock_reads(path.read_text())
+    if path.relative_to(REPO).as_posix() in CLOCK_READERS_LEFT:
+        assert reads, f"{path.relative_to(REPO)} reads no clock of its own now: take it out of CLOCK_READERS_LEFT"
+        return
+    assert reads == [], f"{path.relative_to(REPO)} reads the time module's clock at lines {reads}: use foundation/clocks.py"
+
+
+def test_the_clock_check_sees_each_way_of_reading_the_clock() -> None:
+    """The check can fail: a call, a clock handed on as a default, and an import of the function are seen."""
+    source = ("import time\nfrom time import perf_counter\n\n\ndef f(clock=time.monotonic):\n    return time.time()\n")
+    assert clock_reads(source) == [2, 5, 6]
+    assert clock_reads("import time\n\n\ndef f():\n    time.sleep(1)\n") == []
+
+
+#: Tables recorded from the API server (every kind it serves, the kinds it bans as owners): its
+#: names, not the names of what the product renders, reads and writes.
+SERVER_TABLES = frozenset({"src/memcached_gitops/lists.py", "schemas/objectmeta.py"})
+IDENTITIES = REPO / "foundation" / "identities.py"
+PRODUCT = REPO / "foundation" / "product.py"
+
+
+def spelled_once() -> frozenset[str]:
+    """The names foundation/identities.py spells: kinds, grouped apiVersions, annotation and label
+    names, Lease names (a core apiVersion, ``v1``, is too short to be told from other words); and
+    the product's name, foundation/product.py's."""
+    from memcached_gitops.foundation import identities, product
+
+    assigned = {t.id for n in ast.parse(IDENTITIES.read_text()).body if isinstance(n, ast.Assign)
+                for t in n.targets if isinstance(t, ast.Name)}  # its own, not the product's NAME it imports
+    resources = [v for v in vars(identities).values() if isinstance(v, identities.Resource)]
+    names = {v for k, v in vars(identities).items() if k in assigned and isinstance(v, str)}
+    return frozenset(names | {r.kind for r in resources} | {r.api_version for r in resources if r.group} | {product.NAME})
+
+
+def identity_literals(source: str, names: frozenset[str]) -> list[tuple[int, str]]:
+    return sorted((n.lineno, n.value) for n in ast.walk(ast.parse(source))
+                  if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in names)
+
+
+@pytest.mark.parametrize("path", [p for p in product_files() if p not in (IDENTITIES, PRODUCT)],
+                         ids=lambda p: p.relative_to(REPO).as_posix())
+def test_every_identity_is_spelled_in_foundation_identities_only(path: Path) -> None:
+    """A kind, an apiVersion, an annotation or a Lease name spelled twice can change in one place
+    only: the renderer and the reconciler would then name two different things."""
+    if path.relative_to(REPO).as_posix() in SERVER_TABLES:
+        return
+    found = identity_literals(path.read_text(), spelled_once())
+    assert found == [], f"{path.relative_to(REPO)} spells names of foundation/identities.py: {found}"
+
+
+def test_the_identity_check_sees_a_name_spelled_again() -> None:
+    names = spelled_once()
+    assert {"Memcached", "apps/v1", "PodDisruptionBudget", "cache.example.com/reconcile", "memcached-gitops-leader",
+            "app.kubernetes.io/instance", "memcached-gitops"} <= names
+    assert identity_literals('KIND = "Memcached"\nx = {"apiVersion": "apps/v1"}\n"""Memcached"""\n', names) == [
+        (1, "Memcached"), (2, "apps/v1"), (3, "Memcached")]

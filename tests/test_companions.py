@@ -222,12 +222,13 @@ def test_a_pointer_with_a_colon_after_the_kind_keeps_it_in_the_pointer() -> None
 
 
 def test_ignoring_keeps_the_kinds_list_rules_after_following_the_pointers_and_needs_no_live_object() -> None:
-    from memcached_gitops.reconciler.decisions.drift import SERVICE_RULES
+    from memcached_gitops.foundation.identities import SERVICES
     from memcached_gitops.reconciler.decisions.plan import ignoring
+    from memcached_gitops.render.companions import BY_KIND
 
     desired = with_owner(service(), CR)
     live = with_extra_port(desired)
-    planned = ignoring(desired, live, "memcached-gitops", (("spec", "publishNotReadyAddresses"),), SERVICE_RULES)
+    planned = ignoring(desired, live, "memcached-gitops", (("spec", "publishNotReadyAddresses"),), BY_KIND[SERVICES.kind].rules)
     assert planned.drift == [] and planned.ignored == []
-    created = ignoring(desired, None, "memcached-gitops", (("spec", "publishNotReadyAddresses"),), SERVICE_RULES)
+    created = ignoring(desired, None, "memcached-gitops", (("spec", "publishNotReadyAddresses"),), BY_KIND[SERVICES.kind].rules)
     assert created.desired == desired and created.drift

@@ -1025,24 +1025,22 @@ def test_the_first_sync_is_bounded_and_a_stop_during_it_is_clean() -> None:
 
 
 class FakeTime:
-    """The controller's ``time`` module with a clock that stands still until the test moves it."""
+    """The controller's (and its share's) clock, standing still until the test moves it."""
 
     def __init__(self, now: float) -> None:
         self.now, self.readings = now, 0
 
-    def monotonic(self) -> float:
+    def monotonic(self) -> Monotonic:
         self.readings += 1
-        return self.now
+        return Monotonic(self.now)
 
 
 def test_the_caches_get_the_whole_first_sync_timeout(monkeypatch) -> None:
     """``first_sync_timeout`` is the time the caches are given: when the clock reads the deadline
     itself run still waits for them (a sync then comes in time); only past it does it give up with 2."""
-    from memcached_gitops.reconciler.orchestration import controller
-
     clock = FakeTime(1000.0)
-    monkeypatch.setattr(controller, "time", clock)
     c = make()
+    c.clock = clock  # type: ignore[assignment]
     ready(c, never=("Pod",))
     c.reconciler.status_schema = lambda: (None, None)  # type: ignore[method-assign]
     thread, result = start_run(c, first_sync_timeout=5.0)
@@ -1353,11 +1351,9 @@ def test_joining_gives_the_ring_a_renew_period_and_a_silent_member_four_more(mon
     """After listing the Leases the caches wait one renew period (replicas start together), and then
     until the ring acknowledges this replica, but at most four renew periods more: a member that
     never answers does not hold this one's share. Then the Lease thread and the share follower start."""
-    from memcached_gitops.reconciler.orchestration import share as share_module
-
     clock = FakeTime(1000.0)
-    monkeypatch.setattr(share_module, "time", clock)
     c, ring, _ = sharded()
+    c.share.clock = clock  # type: ignore[assignment]
     ready(c)
     if peer:
         c.on_event("Lease", "ADDED", peer_lease(peer, f"{peer}#0"), None, 1.0)
@@ -1372,7 +1368,7 @@ def test_joining_gives_the_ring_a_renew_period_and_a_silent_member_four_more(mon
     threads: dict[str, threading.Thread] = {}
     ring.run = lambda stop: threads.update({"run": threading.current_thread()})  # type: ignore[method-assign]
     c.share.follow = lambda: threads.update({"follow": threading.current_thread()})  # type: ignore[method-assign]
-    assert c.share.join(1000.0, None) is True
+    assert c.share.join(Monotonic(1000.0), None) is True
     assert 1000.0 + settled <= clock.now < 1000.0 + settled + 0.05 and set(waits) == {0.02}
     wait_for(lambda: len(threads) == 2)
     assert (threads["run"].name, threads["run"].daemon, threads["follow"].name, threads["follow"].daemon) == \
@@ -1398,24 +1394,23 @@ class ScriptedWait:
 def test_the_ring_s_leases_get_the_whole_first_sync_timeout_looked_at_every_50_ms(monkeypatch) -> None:
     """The Lease cache's sync is polled every 50 ms; at the deadline itself it still waits (a sync then
     comes in time), and only past ``started + timeout`` does the join give up."""
-    from memcached_gitops.reconciler.orchestration import share as share_module
-
     clock = FakeTime(1000.0)
-    monkeypatch.setattr(share_module, "time", clock)
     c, ring, _ = sharded()
+    c.share.clock = clock  # type: ignore[assignment]
     ready(c, never=("Lease",))
     [leases] = c.informers["Lease"]
     leases.synced.wait = ScriptedWait(clock, [1000.0, 1005.0, 1005.0, 1005.001])  # type: ignore[method-assign]
-    assert c.share.join(1000.0, 5.0) is False and c.share.error == "the shard Leases did not sync"
+    assert c.share.join(Monotonic(1000.0), 5.0) is False and c.share.error == "the shard Leases did not sync"
     assert leases.synced.wait.timeouts == [0.05] * 4, "the clock read at start and at the deadline: still waiting"
     c, ring, _ = sharded()
+    c.share.clock = clock  # type: ignore[assignment]
     ready(c, never=("Lease",))
     [leases] = c.informers["Lease"]
     leases.synced.wait = ScriptedWait(clock, [1000.0, 1005.0], [False, False, True])  # type: ignore[method-assign]
     ring.run = lambda stop: None  # type: ignore[method-assign]
     c.share.follow = lambda: None  # type: ignore[method-assign]
     c.stop.wait = ScriptedWait(clock, [1100.0])  # type: ignore[method-assign]
-    assert c.share.join(1000.0, 5.0) is True and ring.listed and c.error == ""
+    assert c.share.join(Monotonic(1000.0), 5.0) is True and ring.listed and c.error == ""
 
 
 @pytest.mark.parametrize(("readings", "acknowledged", "waits"), [
@@ -1427,17 +1422,15 @@ def test_the_ring_s_leases_get_the_whole_first_sync_timeout_looked_at_every_50_m
 def test_the_settle_wait_ends_at_its_bounds_exactly(monkeypatch, readings, acknowledged, waits) -> None:
     """The caches wait until one renew period (2 s) has passed, ``now < settle``; a replica the ring
     never acknowledges waits until ``now > settle + 4 renew periods`` (10 s), not at that reading."""
-    from memcached_gitops.reconciler.orchestration import share as share_module
-
     clock = FakeTime(1000.0)
-    monkeypatch.setattr(share_module, "time", clock)
     c, ring, _ = sharded()
+    c.share.clock = clock  # type: ignore[assignment]
     ready(c)
     ring.acknowledged = lambda: acknowledged  # type: ignore[method-assign]
     ring.run = lambda stop: None  # type: ignore[method-assign]
     c.share.follow = lambda: None  # type: ignore[method-assign]
     c.stop.wait = ScriptedWait(clock, readings)  # type: ignore[method-assign]
-    assert c.share.join(1000.0, None) is True
+    assert c.share.join(Monotonic(1000.0), None) is True
     assert c.stop.wait.timeouts == [0.02] * waits
 
 
@@ -1514,18 +1507,17 @@ def test_a_worker_keeps_a_key_it_may_not_write_yet_for_the_acknowledgement(monke
 
 def test_deferred_served_by_writes_get_one_slot_each_from_a_second_on(monkeypatch) -> None:
     """One every 1/SERVED_BY_RATE s, the first a second from now; after a quiet time, a second again."""
-    from memcached_gitops.reconciler.orchestration import share as share_module
     from memcached_gitops.reconciler.orchestration.share import SERVED_BY_RATE
 
     clock = FakeTime(1000.0)
-    monkeypatch.setattr(share_module, "time", clock)
     c, _, _ = sharded()
+    c.share.clock = clock  # type: ignore[assignment]
     assert [c.share.served_by_slot() for _ in range(3)] == pytest.approx([1.0, 1.0 + 1 / SERVED_BY_RATE, 1.0 + 2 / SERVED_BY_RATE])
     clock.now += 0.01
     assert c.share.served_by_slot() == pytest.approx(1.0 + 3 / SERVED_BY_RATE - 0.01)
     clock.now += 10.0
     assert c.share.served_by_slot() == pytest.approx(1.0)
-    assert c.share.next_served_by == pytest.approx(1011.01)
+    assert c.share.next_served_by.seconds == pytest.approx(1011.01)
 
 
 def test_the_first_visit_of_a_swept_cr_may_defer_its_served_by_and_queues_that_write() -> None:

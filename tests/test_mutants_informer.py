@@ -106,14 +106,14 @@ class Run:
                  handler: Any = None, **kwargs: Any) -> None:
         self.clock = SimpleNamespace(now=1000.0)
         self.clock.monotonic = lambda: self.clock.now
-        monkeypatch.setattr(informer, "time", self.clock)
         monkeypatch.setattr(informer.random, "uniform", lambda a, b: (a + b) / 2)  # jitter factor 1 for (0.5, 1.5)
         self.api = FakeAPI(script, self.clock)
         self.metrics = Metrics()
         self.events: list[tuple[Any, ...]] = []
         self.waits: list[float] = []
         kwargs.setdefault("watch_timeout", 1)  # a stream that ends at once closed "at timeoutSeconds"
-        self.inf = Informer(self.api, kind, handler or self.record, namespace="ns", metrics=self.metrics, **kwargs)
+        self.inf = Informer(self.api, kind, handler or self.record, namespace="ns", metrics=self.metrics, clock=self.clock.monotonic,
+                            **kwargs)
         monkeypatch.setattr(self.inf.stop, "wait", lambda delay: self.waits.append(delay) or False)
 
     def record(self, kind: str, type_: str, obj: dict[str, Any], old: dict[str, Any] | None, arrived: float) -> None:
@@ -143,10 +143,9 @@ def test_the_defaults_are_client_gos_and_the_watch_caches(monkeypatch) -> None:
     LIST pages of 500 (client-go's), backoff from 0.2 s doubling to a cap of 30 s."""
     clock = SimpleNamespace(now=0.0)
     clock.monotonic = lambda: clock.now
-    monkeypatch.setattr(informer, "time", clock)
     monkeypatch.setattr(informer.random, "uniform", lambda a, b: (a + b) / 2)
     api = FakeAPI([REFUSED, ("list", [page("1")]), ("watch", [WatchDropped("x")])] + [("watch", [WatchDropped("x")])] * 9, clock)
-    inf = Informer(api, DEPLOYMENTS, lambda *a: None)
+    inf = Informer(api, DEPLOYMENTS, lambda *a: None, clock=clock.monotonic)
     waits: list[float] = []
     monkeypatch.setattr(inf.stop, "wait", lambda delay: waits.append(delay) or False)
     with pytest.raises(ScriptDone):

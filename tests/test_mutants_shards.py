@@ -409,11 +409,12 @@ def test_a_step_after_a_lapse_renews_as_a_new_incarnation_and_publishes_it_at_on
 
 def test_the_rings_defaults_are_the_leases_and_its_clock_is_utc() -> None:
     import datetime as dt
-    import time
+
+    from memcached_gitops.foundation.clocks import monotonic_seconds
 
     api = LeaseAPI()
     a = ShardRing(api, "ring", "a")  # type: ignore[arg-type]
-    assert (a.ring, a.duration, a.renew_deadline, a.retry_period, a.monotonic) == ("memcached-gitops", 15, 10.0, 2.0, time.monotonic)
+    assert (a.ring, a.duration, a.renew_deadline, a.retry_period, a.monotonic) == ("memcached-gitops", 15, 10.0, 2.0, monotonic_seconds)
     before = dt.datetime.now(dt.UTC)
     a.join()
     renewed = dt.datetime.strptime(api.leases[a.name]["spec"]["renewTime"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC)

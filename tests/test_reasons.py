@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from memcached_gitops.reconciler.decisions.companions import Move
-from memcached_gitops.reconciler.decisions.reasons import CONDITIONS, EVENTS, REASONS
+from memcached_gitops.reconciler.decisions.reasons import CONDITIONS, EVENTS, REASONS, EventReason, Reason
 from memcached_gitops.reconciler.decisions.status import CONDITION_TYPES, desired_conditions
 from memcached_gitops.reconciler.decisions.vocabulary import COMPANIONS
 
@@ -23,8 +23,16 @@ NOT_REASONS = {"HorizontalPodAutoscaler", "HorizontalPodAutoscalers", "DeleteOpt
 
 
 def literals(module: str) -> set[str]:
+    """The CamelCase strings ``module`` writes: its literals and its members of the reason enums."""
     tree = ast.parse(Path(str(importlib.import_module(module).__file__)).read_text())
-    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and CAMEL.match(n.value)}
+    enums = {"Reason": Reason, "EventReason": EventReason}
+    members = {getattr(enums[n.value.id], n.attr).value for n in ast.walk(tree)
+               if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in enums}
+    return members | {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and CAMEL.match(n.value)}
+
+
+def test_the_tables_explain_every_member_of_the_reason_enums_and_nothing_else() -> None:
+    assert set(REASONS) == set(Reason) and set(EVENTS) == set(EventReason)
 
 
 def test_every_reason_literal_the_reconciler_writes_is_explained() -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+from memcached_gitops.foundation.clocks import SYSTEM_CLOCK
 from memcached_gitops.foundation.product import NAME, version
 
 log = logging.getLogger("memcached_gitops.api")
@@ -39,6 +40,22 @@ class APIError(Exception):
     @property
     def reason(self) -> str:
         return (self.body or {}).get("reason", "") if isinstance(self.body, dict) else ""
+
+
+def is_not_found(exc: BaseException) -> bool:
+    """The object (or its resource) does not exist: 404, as apimachinery's ``errors.IsNotFound``."""
+    return isinstance(exc, APIError) and exc.status == 404
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """Someone else wrote first: 409 (a resourceVersion that moved on, or a name already taken on a
+    create: ``AlreadyExists``), as apimachinery's ``errors.IsConflict`` and ``IsAlreadyExists``."""
+    return isinstance(exc, APIError) and exc.status == 409
+
+
+def is_forbidden(exc: BaseException) -> bool:
+    """Not allowed (RBAC): 403, as apimachinery's ``errors.IsForbidden``."""
+    return isinstance(exc, APIError) and exc.status == 403
 
 
 class WatchSilent(Exception):
@@ -241,7 +258,7 @@ class KubeAPI:
                     line = bytes(buffer[start:end]).strip()
                     start = end + 1
                     if line:
-                        yield json.loads(line), time.monotonic()
+                        yield json.loads(line), SYSTEM_CLOCK.monotonic().seconds
                 del buffer[:start]
         finally:
             response.close()

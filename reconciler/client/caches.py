@@ -13,6 +13,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from memcached_gitops.foundation.identities import KIND
+
 from ..decisions.autoscalers import scale_target
 from ..decisions.selectors import has_kept_selector, selector_of, template_labels
 from ..decisions.vocabulary import AUTOSCALERS, COMPANIONS, DEPLOYMENTS, INSTANCE_LABEL, PODS, SELECTOR
@@ -29,7 +31,7 @@ def owner_name(obj: dict[str, Any]) -> str:
     else its own name."""
     meta = obj.get("metadata") or {}
     for ref in meta.get("ownerReferences") or []:
-        if ref.get("controller") and ref.get("kind") == "Memcached":
+        if ref.get("controller") and ref.get("kind") == KIND:
             controller: str = ref.get("name", "")
             return controller
     named: str = (meta.get("labels") or {}).get(INSTANCE_LABEL) or meta.get("name", "")
@@ -40,9 +42,9 @@ def watched_kinds(cr_kind: Kind) -> dict[str, Kind]:
     """What the controller watches: the CRs, their Deployments, Pods (metadata only) and companions by
     our label, and every HPA in scope (the users' objects, without our labels)."""
     return {
-        "Memcached": cr_kind,
-        "Deployment": Kind(DEPLOYMENTS.kind, *DEPLOYMENTS.gvr, SELECTOR, keep_managed_fields=True),
-        "Pod": Kind(PODS.kind, *PODS.gvr, SELECTOR, metadata_only=True),
+        KIND: cr_kind,
+        DEPLOYMENTS.kind: Kind(DEPLOYMENTS.kind, *DEPLOYMENTS.gvr, SELECTOR, keep_managed_fields=True),
+        PODS.kind: Kind(PODS.kind, *PODS.gvr, SELECTOR, metadata_only=True),
         AUTOSCALERS.kind: Kind(AUTOSCALERS.kind, *AUTOSCALERS.gvr),
         **{r.kind: Kind(r.kind, *r.gvr, SELECTOR, keep_managed_fields=True) for r in COMPANIONS},
     }
@@ -111,7 +113,7 @@ class Caches:
         return None
 
     def cr_keys(self) -> list[Key]:
-        return [k for informer in self.informers["Memcached"] for k in informer.store.keys()]
+        return [k for informer in self.informers[KIND] for k in informer.store.keys()]
 
     def count(self, kind: str) -> int:
         return sum(len(i.store) for i in self.informers[kind])
@@ -159,7 +161,7 @@ class Caches:
         """The cached Deployments of ``ns`` with a kept selector (the overlap report's neighbours)."""
         with self._kept_lock:
             names = sorted(self._kept.get(ns, ()))
-        return [d for d in (self.cached("Deployment", (ns, n)) for n in names) if d is not None]
+        return [d for d in (self.cached(DEPLOYMENTS.kind, (ns, n)) for n in names) if d is not None]
 
     def track_autoscaler(self, type_: str, obj: dict[str, Any], old: dict[str, Any] | None) -> list[Key]:
         """Index an HPA by the Deployment it scales; the Deployments whose replicas changed hands."""

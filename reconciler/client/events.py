@@ -46,7 +46,7 @@ class EventRecorder:
             "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": ns},
             "involvedObject": {"apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": name, "namespace": ns,
                                "uid": cr["metadata"].get("uid", "")},
-            "reason": reason, "message": bounded(message), "type": type_, "count": 1,
+            "reason": str(reason), "message": bounded(message), "type": type_, "count": 1,
             "firstTimestamp": now, "lastTimestamp": now, "source": {"component": NAME},
             "reportingComponent": NAME, "reportingInstance": NAME,
         }

@@ -32,12 +32,13 @@ import logging
 import random
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .api import APIError, KubeAPI, WatchDropped, WatchSilent, collection_path
+from memcached_gitops.foundation.clocks import monotonic_seconds
+
+from .api import APIError, KubeAPI, WatchDropped, WatchSilent, collection_path, is_not_found
 
 log = logging.getLogger("memcached_gitops.informer")
 
@@ -304,8 +305,10 @@ class Informer:
     def __init__(self, api: KubeAPI, kind: Kind, handler: Handler, *, namespace: str | None = None,
                  metrics: Any = None, watch_timeout: int = 300, heartbeat: float = 60.0, silence_grace: float = 10.0,
                  backoff_base: float = 0.2, backoff_cap: float = 30.0, page_size: int = 500,
-                 streaming_list: bool = True, keep: Callable[[dict[str, Any]], bool] | None = None) -> None:
+                 streaming_list: bool = True, keep: Callable[[dict[str, Any]], bool] | None = None,
+                 clock: Callable[[], float] = monotonic_seconds) -> None:
         self.api, self.kind, self.handler, self.namespace, self.metrics = api, kind, handler, namespace, metrics
+        self.clock = clock  # monotonic seconds: the arrival of a LIST's objects, and the loop's progress
         self.watch_timeout, self.silence_grace = watch_timeout, silence_grace
         #: the longest a live stream stays quiet: the heartbeat BOOKMARK, or the close at timeoutSeconds
         self.silence_limit = min(heartbeat, watch_timeout) + silence_grace
@@ -319,7 +322,7 @@ class Informer:
         self._failures = 0
         #: when the loop last made progress (an event, a BOOKMARK, a LIST, a reconnection): a loop that
         #: is alive moves it at least every silence_limit, since a quiet stream is dropped then
-        self.active_at = time.monotonic()
+        self.active_at = self.clock()
         #: beyond this without progress the loop is stuck (a handler that never returns, a read that
         #: never times out, a server that accepts connections and never answers), and only a restart
         #: helps: the liveness probe says so (``stalled``). A live loop moves active_at at least every
@@ -334,7 +337,7 @@ class Informer:
         return collection_path(self.kind.group, self.kind.version, self.kind.plural, self.namespace)
 
     def start(self) -> Informer:
-        self.started, self.active_at = True, time.monotonic()
+        self.started, self.active_at = True, self.clock()
         threading.Thread(target=self.run, daemon=True, name=f"informer-{self.kind.plural}").start()
         return self
 
@@ -344,9 +347,9 @@ class Informer:
             try:
                 if self.resource_version is None:
                     self._initial_state()
-                opened = time.monotonic()
+                opened = self.clock()
                 self._watch()
-                if time.monotonic() - opened < self.watch_timeout - 1:
+                if self.clock() - opened < self.watch_timeout - 1:
                     # a real server closes at timeoutSeconds (30, 33); earlier is a restart or a proxy
                     raise WatchDropped("the stream closed before timeoutSeconds")
                 self._failures = 0
@@ -377,7 +380,7 @@ class Informer:
         (``progress``): a watch gone silent, dropped or refused is what a stalled informer looks like,
         and reconnection attempts that keep failing must not hide it (/healthz then fails)."""
         if progress:
-            self.active_at = time.monotonic()
+            self.active_at = self.clock()
         if self.metrics is not None and not self.stop.is_set():
             self.metrics.watch_restarts.labels(self.kind.name, reason).inc()
 
@@ -431,18 +434,18 @@ class Informer:
                 fresh = self.api.request("GET", f"{collection_path(self.kind.group, self.kind.version, self.kind.plural, ns)}/{name}",
                                          accept=METADATA_WATCH if self.kind.metadata_only else None)
             except APIError as exc:
-                if exc.status != 404:
+                if not is_not_found(exc):
                     raise
                 continue
             more, _ = self.store.fill([slim(self.kind, fresh)])
             added += more
-        arrived = time.monotonic()
+        arrived = self.clock()
         for obj in added if emit else ():
             self._emit("ADDED", obj, None, arrived)
         return len(added)
 
     def _replace(self, items: list[dict[str, Any]], version: str | None) -> None:
-        arrived = time.monotonic()
+        arrived = self.clock()
         for type_, obj, old in self.store.replace(items):
             self._emit(type_, obj, old, arrived)
         self.resource_version = version
@@ -497,7 +500,7 @@ class Informer:
         (kopf#787 and #957: watches that stall silently until a restart)."""
         if not self.started or self.stop.is_set() or self.error:
             return None  # an informer that gave up logged why; a restart would not change the server's answer
-        quiet = (time.monotonic() if now is None else now) - self.active_at
+        quiet = (self.clock() if now is None else now) - self.active_at
         if quiet <= self.stall_limit:
             return None
         return f"{self.kind.plural} informer: no event, LIST or reconnection for {quiet:.0f}s (limit {self.stall_limit:.0f}s)"
@@ -507,7 +510,7 @@ class Informer:
         kind a real kube-apiserver may send no BOOKMARK for minutes (the kit's v1.36.2 did not within
         70 s), so the watch goes silent and is reopened: each answered reopening is the server alive.
         An attempt it never answers (a stopped process, a dead proxy) is not."""
-        self.active_at = time.monotonic()
+        self.active_at = self.clock()
 
     def _watch(self) -> None:
         for event, arrived in self._events():

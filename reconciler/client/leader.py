@@ -23,12 +23,13 @@ import datetime as dt
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
-from ..decisions.vocabulary import LEASES
-from .api import APIError, KubeAPI, collection_path, object_path
+from memcached_gitops.foundation.clocks import monotonic_seconds
+from memcached_gitops.foundation.identities import LEADER_LEASE, LEASES
+
+from .api import APIError, KubeAPI, collection_path, is_conflict, is_not_found, object_path
 
 log = logging.getLogger("memcached_gitops.leader")
 
@@ -42,9 +43,9 @@ def parse_micro_time(text: str) -> dt.datetime:
 
 
 class LeaderElector:
-    def __init__(self, api: KubeAPI, namespace: str, identity: str, name: str = "memcached-gitops-leader",
+    def __init__(self, api: KubeAPI, namespace: str, identity: str, name: str = LEADER_LEASE,
                  duration: int = 15, clock: Any = None, renew_deadline: float = 10.0, retry_period: float = 2.0,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = monotonic_seconds) -> None:
         self.api, self.namespace, self.identity, self.name, self.duration = api, namespace, identity, name, duration
         self.renew_deadline, self.retry_period = renew_deadline, retry_period
         self.clock = clock or (lambda: dt.datetime.now(dt.UTC))  # wall time, for the Lease's MicroTimes
@@ -107,7 +108,7 @@ class LeaderElector:
         try:
             lease = self.api.request("GET", self.path)
         except APIError as exc:
-            if exc.status != 404:
+            if not is_not_found(exc):
                 log.warning("cannot read the Lease: %s", exc)
                 return False
             return self._create(now)
@@ -131,7 +132,7 @@ class LeaderElector:
             self.holder = self.identity
             return True
         except APIError as exc:
-            if exc.status == 409:  # another candidate wrote first
+            if is_conflict(exc):  # another candidate wrote first
                 self.lease = None
                 return False
             raise
@@ -144,7 +145,7 @@ class LeaderElector:
             self.lease = self.api.request("PUT", self.path, body=body, verb="update")
             return True
         except APIError as exc:
-            if exc.status != 409:
+            if not is_conflict(exc):
                 raise
             self.lease = None
             return False
@@ -159,7 +160,7 @@ class LeaderElector:
             self.holder = self.identity
             return True
         except APIError as exc:
-            if exc.status == 409:
+            if is_conflict(exc):
                 return False
             raise
 

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+
+from memcached_gitops.foundation.clocks import monotonic_seconds
 
 from .api import KubeAPI
 
@@ -117,7 +118,7 @@ class AccessReviews:
 
     def __init__(self, api: KubeAPI, *, authn_ttl: float = 60.0, allow_ttl: float = 300.0, deny_ttl: float = 30.0,
                  max_entries: int = 1024, review_rate: float = 5.0, review_burst: float = 20.0,
-                 known_ttl: float = 3600.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 known_ttl: float = 3600.0, clock: Callable[[], float] = monotonic_seconds) -> None:
         self.api = api
         self.new_tokens = TokenBucket(review_rate, review_burst, clock)
         self.known_tokens = TokenBucket(review_rate, review_burst, clock)

@@ -48,18 +48,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from memcached_gitops.foundation.clocks import monotonic_seconds
+from memcached_gitops.foundation.identities import LEASES, RING_LABEL, VIEW_ANNOTATION
+from memcached_gitops.foundation.identities import SHARD_LEASE_PREFIX as LEASE_PREFIX
 from memcached_gitops.foundation.product import NAME
 
-from ..decisions.vocabulary import LEASES
-from .api import APIError, KubeAPI, collection_path, object_path
+from .api import APIError, KubeAPI, collection_path, is_conflict, is_not_found, object_path
 from .leader import micro_time
 
 log = logging.getLogger("memcached_gitops.shards")
 
-RING_LABEL = "cache.example.com/shard-ring"
-VIEW_ANNOTATION = "cache.example.com/shard-view"
 DEFAULT_RING = NAME
-LEASE_PREFIX = "memcached-gitops-shard-"
 
 Key = tuple[str, str]
 
@@ -107,7 +106,7 @@ class ShardRing:
     """This replica's membership, its view of the ring, and the gate on its writes."""
 
     def __init__(self, api: KubeAPI, namespace: str, identity: str, ring: str = DEFAULT_RING, duration: int = 15,
-                 renew_deadline: float = 10.0, retry_period: float = 2.0, monotonic: Callable[[], float] = time.monotonic,
+                 renew_deadline: float = 10.0, retry_period: float = 2.0, monotonic: Callable[[], float] = monotonic_seconds,
                  clock: Callable[[], dt.datetime] | None = None) -> None:
         if renew_deadline >= duration:
             raise ValueError(f"renew deadline {renew_deadline}s is not below the lease duration {duration}s: "
@@ -311,7 +310,7 @@ class ShardRing:
             try:
                 fresh = self.api.request("GET", path)
             except APIError as exc:
-                if exc.status == 404:
+                if is_not_found(exc):
                     self.on_lease("DELETED", {"metadata": {"name": name}})
                 else:
                     log.warning("cannot confirm shard Lease %s: %s", name, exc)
@@ -326,10 +325,10 @@ class ShardRing:
             try:
                 self.api.request("DELETE", path, body={"preconditions": {"resourceVersion": fresh["metadata"]["resourceVersion"]}})
             except APIError as exc:
-                if exc.status not in (404, 409):
+                if not (is_not_found(exc) or is_conflict(exc)):
                     log.warning("cannot delete the expired shard Lease %s: %s", name, exc)
                     continue
-                if exc.status == 409:
+                if is_conflict(exc):
                     continue  # it renewed between the GET and the DELETE
             self.on_lease("DELETED", {"metadata": {"name": name}})
 
@@ -364,7 +363,7 @@ class ShardRing:
                 lease = self._create(body)
         except APIError as exc:
             self.last_error = exc
-            if exc.status in (404, 409):  # deleted as expired, or written by someone else: start again
+            if is_not_found(exc) or is_conflict(exc):  # deleted as expired, or written by someone else: start again
                 log.warning("shard Lease %s: %s; joining again", self.name, exc)
                 self._lease, self._lapsed = None, True
                 self._renewed_at = None
@@ -383,7 +382,7 @@ class ShardRing:
                                                        verb="create")
             return created
         except APIError as exc:
-            if exc.status != 409:
+            if not is_conflict(exc):
                 raise
         # a Lease of this name from an earlier process: a new incarnation takes it over
         path = object_path(*LEASES.gvr, self.namespace, self.name)

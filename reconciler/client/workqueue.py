@@ -26,11 +26,12 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
+
+from memcached_gitops.foundation.clocks import monotonic_seconds
 
 #: the type of a queue's keys (the controller's: namespace and name)
 K = TypeVar("K", bound=Hashable)
@@ -62,7 +63,7 @@ class TokenBucket:
 
     rate: float = 10.0
     burst: int = 100
-    clock: Callable[[], float] = time.monotonic
+    clock: Callable[[], float] = monotonic_seconds
     tokens: float | None = None
     last: float = 0.0
 
@@ -90,7 +91,7 @@ class QueueObserver(Protocol[K_contra]):
 
 class WorkQueue(Generic[K]):
     def __init__(self, backoff: ExponentialBackoff[K] | None = None, bucket: TokenBucket | None = None,
-                 clock: Callable[[], float] = time.monotonic, delay_thread: bool = True,
+                 clock: Callable[[], float] = monotonic_seconds, delay_thread: bool = True,
                  observer: QueueObserver[K] | None = None) -> None:
         self.backoff: ExponentialBackoff[K] = backoff or ExponentialBackoff()
         self.bucket = bucket or TokenBucket(clock=clock)

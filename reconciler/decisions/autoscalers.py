@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from memcached_gitops.foundation.identities import DEPLOYMENTS
+
 from .managedfields import owners_of
 
 REPLICAS = (("f", "spec"), ("f", "replicas"))
@@ -26,7 +28,7 @@ def scale_target(hpa: dict[str, Any]) -> tuple[str, str] | None:
     """The (namespace, name) of the Deployment an HPA scales, or None when it scales something else."""
     ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
     # an apiVersion without a group ("v1", or "apps" alone) is the core group's, as the HPA controller parses it
-    if ref.get("kind") != "Deployment" or not str(ref.get("apiVersion")).startswith("apps/") or not ref.get("name"):
+    if ref.get("kind") != DEPLOYMENTS.kind or not str(ref.get("apiVersion")).startswith("apps/") or not ref.get("name"):
         return None
     return hpa["metadata"]["namespace"], str(ref["name"])
 

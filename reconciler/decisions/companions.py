@@ -21,15 +21,15 @@ import copy
 import enum
 from typing import Any, NamedTuple
 
+from memcached_gitops.foundation.identities import owner_reference
 from memcached_gitops.render import INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL
+from memcached_gitops.render.companions import BY_KIND
 
-from .drift import BUDGET_RULES, SERVICE_RULES, Drift, ListRules, compare
+from .drift import Drift, compare
 from .ignore import Ignored
 from .ownership import controller_of
 from .plan import ignoring
-from .vocabulary import BUDGETS, COMPANIONS, FIELD_MANAGER, SERVICES, Resource
-
-RULES: dict[str, ListRules] = {SERVICES.kind: SERVICE_RULES, BUDGETS.kind: BUDGET_RULES}
+from .vocabulary import COMPANIONS, FIELD_MANAGER, Resource
 
 
 class Move(enum.Enum):
@@ -59,9 +59,7 @@ class Step(NamedTuple):
 def with_owner(obj: dict[str, Any], cr: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``obj`` whose controller is the Memcached ``cr`` (what the reconciler applies)."""
     owned = copy.deepcopy(obj)
-    meta = cr["metadata"]
-    owned["metadata"]["ownerReferences"] = [{"apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": meta["name"],
-                                             "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}]
+    owned["metadata"]["ownerReferences"] = [owner_reference(cr)]
     return owned
 
 
@@ -73,16 +71,19 @@ def selecting(obj: dict[str, Any], selector: dict[str, Any] | None) -> dict[str,
     write no Service or budget whose selector lacks that label: a selector kept alone (seed 000's
     ``app.kubernetes.io/name: project``) would take in every other Memcached of the namespace, and
     a budget on it would hold their Pods too. A kept selector that sets the instance label itself
-    keeps its value (the Pods carry it). A Service selects by labels only: the matchLabels."""
+    keeps its value (the Pods carry it). A kind that selects by a plain label map (a Service) gets the
+    matchLabels; one with a LabelSelector, all of it (render/companions.py says which, and where)."""
     if not selector:
         return obj
     out = copy.deepcopy(obj)
     narrowed = copy.deepcopy(selector)
     narrowed["matchLabels"] = {INSTANCE_LABEL: obj["metadata"]["labels"][INSTANCE_LABEL], **(selector.get("matchLabels") or {})}
-    if obj["kind"] == SERVICES.kind:
-        out["spec"]["selector"] = narrowed["matchLabels"]
-    else:
-        out["spec"]["selector"] = narrowed
+    companion = BY_KIND[obj["kind"]]
+    *parents, last = companion.selector_path
+    holder = out
+    for step in parents:
+        holder = holder[step]
+    holder[last] = narrowed if companion.label_selector else narrowed["matchLabels"]
     return out
 
 
@@ -117,14 +118,14 @@ def steps(cr: dict[str, Any], desired: list[dict[str, Any]], live: dict[tuple[st
             continue
         moved = relation(current, cr)
         if moved is Move.FOREIGN:
-            out.append(Step(resources[kind], name, moved, current, tuple(compare(obj, current, RULES[kind]))))
+            out.append(Step(resources[kind], name, moved, current, tuple(compare(obj, current, BY_KIND[kind].rules))))
             continue
         pointers = (ignored or {}).get(kind, ())
         if moved is Move.OBSERVE and not adopt:
-            seen = ignoring(obj, current, field_manager, pointers, RULES[kind])
+            seen = ignoring(obj, current, field_manager, pointers, BY_KIND[kind].rules)
             out.append(Step(resources[kind], name, moved, current, tuple(seen.drift), tuple(seen.ignored)))
             continue
-        planned = ignoring(body, current, field_manager, pointers, RULES[kind])
+        planned = ignoring(body, current, field_manager, pointers, BY_KIND[kind].rules)
         move = Move.CORRECT if planned.drift else Move.KEEP
         out.append(Step(resources[kind], name, move, planned.desired if planned.drift else current, tuple(planned.drift),
                         tuple(planned.ignored)))

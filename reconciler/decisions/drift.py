@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from memcached_gitops.foundation.excerpt import quote_value
+from memcached_gitops.schemas.list_rules import ListRules
 
 from .managedfields import owners_of
 
@@ -37,23 +38,7 @@ ATOMIC = {("spec", "selector"), ("metadata", "ownerReferences", "item"), ("spec"
 PathStep = tuple[str, Any]  # ("f", name) | ("k", ((key, value), ...))
 
 
-class ListRules(NamedTuple):
-    """A kind's list and struct semantics, as compare() needs them."""
-
-    merge_keys: dict[tuple[str, ...], tuple[str, ...]]
-    exclusive: frozenset[tuple[str, ...]]
-    atomic: frozenset[tuple[str, ...]]
-
-
 DEPLOYMENT_RULES = ListRules(MERGE_KEYS, frozenset(EXCLUSIVE_LISTS), frozenset(ATOMIC))
-_OWNERS: dict[tuple[str, ...], tuple[str, ...]] = {("metadata", "ownerReferences"): ("uid",)}
-#: A Service's ports are a map keyed by port and protocol; its selector is an atomic map
-#: (+mapType=atomic: transcript 42 shows one key changed by a person moving the whole ``f:selector``
-#: to them, and our apply taking it back whole). core/v1 API reference.
-SERVICE_RULES = ListRules({**_OWNERS, ("spec", "ports"): ("port", "protocol")}, frozenset(),
-                          frozenset({("spec", "selector"), ("metadata", "ownerReferences", "item")}))
-#: A PodDisruptionBudget's selector is a LabelSelector (+structType=atomic). policy/v1 API reference.
-BUDGET_RULES = ListRules(dict(_OWNERS), frozenset(), frozenset({("spec", "selector"), ("metadata", "ownerReferences", "item")}))
 
 
 class Drift(NamedTuple):

@@ -37,11 +37,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from memcached_gitops.foundation.excerpt import quote_value
+from memcached_gitops.foundation.identities import IGNORE_PATHS_ANNOTATION
+from memcached_gitops.render.companions import COMPANIONS as COMPANION_KINDS
 
 from .managedfields import owners_of
 from .vocabulary import COMPANIONS, DEPLOYMENTS
 
-ANNOTATION = "cache.example.com/ignore-paths"
+#: The annotation this module reads (foundation/identities.py).
+ANNOTATION = IGNORE_PATHS_ANNOTATION
 #: The kinds a pointer may name: the objects a Memcached owns. A bare pointer names the first.
 KINDS = (DEPLOYMENTS.kind, *(r.kind for r in COMPANIONS))
 #: What no pointer may name, in any kind: the object's identity, and the maps that hold it.
@@ -51,7 +54,8 @@ IDENTITY = (("apiVersion",), ("kind",), ("metadata",), ("metadata", "name"), ("m
 #: the Pods its name resolves to, the cache's servers; the budget's picks the Pods whose evictions it
 #: limits. Left to someone else, each could serve or guard another CR's Pods, or nobody's.
 PROTECTED: dict[str, tuple[tuple[str, ...], ...]] = {
-    kind: (("metadata", "ownerReferences"), ("spec", "selector")) for kind in KINDS}
+    DEPLOYMENTS.kind: (("metadata", "ownerReferences"), ("spec", "selector")),
+    **{c.resource.kind: (("metadata", "ownerReferences"), c.selector_path) for c in COMPANION_KINDS}}
 _ESCAPE = re.compile(r"~(?![01])")
 
 Pointer = tuple[str, ...]

@@ -13,8 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from memcached_gitops.schemas.list_rules import ListRules
+
 from .autoscalers import hand_off_replicas
-from .drift import DEPLOYMENT_RULES, Drift, ListRules, compare
+from .drift import DEPLOYMENT_RULES, Drift, compare
 from .ignore import Pointer, follow
 from .selectors import keep_live_selector
 

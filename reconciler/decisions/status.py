@@ -21,18 +21,9 @@ from typing import Any
 
 from memcached_gitops.foundation.excerpt import excerpt
 
+from .reasons import Reason
+
 CONDITION_TYPES = ("Available", "Progressing", "Degraded", "Ready")
-#: Degraded=False reason of a CR whose Deployment Argo CD (or another tool) applied: see ownership.py.
-GITOPS_APPLIED = "GitOpsApplied"
-#: Degraded=False reason of a CR whose Deployment another controller created for it (the seeds' Go
-#: operators) and that ``--adopt`` has not taken over yet: see ownership.py.
-NOT_ADOPTED = "NotAdopted"
-#: Degraded=False reason of a CR whose Deployment's (kept) selector shares Pods with another's: selectors.py.
-SELECTOR_OVERLAP = "SelectorOverlap"
-#: Ready=False reason, the only condition, of a CR a person paused (cache.example.com/reconcile: disabled).
-RECONCILE_DISABLED = "ReconcileDisabled"
-#: The Deployment controller's Progressing=False reason once progressDeadlineSeconds has passed (35).
-PROGRESS_DEADLINE_EXCEEDED = "ProgressDeadlineExceeded"
 
 
 @dataclass(frozen=True)
@@ -56,7 +47,7 @@ class Observation:
 
 def _condition(ctype: str, status: bool, reason: str, message: str, generation: int) -> dict[str, Any]:
     return {"type": ctype, "status": "True" if status else "False", "observedGeneration": generation,
-            "reason": reason, "message": message[:32768]}
+            "reason": str(reason), "message": message[:32768]}  # a Reason as its plain word
 
 
 def one_line_excerpt(text: str) -> str:
@@ -90,10 +81,10 @@ def deployment_verdict(deployment: dict[str, Any]) -> DeploymentVerdict:
     progressing = conditions.get("Progressing") or {}
     failure = conditions.get("ReplicaFailure") or {}
     reason, message = "", ""
-    if progressing.get("status") == "False" and progressing.get("reason") == PROGRESS_DEADLINE_EXCEEDED:
-        reason, message = PROGRESS_DEADLINE_EXCEEDED, progressing.get("message") or ""
+    if progressing.get("status") == "False" and progressing.get("reason") == Reason.PROGRESS_DEADLINE_EXCEEDED:
+        reason, message = Reason.PROGRESS_DEADLINE_EXCEEDED, progressing.get("message") or ""
     elif failure.get("status") == "True":
-        reason, message = failure.get("reason") or "ReplicaFailure", failure.get("message") or ""
+        reason, message = failure.get("reason") or Reason.REPLICA_FAILURE, failure.get("message") or ""
     return DeploymentVerdict(generation, True, status.get("availableReplicas", 0), status.get("updatedReplicas", 0),
                              status.get("replicas", 0), reason, one_line_excerpt(message) if reason else "")
 
@@ -117,38 +108,39 @@ def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
     reads it first)."""
     g = obs.generation
     if obs.paused:  # the conditions replaced by one, as Flux shows a suspended object: nothing here is current
-        return [_condition("Ready", False, RECONCILE_DISABLED, obs.paused, g)]
+        return [_condition("Ready", False, Reason.RECONCILE_DISABLED, obs.paused, g)]
     dep = obs.deployment or {}
     verdict = deployment_verdict(dep) if dep else None
     own_failure = bool(obs.degraded_reason)
-    if obs.degraded_reason in ("ResourceNotOwned", "InvalidSpec") or verdict is None:
+    prog_reason: str  # a Reason, or the Deployment controller's own (ProgressDeadlineExceeded)
+    if obs.degraded_reason in (Reason.RESOURCE_NOT_OWNED, Reason.INVALID_SPEC) or verdict is None:
         available = False
-        avail_reason = obs.degraded_reason or "DeploymentMissing"
+        avail_reason = obs.degraded_reason or Reason.DEPLOYMENT_MISSING
         avail_message = obs.degraded_message or "the Deployment does not exist yet"
     else:
         available = verdict.observed and verdict.available_replicas >= obs.size
-        avail_reason = "MinimumReplicasAvailable" if available else "DeploymentUnavailable"
+        avail_reason = Reason.MINIMUM_REPLICAS_AVAILABLE if available else Reason.DEPLOYMENT_UNAVAILABLE
         avail_message = f"{verdict.available_replicas} of {obs.size} replicas available" if verdict.observed else (
             f"waiting for the Deployment controller to observe generation {verdict.generation}")
         if obs.autoscaler:
             avail_message += f"; replicas follow HorizontalPodAutoscaler {obs.autoscaler}, not spec.size"
     failure = (verdict.failure_reason, verdict.failure_message) if verdict and verdict.failure_reason and not own_failure else None
     if own_failure or verdict is None:
-        progressing, prog_reason, prog_message = False, "NotProgressing", "no rollout under way"
+        progressing, prog_reason, prog_message = False, Reason.NOT_PROGRESSING, "no rollout under way"
     elif not verdict.observed:
-        progressing, prog_reason = True, "RollingOut"
+        progressing, prog_reason = True, Reason.ROLLING_OUT
         prog_message = f"waiting for the Deployment controller to observe generation {verdict.generation}"
-    elif failure and failure[0] == PROGRESS_DEADLINE_EXCEEDED:
+    elif failure and failure[0] == Reason.PROGRESS_DEADLINE_EXCEEDED:
         progressing, (prog_reason, prog_message) = False, failure
     elif not (available and rolled_out(verdict, obs.size)):
-        progressing, prog_reason, prog_message = True, "RollingOut", f"waiting for {obs.size} available replicas"
+        progressing, prog_reason, prog_message = True, Reason.ROLLING_OUT, f"waiting for {obs.size} available replicas"
     else:
         done = "the rollout is complete" if obs.applied_by else "the Deployment matches the CR"  # drift is not ours to fix
-        progressing, prog_reason, prog_message = False, "ReconcileComplete", done
+        progressing, prog_reason, prog_message = False, Reason.RECONCILE_COMPLETE, done
     degraded = (obs.degraded_reason, obs.degraded_message) if own_failure else failure or _not_degraded(obs)
     stalled = own_failure or failure is not None
     ready = available and not progressing and not stalled
-    why = ("Ready", "the cache is available at its desired replicas") if ready else (
+    why = (Reason.READY, "the cache is available at its desired replicas") if ready else (
         degraded if stalled else (avail_reason, avail_message) if not available else (prog_reason, prog_message))
     conditions = [
         _condition("Available", available, avail_reason, avail_message, g),
@@ -158,7 +150,7 @@ def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
         _condition("Ready", ready, *why, g),
     ]
     if not stalled and (progressing or not available):
-        conditions.append(_condition("Reconciling", True, "Progressing", conditions[0]["message"], g))
+        conditions.append(_condition("Reconciling", True, Reason.PROGRESSING, conditions[0]["message"], g))
     if stalled:
         conditions.append(_condition("Stalled", True, *degraded, g))
     return conditions
@@ -172,15 +164,15 @@ def _not_degraded(obs: Observation) -> tuple[str, str]:
                    f"({obs.inherited_selector}): observed, never written; reconcile --adopt takes it over in place, "
                    "keeping that selector")
         if obs.overlap:  # said before any take-over: the selector it would keep takes in another owner's Pods
-            return SELECTOR_OVERLAP, f"{obs.overlap}; {message}{note}"
-        return NOT_ADOPTED, message + note
+            return Reason.SELECTOR_OVERLAP, f"{obs.overlap}; {message}{note}"
+        return Reason.NOT_ADOPTED, message + note
     if obs.applied_by:
         message = (f"the Deployment is applied by {obs.applied_by} (no controller ownerReference): observed, "
                    "never written; reconcile --adopt takes it over")
-        return GITOPS_APPLIED, message + note
+        return Reason.GITOPS_APPLIED, message + note
     if obs.overlap:
-        return SELECTOR_OVERLAP, obs.overlap
-    return "AsExpected", "the reconciler can manage this Memcached"
+        return Reason.SELECTOR_OVERLAP, obs.overlap
+    return Reason.AS_EXPECTED, "the reconciler can manage this Memcached"
 
 
 def with_transition_times(conditions: list[dict[str, Any]], previous: list[dict[str, Any]], now: str) -> list[dict[str, Any]]:
@@ -195,7 +187,7 @@ def with_transition_times(conditions: list[dict[str, Any]], previous: list[dict[
 
 
 #: Degraded=False reasons that say more than "Available" when nothing is failing or rolling out.
-_TELLING = {GITOPS_APPLIED, NOT_ADOPTED, SELECTOR_OVERLAP}
+_TELLING = {Reason.GITOPS_APPLIED, Reason.NOT_ADOPTED, Reason.SELECTOR_OVERLAP}
 
 
 def status_reason(conditions: list[dict[str, Any]]) -> str:
@@ -209,7 +201,7 @@ def status_reason(conditions: list[dict[str, Any]]) -> str:
     if degraded["status"] == "True":
         return _reason(degraded)
     if progressing["status"] == "True":
-        return "Progressing"
+        return str(Reason.PROGRESSING)
     if degraded["reason"] in _TELLING:
         return _reason(degraded)
     return "Available" if available["status"] == "True" else _reason(available)

@@ -1,51 +1,39 @@
 """The reconciler's words, each in one place: the labels it selects by, and what it did to a CR.
 
-The label names are the renderer's (render/deployment.py), since every Deployment the reconciler
-reads was rendered; the actions are what a cycle reports per CR, and the groups of them the loop,
-the controller and the metrics count by. ``Action`` is a StrEnum: it logs, labels metrics and
+The resources, annotation and label names are foundation/identities.py's, shared with the
+renderer (every Deployment the reconciler reads was rendered) and named here for the reconciler's
+modules; the actions are what a cycle reports per CR, and the groups of them the loop, the
+controller and the metrics count by. ``Action`` is a StrEnum: it logs, labels metrics and
 compares as its plain word.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import NamedTuple
 
+from memcached_gitops.foundation.identities import (
+    AUTOSCALERS,
+    BUDGETS,
+    DEPLOYMENTS,
+    EVENTS,
+    IGNORE_PATHS_ANNOTATION,
+    INSTANCE_LABEL,
+    LEASES,
+    MANAGED_BY_LABEL,
+    PODS,
+    RECONCILE_ANNOTATION,
+    REQUESTED_AT_ANNOTATION,
+    SERVICES,
+    Resource,
+)
 from memcached_gitops.foundation.product import NAME
-from memcached_gitops.render import INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL
+from memcached_gitops.render import MANAGED_BY
+from memcached_gitops.render.companions import COMPANIONS as COMPANION_KINDS
 
 #: Every Deployment and Pod the reconciler reads carries it (render/deployment.py labels_for).
 SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
-
-
-class Resource(NamedTuple):
-    """A resource's identity, said once: its group, version and plural (the GVR of its paths) and its kind."""
-
-    group: str
-    version: str
-    plural: str
-    kind: str
-
-    @property
-    def gvr(self) -> tuple[str, str, str]:
-        """(group, version, plural): the first arguments of ``api.object_path`` and ``collection_path``."""
-        return self.group, self.version, self.plural
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-
-DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment")
-PODS = Resource("", "v1", "pods", "Pod")
-EVENTS = Resource("", "v1", "events", "Event")
-LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
-#: the HPAs in scope: which one scales a CR's Deployment (autoscalers.py)
-AUTOSCALERS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")
-#: what render/companions.py renders beside the Deployment, applied and corrected like it (companions.py)
-SERVICES = Resource("", "v1", "services", "Service")
-BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")
-COMPANIONS = (SERVICES, BUDGETS)
+#: The resources rendered beside the Deployment, owned, watched and corrected like it (render/companions.py).
+COMPANIONS = tuple(c.resource for c in COMPANION_KINDS)
 
 #: The field manager of our applies and status writes (``--field-manager`` changes it).
 FIELD_MANAGER = NAME
@@ -57,6 +45,16 @@ MESSAGE_LIMIT = 1024
 def bounded(message: str) -> str:
     """A message at most ``MESSAGE_LIMIT`` characters long, for a condition and the Event that tells it."""
     return message[:MESSAGE_LIMIT]
+
+
+#: The longest list of drift or ignored fields that one log line (and the summary an Event takes
+#: from it) carries: a CR whose every field drifted logs a line, not a page.
+LOG_LIMIT = 2048
+
+
+def for_log(text: str) -> str:
+    """``text`` cut at ``LOG_LIMIT`` characters, for one log line."""
+    return text[:LOG_LIMIT]
 
 
 class Action(StrEnum):
@@ -74,15 +72,8 @@ class Action(StrEnum):
     SUSPENDED = "suspended"  # cache.example.com/reconcile: disabled on the CR: nothing written for it but a status that says so
 
 
-#: A person's say on one CR, as Flux's ``kustomize.toolkit.fluxcd.io/reconcile: disabled``:
-#: ``disabled`` (nothing written for it but one status condition saying so), ``detect-only`` (drift reported, never
-#: corrected, as --detect-only for the whole process), ``enabled`` (the default).
-RECONCILE_ANNOTATION = "cache.example.com/reconcile"
+#: The values of ``RECONCILE_ANNOTATION`` (foundation/identities.py).
 RECONCILE_MODES = ("enabled", "detect-only", "disabled")
-#: Reconcile now, as Flux's ``reconcile.fluxcd.io/requestedAt``: any new value (a time, a token) is a
-#: request; the next reconcile of the CR, in either mode, writes it to ``status.lastHandledReconcileAt``,
-#: so ``kubectl wait --for=jsonpath='{.status.lastHandledReconcileAt}'=VALUE`` follows it.
-REQUESTED_AT_ANNOTATION = "cache.example.com/requestedAt"
 #: The longest value handled (the CRD's maxLength of status.lastHandledReconcileAt).
 REQUESTED_AT_LIMIT = 256
 
@@ -91,6 +82,6 @@ WRITES = frozenset({Action.CREATED, Action.CORRECTED, Action.ADOPTED})
 #: The actions that leave the CR unserved: the cycle's exit status and the error metric count them.
 FAILURES = frozenset({Action.FAILED, Action.INVALID, Action.NOT_OWNED})
 
-__all__ = ["AUTOSCALERS", "DEPLOYMENTS", "EVENTS", "FAILURES", "FIELD_MANAGER", "INSTANCE_LABEL", "LEASES", "MANAGED_BY_LABEL",
-           "MESSAGE_LIMIT", "PODS", "RECONCILE_ANNOTATION", "RECONCILE_MODES", "REQUESTED_AT_ANNOTATION", "REQUESTED_AT_LIMIT",
-           "SELECTOR", "WRITES", "Action", "Resource", "bounded"]
+__all__ = ["AUTOSCALERS", "BUDGETS", "COMPANIONS", "DEPLOYMENTS", "EVENTS", "FAILURES", "FIELD_MANAGER", "IGNORE_PATHS_ANNOTATION",
+           "INSTANCE_LABEL", "LEASES", "LOG_LIMIT", "MANAGED_BY_LABEL", "MESSAGE_LIMIT", "PODS", "RECONCILE_ANNOTATION", "RECONCILE_MODES",
+           "REQUESTED_AT_ANNOTATION", "REQUESTED_AT_LIMIT", "SELECTOR", "SERVICES", "WRITES", "Action", "Resource", "bounded", "for_log"]

@@ -26,20 +26,21 @@ from __future__ import annotations
 import gc
 import logging
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from memcached_gitops.foundation.clocks import SYSTEM_CLOCK, Clock
+from memcached_gitops.foundation.clocks import SYSTEM_CLOCK, Clock, Monotonic
+from memcached_gitops.foundation.identities import AUTOSCALERS, DEPLOYMENTS, KIND, LEASES, PODS, RING_LABEL
 
 from ..client.api import APIError, KubeAPI, RetryPolicy
 from ..client.caches import COMPANION_KINDS, Caches, Key, owner_name, watched_kinds
 from ..client.informer import Kind, key_of
 from ..client.leader import LeaderElector
-from ..client.shards import RING_LABEL, ShardRing
+from ..client.shards import ShardRing
 from ..client.workqueue import WorkQueue
 from ..decisions.fights import Correction, FightDetector
-from ..decisions.vocabulary import LEASES, Action
+from ..decisions.reasons import EventReason, Reason
+from ..decisions.vocabulary import Action
 from .cycle import CROutcome, Reconciler
 from .metrics import Metrics
 from .share import Share, cache_filters
@@ -78,7 +79,7 @@ class Controller:
         self.elector = elector
         self.settings = s = settings or Settings()
         self.fights = fights or FightDetector()
-        self.clock = clock  # the fights' deadlines and the work timings: one monotonic clock
+        self.clock = clock  # the fights' deadlines, the work timings and the run loop's waits: one monotonic clock
         self.stop = reconciler.stop
         self.queue: WorkQueue[Key] = WorkQueue(observer=self.metrics.workqueue)  # CR keys: namespace and name
         self.metrics.workers(s.workers, lambda: len(self.queue))
@@ -87,15 +88,15 @@ class Controller:
         crd = reconciler.crd
         informer_settings = {"metrics": self.metrics, "watch_timeout": s.watch_timeout, "heartbeat": s.heartbeat,
                              "silence_grace": s.silence_grace, "streaming_list": s.streaming_list}
-        self.caches = Caches(self.api, watched_kinds(Kind("Memcached", crd.group, reconciler.version, crd.plural)), self.on_event,
+        self.caches = Caches(self.api, watched_kinds(Kind(KIND, crd.group, reconciler.version, crd.plural)), self.on_event,
                              reconciler.options.namespaces or (None,), keep=cache_filters(shards) if shards else None,
                              **informer_settings)
         self.informers, self.kinds = self.caches.informers, self.caches.kinds
         self.share: Share | None = None
         if shards is not None:
-            self.share = share = Share(shards, self.caches, self.queue, self.stop)
+            self.share = share = Share(shards, self.caches, self.queue, self.stop, self.clock)
             lease = Kind(LEASES.kind, *LEASES.gvr, f"{RING_LABEL}={shards.ring}")
-            self.caches.watch("Lease", lease, shards.namespace)
+            self.caches.watch(LEASES.kind, lease, shards.namespace)
             self.leading.set()  # every member leads its own share; the ring gates each CR
             self.api.may_write = shards.may_write
             shards.on_agreed = share.on_agreed
@@ -122,29 +123,29 @@ class Controller:
 
     def served_crs(self) -> list[dict[str, Any]]:
         """The cached CRs this replica serves (their conditions, at a scrape)."""
-        return [cr for cr in (self.caches.cached("Memcached", key) for key in self.owned_keys()) if cr is not None]
+        return [cr for cr in (self.caches.cached(KIND, key) for key in self.owned_keys()) if cr is not None]
 
     # ---- events
     def on_event(self, kind: str, type_: str, obj: dict[str, Any], old: dict[str, Any] | None, arrived: float) -> None:
         """Route an informer's event to the key of the CR it concerns, on the work queue."""
         meta = obj.get("metadata") or {}
         ns = meta.get("namespace", "")
-        if kind == "Memcached":
+        if kind == KIND:
             key = (ns, meta.get("name", ""))
             if type_ == "DELETED":
                 self.fights.forget(key)  # the garbage collector removes its Deployment (transcript 36)
                 return
             self.queue.add(key, arrived)
-        elif kind == "Deployment":
+        elif kind == DEPLOYMENTS.kind:
             self.queue.add((ns, owner_name(obj)), arrived)
             for peer in self.caches.kept_peers(type_, obj, old):
                 self.queue.add((ns, peer), arrived)
         elif kind in COMPANION_KINDS:  # a Service or budget changed or went: its CR puts it back
             self.queue.add((ns, owner_name(obj)), arrived)
-        elif kind == "Lease":
+        elif kind == LEASES.kind:
             if self.shards is not None:
                 self.shards.on_lease(type_, obj)
-        elif kind == "HorizontalPodAutoscaler":
+        elif kind == AUTOSCALERS.kind:
             for target in self.caches.track_autoscaler(type_, obj, old):
                 self.queue.add(target, arrived)
         else:
@@ -193,10 +194,10 @@ class Controller:
     def reconcile(self, key: Key, arrived: float) -> CROutcome | None:
         """One CR from the cache (no GET); its writes' answers go back into the cache."""
         caches = self.caches
-        cr = caches.cached("Memcached", key)
+        cr = caches.cached(KIND, key)
         if cr is None:
             return None
-        live = caches.cached("Deployment", key)
+        live = caches.cached(DEPLOYMENTS.kind, key)
         declared, condition_fields = self._schema
         lazy = self.share.take_sweeping(key) if self.share is not None else False
         outcome = self.reconciler.reconcile_cr(cr, live, caches.pods_of(key), declared, condition_fields,
@@ -206,17 +207,17 @@ class Controller:
         if outcome.served_by_deferred and self.share is not None:
             self.queue.add_after(key, self.share.served_by_slot())
         if outcome.deployment is not None:
-            caches.put("Deployment", outcome.deployment)
+            caches.put(DEPLOYMENTS.kind, outcome.deployment)
             if outcome.action == Action.CORRECTED:
                 self.metrics.correction_latency.observe(outcome.applied_at - arrived)
         elif outcome.read is not None and self.shards is not None:
-            caches.fill("Deployment", outcome.read)  # read by a GET: kept unless the watch saw it go
+            caches.fill(DEPLOYMENTS.kind, outcome.read)  # read by a GET: kept unless the watch saw it go
         for kind, read in outcome.companions_read if self.shards is not None else ():
             caches.fill(kind, read)  # a companion of a CR handed over, read before the LIST that follows
         for companion in outcome.companions:
             caches.put(companion["kind"], companion)
         if outcome.cr is not None:
-            caches.put("Memcached", outcome.cr)
+            caches.put(KIND, outcome.cr)
         self.metrics.observe_outcome(outcome)
         if outcome.action == Action.FAILED and not outcome.permanent:
             raise APIError(0, outcome.error)  # retried at the backoff's pace
@@ -238,9 +239,9 @@ class Controller:
                 if fight is not None:
                     log.warning("%s/%s: fight: %s", key[0], key[1], fight.message)
                     self.metrics.fights.labels(fight.label, fight.manager).inc()
-                    self.reconciler.events.record(cr, "Warning", "FightDetected", fight.message)
+                    self.reconciler.events.record(cr, "Warning", EventReason.FIGHT_DETECTED, fight.message)
         fight = self.fights.active(key, now)
-        return ("FieldManagerFight", fight.message) if fight else None
+        return (Reason.FIELD_MANAGER_FIGHT, fight.message) if fight else None
 
     # ---- leadership
     def started_leading(self) -> None:
@@ -259,12 +260,12 @@ class Controller:
     # ---- running
     def run(self, first_sync_timeout: float | None = None) -> int:
         """Until ``stop``: 0 after a clean stop, 2 when the API server refuses our requests."""
-        started = time.monotonic()
+        started = self.clock.monotonic()
         if self.share is not None and not self.share.join(started, first_sync_timeout):
             self.error = self.share.error
             return self._shutdown(started, 2 if self.error else 0)
         for informer in self.caches.all():
-            if informer.kind.name != "Lease":
+            if informer.kind.name != LEASES.kind:
                 informer.start()
         try:
             self._schema = self.reconciler.status_schema()
@@ -274,19 +275,19 @@ class Controller:
         deadline = None if first_sync_timeout is None else started + first_sync_timeout
         for informer in all_informers:
             while not informer.synced.wait(0.05):
-                if self.stop.is_set() or (deadline and time.monotonic() > deadline):
+                if self.stop.is_set() or (deadline is not None and self.clock.monotonic() > deadline):
                     return self._shutdown(started, 0 if self.stop.is_set() else 2)
         if any(i.error for i in all_informers):
             self.error = "; ".join(i.error for i in all_informers if i.error)
             return self._shutdown(started, 2)
-        self.synced_after = time.monotonic() - started
+        self.synced_after = self.clock.monotonic() - started
         # The cache is a few million long-lived objects: a full collection walking them all pauses
         # every thread for hundreds of milliseconds (measured at 10,000 CRs). Frozen objects are
         # left out of collections; the objects that replace them later are collected as usual.
         gc.collect()
         gc.freeze()
         log.info("caches synced in %.3fs: %d Memcacheds, %d Deployments, %d Pods", self.synced_after,
-                 *(self.caches.count(k) for k in ("Memcached", "Deployment", "Pod")))
+                 *(self.caches.count(k) for k in (KIND, DEPLOYMENTS.kind, PODS.kind)))
         self.metrics.ready = True
         threads = [threading.Thread(target=self._work, daemon=True, name=f"worker-{n}") for n in range(self.settings.workers)]
         for t in threads:
@@ -298,23 +299,23 @@ class Controller:
                              daemon=True, name="leader-election").start()
         else:
             self.started_leading()
-        next_resync = time.monotonic() + self.settings.resync
-        next_schema = time.monotonic() + self.settings.schema_retry
+        next_resync = self.clock.monotonic() + self.settings.resync
+        next_schema = self.clock.monotonic() + self.settings.schema_retry
         while not self.stop.is_set():
-            if not self.reconciler.schema_known and time.monotonic() >= next_schema:
+            if not self.reconciler.schema_known and self.clock.monotonic() >= next_schema:
                 next_schema = self._reread_schema()
             failed = [i.error for i in all_informers if i.error]
             if failed:
                 self.error = "; ".join(failed)
                 return self._shutdown(started, 2)
-            if time.monotonic() >= next_resync:
-                next_resync = time.monotonic() + self.settings.resync
+            if self.clock.monotonic() >= next_resync:
+                next_resync = self.clock.monotonic() + self.settings.resync
                 if self.leading.is_set():
                     self._resync()
-            self.stop.wait(min(1.0, max(0.0, next_resync - time.monotonic())))
+            self.stop.wait(min(1.0, max(0.0, next_resync - self.clock.monotonic())))
         return self._shutdown(started, 0)
 
-    def _reread_schema(self) -> float:
+    def _reread_schema(self) -> Monotonic:
         """Read the served CRD again (it could not be read at the start: an RBAC that arrives later);
         once read, every CR is queued, so that the printer columns fill in without a restart. The
         time of the next try."""
@@ -323,7 +324,7 @@ class Controller:
             log.info("the served CRD is readable now: writing every CR's status with its columns")
             if self.leading.is_set():
                 self._resync()
-        return time.monotonic() + self.settings.schema_retry
+        return self.clock.monotonic() + self.settings.schema_retry
 
     def _resync(self) -> None:
         """Queue every CR this replica serves again: the safety net for an event that was missed."""
@@ -333,7 +334,7 @@ class Controller:
         for key in keys:
             self.queue.add(key)
 
-    def _shutdown(self, started: float, code: int) -> int:
+    def _shutdown(self, started: Monotonic, code: int) -> int:
         self.stop.set()
         if self.shards is not None:
             self.shards.release()  # no new CR; the ones in flight end; the others take over at once
@@ -346,7 +347,7 @@ class Controller:
         self.metrics.leader = False
         if self.error:
             log.error("%s", self.error)
-        log.info("stopped after %.1fs", time.monotonic() - started)
+        log.info("stopped after %.1fs", self.clock.monotonic() - started)
         return code
 
 

@@ -13,11 +13,12 @@ and latency series below take their place.
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter as CountDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from memcached_gitops.foundation.clocks import monotonic_seconds
+from memcached_gitops.foundation.identities import LEADER_LEASE as LEASE_NAME
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
@@ -27,8 +28,6 @@ PREFIX = "memcached_gitops"
 #: The ``controller`` (and work queue ``name``) label of controller-runtime's series: kubebuilder names a
 #: controller after its kind in lower case, so a dashboard made for the Go operator reads ours unchanged.
 CONTROLLER = "memcached"
-#: The Lease name of ``leader_election_master_status`` (reconciler/client/leader.py's default).
-LEASE_NAME = "memcached-gitops-leader"
 #: controller-runtime's reconcile_time buckets (pkg/internal/controller/metrics/metrics.go).
 RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0,
                      1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60)
@@ -49,7 +48,7 @@ class WorkqueueMetrics:
     starts; let go, its work is observed. Unfinished work and the longest-running processor are
     read at each scrape from the keys being processed (client-go computes them every 500 ms)."""
 
-    def __init__(self, registry: CollectorRegistry, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, registry: CollectorRegistry, clock: Callable[[], float] = monotonic_seconds) -> None:
         self.clock = clock
         self._added_at: dict[Any, float] = {}
         self._started_at: dict[Any, float] = {}

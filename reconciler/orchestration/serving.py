@@ -19,11 +19,11 @@ import socket
 import ssl
 import sys
 import threading
-import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from memcached_gitops.foundation.clocks import SYSTEM_CLOCK, Monotonic
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from ..client.api import APIError
@@ -82,7 +82,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
         self.max_connections, self.per_client = max_connections, per_client
         self.lock = threading.Lock()
         self.clients: dict[str, int] = {}
-        self.held: dict[Any, tuple[str, float]] = {}  # connection -> (client, deadline), oldest first
+        self.held: dict[Any, tuple[str, Monotonic]] = {}  # connection -> (client, deadline), oldest first
         self.closed = threading.Event()  # before the bind, whose failure calls server_close
         super().__init__(address, handler)
         threading.Thread(target=self._reap, daemon=True, name="connection-deadlines").start()
@@ -105,7 +105,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
                 victim = next(sock for sock, (owner, _) in self.held.items() if self.clients[owner] == most)
                 self._forget(victim)
             self.clients[client] = mine + 1
-            self.held[request] = (client, time.monotonic() + REQUEST_TIMEOUT)
+            self.held[request] = (client, SYSTEM_CLOCK.monotonic() + REQUEST_TIMEOUT)
         if victim is not None:
             _cut(victim)
         return True
@@ -117,7 +117,7 @@ class BoundedHTTPServer(ThreadingHTTPServer):
 
     def _reap(self) -> None:
         while not self.closed.wait(REAP_EVERY):
-            now = time.monotonic()
+            now = SYSTEM_CLOCK.monotonic()
             with self.lock:
                 late = [sock for sock, (_, deadline) in self.held.items() if deadline <= now]
             for sock in late:

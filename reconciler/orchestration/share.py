@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
+
+from memcached_gitops.foundation.clocks import SYSTEM_CLOCK, Clock, Monotonic
 
 from ..client.api import APIError
 from ..client.caches import Caches, Key, owner_name
@@ -22,7 +23,7 @@ from ..client.informer import key_of
 from ..client.shards import ShardRing
 from ..client.workqueue import WorkQueue
 from ..decisions.selectors import has_kept_selector
-from ..decisions.vocabulary import COMPANIONS, DEPLOYMENTS
+from ..decisions.vocabulary import COMPANIONS, DEPLOYMENTS, LEASES
 
 log = logging.getLogger("memcached_gitops.controller")
 #: The CRs that come to a replica's share are queued at most this many a second. Such a visit
@@ -56,8 +57,10 @@ def cache_filters(ring: ShardRing) -> dict[str, Callable[[dict[str, Any]], bool]
 class Share:
     """This replica's share of the ring: what it caches, queues and defers."""
 
-    def __init__(self, ring: ShardRing, caches: Caches, queue: WorkQueue[Key], stop: threading.Event) -> None:
+    def __init__(self, ring: ShardRing, caches: Caches, queue: WorkQueue[Key], stop: threading.Event,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
         self.ring, self.caches, self.queue, self.stop = ring, caches, queue, stop
+        self.clock = clock  # the settle and sync waits of a join, and the servedBy slots
         self.changed = threading.Event()  # the ring's view changed: the Deployment cache may follow
         self.cached_members: frozenset[str] = frozenset()
         self.refill_pending = False  # the share grew and its Deployments are not listed yet
@@ -65,7 +68,7 @@ class Share:
         self.waiting: set[Key] = set()  # our keys that came while the ring was settling
         self.lock = threading.Lock()  # for waiting, sweeping and the servedBy slots
         self.sweeping: set[Key] = set()  # new to the share, not visited yet: servedBy may wait
-        self.next_served_by = 0.0
+        self.next_served_by = Monotonic(0.0)
         self.error = ""
 
     def owned(self, keys: list[Key]) -> list[Key]:
@@ -128,7 +131,7 @@ class Share:
     def served_by_slot(self) -> float:
         """The delay of the next deferred servedBy write: one every 1/SERVED_BY_RATE s, from a second on."""
         with self.lock:
-            now = time.monotonic()
+            now = self.clock.monotonic()
             self.next_served_by = max(now + 1.0, self.next_served_by + 1.0 / SERVED_BY_RATE)
             return self.next_served_by - now
 
@@ -139,7 +142,7 @@ class Share:
             with self.lock:
                 self.waiting.add(key)
 
-    def join(self, started: float, timeout: float | None) -> bool:
+    def join(self, started: Monotonic, timeout: float | None) -> bool:
         """Create our Lease, list the ring's, and start the Lease thread before the other caches sync,
         so that the members see this one acknowledge them at once (they wait for it). False, with
         ``error`` ("" when stopped), when it could not."""
@@ -149,10 +152,10 @@ class Share:
         except APIError as exc:
             self.error = f"cannot create the shard Lease: {exc}"
             return False
-        [leases] = self.caches.informers["Lease"]
+        [leases] = self.caches.informers[LEASES.kind]
         leases.start()
         while not leases.synced.wait(0.05):
-            if self.stop.is_set() or leases.error or (timeout is not None and time.monotonic() > started + timeout):
+            if self.stop.is_set() or leases.error or (timeout is not None and self.clock.monotonic() > started + timeout):
                 self.error = leases.error or ("" if self.stop.is_set() else "the shard Leases did not sync")
                 return False
         ring.listed = True
@@ -160,9 +163,9 @@ class Share:
         # Replicas of one Deployment start together: give the others one renew period to appear, and the
         # ring time to acknowledge this one, so that the caches start from this replica's share (a cache
         # that starts with everything and is pruned later keeps its peak memory).
-        settle = time.monotonic() + ring.retry_period
-        while not self.stop.is_set() and (time.monotonic() < settle or not ring.acknowledged()):
-            if time.monotonic() > settle + 4 * ring.retry_period:
+        settle = self.clock.monotonic() + ring.retry_period
+        while not self.stop.is_set() and (self.clock.monotonic() < settle or not ring.acknowledged()):
+            if self.clock.monotonic() > settle + 4 * ring.retry_period:
                 break  # a member that never answers: its share waits for its expiry, ours need not
             self.stop.wait(0.02)
         self.cached_members = ring.cache_members()  # the other caches start from this share

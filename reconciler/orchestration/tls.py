@@ -18,6 +18,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from memcached_gitops.foundation.clocks import monotonic_seconds
+
 CERT_NAME, KEY_NAME = "tls.crt", "tls.key"
 #: How often (seconds) a certificate directory is looked at for a renewed certificate.
 RELOAD_CHECK = 10.0
@@ -84,10 +86,8 @@ class ServingCertificate:
     certificate is served without a restart), or a self-signed pair made once."""
 
     def __init__(self, cert_dir: str | None, hosts: tuple[str, ...] = (), clock: Callable[[], float] | None = None) -> None:
-        import time
-
         self.cert_dir = Path(cert_dir) if cert_dir else None
-        self.clock = clock or time.monotonic
+        self.clock = clock or monotonic_seconds
         self.lock = threading.Lock()
         self.stamp: tuple[float, float] | None = None
         self.checked = self.clock()

@@ -34,6 +34,7 @@ from memcached_gitops.foundation.files import (
     write_files,
 )
 from memcached_gitops.foundation.kustomize import KUSTOMIZE_FILE_NAMES, Builds, KustomizeMissing
+from memcached_gitops.foundation.product import NAME
 from memcached_gitops.render import DEFAULT_IMAGE, to_single, write_json, write_yaml
 from memcached_gitops.schemas import CRDError, Validator, load_crd
 
@@ -227,7 +228,7 @@ def report_github(findings: list[Finding]) -> None:
             folder = os.path.normpath(f.file.removesuffix(BUILT))
             file = next((os.path.join(folder, n) for n in KUSTOMIZE_FILE_NAMES if os.path.isfile(os.path.join(folder, n))), folder)
             where, message = "line=1", f"{message} (line {f.line} of its kustomize build)" if f.line else message
-        props = f"file={esc(file, True)},{where},title={esc(f.ref or 'memcached-gitops', True)}"
+        props = f"file={esc(file, True)},{where},title={esc(f.ref or NAME, True)}"
         echo(f"::{level} {props}::{esc(message)}")
 
 

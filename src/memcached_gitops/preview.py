@@ -25,6 +25,7 @@ from collections.abc import Iterator
 
 from memcached_gitops.foundation.files import InputBudget, InputError, Source, manifest_sources, open_sources
 from memcached_gitops.foundation.kustomize import Builds
+from memcached_gitops.foundation.product import NAME
 from memcached_gitops.schemas import Validator
 
 from .commands import echo, input_budget, max_objects
@@ -178,7 +179,7 @@ def run_preview(base: str, paths: list[str], format: str, validator: Validator, 
         echo(f"error: {exc}", err=True)
         return EXIT_ERROR
     if format == "markdown":
-        command = shlex.join(["memcached-gitops", "preview", "--base", base, *paths])
+        command = shlex.join([NAME, "preview", "--base", base, *paths])
         echo(markdown_report(previews, base, commit, command).rstrip("\n"))
     else:
         echo(text_report(previews, base, commit).rstrip("\n"))

@@ -17,6 +17,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from memcached_gitops.foundation.identities import INSTANCE_LABEL, KIND, MANAGED_BY_LABEL
+from memcached_gitops.foundation.product import NAME
 from memcached_gitops.render import to_yaml
 
 #: (apiVersion, kind, namespace, name): an object's identity.
@@ -25,7 +27,6 @@ Key = tuple[str, str, str, str]
 GENERATED_METADATA = ("creationTimestamp", "resourceVersion", "uid", "generation", "managedFields", "selfLink")
 GENERATED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration", "deployment.kubernetes.io/revision")
 #: Labels the renderer puts on every object it makes, naming the CR it was made from.
-MANAGED_BY, INSTANCE = "app.kubernetes.io/managed-by", "app.kubernetes.io/instance"
 #: A rename is said as one when at least this many objects follow one namePrefix/nameSuffix change.
 MIN_RENAMED = 2
 #: The search for renames: removed objects tried as a rename's first before giving up, and the
@@ -180,7 +181,7 @@ def transform_between(old: str, new: str) -> tuple[int, Transform]:
 Renames = list[tuple[Transform, list[tuple[Key, Key]]]]
 
 
-def find_renames(removed: dict[Key, Any], added: dict[Key, Any], cr_kind: str = "Memcached") -> Renames:
+def find_renames(removed: dict[Key, Any], added: dict[Key, Any], cr_kind: str = KIND) -> Renames:
     """Renames among removed and added objects: each a prefix/suffix change (and a namespace change)
     followed by at least MIN_RENAMED objects of the same apiVersion and kind. The candidates come from the
     first unmatched removed object paired with each added one of its kind, the longest common core first.
@@ -239,8 +240,8 @@ def _source_cr(obj: dict[str, Any], cr_kind: str) -> tuple[str, str] | None:
     if key[1] == cr_kind:
         return key[2], key[3]
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    if labels.get(MANAGED_BY) == "memcached-gitops" and labels.get(INSTANCE):
-        return key[2], str(labels[INSTANCE])
+    if labels.get(MANAGED_BY_LABEL) == NAME and labels.get(INSTANCE_LABEL):
+        return key[2], str(labels[INSTANCE_LABEL])
     return None
 
 
@@ -271,12 +272,12 @@ class _Causes:
         return f"{name}: " + "; ".join(fields[:4]) + (f"; and {len(fields) - 4} more" if len(fields) > 4 else "")
 
 
-def compare(base: Mapping[str, Side], head: Mapping[str, Side], cr_kind: str = "Memcached") -> list[AppPreview]:
+def compare(base: Mapping[str, Side], head: Mapping[str, Side], cr_kind: str = KIND) -> list[AppPreview]:
     """Every application of either side, by name, compared (an application on one side only is all added or all removed)."""
     return [compare_app(app, base.get(app), head.get(app), cr_kind) for app in sorted(set(base) | set(head))]
 
 
-def compare_app(app: str, base: Side | None, head: Side | None, cr_kind: str = "Memcached") -> AppPreview:
+def compare_app(app: str, base: Side | None, head: Side | None, cr_kind: str = KIND) -> AppPreview:
     """One application's changes. A side that could not be read is reported, and the application's
     objects are not compared: a CR refused or an overlay that does not build would otherwise read
     as every object it makes being deleted."""

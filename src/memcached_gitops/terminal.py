@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable, Iterable, Iterator
 from enum import StrEnum
 from typing import TextIO, TypeVar
+
+from memcached_gitops.foundation.clocks import monotonic_seconds
 
 T = TypeVar("T")
 RESET = "\x1b[0m"
@@ -52,7 +53,7 @@ def shows_progress(stream: TextIO = sys.stderr, environ: dict[str, str] | os._En
 
 
 def with_progress(items: Iterable[T], what: str, total: int | None = None, stream: TextIO = sys.stderr,
-                  clock: Callable[[], float] = time.monotonic, enabled: bool | None = None) -> Iterator[T]:
+                  clock: Callable[[], float] = monotonic_seconds, enabled: bool | None = None) -> Iterator[T]:
     """``items`` as they are, with a progress line on ``stream`` once the work has taken PROGRESS_AFTER
     seconds (at most ten updates a second), cleared when done."""
     if not (shows_progress(stream) if enabled is None else enabled):
