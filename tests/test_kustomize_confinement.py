@@ -618,15 +618,17 @@ def test_folders_nested_a_thousand_deep_are_walked_without_a_traceback(tmp_path:
     RecursionError in validate, argocd-generate and argocd-discover (which promises exit 0)."""
     deep = tmp_path / "repo"
     deep.mkdir()
-    os.chdir(deep)
     try:
+        fd = os.open(deep, os.O_RDONLY)  # each level made from the last one's descriptor: no path is too long
         for _ in range(1200):
-            os.mkdir("d")
-            os.chdir("d")
-        Path("cr.yaml").write_text(CR.format(name="deep"))
-    finally:
-        os.chdir(tmp_path)
-    try:
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        cr = os.open("cr.yaml", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(cr, CR.format(name="deep").encode())
+        os.close(cr)
+        os.close(fd)
         proc = run(["validate", "."], deep)
     finally:  # pytest's own clean-up of tmp_path recurses too (shutil.rmtree): GNU rm does not
         subprocess.run(["rm", "-rf", str(deep)], check=True)
