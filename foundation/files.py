@@ -12,6 +12,7 @@ from typing import IO, NamedTuple, NoReturn
 
 from . import kustomize
 from .excerpt import excerpt
+from .links import real_path
 
 SUFFIXES = (".yaml", ".yml", ".json")
 #: kustomize's own file names (kustomize api/konfig ``RecognizedKustomizationFileNames``): its
@@ -99,7 +100,7 @@ def _walk_root(root: str, found: list[Source], problems: list[str]) -> None:
     nested a thousand deep are a path git accepts, and Python 3.11's os.walk recurses per level.
     At most ``MAX_FILES`` files are taken from all roots together.
     """
-    real_root = os.path.realpath(root)
+    real_root = real_path(root)
     todo = [root]
     while todo:
         dirpath = todo.pop()
@@ -112,7 +113,7 @@ def _walk_root(root: str, found: list[Source], problems: list[str]) -> None:
         filenames = sorted(e.name for e in entries if not _is_dir(e))
         for name in dirnames:
             link = os.path.join(dirpath, name)
-            if os.path.islink(link) and not _under(os.path.realpath(link), real_root):
+            if os.path.islink(link) and not _resolves_under(link, real_root):
                 problems.append(_outside(link, root))
         for name in filenames:
             if name.startswith(".") or not name.endswith(SUFFIXES):
@@ -128,12 +129,20 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
+def _resolves_under(path: str, real_root: str) -> bool:
+    """Whether ``path`` resolves under the root (a chain of links the kernel gives up on does not)."""
+    try:
+        return _under(real_path(path), real_root)
+    except OSError:
+        return False
+
+
 def _take(path: str, root: str, real_root: str, found: list[Source], problems: list[str]) -> None:
     """Add one file found by the walk, unless it leaves the root or is not a regular file."""
-    real = os.path.realpath(path)
-    if not _under(real, real_root):
+    if not _resolves_under(path, real_root):
         problems.append(_outside(path, root))
         return
+    real = real_path(path)
     try:
         regular = stat.S_ISREG(os.stat(real).st_mode)
     except OSError:

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 from .clocks import monotonic_seconds
 from .excerpt import EXCERPT_LIMIT, excerpt
-from .kustomize_graph import KUSTOMIZE_FILE_NAMES, GraphRefused, PluginNotBuilt, check_graph
+from .kustomize_graph import KUSTOMIZE_FILE_NAMES, BuildFails, GraphRefused, check_graph
+from .links import real_path
 
 # shlex, shutil and subprocess are imported where a kustomization is met: every plain render and
 # validate imports this module (files.py), and those three cost about 10 ms of start-up.
@@ -149,7 +150,7 @@ def confinement_root(path: str) -> str:
     """The root a build may read under when the caller names none: the current directory (CI, the
     pre-commit hook and the Action run at the repository's top) if ``path`` is under it, else
     ``path`` itself. Never ``/``: a run from there is confined to ``path``."""
-    here, real = os.path.realpath("."), os.path.realpath(path)
+    here, real = real_path("."), real_path(path)
     inside = real == here or real.startswith(here.rstrip(os.sep) + os.sep)
     return here if inside and here != os.path.dirname(here) else real
 
@@ -189,7 +190,7 @@ class Builds:
         allow_remote = self.environ.get(ALLOW_REMOTE_ENV, "") in ("1", "true", "True", "TRUE")
         try:
             check_graph(path, self.root or confinement_root(path), allow_remote)
-        except PluginNotBuilt as exc:  # never run: a build that fails, not a refusal of the whole run
+        except BuildFails as exc:  # never run: a build that fails, not a refusal of the whole run
             raise KustomizeError(f"{name}: {exc}") from None
         except GraphRefused as exc:
             raise BuildRefused(f"{name}: {exc}") from None
@@ -251,9 +252,11 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
     import tempfile
     import threading
 
-    # a folder named like an option (``--load-restrictor=…``, committed by a repository) is never read as
-    # one: kustomize would take the flag and build the current directory, which no check has seen
-    command = kustomize_command() + [*options, os.path.join(".", path) if path.startswith("-") else path]
+    # the folder by its absolute path: a folder named like an option (``--load-restrictor=…``) would be
+    # read as the flag, and one named like a git URL (``github.com/evil/repo``, as pre-commit passes
+    # names) would be cloned: kustomize's loader tries ``NewRepoSpecFromURL`` before the folder
+    # (api/internal/loader/loader.go), which refuses an absolute path (api/internal/git/repospec.go)
+    command = kustomize_command() + [*options, os.path.abspath(path)]
     with tempfile.TemporaryFile() as errors:
         try:
             # a session of its own, so a kill reaches what kustomize started too (helm with --enable-helm)

@@ -31,6 +31,7 @@ from typing import Any
 
 from .excerpt import excerpt
 from .kustomize_yaml import DivergentYAML, read_plain
+from .links import real_path
 from .yamlreader import Document, YAMLInputError, iter_documents
 
 KUSTOMIZE_FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -54,7 +55,8 @@ PATH_FREE = frozenset(("apiVersion", "kind", "metadata", "namePrefix", "nameSuff
 PATH_FREE_BUILTINS = frozenset(("AnnotationsTransformer", "LabelTransformer", "NamespaceTransformer",
                                 "PrefixSuffixTransformer", "PrefixTransformer", "SuffixTransformer",
                                 "ImageTagTransformer", "ReplicaCountTransformer", "HashTransformer",
-                                "ValueAddTransformer", "SortOrderTransformer"))
+                                # not ValueAddTransformer: its targetFilePath is loaded, over http(s) too
+                                "SortOrderTransformer"))
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 #: A chart version (semver and the like): no separator, so NAME-VERSION stays one folder under chartHome.
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+_~-]{0,63}")
@@ -78,8 +80,9 @@ _KUSTOMIZE_REMOTE = re.compile(r"^\s*(git::)?((ssh|https?|file)://|[^/\s]*@|gith
 def is_git_name(part: str) -> bool:
     """Whether one path part names git's folder on some file system the product runs on: in any case
     (macOS and Windows fold it), with trailing dots or spaces (Windows drops them), with code points
-    HFS+ ignores, or as Windows' short name ``GIT~1`` (git's own list, CVE-2014-9390)."""
-    name = part.translate(_HFS_IGNORED).rstrip(". ").casefold()
+    HFS+ ignores, before an NTFS stream's ``:`` (CVE-2019-1352), or as Windows' short name ``GIT~1``
+    (git's own list, CVE-2014-9390)."""
+    name = part.translate(_HFS_IGNORED).split(":", 1)[0].rstrip(". ").casefold()  # NTFS: ``.git::$INDEX_ALLOCATION``
     return name in (GIT_DIR, "git~1")
 
 
@@ -92,7 +95,12 @@ class GraphRefused(ValueError):
     """A kustomization names something beyond the root, a remote reference, or a field not known."""
 
 
-class PluginNotBuilt(GraphRefused):
+class BuildFails(GraphRefused):
+    """A kustomization kustomize itself would refuse to build (two kustomization files in a folder):
+    not an attack, a build that fails, so a warning where it is nested, as any build that fails."""
+
+
+class PluginNotBuilt(BuildFails):
     """A kustomization names a plugin that is not built in (a KRM exec or container function, a Go plugin).
 
     kubectl's kustomize builds it only with ``--enable-alpha-plugins``, which no one here may set, so
@@ -115,9 +123,47 @@ def is_remote(entry: str) -> bool:
     return bool(_SCHEME.match(text)) or "://" in text or "@" in head or text.lower().startswith(("git::", "github.com"))
 
 
+def _has_ref(file: str) -> bool:
+    """Whether a chart's values schema holds a ``$ref`` anywhere (or cannot be read as JSON: fail closed)."""
+    import json
+
+    try:
+        with open(file, "rb") as f:
+            data = f.read(MAX_FILE + 1)
+        todo: list[Any] = [json.loads(data)] if len(data) <= MAX_FILE else [{"$ref": "too large"}]
+    except (OSError, ValueError, RecursionError):
+        return True
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            if "$ref" in node:
+                return True
+            todo += node.values()
+        elif isinstance(node, list):
+            todo += node
+    return False
+
+
 def kustomization_file(folder: str) -> str | None:
-    """The kustomization file kustomize reads in ``folder`` (its first recognized name), or None."""
-    return next((os.path.join(folder, n) for n in KUSTOMIZE_FILE_NAMES if os.path.isfile(os.path.join(folder, n))), None)
+    """The kustomization file kustomize reads in ``folder``, or None; GraphRefused where kustomize could
+    read another than this check.
+
+    kustomize's ``LoadKustFile`` (v5.8.1 api/internal/target/kusttarget.go) loads each of the names
+    through the root-only restrictor of the folder, which refuses a file whose link leaves the folder,
+    and builds the one name that loads (two are an error). A link out of the folder would make this
+    check read one file and kustomize build another, so the folder is refused, as are two names.
+    """
+    found = [os.path.join(folder, n) for n in KUSTOMIZE_FILE_NAMES if os.path.lexists(os.path.join(folder, n))]
+    real_folder = real_path(folder)
+    for file in found:
+        if os.path.islink(file) and not _under(real_path(file), real_folder):
+            raise GraphRefused(f"{file}: a kustomization file linking out of its folder (kustomize would build another "
+                               "name); refused")
+    files = [f for f in found if os.path.isfile(f)]
+    if len(files) > 1:
+        raise BuildFails(f"{folder}: more than one kustomization file ({', '.join(os.path.basename(f) for f in files)}); "
+                           "refused, as kustomize refuses it")
+    return files[0] if files else None
 
 
 def _under(path: str, root: str) -> bool:
@@ -128,10 +174,11 @@ class _Graph:
     """One walk: the root, whether remote references are allowed, and the loads counted per folder."""
 
     def __init__(self, root: str, allow_remote: bool) -> None:
-        self.root, self.allow_remote = os.path.realpath(root), allow_remote
+        self.root, self.allow_remote = real_path(root), allow_remote
         self.loads: dict[str, int] = {}
         self.open: set[str] = set()
         self.read_bytes = 0
+        self.chart_folders: set[str] = set()  # every chart folder walked in this graph, each once
 
     def refuse(self, where: str, field: str, message: str) -> GraphRefused:
         return GraphRefused(f"{where}: {field}: {message}")
@@ -146,7 +193,7 @@ class _Graph:
             raise self.refuse(where, field, f"{excerpt(entry)!r} is a remote reference (URL or git repository); refused "
                                             "(remote bases are off: MEMCACHED_GITOPS_KUSTOMIZE_ALLOW_REMOTE)")
         written = os.path.normpath(os.path.join(here, entry))
-        real = os.path.realpath(written)
+        real = real_path(written)
         if not (_under(written, self.root) and _under(real, self.root)):
             raise self.refuse(where, field, f"{excerpt(entry)!r} leaves the root {self.root}; refused")
         if any(in_git_dir(os.path.relpath(p, self.root)) for p in (written, real)):
@@ -159,9 +206,13 @@ class _Graph:
 
         helm's chart loader follows symlinks (helm pkg/chart/loader ``LoadDir`` walks with
         ``sympath.Walk``), so a chart under the root could otherwise template a file of the machine
-        (``.Files.Get``). Linked folders inside the root are walked too, each once.
+        (``.Files.Get``). Linked folders inside the root are walked too. Each folder is walked once in
+        the whole graph and all charts together hold at most ``MAX_CHART_FOLDERS``: a hundred entries
+        naming one large chart must not cost a hundred walks (the check runs before the deadline's
+        first build). A ``values.schema.json`` with a ``$ref`` is refused: helm resolves it over
+        http(s) and file (helm pkg/chart/common/util/jsonschema.go ``SchemeURLLoader``).
         """
-        seen: set[str] = set()
+        seen = self.chart_folders
         todo = [folder]
         while todo:
             current = todo.pop()
@@ -169,9 +220,12 @@ class _Graph:
                 continue
             seen.add(current)
             if len(seen) > MAX_CHART_FOLDERS:
-                raise self.refuse(where, field, f"the chart has more than {MAX_CHART_FOLDERS} folders; refused")
+                raise self.refuse(where, field, f"the charts hold more than {MAX_CHART_FOLDERS} folders together; refused")
             for entry in os.scandir(current):
-                real = os.path.realpath(entry.path)
+                real = real_path(entry.path)
+                if entry.name == "values.schema.json" and _has_ref(real):
+                    shown = os.path.relpath(entry.path, self.root)
+                    raise self.refuse(where, field, f"{excerpt(shown)!r} has a $ref, which helm fetches; refused")
                 if is_git_name(entry.name) or in_git_dir(os.path.relpath(real, self.root)):
                     shown = os.path.relpath(entry.path, self.root)
                     raise self.refuse(where, field, f"{excerpt(shown)!r} in the chart is or reaches {GIT_DIR}/; refused")
@@ -192,7 +246,7 @@ class _Graph:
         found = kustomization_file(path)
         if found is None:
             return 0  # kustomize reports a directory without a kustomization itself
-        real = os.path.realpath(found)
+        real = real_path(found)
         if not _under(real, self.root):
             raise GraphRefused(f"{found}: the kustomization file leaves the root {self.root}; refused")
         self.open.add(path)
@@ -491,7 +545,7 @@ def check_graph(start: str, root: str, allow_remote: bool = False) -> None:
     ``start`` must itself be under ``root`` after symlinks.
     """
     graph = _Graph(root, allow_remote)
-    real = os.path.realpath(start)
+    real = real_path(start)
     if not _under(real, graph.root):
         raise GraphRefused(f"{start}: resolves outside the root {graph.root}; refused")
     try:

@@ -659,3 +659,95 @@ def test_the_walk_takes_a_bounded_number_of_files(tmp_path: Path, monkeypatch: p
         files.expand([str(tmp_path)])
     monkeypatch.setattr(files, "MAX_FILES", 12)
     assert len(files.expand([str(tmp_path)])) == 12
+
+
+# --- sixth review -------------------------------------------------------------------------------------
+
+def test_a_kustomization_file_linking_out_of_its_folder_is_refused(world: Path) -> None:
+    """kustomize loads each kustomization name through its folder's root-only restrictor and builds the
+    one that loads (kusttarget.go ``LoadKustFile``): a ``kustomization.yaml`` linking to a harmless file
+    elsewhere in the repository was read by the check while kustomize built ``kustomization.yml``."""
+    app = world / "apps" / "caches"
+    (world / "decoy").mkdir()
+    (world / "decoy" / "kustomization.yaml").write_text("resources: [../apps/caches/cr.yaml]\n")
+    (app / "kustomization.yaml").symlink_to(world / "decoy" / "kustomization.yaml")
+    (app / "kustomization.yml").write_text("resources: [cr.yaml, ../../../outside]\n")
+    for proc in (run(["render", "--include-input", "apps/caches"], world), generate(app, plugin_env(world, "apps/caches"))):
+        assert_refused(proc, "linking out of its folder")
+
+
+def test_a_folder_named_like_a_git_url_is_built_never_cloned(tmp_path: Path, listener: _Listener) -> None:
+    """kustomize tries a build path as a git URL before the folder (api/internal/loader/loader.go), and
+    pre-commit passes ``github.com/evil/repo/kustomization.yaml``: the folder goes by its absolute path.
+    git's insteadOf sends github.com to a listener on 127.0.0.1, which must hear nothing."""
+    repo = tmp_path / "repo"
+    folder = repo / "github.com" / "evil" / "repo"
+    folder.mkdir(parents=True)
+    (folder / "cr.yaml").write_text(CR.format(name="c"))
+    (folder / "kustomization.yaml").write_text("resources: [cr.yaml]\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(f'[url "{listener.url}/"]\n\tinsteadOf = https://github.com/\n')
+    proc = run(["validate", "--", "github.com/evil/repo/kustomization.yaml"], repo, HOME=str(home),
+               GIT_CONFIG_GLOBAL=str(home / ".gitconfig"))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert listener.requests == [], "kustomize cloned the folder's name"
+
+
+def test_value_add_transformer_which_loads_its_target_file_is_not_let_through(world: Path, listener: _Listener) -> None:
+    """ValueAddTransformer loads ``targetFilePath`` with the loader, over http(s) too
+    (api/internal/builtins/ValueAddTransformer.go): it is not a path-free built-in."""
+    folder = kustomization(world, "transformers:\n- |-\n  apiVersion: builtin\n  kind: ValueAddTransformer\n"
+                                  f"  metadata: {{name: v}}\n  value: x\n  targetFilePath: {listener.url}/targets.yaml\n")
+    for proc in (run(["validate", "--strict-build", "apps/caches"], world), generate(folder, plugin_env(world, "apps/caches"))):
+        assert_refused(proc, "ValueAddTransformer")
+    assert listener.requests == []
+
+
+def test_a_chart_folder_is_walked_once_in_a_graph(world: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hundred helmCharts entries naming one large chart walked it a hundred times (77 s of a 3 KB
+    kustomization, before the run's deadline starts): each folder is walked once per graph. Counted
+    with the check's own folder listing, in process."""
+    from memcached_gitops.foundation import kustomize_graph
+
+    folder = kustomization(world, "helmCharts:\n" + "".join(f"- name: c\n  releaseName: r{i}\n" for i in range(100)))
+    _chart(folder)
+    for i in range(50):
+        (folder / "charts" / "c" / f"d{i}").mkdir()
+    listed: list[str] = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(kustomize_graph.os, "scandir", lambda p: listed.append(str(p)) or real_scandir(p))
+    kustomize_graph.check_graph(str(folder), str(world))
+    assert len(listed) == len(set(listed)) == 51, len(listed)
+
+
+def test_a_chain_of_a_thousand_links_is_one_line_never_a_traceback(world: Path) -> None:
+    """Python 3.11's realpath recurses per link; the kernel gives up after 40 (ELOOP), and so does the check."""
+    links = world / "l"
+    links.mkdir()
+    (links / "a1100").symlink_to(world / "apps")
+    for i in range(1099, -1, -1):
+        (links / f"a{i}").symlink_to(links / f"a{i + 1}")
+    kustomization(world, "- ../../l/a0/caches\n")
+    for args in (["validate", "."], ["validate", "apps/caches"], ["argocd-discover", "."]):
+        proc = run(args, world)
+        assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr, (args, proc.stderr[-300:])
+    assert run(["argocd-discover", "."], world).returncode == 0
+
+
+def test_a_chart_schema_with_a_ref_is_not_handed_to_helm(world: Path, tmp_path: Path) -> None:
+    """helm resolves a values.schema.json ``$ref`` over http(s) and file (helm pkg/chart/common/util/jsonschema.go)."""
+    env, words = _stand_in_helm(tmp_path)
+    folder = kustomization(world, "helmCharts:\n- name: c\n  releaseName: r\n")
+    _chart(folder)
+    (folder / "charts" / "c" / "values.schema.json").write_text('{"properties": {"a": {"\\u0024ref": "https://example.com/x"}}}')
+    proc = run(["validate", "."], world, **env)
+    assert not words.exists() or "template" not in words.read_text(), "helm was handed the chart"
+    assert_refused(proc, "values.schema.json", "$ref")
+
+
+def test_an_ntfs_stream_name_of_git_is_gits_folder() -> None:
+    """NTFS opens ``.git::$INDEX_ALLOCATION`` as ``.git`` (CVE-2019-1352)."""
+    from memcached_gitops.foundation.kustomize_graph import is_git_name
+
+    assert is_git_name(".git::$INDEX_ALLOCATION") and is_git_name(".GIT:stream") and not is_git_name("git-notes")
