@@ -52,7 +52,7 @@ from ..decisions.plan import plan
 from ..decisions.revoke import revocation
 from ..decisions.selectors import describe as describe_selector
 from ..decisions.selectors import foreign_owners, has_kept_selector, overlapping, selector_of
-from ..decisions.status import Observation, desired_status, status_differs
+from ..decisions.status import Observation
 from ..decisions.vocabulary import (
     AUTOSCALERS,
     COMPANIONS,
@@ -70,7 +70,9 @@ from ..decisions.vocabulary import (
     Resource,
     bounded,
 )
-from .apply import WriteFailure, correct
+from .write_apply import WriteFailure, correct
+from .write_delete import delete
+from .write_status import requested_at, write_status
 
 log = logging.getLogger("memcached_gitops.reconciler")
 #: Called before the status write with the fields just corrected, of the Deployment and of its
@@ -456,15 +458,9 @@ class Reconciler:
         """One companion's create, correction (after taking back a person's fields: revoke.py) or
         delete: the object as the apply left it (None: deleted), or the APIError that refused it.
         Nothing of the outcome is touched here: the writes of one CR's companions run side by side."""
-        path = object_path(*step.resource.gvr, visit.namespace, step.name)
         try:
             if step.move is Move.DELETE:
-                try:
-                    self.api.request("DELETE", path, body={"kind": "DeleteOptions", "apiVersion": "v1",
-                                                           "propagationPolicy": "Background"})
-                except APIError as exc:
-                    if exc.status != 404:
-                        raise
+                delete(self.api, step.resource, visit.namespace, step.name)
                 return None
             assert step.body is not None
             ours = current is not None and relation(current, visit.cr) is Move.KEEP
@@ -732,47 +728,23 @@ class Reconciler:
             kept = self._desired.get((meta.get("namespace", ""), meta["name"]))
         return list(kept[3]) if kept is not None else []
 
-    # ---- writes
+    # ---- writes (write_apply.py, write_delete.py, write_status.py send them)
     def write_status(self, cr: dict[str, Any], obs: Observation, declared: frozenset[str] | None,
-                      condition_fields: frozenset[str] | None, lazy_served_by: bool = False,
-                      result: CROutcome | None = None) -> dict[str, Any] | None:
-        """Apply the status when it changed; the CR as the API server answered (None: no write).
-        With ``lazy_served_by``, a status whose only change is ``servedBy`` is not written now: the
-        outcome says so (``served_by_deferred``) and the caller writes it later, at its pace."""
+                     condition_fields: frozenset[str] | None, lazy_served_by: bool = False,
+                     result: CROutcome | None = None) -> dict[str, Any] | None:
+        """Apply the status when it changed (write_status.py); the CR as the API server answered (None:
+        no write). With ``lazy_served_by``, a status whose only change is ``servedBy`` is not written now:
+        the outcome says so (``served_by_deferred``) and the caller writes it later, at its pace."""
         if self.options.dry_run:
             return None
-        live_status = cr.get("status") or {}
-        status = desired_status(obs, live_status, self.clock(), declared, condition_fields)
-        requested = requested_at(cr)
-        # the request handled, or the last one (kept when the annotation goes, as Flux keeps it, and when
-        # a new one is refused: our apply would otherwise remove the field we own)
-        fresh = 0 < len(requested) <= REQUESTED_AT_LIMIT and not obs.paused  # a paused CR handles no request
-        handled = requested if fresh else str(live_status.get("lastHandledReconcileAt") or "")
-        if handled and (declared is None or "lastHandledReconcileAt" in declared):
-            status["lastHandledReconcileAt"] = handled
-        if self.options.served_by and (declared is None or "servedBy" in declared):
-            status["servedBy"] = self.options.served_by[:253]
-            if lazy_served_by and not status_differs({k: v for k, v in status.items() if k != "servedBy"}, live_status):
-                if result is not None and status_differs(status, live_status):
-                    result.served_by_deferred = True
-                return None
-        if not status_differs(status, live_status):
-            return None
-        ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
-        body = {"apiVersion": cr["apiVersion"], "kind": cr["kind"], "metadata": {"name": name, "namespace": ns}, "status": status}
-        path = object_path(self.crd.group, self.version, self.crd.plural, ns, name, "status")
-        try:
-            return self.api.apply(path, body, self.options.status_manager)
-        except APIError as exc:
-            if exc.status == 404:
-                return None  # the CR was deleted meanwhile
-            if exc.status == 500 and "field not declared in schema" in exc.message:
-                if (ns, name) not in self._reported_schema_errors:
-                    self._reported_schema_errors.add((ns, name))
-                    log.error("%s/%s: the served CRD does not declare a status field we write: %s", ns, name, exc.message)
-                return None
-            raise
-
+        meta = cr["metadata"]
+        path = object_path(self.crd.group, self.version, self.crd.plural, meta.get("namespace", ""), meta["name"], "status")
+        written, deferred = write_status(self.api, path, cr, obs, self.clock, self.options.status_manager, declared, condition_fields,
+                                         served_by=self.options.served_by, lazy_served_by=lazy_served_by,
+                                         reported=self._reported_schema_errors)
+        if deferred and result is not None:
+            result.served_by_deferred = True
+        return written
 
 def asked_size(cr: dict[str, Any], live: dict[str, Any] | None) -> int:
     """The replicas a CR asks for before its spec is validated (a refused annotation, a pause): its
@@ -783,11 +755,6 @@ def asked_size(cr: dict[str, Any], live: dict[str, Any] | None) -> int:
         return size
     replicas = ((live or {}).get("spec") or {}).get("replicas")
     return replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 0
-
-
-def requested_at(cr: dict[str, Any]) -> str:
-    """The CR's reconcile-now request (REQUESTED_AT_ANNOTATION), "" when none."""
-    return str((cr.get("metadata", {}).get("annotations") or {}).get(REQUESTED_AT_ANNOTATION) or "")
 
 
 def concurrently(calls: list[Callable[[], T]]) -> list[T]:
