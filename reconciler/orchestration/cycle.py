@@ -21,11 +21,9 @@ One bad CR never stops the others; a stop request (SIGTERM) ends the cycle after
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,7 +34,6 @@ from memcached_gitops.foundation.excerpt import excerpt
 from memcached_gitops.foundation.product import NAME
 from memcached_gitops.render import DEFAULT_IMAGE, selector_labels
 from memcached_gitops.render.companions import object_name
-from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import CRD, Problem, Validator
 
 from ..client.api import APIError, KubeAPI, collection_path, object_path
@@ -70,6 +67,7 @@ from ..decisions.vocabulary import (
     Resource,
     bounded,
 )
+from .desired_cache import DesiredCache
 from .write_apply import WriteFailure, correct
 from .write_delete import delete
 from .write_status import requested_at, write_status
@@ -83,9 +81,6 @@ DegradedCheck = Callable[[dict[str, Any], list[Correction]], "tuple[str, str] | 
 CompanionLookup = Callable[[Resource, str, str], "dict[str, Any] | None"]
 #: The Deployments of a namespace with a kept selector (selectors.py), for the overlap report.
 Neighbours = Callable[[str], Iterable[dict[str, Any]]]
-#: CRs whose desired Deployment is kept between events (least recently reconciled dropped first):
-#: a few KiB each, so a bounded share of the cache's memory, enough for every CR of most clusters.
-DESIRED_KEPT = 1024
 #: Items per LIST page: large enough that a cluster of a few thousand CRs costs one page per kind
 #: (the steady state then makes 5 requests), small enough to bound one answer's size.
 PAGE_SIZE = 5000
@@ -192,10 +187,7 @@ class Reconciler:
         self._reported_schema_errors: set[tuple[str, str]] = set()
         self.clock = now_rfc3339  # lastTransitionTime of the conditions
         self.events = EventRecorder(api, enabled=self.options.events and not self.options.dry_run)
-        #: (namespace, name) -> ((uid, generation), Deployment, problems, companions)
-        self._desired: OrderedDict[tuple[str, str], tuple[tuple[Any, Any], dict[str, Any] | None, list[Problem],
-                                                          list[dict[str, Any]]]] = OrderedDict()
-        self._desired_lock = threading.Lock()
+        self.desired = DesiredCache(self.validator, self.options.image)  # what each CR asks for, per uid and generation
         self._unreadable: set[str] = set()  # kinds already said to be unreadable (_optional)
         self.schema_known = False  # the served CRD was read (status_schema): its columns are written
 
@@ -690,43 +682,14 @@ class Reconciler:
 
     def desired_for(self, cr: dict[str, Any]) -> tuple[dict[str, Any] | None, list[Problem]]:
         """The Deployment a CR asks for, with its controller ownerReference (None and the problems
-        when the CR is invalid or cannot be rendered), through the step every command shares
-        (``validate_and_render``). Kept per CR for its uid and generation: a Deployment event
-        (the drift to correct) then costs no validation and no rendering. Callers never change
-        the answer (``keep_live_selector`` copies)."""
-        meta = cr["metadata"]
-        key, version = (meta.get("namespace", ""), meta["name"]), (meta.get("uid"), meta.get("generation"))
-        with self._desired_lock:
-            kept = self._desired.get(key)
-            if kept is not None and kept[0] == version and None not in version:
-                self._desired.move_to_end(key)
-                return kept[1], kept[2]
-        verdict = validate_and_render(self.validator, copy.deepcopy(cr), self.options.image)
-        desired, companions = None, list[dict[str, Any]]()
-        if verdict.ok:
-            desired = verdict.manifests[0]
-            desired["metadata"]["ownerReferences"] = [{
-                "apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": meta["name"], "uid": meta["uid"],
-                "controller": True, "blockOwnerDeletion": True,
-            }]
-            # the Service and the budget; a PodMonitor is left to the tool that applies the rendering
-            # (its kind is served only where the prometheus-operator's CRDs are installed)
-            companions = [m for m in verdict.manifests[1:] if m["kind"] in {r.kind for r in COMPANIONS}]
-        with self._desired_lock:
-            self._desired[key] = (version, desired, verdict.problems, companions)
-            self._desired.move_to_end(key)
-            while len(self._desired) > DESIRED_KEPT:
-                self._desired.popitem(last=False)
-        return desired, verdict.problems
+        when the CR is invalid or cannot be rendered), kept per uid and generation (desired_cache.py)."""
+        return self.desired.desired_for(cr)
 
     def companions_for(self, cr: dict[str, Any]) -> list[dict[str, Any]]:
         """The Service and (two Pods or more) the PodDisruptionBudget the CR asks for, as rendered
         (render/companions.py), without owner; kept with its Deployment (desired_for)."""
         self.desired_for(cr)
-        meta = cr["metadata"]
-        with self._desired_lock:
-            kept = self._desired.get((meta.get("namespace", ""), meta["name"]))
-        return list(kept[3]) if kept is not None else []
+        return self.desired.companions_of(cr)
 
     # ---- writes (write_apply.py, write_delete.py, write_status.py send them)
     def write_status(self, cr: dict[str, Any], obs: Observation, declared: frozenset[str] | None,
