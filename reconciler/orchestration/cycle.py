@@ -149,12 +149,16 @@ class CycleReport:
 
 
 class Visit:
-    """One reconcile of one CR: what it was given, and the outcome it builds."""
+    """One reconcile of one CR: what it was given (reconcile_cr's inputs, in one object that every
+    step takes), and the outcome it builds."""
 
     def __init__(self, reconciler: Reconciler, cr: dict[str, Any], pods: tuple[str, ...], declared: frozenset[str] | None,
-                 condition_fields: frozenset[str] | None, lazy_served_by: bool) -> None:
+                 condition_fields: frozenset[str] | None, lazy_served_by: bool = False, *, degraded: DegradedCheck | None = None,
+                 neighbours: Neighbours | None = None, autoscaler: str = "", lookup: CompanionLookup | None = None) -> None:
         self.reconciler, self.cr, self.pods = reconciler, cr, pods
         self.declared, self.condition_fields, self.lazy_served_by = declared, condition_fields, lazy_served_by
+        self.degraded, self.neighbours = degraded, neighbours  # the fight detector; the kept selectors of a namespace
+        self.autoscaler, self.lookup = autoscaler, lookup  # the HPA that scales the Deployment; the cached companions
         self.namespace, self.name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
         self.generation = cr["metadata"].get("generation", 1)
         self.result = CROutcome(self.namespace, self.name, Action.UNCHANGED)
@@ -307,9 +311,10 @@ class Reconciler:
         ``companions`` finds the cached Service and budget (None: they are not reconciled, as in
         tests of the Deployment alone).
         """
-        visit = Visit(self, cr, pods, declared, condition_fields, lazy_served_by)
+        visit = Visit(self, cr, pods, declared, condition_fields, lazy_served_by, degraded=degraded, neighbours=neighbours,
+                      autoscaler=autoscaler, lookup=companions)
         try:
-            return self._reconcile(visit, live, degraded, neighbours, autoscaler, companions)
+            return self._reconcile(visit, live)
         finally:
             self._tell(visit)
 
@@ -321,10 +326,9 @@ class Reconciler:
         if visit.told:
             self.events.record(visit.cr, "Normal", visit.told[0][0], joined([message for _, message in visit.told]))
 
-    def _reconcile(self, visit: Visit, live: dict[str, Any] | None, degraded: DegradedCheck | None, neighbours: Neighbours | None,
-                   autoscaler: str, companions: CompanionLookup | None) -> CROutcome:
+    def _reconcile(self, visit: Visit, live: dict[str, Any] | None) -> CROutcome:
         """reconcile_cr's step, its Events kept in ``visit`` for one POST at the end."""
-        cr, pods, declared, condition_fields = visit.cr, visit.pods, visit.declared, visit.condition_fields
+        cr, pods, companions = visit.cr, visit.pods, visit.lookup
         mode = (cr["metadata"].get("annotations") or {}).get(RECONCILE_ANNOTATION) or "enabled"
         if mode == "disabled":  # a person paused this cache: nothing written but the status that says so
             visit.result.action = Action.SUSPENDED
@@ -342,13 +346,13 @@ class Reconciler:
         if ownership is Ownership.FOREIGN:
             message = f"Deployment {visit.namespace}/{visit.name} exists and is not controlled by this Memcached; it is left alone"
             return self._refuse(visit, "ResourceNotOwned", message, size, None, Action.NOT_OWNED, pods=())
-        desired, drift, size = self._plan(visit, desired, live, autoscaler, ignored.get(DEPLOYMENTS.kind, ()), size)
+        desired, drift, size = self._plan(visit, desired, live, ignored.get(DEPLOYMENTS.kind, ()), size)
         inherited = ownership is Ownership.INHERITED
         applied_by = ""
         if live is not None and ownership in (Ownership.GITOPS_APPLIED, Ownership.INHERITED):  # classified, so read
             applied_by = spec_manager(live) or "another tool"
             if not self.options.adopt:
-                return self._observe(cr, live, pods, applied_by, drift, size, declared, condition_fields, inherited)
+                return self._observe(visit, live, applied_by, drift, size, inherited)
         detect = self.options.detect_only or mode == "detect-only"
         if drift and detect:
             if companions is not None:  # their drift is reported with the Deployment's
@@ -363,7 +367,7 @@ class Reconciler:
         foreign = self._companions(visit, companions, mode == "detect-only", kept, ignored, bool(shared)) if companions is not None else ""
         if visit.result.companion_detected and not self.options.dry_run:  # only the Service or budget drifted
             return self._detected(visit, [], size, live)
-        return self._settle(visit, drift, live, size, degraded, neighbours, autoscaler, foreign, shared or visit.shared)
+        return self._settle(visit, drift, live, size, foreign, shared or visit.shared)
 
     def _companions(self, visit: Visit, lookup: CompanionLookup, detect_only: bool, kept_selector: dict[str, Any] | None,
                     ignored: Ignored, withhold: bool = False) -> str:
@@ -504,13 +508,14 @@ class Reconciler:
         result.failures.append(failure)
         result.action, result.error = Action.FAILED, bounded("; ".join(f.describe() for f in result.failures))
 
-    def _settle(self, visit: Visit, drift: list[Drift], live: dict[str, Any] | None, size: int, degraded: DegradedCheck | None,
-                neighbours: Neighbours | None, autoscaler: str, foreign: str = "", shared: str = "") -> CROutcome:
+    def _settle(self, visit: Visit, drift: list[Drift], live: dict[str, Any] | None, size: int, foreign: str = "",
+                shared: str = "") -> CROutcome:
         """The status of a CR served as asked: Available from its Deployment, Degraded while a fight
         lasts or a foreign object holds a companion's name, the overlap of a kept selector, the HPA that scales it."""
         ours = f"{visit.namespace}/{visit.name}"
         corrected = [Correction(DEPLOYMENTS.kind, ours, d) for d in drift] if visit.result.action == Action.CORRECTED else []
         corrected += visit.result.companion_corrected
+        degraded, neighbours = visit.degraded, visit.neighbours
         reason, message = (degraded(visit.cr, corrected) if degraded else None) or (("ResourceNotOwned", foreign) if foreign else ("", ""))
         if shared and reason != "FieldManagerFight":  # its Service and budget withheld: not served as asked
             reason, message = "SelectorOverlap", shared
@@ -522,13 +527,15 @@ class Reconciler:
         if not self.options.dry_run:
             # The correction is told by its Event and the log, not by a status message that the next
             # reconcile would have to put back (a second status write per correction).
-            visit.status(Observation(visit.generation, size, live, visit.pods, reason, message, overlap=overlap, autoscaler=autoscaler))
+            visit.status(Observation(visit.generation, size, live, visit.pods, reason, message, overlap=overlap,
+                                     autoscaler=visit.autoscaler))
         return visit.result
 
-    def _plan(self, visit: Visit, desired: dict[str, Any], live: dict[str, Any] | None, autoscaler: str, pointers: tuple[Pointer, ...],
+    def _plan(self, visit: Visit, desired: dict[str, Any], live: dict[str, Any] | None, pointers: tuple[Pointer, ...],
               size: int) -> tuple[dict[str, Any], list[Drift], int]:
         """What an apply would carry and what differs (plan.py); the size the status reports (the
         HPA's replicas when one scales the Deployment). The outcome keeps the drift and the ignored."""
+        autoscaler = visit.autoscaler
         planned = plan(desired, live, self.options.field_manager, autoscaler, pointers)
         visit.result.drift, visit.result.ignored = planned.drift, planned.ignored
         if autoscaler:
@@ -652,11 +659,12 @@ class Reconciler:
         self.events.warn_once(cr, "SelectorOverlap", message)
         return message
 
-    def _observe(self, cr: dict[str, Any], live: dict[str, Any], pods: tuple[str, ...], applied_by: str, drift: list[Drift],
-                 size: int, declared: frozenset[str] | None, condition_fields: frozenset[str] | None,
+    def _observe(self, visit: Visit, live: dict[str, Any], applied_by: str, drift: list[Drift], size: int,
                  inherited: bool = False) -> CROutcome:
-        """A GitOps-applied or inherited Deployment: status from it, nothing written to it; drift is information."""
-        ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
+        """A GitOps-applied or inherited Deployment: status from it, nothing written to it; drift is
+        information. The outcome is a new one (OBSERVED, what differs, the CR as written); its status
+        write never defers ``servedBy``."""
+        cr, ns, name = visit.cr, visit.namespace, visit.name
         differences = _corrections(drift)
         if differences:
             log.info("%s/%s: applied by %s, not corrected: %s", ns, name, applied_by, "; ".join(d.describe() for d in differences))
@@ -665,8 +673,9 @@ class Reconciler:
         shared = self._shared(ns, name, selector_of(live), adopted=False) if inherited else ""
         if shared:
             self.events.warn_once(cr, "SelectorOverlap", shared)
-        written = self.write_status(cr, Observation(cr["metadata"].get("generation", 1), size, live, pods, applied_by=applied_by,
-                                                     drift_note=note, inherited_selector=kept, overlap=shared), declared, condition_fields)
+        written = self.write_status(cr, Observation(visit.generation, size, live, visit.pods, applied_by=applied_by,
+                                                     drift_note=note, inherited_selector=kept, overlap=shared),
+                                    visit.declared, visit.condition_fields)
         return CROutcome(ns, name, Action.OBSERVED, differences, cr=written)
 
     def _find_unlabelled(self, ns: str, name: str, resource: Resource = DEPLOYMENTS) -> dict[str, Any] | None:
