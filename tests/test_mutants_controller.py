@@ -28,7 +28,7 @@ from memcached_gitops.reconciler.decisions.drift import Drift
 from memcached_gitops.reconciler.decisions.fights import Correction, FightDetector
 from memcached_gitops.reconciler.decisions.vocabulary import INSTANCE_LABEL, SELECTOR, Action
 from memcached_gitops.reconciler.orchestration.controller import DEFAULT_RESYNC, Controller, Settings, lease_client
-from memcached_gitops.reconciler.orchestration.cycle import CROutcome, Options, Reconciler
+from memcached_gitops.reconciler.orchestration.cycle import CompanionOutcome, CROutcome, Options, Reconciler
 from memcached_gitops.reconciler.orchestration.metrics import Metrics
 from memcached_gitops.render import selector_labels
 from memcached_gitops.schemas import load_crd
@@ -461,7 +461,7 @@ def test_reconcile_finds_the_companions_in_the_cache_and_writes_their_answers_th
 
         for resource in COMPANIONS:
             found.append((resource.kind, companions(resource, "default", "a-memcached")))
-        return CROutcome("default", "a", Action.CORRECTED, companions=applied)
+        return CROutcome("default", "a", Action.CORRECTED, companions=CompanionOutcome(applied=applied))
 
     c.reconciler.reconcile_cr = step  # type: ignore[method-assign]
     c.reconcile(("default", "a"), 1.0)
@@ -1587,7 +1587,7 @@ def test_with_shards_a_companion_read_by_a_get_goes_into_its_kinds_cache() -> No
     c.on_event("Lease", "DELETED", peer_lease("b"), None, 2.0)  # b left: its share comes to a
     read = [("Service", service), ("PodDisruptionBudget", budget)]
     c.reconciler.reconcile_cr = Recorder(lambda cr, *a, **k: CROutcome("default", name, Action.UNCHANGED,  # type: ignore[method-assign]
-                                                                       companions_read=read))
+                                                                       companions=CompanionOutcome(read=read)))
     store(c, "Memcached", cr(name))
     c.reconcile(("default", name), 0.0)
     assert c.caches.cached("Service", ("default", f"{name}-memcached")) == service

@@ -212,9 +212,9 @@ class Controller:
                 self.metrics.correction_latency.observe(outcome.applied_at - arrived)
         elif outcome.read is not None and self.shards is not None:
             caches.fill(DEPLOYMENTS.kind, outcome.read)  # read by a GET: kept unless the watch saw it go
-        for kind, read in outcome.companions_read if self.shards is not None else ():
+        for kind, read in outcome.companions.read if self.shards is not None else ():
             caches.fill(kind, read)  # a companion of a CR handed over, read before the LIST that follows
-        for companion in outcome.companions:
+        for companion in outcome.companions.applied:
             caches.put(companion["kind"], companion)
         if outcome.cr is not None:
             caches.put(KIND, outcome.cr)

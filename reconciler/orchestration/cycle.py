@@ -105,6 +105,19 @@ class Options:
 
 
 @dataclass
+class CompanionOutcome:
+    """What one reconcile found and did of the CR's Service and budget (``Reconciler._companions``)."""
+
+    applied: list[dict[str, Any]] = field(default_factory=list)  # the Service and budget as our applies left them
+    removed: list[tuple[Resource, str]] = field(default_factory=list)  # deleted: (resource, name)
+    drift: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) corrected or found
+    detected: list[str] = field(default_factory=list)  # what detect-only left unwritten, one line each
+    ignored: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) at ignored paths: left alone
+    corrected: list[Correction] = field(default_factory=list)  # the fields our applies put back (the fight detector's)
+    read: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (kind, object) found by a GET, not cached
+
+
+@dataclass
 class CROutcome:
     namespace: str
     name: str
@@ -117,13 +130,7 @@ class CROutcome:
     ignored: list[Drift] = field(default_factory=list)  # drift at the CR's ignored paths (ignore.py): never corrected
     read: dict[str, Any] | None = None  # the Deployment as a GET read it (not in the cache), when not written
     served_by_deferred: bool = False  # reconcile_cr(lazy_served_by=True): only status.servedBy was out of date
-    companions: list[dict[str, Any]] = field(default_factory=list)  # the Service and budget as our applies left them
-    removed: list[tuple[Resource, str]] = field(default_factory=list)  # companions deleted: (resource, name)
-    companion_drift: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) corrected or found
-    companion_detected: list[str] = field(default_factory=list)  # what detect-only left unwritten, one line each
-    companion_ignored: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) at ignored paths: left alone
-    companion_corrected: list[Correction] = field(default_factory=list)  # the fields our applies put back (the fight detector's)
-    companions_read: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (kind, object) found by a GET, not cached
+    companions: CompanionOutcome = field(default_factory=CompanionOutcome)  # the Service's and the budget's
     failures: list[WriteFailure] = field(default_factory=list)  # each refused write, by object: the others still went on
 
     @property
@@ -365,7 +372,7 @@ class Reconciler:
         kept = selector_of(live) if live is not None and has_kept_selector(live) else None
         shared = self._shared(visit.namespace, visit.name, kept, adopted=True) if companions is not None else ""
         foreign = self._companions(visit, companions, mode == "detect-only", kept, ignored, bool(shared)) if companions is not None else ""
-        if visit.result.companion_detected and not self.options.dry_run:  # only the Service or budget drifted
+        if visit.result.companions.detected and not self.options.dry_run:  # only the Service or budget drifted
             return self._detected(visit, [], size, live)
         return self._settle(visit, drift, live, size, foreign, shared or visit.shared)
 
@@ -385,7 +392,7 @@ class Reconciler:
         read = [visit.prefetched[(r.kind, n)] if (r.kind, n) in visit.prefetched else got[(r, n)] for r, n in unseen]
         for (resource, name), found in zip(unseen, read, strict=True):
             if found is not None:
-                result.companions_read.append((resource.kind, found))
+                result.companions.read.append((resource.kind, found))
                 cached[(resource.kind, name)] = found
         live = {key: found for key, found in cached.items() if found is not None}
         foreign = []
@@ -397,18 +404,18 @@ class Reconciler:
             withhold = bool(visit.shared)
         sending: list[Step] = []
         for step in planned:
-            result.companion_ignored += [(step.describe(), d) for d in step.ignored]
+            result.companions.ignored += [(step.describe(), d) for d in step.ignored]
             if step.move is Move.FOREIGN:
                 foreign.append(f"{step.describe()} exists and is not controlled by this Memcached; it is left alone")
                 continue
             if step.move not in (Move.CREATE, Move.CORRECT, Move.DELETE) or (withhold and step.move is not Move.DELETE):
                 continue
-            result.companion_drift += [(step.describe(), d) for d in step.drift or _created(step)]
+            result.companions.drift += [(step.describe(), d) for d in step.drift or _created(step)]
             if self.options.dry_run or self.options.detect_only or detect_only:
                 log.info("%s: %s %s (not written: %s)", visit, step.describe(), step.move.value,
                          "dry run" if self.options.dry_run else "detect-only")
                 if not self.options.dry_run:
-                    result.companion_detected.append(
+                    result.companions.detected.append(
                         f"{step.describe()}: " + "; ".join(d.describe() for d in step.drift) if step.move is Move.CORRECT
                         else f"{step.describe()} would be {step.move.value}d")
                 if not self.options.dry_run and result.action == Action.UNCHANGED:
@@ -420,9 +427,9 @@ class Reconciler:
                                         (ignored or {}).get(step.resource.kind, ())) for step in sending])
         for step, answer in zip(sending, answers, strict=True):
             self._record_companion(visit, step, answer)
-        if result.companion_ignored:
+        if result.companions.ignored:
             log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION,
-                     "; ".join(f"{where} {d.describe()}" for where, d in result.companion_ignored)[:2048])
+                     "; ".join(f"{where} {d.describe()}" for where, d in result.companions.ignored)[:2048])
         if foreign:
             self.events.warn_once(cr, "ResourceNotOwned", bounded("; ".join(foreign)))
         return bounded("; ".join(foreign))
@@ -475,11 +482,11 @@ class Reconciler:
             self._failed(visit, WriteFailure(step.resource.kind, name, verb, answer.status, answer.message))
             return
         if step.move is Move.DELETE:
-            result.removed.append((step.resource, step.name))
+            result.companions.removed.append((step.resource, step.name))
         else:
             assert answer is not None
-            result.companions.append(answer)
-            result.companion_corrected += [Correction(step.resource.kind, name, d) for d in step.drift]
+            result.companions.applied.append(answer)
+            result.companions.corrected += [Correction(step.resource.kind, name, d) for d in step.drift]
         if result.action == Action.UNCHANGED:
             result.action = Action.CORRECTED
         done = f"{step.describe()} {step.move.value}d" if step.move is not Move.CORRECT else (
@@ -514,7 +521,7 @@ class Reconciler:
         lasts or a foreign object holds a companion's name, the overlap of a kept selector, the HPA that scales it."""
         ours = f"{visit.namespace}/{visit.name}"
         corrected = [Correction(DEPLOYMENTS.kind, ours, d) for d in drift] if visit.result.action == Action.CORRECTED else []
-        corrected += visit.result.companion_corrected
+        corrected += visit.result.companions.corrected
         degraded, neighbours = visit.degraded, visit.neighbours
         reason, message = (degraded(visit.cr, corrected) if degraded else None) or (("ResourceNotOwned", foreign) if foreign else ("", ""))
         if shared and reason != "FieldManagerFight":  # its Service and budget withheld: not served as asked
@@ -584,11 +591,11 @@ class Reconciler:
 
     def _detected(self, visit: Visit, drift: list[Drift], size: int, live: dict[str, Any] | None) -> CROutcome:
         """Drift reported and left alone (--detect-only, or the CR's detect-only annotation): the
-        Deployment's, then what the Service's and the budget's would have needed (``companion_detected``)."""
+        Deployment's, then what the Service's and the budget's would have needed (``companions.detected``)."""
         ignored = visit.result.ignored
         also = f"; ignored ({IGNORE_ANNOTATION}): " + "; ".join(d.describe() for d in ignored) if ignored else ""
         why = "--detect-only" if self.options.detect_only else f"{RECONCILE_ANNOTATION}: detect-only"
-        found = [d.describe() for d in drift] + visit.result.companion_detected
+        found = [d.describe() for d in drift] + visit.result.companions.detected
         message = ("the Deployment does not exist" if live is None else
                    f"drift left uncorrected ({why}): " + "; ".join(found) + also)
         log.warning("%s: %s", visit, bounded(message))
