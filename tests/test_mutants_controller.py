@@ -418,7 +418,7 @@ def test_reconcile_hands_the_step_everything_from_the_cache() -> None:
     c.on_event("Deployment", "ADDED", dep("n", selector=KEPT), None, 0.0)
     c.on_event("Pod", "ADDED", pod("p", "a"), None, 0.0)
     c.on_event("HorizontalPodAutoscaler", "ADDED", hpa("h", "a"), None, 0.0)
-    outcome = c.reconcile(("default", "a"), 0.0)
+    outcome = c.reconcile(("default", "a"), 0.0).outcome
     assert outcome is not None and outcome.action == Action.UNCHANGED
     (call,) = recorder.calls
     assert call["cr"] == cr("a") and call["live"] == dep("a", rv="4") and call["pods"] == ("p",)
@@ -426,7 +426,7 @@ def test_reconcile_hands_the_step_everything_from_the_cache() -> None:
     assert call["autoscaler"] == "h"
     assert [d["metadata"]["name"] for d in call["neighbours"]("default")] == ["n"]
     assert call["degraded"](cr("a"), []) is None
-    assert c.reconcile(("default", "gone"), 0.0) is None and len(recorder.calls) == 1, "a CR no longer cached: nothing to do"
+    assert c.reconcile(("default", "gone"), 0.0).outcome is None and len(recorder.calls) == 1, "a CR no longer cached: nothing to do"
 
 
 def test_reconcile_writes_its_answers_through_to_the_cache_and_counts_the_correction() -> None:
@@ -482,13 +482,12 @@ def test_a_new_deployment_is_no_correction() -> None:
 
 
 def test_a_failed_step_is_an_error_for_the_work_queue() -> None:
-    """A FAILED outcome is counted and raised, so the worker retries the CR with backoff."""
+    """A FAILED outcome is counted and answered as a retry, so the worker retries the CR with backoff."""
     c = make()
     c.reconciler.reconcile_cr = Recorder(lambda *a, **k: CROutcome("default", "a", Action.FAILED, error="apply refused"))  # type: ignore[method-assign]
     store(c, "Memcached", cr("a"))
-    with pytest.raises(APIError) as err:
-        c.reconcile(("default", "a"), 1.0)
-    assert str(err.value) == "apply refused" and err.value.status == 0
+    result = c.reconcile(("default", "a"), 1.0)
+    assert result.retry == "apply refused" and not result.done and result.after is None
     assert c.metrics.value("memcached_gitops_errors_total", {"reason": "failed"}) == 1
 
 
@@ -1446,6 +1445,9 @@ class Queued:
     def add_after(self, key: Any, delay: float) -> None:
         self.items.append((key, delay))
 
+    def forget(self, key: Any) -> None:
+        pass
+
 
 def test_an_acknowledged_share_sweeps_its_new_crs_in_order_at_the_sweep_rate_and_marks_them() -> None:
     """The CRs new to the share go through add_after, n / SWEEP_RATE apart in key order, and are
@@ -1533,10 +1535,10 @@ def test_the_first_visit_of_a_swept_cr_may_defer_its_served_by_and_queues_that_w
     c.share.sweeping = {("default", "x"), ("default", "y")}
     slots = iter([1.25, 1.5])
     c.share.served_by_slot = lambda: next(slots)  # type: ignore[method-assign]
-    c.reconcile(("default", "x"), 0.0)
+    c._requeue(("default", "x"), c.reconcile(("default", "x"), 0.0))
     assert recorder.calls[-1]["lazy_served_by"] is True and c.share.sweeping == {("default", "y")}
     assert q.items == [(("default", "x"), 1.25)]
-    c.reconcile(("default", "x"), 0.0)
+    c._requeue(("default", "x"), c.reconcile(("default", "x"), 0.0))
     assert recorder.calls[-1]["lazy_served_by"] is False and q.items == [(("default", "x"), 1.25)]
     plain = make()
     plain.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
