@@ -66,7 +66,7 @@ from ..decisions.vocabulary import (
 from .companion_step import find_new, reconcile_companions
 from .desired_cache import DesiredCache
 from .write_apply import WriteFailure, correct
-from .write_status import requested_at, write_status
+from .write_status import declared_fields, requested_at, write_status
 
 log = logging.getLogger("memcached_gitops.reconciler")
 #: Called before the status write with the fields just corrected, of the Deployment and of its
@@ -210,15 +210,7 @@ class Reconciler:
             self.schema_known = False
             return frozenset({"conditions", "nodes"}), frozenset({"type", "status", "reason", "message", "lastTransitionTime"})
         self.schema_known = True
-        for v in (crd.get("spec") or {}).get("versions") or []:
-            if v.get("name") == self.version:
-                status = (((v.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties") or {}).get("status") or {}
-                if status.get("x-kubernetes-preserve-unknown-fields"):
-                    return None, None
-                props = status.get("properties") or {}
-                item = ((props.get("conditions") or {}).get("items") or {}).get("properties")
-                return frozenset(props), (frozenset(item) if item else None)
-        return None, None
+        return declared_fields(crd, self.version)
 
     def _optional(self, read: Callable[[], Any], what: str, without: str) -> Any:
         """``read()``, or None with one log line per kind when ``what`` cannot be listed (an RBAC

@@ -20,6 +20,20 @@ def requested_at(cr: dict[str, Any]) -> str:
     return str((cr.get("metadata", {}).get("annotations") or {}).get(REQUESTED_AT_ANNOTATION) or "")
 
 
+def declared_fields(crd: dict[str, Any], version: str) -> tuple[frozenset[str] | None, frozenset[str] | None]:
+    """The status fields the served CRD ``crd`` declares for ``version``, and those of a condition:
+    what ``write_status`` may write (None: any, the schema keeps unknown fields or was not found)."""
+    for v in (crd.get("spec") or {}).get("versions") or []:
+        if v.get("name") == version:
+            status = (((v.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties") or {}).get("status") or {}
+            if status.get("x-kubernetes-preserve-unknown-fields"):
+                return None, None
+            props = status.get("properties") or {}
+            item = ((props.get("conditions") or {}).get("items") or {}).get("properties")
+            return frozenset(props), (frozenset(item) if item else None)
+    return None, None
+
+
 def write_status(api: KubeAPI, path: str, cr: dict[str, Any], obs: Observation, clock: Callable[[], str], manager: str,
                  declared: frozenset[str] | None, condition_fields: frozenset[str] | None, *, served_by: str = "",
                  lazy_served_by: bool = False, reported: set[tuple[str, str]]) -> tuple[dict[str, Any] | None, bool]:
