@@ -488,7 +488,21 @@ def test_a_failed_step_is_an_error_for_the_work_queue() -> None:
     store(c, "Memcached", cr("a"))
     result = c.reconcile(("default", "a"), 1.0)
     assert result.retry == "apply refused" and not result.done and result.after is None
+    assert result.outcome is not None and result.outcome.action == Action.FAILED
     assert c.metrics.value("memcached_gitops_errors_total", {"reason": "failed"}) == 1
+
+
+def test_a_cr_no_longer_cached_is_done_and_its_failures_are_forgotten() -> None:
+    """A key whose CR is gone is served (nothing to do): its past failures are forgotten, as after a
+    success, so a CR created again under that name starts without backoff."""
+    c = make()
+    key = ("default", "gone")
+    c.queue.add_rate_limited(key)
+    assert c.queue.failures(key) == 1
+    result = c.reconcile(key, 0.0)
+    assert result.outcome is None and result.done and result.retry is None and result.after is None
+    c._requeue(key, result)
+    assert c.queue.failures(key) == 0
 
 
 # ---- fights
@@ -690,13 +704,18 @@ def test_a_failing_cr_is_retried_with_backoff_and_a_success_resets_it(caplog) ->
     assert next(r for r in caplog.records if r.getMessage() == "default/a: reconcile failed").exc_info is not None
 
 
-def test_a_failing_cr_counts_its_failures() -> None:
+def test_a_failing_cr_counts_its_failures(caplog) -> None:
+    """A refused write worth retrying is a warning naming the CR and the refusal, a retry counted,
+    and the CR again at the backoff's pace, as a raised APIError is."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
     c = make()
     c.reconciler.reconcile_cr = Recorder(lambda *a, **k: CROutcome("default", "a", Action.FAILED, error="no"))  # type: ignore[method-assign]
     store(c, "Memcached", cr("a"))
     c.queue.add(("default", "a"))
     work(c, lambda: c.queue.failures(("default", "a")) >= 1)
     assert retries(c) >= 1
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == LOGGER]
+    assert ("WARNING", "default/a: no; retrying with backoff") in logged
 
 
 # ---- leadership
