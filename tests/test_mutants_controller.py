@@ -1567,6 +1567,20 @@ def test_the_first_visit_of_a_swept_cr_may_defer_its_served_by_and_queues_that_w
     assert recorder.calls[-1]["lazy_served_by"] is False
 
 
+def test_a_failed_reconcile_that_deferred_its_served_by_still_queues_that_write() -> None:
+    """A refusal and a deferred servedBy in one reconcile: the CR is retried at the backoff's pace and
+    its servedBy write still comes back at its slot."""
+    c, ring, _ = sharded()
+    q = Queued()
+    c.queue = c.share.queue = q  # type: ignore[assignment]
+    c.reconciler.reconcile_cr = Recorder(lambda cr, *a, **k: CROutcome(  # type: ignore[method-assign]
+        "default", "x", Action.FAILED, error="no", served_by_deferred=True))
+    store(c, "Memcached", cr("x"))
+    c.share.served_by_slot = lambda: 1.25  # type: ignore[method-assign]
+    result = c.reconcile(("default", "x"), 0.0)
+    assert result.after == 1.25 and result.retry == "no" and not result.done
+
+
 def test_with_shards_a_deployment_read_by_a_get_goes_into_the_cache_of_its_namespace() -> None:
     """A Deployment the step read by a GET (not cached: it came with the share) is stored, with its
     managedFields, in the cache of its namespace, unless the watch saw it go; without shards the
