@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from memcached_gitops.reconciler.orchestration import cycle
+from memcached_gitops.reconciler.orchestration import desired_cache
 from memcached_gitops.reconciler.orchestration.cycle import Reconciler
 
 from fakeapi.server import FakeAPIServer
@@ -75,13 +75,13 @@ def test_without_uid_or_generation_nothing_is_reused(rec: Reconciler) -> None:
 
 
 def test_the_kept_set_is_bounded_least_recently_used_first(rec: Reconciler, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cycle, "DESIRED_KEPT", 3)
+    monkeypatch.setattr(desired_cache, "DESIRED_KEPT", 3)
     calls = counting(rec)
     for name in "abcd":
         rec.desired_for(cr(name, uid=f"u-{name}"))
-    assert len(rec._desired) == 3 and calls == [4]
+    assert len(rec.desired.kept) == 3 and calls == [4]
     rec.desired_for(cr("b", uid="u-b"))  # kept: no validation, and now the most recent
     assert calls == [4]
     rec.desired_for(cr("a", uid="u-a"))  # dropped first
     assert calls == [5]
-    assert list(rec._desired) == [("default", "d"), ("default", "b"), ("default", "a")]
+    assert list(rec.desired.kept) == [("default", "d"), ("default", "b"), ("default", "a")]

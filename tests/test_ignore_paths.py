@@ -104,16 +104,16 @@ def test_a_companions_ignored_field_stays_and_is_left_out_of_its_apply(cluster: 
     rename_port(cluster, "m")
     cluster.reset_log()
     [outcome] = rec.run_cycle().outcomes
-    assert [(where, d.field) for where, d in outcome.companion_ignored] == [("PodDisruptionBudget m-memcached", ".spec.maxUnavailable")]
+    assert [(where, d.field) for where, d in outcome.companions.ignored] == [("PodDisruptionBudget m-memcached", ".spec.maxUnavailable")]
     port_name = '.spec.ports[port=11211,protocol="TCP"].name'
-    assert [(where, d.field) for where, d in outcome.companion_drift] == [("Service m-memcached", port_name)]
+    assert [(where, d.field) for where, d in outcome.companions.drift] == [("Service m-memcached", port_name)]
     assert [w.path.rsplit("/", 2)[-2] for w in companion_writes(cluster)] == ["services"], "the Service's drift only"
     assert budget(cluster, "m")["spec"]["maxUnavailable"] == 2
     patch(cluster, BUDGET.format(name="m"), {"metadata": {"labels": {"app.kubernetes.io/name": "x"}}}, "application/merge-patch+json",
           "?fieldManager=kubectl-label")
     cluster.reset_log()
     [outcome] = rec.run_cycle().outcomes
-    assert outcome.action == "corrected" and [d.field for _, d in outcome.companion_ignored] == [".spec.maxUnavailable"]
+    assert outcome.action == "corrected" and [d.field for _, d in outcome.companions.ignored] == [".spec.maxUnavailable"]
     [apply] = [w for w in companion_writes(cluster) if w.content_type == "application/apply-patch+yaml"]
     assert "maxUnavailable" not in json.loads(apply.body)["spec"], "another manager's: left out of our apply"
     live = budget(cluster, "m")

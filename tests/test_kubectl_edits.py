@@ -75,7 +75,7 @@ def test_a_refused_write_is_degraded_with_its_object_and_message_and_the_budget_
     assert cluster.get("policy", "poddisruptionbudgets", "default", "m-memcached") is not None, "one failure never blocks the others"
     assert outcome.action == "failed" and outcome.permanent
     assert [(f.kind, f.name, f.verb, f.status) for f in outcome.failures] == [("Service", "default/m-memcached", "apply", 422)]
-    assert [c["kind"] for c in outcome.companions] == ["PodDisruptionBudget"]
+    assert [c["kind"] for c in outcome.companions.applied] == ["PodDisruptionBudget"]
     degraded = condition(cluster, "m", "Degraded")
     assert degraded["status"] == "True" and degraded["reason"] == "ApplyFailed"
     assert degraded["message"].startswith("Service default/m-memcached: apply refused: HTTP 422: injected fault 422")

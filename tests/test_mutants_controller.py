@@ -28,7 +28,7 @@ from memcached_gitops.reconciler.decisions.drift import Drift
 from memcached_gitops.reconciler.decisions.fights import Correction, FightDetector
 from memcached_gitops.reconciler.decisions.vocabulary import INSTANCE_LABEL, SELECTOR, Action
 from memcached_gitops.reconciler.orchestration.controller import DEFAULT_RESYNC, Controller, Settings, lease_client
-from memcached_gitops.reconciler.orchestration.cycle import CROutcome, Options, Reconciler
+from memcached_gitops.reconciler.orchestration.cycle import CompanionOutcome, CROutcome, Options, Reconciler
 from memcached_gitops.reconciler.orchestration.metrics import Metrics
 from memcached_gitops.render import selector_labels
 from memcached_gitops.schemas import load_crd
@@ -418,7 +418,7 @@ def test_reconcile_hands_the_step_everything_from_the_cache() -> None:
     c.on_event("Deployment", "ADDED", dep("n", selector=KEPT), None, 0.0)
     c.on_event("Pod", "ADDED", pod("p", "a"), None, 0.0)
     c.on_event("HorizontalPodAutoscaler", "ADDED", hpa("h", "a"), None, 0.0)
-    outcome = c.reconcile(("default", "a"), 0.0)
+    outcome = c.reconcile(("default", "a"), 0.0).outcome
     assert outcome is not None and outcome.action == Action.UNCHANGED
     (call,) = recorder.calls
     assert call["cr"] == cr("a") and call["live"] == dep("a", rv="4") and call["pods"] == ("p",)
@@ -426,7 +426,7 @@ def test_reconcile_hands_the_step_everything_from_the_cache() -> None:
     assert call["autoscaler"] == "h"
     assert [d["metadata"]["name"] for d in call["neighbours"]("default")] == ["n"]
     assert call["degraded"](cr("a"), []) is None
-    assert c.reconcile(("default", "gone"), 0.0) is None and len(recorder.calls) == 1, "a CR no longer cached: nothing to do"
+    assert c.reconcile(("default", "gone"), 0.0).outcome is None and len(recorder.calls) == 1, "a CR no longer cached: nothing to do"
 
 
 def test_reconcile_writes_its_answers_through_to_the_cache_and_counts_the_correction() -> None:
@@ -461,7 +461,7 @@ def test_reconcile_finds_the_companions_in_the_cache_and_writes_their_answers_th
 
         for resource in COMPANIONS:
             found.append((resource.kind, companions(resource, "default", "a-memcached")))
-        return CROutcome("default", "a", Action.CORRECTED, companions=applied)
+        return CROutcome("default", "a", Action.CORRECTED, companions=CompanionOutcome(applied=applied))
 
     c.reconciler.reconcile_cr = step  # type: ignore[method-assign]
     c.reconcile(("default", "a"), 1.0)
@@ -482,14 +482,27 @@ def test_a_new_deployment_is_no_correction() -> None:
 
 
 def test_a_failed_step_is_an_error_for_the_work_queue() -> None:
-    """A FAILED outcome is counted and raised, so the worker retries the CR with backoff."""
+    """A FAILED outcome is counted and answered as a retry, so the worker retries the CR with backoff."""
     c = make()
     c.reconciler.reconcile_cr = Recorder(lambda *a, **k: CROutcome("default", "a", Action.FAILED, error="apply refused"))  # type: ignore[method-assign]
     store(c, "Memcached", cr("a"))
-    with pytest.raises(APIError) as err:
-        c.reconcile(("default", "a"), 1.0)
-    assert str(err.value) == "apply refused" and err.value.status == 0
+    result = c.reconcile(("default", "a"), 1.0)
+    assert result.retry == "apply refused" and not result.done and result.after is None
+    assert result.outcome is not None and result.outcome.action == Action.FAILED
     assert c.metrics.value("memcached_gitops_errors_total", {"reason": "failed"}) == 1
+
+
+def test_a_cr_no_longer_cached_is_done_and_its_failures_are_forgotten() -> None:
+    """A key whose CR is gone is served (nothing to do): its past failures are forgotten, as after a
+    success, so a CR created again under that name starts without backoff."""
+    c = make()
+    key = ("default", "gone")
+    c.queue.add_rate_limited(key)
+    assert c.queue.failures(key) == 1
+    result = c.reconcile(key, 0.0)
+    assert result.outcome is None and result.done and result.retry is None and result.after is None
+    c._requeue(key, result)
+    assert c.queue.failures(key) == 0
 
 
 # ---- fights
@@ -691,13 +704,18 @@ def test_a_failing_cr_is_retried_with_backoff_and_a_success_resets_it(caplog) ->
     assert next(r for r in caplog.records if r.getMessage() == "default/a: reconcile failed").exc_info is not None
 
 
-def test_a_failing_cr_counts_its_failures() -> None:
+def test_a_failing_cr_counts_its_failures(caplog) -> None:
+    """A refused write worth retrying is a warning naming the CR and the refusal, a retry counted,
+    and the CR again at the backoff's pace, as a raised APIError is."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
     c = make()
     c.reconciler.reconcile_cr = Recorder(lambda *a, **k: CROutcome("default", "a", Action.FAILED, error="no"))  # type: ignore[method-assign]
     store(c, "Memcached", cr("a"))
     c.queue.add(("default", "a"))
     work(c, lambda: c.queue.failures(("default", "a")) >= 1)
     assert retries(c) >= 1
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == LOGGER]
+    assert ("WARNING", "default/a: no; retrying with backoff") in logged
 
 
 # ---- leadership
@@ -1446,6 +1464,9 @@ class Queued:
     def add_after(self, key: Any, delay: float) -> None:
         self.items.append((key, delay))
 
+    def forget(self, key: Any) -> None:
+        pass
+
 
 def test_an_acknowledged_share_sweeps_its_new_crs_in_order_at_the_sweep_rate_and_marks_them() -> None:
     """The CRs new to the share go through add_after, n / SWEEP_RATE apart in key order, and are
@@ -1533,10 +1554,10 @@ def test_the_first_visit_of_a_swept_cr_may_defer_its_served_by_and_queues_that_w
     c.share.sweeping = {("default", "x"), ("default", "y")}
     slots = iter([1.25, 1.5])
     c.share.served_by_slot = lambda: next(slots)  # type: ignore[method-assign]
-    c.reconcile(("default", "x"), 0.0)
+    c._requeue(("default", "x"), c.reconcile(("default", "x"), 0.0))
     assert recorder.calls[-1]["lazy_served_by"] is True and c.share.sweeping == {("default", "y")}
     assert q.items == [(("default", "x"), 1.25)]
-    c.reconcile(("default", "x"), 0.0)
+    c._requeue(("default", "x"), c.reconcile(("default", "x"), 0.0))
     assert recorder.calls[-1]["lazy_served_by"] is False and q.items == [(("default", "x"), 1.25)]
     plain = make()
     plain.reconciler.reconcile_cr = recorder  # type: ignore[method-assign]
@@ -1544,6 +1565,20 @@ def test_the_first_visit_of_a_swept_cr_may_defer_its_served_by_and_queues_that_w
     assert plain.share is None, "without shards there is no share to sweep"
     plain.reconcile(("default", "x"), 0.0)
     assert recorder.calls[-1]["lazy_served_by"] is False
+
+
+def test_a_failed_reconcile_that_deferred_its_served_by_still_queues_that_write() -> None:
+    """A refusal and a deferred servedBy in one reconcile: the CR is retried at the backoff's pace and
+    its servedBy write still comes back at its slot."""
+    c, ring, _ = sharded()
+    q = Queued()
+    c.queue = c.share.queue = q  # type: ignore[assignment]
+    c.reconciler.reconcile_cr = Recorder(lambda cr, *a, **k: CROutcome(  # type: ignore[method-assign]
+        "default", "x", Action.FAILED, error="no", served_by_deferred=True))
+    store(c, "Memcached", cr("x"))
+    c.share.served_by_slot = lambda: 1.25  # type: ignore[method-assign]
+    result = c.reconcile(("default", "x"), 0.0)
+    assert result.after == 1.25 and result.retry == "no" and not result.done
 
 
 def test_with_shards_a_deployment_read_by_a_get_goes_into_the_cache_of_its_namespace() -> None:
@@ -1587,7 +1622,7 @@ def test_with_shards_a_companion_read_by_a_get_goes_into_its_kinds_cache() -> No
     c.on_event("Lease", "DELETED", peer_lease("b"), None, 2.0)  # b left: its share comes to a
     read = [("Service", service), ("PodDisruptionBudget", budget)]
     c.reconciler.reconcile_cr = Recorder(lambda cr, *a, **k: CROutcome("default", name, Action.UNCHANGED,  # type: ignore[method-assign]
-                                                                       companions_read=read))
+                                                                       companions=CompanionOutcome(read=read)))
     store(c, "Memcached", cr(name))
     c.reconcile(("default", name), 0.0)
     assert c.caches.cached("Service", ("default", f"{name}-memcached")) == service

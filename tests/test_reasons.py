@@ -16,6 +16,7 @@ from memcached_gitops.reconciler.decisions.vocabulary import COMPANIONS
 
 #: where the reconciler writes conditions and Events (read from the modules imported, wherever installed)
 WRITERS = ["memcached_gitops.reconciler.decisions.status", "memcached_gitops.reconciler.orchestration.cycle",
+           "memcached_gitops.reconciler.orchestration.companion_step",
            "memcached_gitops.reconciler.orchestration.controller"]
 CAMEL = re.compile(r"^[A-Z][a-z]+(?:[A-Z][a-z]+)+$")
 #: CamelCase strings in those modules that are no reason: kinds and a request body's kind

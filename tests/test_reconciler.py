@@ -121,7 +121,7 @@ def test_the_service_and_budget_are_corrected_and_the_budget_goes_when_one_pod_i
     cluster.reset_log()
     [outcome] = rec.run_cycle().outcomes
     assert outcome.action == "corrected"
-    assert [(where, d.field) for where, d in outcome.companion_drift] == [("Service a-memcached", ".spec.selector")]
+    assert [(where, d.field) for where, d in outcome.companions.drift] == [("Service a-memcached", ".spec.selector")]
     assert cluster.get("", "services", "default", "a-memcached")["spec"]["selector"] == {
         "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}
     assert [(r.method, r.path.rsplit("/", 2)[-2:]) for r in cluster.log if "/services/" in r.path and r.method != "GET"] == [
@@ -130,7 +130,7 @@ def test_the_service_and_budget_are_corrected_and_the_budget_goes_when_one_pod_i
     patch(cluster, cr_a, {"spec": {"size": 1}}, "application/merge-patch+json")
     [outcome] = rec.run_cycle().outcomes
     assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is None, "no budget for one Pod"
-    assert [(resource.kind, name) for resource, name in outcome.removed] == [("PodDisruptionBudget", "a-memcached")]
+    assert [(resource.kind, name) for resource, name in outcome.companions.removed] == [("PodDisruptionBudget", "a-memcached")]
     patch(cluster, cr_a, {"spec": {"size": 3}}, "application/merge-patch+json")
     rec.run_cycle()
     assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached")["spec"]["maxUnavailable"] == 1
@@ -498,7 +498,7 @@ def test_detect_only_reports_a_companions_drift_and_writes_nothing(cluster: Fake
     [outcome] = reconciler_for(cluster, detect_only=True).run_cycle().outcomes
     assert outcome.action == "drifted"
     assert not [w for w in writes(cluster) if "/services/" in str(w)], "nothing written to the Service"
-    assert [(where, d.field) for where, d in outcome.companion_drift] == [("Service a-memcached", ".spec.selector")]
+    assert [(where, d.field) for where, d in outcome.companions.drift] == [("Service a-memcached", ".spec.selector")]
     metrics = Metrics()
     metrics.observe_outcome(outcome)
     assert metrics.value("memcached_gitops_drift_detected_total", {"field": "Service .spec.selector"}) == 1

@@ -595,7 +595,7 @@ def test_the_service_and_budget_are_owned_corrected_and_collected_on_a_real_clus
     api.request("PATCH", f"/api/v1/namespaces/{ns}/services/m-memcached", body={"spec": {"selector": {"app.kubernetes.io/name": "x"}}},
                 content_type="application/merge-patch+json")
     outcome = rec.run_cycle().outcomes[0]
-    assert outcome.action == "corrected" and [d.field for _, d in outcome.companion_drift] == [".spec.selector"]
+    assert outcome.action == "corrected" and [d.field for _, d in outcome.companions.drift] == [".spec.selector"]
     time.sleep(2)  # the Deployment controller makes a ReplicaSet when it runs (WITH_KCM=1)
     with_kcm = bool(api.request("GET", f"/apis/apps/v1/namespaces/{ns}/replicasets")["items"])
     print("with a controller-manager:", with_kcm)

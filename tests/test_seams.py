@@ -29,7 +29,7 @@ from memcached_gitops.foundation.clocks import SYSTEM_CLOCK
 from memcached_gitops.reconciler.client.informer import key_of
 from memcached_gitops.reconciler.decisions.fights import FightDetector
 from memcached_gitops.reconciler.decisions.vocabulary import RECONCILE_ANNOTATION
-from memcached_gitops.reconciler.orchestration.controller import Controller, Settings
+from memcached_gitops.reconciler.orchestration.controller import Controller, Result, Settings
 
 from fakeapi.server import FakeAPIServer, Fault
 
@@ -59,9 +59,10 @@ class Tracked:
         self.done: set[Any] = set()
         done = c.queue.done
 
-        def reconcile(key: Any, arrived: float) -> None:
+        def reconcile(key: Any, arrived: float) -> Result:
             with self.lock:
                 self.reconciled.add(key)
+            return Result(done=True)
 
         def finished(key: Any) -> None:
             done(key)

@@ -63,6 +63,18 @@ class Settings:
     schema_retry: float = 60.0  # how often a CRD that could not be read (RBAC not there yet) is read again
 
 
+@dataclass(frozen=True)
+class Result:
+    """What serving one key asks of the work queue, as controller-runtime's ``(Result, error)`` of a
+    Reconcile: decided where the key is served, applied in one place (``Controller._requeue``). An
+    exception (an APIError of a read, a bug) is the error: retried with backoff by ``_work``."""
+
+    outcome: CROutcome | None = None  # what the per-CR step did (None: not reconciled)
+    after: float | None = None  # the key again after this many seconds (a fight's wait, a deferred servedBy)
+    retry: str | None = None  # a refusal worth retrying (not permanent): the key again at the backoff's pace
+    done: bool = False  # served: the key's past failures are forgotten (its backoff starts over)
+
+
 class Controller:
     """Events to keys, keys to workers, workers to the per-CR step; leadership, the resync, the stop.
 
@@ -165,20 +177,7 @@ class Controller:
             try:
                 if not self.leading.is_set():
                     continue  # everything is queued again when this replica becomes the leader
-                wait = self.fights.wait(key, started)
-                if wait > 0:
-                    self.queue.add_after(key, wait)
-                    continue
-                if self.shards is None:
-                    self.reconcile(key, arrived)
-                else:
-                    with self.shards.serving(key) as ours:
-                        if not ours:
-                            assert self.share is not None
-                            self.share.wait_for_ring(key)
-                            continue
-                        self.reconcile(key, arrived)
-                self.queue.forget(key)
+                self._requeue(key, self._serve(key, arrived, started))
             except Exception as exc:  # APIError, or a bug: this CR is retried with backoff, the others go on
                 if isinstance(exc, APIError):
                     log.warning("%s/%s: %s; retrying with backoff", key[0], key[1], exc)
@@ -191,12 +190,39 @@ class Controller:
                 self.metrics.busy(-1)
                 self.metrics.observe_work(self.clock.monotonic() - started)
 
-    def reconcile(self, key: Key, arrived: float) -> CROutcome | None:
+    def _serve(self, key: Key, arrived: float, started: Monotonic) -> Result:
+        """One key taken by a worker of the leader: waited out while a fight parks the CR, left to the
+        ring when another replica (or none yet) may write it, else reconciled."""
+        wait = self.fights.wait(key, started)
+        if wait > 0:
+            return Result(after=wait)  # no failure: the key keeps its backoff
+        if self.shards is None:
+            return self.reconcile(key, arrived)
+        with self.shards.serving(key) as ours:
+            if not ours:
+                assert self.share is not None
+                self.share.wait_for_ring(key)
+                return Result()
+            return self.reconcile(key, arrived)
+
+    def _requeue(self, key: Key, result: Result) -> None:
+        """The one place the work queue hears what serving ``key`` asks: again after a delay, again
+        at the backoff's pace, and whether its past failures are forgotten."""
+        if result.after is not None:
+            self.queue.add_after(key, result.after)
+        if result.retry is not None:
+            log.warning("%s/%s: %s; retrying with backoff", key[0], key[1], result.retry)
+            self.metrics.observe_retry()
+            self.queue.add_rate_limited(key)
+        elif result.done:
+            self.queue.forget(key)
+
+    def reconcile(self, key: Key, arrived: float) -> Result:
         """One CR from the cache (no GET); its writes' answers go back into the cache."""
         caches = self.caches
         cr = caches.cached(KIND, key)
         if cr is None:
-            return None
+            return Result(done=True)
         live = caches.cached(DEPLOYMENTS.kind, key)
         declared, condition_fields = self._schema
         lazy = self.share.take_sweeping(key) if self.share is not None else False
@@ -204,26 +230,25 @@ class Controller:
                                                degraded=self._fight_check, neighbours=caches.kept_deployments,
                                                autoscaler=caches.autoscaler_of(key), lazy_served_by=lazy,
                                                companions=lambda resource, ns, name: caches.cached(resource.kind, (ns, name)))
-        if outcome.served_by_deferred and self.share is not None:
-            self.queue.add_after(key, self.share.served_by_slot())
+        after = self.share.served_by_slot() if outcome.served_by_deferred and self.share is not None else None
         if outcome.deployment is not None:
             caches.put(DEPLOYMENTS.kind, outcome.deployment)
             if outcome.action == Action.CORRECTED:
                 self.metrics.correction_latency.observe(outcome.applied_at - arrived)
         elif outcome.read is not None and self.shards is not None:
             caches.fill(DEPLOYMENTS.kind, outcome.read)  # read by a GET: kept unless the watch saw it go
-        for kind, read in outcome.companions_read if self.shards is not None else ():
+        for kind, read in outcome.companions.read if self.shards is not None else ():
             caches.fill(kind, read)  # a companion of a CR handed over, read before the LIST that follows
-        for companion in outcome.companions:
+        for companion in outcome.companions.applied:
             caches.put(companion["kind"], companion)
         if outcome.cr is not None:
             caches.put(KIND, outcome.cr)
         self.metrics.observe_outcome(outcome)
         if outcome.action == Action.FAILED and not outcome.permanent:
-            raise APIError(0, outcome.error)  # retried at the backoff's pace
+            return Result(outcome, after, retry=outcome.error)  # retried at the backoff's pace
         if outcome.permanent:  # refused for good (422, 403): reported, retried at the resync or on a change
             log.warning("%s/%s: %s; retried at the resync or when the CR or its objects change", key[0], key[1], outcome.error)
-        return outcome
+        return Result(outcome, after, done=True)
 
     def _fight_check(self, cr: dict[str, Any], corrected: list[Correction]) -> tuple[str, str] | None:
         """Record the corrections (of the Deployment and of its companions) against other managers,

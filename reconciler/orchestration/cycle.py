@@ -21,29 +21,22 @@ One bad CR never stops the others; a stop request (SIGTERM) ends the cycle after
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 from memcached_gitops.foundation.excerpt import excerpt
 from memcached_gitops.foundation.product import NAME
-from memcached_gitops.render import DEFAULT_IMAGE, selector_labels
-from memcached_gitops.render.companions import object_name
-from memcached_gitops.render.desired import validate_and_render
+from memcached_gitops.render import DEFAULT_IMAGE
 from memcached_gitops.schemas import CRD, Problem, Validator
 
 from ..client.api import APIError, KubeAPI, collection_path, object_path
 from ..client.events import EventRecorder, now_rfc3339
 from ..decisions.autoscalers import autoscalers_by_target
-from ..decisions.companions import Move, Step, relation, steps
-from ..decisions.drift import Drift, compare
+from ..decisions.drift import Drift
 from ..decisions.fights import Correction
 from ..decisions.ignore import ANNOTATION as IGNORE_ANNOTATION
 from ..decisions.ignore import Ignored, IgnoreError, Pointer, ignored_paths
@@ -52,7 +45,7 @@ from ..decisions.plan import plan
 from ..decisions.revoke import revocation
 from ..decisions.selectors import describe as describe_selector
 from ..decisions.selectors import foreign_owners, has_kept_selector, overlapping, selector_of
-from ..decisions.status import Observation, desired_status, status_differs
+from ..decisions.status import Observation
 from ..decisions.vocabulary import (
     AUTOSCALERS,
     COMPANIONS,
@@ -70,7 +63,10 @@ from ..decisions.vocabulary import (
     Resource,
     bounded,
 )
-from .apply import WriteFailure, correct
+from .companion_step import find_new, reconcile_companions
+from .desired_cache import DesiredCache
+from .write_apply import WriteFailure, correct
+from .write_status import declared_fields, requested_at, write_status
 
 log = logging.getLogger("memcached_gitops.reconciler")
 #: Called before the status write with the fields just corrected, of the Deployment and of its
@@ -81,17 +77,9 @@ DegradedCheck = Callable[[dict[str, Any], list[Correction]], "tuple[str, str] | 
 CompanionLookup = Callable[[Resource, str, str], "dict[str, Any] | None"]
 #: The Deployments of a namespace with a kept selector (selectors.py), for the overlap report.
 Neighbours = Callable[[str], Iterable[dict[str, Any]]]
-#: CRs whose desired Deployment is kept between events (least recently reconciled dropped first):
-#: a few KiB each, so a bounded share of the cache's memory, enough for every CR of most clusters.
-DESIRED_KEPT = 1024
 #: Items per LIST page: large enough that a cluster of a few thousand CRs costs one page per kind
 #: (the steady state then makes 5 requests), small enough to bound one answer's size.
 PAGE_SIZE = 5000
-#: Requests of companions in flight at once, over every worker (``concurrently``): a CR's Service and
-#: budget side by side for up to eight workers, and a bound on the connections they hold.
-COMPANION_REQUESTS = 16
-_POOL = ThreadPoolExecutor(max_workers=COMPANION_REQUESTS, thread_name_prefix="companion")
-T = TypeVar("T")
 
 
 @dataclass
@@ -108,6 +96,19 @@ class Options:
 
 
 @dataclass
+class CompanionOutcome:
+    """What one reconcile found and did of the CR's Service and budget (companion_step.py)."""
+
+    applied: list[dict[str, Any]] = field(default_factory=list)  # the Service and budget as our applies left them
+    removed: list[tuple[Resource, str]] = field(default_factory=list)  # deleted: (resource, name)
+    drift: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) corrected or found
+    detected: list[str] = field(default_factory=list)  # what detect-only left unwritten, one line each
+    ignored: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) at ignored paths: left alone
+    corrected: list[Correction] = field(default_factory=list)  # the fields our applies put back (the fight detector's)
+    read: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (kind, object) found by a GET, not cached
+
+
+@dataclass
 class CROutcome:
     namespace: str
     name: str
@@ -120,13 +121,7 @@ class CROutcome:
     ignored: list[Drift] = field(default_factory=list)  # drift at the CR's ignored paths (ignore.py): never corrected
     read: dict[str, Any] | None = None  # the Deployment as a GET read it (not in the cache), when not written
     served_by_deferred: bool = False  # reconcile_cr(lazy_served_by=True): only status.servedBy was out of date
-    companions: list[dict[str, Any]] = field(default_factory=list)  # the Service and budget as our applies left them
-    removed: list[tuple[Resource, str]] = field(default_factory=list)  # companions deleted: (resource, name)
-    companion_drift: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) corrected or found
-    companion_detected: list[str] = field(default_factory=list)  # what detect-only left unwritten, one line each
-    companion_ignored: list[tuple[str, Drift]] = field(default_factory=list)  # (kind name, drift) at ignored paths: left alone
-    companion_corrected: list[Correction] = field(default_factory=list)  # the fields our applies put back (the fight detector's)
-    companions_read: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (kind, object) found by a GET, not cached
+    companions: CompanionOutcome = field(default_factory=CompanionOutcome)  # the Service's and the budget's
     failures: list[WriteFailure] = field(default_factory=list)  # each refused write, by object: the others still went on
 
     @property
@@ -152,12 +147,16 @@ class CycleReport:
 
 
 class Visit:
-    """One reconcile of one CR: what it was given, and the outcome it builds."""
+    """One reconcile of one CR: what it was given (reconcile_cr's inputs, in one object that every
+    step takes), and the outcome it builds."""
 
     def __init__(self, reconciler: Reconciler, cr: dict[str, Any], pods: tuple[str, ...], declared: frozenset[str] | None,
-                 condition_fields: frozenset[str] | None, lazy_served_by: bool) -> None:
+                 condition_fields: frozenset[str] | None, lazy_served_by: bool = False, *, degraded: DegradedCheck | None = None,
+                 neighbours: Neighbours | None = None, autoscaler: str = "", lookup: CompanionLookup | None = None) -> None:
         self.reconciler, self.cr, self.pods = reconciler, cr, pods
         self.declared, self.condition_fields, self.lazy_served_by = declared, condition_fields, lazy_served_by
+        self.degraded, self.neighbours = degraded, neighbours  # the fight detector; the kept selectors of a namespace
+        self.autoscaler, self.lookup = autoscaler, lookup  # the HPA that scales the Deployment; the cached companions
         self.namespace, self.name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
         self.generation = cr["metadata"].get("generation", 1)
         self.result = CROutcome(self.namespace, self.name, Action.UNCHANGED)
@@ -190,10 +189,7 @@ class Reconciler:
         self._reported_schema_errors: set[tuple[str, str]] = set()
         self.clock = now_rfc3339  # lastTransitionTime of the conditions
         self.events = EventRecorder(api, enabled=self.options.events and not self.options.dry_run)
-        #: (namespace, name) -> ((uid, generation), Deployment, problems, companions)
-        self._desired: OrderedDict[tuple[str, str], tuple[tuple[Any, Any], dict[str, Any] | None, list[Problem],
-                                                          list[dict[str, Any]]]] = OrderedDict()
-        self._desired_lock = threading.Lock()
+        self.desired = DesiredCache(self.validator, self.options.image)  # what each CR asks for, per uid and generation
         self._unreadable: set[str] = set()  # kinds already said to be unreadable (_optional)
         self.schema_known = False  # the served CRD was read (status_schema): its columns are written
 
@@ -214,15 +210,7 @@ class Reconciler:
             self.schema_known = False
             return frozenset({"conditions", "nodes"}), frozenset({"type", "status", "reason", "message", "lastTransitionTime"})
         self.schema_known = True
-        for v in (crd.get("spec") or {}).get("versions") or []:
-            if v.get("name") == self.version:
-                status = (((v.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties") or {}).get("status") or {}
-                if status.get("x-kubernetes-preserve-unknown-fields"):
-                    return None, None
-                props = status.get("properties") or {}
-                item = ((props.get("conditions") or {}).get("items") or {}).get("properties")
-                return frozenset(props), (frozenset(item) if item else None)
-        return None, None
+        return declared_fields(crd, self.version)
 
     def _optional(self, read: Callable[[], Any], what: str, without: str) -> Any:
         """``read()``, or None with one log line per kind when ``what`` cannot be listed (an RBAC
@@ -313,9 +301,10 @@ class Reconciler:
         ``companions`` finds the cached Service and budget (None: they are not reconciled, as in
         tests of the Deployment alone).
         """
-        visit = Visit(self, cr, pods, declared, condition_fields, lazy_served_by)
+        visit = Visit(self, cr, pods, declared, condition_fields, lazy_served_by, degraded=degraded, neighbours=neighbours,
+                      autoscaler=autoscaler, lookup=companions)
         try:
-            return self._reconcile(visit, live, degraded, neighbours, autoscaler, companions)
+            return self._reconcile(visit, live)
         finally:
             self._tell(visit)
 
@@ -327,10 +316,9 @@ class Reconciler:
         if visit.told:
             self.events.record(visit.cr, "Normal", visit.told[0][0], joined([message for _, message in visit.told]))
 
-    def _reconcile(self, visit: Visit, live: dict[str, Any] | None, degraded: DegradedCheck | None, neighbours: Neighbours | None,
-                   autoscaler: str, companions: CompanionLookup | None) -> CROutcome:
+    def _reconcile(self, visit: Visit, live: dict[str, Any] | None) -> CROutcome:
         """reconcile_cr's step, its Events kept in ``visit`` for one POST at the end."""
-        cr, pods, declared, condition_fields = visit.cr, visit.pods, visit.declared, visit.condition_fields
+        cr, pods, companions = visit.cr, visit.pods, visit.lookup
         mode = (cr["metadata"].get("annotations") or {}).get(RECONCILE_ANNOTATION) or "enabled"
         if mode == "disabled":  # a person paused this cache: nothing written but the status that says so
             visit.result.action = Action.SUSPENDED
@@ -343,158 +331,34 @@ class Reconciler:
             return visit.result
         desired, size, ignored = checked
         if live is None:
-            live = visit.result.read = self._find_new(visit, companions)
+            live = visit.result.read = find_new(self, visit, companions)
         ownership = classify(live, cr, self.options.field_manager) if live is not None else Ownership.OWNED
         if ownership is Ownership.FOREIGN:
             message = f"Deployment {visit.namespace}/{visit.name} exists and is not controlled by this Memcached; it is left alone"
             return self._refuse(visit, "ResourceNotOwned", message, size, None, Action.NOT_OWNED, pods=())
-        desired, drift, size = self._plan(visit, desired, live, autoscaler, ignored.get(DEPLOYMENTS.kind, ()), size)
+        desired, drift, size = self._plan(visit, desired, live, ignored.get(DEPLOYMENTS.kind, ()), size)
         inherited = ownership is Ownership.INHERITED
         applied_by = ""
         if live is not None and ownership in (Ownership.GITOPS_APPLIED, Ownership.INHERITED):  # classified, so read
             applied_by = spec_manager(live) or "another tool"
             if not self.options.adopt:
-                return self._observe(cr, live, pods, applied_by, drift, size, declared, condition_fields, inherited)
+                return self._observe(visit, live, applied_by, drift, size, inherited)
         detect = self.options.detect_only or mode == "detect-only"
         if drift and detect:
             if companions is not None:  # their drift is reported with the Deployment's
                 kept = selector_of(live) if live is not None and has_kept_selector(live) else None
-                self._companions(visit, companions, True, kept, ignored)
+                reconcile_companions(self, visit, companions, True, kept, ignored)
             return self._detected(visit, drift, size, live)
         if drift:  # a refused apply is reported with the companions' outcomes: they still go on
             live = self._correct(visit, desired, drift, live, size, applied_by, inherited, ignored.get(DEPLOYMENTS.kind, ()),
                                  ownership is Ownership.OWNED)
         kept = selector_of(live) if live is not None and has_kept_selector(live) else None
         shared = self._shared(visit.namespace, visit.name, kept, adopted=True) if companions is not None else ""
-        foreign = self._companions(visit, companions, mode == "detect-only", kept, ignored, bool(shared)) if companions is not None else ""
-        if visit.result.companion_detected and not self.options.dry_run:  # only the Service or budget drifted
+        foreign = (reconcile_companions(self, visit, companions, mode == "detect-only", kept, ignored, bool(shared))
+                   if companions is not None else "")
+        if visit.result.companions.detected and not self.options.dry_run:  # only the Service or budget drifted
             return self._detected(visit, [], size, live)
-        return self._settle(visit, drift, live, size, degraded, neighbours, autoscaler, foreign, shared or visit.shared)
-
-    def _companions(self, visit: Visit, lookup: CompanionLookup, detect_only: bool, kept_selector: dict[str, Any] | None,
-                    ignored: Ignored, withhold: bool = False) -> str:
-        """Create, correct or delete the Service and the budget (decisions/companions.py), leaving
-        the CR's ignored paths of each (``ignored``) as the Deployment's are; the report of a foreign
-        object in their place ("" when none). Each write's answer is kept in the outcome for the
-        cache; each correction is counted, logged and told by an Event; ignored drift is logged.
-        ``withhold``: the selector would take in another owner's Pods (``_shared``): nothing is
-        created or corrected (a delete, of a budget no longer wanted, still goes)."""
-        cr, result = visit.cr, visit.result
-        desired, names, cached, unseen = self._companion_lookups(visit, lookup)
-        # never take one over by its name: the GETs of the Service and the budget overlap (or went with the Deployment's)
-        todo = [(resource, name) for resource, name in unseen if (resource.kind, name) not in visit.prefetched]
-        got = dict(zip(todo, concurrently([partial(self._find_unlabelled, visit.namespace, n, r) for r, n in todo]), strict=True))
-        read = [visit.prefetched[(r.kind, n)] if (r.kind, n) in visit.prefetched else got[(r, n)] for r, n in unseen]
-        for (resource, name), found in zip(unseen, read, strict=True):
-            if found is not None:
-                result.companions_read.append((resource.kind, found))
-                cached[(resource.kind, name)] = found
-        live = {key: found for key, found in cached.items() if found is not None}
-        foreign = []
-        planned = steps(cr, desired, live, names, self.options.adopt, kept_selector, ignored, self.options.field_manager)
-        writing = not (self.options.dry_run or self.options.detect_only or detect_only)
-        if writing and not withhold and kept_selector is None and any(s.move is Move.CREATE for s in planned):
-            # our selector is unique per CR, but a foreign Pod may carry its labels: looked for once, before creating
-            visit.shared = self._shared(visit.namespace, visit.name, {"matchLabels": selector_labels(visit.name)}, True, kept=False)
-            withhold = bool(visit.shared)
-        sending: list[Step] = []
-        for step in planned:
-            result.companion_ignored += [(step.describe(), d) for d in step.ignored]
-            if step.move is Move.FOREIGN:
-                foreign.append(f"{step.describe()} exists and is not controlled by this Memcached; it is left alone")
-                continue
-            if step.move not in (Move.CREATE, Move.CORRECT, Move.DELETE) or (withhold and step.move is not Move.DELETE):
-                continue
-            result.companion_drift += [(step.describe(), d) for d in step.drift or _created(step)]
-            if self.options.dry_run or self.options.detect_only or detect_only:
-                log.info("%s: %s %s (not written: %s)", visit, step.describe(), step.move.value,
-                         "dry run" if self.options.dry_run else "detect-only")
-                if not self.options.dry_run:
-                    result.companion_detected.append(
-                        f"{step.describe()}: " + "; ".join(d.describe() for d in step.drift) if step.move is Move.CORRECT
-                        else f"{step.describe()} would be {step.move.value}d")
-                if not self.options.dry_run and result.action == Action.UNCHANGED:
-                    result.action = Action.DRIFTED  # counted as detected, as a Deployment's drift is
-                continue
-            sending.append(step)
-        # the Service's and the budget's writes overlap; their outcomes are recorded in the plan's order
-        answers = concurrently([partial(self._send_companion, visit, step, live.get((step.resource.kind, step.name)),
-                                        (ignored or {}).get(step.resource.kind, ())) for step in sending])
-        for step, answer in zip(sending, answers, strict=True):
-            self._record_companion(visit, step, answer)
-        if result.companion_ignored:
-            log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION,
-                     "; ".join(f"{where} {d.describe()}" for where, d in result.companion_ignored)[:2048])
-        if foreign:
-            self.events.warn_once(cr, "ResourceNotOwned", bounded("; ".join(foreign)))
-        return bounded("; ".join(foreign))
-
-    def _companion_lookups(self, visit: Visit, lookup: CompanionLookup) -> tuple[
-            list[dict[str, Any]], list[str], dict[tuple[str, str], dict[str, Any] | None], list[tuple[Resource, str]]]:
-        """The companions the CR asks for, the names looked at, what the cache holds of each
-        (kind, name), and those wanted but not in the cache: a GET each (``_find_unlabelled``)."""
-        desired = self.companions_for(visit.cr)
-        names = sorted({o["metadata"]["name"] for o in desired} | {object_name(visit.name)})
-        wanted = {(o["kind"], o["metadata"]["name"]) for o in desired}
-        cached = {(resource.kind, name): lookup(resource, visit.namespace, name) for resource in COMPANIONS for name in names}
-        unseen = [(resource, name) for resource in COMPANIONS for name in names
-                  if cached[(resource.kind, name)] is None and (resource.kind, name) in wanted]
-        return desired, names, cached, unseen
-
-    def _find_new(self, visit: Visit, lookup: CompanionLookup | None) -> dict[str, Any] | None:
-        """The Deployment of a CR not in the cache (``_find_unlabelled``), its Service's and budget's
-        GETs sent beside it (kept in ``visit.prefetched``): a new CR waits on one round trip of reads,
-        not three. Wasted only when a foreign Deployment holds the name (nothing else is then written)."""
-        unseen = self._companion_lookups(visit, lookup)[3] if lookup is not None else []
-        found = concurrently([partial(self._find_unlabelled, visit.namespace, visit.name)] +
-                             [partial(self._find_unlabelled, visit.namespace, n, r) for r, n in unseen])
-        visit.prefetched = {(r.kind, n): obj for (r, n), obj in zip(unseen, found[1:], strict=True)}
-        return found[0]
-
-    def _send_companion(self, visit: Visit, step: Step, current: dict[str, Any] | None,
-                        pointers: tuple[Pointer, ...]) -> dict[str, Any] | None | APIError:
-        """One companion's create, correction (after taking back a person's fields: revoke.py) or
-        delete: the object as the apply left it (None: deleted), or the APIError that refused it.
-        Nothing of the outcome is touched here: the writes of one CR's companions run side by side."""
-        path = object_path(*step.resource.gvr, visit.namespace, step.name)
-        try:
-            if step.move is Move.DELETE:
-                try:
-                    self.api.request("DELETE", path, body={"kind": "DeleteOptions", "apiVersion": "v1",
-                                                           "propagationPolicy": "Background"})
-                except APIError as exc:
-                    if exc.status != 404:
-                        raise
-                return None
-            assert step.body is not None
-            ours = current is not None and relation(current, visit.cr) is Move.KEEP
-            taken = self._revocation(current, list(step.drift), pointers, ours) if step.move is Move.CORRECT else []
-            return correct(self.api, step.resource, visit.namespace, step.name, step.body, [], current,
-                           self.options.field_manager, taken)
-        except APIError as exc:
-            return exc
-
-    def _record_companion(self, visit: Visit, step: Step, answer: dict[str, Any] | None | APIError) -> None:
-        """The outcome of one companion's write (``_send_companion``). A refused write is recorded
-        (``_failed``) and the next companion goes on: one object's failure never blocks the others."""
-        result, name = visit.result, f"{visit.namespace}/{step.name}"
-        if isinstance(answer, APIError):
-            verb = "delete" if step.move is Move.DELETE else "apply"
-            self._failed(visit, WriteFailure(step.resource.kind, name, verb, answer.status, answer.message))
-            return
-        if step.move is Move.DELETE:
-            result.removed.append((step.resource, step.name))
-        else:
-            assert answer is not None
-            result.companions.append(answer)
-            result.companion_corrected += [Correction(step.resource.kind, name, d) for d in step.drift]
-        if result.action == Action.UNCHANGED:
-            result.action = Action.CORRECTED
-        done = f"{step.describe()} {step.move.value}d" if step.move is not Move.CORRECT else (
-            f"{step.describe()} corrected: " + "; ".join(d.describe() for d in step.drift))
-        log.info("%s: %s", visit, done)
-        reason = "DriftCorrected" if step.move is Move.CORRECT else f"{step.resource.kind}{step.move.value.title()}d"
-        visit.tell(reason, bounded(done))
+        return self._settle(visit, drift, live, size, foreign, shared or visit.shared)
 
     def _revocation(self, live: dict[str, Any] | None, drift: list[Drift], pointers: tuple[Pointer, ...],
                     ours: bool) -> list[dict[str, Any]]:
@@ -516,13 +380,14 @@ class Reconciler:
         result.failures.append(failure)
         result.action, result.error = Action.FAILED, bounded("; ".join(f.describe() for f in result.failures))
 
-    def _settle(self, visit: Visit, drift: list[Drift], live: dict[str, Any] | None, size: int, degraded: DegradedCheck | None,
-                neighbours: Neighbours | None, autoscaler: str, foreign: str = "", shared: str = "") -> CROutcome:
+    def _settle(self, visit: Visit, drift: list[Drift], live: dict[str, Any] | None, size: int, foreign: str = "",
+                shared: str = "") -> CROutcome:
         """The status of a CR served as asked: Available from its Deployment, Degraded while a fight
         lasts or a foreign object holds a companion's name, the overlap of a kept selector, the HPA that scales it."""
         ours = f"{visit.namespace}/{visit.name}"
         corrected = [Correction(DEPLOYMENTS.kind, ours, d) for d in drift] if visit.result.action == Action.CORRECTED else []
-        corrected += visit.result.companion_corrected
+        corrected += visit.result.companions.corrected
+        degraded, neighbours = visit.degraded, visit.neighbours
         reason, message = (degraded(visit.cr, corrected) if degraded else None) or (("ResourceNotOwned", foreign) if foreign else ("", ""))
         if shared and reason != "FieldManagerFight":  # its Service and budget withheld: not served as asked
             reason, message = "SelectorOverlap", shared
@@ -534,13 +399,15 @@ class Reconciler:
         if not self.options.dry_run:
             # The correction is told by its Event and the log, not by a status message that the next
             # reconcile would have to put back (a second status write per correction).
-            visit.status(Observation(visit.generation, size, live, visit.pods, reason, message, overlap=overlap, autoscaler=autoscaler))
+            visit.status(Observation(visit.generation, size, live, visit.pods, reason, message, overlap=overlap,
+                                     autoscaler=visit.autoscaler))
         return visit.result
 
-    def _plan(self, visit: Visit, desired: dict[str, Any], live: dict[str, Any] | None, autoscaler: str, pointers: tuple[Pointer, ...],
+    def _plan(self, visit: Visit, desired: dict[str, Any], live: dict[str, Any] | None, pointers: tuple[Pointer, ...],
               size: int) -> tuple[dict[str, Any], list[Drift], int]:
         """What an apply would carry and what differs (plan.py); the size the status reports (the
         HPA's replicas when one scales the Deployment). The outcome keeps the drift and the ignored."""
+        autoscaler = visit.autoscaler
         planned = plan(desired, live, self.options.field_manager, autoscaler, pointers)
         visit.result.drift, visit.result.ignored = planned.drift, planned.ignored
         if autoscaler:
@@ -589,11 +456,11 @@ class Reconciler:
 
     def _detected(self, visit: Visit, drift: list[Drift], size: int, live: dict[str, Any] | None) -> CROutcome:
         """Drift reported and left alone (--detect-only, or the CR's detect-only annotation): the
-        Deployment's, then what the Service's and the budget's would have needed (``companion_detected``)."""
+        Deployment's, then what the Service's and the budget's would have needed (``companions.detected``)."""
         ignored = visit.result.ignored
         also = f"; ignored ({IGNORE_ANNOTATION}): " + "; ".join(d.describe() for d in ignored) if ignored else ""
         why = "--detect-only" if self.options.detect_only else f"{RECONCILE_ANNOTATION}: detect-only"
-        found = [d.describe() for d in drift] + visit.result.companion_detected
+        found = [d.describe() for d in drift] + visit.result.companions.detected
         message = ("the Deployment does not exist" if live is None else
                    f"drift left uncorrected ({why}): " + "; ".join(found) + also)
         log.warning("%s: %s", visit, bounded(message))
@@ -664,11 +531,12 @@ class Reconciler:
         self.events.warn_once(cr, "SelectorOverlap", message)
         return message
 
-    def _observe(self, cr: dict[str, Any], live: dict[str, Any], pods: tuple[str, ...], applied_by: str, drift: list[Drift],
-                 size: int, declared: frozenset[str] | None, condition_fields: frozenset[str] | None,
+    def _observe(self, visit: Visit, live: dict[str, Any], applied_by: str, drift: list[Drift], size: int,
                  inherited: bool = False) -> CROutcome:
-        """A GitOps-applied or inherited Deployment: status from it, nothing written to it; drift is information."""
-        ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
+        """A GitOps-applied or inherited Deployment: status from it, nothing written to it; drift is
+        information. The outcome is a new one (OBSERVED, what differs, the CR as written); its status
+        write never defers ``servedBy``."""
+        cr, ns, name = visit.cr, visit.namespace, visit.name
         differences = _corrections(drift)
         if differences:
             log.info("%s/%s: applied by %s, not corrected: %s", ns, name, applied_by, "; ".join(d.describe() for d in differences))
@@ -677,8 +545,9 @@ class Reconciler:
         shared = self._shared(ns, name, selector_of(live), adopted=False) if inherited else ""
         if shared:
             self.events.warn_once(cr, "SelectorOverlap", shared)
-        written = self.write_status(cr, Observation(cr["metadata"].get("generation", 1), size, live, pods, applied_by=applied_by,
-                                                     drift_note=note, inherited_selector=kept, overlap=shared), declared, condition_fields)
+        written = self.write_status(cr, Observation(visit.generation, size, live, visit.pods, applied_by=applied_by,
+                                                     drift_note=note, inherited_selector=kept, overlap=shared),
+                                    visit.declared, visit.condition_fields)
         return CROutcome(ns, name, Action.OBSERVED, differences, cr=written)
 
     def _find_unlabelled(self, ns: str, name: str, resource: Resource = DEPLOYMENTS) -> dict[str, Any] | None:
@@ -694,85 +563,32 @@ class Reconciler:
 
     def desired_for(self, cr: dict[str, Any]) -> tuple[dict[str, Any] | None, list[Problem]]:
         """The Deployment a CR asks for, with its controller ownerReference (None and the problems
-        when the CR is invalid or cannot be rendered), through the step every command shares
-        (``validate_and_render``). Kept per CR for its uid and generation: a Deployment event
-        (the drift to correct) then costs no validation and no rendering. Callers never change
-        the answer (``keep_live_selector`` copies)."""
-        meta = cr["metadata"]
-        key, version = (meta.get("namespace", ""), meta["name"]), (meta.get("uid"), meta.get("generation"))
-        with self._desired_lock:
-            kept = self._desired.get(key)
-            if kept is not None and kept[0] == version and None not in version:
-                self._desired.move_to_end(key)
-                return kept[1], kept[2]
-        verdict = validate_and_render(self.validator, copy.deepcopy(cr), self.options.image)
-        desired, companions = None, list[dict[str, Any]]()
-        if verdict.ok:
-            desired = verdict.manifests[0]
-            desired["metadata"]["ownerReferences"] = [{
-                "apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": meta["name"], "uid": meta["uid"],
-                "controller": True, "blockOwnerDeletion": True,
-            }]
-            # the Service and the budget; a PodMonitor is left to the tool that applies the rendering
-            # (its kind is served only where the prometheus-operator's CRDs are installed)
-            companions = [m for m in verdict.manifests[1:] if m["kind"] in {r.kind for r in COMPANIONS}]
-        with self._desired_lock:
-            self._desired[key] = (version, desired, verdict.problems, companions)
-            self._desired.move_to_end(key)
-            while len(self._desired) > DESIRED_KEPT:
-                self._desired.popitem(last=False)
-        return desired, verdict.problems
+        when the CR is invalid or cannot be rendered), kept per uid and generation (desired_cache.py)."""
+        return self.desired.desired_for(cr)
 
     def companions_for(self, cr: dict[str, Any]) -> list[dict[str, Any]]:
         """The Service and (two Pods or more) the PodDisruptionBudget the CR asks for, as rendered
         (render/companions.py), without owner; kept with its Deployment (desired_for)."""
         self.desired_for(cr)
-        meta = cr["metadata"]
-        with self._desired_lock:
-            kept = self._desired.get((meta.get("namespace", ""), meta["name"]))
-        return list(kept[3]) if kept is not None else []
+        return self.desired.companions_of(cr)
 
-    # ---- writes
+    # ---- writes (write_apply.py, write_delete.py, write_status.py send them)
     def write_status(self, cr: dict[str, Any], obs: Observation, declared: frozenset[str] | None,
-                      condition_fields: frozenset[str] | None, lazy_served_by: bool = False,
-                      result: CROutcome | None = None) -> dict[str, Any] | None:
-        """Apply the status when it changed; the CR as the API server answered (None: no write).
-        With ``lazy_served_by``, a status whose only change is ``servedBy`` is not written now: the
-        outcome says so (``served_by_deferred``) and the caller writes it later, at its pace."""
+                     condition_fields: frozenset[str] | None, lazy_served_by: bool = False,
+                     result: CROutcome | None = None) -> dict[str, Any] | None:
+        """Apply the status when it changed (write_status.py); the CR as the API server answered (None:
+        no write). With ``lazy_served_by``, a status whose only change is ``servedBy`` is not written now:
+        the outcome says so (``served_by_deferred``) and the caller writes it later, at its pace."""
         if self.options.dry_run:
             return None
-        live_status = cr.get("status") or {}
-        status = desired_status(obs, live_status, self.clock(), declared, condition_fields)
-        requested = requested_at(cr)
-        # the request handled, or the last one (kept when the annotation goes, as Flux keeps it, and when
-        # a new one is refused: our apply would otherwise remove the field we own)
-        fresh = 0 < len(requested) <= REQUESTED_AT_LIMIT and not obs.paused  # a paused CR handles no request
-        handled = requested if fresh else str(live_status.get("lastHandledReconcileAt") or "")
-        if handled and (declared is None or "lastHandledReconcileAt" in declared):
-            status["lastHandledReconcileAt"] = handled
-        if self.options.served_by and (declared is None or "servedBy" in declared):
-            status["servedBy"] = self.options.served_by[:253]
-            if lazy_served_by and not status_differs({k: v for k, v in status.items() if k != "servedBy"}, live_status):
-                if result is not None and status_differs(status, live_status):
-                    result.served_by_deferred = True
-                return None
-        if not status_differs(status, live_status):
-            return None
-        ns, name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
-        body = {"apiVersion": cr["apiVersion"], "kind": cr["kind"], "metadata": {"name": name, "namespace": ns}, "status": status}
-        path = object_path(self.crd.group, self.version, self.crd.plural, ns, name, "status")
-        try:
-            return self.api.apply(path, body, self.options.status_manager)
-        except APIError as exc:
-            if exc.status == 404:
-                return None  # the CR was deleted meanwhile
-            if exc.status == 500 and "field not declared in schema" in exc.message:
-                if (ns, name) not in self._reported_schema_errors:
-                    self._reported_schema_errors.add((ns, name))
-                    log.error("%s/%s: the served CRD does not declare a status field we write: %s", ns, name, exc.message)
-                return None
-            raise
-
+        meta = cr["metadata"]
+        path = object_path(self.crd.group, self.version, self.crd.plural, meta.get("namespace", ""), meta["name"], "status")
+        written, deferred = write_status(self.api, path, cr, obs, self.clock, self.options.status_manager, declared, condition_fields,
+                                         served_by=self.options.served_by, lazy_served_by=lazy_served_by,
+                                         reported=self._reported_schema_errors)
+        if deferred and result is not None:
+            result.served_by_deferred = True
+        return written
 
 def asked_size(cr: dict[str, Any], live: dict[str, Any] | None) -> int:
     """The replicas a CR asks for before its spec is validated (a refused annotation, a pause): its
@@ -785,36 +601,6 @@ def asked_size(cr: dict[str, Any], live: dict[str, Any] | None) -> int:
     return replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 0
 
 
-def requested_at(cr: dict[str, Any]) -> str:
-    """The CR's reconcile-now request (REQUESTED_AT_ANNOTATION), "" when none."""
-    return str((cr.get("metadata", {}).get("annotations") or {}).get(REQUESTED_AT_ANNOTATION) or "")
-
-
-def concurrently(calls: list[Callable[[], T]]) -> list[T]:
-    """The answers of ``calls``, in their order, the first run here and the others on the shared pool:
-    one CR's independent round trips (its Service's and its budget's) overlap instead of waiting on each
-    other. Each call is a request of the client, whose retries honour 429 and Retry-After as they do
-    alone. Every call ends before the first exception, if any, is raised."""
-    if len(calls) <= 1:
-        return [call() for call in calls]
-    futures = [_POOL.submit(call) for call in calls[1:]]
-    first: list[T] = []
-    error: BaseException | None = None
-    try:
-        first.append(calls[0]())
-    except BaseException as exc:  # raised once the others have ended
-        error = exc
-    answers: list[T] = []
-    for future in futures:
-        try:
-            answers.append(future.result())
-        except BaseException as exc:
-            error = error or exc
-    if error is not None:
-        raise error
-    return first + answers
-
-
 def joined(messages: list[str]) -> str:
     """``messages`` in one, each cut to an equal share of ``MESSAGE_LIMIT`` when together they are
     longer: a long list of corrections never hides the objects named after it."""
@@ -822,11 +608,6 @@ def joined(messages: list[str]) -> str:
         return "; ".join(messages)
     share = max(1, (MESSAGE_LIMIT - 2 * (len(messages) - 1)) // len(messages))
     return "; ".join(m if len(m) <= share else m[:share - 3] + "..." for m in messages)
-
-
-def _created(step: Any) -> list[Drift]:
-    """A created or deleted companion counted as one drift of the whole object."""
-    return compare(step.body, None)
 
 
 def _summary(action: Action, drift: list[Drift], desired: dict[str, Any], applied_by: str, inherited: bool) -> str:

@@ -285,7 +285,7 @@ class Metrics:
         counter = self.drift_detected if outcome.action == Action.DRIFTED else self.corrections
         for d in outcome.drift:
             counter.labels(d.field or "<object>").inc()
-        for where, d in outcome.companion_drift:  # the Service's and the budget's, by kind
+        for where, d in outcome.companions.drift:  # the Service's and the budget's, by kind
             counter.labels(f"{where.split(' ', 1)[0]} {d.field or '<object>'}").inc()
         if outcome.action in FAILURES:
             self.errors.labels(outcome.action).inc()

@@ -1,4 +1,6 @@
-"""The writes of a correction, for the Deployment and its companions alike, and their failures.
+"""The apply verb: the writes of a correction, for the Deployment and its companions alike, and
+their failures. Its siblings are write_delete.py (a companion no longer wanted) and write_status.py
+(the status subresource); cycle.py decides, these modules send.
 
 One correction is, in order: the JSON patch that takes back a person's fields (decisions/revoke.py,
 as Flux's kustomize-controller does before its apply), the JSON patch that removes what the apply
