@@ -17,10 +17,10 @@ import pytest
 from memcached_gitops.render import render
 
 from fakeapi.server import DeploymentController, FakeAPIServer
+from tests.support.fakecluster import CR_PATH, patch, post, reconciler_for
 
 from .test_admission_policy import SHAPES, admit
 from .test_adopt_go_operator import SEEDS, go_operator_deployment
-from .test_reconciler import CR_PATH, patch, post, reconciler_for
 
 pytest.importorskip("celpy", reason="cel-python is in the test extra")
 
@@ -72,11 +72,6 @@ def memcached(api: FakeAPIServer, name: str, spec: dict[str, Any]) -> dict[str, 
     return post(api, CR_PATH.format(ns="shop"), {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
                                                 "metadata": {"name": name, "namespace": "shop"}, "spec": spec})
 
-
-@pytest.fixture
-def cluster() -> Iterator[FakeAPIServer]:
-    with FakeAPIServer(namespaces=("default", "shop")) as api:
-        yield api
 
 
 def test_creating_correcting_and_deleting_every_shape_passes(cluster: FakeAPIServer) -> None:

@@ -26,9 +26,9 @@ import pytest
 from memcached_gitops.reconciler.decisions.selectors import describe, has_kept_selector, keep_live_selector, matches, overlapping
 
 from fakeapi.server import DeploymentController, FakeAPIServer
+from tests.support.controller import running, settle, wait_for
+from tests.support.fakecluster import condition, deployment, make_cr, reconciler_for, writes
 
-from .test_controller import running, settle, wait_for
-from .test_reconciler import condition, deployment, make_cr, reconciler_for, writes
 from .upstream import needs_upstream, upstream
 
 OPERATOR_SDK = upstream("operator-sdk/testdata/go/v4/memcached-operator/internal/controller/memcached_controller.go")
@@ -90,11 +90,6 @@ def go_operator_deployment(api: FakeAPIServer, cr: dict, labels: dict[str, str],
     assert code == 201, data
     return json.loads(data)
 
-
-@pytest.fixture
-def cluster():
-    with FakeAPIServer(namespaces=("default", "shop")) as api:
-        yield api
 
 
 def left_running(api: FakeAPIServer, seed: str, names: tuple[str, ...] = ("a",), size: int = 2) -> dict[str, dict]:
@@ -308,13 +303,13 @@ def test_diff_after_adoption_sees_no_selector_drift(cluster: FakeAPIServer, tmp_
     import subprocess
     import sys
 
-    from .test_reconciler import _kubeconfig
+    from tests.support.fakecluster import write_kubeconfig
 
     left_running(cluster, "seed-000")
     reconciler_for(cluster, adopt=True).run_cycle()
     cr = tmp_path / "a.yaml"
     cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 2}\n")
-    cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(_kubeconfig(tmp_path, cluster.url)), str(cr)]
+    cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url)), str(cr)]
     diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert (diff.returncode, diff.stdout) == (0, ""), diff.stdout + diff.stderr
 

@@ -45,9 +45,10 @@ def test_every_testdata_file_has_a_case() -> None:
 
 
 def test_the_script_reads_what_the_status_mapping_writes() -> None:
+    from tests.support.fakecluster import DEP_PATH, make_cr, patch
+
     from .test_deployment_status import controller_writes, reconciler, recorded_status
     from .test_ownership import argocd_applies
-    from .test_reconciler import DEP_PATH, make_cr, patch
 
     def cr(api: FakeAPIServer, name: str) -> dict[str, Any]:
         return api.get("cache.example.com", "memcacheds", "default", name)
@@ -80,10 +81,10 @@ def test_an_hpa_hand_off_and_ignored_drift_are_healthy_and_a_bad_rule_is_degrade
     """Argo CD's verdict on the other writers (issue 23): replicas the HPA owns and drift at ignored
     paths are no failure; a pointer the reconciler cannot follow is."""
     from fakeapi.server import DeploymentController
+    from tests.support.fakecluster import make_cr, reconciler_for
 
     from .test_autoscaler_handoff import create_hpa, hpa_scales
     from .test_ignore_paths import annotate, scale
-    from .test_reconciler import make_cr, reconciler_for
 
     with FakeAPIServer() as api:
         rec = reconciler_for(api)

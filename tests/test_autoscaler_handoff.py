@@ -14,18 +14,15 @@ import pytest
 from memcached_gitops.reconciler.decisions.autoscalers import autoscalers_by_target, hand_off_replicas, scale_target
 
 from fakeapi.server import DeploymentController, FakeAPIServer
-
-from .test_controller import running, settle, wait_for
-from .test_reconciler import DEP_PATH, condition, deployment, make_cr, reconciler_for
+from tests.support.controller import running, settle, wait_for
+from tests.support.fakecluster import DEP_PATH, condition, deployment, make_cr, reconciler_for
 
 KCM_UA = "kube-controller-manager/v0.0.0 (linux/amd64) kubernetes/$Format"
 HPA_PATH = "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers"
 
 
-@pytest.fixture
-def cluster():
-    with FakeAPIServer(namespaces=("default",)) as api:
-        yield api
+# the conftest fixture `cluster` serves these namespaces only
+CLUSTER_NAMESPACES = ("default",)
 
 
 def call(api: FakeAPIServer, method: str, path: str, body=None, ua: str = "kubectl/v1.37.1") -> dict:
@@ -184,7 +181,7 @@ def test_diff_compares_as_the_reconciler_does(cluster: FakeAPIServer, tmp_path) 
     import subprocess
     import sys
 
-    from .test_reconciler import _kubeconfig
+    from tests.support.fakecluster import write_kubeconfig
 
     make_cr(cluster, "a", size=1)
     reconciler_for(cluster).run_cycle()
@@ -192,7 +189,7 @@ def test_diff_compares_as_the_reconciler_does(cluster: FakeAPIServer, tmp_path) 
     hpa_scales(cluster, 3)
     cr = tmp_path / "a.yaml"
     cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 1}\n")
-    cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(_kubeconfig(tmp_path, cluster.url)), str(cr)]
+    cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url)), str(cr)]
     diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert (diff.returncode, diff.stdout) == (0, ""), diff.stdout + diff.stderr
     call(cluster, "DELETE", HPA_PATH.format(ns="default") + "/a")

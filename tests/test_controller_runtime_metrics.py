@@ -35,9 +35,9 @@ from memcached_gitops.reconciler.orchestration.metrics import CONTROLLER, LEASE_
 from prometheus_client.parser import text_string_to_metric_families
 
 from fakeapi.server import FakeAPIServer, Fault
-
-from .test_controller import running, wait_for
-from .test_reconciler import DEP_PATH, deployment, make_cr
+from tests.support.clock import ManualClock
+from tests.support.controller import running, wait_for
+from tests.support.fakecluster import DEP_PATH, deployment, make_cr
 
 UPSTREAM = {  # family name as the text format gives it -> its label names (histograms: of the _count sample)
     "controller_runtime_reconcile": {"controller", "result"},
@@ -110,14 +110,6 @@ def test_a_running_reconciler_counts_reconciles_errors_and_retries_in_controller
         assert shown and all(set(s[1]) == labels for s in shown), (family, shown)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_the_work_queue_counts_adds_waits_and_work_as_client_go_does() -> None:
     """client-go's queueMetrics on our queue: adds of a key already waiting do not count; a key added
     while held counts and waits from that add; its first add starts its wait; unfinished work and the
@@ -126,7 +118,7 @@ def test_the_work_queue_counts_adds_waits_and_work_as_client_go_does() -> None:
     from memcached_gitops.reconciler.orchestration.metrics import QUEUE_BUCKETS
 
     assert QUEUE_BUCKETS[0] == 1e-8 and len(QUEUE_BUCKETS) == 12 and abs(QUEUE_BUCKETS[-1] - 1000.0) < 1e-9
-    clock = Clock()
+    clock = ManualClock(100.0)
     metrics = Metrics()
     metrics.workqueue.clock = clock
     q: WorkQueue[str] = WorkQueue(clock=clock, delay_thread=False, observer=metrics.workqueue)

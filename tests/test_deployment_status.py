@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import copy
 
-import pytest
 from memcached_gitops.reconciler.orchestration.loop import exit_code
 
 from fakeapi.server import FakeAPIServer
+from tests.support.fakecluster import DEP_PATH, cr_status, make_cr, patch, reconciler_for
 
 from .conftest import transcript
-from .test_reconciler import DEP_PATH, cr_status, make_cr, patch, reconciler_for
 
 CONTROLLER_UA = "kube-controller-manager/v1.36.2 (linux/amd64) kubernetes/98b3519/system:serviceaccount:kube-system:deployment-controller"
 
@@ -57,10 +56,8 @@ def reconciler(api: FakeAPIServer):
     return rec
 
 
-@pytest.fixture
-def cluster():
-    with FakeAPIServer(namespaces=("default",)) as api:
-        yield api
+# the conftest fixture `cluster` serves these namespaces only
+CLUSTER_NAMESPACES = ("default",)
 
 
 def _deadline_exceeded(cluster: FakeAPIServer):

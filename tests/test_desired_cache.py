@@ -10,8 +10,7 @@ from memcached_gitops.reconciler.orchestration import cycle
 from memcached_gitops.reconciler.orchestration.cycle import Reconciler
 
 from fakeapi.server import FakeAPIServer
-
-from .test_reconciler import reconciler_for
+from tests.support.fakecluster import reconciler_for
 
 
 def cr(name: str = "a", uid: str = "u-1", generation: int = 1, size: int = 1) -> dict:

@@ -9,18 +9,15 @@ import pytest
 from memcached_gitops.reconciler.decisions.ignore import ANNOTATION, IgnoreError, follow, ignored_paths, pointers_of
 
 from fakeapi.server import FakeAPIServer
-
-from .test_controller import running, settle, wait_for
-from .test_reconciler import CR_PATH, DEP_PATH, condition, deployment, make_cr, patch, reconciler_for
+from tests.support.controller import running, settle, wait_for
+from tests.support.fakecluster import CR_PATH, DEP_PATH, condition, deployment, make_cr, patch, reconciler_for
 
 SERVICE = "/api/v1/namespaces/default/services/{name}-memcached"
 BUDGET = "/apis/policy/v1/namespaces/default/poddisruptionbudgets/{name}-memcached"
 
 
-@pytest.fixture
-def cluster():
-    with FakeAPIServer(namespaces=("default",)) as api:
-        yield api
+# the conftest fixture `cluster` serves these namespaces only
+CLUSTER_NAMESPACES = ("default",)
 
 
 def annotate(api: FakeAPIServer, name: str, value: str | None) -> None:
@@ -284,12 +281,12 @@ def test_diff_lists_drift_at_ignored_paths_as_ignored_and_exits_0(cluster: FakeA
     import subprocess
     import sys
 
-    from .test_reconciler import _kubeconfig
+    from tests.support.fakecluster import write_kubeconfig
 
     make_cr(cluster, "m", size=1)
     reconciler_for(cluster).run_cycle()
     scale(cluster, "m", 3)
-    kubeconfig = _kubeconfig(tmp_path, cluster.url)
+    kubeconfig = write_kubeconfig(tmp_path, cluster.url)
     cr = tmp_path / "m.yaml"
     cr.write_text(f"apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: m\n"
                   f"  annotations: {{{ANNOTATION}: /spec/replicas}}\nspec: {{size: 1}}\n")

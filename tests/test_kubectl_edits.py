@@ -18,19 +18,17 @@ from memcached_gitops.reconciler.decisions.revoke import revocation, revoked, sp
 from memcached_gitops.render import render
 
 from fakeapi.server import FakeAPIServer, Fault
+from tests.support.fakecluster import condition, make_cr, patch, reconciler_for
 
 from .kubectl_edits import FAMILIES, METHODS, change, value_at
-from .test_reconciler import condition, make_cr, patch, reconciler_for
 
 TABLE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "kubectl-edits.md"
 API_VERSIONS = {"Deployment": "apps/v1", "Service": "v1", "PodDisruptionBudget": "policy/v1"}
 GROUPS = {"Deployment": ("apps", "deployments"), "Service": ("", "services"), "PodDisruptionBudget": ("policy", "poddisruptionbudgets")}
 
 
-@pytest.fixture
-def cluster():
-    with FakeAPIServer(namespaces=("default",)) as api:
-        yield api
+# the conftest fixture `cluster` serves these namespaces only
+CLUSTER_NAMESPACES = ("default",)
 
 
 def events(api: FakeAPIServer, reason: str) -> list[dict[str, Any]]:
@@ -246,7 +244,7 @@ def test_the_documented_table_is_complete() -> None:
 
 
 def test_a_permanently_refused_write_is_counted_and_waits_for_a_change_not_the_backoff(cluster: FakeAPIServer) -> None:
-    from .test_controller import running, settle, wait_for
+    from tests.support.controller import running, settle, wait_for
 
     svc = "/api/v1/namespaces/default/services/m-memcached"
     with running(cluster) as controller:
@@ -279,7 +277,7 @@ def test_a_permanently_refused_write_is_counted_and_waits_for_a_change_not_the_b
 
 def test_the_event_driven_mode_puts_the_service_port_back_from_its_watch_event(cluster: FakeAPIServer) -> None:
     """The same edit, corrected from the Service's event with the informer's cached managedFields."""
-    from .test_controller import running, settle, wait_for
+    from tests.support.controller import running, settle, wait_for
 
     svc = "/api/v1/namespaces/default/services/m-memcached"
     with running(cluster):

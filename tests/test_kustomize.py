@@ -133,14 +133,15 @@ def test_sharded_overlay_grants_the_lease_verbs_a_ring_sends() -> None:
     from memcached_gitops.reconciler.client.informer import Informer, Kind
     from memcached_gitops.reconciler.client.shards import RING_LABEL
 
-    from .test_shards import Clock, replica, start
+    from tests.support.clock import ManualClock
+    from tests.support.shardring import START, replica, start
 
     objects = build(K / "overlays/sharded")
     [dep] = [o for o in objects if o["kind"] == "Deployment"]
     assert dep["spec"]["replicas"] == 3 and dep["spec"]["template"]["spec"]["containers"][0]["args"][-1] == "--shards"
     [role] = [o for o in objects if o["kind"] == "Role" and o["metadata"]["name"] == "memcached-gitops-leader-election"]
     with FakeAPIServer(namespaces=("default",), rbac_rules=role["rules"]) as server:
-        clock = Clock()
+        clock = ManualClock(100.0, START)
         a, b = start(server, clock, "a", "b")
         kind = Kind("Lease", "coordination.k8s.io", "v1", "leases", f"{RING_LABEL}=memcached-gitops")
         informer = Informer(replica(server, clock, "c").api, kind, lambda *args: None, namespace="default")
@@ -185,8 +186,9 @@ def rbac_scenarios(rules: list[dict], plugin: bool) -> tuple[list[str], set[tupl
     requests and the (group, resource, verb) the server checked."""
     from memcached_gitops.reconciler.client.leader import LeaderElector
 
+    from tests.support.fakecluster import drift_image, drift_port, make_cr, reconciler_for
+
     from .test_ownership import argocd_applies, argocd_applies_service
-    from .test_reconciler import _drift_image, _drift_port, make_cr, reconciler_for
 
     with FakeAPIServer(namespaces=("default", "memcached-gitops"), owner_references_permission_enforcement=plugin) as api:
 
@@ -215,8 +217,8 @@ def rbac_scenarios(rules: list[dict], plugin: bool) -> tuple[list[str], set[tupl
             return denied, set(api.authorized_requests)
         as_cluster_admin(DeploymentController(api).sync)
         rec.run_cycle()
-        as_cluster_admin(_drift_image, api)
-        as_cluster_admin(_drift_port, api)
+        as_cluster_admin(drift_image, api)
+        as_cluster_admin(drift_port, api)
         rec.run_cycle()
         reconciler_for(api, adopt=True).run_cycle()
         as_cluster_admin(api.handle, "PATCH", "/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/m",
@@ -225,7 +227,7 @@ def rbac_scenarios(rules: list[dict], plugin: bool) -> tuple[list[str], set[tupl
         elector = LeaderElector(rec.api, "memcached-gitops", "me")
         assert elector.try_acquire_or_renew() and elector.try_acquire_or_renew()
         elector.release()
-        from .test_controller import running, wait_for
+        from tests.support.controller import running, wait_for
 
         with running(api) as controller:  # the event-driven mode: LIST + WATCH of each kind
             wait_for(lambda: all(i.resource_version for g in controller.informers.values() for i in g))

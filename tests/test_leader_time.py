@@ -22,21 +22,9 @@ from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolic
 from memcached_gitops.reconciler.client.leader import LeaderElector
 
 from fakeapi.server import FakeAPIServer, Fault
+from tests.support.clock import ManualClock
 
 START = dt.datetime(2026, 11, 24, 12, 0, 0, tzinfo=dt.UTC)
-
-
-class Clocks:
-    """One fake time for both of the elector's clocks."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def wall(self) -> dt.datetime:
-        return START + dt.timedelta(seconds=self.now)
 
 
 class InFlight:
@@ -63,11 +51,11 @@ def server() -> Iterator[FakeAPIServer]:
 
 class Leader:
     def __init__(self, server: FakeAPIServer) -> None:
-        self.clocks = Clocks()
+        self.clocks = ManualClock(0.0, START)
         kube = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=1, base=0.01, cap=0.01))
         self.api = InFlight(kube)
-        self.elector = LeaderElector(self.api, "default", "replica-1", duration=15, clock=self.clocks.wall,
-                                     renew_deadline=10.0, retry_period=2.0, monotonic=self.clocks.monotonic)
+        self.elector = LeaderElector(self.api, "default", "replica-1", duration=15, clock=self.clocks.datetime,
+                                     renew_deadline=10.0, retry_period=2.0, monotonic=self.clocks)
         self.started = self.stopped = 0
 
     def step(self, at: float) -> float:

@@ -31,6 +31,7 @@ from memcached_gitops.reconciler.orchestration.serving import METRICS, PROBES, b
 from memcached_gitops.reconciler.orchestration.tls import ServingCertificate, self_signed
 
 from fakeapi.server import FakeAPIServer
+from tests.support.clock import ManualClock
 
 NS = "monitoring"
 SCRAPER, STRANGER = f"system:serviceaccount:{NS}:prometheus", f"system:serviceaccount:{NS}:stranger"
@@ -40,14 +41,6 @@ REVIEW_RULES = [{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenrev
 
 def _user(name: str) -> dict:
     return {"username": name, "uid": "6f1c", "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NS}", "system:authenticated"]}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -69,7 +62,7 @@ def certificate(tmp_path: Path) -> tuple[Path, ServingCertificate]:
 def secure(cluster, certificate, monkeypatch):
     monkeypatch.setattr(serving_module, "REQUEST_TIMEOUT", 0.5)
     folder, cert = certificate
-    clock = Clock()
+    clock = ManualClock(1000.0)
     reviews = AccessReviews(KubeAPI.connect(host=cluster.url), clock=clock)
     metrics = Metrics()
     metrics.ready = True
@@ -192,7 +185,7 @@ def test_without_the_review_grants_the_answers_say_so_and_log_one_line(cluster, 
 
 
 def test_a_renewed_certificate_is_served_without_a_restart(tmp_path: Path) -> None:
-    clock = Clock()
+    clock = ManualClock(1000.0)
     first, key = self_signed(("localhost", "127.0.0.1"))
     (tmp_path / "tls.crt").write_bytes(first)
     (tmp_path / "tls.key").write_bytes(key)
@@ -262,11 +255,12 @@ def _free_port() -> int:
 
 def test_the_reconcile_command_serves_probes_plain_and_metrics_behind_the_reviews(cluster, tmp_path: Path) -> None:
     """The whole command: its defaults are kubebuilder's layout (a probe port and an HTTPS metrics port)."""
-    from .test_reconciler import _kubeconfig  # the fake's kubeconfig, as the other command tests write it
+    from tests.support.fakecluster import write_kubeconfig  # the fake's kubeconfig, as the other command tests write it
 
     cluster.rbac_rules = None  # the reconciler's own grants are tests/test_kustomize.py's subject
     probe, metrics = _free_port(), _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", "reconcile", "--kubeconfig", str(_kubeconfig(tmp_path, cluster.url)),
+    config = write_kubeconfig(tmp_path, cluster.url)
+    proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", "reconcile", "--kubeconfig", str(config),
                              "--lease-namespace", "default", "--metrics-port", str(metrics), "--health-probe-port", str(probe),
                              "--metrics-bind-address", "127.0.0.1", "--health-probe-bind-address", "127.0.0.1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -40,11 +40,11 @@ from memcached_gitops.reconciler.client.shards import lease_name, owner
 from prometheus_client.parser import text_string_to_metric_families
 
 from fakeapi.server import DeploymentController, FakeAPIServer, Fault, LoggedRequest
+from tests.support.fakecluster import DEP_PATH, condition, deployment, make_cr, patch, write_kubeconfig
 
 from .conftest import REPO
 from .test_metrics_auth import _free_port, _user, scrape
 from .test_monitoring import DASHBOARD, RULES
-from .test_reconciler import DEP_PATH, _kubeconfig, condition, deployment, make_cr, patch
 
 #: A Lease of 3 s, renewed within 2 s, tried every 0.3 s (client-go's 15 / 10 / 2, scaled down).
 LEASE = (3, 2.0, 0.3)
@@ -95,7 +95,7 @@ class Replica:
         self.probe, self.metrics = port(), port()
         self.err = folder / f"{identity}.log"
         env = {**os.environ, "POD_NAME": identity, "MODES_LEASE": ",".join(map(str, LEASE)) if lease else ""}
-        command = [sys.executable, "-m", "tests.modes_launcher", "reconcile", "--kubeconfig", str(_kubeconfig(folder, cluster.url)),
+        command = [sys.executable, "-m", "tests.modes_launcher", "reconcile", "--kubeconfig", str(write_kubeconfig(folder, cluster.url)),
                    "--lease-namespace", "default", "--workers", "2", "--metrics-port", str(self.metrics),
                    "--health-probe-port", str(self.probe), "--metrics-bind-address", "127.0.0.1",
                    "--health-probe-bind-address", "127.0.0.1", *args]

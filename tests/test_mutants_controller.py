@@ -33,6 +33,8 @@ from memcached_gitops.reconciler.orchestration.metrics import Metrics
 from memcached_gitops.render import selector_labels
 from memcached_gitops.schemas import load_crd
 
+from tests.support.clock import ManualClock
+
 NOWHERE = "http://127.0.0.1:9"  # nothing listens: a test that sends a request fails loudly
 LOGGER = "memcached_gitops.controller"
 REPLICAS = (("f", "spec"), ("f", "replicas"))
@@ -1155,20 +1157,12 @@ class LeaseAPI:
         return lease
 
 
-class RingClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def sharded(identity: str = "a", namespaces: tuple[str, ...] = (), settings: Settings | None = None,
             monotonic: Callable[[], float] | None = None, **ring: Any) -> tuple[Controller, ShardRing, LeaseAPI]:
     """A controller with a ShardRing of ring ``blue`` in namespace ``leases`` (not a CR namespace)."""
     api = KubeAPI.connect(host=NOWHERE, retry=RetryPolicy(attempts=1))
     leases = LeaseAPI()
-    shards = ShardRing(leases, "leases", identity, ring="blue", monotonic=monotonic or RingClock(), **ring)  # type: ignore[arg-type]
+    shards = ShardRing(leases, "leases", identity, ring="blue", monotonic=monotonic or ManualClock(100.0), **ring)  # type: ignore[arg-type]
     c = Controller(Reconciler(api, load_crd(), Options(namespaces=namespaces)), Metrics(), None, settings, None, shards=shards)
     return c, shards, leases
 

@@ -15,6 +15,8 @@ from memcached_gitops.reconciler.client import shards
 from memcached_gitops.reconciler.client.api import APIError
 from memcached_gitops.reconciler.client.shards import ShardRing, lease_name, parse_view
 
+from tests.support.clock import ManualClock
+
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/ring/leases"
 
 
@@ -55,21 +57,13 @@ class LeaseAPI:
         return copy.deepcopy(lease)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def said(caplog: pytest.LogCaptureFixture) -> list[str]:
     """The ring's log messages, whole: a test of a message's words must fail when any word changes."""
     return [r.getMessage() for r in caplog.records if r.name == "memcached_gitops.shards"]
 
 
-def ring(identity: str = "a", api: LeaseAPI | None = None, clock: Clock | None = None) -> ShardRing:
-    return ShardRing(api or LeaseAPI(), "ring", identity, monotonic=clock or Clock())  # type: ignore[arg-type]
+def ring(identity: str = "a", api: LeaseAPI | None = None, clock: ManualClock | None = None) -> ShardRing:
+    return ShardRing(api or LeaseAPI(), "ring", identity, monotonic=clock or ManualClock(100.0))  # type: ignore[arg-type]
 
 
 def test_release_deletes_the_lease_it_holds_on_its_resource_version(caplog) -> None:
@@ -101,7 +95,7 @@ def test_release_leaves_a_lease_written_since_by_another_process_and_says_so(cap
 def test_release_polls_the_work_in_flight_often_and_gives_it_thirty_seconds_by_default(monkeypatch) -> None:
     """The wait for the reconciles in flight: short sleeps (the hand-over is milliseconds), a
     deadline of 30 s by the ring's clock, and none beyond it."""
-    clock = Clock()
+    clock = ManualClock(100.0)
     api = LeaseAPI()
     a = ring(api=api, clock=clock)
     a.join()
@@ -150,7 +144,7 @@ def peer(identity: str, *view: str, rv: str = "7", renew: str = "2026-11-25T12:0
 
 
 def test_the_hand_over_is_timed_from_the_change_of_view_to_the_acknowledgement(caplog) -> None:
-    clock = Clock()
+    clock = ManualClock(100.0)
     a = ring(clock=clock)
     took: list[float] = []
     agreed: list[int] = []
@@ -172,7 +166,7 @@ def test_the_hand_over_is_timed_from_the_change_of_view_to_the_acknowledgement(c
 def test_the_lease_thread_wakes_for_a_renewal_the_fences_end_and_a_peers_expiry() -> None:
     """The next turn: the retry period, or sooner when this replica's fence ends or a peer's Lease
     runs out (each a change of view); never less than 10 ms."""
-    clock = Clock()
+    clock = ManualClock(100.0)
     a = ring(clock=clock)
     assert a._next_turn() == 2.0, "not renewed yet: the retry period"
     a.join()  # renewed at 100.0: fenced until 110.0
@@ -198,7 +192,7 @@ def test_the_lease_thread_wakes_for_a_renewal_the_fences_end_and_a_peers_expiry(
 def expiring(get: APIError | None = None, delete: APIError | None = None, fresh: dict[str, Any] | None = None,
              b: dict[str, Any] | None = None):
     """Ring a with peer b first seen at 100.0 and b's Lease (rv 7) in the API; 15 s later a steps."""
-    clock = Clock()
+    clock = ManualClock(100.0)
     api = LeaseAPI()
     a = ring(api=api, clock=clock)
     a.join()
@@ -267,7 +261,7 @@ def test_a_refused_delete_of_an_expired_lease(status, dropped, caplog) -> None:
 def test_a_peer_that_is_kept_does_not_keep_the_next_silent_peer_from_expiring(first) -> None:
     """Each silent peer is confirmed and dropped on its own: a first one kept (its GET failed, it
     renewed, its DELETE failed or met a newer version) does not end the round for the next."""
-    clock = Clock()
+    clock = ManualClock(100.0)
     api = LeaseAPI()
     a = ring(api=api, clock=clock)
     a.join()
@@ -329,7 +323,7 @@ def test_a_deleted_event_of_a_lease_never_seen_is_harmless() -> None:
 def test_a_refused_renewal_is_said_and_a_conflict_joins_again_as_a_new_incarnation(caplog) -> None:
     """A failed renewal keeps the Lease held (the fence runs on from the last success); a 409 or a
     404 (deleted as expired, or taken over) drops it: the next write creates it, as ``a#1``."""
-    clock = Clock()
+    clock = ManualClock(100.0)
     api = LeaseAPI()
     a = ring(api=api, clock=clock)
     a.join()
@@ -354,7 +348,7 @@ def test_a_refused_renewal_is_said_and_a_conflict_joins_again_as_a_new_incarnati
 
 
 def test_a_renewal_carries_the_resource_version_held_and_the_first_acquire_time() -> None:
-    clock = Clock()
+    clock = ManualClock(100.0)
     api = LeaseAPI()
     a = ring(api=api, clock=clock)
     a.join()
@@ -373,7 +367,7 @@ def puts(api: LeaseAPI) -> int:
 
 
 def test_a_step_renews_once_the_retry_period_is_nine_tenths_over_and_publishes_only_a_changed_view() -> None:
-    clock = Clock()
+    clock = ManualClock(100.0)
     api = LeaseAPI()
     a = ShardRing(api, "ring", "a", retry_period=2.5, monotonic=clock)  # type: ignore[arg-type]
     a.join()
@@ -394,7 +388,7 @@ def test_a_step_renews_once_the_retry_period_is_nine_tenths_over_and_publishes_o
 
 
 def test_a_step_after_a_lapse_renews_as_a_new_incarnation_and_publishes_it_at_once() -> None:
-    clock = Clock()
+    clock = ManualClock(100.0)
     api = LeaseAPI()
     a = ring(api=api, clock=clock)
     a.join()
@@ -452,7 +446,7 @@ def test_the_lease_thread_steps_until_stopped_waiting_the_turn_or_a_wake() -> No
 
 
 def test_each_peer_runs_out_on_its_own_time() -> None:
-    clock = Clock()
+    clock = ManualClock(100.0)
     api = LeaseAPI()
     a = ring(api=api, clock=clock)
     a.join()
@@ -483,7 +477,7 @@ def test_a_ring_without_callbacks_is_acknowledged_alone_and_a_ring_never_joined_
 
 def test_the_lease_created_says_who_holds_it_for_how_long_in_which_ring_and_the_view() -> None:
     api = LeaseAPI()
-    a = ShardRing(api, "ring", "a", ring="blue", monotonic=Clock())  # type: ignore[arg-type]
+    a = ShardRing(api, "ring", "a", ring="blue", monotonic=ManualClock(100.0))  # type: ignore[arg-type]
     a.join()
     method, path, body, verb = api.calls[0]
     assert (method, path, verb) == ("POST", LEASES, "create")
@@ -496,7 +490,7 @@ def test_the_lease_created_says_who_holds_it_for_how_long_in_which_ring_and_the_
 
 
 def test_the_fence_ends_exactly_at_the_renew_deadline_and_each_lapse_is_a_new_incarnation(caplog) -> None:
-    clock = Clock()
+    clock = ManualClock(100.0)
     api = LeaseAPI()
     a = ring(api=api, clock=clock)
     a.join()
@@ -517,7 +511,7 @@ def test_the_fence_ends_exactly_at_the_renew_deadline_and_each_lapse_is_a_new_in
 
 
 def test_a_reconcile_begun_in_the_current_view_does_not_hold_its_publication_and_one_of_an_older_view_does(caplog) -> None:
-    clock = Clock()
+    clock = ManualClock(100.0)
     api = LeaseAPI()
     a = ring(api=api, clock=clock)
     with caplog.at_level(logging.INFO, logger="memcached_gitops.shards"):
@@ -594,7 +588,7 @@ def test_the_view_is_logged_when_it_changes(caplog) -> None:
 
 
 def test_the_caches_keep_the_share_among_the_members_and_this_replica_fenced_or_not() -> None:
-    clock = Clock()
+    clock = ManualClock(100.0)
     a = ring(clock=clock)
     a.join()
     a.on_lease("ADDED", peer("b", "b#0"))

@@ -21,8 +21,7 @@ from memcached_gitops.render import render
 from memcached_gitops.schemas import Validator, load_crd
 
 from fakeapi.server import FakeAPIServer
-
-from .test_reconciler import condition, deployment, make_cr, post, reconciler_for, writes
+from tests.support.fakecluster import condition, deployment, make_cr, post, reconciler_for, writes
 
 
 def rendered(name: str = "m", size: int = 1) -> dict:

@@ -12,8 +12,7 @@ from memcached_gitops.render import render
 from memcached_gitops.schemas import Validator, load_crd
 
 from fakeapi.server import DeploymentController, FakeAPIServer
-
-from .test_reconciler import DEP_PATH, condition, cr_status, deployment, make_cr, patch, post, reconciler_for, writes
+from tests.support.fakecluster import DEP_PATH, condition, cr_status, deployment, make_cr, patch, post, reconciler_for, writes
 
 CR = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m", "namespace": "default", "uid": "u-1"}}
 
@@ -93,10 +92,8 @@ def argocd_applies_service(api: FakeAPIServer, name: str = "m") -> dict:
     return json.loads(data)
 
 
-@pytest.fixture
-def cluster():
-    with FakeAPIServer(namespaces=("default",)) as api:
-        yield api
+# the conftest fixture `cluster` serves these namespaces only
+CLUSTER_NAMESPACES = ("default",)
 
 
 def test_a_gitops_applied_deployment_is_observed_and_never_written(cluster: FakeAPIServer) -> None:
@@ -197,11 +194,11 @@ def test_cli_adopt_flag_and_its_environment_variable(cluster: FakeAPIServer, tmp
     import subprocess
     import sys
 
-    from .test_reconciler import _kubeconfig
+    from tests.support.fakecluster import write_kubeconfig
 
     make_cr(cluster, "m")
     argocd_applies(cluster, "m", 1)
-    cmd = [sys.executable, "-m", "memcached_gitops", "reconcile", "--once", "--kubeconfig", str(_kubeconfig(tmp_path, cluster.url))]
+    cmd = [sys.executable, "-m", "memcached_gitops", "reconcile", "--once", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url))]
     env = {k: v for k, v in os.environ.items() if k != "MEMCACHED_GITOPS_ADOPT"}
     run = subprocess.run(cmd, capture_output=True, timeout=60, env=env | {"MEMCACHED_GITOPS_ADOPT": "false"})
     assert run.returncode == 0, run.stderr.decode()

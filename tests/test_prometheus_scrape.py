@@ -33,10 +33,10 @@ import yaml
 from memcached_gitops.reconciler.orchestration.serving import METRICS, serve
 
 from fakeapi.server import FakeAPIServer
+from tests.support.controller import SCALE, running, wait_for
+from tests.support.fakecluster import deployment, make_cr, patch
 
-from .test_controller import SCALE, running, wait_for
 from .test_monitoring import DASHBOARD, GROUPING, NAME, RULES, TARGET_LABELS, expressions
-from .test_reconciler import deployment, make_cr, patch
 
 PROMETHEUS = shutil.which("prometheus")
 pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian: apt-get install prometheus)")

@@ -7,23 +7,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from memcached_gitops.reconciler.decisions.vocabulary import REQUESTED_AT_ANNOTATION, REQUESTED_AT_LIMIT
 from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
 from memcached_gitops.schemas import load_crd
 
 from fakeapi.server import FakeAPIServer
-
-from .test_controller import client, running, wait_for
-from .test_reconciler import CR_PATH, condition, make_cr, patch
+from tests.support.controller import client, running, wait_for
+from tests.support.fakecluster import CR_PATH, condition, make_cr, patch
 
 MERGE = "application/merge-patch+json"
 
 
-@pytest.fixture
-def cluster():
-    with FakeAPIServer(namespaces=("default",)) as api:
-        yield api
+# the conftest fixture `cluster` serves these namespaces only
+CLUSTER_NAMESPACES = ("default",)
 
 
 def request(cluster: FakeAPIServer, name: str, value: Any, annotation: str = REQUESTED_AT_ANNOTATION) -> None:
@@ -104,8 +100,7 @@ def test_a_crd_without_the_field_gets_no_such_write(cluster: FakeAPIServer) -> N
 def test_an_unsupported_reconcile_value_is_stalled_never_a_broken_ready(cluster: FakeAPIServer) -> None:
     """The issue's finding 4: ``reconcile: maybe`` gave READY 2/0 and "2 of 0 replicas available"."""
     from fakeapi.server import DeploymentController
-
-    from .test_reconciler import cr_status
+    from tests.support.fakecluster import cr_status
 
     make_cr(cluster, "a", size=2)
     once(cluster)

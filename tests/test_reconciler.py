@@ -16,64 +16,28 @@ import time
 from pathlib import Path
 
 import pytest
-from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.client.api import APIError
 from memcached_gitops.reconciler.client.leader import LeaderElector
-from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
 from memcached_gitops.reconciler.orchestration.loop import exit_code
-from memcached_gitops.schemas import load_crd
 
 from fakeapi.server import DeploymentController, FakeAPIServer, Fault
+from tests.support.fakecluster import (
+    CR_PATH,
+    DEP_PATH,
+    condition,
+    cr_status,
+    deployment,
+    drift_image,
+    drift_port,
+    make_cr,
+    patch,
+    post,
+    reconciler_for,
+    write_kubeconfig,
+    writes,
+)
 
 from .conftest import transcript
-
-CR_PATH = "/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds"
-DEP_PATH = "/apis/apps/v1/namespaces/{ns}/deployments/{name}"
-
-
-def post(api: FakeAPIServer, path: str, body: dict, query: str = "", ua: str = "kubectl/v1.37.1", ctype: str = "application/json") -> dict:
-    code, _, data = api.handle("POST", path + query, {"User-Agent": ua, "Content-Type": ctype}, json.dumps(body).encode())
-    assert code in (200, 201), data
-    return json.loads(data)
-
-
-def patch(api: FakeAPIServer, path: str, body, ctype: str, query: str = "", ua: str = "kubectl/v1.37.1") -> dict:
-    code, _, data = api.handle("PATCH", path + query, {"User-Agent": ua, "Content-Type": ctype}, json.dumps(body).encode())
-    assert code == 200, data
-    return json.loads(data)
-
-
-def make_cr(api: FakeAPIServer, name: str, ns: str = "default", size: int = 1, port: int | None = None) -> dict:
-    spec = {"size": size} | ({"containerPort": port} if port else {})
-    return post(api, CR_PATH.format(ns=ns), {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
-                                             "metadata": {"name": name, "namespace": ns}, "spec": spec},
-                "?fieldManager=kubectl-create&fieldValidation=Strict")
-
-
-@pytest.fixture
-def cluster():
-    with FakeAPIServer(namespaces=("default", "shop")) as api:
-        yield api
-
-
-def reconciler_for(api: FakeAPIServer, **options) -> Reconciler:
-    client = KubeAPI.connect(host=api.url, retry=RetryPolicy(attempts=5, base=0.01, cap=0.05))
-    return Reconciler(client, load_crd(), Options(**options))
-
-
-def deployment(api: FakeAPIServer, name: str, ns: str = "default") -> dict | None:
-    return api.get("apps", "deployments", ns, name)
-
-
-def cr_status(api: FakeAPIServer, name: str, ns: str = "default") -> dict:
-    return (api.get("cache.example.com", "memcacheds", ns, name) or {}).get("status") or {}
-
-
-def condition(api: FakeAPIServer, name: str, ctype: str, ns: str = "default") -> dict:
-    return next((c for c in cr_status(api, name, ns).get("conditions", []) if c["type"] == ctype), {})
-
-
-def writes(api: FakeAPIServer) -> list[str]:
-    return [f"{r.method} {r.path}" for r in api.writes()]
 
 
 def test_create_from_nothing(cluster: FakeAPIServer) -> None:
@@ -180,16 +144,6 @@ def _drift_scale(api: FakeAPIServer) -> None:
     patch(api, DEP_PATH.format(ns="default", name="m") + "/scale", {"spec": {"replicas": 5}}, "application/merge-patch+json")
 
 
-def _drift_image(api: FakeAPIServer) -> None:
-    body = {"spec": {"template": {"spec": {"containers": [{"image": "memcached:1.6.27-alpine3.19", "name": "memcached"}]}}}}
-    patch(api, DEP_PATH.format(ns="default", name="m"), body, "application/strategic-merge-patch+json", "?fieldManager=kubectl-set")
-
-
-def _drift_port(api: FakeAPIServer) -> None:
-    ops = [{"op": "replace", "path": "/spec/template/spec/containers/0/ports/0/containerPort", "value": 9999}]
-    patch(api, DEP_PATH.format(ns="default", name="m"), ops, "application/json-patch+json", "?fieldManager=kubectl-patch")
-
-
 def _drift_label(api: FakeAPIServer) -> None:
     body = {"metadata": {"labels": {"app.kubernetes.io/managed-by": "helm"}}}
     patch(api, DEP_PATH.format(ns="default", name="m"), body, "application/merge-patch+json", "?fieldManager=kubectl-label")
@@ -204,8 +158,8 @@ def _drift_security(api: FakeAPIServer) -> None:
     ("make_drift", "field", "culprit"),
     [
         (_drift_scale, ".spec.replicas", "kubectl (scale)"),
-        (_drift_image, '.spec.template.spec.containers[name="memcached"].image', "kubectl-set"),
-        (_drift_port, '.spec.template.spec.containers[name="memcached"]', "kubectl-patch"),
+        (drift_image, '.spec.template.spec.containers[name="memcached"].image', "kubectl-set"),
+        (drift_port, '.spec.template.spec.containers[name="memcached"]', "kubectl-patch"),
         (_drift_label, ".metadata.labels.app.kubernetes.io/managed-by", "kubectl-label"),
         (_drift_security, ".spec.template.spec.securityContext.runAsNonRoot", "kubectl-edit"),
     ],
@@ -378,21 +332,9 @@ def test_rbac_denial_is_a_clear_failure() -> None:
         assert not report.complete and "403" in report.error
 
 
-def _kubeconfig(tmp_path: Path, url: str) -> Path:
-    path = tmp_path / "kubeconfig"
-    path.write_text(f"""apiVersion: v1
-kind: Config
-clusters: [{{name: fake, cluster: {{server: "{url}"}}}}]
-users: [{{name: tester, user: {{token: test-token}}}}]
-contexts: [{{name: fake, context: {{cluster: fake, user: tester}}}}]
-current-context: fake
-""")
-    return path
-
-
 def test_cli_once_and_diff_against_the_fake(cluster: FakeAPIServer, tmp_path: Path) -> None:
     make_cr(cluster, "memcached-sample")
-    kubeconfig = _kubeconfig(tmp_path, cluster.url)
+    kubeconfig = write_kubeconfig(tmp_path, cluster.url)
     cmd = [sys.executable, "-m", "memcached_gitops"]
     sample = str(Path(__file__).parent.parent / "examples" / "crs" / "memcached-sample.yaml")
     diff = subprocess.run(cmd + ["diff", "--kubeconfig", str(kubeconfig), sample], capture_output=True, timeout=60)
@@ -411,7 +353,7 @@ def test_cli_once_and_diff_against_the_fake(cluster: FakeAPIServer, tmp_path: Pa
 
 def test_cli_interval_mode_stops_cleanly_on_sigterm(cluster: FakeAPIServer, tmp_path: Path) -> None:
     make_cr(cluster, "a")
-    kubeconfig = _kubeconfig(tmp_path, cluster.url)
+    kubeconfig = write_kubeconfig(tmp_path, cluster.url)
     proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", "reconcile", "--interval", "0.2s", "--kubeconfig",
                              str(kubeconfig), "--metrics-port", "0", "--health-probe-port", "0", "--lease-namespace", "default"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -20,22 +20,16 @@ Reads above the floor, kept on purpose, are counted exactly so that a new one sh
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
-import pytest
 from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
 from memcached_gitops.schemas import load_crd
 
 from fakeapi.server import FakeAPIServer, Fault
+from tests.support.controller import SCALE, client, replicas, running, settle, wait_for
+from tests.support.fakecluster import condition, make_cr, patch
 
-from .test_controller import SCALE, client, replicas, running, settle, wait_for
-from .test_reconciler import condition, make_cr, patch
-
-
-@pytest.fixture
-def cluster() -> Iterator[FakeAPIServer]:
-    with FakeAPIServer(namespaces=("default",)) as api:
-        yield api
+# the conftest fixture `cluster` serves these namespaces only
+CLUSTER_NAMESPACES = ("default",)
 
 
 def ours(api: FakeAPIServer, since: float) -> list[str]:

@@ -14,13 +14,7 @@ from typing import Any
 import pytest
 from memcached_gitops.reconciler.client.reviews import ACCESS_REVIEWS, AUTHENTICATED, TOKEN_REVIEWS, AccessReviews, TTLCache, User
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import ManualClock
 
 
 class API:
@@ -39,7 +33,7 @@ def token_answer(authenticated: Any = True, **user: Any) -> dict[str, Any]:
     return {"status": {"authenticated": authenticated, "user": user}}
 
 
-def reviews(api: API, clock: Clock, **kwargs: Any) -> AccessReviews:
+def reviews(api: API, clock: ManualClock, **kwargs: Any) -> AccessReviews:
     return AccessReviews(api, clock=clock, **kwargs)  # type: ignore[arg-type]
 
 
@@ -54,7 +48,7 @@ def test_the_defaults_are_controller_runtimes() -> None:
 
 def test_a_token_review_is_sent_as_the_api_server_expects_and_its_user_read() -> None:
     api, clock = API(token_answer(username="system:serviceaccount:monitoring:prometheus", uid="u-1",
-                                  groups=["system:serviceaccounts"], extra={"b": ["2", "3"], "a": None})), Clock()
+                                  groups=["system:serviceaccounts"], extra={"b": ["2", "3"], "a": None})), ManualClock(1000.0)
     user = reviews(api, clock).authenticate("secret-token")
     assert api.requests == [("POST", TOKEN_REVIEWS, {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
                                                        "spec": {"token": "secret-token"}}, "tokenreview")]
@@ -65,7 +59,7 @@ def test_a_token_review_is_sent_as_the_api_server_expects_and_its_user_read() ->
 @pytest.mark.parametrize("answer", [token_answer(False, username="x"), token_answer("true", username="x"),
                                     token_answer(None, username="x"), {"status": {}}, {}, None])
 def test_only_authenticated_true_is_a_user(answer: Any) -> None:
-    assert reviews(API(answer), Clock()).authenticate("t") is None
+    assert reviews(API(answer), ManualClock(1000.0)).authenticate("t") is None
 
 
 def test_a_user_gets_system_authenticated_once_and_missing_fields_are_empty() -> None:
@@ -76,7 +70,7 @@ def test_a_user_gets_system_authenticated_once_and_missing_fields_are_empty() ->
 
 
 def test_a_tokens_answer_is_kept_a_minute_by_its_hash_whatever_it_was() -> None:
-    clock = Clock()
+    clock = ManualClock(1000.0)
     api = API(token_answer(username="a"), token_answer(False), token_answer(username="a2"), token_answer(username="b"))
     r = reviews(api, clock)
     assert r.authenticate("ta") == r.authenticate("ta") and len(api.requests) == 1
@@ -97,7 +91,7 @@ def access_answer(allowed: Any, denied: Any = None, reason: Any = "RBAC: allowed
 
 
 def test_an_access_review_is_sent_for_the_non_resource_path_with_the_whole_user() -> None:
-    api, clock = API(access_answer(True), access_answer(True)), Clock()
+    api, clock = API(access_answer(True), access_answer(True)), ManualClock(1000.0)
     r = reviews(api, clock)
     user = User("jane", "u-2", ("dev", AUTHENTICATED), (("scopes", ("a", "b")),))
     assert r.authorize(user, "get", "/metrics") == (True, "RBAC: allowed by ClusterRoleBinding")
@@ -121,11 +115,11 @@ def test_an_access_review_is_sent_for_the_non_resource_path_with_the_whole_user(
     (None, (False, "")),
 ])
 def test_only_allowed_true_and_not_denied_is_allowed(answer: Any, decision: tuple[bool, str]) -> None:
-    assert reviews(API(answer), Clock()).authorize(User("u"), "get", "/metrics") == decision
+    assert reviews(API(answer), ManualClock(1000.0)).authorize(User("u"), "get", "/metrics") == decision
 
 
 def test_an_allowed_answer_is_kept_five_minutes_a_denied_one_thirty_seconds_per_user_verb_and_path() -> None:
-    clock = Clock()
+    clock = ManualClock(1000.0)
     api = API(access_answer(True), access_answer(False), access_answer(True), access_answer(True), access_answer(True),
               access_answer(False), access_answer(True))
     r = reviews(api, clock)
@@ -148,7 +142,7 @@ def test_an_allowed_answer_is_kept_five_minutes_a_denied_one_thirty_seconds_per_
 
 
 def test_the_ttls_given_are_the_ones_kept() -> None:
-    clock = Clock()
+    clock = ManualClock(1000.0)
     api = API(token_answer(username="a"), token_answer(username="a"), access_answer(True), access_answer(True),
               access_answer(False), access_answer(False))
     r = reviews(api, clock, authn_ttl=5.0, allow_ttl=7.0, deny_ttl=3.0)
@@ -167,7 +161,7 @@ def test_the_ttls_given_are_the_ones_kept() -> None:
 
 
 def test_the_caches_keep_at_most_max_entries_dropping_the_oldest_first() -> None:
-    clock = Clock()
+    clock = ManualClock(1000.0)
     cache: TTLCache[int] = TTLCache(2, clock)
     cache.put("a", 1, 10.0)
     cache.put("b", 2, 10.0)
@@ -186,7 +180,7 @@ def test_tokens_not_in_the_cache_are_reviewed_at_a_bounded_rate_and_cached_ones_
     ``review_rate`` a second; a token already reviewed is answered from the cache meanwhile."""
     from memcached_gitops.reconciler.client.reviews import RateLimited
 
-    clock = Clock()
+    clock = ManualClock(1000.0)
     api = API(*[token_answer(False)] * 100)
     reviews = AccessReviews(api, clock=clock, review_rate=2.0, review_burst=5)  # type: ignore[arg-type]
     for i in range(5):
@@ -208,7 +202,7 @@ def test_a_token_seen_valid_is_reviewed_again_however_many_strangers_spray_token
     before, is reviewed again when its minute is up from a bucket of its own, not refused 429."""
     from memcached_gitops.reconciler.client.reviews import RateLimited
 
-    clock = Clock()
+    clock = ManualClock(1000.0)
     api = API(token_answer(True, username="prometheus"), *[token_answer(False)] * 4, token_answer(True, username="prometheus"))
     reviews = AccessReviews(api, clock=clock, review_rate=0.001, review_burst=5)  # type: ignore[arg-type]
     assert reviews.authenticate("prometheus-token") is not None

@@ -32,21 +32,16 @@ from memcached_gitops.reconciler.decisions.vocabulary import RECONCILE_ANNOTATIO
 from memcached_gitops.reconciler.orchestration.controller import Controller, Settings
 
 from fakeapi.server import FakeAPIServer, Fault
+from tests.support.controller import HOUR, running
+from tests.support.fakecluster import CR_PATH, DEP_PATH, deployment, make_cr, patch, reconciler_for
 
 from .test_autoscaler_handoff import create_hpa, hpa_scales
-from .test_controller import HOUR, running
 from .test_ignore_paths import annotate, scale
 from .test_mutants_controller import cr, make, wait_for
-from .test_reconciler import CR_PATH, DEP_PATH, deployment, make_cr, patch, reconciler_for
 
 OURS = "memcached-gitops"
 MERGE = "application/merge-patch+json"
 
-
-@pytest.fixture
-def cluster():
-    with FakeAPIServer(namespaces=("default", "shop")) as api:
-        yield api
 
 
 # ---- leadership: every queued key is reconciled or still queued, never dropped

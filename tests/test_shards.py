@@ -10,8 +10,6 @@ at most one replica may write each CR.
 
 from __future__ import annotations
 
-import datetime as dt
-import json
 import random
 import time
 from collections.abc import Iterator
@@ -24,21 +22,8 @@ from memcached_gitops.reconciler.client.api import KubeAPI, RetryPolicy
 from memcached_gitops.reconciler.client.shards import RING_LABEL, VIEW_ANNOTATION, ShardRing, key_text, lease_name, owner
 
 from fakeapi.server import FakeAPIServer, Fault
-
-START = dt.datetime(2026, 11, 25, 12, 0, 0, tzinfo=dt.UTC)
-KEYS = [(f"ns-{i % 7}", f"cache-{i}") for i in range(600)]
-LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def wall(self) -> dt.datetime:
-        return START + dt.timedelta(seconds=self.now)
+from tests.support.clock import ManualClock
+from tests.support.shardring import KEYS, START, leases, no_two_writers, replica, settle_ring, start, sync
 
 
 @pytest.fixture
@@ -48,59 +33,8 @@ def server() -> Iterator[FakeAPIServer]:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-def replica(server: FakeAPIServer, clock: Clock, identity: str) -> ShardRing:
-    api = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=1), user_agent=f"memcached-gitops/1 {identity}")
-    ring = ShardRing(api, "default", identity, monotonic=clock.monotonic, clock=clock.wall)
-    ring.agreements = 0  # type: ignore[attr-defined]
-
-    def agreed() -> None:
-        ring.agreements += 1  # type: ignore[attr-defined]
-
-    ring.on_agreed = agreed
-    return ring
-
-
-def leases(server: FakeAPIServer) -> list[dict]:
-    """The ring's Leases, as a LIST answers."""
-    status, _, body = server.handle("GET", f"{LEASES}?labelSelector={RING_LABEL}%3Dmemcached-gitops", {}, b"")
-    assert status == 200
-    return json.loads(body)["items"]
-
-
-def sync(server: FakeAPIServer, ring: ShardRing) -> None:
-    """What the Lease informer delivers once its watch is current: every Lease of the ring, and the
-    DELETED event of every member it knew that is gone."""
-    listed = leases(server)
-    names = {lease["metadata"]["name"] for lease in listed}
-    for name in set(ring.peers) - names:
-        ring.on_lease("DELETED", {"metadata": {"name": name}})
-    for lease in listed:
-        ring.on_lease("MODIFIED", lease)
-    ring.listed = True
-
-
-def settle(server: FakeAPIServer, rings: list[ShardRing], rounds: int = 3) -> None:
-    """Each replica's watch catches up and its Lease thread takes a turn, a few times (no time passes)."""
-    for _ in range(rounds):
-        for ring in rings:
-            sync(server, ring)
-            ring.step()
-            no_two_writers(rings)
-
-
-def no_two_writers(rings: list[ShardRing]) -> dict[str, int]:
-    """At most one replica may write each CR; returns how many CRs each may write."""
-    share = {r.identity: 0 for r in rings}
-    for key in KEYS:
-        writers = [r.identity for r in rings if r.allowed(key)]
-        assert len(writers) <= 1, f"{key_text(key)} has two writers: {writers}"
-        for w in writers:
-            share[w] += 1
-    return share
+def clock() -> ManualClock:
+    return ManualClock(100.0, START)
 
 
 def lease(server: FakeAPIServer, ring: ShardRing) -> dict | None:
@@ -108,17 +42,7 @@ def lease(server: FakeAPIServer, ring: ShardRing) -> dict | None:
     return found[0] if found else None
 
 
-def start(server: FakeAPIServer, clock: Clock, *names: str) -> list[ShardRing]:
-    rings = []
-    for name in names:
-        ring = replica(server, clock, name)
-        ring.join()
-        rings.append(ring)
-        settle(server, rings)
-    return rings
-
-
-def advance(server: FakeAPIServer, clock: Clock, rings: list[ShardRing], seconds: float, step: float = 2.0,
+def advance(server: FakeAPIServer, clock: ManualClock, rings: list[ShardRing], seconds: float, step: float = 2.0,
             live: list[ShardRing] | None = None) -> None:
     """Time passes; the ``live`` replicas (all by default) renew every ``step`` seconds, watches current."""
     live = rings if live is None else live
@@ -161,7 +85,7 @@ def test_lease_names_are_dns_subdomains() -> None:
 
 
 # ---- the protocol
-def test_a_lone_replica_serves_every_cr_once_its_lease_says_so(server: FakeAPIServer, clock: Clock) -> None:
+def test_a_lone_replica_serves_every_cr_once_its_lease_says_so(server: FakeAPIServer, clock: ManualClock) -> None:
     [a] = start(server, clock, "a")
     assert no_two_writers([a]) == {"a": len(KEYS)}
     held = lease(server, a)
@@ -170,7 +94,7 @@ def test_a_lone_replica_serves_every_cr_once_its_lease_says_so(server: FakeAPISe
     assert a.agreements == 1
 
 
-def test_a_joining_replica_writes_nothing_until_the_old_owner_has_let_go(server: FakeAPIServer, clock: Clock) -> None:
+def test_a_joining_replica_writes_nothing_until_the_old_owner_has_let_go(server: FakeAPIServer, clock: ManualClock) -> None:
     [a] = start(server, clock, "a")
     b = replica(server, clock, "b")
     b.join()
@@ -186,12 +110,12 @@ def test_a_joining_replica_writes_nothing_until_the_old_owner_has_let_go(server:
     shares = no_two_writers([a, b])
     assert shares["b"] > 0 and shares["a"] + shares["b"] == len(KEYS)
     assert 0.3 < shares["b"] / len(KEYS) < 0.7
-    settle(server, [a, b])
+    settle_ring(server, [a, b])
     assert no_two_writers([a, b]) == shares, "the ring is stable"
     assert b.agreements == 1 and a.agreements == 2
 
 
-def test_a_reconcile_in_flight_holds_the_view_until_it_ends(server: FakeAPIServer, clock: Clock) -> None:
+def test_a_reconcile_in_flight_holds_the_view_until_it_ends(server: FakeAPIServer, clock: ManualClock) -> None:
     [a] = start(server, clock, "a")
     b = replica(server, clock, "b")
     b.join()
@@ -214,19 +138,19 @@ def test_a_reconcile_in_flight_holds_the_view_until_it_ends(server: FakeAPIServe
     assert not b.may_write(), "no write outside a reconcile that holds its CR"
 
 
-def test_a_replica_stopped_with_sigterm_hands_over_at_once(server: FakeAPIServer, clock: Clock) -> None:
+def test_a_replica_stopped_with_sigterm_hands_over_at_once(server: FakeAPIServer, clock: ManualClock) -> None:
     a, b, c = start(server, clock, "a", "b", "c")
     before = no_two_writers([a, b, c])
     assert min(before.values()) > 100
     b.release()
     assert lease(server, b) is None, "the Lease is deleted once nothing is in flight"
-    settle(server, [a, c])
+    settle_ring(server, [a, c])
     after = no_two_writers([a, c])
     assert after["a"] + after["c"] == len(KEYS), "b's share is served without waiting for any expiry"
     assert after["a"] >= before["a"] and after["c"] >= before["c"], "only b's CRs moved"
 
 
-def test_a_killed_replica_is_taken_over_after_its_lease_and_not_before(server: FakeAPIServer, clock: Clock) -> None:
+def test_a_killed_replica_is_taken_over_after_its_lease_and_not_before(server: FakeAPIServer, clock: ManualClock) -> None:
     a, b = start(server, clock, "a", "b")
     shares = no_two_writers([a, b])
     killed_at = clock.now  # b's last renewal was sent at its last step, at this time
@@ -239,7 +163,7 @@ def test_a_killed_replica_is_taken_over_after_its_lease_and_not_before(server: F
     assert lease(server, b) is None, "the confirming replica deletes the dead member's Lease"
 
 
-def test_a_partitioned_replica_stops_writing_before_its_share_moves(server: FakeAPIServer, clock: Clock) -> None:
+def test_a_partitioned_replica_stops_writing_before_its_share_moves(server: FakeAPIServer, clock: ManualClock) -> None:
     a, b = start(server, clock, "a", "b")
     mine = [k for k in KEYS if b.allowed(k)]
     cut_at = clock.now
@@ -260,7 +184,7 @@ def test_a_partitioned_replica_stops_writing_before_its_share_moves(server: Fake
     assert taken - fenced_out >= 4.5, "a takes over only once b has been silent for a whole lease"
 
 
-def test_a_lagging_watch_does_not_kill_a_live_member(server: FakeAPIServer, clock: Clock) -> None:
+def test_a_lagging_watch_does_not_kill_a_live_member(server: FakeAPIServer, clock: ManualClock) -> None:
     a, b = start(server, clock, "a", "b")
     shares = no_two_writers([a, b])
     for _ in range(10):  # 20 s: b renews, a's watch delivers nothing
@@ -271,7 +195,7 @@ def test_a_lagging_watch_does_not_kill_a_live_member(server: FakeAPIServer, cloc
     assert lease(server, b) is not None, "the GET showed the renewals the watch missed"
 
 
-def test_a_member_back_from_a_lapse_needs_a_fresh_acknowledgement(server: FakeAPIServer, clock: Clock) -> None:
+def test_a_member_back_from_a_lapse_needs_a_fresh_acknowledgement(server: FakeAPIServer, clock: ManualClock) -> None:
     a, b = start(server, clock, "a", "b")
     server.faults.append(Fault(path_contains=f"/leases/{b.name}", method="PUT", status=500, times=6))
     clock.now += 11.0  # past b's renew deadline; a has not yet dropped b (15 s)
@@ -284,12 +208,12 @@ def test_a_member_back_from_a_lapse_needs_a_fresh_acknowledgement(server: FakeAP
     assert b.token == "b#1"
     assert not any(b.allowed(k) for k in KEYS), "a acknowledged b#0, not b#1"
     no_two_writers([a, b])
-    settle(server, [a, b])
+    settle_ring(server, [a, b])
     shares = no_two_writers([a, b])
     assert shares["a"] + shares["b"] == len(KEYS) and shares["b"] > 0
 
 
-def test_a_replica_restarted_under_the_same_name_comes_back_as_a_new_incarnation(server: FakeAPIServer, clock: Clock) -> None:
+def test_a_replica_restarted_under_the_same_name_comes_back_as_a_new_incarnation(server: FakeAPIServer, clock: ManualClock) -> None:
     [a] = start(server, clock, "a")
     again = replica(server, clock, "a")
     again.join()
@@ -297,11 +221,11 @@ def test_a_replica_restarted_under_the_same_name_comes_back_as_a_new_incarnation
     clock.now += 2.0  # (a Pod's name is unique: two live processes of one identity are a container restart's overlap)
     a.step()
     assert not any(a.allowed(k) for k in KEYS), "its renewal is refused (409): it stops and joins again"
-    settle(server, [again])
+    settle_ring(server, [again])
     assert no_two_writers([again]) == {"a": len(KEYS)}
 
 
-def test_many_joins_and_leaves_in_random_order_never_make_two_writers(server: FakeAPIServer, clock: Clock) -> None:
+def test_many_joins_and_leaves_in_random_order_never_make_two_writers(server: FakeAPIServer, clock: ManualClock) -> None:
     rng = random.Random(24)
     rings = start(server, clock, "r0")
     names = iter(f"r{i}" for i in range(1, 100))
@@ -405,7 +329,7 @@ def share_informer(server: FakeAPIServer, names: tuple[str, ...], share: set[str
     """The CRs ``names``, and a started Memcached informer that keeps those in ``share`` and notes its events."""
     from memcached_gitops.reconciler.client.informer import Informer, Kind
 
-    from .test_reconciler import make_cr
+    from tests.support.fakecluster import make_cr
 
     for name in names:
         make_cr(server, name)
@@ -420,7 +344,7 @@ def test_a_refill_reads_again_what_changed_after_its_list_and_never_restores_a_d
     since (the watch runs on); such an object is read again, and one deleted since stays deleted."""
     import time
 
-    from .test_reconciler import CR_PATH, patch
+    from tests.support.fakecluster import CR_PATH, patch
 
     share: set[str] = {"a"}
     events: list[tuple[str, str]] = []
@@ -466,12 +390,13 @@ def test_a_refused_lease_stops_the_join_with_the_servers_answer() -> None:
 
     with FakeAPIServer(namespaces=("default",), rbac_rules=[{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
                                                             "verbs": ["get", "list", "watch"]}]) as server:
-        ring = replica(server, Clock(), "a")
+        ring = replica(server, ManualClock(100.0, START), "a")
         with pytest.raises(APIError) as refused:
             ring.join()
         assert refused.value.status == 403 and "cannot create resource" in str(refused.value)
 
-def test_release_stops_serving_at_once_and_deletes_the_lease_only_after_the_work_in_flight(server: FakeAPIServer, clock: Clock) -> None:
+def test_release_stops_serving_at_once_and_deletes_the_lease_only_after_the_work_in_flight(
+        server: FakeAPIServer, clock: ManualClock) -> None:
     """SIGTERM: no CR is taken from the moment release begins, but a reconcile in flight ends with its
     own writes (its status, its Event: no CR left half-done; the others count this replica as a
     member until its Lease goes, so none of them writes that CR); the Lease is deleted once the
@@ -520,7 +445,7 @@ def test_release_stops_serving_at_once_and_deletes_the_lease_only_after_the_work
     assert after == [False], "nothing is written once the Lease is deleted"
 
 
-def test_release_waits_for_a_renewal_in_flight_and_no_renewal_follows_its_delete(server: FakeAPIServer, clock: Clock) -> None:
+def test_release_waits_for_a_renewal_in_flight_and_no_renewal_follows_its_delete(server: FakeAPIServer, clock: ManualClock) -> None:
     """SIGTERM while the Lease thread renews: the DELETE carries the version that renewal wrote (not a
     409 that would leave the Lease to expire), and the thread writes nothing after it."""
     import threading

@@ -12,9 +12,7 @@ import contextlib
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 
-import pytest
 from memcached_gitops.reconciler.client.api import KubeAPI, RetryPolicy
 from memcached_gitops.reconciler.client.shards import key_text, owner
 from memcached_gitops.reconciler.orchestration.controller import Controller
@@ -22,17 +20,14 @@ from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
 from memcached_gitops.schemas import load_crd
 
 from fakeapi.server import FakeAPIServer
-
-from .test_controller import replicas, running, wait_for
-from .test_reconciler import DEP_PATH, condition, make_cr, patch
+from tests.support.controller import replicas, running, wait_for
+from tests.support.fakecluster import DEP_PATH, condition, make_cr, patch
 
 CRS = [f"cache-{i}" for i in range(24)]
 
 
-@pytest.fixture
-def cluster() -> Iterator[FakeAPIServer]:
-    with FakeAPIServer(namespaces=("default",)) as api:
-        yield api
+# the conftest fixture `cluster` serves these namespaces only
+CLUSTER_NAMESPACES = ("default",)
 
 
 def replica(api: FakeAPIServer, identity: str) -> contextlib.AbstractContextManager[Controller]:

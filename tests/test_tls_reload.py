@@ -17,7 +17,7 @@ from memcached_gitops.reconciler.orchestration.metrics import Metrics
 from memcached_gitops.reconciler.orchestration.serving import PROBES, serve
 from memcached_gitops.reconciler.orchestration.tls import ServingCertificate, self_signed
 
-from .test_metrics_auth import Clock
+from tests.support.clock import ManualClock
 
 TICK = 1_700_000_000.0  # one modification time for every write below: all within one tick
 
@@ -36,7 +36,7 @@ def served(address: tuple[str, int]) -> bytes:
 
 
 def test_a_rotation_completed_within_the_tick_of_a_half_written_one_is_served(tmp_path: Path) -> None:
-    clock = Clock()
+    clock = ManualClock(1000.0)
     first, key = self_signed(("localhost", "127.0.0.1"))
     (tmp_path / "tls.crt").write_bytes(first)
     (tmp_path / "tls.key").write_bytes(key)
@@ -62,7 +62,7 @@ def test_a_rotation_completed_within_the_tick_of_a_half_written_one_is_served(tm
 def test_a_key_written_before_its_certificate_within_one_tick_is_served_once_both_are(tmp_path: Path) -> None:
     """A new key beside the old certificate does not load (they do not match): the pair is tried again
     at the next check, also when the certificate then lands within the same tick."""
-    clock = Clock()
+    clock = ManualClock(1000.0)
     first, key = self_signed(("localhost", "127.0.0.1"))
     write_pair(tmp_path, first, key)
     os.utime(tmp_path / "tls.crt", (TICK - 60, TICK - 60))

@@ -8,6 +8,8 @@ import time
 import pytest
 from memcached_gitops.reconciler.client.workqueue import ExponentialBackoff, TokenBucket, WorkQueue
 
+from tests.support.clock import ManualClock
+
 
 def test_a_waiting_key_is_queued_once() -> None:
     q = WorkQueue()
@@ -90,16 +92,8 @@ def test_shut_down_drains_the_current_item_only() -> None:
     assert q.wait_idle(timeout=1)
 
 
-class FakeClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_the_token_bucket_refills_by_elapsed_time_and_never_asks_for_a_negative_wait() -> None:
-    clock = FakeClock(1024.0)
+    clock = ManualClock(1024.0)
     bucket = TokenBucket(rate=10.0, burst=2, clock=clock)
     assert [bucket.reserve(), bucket.reserve()] == [0.0, 0.0]  # the burst
     assert bucket.reserve() == 0.1 and bucket.reserve() == 0.2  # then one every 1/rate s, queued up
@@ -109,7 +103,7 @@ def test_the_token_bucket_refills_by_elapsed_time_and_never_asks_for_a_negative_
 
 
 def test_a_key_added_without_an_arrival_time_arrives_by_the_clock() -> None:
-    clock = FakeClock()
+    clock = ManualClock(1000.0)
     q = WorkQueue(clock=clock, delay_thread=False)
     q.add("a")
     q.add_after("b", 5.0)
@@ -129,7 +123,7 @@ def test_the_delay_thread_starts_only_when_asked_for_and_never_blocks_exit() -> 
 
 
 def test_wait_idle_wakes_when_the_last_key_is_done() -> None:
-    q = WorkQueue(clock=FakeClock())  # a frozen clock: only done's notify can end the wait
+    q = WorkQueue(clock=ManualClock(1000.0))  # a frozen clock: only done's notify can end the wait
     q.add("a")
     q.add("b")
     keys = [q.get()[0], q.get()[0]]
@@ -160,7 +154,7 @@ def test_wait_idle_gives_up_after_its_timeout_and_not_before() -> None:
     start = time.monotonic()
     assert q.wait_idle(timeout=0.2) is False
     assert time.monotonic() - start >= 0.2
-    clock = FakeClock()
+    clock = ManualClock(1000.0)
     frozen = WorkQueue(clock=clock)
     frozen.add("a")
     frozen.get()
@@ -239,7 +233,7 @@ def test_a_wake_up_before_idle_does_not_give_wait_idle_its_whole_timeout_again()
 def test_after_shut_down_done_queues_nothing_again_and_wait_idle_ends() -> None:
     """A key added while a worker held it waits for ``done``; after ``shut_down`` that ``done``
     queues nothing, and the worker's ``done`` is what ``wait_idle`` waits for."""
-    q = WorkQueue(clock=FakeClock())  # a frozen clock: only done's notify can end the wait
+    q = WorkQueue(clock=ManualClock(1000.0))  # a frozen clock: only done's notify can end the wait
     q.add("a")
     key, _ = q.get()
     q.add("a")  # again, while it is processed
@@ -254,7 +248,7 @@ def test_after_shut_down_done_queues_nothing_again_and_wait_idle_ends() -> None:
 
 
 def test_every_wait_idle_caller_wakes_when_the_last_key_is_done() -> None:
-    q = WorkQueue(clock=FakeClock())
+    q = WorkQueue(clock=ManualClock(1000.0))
     q.add("a")
     key, _ = q.get()
     results: list[bool] = []
@@ -271,7 +265,7 @@ def test_every_wait_idle_caller_wakes_when_the_last_key_is_done() -> None:
 def test_failures_of_many_keys_are_spread_by_the_overall_bucket() -> None:
     """Each key's own backoff starts at 5 ms, but the overall bucket (10 a second after a burst of
     100) spreads many failing keys: the 101st comes due 0.1 s later, the 150th 5 s later."""
-    clock = FakeClock()
+    clock = ManualClock(1000.0)
     q = WorkQueue(clock=clock, delay_thread=False)
     for n in range(150):
         q.add_rate_limited(f"k{n}")

@@ -23,22 +23,16 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from memcached_gitops.reconciler.client.workqueue import WorkQueue
 
+from tests.support.clock import ManualClock
+
 KEYS = st.sampled_from(["a", "b", "c", "d"])
 DELAYS = st.sampled_from([0.0, 0.001, 0.005, 0.01, 0.05, 0.2, 1.0])
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Model:
     """client-go's rules, written plainly."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: ManualClock) -> None:
         self.clock = clock
         self.queue: list[str] = []
         self.dirty: dict[str, float] = {}  # key -> when it was added (latency counts from it)
@@ -91,7 +85,7 @@ class Model:
 class WorkQueueMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.clock = Clock()
+        self.clock = ManualClock(1000.0)
         self.queue = WorkQueue(clock=self.clock, delay_thread=False)
         self.model = Model(self.clock)
         self.held: list[str] = []  # keys a worker holds, in the order it got them

@@ -1,0 +1,79 @@
+"""Requests a person's tools make to the fake API server, and reads of what it holds: the CR and
+Deployment paths, ``make_cr``, ``patch``/``post`` as kubectl sends them, a reconciler built on the
+official client, and a kubeconfig that points at the fake."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from memcached_gitops.reconciler.client.api import KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
+from memcached_gitops.schemas import load_crd
+
+from fakeapi.server import FakeAPIServer
+
+CR_PATH = "/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds"
+DEP_PATH = "/apis/apps/v1/namespaces/{ns}/deployments/{name}"
+
+
+def post(api: FakeAPIServer, path: str, body: dict, query: str = "", ua: str = "kubectl/v1.37.1", ctype: str = "application/json") -> dict:
+    code, _, data = api.handle("POST", path + query, {"User-Agent": ua, "Content-Type": ctype}, json.dumps(body).encode())
+    assert code in (200, 201), data
+    return json.loads(data)
+
+
+def patch(api: FakeAPIServer, path: str, body, ctype: str, query: str = "", ua: str = "kubectl/v1.37.1") -> dict:
+    code, _, data = api.handle("PATCH", path + query, {"User-Agent": ua, "Content-Type": ctype}, json.dumps(body).encode())
+    assert code == 200, data
+    return json.loads(data)
+
+
+def make_cr(api: FakeAPIServer, name: str, ns: str = "default", size: int = 1, port: int | None = None) -> dict:
+    spec = {"size": size} | ({"containerPort": port} if port else {})
+    return post(api, CR_PATH.format(ns=ns), {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+                                             "metadata": {"name": name, "namespace": ns}, "spec": spec},
+                "?fieldManager=kubectl-create&fieldValidation=Strict")
+
+
+def reconciler_for(api: FakeAPIServer, **options) -> Reconciler:
+    client = KubeAPI.connect(host=api.url, retry=RetryPolicy(attempts=5, base=0.01, cap=0.05))
+    return Reconciler(client, load_crd(), Options(**options))
+
+
+def deployment(api: FakeAPIServer, name: str, ns: str = "default") -> dict | None:
+    return api.get("apps", "deployments", ns, name)
+
+
+def cr_status(api: FakeAPIServer, name: str, ns: str = "default") -> dict:
+    return (api.get("cache.example.com", "memcacheds", ns, name) or {}).get("status") or {}
+
+
+def condition(api: FakeAPIServer, name: str, ctype: str, ns: str = "default") -> dict:
+    return next((c for c in cr_status(api, name, ns).get("conditions", []) if c["type"] == ctype), {})
+
+
+def writes(api: FakeAPIServer) -> list[str]:
+    return [f"{r.method} {r.path}" for r in api.writes()]
+
+
+def drift_image(api: FakeAPIServer) -> None:
+    body = {"spec": {"template": {"spec": {"containers": [{"image": "memcached:1.6.27-alpine3.19", "name": "memcached"}]}}}}
+    patch(api, DEP_PATH.format(ns="default", name="m"), body, "application/strategic-merge-patch+json", "?fieldManager=kubectl-set")
+
+
+def drift_port(api: FakeAPIServer) -> None:
+    ops = [{"op": "replace", "path": "/spec/template/spec/containers/0/ports/0/containerPort", "value": 9999}]
+    patch(api, DEP_PATH.format(ns="default", name="m"), ops, "application/json-patch+json", "?fieldManager=kubectl-patch")
+
+
+def write_kubeconfig(tmp_path: Path, url: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: fake, cluster: {{server: "{url}"}}}}]
+users: [{{name: tester, user: {{token: test-token}}}}]
+contexts: [{{name: fake, context: {{cluster: fake, user: tester}}}}]
+current-context: fake
+""")
+    return path
