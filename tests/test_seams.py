@@ -231,7 +231,7 @@ def test_every_handler_sees_the_store_already_holding_the_events_version(cluster
 
     StoreChecked.checked = []  # type: ignore[attr-defined]
     monkeypatch.setattr(module, "Controller", StoreChecked)
-    monkeypatch.setattr("tests.test_controller.Controller", StoreChecked)
+    monkeypatch.setattr("tests.support.controller.Controller", StoreChecked)
     make_cr(cluster, "a", size=1)
     with running(cluster):
         make_cr(cluster, "b", size=2)
