@@ -4,38 +4,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
-from memcached_gitops.foundation.yamlreader import iter_documents
+
+from tests.support.cli import ERROR_LINE, EXAMPLES, assert_clean_failure, docs, run
 
 from .conftest import DATA, REPO
-
-EXAMPLES = REPO / "examples" / "crs"
-ERROR_LINE = re.compile(r"^[^:]+:\d+:\d+: (Memcached/[^:]+: )?[^:]+: .+$")
-
-
-def run(*args: str, stdin: bytes | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("MEMCACHED_IMAGE", None) if not env or "MEMCACHED_IMAGE" not in env else None
-    return subprocess.run(
-        [sys.executable, "-m", "memcached_gitops", *args], input=stdin, capture_output=True, env=full_env, timeout=120
-    )
-
-
-def docs(stdout: bytes) -> list[dict]:
-    return [d.value for d in iter_documents(stdout)]
-
-
-def assert_clean_failure(proc: subprocess.CompletedProcess, code: int = 1) -> str:
-    err = proc.stderr.decode()
-    assert proc.returncode == code, err
-    assert "Traceback" not in err
-    return err
 
 
 def test_render_examples() -> None:

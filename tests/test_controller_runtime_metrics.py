@@ -202,7 +202,7 @@ def test_every_attempt_is_counted_by_code_method_and_host() -> None:
 def test_each_served_crs_conditions_and_the_cached_count_are_exported_from_the_cache() -> None:
     """memcached_gitops_status_condition as kube-state-metrics names a Deployment's, one series per
     condition of each CR this replica serves; memcached_gitops_crs counts the cache."""
-    from .test_mutants_controller import cr, make, store
+    from tests.support.unwired import cr, make, store
 
     c = make()
     degraded = cr("a")

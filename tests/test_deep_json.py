@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from memcached_gitops.foundation.yamlreader import MAX_DEPTH, YAMLInputError, iter_documents
 
-from .test_cli import assert_clean_failure, run
+from tests.support.cli import assert_clean_failure, run
 
 
 def nested(levels: int) -> str:

@@ -18,9 +18,9 @@ from memcached_gitops.render import DEFAULT_IMAGE
 from memcached_gitops.schemas import Validator
 
 from memcached_gitops.pipeline import process
+from tests.support.cli import docs, run
 
 from .conftest import crd_named, transcript
-from .test_cli import docs, run
 
 GOOD = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: good}\n"
 

@@ -22,9 +22,9 @@ from typer.testing import CliRunner
 
 from memcached_gitops.cli import app
 from memcached_gitops.pipeline import process
+from tests.support.cli import assert_clean_failure, run
 
 from .conftest import crd_named
-from .test_cli import assert_clean_failure, run
 
 CR = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: hostile}\n"
 

@@ -29,7 +29,7 @@ from memcached_gitops.reconciler.decisions.vocabulary import Action
 from memcached_gitops.reconciler.orchestration.controller import Controller, Settings
 from memcached_gitops.reconciler.orchestration.cycle import CROutcome
 
-from .test_mutants_controller import cr, make, store
+from tests.support.unwired import cr, make, store
 
 KEYS = ("a", "b")
 #: a step that does not come back within this is a deadlock or a thread stuck outside the points

@@ -34,33 +34,11 @@ from memcached_gitops.render import selector_labels
 from memcached_gitops.schemas import load_crd
 
 from tests.support.clock import ManualClock
+from tests.support.controller import wait_for
+from tests.support.unwired import NOWHERE, cr, make, store
 
-NOWHERE = "http://127.0.0.1:9"  # nothing listens: a test that sends a request fails loudly
 LOGGER = "memcached_gitops.controller"
 REPLICAS = (("f", "spec"), ("f", "replicas"))
-
-
-def make(namespaces: tuple[str, ...] = (), elector: Any = None, settings: Settings | None = None, fights: Any = None,
-         **options: Any) -> Controller:
-    api = KubeAPI.connect(host=NOWHERE, retry=RetryPolicy(attempts=1))
-    reconciler = Reconciler(api, load_crd(), Options(namespaces=namespaces, **options))
-    return Controller(reconciler, Metrics(), elector, settings, fights)
-
-
-def wait_for(predicate: Callable[[], object], timeout: float = 10.0, what: str = "",
-             thread: threading.Thread | None = None) -> None:
-    """Until ``predicate`` holds; fails at once when ``thread`` (the run or the worker that should
-    make it hold) has ended without it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        if thread is not None and not thread.is_alive():
-            if predicate():
-                return
-            raise AssertionError(f"{thread.name} ended before {what or predicate}")
-        time.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what or predicate}")
 
 
 def queued(c: Controller) -> list[tuple[Any, float]]:
@@ -79,11 +57,6 @@ def retries(c: Controller) -> float:
 
 def keys(c: Controller) -> list[Any]:
     return [k for k, _ in queued(c)]
-
-
-def cr(name: str, ns: str = "default", rv: str = "1", **meta: Any) -> dict[str, Any]:
-    return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
-            "metadata": {"name": name, "namespace": ns, "resourceVersion": rv, "uid": f"uid-{name}", **meta}, "spec": {"size": 1}}
 
 
 def dep(name: str, ns: str = "default", rv: str = "1", selector: dict | None = None, labels: dict | None = None,
@@ -105,11 +78,6 @@ def pod(name: str, instance: str | None, ns: str = "default") -> dict[str, Any]:
 def hpa(name: str, target: str, ns: str = "default", kind: str = "Deployment", api_version: str = "apps/v1") -> dict[str, Any]:
     return {"metadata": {"name": name, "namespace": ns},
             "spec": {"scaleTargetRef": {"apiVersion": api_version, "kind": kind, "name": target}}}
-
-
-def store(c: Controller, kind: str, *objs: dict[str, Any], index: int = 0) -> None:
-    for obj in objs:
-        c.informers[kind][index].store.put(obj)
 
 
 # ---- construction

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_cli import assert_clean_failure, run
+from tests.support.cli import assert_clean_failure, run
 
 
 def crs(n: int) -> str:

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import assert_clean_failure, run
+
 from .conftest import BAD_CR as BAD
 from .conftest import GOOD_CR as GOOD
 from .test_action import Runner, runner  # noqa: F401  (the fixture, installed once for this module)
-from .test_cli import assert_clean_failure, run
 from .test_precommit import HOOK, _git, hook_and_user_repositories
 
 ORDINARY = {

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from memcached_gitops.foundation.files import InputError, safe_file_name, write_files
 
-from .test_cli import EXAMPLES, assert_clean_failure, run
+from tests.support.cli import EXAMPLES, assert_clean_failure, run
 
 CR = (EXAMPLES / "memcached-sample.yaml").read_text()
 

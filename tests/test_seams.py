@@ -32,12 +32,12 @@ from memcached_gitops.reconciler.decisions.vocabulary import RECONCILE_ANNOTATIO
 from memcached_gitops.reconciler.orchestration.controller import Controller, Settings
 
 from fakeapi.server import FakeAPIServer, Fault
-from tests.support.controller import HOUR, running
+from tests.support.controller import HOUR, running, wait_for
 from tests.support.fakecluster import CR_PATH, DEP_PATH, deployment, make_cr, patch, reconciler_for
+from tests.support.unwired import cr, make
 
 from .test_autoscaler_handoff import create_hpa, hpa_scales
 from .test_ignore_paths import annotate, scale
-from .test_mutants_controller import cr, make, wait_for
 
 OURS = "memcached-gitops"
 MERGE = "application/merge-patch+json"

@@ -16,7 +16,8 @@ import pytest
 from memcached_gitops.foundation.excerpt import ELLIPSIS, EXCERPT_LIMIT, excerpt, quote_value
 from memcached_gitops.reconciler.decisions.drift import Drift
 
-from .test_cli import REPO, assert_clean_failure, docs, run
+from tests.conftest import REPO
+from tests.support.cli import assert_clean_failure, docs, run
 
 GOOD = (REPO / "examples" / "crs" / "memcached-sample.yaml").read_text()
 SECRET = "ghp_" + "SeCrEt0123456789" * 12  # a long token-like string (196 characters)

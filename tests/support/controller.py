@@ -26,11 +26,18 @@ HOUR = 3600.0
 SCALE = DEP_PATH.format(ns="default", name="a") + "/scale"
 
 
-def wait_for(predicate: Callable[[], object], timeout: float = 10.0, what: str = "") -> None:
+def wait_for(predicate: Callable[[], object], timeout: float = 10.0, what: str = "",
+             thread: threading.Thread | None = None) -> None:
+    """Until ``predicate`` holds; fails at once when ``thread`` (the run or the worker that should
+    make it hold) has ended without it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
+        if thread is not None and not thread.is_alive():
+            if predicate():
+                return
+            raise AssertionError(f"{thread.name} ended before {what or predicate}")
         time.sleep(0.01)
     raise AssertionError(f"timed out waiting for {what or predicate}")
 
