@@ -19,7 +19,7 @@ from typing import Any
 from memcached_gitops.reconciler.client.api import KubeAPI
 from memcached_gitops.render import render
 
-from .test_adopt_go_operator import MANAGER_UA, operator_sdk_labels
+from tests.support.go_operator import MANAGER_UA, operator_sdk_labels
 
 HERE = Path(__file__).parent / "fixtures" / "apiserver-transcripts"
 PYTHON_UA = "OpenAPI-Generator/37.0.2/python"

@@ -17,8 +17,9 @@ import pytest
 from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.render import render
 
+from tests.support.go_operator import operator_sdk_labels
+
 from .conftest import REPO
-from .test_adopt_go_operator import operator_sdk_labels
 
 celpy = pytest.importorskip("celpy", reason="cel-python is in the test extra")
 from celpy.adapter import json_to_cel  # noqa: E402
@@ -512,7 +513,7 @@ def test_an_installers_image_list_set_by_the_documented_kustomize_patch_is_obeye
     import shutil
     import subprocess
 
-    from .test_kustomize import KUBECTL
+    from tests.support.kustomize import KUBECTL
 
     shutil.copytree(REPO / "kustomize/admission-policy", tmp_path / "admission-policy")
     (tmp_path / "installer").mkdir()

@@ -18,9 +18,9 @@ from memcached_gitops.render import render
 
 from fakeapi.server import DeploymentController, FakeAPIServer
 from tests.support.fakecluster import CR_PATH, patch, post, reconciler_for
+from tests.support.go_operator import SEEDS, go_operator_deployment
 
 from .test_admission_policy import SHAPES, admit
-from .test_adopt_go_operator import SEEDS, go_operator_deployment
 
 pytest.importorskip("celpy", reason="cel-python is in the test extra")
 

@@ -13,8 +13,9 @@ from pathlib import Path
 from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas import Validator, load_crd
 
+from tests.support.argocd import sidecar_env
+
 from .conftest import REPO
-from .test_argocd_plugin import sidecar_env
 from .upstream import needs_upstream, upstream
 
 ARGOCD = REPO / "examples" / "gitops-repo" / "argocd"

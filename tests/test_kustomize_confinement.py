@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .test_argocd_plugin import CR, generate, repo_server_env
+from tests.support.argocd import CR, generate, repo_server_env
 
 SECRET = "s3cr3t-outside-the-repository"
 SECRET_CM = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stolen\ndata:\n  token: {SECRET}\n"

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from memcached_gitops.foundation.yamlreader import iter_documents
 
-from .test_argocd_plugin import discover, generate, repo_server_env
+from tests.support.argocd import discover, generate, repo_server_env
 
 CR = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: {name}\nspec:\n  size: {size}\n"
 

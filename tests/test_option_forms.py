@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from .test_argocd_plugin import generate, repo_server_env
+from tests.support.argocd import generate, repo_server_env
+
 from .test_path_forms import CR, KUSTOMIZATION
 
 CLI = str(Path(sys.executable).parent / "memcached-gitops")

@@ -22,8 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.argocd import generate, repo_server_env
+
 from .conftest import REPO
-from .test_argocd_plugin import generate, repo_server_env
 
 CR = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: {name}\nspec:\n  size: 2\n"
 BAD_CR = CR.replace("  size: 2\n", "  size: 2\n  sizee: 3\n")

@@ -127,7 +127,7 @@ def test_adopting_a_go_operator_deployment_keeps_every_running_pod_on_a_real_clu
     builds it from their source): one apply, the selector kept, and, with kube-controller-manager,
     the old ReplicaSet not scaled down before the new one has available Pods (there are none here:
     no kubelet, so the old ReplicaSet must keep every Pod)."""
-    from .test_adopt_go_operator import MANAGER_UA, operator_sdk_labels
+    from tests.support.go_operator import MANAGER_UA, operator_sdk_labels
 
     api, ns = real
     cr = api.request("POST", f"/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds",
@@ -338,7 +338,8 @@ def test_metrics_answer_only_a_token_bound_to_the_reader_role_on_a_real_cluster(
     from memcached_gitops.reconciler.orchestration.serving import METRICS, bearer_guard, serve
     from memcached_gitops.reconciler.orchestration.tls import ServingCertificate
 
-    from .test_kustomize import KUBECTL, K
+    from tests.support.kustomize import KUBECTL, K
+
     from .test_metrics_auth import scrape
 
     api, ns = real
@@ -392,7 +393,7 @@ def _policy_in_force(api: KubeAPI, ns: str, folder) -> Iterator[KubeAPI]:
     enforces the policy (its policy informer takes a moment); everything removed afterwards."""
     import subprocess
 
-    from .test_kustomize import KUBECTL, K
+    from tests.support.kustomize import KUBECTL, K
 
     policy = [d.value for d in iter_documents((K / "admission-policy/policy.yaml").read_text())]
     base = [d.value for d in iter_documents(subprocess.run([KUBECTL, "kustomize", str(K / "base")], capture_output=True,
