@@ -4,7 +4,7 @@
 
 Each scenario is a list of requests, sent in order over the kubernetes client's own HTTP stack with
 the recorded User-Agent; each answer is kept whole (status and decoded body). A request may take a
-value from an earlier answer (``{uid:N}``: the uid in answer N), as tests/test_fake_apiserver_replay.py
+value from an earlier answer (``{uid:N}``: the uid in answer N), as tests/fake_apiserver/test_fake_apiserver_replay.py
 does on replay. Opt-in, never in CI: it needs a disposable cluster (../shared/realk8s).
 """
 

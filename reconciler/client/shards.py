@@ -31,7 +31,7 @@ others' acknowledgements of its old self do not count for the new one. The view 
 ``identity#incarnation`` tokens; ownership hashes identities only, so a comeback moves nothing.
 
 Time is an input (``monotonic``, ``clock``) and ``step`` is one turn of the Lease thread, so tests
-drive the protocol themselves (tests/test_shards.py).
+drive the protocol themselves (tests/reconciler/client/test_shards.py).
 """
 
 from __future__ import annotations

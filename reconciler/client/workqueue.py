@@ -17,7 +17,7 @@
 
 Time is an input: ``clock`` is read for every deadline, and ``release_due`` is the one place a
 delayed key comes due. With ``delay_thread=False`` nothing runs in the background, and a test
-moves its own clock and calls ``release_due`` (tests/test_workqueue_model.py drives the queue so
+moves its own clock and calls ``release_due`` (tests/reconciler/client/test_workqueue_model.py drives the queue so
 against a model of client-go's rules).
 """
 
