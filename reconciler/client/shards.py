@@ -153,6 +153,16 @@ class ShardRing:
         """Renewed within the renew deadline, counted from when the renewal was sent."""
         return self._renewed_at is not None and self.monotonic() - self._renewed_at < self.renew_deadline
 
+    @property
+    def renewed_at(self) -> float | None:
+        """Monotonic time the last successful renewal of this replica's Lease was sent (None: none holds)."""
+        return self._renewed_at
+
+    @property
+    def holds_lease(self) -> bool:
+        """This replica has a Lease of its own in the ring (joined and not released)."""
+        return self._lease is not None
+
     def members(self) -> list[str]:
         """The identities of the view (the hash's members)."""
         return sorted(identity_of(t) for t in self.view)
@@ -291,9 +301,11 @@ class ShardRing:
             if wrote and self.drained() and self.published != self.view:
                 self._write(create=False)  # the view changed with this renewal (the fence came back): publish it now
         self._check_agreed()
-        return self._next_turn()
+        return self.next_turn()
 
-    def _next_turn(self) -> float:
+    def next_turn(self) -> float:
+        """Seconds until the Lease thread's next turn: the retry period, or sooner when this replica's
+        fence ends or a peer's Lease runs out (each a change of view); never less than 10 ms."""
         now = self.monotonic()
         turn = self.retry_period
         if self._renewed_at is not None and self.fenced():

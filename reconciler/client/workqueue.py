@@ -88,6 +88,18 @@ class QueueObserver(Protocol[K_contra]):
     def finished(self, key: K_contra) -> None: ...
 
 
+@dataclass(frozen=True)
+class Pending(Generic[K]):
+    """A snapshot of what a queue holds, taken under its lock: the keys waiting in order, those being
+    processed, when each waiting or re-added key was first added, and the delayed keys' due times."""
+
+    queued: tuple[K, ...]
+    processing: frozenset[K]
+    dirty: dict[K, float]
+    delayed: tuple[tuple[float, K], ...]
+    delay_thread: bool  # the queue runs a thread of its own to release delayed keys
+
+
 class WorkQueue(Generic[K]):
     def __init__(self, backoff: ExponentialBackoff[K] | None = None, bucket: TokenBucket | None = None,
                  clock: Callable[[], float] = time.monotonic, delay_thread: bool = True,
@@ -222,6 +234,13 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         with self._lock:
             return len(self._queue)
+
+    def pending(self) -> Pending[K]:
+        """What the queue holds now, read-only: for the metrics and the tests, which must not reach
+        into the queue's state while a worker changes it."""
+        with self._lock:
+            return Pending(tuple(self._queue), frozenset(self._processing), dict(self._dirty),
+                           tuple((due, key) for due, _, key in sorted(self._delayed)), self._delay_thread is not None)
 
     @property
     def shutting_down(self) -> bool:

@@ -73,7 +73,7 @@ def test_release_deletes_the_lease_it_holds_on_its_resource_version(caplog) -> N
     rv = api.leases[a.name]["metadata"]["resourceVersion"]
     a.release()
     assert api.calls[-1] == ("DELETE", f"{LEASES}/{a.name}", {"preconditions": {"resourceVersion": rv}}, "delete")
-    assert api.leases == {} and a._lease is None
+    assert api.leases == {} and not a.holds_lease
     api.calls.clear()
     a.release()
     assert api.calls == [], "nothing held: nothing deleted"
@@ -89,7 +89,7 @@ def test_release_leaves_a_lease_written_since_by_another_process_and_says_so(cap
         a.release()
     assert lease_name("a") in api.leases and api.leases[a.name]["spec"]["leaseTransitions"] == 1
     assert said(caplog)[-1] == f"could not delete shard Lease {a.name}: {APIError(409, 'the object has been modified')}"
-    assert a._lease is None
+    assert not a.holds_lease
 
 
 def test_release_polls_the_work_in_flight_often_and_gives_it_thirty_seconds_by_default(monkeypatch) -> None:
@@ -168,25 +168,25 @@ def test_the_lease_thread_wakes_for_a_renewal_the_fences_end_and_a_peers_expiry(
     runs out (each a change of view); never less than 10 ms."""
     clock = ManualClock(100.0)
     a = ring(clock=clock)
-    assert a._next_turn() == 2.0, "not renewed yet: the retry period"
+    assert a.next_turn() == 2.0, "not renewed yet: the retry period"
     a.join()  # renewed at 100.0: fenced until 110.0
-    assert a._next_turn() == 2.0
+    assert a.next_turn() == 2.0
     clock.now = 109.0
-    assert a._next_turn() == 1.0, "the fence ends in 1 s"
+    assert a.next_turn() == 1.0, "the fence ends in 1 s"
     clock.now = 94.5
     a.on_lease("ADDED", peer("b", "b#0"))  # first seen at 94.5: runs out at 109.5
     clock.now = 109.25
-    assert a._next_turn() == 0.25, "b's Lease runs out before the fence"
+    assert a.next_turn() == 0.25, "b's Lease runs out before the fence"
     clock.now = 109.75
-    assert a._next_turn() == 0.01, "b has run out: at once (10 ms)"
+    assert a.next_turn() == 0.01, "b has run out: at once (10 ms)"
     clock.now = 112.0
     a.peers.clear()
-    assert a._next_turn() == 2.0, "the fence has ended: the retry period"
+    assert a.next_turn() == 2.0, "the fence has ended: the retry period"
     clock.now = 108.5
     b = ring("b", clock=clock)
     b.join()
     clock.now = 118.4
-    assert b._next_turn() == pytest.approx(0.1)
+    assert b.next_turn() == pytest.approx(0.1)
 
 
 def expiring(get: APIError | None = None, delete: APIError | None = None, fresh: dict[str, Any] | None = None,
@@ -327,20 +327,20 @@ def test_a_refused_renewal_is_said_and_a_conflict_joins_again_as_a_new_incarnati
     api = LeaseAPI()
     a = ring(api=api, clock=clock)
     a.join()
-    assert [c[:2] for c in api.calls] == [("POST", LEASES)] and a._renewed_at == 100.0
+    assert [c[:2] for c in api.calls] == [("POST", LEASES)] and a.renewed_at == 100.0
     clock.now = 102.0
     api.refuse["PUT"] = APIError(500, "etcd is busy")
     with caplog.at_level(logging.WARNING, logger="memcached_gitops.shards"):
         assert a._write(create=False) is False
     assert said(caplog) == [f"cannot renew shard Lease {a.name}: {APIError(500, 'etcd is busy')}"]
-    assert a._lease is not None and a._renewed_at == 100.0
+    assert a.holds_lease and a.renewed_at == 100.0
     assert a.last_error is not None and a.last_error.status == 500
     caplog.clear()
     api.refuse["PUT"] = APIError(409, "the object has been modified")
     with caplog.at_level(logging.WARNING, logger="memcached_gitops.shards"):
         assert a._write(create=False) is False
     assert said(caplog) == [f"shard Lease {a.name}: {APIError(409, 'the object has been modified')}; joining again"]
-    assert a._lease is None and a._renewed_at is None and not a.fenced() and a.token == "a#0"
+    assert not a.holds_lease and a.renewed_at is None and not a.fenced() and a.token == "a#0"
     del api.leases[a.name]
     assert a._write(create=False) is True and a.token == "a#1" and a.last_error is None
     assert api.calls[-1][0] == "POST" and api.leases[a.name]["spec"]["leaseTransitions"] == 1
@@ -359,7 +359,7 @@ def test_a_renewal_carries_the_resource_version_held_and_the_first_acquire_time(
     assert (method, path, verb) == ("PUT", f"{LEASES}/{a.name}", "update")
     assert body["metadata"]["resourceVersion"] == "1" and body["spec"]["acquireTime"] == acquired
     assert body["spec"]["renewTime"] != acquired and body["spec"]["leaseDurationSeconds"] == 15
-    assert a.fenced() and a._renewed_at == 102.0
+    assert a.fenced() and a.renewed_at == 102.0
 
 
 def puts(api: LeaseAPI) -> int:
@@ -381,7 +381,7 @@ def test_a_step_renews_once_the_retry_period_is_nine_tenths_over_and_publishes_o
     assert puts(api) == 1
     clock.now = 102.25  # 0.9 x 2.5 s after the last renewal
     a.step()
-    assert puts(api) == 2 and a._renewed_at == 102.25
+    assert puts(api) == 2 and a.renewed_at == 102.25
     a.on_lease("ADDED", peer("b", "a#0", "b#0"))
     a.step()
     assert puts(api) == 3 and api.leases[a.name]["metadata"]["annotations"][shards.VIEW_ANNOTATION] == "a#0,b#0"
@@ -505,7 +505,7 @@ def test_the_fence_ends_exactly_at_the_renew_deadline_and_each_lapse_is_a_new_in
     clock.now = 121.0
     with caplog.at_level(logging.WARNING, logger="memcached_gitops.shards"):
         assert a._write(create=False) is False
-    assert a._lease is None and "joining again" in caplog.text
+    assert not a.holds_lease and "joining again" in caplog.text
     del api.leases[a.name]
     assert a._write(create=False) and a.token == "a#3" and api.calls[-1][0] == "POST"
 

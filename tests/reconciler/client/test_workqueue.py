@@ -115,7 +115,7 @@ def test_a_key_added_without_an_arrival_time_arrives_by_the_clock() -> None:
 def test_the_delay_thread_starts_only_when_asked_for_and_never_blocks_exit() -> None:
     manual = WorkQueue(delay_thread=False)
     manual.add_after("a", 10.0)
-    assert manual._delay_thread is None and manual.release_due() > 9.0
+    assert not manual.pending().delay_thread and manual.release_due() > 9.0
     q = WorkQueue()
     q.add_after("a", 10.0)
     assert q._delay_thread is not None and q._delay_thread.daemon and q._delay_thread.name == "workqueue-delay"
@@ -144,7 +144,7 @@ def test_wait_idle_without_a_timeout_waits_for_done() -> None:
     q.add("a")
     key, _ = q.get()
     threading.Timer(0.05, q.done, args=(key,)).start()
-    assert q.wait_idle() is True and not q._processing
+    assert q.wait_idle() is True and not q.pending().processing
 
 
 def test_wait_idle_gives_up_after_its_timeout_and_not_before() -> None:
@@ -269,7 +269,7 @@ def test_failures_of_many_keys_are_spread_by_the_overall_bucket() -> None:
     q = WorkQueue(clock=clock, delay_thread=False)
     for n in range(150):
         q.add_rate_limited(f"k{n}")
-    dues = sorted(due - clock.now for due, _, _ in q._delayed)
+    dues = sorted(due - clock.now for due, _ in q.pending().delayed)
     assert dues[99] == pytest.approx(0.005) and dues[100] == pytest.approx(0.1) and dues[149] == pytest.approx(5.0)
 
 

@@ -137,10 +137,11 @@ class WorkQueueMachine(RuleBasedStateMachine):
     @invariant()
     def same_queue(self) -> None:
         assert len(self.queue) == len(self.model.queue)
-        assert list(self.queue._queue) == self.model.queue
-        assert set(self.queue._processing) == self.model.processing == set(self.held)
-        assert self.queue._dirty == self.model.dirty
-        assert self.queue._delay_thread is None, "time is the test's: no thread of its own"
+        pending = self.queue.pending()
+        assert list(pending.queued) == self.model.queue
+        assert set(pending.processing) == self.model.processing == set(self.held)
+        assert pending.dirty == self.model.dirty
+        assert not pending.delay_thread, "time is the test's: no thread of its own"
 
     @invariant()
     def same_failures(self) -> None:

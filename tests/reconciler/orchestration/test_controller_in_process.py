@@ -1749,7 +1749,7 @@ def test_with_shards_a_resync_queues_this_replicas_share_only(caplog) -> None:
     # the sweep of the first view (a alone: every CR) queues its keys spread over time: all released
     # and taken before the resync, so that a slow machine does not see them arrive after it
     deadline = time.monotonic() + 10
-    while c.queue._delayed and time.monotonic() < deadline:
+    while c.queue.pending().delayed and time.monotonic() < deadline:
         time.sleep(0.01)
     queued(c)
     c._resync()
