@@ -79,9 +79,7 @@ def test_an_hpa_hand_off_and_ignored_drift_are_healthy_and_a_bad_rule_is_degrade
     """Argo CD's verdict on the other writers (issue 23): replicas the HPA owns and drift at ignored
     paths are no failure; a pointer the reconciler cannot follow is."""
     from fakeapi.server import DeploymentController
-    from tests.reconciler.decisions.test_autoscaler_handoff import create_hpa, hpa_scales
-    from tests.reconciler.decisions.test_ignore_paths import annotate, scale
-    from tests.support.fakecluster import make_cr, reconciler_for
+    from tests.support.fakecluster import annotate, create_hpa, hpa_scales, make_cr, reconciler_for, scale
 
     with FakeAPIServer() as api:
         rec = reconciler_for(api)

@@ -338,8 +338,8 @@ def test_metrics_answer_only_a_token_bound_to_the_reader_role_on_a_real_cluster(
     from memcached_gitops.reconciler.orchestration.serving import METRICS, bearer_guard, serve
     from memcached_gitops.reconciler.orchestration.tls import ServingCertificate
 
-    from tests.reconciler.orchestration.test_metrics_auth import scrape
     from tests.support.kustomize import KUBECTL, K
+    from tests.support.metrics_endpoint import scrape
 
     api, ns = real
     built = [d.value for d in iter_documents(subprocess.run([KUBECTL, "kustomize", str(K / "overlays/deployment")],
@@ -693,7 +693,7 @@ def test_healthz_fails_while_the_apiserver_is_stopped_and_recovers_after_on_a_re
     from memcached_gitops.reconciler.orchestration.metrics import Metrics
     from memcached_gitops.reconciler.orchestration.serving import PROBES, serve
 
-    from tests.reconciler.orchestration.test_prometheus_scrape import free_port
+    from tests.support.metrics_endpoint import free_port
 
     api, ns = real
     pid = int(APISERVER_PID or 0)

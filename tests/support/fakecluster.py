@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from memcached_gitops.reconciler.client.api import KubeAPI, RetryPolicy
+from memcached_gitops.reconciler.decisions.ignore import ANNOTATION
 from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
 from memcached_gitops.schemas import load_crd
 
@@ -77,3 +78,42 @@ contexts: [{{name: fake, context: {{cluster: fake, user: tester}}}}]
 current-context: fake
 """)
     return path
+
+
+KCM_UA = "kube-controller-manager/v0.0.0 (linux/amd64) kubernetes/$Format"
+
+
+HPA_PATH = "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers"
+
+
+def call(api: FakeAPIServer, method: str, path: str, body=None, ua: str = "kubectl/v1.37.1") -> dict:
+    code, _, data = api.handle(method, path, {"User-Agent": ua, "Content-Type": "application/json"},
+                               json.dumps(body).encode() if body is not None else b"")
+    assert code in (200, 201), data
+    return json.loads(data)
+
+
+def create_hpa(api: FakeAPIServer, target: str = "a", name: str | None = None, min_replicas: int = 3) -> None:
+    call(api, "POST", HPA_PATH.format(ns="default"), {
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": name or target},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+                 "minReplicas": min_replicas, "maxReplicas": 5}})
+
+
+def hpa_scales(api: FakeAPIServer, replicas: int, target: str = "a") -> None:
+    """What the HPA controller sends (40): GET the scale, PUT it back with the new replicas."""
+    path = DEP_PATH.format(ns="default", name=target) + "/scale"
+    scale = call(api, "GET", path, ua=KCM_UA)
+    call(api, "PUT", path, {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale["metadata"],
+                            "spec": {"replicas": replicas}}, ua=KCM_UA)
+
+
+def annotate(api: FakeAPIServer, name: str, value: str | None) -> None:
+    body = {"metadata": {"annotations": {ANNOTATION: value}}}
+    patch(api, CR_PATH.format(ns="default") + f"/{name}", body, "application/merge-patch+json")
+
+
+def scale(api: FakeAPIServer, name: str, replicas: int) -> None:
+    # kubectl scale: a merge patch to /scale without fieldManager (transcript 04)
+    path = DEP_PATH.format(ns="default", name=name) + "/scale"
+    patch(api, path, {"spec": {"replicas": replicas}}, "application/merge-patch+json")

@@ -15,36 +15,10 @@ from memcached_gitops.reconciler.decisions.autoscalers import autoscalers_by_tar
 
 from fakeapi.server import DeploymentController, FakeAPIServer
 from tests.support.controller import running, settle, wait_for
-from tests.support.fakecluster import DEP_PATH, condition, deployment, make_cr, reconciler_for
-
-KCM_UA = "kube-controller-manager/v0.0.0 (linux/amd64) kubernetes/$Format"
-HPA_PATH = "/apis/autoscaling/v2/namespaces/{ns}/horizontalpodautoscalers"
-
+from tests.support.fakecluster import HPA_PATH, call, condition, create_hpa, deployment, hpa_scales, make_cr, reconciler_for
 
 # the conftest fixture `cluster` serves these namespaces only
 CLUSTER_NAMESPACES = ("default",)
-
-
-def call(api: FakeAPIServer, method: str, path: str, body=None, ua: str = "kubectl/v1.37.1") -> dict:
-    code, _, data = api.handle(method, path, {"User-Agent": ua, "Content-Type": "application/json"},
-                               json.dumps(body).encode() if body is not None else b"")
-    assert code in (200, 201), data
-    return json.loads(data)
-
-
-def create_hpa(api: FakeAPIServer, target: str = "a", name: str | None = None, min_replicas: int = 3) -> None:
-    call(api, "POST", HPA_PATH.format(ns="default"), {
-        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": name or target},
-        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
-                 "minReplicas": min_replicas, "maxReplicas": 5}})
-
-
-def hpa_scales(api: FakeAPIServer, replicas: int, target: str = "a") -> None:
-    """What the HPA controller sends (40): GET the scale, PUT it back with the new replicas."""
-    path = DEP_PATH.format(ns="default", name=target) + "/scale"
-    scale = call(api, "GET", path, ua=KCM_UA)
-    call(api, "PUT", path, {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale["metadata"],
-                            "spec": {"replicas": replicas}}, ua=KCM_UA)
 
 
 def deployment_writes(api: FakeAPIServer) -> list:

@@ -10,7 +10,7 @@ from memcached_gitops.reconciler.decisions.ignore import ANNOTATION, IgnoreError
 
 from fakeapi.server import FakeAPIServer
 from tests.support.controller import running, settle, wait_for
-from tests.support.fakecluster import CR_PATH, DEP_PATH, condition, deployment, make_cr, patch, reconciler_for
+from tests.support.fakecluster import DEP_PATH, annotate, condition, deployment, make_cr, patch, reconciler_for, scale
 
 SERVICE = "/api/v1/namespaces/default/services/{name}-memcached"
 BUDGET = "/apis/policy/v1/namespaces/default/poddisruptionbudgets/{name}-memcached"
@@ -18,17 +18,6 @@ BUDGET = "/apis/policy/v1/namespaces/default/poddisruptionbudgets/{name}-memcach
 
 # the conftest fixture `cluster` serves these namespaces only
 CLUSTER_NAMESPACES = ("default",)
-
-
-def annotate(api: FakeAPIServer, name: str, value: str | None) -> None:
-    body = {"metadata": {"annotations": {ANNOTATION: value}}}
-    patch(api, CR_PATH.format(ns="default") + f"/{name}", body, "application/merge-patch+json")
-
-
-def scale(api: FakeAPIServer, name: str, replicas: int) -> None:
-    # kubectl scale: a merge patch to /scale without fieldManager (transcript 04)
-    path = DEP_PATH.format(ns="default", name=name) + "/scale"
-    patch(api, path, {"spec": {"replicas": replicas}}, "application/merge-patch+json")
 
 
 def set_memory(api: FakeAPIServer, name: str, memory: str) -> None:

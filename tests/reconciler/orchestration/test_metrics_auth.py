@@ -32,20 +32,17 @@ from memcached_gitops.reconciler.orchestration.tls import ServingCertificate, se
 
 from fakeapi.server import FakeAPIServer
 from tests.support.clock import ManualClock
+from tests.support.metrics_endpoint import NS, free_port, scrape, service_account
 
-NS = "monitoring"
 SCRAPER, STRANGER = f"system:serviceaccount:{NS}:prometheus", f"system:serviceaccount:{NS}:stranger"
 REVIEW_RULES = [{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
                 {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}]
 
 
-def _user(name: str) -> dict:
-    return {"username": name, "uid": "6f1c", "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NS}", "system:authenticated"]}
-
-
 @pytest.fixture
 def cluster():
-    with FakeAPIServer(rbac_rules=REVIEW_RULES, tokens={"scraper-token": _user(SCRAPER), "stranger-token": _user(STRANGER)}) as api:
+    with FakeAPIServer(rbac_rules=REVIEW_RULES,
+                       tokens={"scraper-token": service_account(SCRAPER), "stranger-token": service_account(STRANGER)}) as api:
         api.grant_non_resource(SCRAPER, ("/metrics",), ("get",), "prometheus-metrics", "memcached-gitops-metrics-reader")
         yield api
 
@@ -70,16 +67,6 @@ def secure(cluster, certificate, monkeypatch):
     yield server, folder, clock, reviews
     server.shutdown()
     server.server_close()
-
-
-def scrape(port: int, token: str | None, ca: Path | None, path: str = "/metrics") -> tuple[int, str]:
-    context = ssl.create_default_context(cafile=str(ca)) if ca else ssl._create_unverified_context()  # noqa: S323
-    conn = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
-    conn.request("GET", path, headers={"Authorization": f"Bearer {token}"} if token is not None else {})
-    response = conn.getresponse()
-    body = response.read().decode()
-    conn.close()
-    return response.status, body
 
 
 def reviews_sent(cluster: FakeAPIServer) -> list[str]:
@@ -247,18 +234,12 @@ def test_the_self_signed_certificate_names_the_host_and_is_kept_in_memory(tmp_pa
         server.server_close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_the_reconcile_command_serves_probes_plain_and_metrics_behind_the_reviews(cluster, tmp_path: Path) -> None:
     """The whole command: its defaults are kubebuilder's layout (a probe port and an HTTPS metrics port)."""
     from tests.support.fakecluster import write_kubeconfig  # the fake's kubeconfig, as the other command tests write it
 
     cluster.rbac_rules = None  # the reconciler's own grants are tests/delivery/test_kustomize.py's subject
-    probe, metrics = _free_port(), _free_port()
+    probe, metrics = free_port(), free_port()
     config = write_kubeconfig(tmp_path, cluster.url)
     proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", "reconcile", "--kubeconfig", str(config),
                              "--lease-namespace", "default", "--metrics-port", str(metrics), "--health-probe-port", str(probe),
@@ -315,7 +296,8 @@ def test_the_deployment_overlay_wires_kubebuilders_layout_and_grants_exactly_the
     assert bindings["memcached-gitops-metrics-auth"]["subjects"] == [
         {"kind": "ServiceAccount", "name": dep["spec"]["template"]["spec"]["serviceAccountName"], "namespace": "memcached-gitops"}]
     assert "memcached-gitops-metrics-reader" not in bindings, "who may scrape is the cluster's choice, bound to its scraper"
-    with FakeAPIServer(rbac_rules=auth, tokens={"scraper-token": _user(SCRAPER), "stranger-token": _user(STRANGER)}) as cluster:
+    with FakeAPIServer(rbac_rules=auth,
+                       tokens={"scraper-token": service_account(SCRAPER), "stranger-token": service_account(STRANGER)}) as cluster:
         for rule in roles["memcached-gitops-metrics-reader"]["rules"]:
             cluster.grant_non_resource(SCRAPER, tuple(rule["nonResourceURLs"]), tuple(rule["verbs"]))
         guard = bearer_guard(AccessReviews(KubeAPI.connect(host=cluster.url)))

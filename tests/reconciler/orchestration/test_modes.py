@@ -41,9 +41,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fakeapi.server import DeploymentController, FakeAPIServer, Fault, LoggedRequest
 from tests.conftest import REPO
-from tests.reconciler.orchestration.test_metrics_auth import _free_port, _user, scrape
 from tests.reconciler.orchestration.test_monitoring import DASHBOARD, RULES
 from tests.support.fakecluster import DEP_PATH, condition, deployment, make_cr, patch, write_kubeconfig
+from tests.support.metrics_endpoint import free_port, scrape, service_account
 
 #: A Lease of 3 s, renewed within 2 s, tried every 0.3 s (client-go's 15 / 10 / 2, scaled down).
 LEASE = (3, 2.0, 0.3)
@@ -57,7 +57,8 @@ EXPECTED = {"allowed": 200, "denied": 403, "none": 401}
 
 @pytest.fixture
 def cluster() -> Iterator[FakeAPIServer]:
-    with FakeAPIServer(namespaces=("default", "shop"), tokens={"scraper-token": _user(SCRAPER), "stranger-token": _user(STRANGER)}) as api:
+    with FakeAPIServer(namespaces=("default", "shop"),
+                       tokens={"scraper-token": service_account(SCRAPER), "stranger-token": service_account(STRANGER)}) as api:
         api.grant_non_resource(SCRAPER, ("/metrics",), ("get",), "prometheus-metrics", "memcached-gitops-metrics-reader")
         yield api
 
@@ -79,7 +80,7 @@ HANDED: set[int] = set()
 
 def port() -> int:
     """A free port no replica of this session was given yet (a port just freed is often handed again)."""
-    while (found := _free_port()) in HANDED:
+    while (found := free_port()) in HANDED:
         pass
     HANDED.add(found)
     return found

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
 import urllib.parse
 import urllib.request
@@ -36,16 +35,11 @@ from fakeapi.server import FakeAPIServer
 from tests.reconciler.orchestration.test_monitoring import DASHBOARD, GROUPING, NAME, RULES, TARGET_LABELS, expressions
 from tests.support.controller import SCALE, running, wait_for
 from tests.support.fakecluster import deployment, make_cr, patch
+from tests.support.metrics_endpoint import free_port
 
 PROMETHEUS = shutil.which("prometheus")
 pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian: apt-get install prometheus)")
 HISTOGRAM_SUFFIXES = ("_bucket", "_count", "_sum")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def get(base: str, path: str, **query: str) -> Any:

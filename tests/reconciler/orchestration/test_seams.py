@@ -32,10 +32,8 @@ from memcached_gitops.reconciler.decisions.vocabulary import RECONCILE_ANNOTATIO
 from memcached_gitops.reconciler.orchestration.controller import Controller, Settings
 
 from fakeapi.server import FakeAPIServer, Fault
-from tests.reconciler.decisions.test_autoscaler_handoff import create_hpa, hpa_scales
-from tests.reconciler.decisions.test_ignore_paths import annotate, scale
 from tests.support.controller import HOUR, running, wait_for
-from tests.support.fakecluster import CR_PATH, DEP_PATH, deployment, make_cr, patch, reconciler_for
+from tests.support.fakecluster import CR_PATH, DEP_PATH, annotate, create_hpa, deployment, hpa_scales, make_cr, patch, reconciler_for, scale
 from tests.support.unwired import cr, make
 
 OURS = "memcached-gitops"
