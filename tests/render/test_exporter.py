@@ -9,6 +9,7 @@ from memcached_gitops.render import render
 from memcached_gitops.render.exporter import DEFAULT_EXPORTER_IMAGE
 from memcached_gitops.schemas import Validator, load_crd
 
+from tests.support.crs import memcached_cr
 from tests.upstream import needs_upstream, upstream
 
 POD_MONITOR_CRD = upstream("prometheus-operator/monitoring.coreos.com_podmonitors.yaml")
@@ -17,8 +18,7 @@ KUBERNETES_VERSION = "1.36.0"
 
 
 def cr(spec: dict, name: str = "sessions") -> dict:
-    return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": name, "namespace": "shop"},
-            "spec": {"size": 2, "containerPort": 11211, **spec}}
+    return memcached_cr(name, "shop", {"size": 2, "containerPort": 11211, **spec})
 
 
 def containers(manifests: list[dict]) -> dict[str, dict]:

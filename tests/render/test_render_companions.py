@@ -8,13 +8,13 @@ from memcached_gitops.render import render
 from memcached_gitops.render.companions import object_name
 from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors
 
+from tests.support.crs import memcached_cr
+
 KUBERNETES_VERSION = "1.33"
 
 
 def cr(name: str, size: int, namespace: str | None = "shop", port: int = 11211) -> dict:
-    meta = {"name": name, **({"namespace": namespace} if namespace else {})}
-    return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": meta,
-            "spec": {"size": size, "containerPort": port}}
+    return memcached_cr(name, namespace, {"size": size, "containerPort": port})
 
 
 def test_a_headless_service_selects_the_deployments_pods_on_the_named_port() -> None:

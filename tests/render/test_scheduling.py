@@ -13,6 +13,7 @@ from memcached_gitops.render.scheduling import scheduling
 from memcached_gitops.schemas.crd import load_crd
 
 from tests.core_types import pod_spec_field
+from tests.support.crs import memcached_cr
 
 KUBERNETES_VERSION = "1.36.0"
 
@@ -49,8 +50,7 @@ PLACED = {
 
 
 def cr(spec: dict) -> dict:
-    return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "c", "namespace": "n"},
-            "spec": {"size": 1, "containerPort": 11211, **spec}}
+    return memcached_cr("c", "n", {"size": 1, "containerPort": 11211, **spec})
 
 
 @pytest.mark.parametrize(("sent", "kept"), STORED)

@@ -16,11 +16,11 @@ from memcached_gitops.render.sizing import MIB, cache_megabytes, memcached_flags
 from memcached_gitops.schemas.quantities import canonical_quantity, quantity
 
 from tests.conftest import TRANSCRIPTS
+from tests.support.crs import memcached_cr
 
 
 def cr(**spec) -> dict:
-    return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "c", "namespace": "shop"},
-            "spec": {"size": 2, "containerPort": 11211, **spec}}
+    return memcached_cr("c", "shop", {"size": 2, "containerPort": 11211, **spec})
 
 
 def container(**spec) -> dict:

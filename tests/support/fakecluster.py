@@ -13,6 +13,7 @@ from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
 from memcached_gitops.schemas import load_crd
 
 from fakeapi.server import FakeAPIServer
+from tests.support.crs import memcached_cr
 
 CR_PATH = "/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds"
 DEP_PATH = "/apis/apps/v1/namespaces/{ns}/deployments/{name}"
@@ -32,9 +33,7 @@ def patch(api: FakeAPIServer, path: str, body, ctype: str, query: str = "", ua: 
 
 def make_cr(api: FakeAPIServer, name: str, ns: str = "default", size: int = 1, port: int | None = None) -> dict:
     spec = {"size": size} | ({"containerPort": port} if port else {})
-    return post(api, CR_PATH.format(ns=ns), {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
-                                             "metadata": {"name": name, "namespace": ns}, "spec": spec},
-                "?fieldManager=kubectl-create&fieldValidation=Strict")
+    return post(api, CR_PATH.format(ns=ns), memcached_cr(name, ns, spec), "?fieldManager=kubectl-create&fieldValidation=Strict")
 
 
 def reconciler_for(api: FakeAPIServer, **options) -> Reconciler:

@@ -11,6 +11,8 @@ from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
 from memcached_gitops.reconciler.orchestration.metrics import Metrics
 from memcached_gitops.schemas import load_crd
 
+from tests.support.crs import memcached_cr
+
 NOWHERE = "http://127.0.0.1:9"  # nothing listens: a test that sends a request fails loudly
 
 
@@ -22,8 +24,7 @@ def make(namespaces: tuple[str, ...] = (), elector: Any = None, settings: Settin
 
 
 def cr(name: str, ns: str = "default", rv: str = "1", **meta: Any) -> dict[str, Any]:
-    return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
-            "metadata": {"name": name, "namespace": ns, "resourceVersion": rv, "uid": f"uid-{name}", **meta}, "spec": {"size": 1}}
+    return memcached_cr(name, ns, {"size": 1}, resourceVersion=rv, uid=f"uid-{name}", **meta)
 
 
 def store(c: Controller, kind: str, *objs: dict[str, Any], index: int = 0) -> None:

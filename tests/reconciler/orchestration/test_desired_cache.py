@@ -10,13 +10,12 @@ from memcached_gitops.reconciler.orchestration import cycle
 from memcached_gitops.reconciler.orchestration.cycle import Reconciler
 
 from fakeapi.server import FakeAPIServer
+from tests.support.crs import memcached_cr
 from tests.support.fakecluster import reconciler_for
 
 
 def cr(name: str = "a", uid: str = "u-1", generation: int = 1, size: int = 1) -> dict:
-    return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
-            "metadata": {"name": name, "namespace": "default", "uid": uid, "generation": generation, "resourceVersion": "7"},
-            "spec": {"size": size}}
+    return memcached_cr(name, "default", {"size": size}, uid=uid, generation=generation, resourceVersion="7")
 
 
 @pytest.fixture
