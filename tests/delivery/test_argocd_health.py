@@ -45,8 +45,7 @@ def test_every_testdata_file_has_a_case() -> None:
 
 def test_the_script_reads_what_the_status_mapping_writes() -> None:
     from tests.reconciler.orchestration.test_deployment_status import controller_writes, reconciler, recorded_status
-    from tests.reconciler.orchestration.test_ownership import argocd_applies
-    from tests.support.fakecluster import DEP_PATH, make_cr, patch
+    from tests.support.fakecluster import DEP_PATH, argocd_applies, make_cr, patch
 
     def cr(api: FakeAPIServer, name: str) -> dict[str, Any]:
         return api.get("cache.example.com", "memcacheds", "default", name)

@@ -179,8 +179,7 @@ def rbac_scenarios(rules: list[dict], plugin: bool) -> tuple[list[str], set[tupl
     requests and the (group, resource, verb) the server checked."""
     from memcached_gitops.reconciler.client.leader import LeaderElector
 
-    from tests.reconciler.orchestration.test_ownership import argocd_applies, argocd_applies_service
-    from tests.support.fakecluster import drift_image, drift_port, make_cr, reconciler_for
+    from tests.support.fakecluster import argocd_applies, argocd_applies_service, drift_image, drift_port, make_cr, reconciler_for
 
     with FakeAPIServer(namespaces=("default", "memcached-gitops"), owner_references_permission_enforcement=plugin) as api:
 

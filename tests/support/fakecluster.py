@@ -10,7 +10,8 @@ from pathlib import Path
 from memcached_gitops.reconciler.client.api import KubeAPI, RetryPolicy
 from memcached_gitops.reconciler.decisions.ignore import ANNOTATION
 from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
-from memcached_gitops.schemas import load_crd
+from memcached_gitops.render import render
+from memcached_gitops.schemas import Validator, load_crd
 
 from fakeapi.server import FakeAPIServer
 from tests.support.crs import memcached_cr
@@ -116,3 +117,30 @@ def scale(api: FakeAPIServer, name: str, replicas: int) -> None:
     # kubectl scale: a merge patch to /scale without fieldManager (transcript 04)
     path = DEP_PATH.format(ns="default", name=name) + "/scale"
     patch(api, path, {"spec": {"replicas": replicas}}, "application/merge-patch+json")
+
+
+def argocd_applies(api: FakeAPIServer, name: str = "m", size: int = 2) -> dict:
+    """What Argo CD does with ``argocd-generate`` output: a server-side apply as argocd-controller,
+    no ownerReference (the CR's uid is not in Git)."""
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": name, "namespace": "default"},
+          "spec": {"size": size}}
+    rendered = render(Validator(load_crd()).validate(cr).obj)[0]
+    assert "ownerReferences" not in rendered["metadata"]
+    code, _, data = api.handle("PATCH", DEP_PATH.format(ns="default", name=name) + "?fieldManager=argocd-controller&force=true",
+                               {"User-Agent": "argocd-application-controller/v3.2.0", "Content-Type": "application/apply-patch+yaml"},
+                               json.dumps(rendered).encode())
+    assert code == 201, data
+    return json.loads(data)
+
+
+def argocd_applies_service(api: FakeAPIServer, name: str = "m") -> dict:
+    """The Service of ``argocd-generate`` output, applied as Argo CD applies it: no ownerReference."""
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": name, "namespace": "default"},
+          "spec": {"size": 1}}
+    [service] = [o for o in render(Validator(load_crd()).validate(cr).obj) if o["kind"] == "Service"]
+    code, _, data = api.handle("PATCH", f"/api/v1/namespaces/default/services/{service['metadata']['name']}"
+                               "?fieldManager=argocd-controller&force=true",
+                               {"User-Agent": "argocd-application-controller/v3.2.0", "Content-Type": "application/apply-patch+yaml"},
+                               json.dumps(service).encode())
+    assert code == 201, data
+    return json.loads(data)

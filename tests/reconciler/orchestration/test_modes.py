@@ -41,9 +41,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fakeapi.server import DeploymentController, FakeAPIServer, Fault, LoggedRequest
 from tests.conftest import REPO
-from tests.reconciler.orchestration.test_monitoring import DASHBOARD, RULES
 from tests.support.fakecluster import DEP_PATH, condition, deployment, make_cr, patch, write_kubeconfig
 from tests.support.metrics_endpoint import free_port, scrape, service_account
+from tests.support.monitoring import DASHBOARD, RULES
 
 #: A Lease of 3 s, renewed within 2 s, tried every 0.3 s (client-go's 15 / 10 / 2, scaled down).
 LEASE = (3, 2.0, 0.3)

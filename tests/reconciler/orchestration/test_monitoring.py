@@ -19,18 +19,10 @@ import yaml
 from memcached_gitops.reconciler.orchestration.metrics import Metrics
 
 from tests.conftest import REPO
+from tests.support.monitoring import COMPONENT, DASHBOARD, GROUPING, NAME, RULES, TARGET_LABELS, alerts, expressions
 
-COMPONENT = REPO / "kustomize" / "components" / "monitoring"
-RULES = yaml.safe_load((COMPONENT / "prometheusrule.yaml").read_text())
-DASHBOARD = json.loads((COMPONENT / "dashboard.json").read_text())
 PROMTOOL = shutil.which("promtool")
 needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian: apt-get install prometheus)")
-#: labels a scrape adds to every series (Prometheus's target labels and the ServiceMonitor's)
-TARGET_LABELS = {"job", "instance", "pod", "namespace", "service", "endpoint", "container", "le"}
-
-
-def alerts() -> dict[str, dict]:
-    return {r["alert"]: r for g in RULES["spec"]["groups"] for r in g["rules"]}
 
 
 def exported() -> dict[str, set[str]]:
@@ -52,15 +44,6 @@ def exported() -> dict[str, set[str]]:
         for suffix in suffixes:
             out[family.name + suffix] = labels
     return out
-
-
-def expressions() -> list[tuple[str, str]]:
-    return ([(f"alert {name}", rule["expr"]) for name, rule in alerts().items()]
-            + [(f"panel {p['title']}", t["expr"]) for p in DASHBOARD["panels"] for t in p["targets"]])
-
-
-NAME = re.compile(r"\b((?:memcached_gitops|controller_runtime|workqueue|leader_election|rest_client)_\w+)(\{[^}]*\})?")
-GROUPING = re.compile(r"\b(?:by|without)\s*\(([^)]*)\)")
 
 
 @pytest.mark.parametrize(("where", "expr"), expressions(), ids=[w for w, _ in expressions()])

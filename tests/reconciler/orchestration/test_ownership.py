@@ -8,11 +8,20 @@ import json
 import pytest
 from memcached_gitops.reconciler.decisions.ownership import Ownership, classify, spec_manager
 from memcached_gitops.reconciler.orchestration.loop import exit_code
-from memcached_gitops.render import render
-from memcached_gitops.schemas import Validator, load_crd
 
 from fakeapi.server import DeploymentController, FakeAPIServer
-from tests.support.fakecluster import DEP_PATH, condition, cr_status, deployment, make_cr, patch, post, reconciler_for, writes
+from tests.support.fakecluster import (
+    DEP_PATH,
+    argocd_applies,
+    condition,
+    cr_status,
+    deployment,
+    make_cr,
+    patch,
+    post,
+    reconciler_for,
+    writes,
+)
 
 CR = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m", "namespace": "default", "uid": "u-1"}}
 
@@ -63,33 +72,6 @@ def test_spec_manager_is_who_applied_the_spec_not_who_scaled_it() -> None:
     ]
     assert spec_manager({"metadata": {"managedFields": managed}}) == "argocd-controller"
     assert spec_manager({"metadata": {}}) == ""
-
-
-def argocd_applies(api: FakeAPIServer, name: str = "m", size: int = 2) -> dict:
-    """What Argo CD does with ``argocd-generate`` output: a server-side apply as argocd-controller,
-    no ownerReference (the CR's uid is not in Git)."""
-    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": name, "namespace": "default"},
-          "spec": {"size": size}}
-    rendered = render(Validator(load_crd()).validate(cr).obj)[0]
-    assert "ownerReferences" not in rendered["metadata"]
-    code, _, data = api.handle("PATCH", DEP_PATH.format(ns="default", name=name) + "?fieldManager=argocd-controller&force=true",
-                               {"User-Agent": "argocd-application-controller/v3.2.0", "Content-Type": "application/apply-patch+yaml"},
-                               json.dumps(rendered).encode())
-    assert code == 201, data
-    return json.loads(data)
-
-
-def argocd_applies_service(api: FakeAPIServer, name: str = "m") -> dict:
-    """The Service of ``argocd-generate`` output, applied as Argo CD applies it: no ownerReference."""
-    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": name, "namespace": "default"},
-          "spec": {"size": 1}}
-    [service] = [o for o in render(Validator(load_crd()).validate(cr).obj) if o["kind"] == "Service"]
-    code, _, data = api.handle("PATCH", f"/api/v1/namespaces/default/services/{service['metadata']['name']}"
-                               "?fieldManager=argocd-controller&force=true",
-                               {"User-Agent": "argocd-application-controller/v3.2.0", "Content-Type": "application/apply-patch+yaml"},
-                               json.dumps(service).encode())
-    assert code == 201, data
-    return json.loads(data)
 
 
 # the conftest fixture `cluster` serves these namespaces only

@@ -32,10 +32,10 @@ import yaml
 from memcached_gitops.reconciler.orchestration.serving import METRICS, serve
 
 from fakeapi.server import FakeAPIServer
-from tests.reconciler.orchestration.test_monitoring import DASHBOARD, GROUPING, NAME, RULES, TARGET_LABELS, expressions
 from tests.support.controller import SCALE, running, wait_for
 from tests.support.fakecluster import deployment, make_cr, patch
 from tests.support.metrics_endpoint import free_port
+from tests.support.monitoring import DASHBOARD, GROUPING, NAME, RULES, TARGET_LABELS, expressions
 
 PROMETHEUS = shutil.which("prometheus")
 pytestmark = pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (Debian: apt-get install prometheus)")
