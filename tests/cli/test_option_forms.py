@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_path_forms import CR, KUSTOMIZATION
 from tests.support.argocd import generate, repo_server_env
+from tests.support.layouts import CR, KUSTOMIZATION
 
 CLI = str(Path(sys.executable).parent / "memcached-gitops")
 REFUSED = ["-o {out}", "-o{out}", "--output {out}", "--output={out}", "-eo {out}", "--enable-helm -o {out}",

@@ -24,30 +24,8 @@ import yaml
 
 from tests.conftest import REPO
 from tests.support.argocd import generate, repo_server_env
+from tests.support.layouts import FAULT, LAYOUTS, lay_out
 
-CR = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: {name}\nspec:\n  size: 2\n"
-BAD_CR = CR.replace("  size: 2\n", "  size: 2\n  sizee: 3\n")
-PATCH = """patches:
-  - target: {kind: Memcached}
-    patch: |-
-      - op: add
-        path: /spec/sizee
-        value: 3
-"""
-KUSTOMIZATION = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [{resources}]\n"
-FAULT = "sizee"
-
-#: name -> the files (path -> text)
-LAYOUTS: dict[str, dict[str, str]] = {
-    "a kustomization at the root": {"kustomization.yaml": KUSTOMIZATION.format(resources="cr.yaml") + PATCH,
-                                    "cr.yaml": CR.format(name="a")},
-    "an overlay below the root": {"base/cr.yaml": CR.format(name="a"), "base/kustomization.yaml": KUSTOMIZATION.format(resources="cr.yaml"),
-                                  "overlays/prod/kustomization.yaml": KUSTOMIZATION.format(resources="../../base") + PATCH},
-    "files named like options": {"-o.yaml": BAD_CR.format(name="o"), "--crd=x.yaml": CR.format(name="x"), "good.yaml": CR.format(name="g")},
-    "an application below the root": {"apps/caches/kustomization.yaml": KUSTOMIZATION.format(resources="cr.yaml") + PATCH,
-                                      "apps/caches/cr.yaml": CR.format(name="a"),
-                                      "notes.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\n"},
-}
 #: the application's path Argo CD is given in each layout (where its kustomization or its files are)
 APP_PATH = {"a kustomization at the root": ".", "an overlay below the root": "overlays/prod", "files named like options": ".",
             "an application below the root": "apps/caches"}
@@ -55,15 +33,6 @@ APP_PATH = {"a kustomization at the root": ".", "an overlay below the root": "ov
 ACTION_LIST = {"a kustomization at the root": "kustomization.yaml cr.yaml", "an overlay below the root": "overlays/prod base",
                "files named like options": "-o.yaml good.yaml", "an application below the root": "apps/caches notes.yaml"}
 CLI = str(Path(sys.executable).parent / "memcached-gitops")
-
-
-def lay_out(root: Path, layout: str, faulty: bool = True) -> Path:
-    for name, text in LAYOUTS[layout].items():
-        if not faulty:
-            text = text.replace(PATCH, "").replace("  sizee: 3\n", "")
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    return root
 
 
 def hook_files(root: Path) -> list[str]:

@@ -11,7 +11,6 @@ index, as on a runner.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -20,79 +19,11 @@ from typing import Any
 
 import pytest
 import yaml
-from memcached_gitops.schemas.crd import builtin_crd_text
 
 from tests.conftest import BAD_CR as BAD
 from tests.conftest import GOOD_CR as GOOD
-from tests.conftest import REPO, copy_package_sources
-
-ACTION = yaml.safe_load((REPO / "action.yml").read_text())
-EXPRESSION = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
-
-
-class Runner:
-    """Runs the action's steps in order, with the inputs given (defaults from action.yml)."""
-
-    def __init__(self, action_path: Path, temp: Path) -> None:
-        self.action_path, self.temp = action_path, temp
-
-    def value(self, expression: str, inputs: dict[str, str], outputs: dict[str, dict[str, str]]) -> str:
-        if m := re.fullmatch(r"inputs\.([A-Za-z_][\w-]*)", expression):
-            return inputs[m[1]]
-        if expression == "runner.temp":
-            return str(self.temp)
-        if m := re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expression):
-            return outputs.get(m[1], {}).get(m[2], "")
-        raise AssertionError(f"expression the test runner does not know: {expression}")
-
-    def substitute(self, text: str, inputs: dict[str, str], outputs: dict[str, dict[str, str]]) -> str:
-        return EXPRESSION.sub(lambda m: self.value(m[1], inputs, outputs), text)
-
-    def condition(self, expression: str, inputs: dict[str, str], outputs: dict[str, dict[str, str]]) -> bool:
-        expression = EXPRESSION.sub(lambda m: m[1], expression)
-        m = re.fullmatch(r"(\S+) != ''", expression)
-        assert m, f"condition the test runner does not know: {expression}"
-        return self.value(m[1], inputs, outputs) != ""
-
-    def run(self, workspace: Path, steps: slice = slice(None), **given: str) -> tuple[int, str, dict[str, str]]:
-        """(exit code of the first failing step or 0, stdout of all steps, the action's outputs)."""
-        inputs = {name: spec.get("default", "") for name, spec in ACTION["inputs"].items()}
-        inputs.update({k.replace("_", "-"): v for k, v in given.items()})
-        outputs: dict[str, dict[str, str]] = {}
-        stdout = ""
-        base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-        for step in ACTION["runs"]["steps"][steps]:
-            if "if" in step and not self.condition(step["if"], inputs, outputs):
-                continue
-            output_file = self.temp / f"output-{step.get('id', 'step')}"
-            output_file.write_text("")
-            env = {**base, "GITHUB_ACTION_PATH": str(self.action_path), "RUNNER_TEMP": str(self.temp),
-                   "GITHUB_OUTPUT": str(output_file), "GITHUB_WORKSPACE": str(workspace),
-                   "GITHUB_STEP_SUMMARY": str(self.temp / "step-summary.md")}
-            env.update({k: self.substitute(str(v), inputs, outputs) for k, v in (step.get("env") or {}).items()})
-            script = self.temp / "step.sh"
-            script.write_text(step["run"])
-            proc = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", script], cwd=workspace, env=env,
-                                  capture_output=True, text=True, timeout=600)
-            stdout += proc.stdout
-            if proc.returncode:
-                return proc.returncode, stdout + proc.stderr, {}
-            if "id" in step:
-                outputs[step["id"]] = dict(line.split("=", 1) for line in output_file.read_text().splitlines())
-        action_outputs = {name: self.substitute(spec["value"], inputs, outputs) for name, spec in ACTION["outputs"].items()}
-        return 0, stdout, action_outputs
-
-
-@pytest.fixture(scope="module")
-def runner(tmp_path_factory: pytest.TempPathFactory) -> Runner:
-    """The action checked out, and its install step already run (once for all the tests here)."""
-    tmp = tmp_path_factory.mktemp("action")
-    copy_package_sources(tmp / "action", extra=("action.yml",))
-    (tmp / "runner").mkdir()
-    result = Runner(tmp / "action", tmp / "runner")
-    code, out, _ = result.run(tmp, steps=slice(0, 1), python=sys.executable)
-    assert code == 0, out
-    return result
+from tests.conftest import REPO
+from tests.support.action import ACTION, Runner, permissive_crd
 
 
 def workspace(tmp_path: Path, **files: str) -> Path:
@@ -148,14 +79,6 @@ def test_action_without_render_to_only_validates(runner: Runner, tmp_path: Path)
     assert code == 0, out
     assert outputs == {"rendered": "", "preview": ""}
     assert sorted(p.name for p in ws.iterdir()) == ["apps"]
-
-
-def permissive_crd() -> str:
-    """The built-in CRD with every field of spec allowed: what an attacker's ``--crd`` would bring."""
-    crd = yaml.safe_load(builtin_crd_text())
-    for version in crd["spec"]["versions"]:
-        version["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-preserve-unknown-fields"] = True
-    return yaml.safe_dump(crd)
 
 
 def test_a_path_that_looks_like_an_option_is_a_path(runner: Runner, tmp_path: Path) -> None:

@@ -17,9 +17,9 @@ import pytest
 
 from tests.conftest import BAD_CR as BAD
 from tests.conftest import GOOD_CR as GOOD
-from tests.delivery.test_action import Runner, runner  # noqa: F401  (the fixture, installed once for this module)
-from tests.delivery.test_precommit import HOOK, _git, hook_and_user_repositories
+from tests.support.action import Runner
 from tests.support.cli import assert_clean_failure, run
+from tests.support.precommit import HOOK, git, hook_and_user_repositories
 
 ORDINARY = {
     "charts/cache/values.yaml": "replicaCount: 2\nimage:\n  repository: memcached\n  tag: '1.6'\n",
@@ -85,7 +85,7 @@ def test_require_objects_keeps_kubectls_verdict_for_every_document(tmp_path: Pat
             "not a list of 2 items") in err
 
 
-def test_the_action_passes_an_ordinary_repository_and_fails_a_bad_cr(runner: Runner, tmp_path: Path) -> None:  # noqa: F811
+def test_the_action_passes_an_ordinary_repository_and_fails_a_bad_cr(runner: Runner, tmp_path: Path) -> None:
     ws = lay_out(tmp_path / "ws", ORDINARY)
     code, out, _ = runner.run(ws, steps=slice(1, None), paths=".", render_to="out/rendered.yaml")
     assert code == 0, out
@@ -106,7 +106,7 @@ def test_the_real_pre_commit_passes_an_ordinary_repository_and_fails_a_bad_cr(tm
     proc = try_repo()
     assert proc.returncode == 0 and "Passed" in proc.stdout, proc.stdout + proc.stderr
     (user / "apps" / "bad.yaml").write_text(BAD)
-    _git(user, "add", "-A")
+    git(user, "add", "-A")
     proc = try_repo()
     assert proc.returncode == 1 and "Failed" in proc.stdout, proc.stdout + proc.stderr
     assert 'apps/bad.yaml:7:3: Memcached/bad: spec.sizee: unknown field "spec.sizee"' in proc.stdout

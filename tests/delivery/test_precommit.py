@@ -18,28 +18,8 @@ import yaml
 
 from tests.conftest import BAD_CR as BAD
 from tests.conftest import GOOD_CR as GOOD
-from tests.conftest import REPO, copy_package_sources
-
-HOOK = "memcached-gitops-validate"
-
-
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false",
-                    "-c", "init.defaultBranch=main", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def hook_and_user_repositories(tmp: Path, user: Path) -> tuple[Path, Path, dict[str, str]]:
-    """Commit the hook's repository (tmp/hooks) and the user's files (``user``, already laid out);
-    (hooks, user, the environment pre-commit runs with, its cache under tmp)."""
-    hooks = tmp / "hooks"
-    copy_package_sources(hooks, extra=(".pre-commit-hooks.yaml",))
-    for repo in (hooks, user):
-        _git(repo, "init", "-q")
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "-m", "initial")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIP_REQUIRE"))}
-    env.update(PRE_COMMIT_HOME=str(tmp / "cache"), PRE_COMMIT_COLOR="never")
-    return hooks, user, env
+from tests.conftest import REPO
+from tests.support.precommit import HOOK, git, hook_and_user_repositories
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +62,7 @@ def test_the_hook_fails_a_bad_cr_with_file_line_column(workspace: tuple[Path, Pa
 
 def test_a_file_named_like_an_option_is_checked_as_a_file(tmp_path: Path, workspace: tuple[Path, Path, dict[str, str]]) -> None:
     """A committed ``--crd=evil.yaml`` beside a permissive evil.yaml must not turn a failing CR into "Passed"."""
-    from tests.delivery.test_action import permissive_crd
+    from tests.support.action import permissive_crd
 
     hooks, _, env = workspace
     user = tmp_path / "user"
@@ -90,9 +70,9 @@ def test_a_file_named_like_an_option_is_checked_as_a_file(tmp_path: Path, worksp
     (user / "bad.yaml").write_text(BAD)
     (user / "evil.yaml").write_text(permissive_crd())
     (user / "--crd=evil.yaml").write_text(GOOD)
-    _git(user, "init", "-q")
-    _git(user, "add", "-A")
-    _git(user, "commit", "-q", "-m", "initial")
+    git(user, "init", "-q")
+    git(user, "add", "-A")
+    git(user, "commit", "-q", "-m", "initial")
     proc = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hooks), HOOK, "--all-files"],
                           cwd=user, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -113,9 +93,9 @@ def test_the_hook_refuses_a_kustomization_that_reaches_outside_the_repository(
     (app / "good.yaml").write_text(GOOD)
     (app / "kustomization.yaml").write_text("resources:\n- good.yaml\n- ../../../outside\n")
     user = tmp_path / "user"
-    _git(user, "init", "-q")
-    _git(user, "add", "-A")
-    _git(user, "commit", "-q", "-m", "initial")
+    git(user, "init", "-q")
+    git(user, "add", "-A")
+    git(user, "commit", "-q", "-m", "initial")
     proc = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hooks), HOOK, "--all-files"],
                           cwd=user, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -141,13 +121,13 @@ def test_a_kustomization_at_the_root_named_alone_is_built(tmp_path: Path, worksp
     """A commit that changes only the root's kustomization.yaml: pre-commit passes ``kustomization.yaml``,
     no directory; its build (an overlay patch that makes the CR invalid) must fail the hook, never be
     passed over as ``kustomize build ""`` (tests/cli/test_path_forms.py has every client's form)."""
-    from tests.cli.test_path_forms import FAULT, lay_out
+    from tests.support.layouts import FAULT, lay_out
 
     hooks, _, env = workspace
     user = lay_out(tmp_path, "a kustomization at the root")
-    _git(user, "init", "-q")
-    _git(user, "add", "-A")
-    _git(user, "commit", "-q", "-m", "initial")
+    git(user, "init", "-q")
+    git(user, "add", "-A")
+    git(user, "commit", "-q", "-m", "initial")
     kubectl = {"PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")}  # kustomize, as a user has it
     proc = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hooks), HOOK, "--files", "kustomization.yaml"],
                           cwd=user, env={**env, **kubectl}, capture_output=True, text=True, timeout=600)
