@@ -44,14 +44,21 @@ def test_every_testdata_file_has_a_case() -> None:
 
 
 def test_the_script_reads_what_the_status_mapping_writes() -> None:
-    from tests.reconciler.orchestration.test_deployment_status import controller_writes, reconciler, recorded_status
-    from tests.support.fakecluster import DEP_PATH, argocd_applies, make_cr, patch
+    from tests.support.fakecluster import (
+        DEP_PATH,
+        argocd_applies,
+        controller_writes,
+        make_cr,
+        patch,
+        reconciler_on_api_clock,
+        recorded_status,
+    )
 
     def cr(api: FakeAPIServer, name: str) -> dict[str, Any]:
         return api.get("cache.example.com", "memcacheds", "default", name)
 
     with FakeAPIServer() as api:
-        rec = reconciler(api)
+        rec = reconciler_on_api_clock(api)
         make_cr(api, "deadline", size=2)
         make_cr(api, "quota", size=1)
         make_cr(api, "gitops", size=1)

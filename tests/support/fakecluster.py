@@ -4,6 +4,7 @@ official client, and a kubeconfig that points at the fake."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from memcached_gitops.render import render
 from memcached_gitops.schemas import Validator, load_crd
 
 from fakeapi.server import FakeAPIServer
+from tests.conftest import transcript
 from tests.support.crs import memcached_cr
 
 CR_PATH = "/apis/cache.example.com/v1alpha1/namespaces/{ns}/memcacheds"
@@ -144,3 +146,25 @@ def argocd_applies_service(api: FakeAPIServer, name: str = "m") -> dict:
                                json.dumps(service).encode())
     assert code == 201, data
     return json.loads(data)
+
+
+CONTROLLER_UA = "kube-controller-manager/v1.36.2 (linux/amd64) kubernetes/98b3519/system:serviceaccount:kube-system:deployment-controller"
+
+
+def recorded_status(file: str, exchange: int) -> dict:
+    ex = transcript(file)["exchanges"][exchange]
+    body = ex["response"]["body"] if ex["request"]["method"] == "GET" else ex["request"]["body"]
+    return copy.deepcopy(body["status"])
+
+
+def controller_writes(api: FakeAPIServer, name: str, status: dict) -> None:
+    """The Deployment controller's status write: a merge patch to /status (transcript 16)."""
+    patch(api, DEP_PATH.format(ns="default", name=name) + "/status", {"status": status}, "application/merge-patch+json",
+          ua=CONTROLLER_UA)
+
+
+def reconciler_on_api_clock(api: FakeAPIServer):
+    """A reconciler whose clock moves a second per status write, so that lastTransitionTimes differ."""
+    rec = reconciler_for(api)
+    rec.clock = api.clock
+    return rec

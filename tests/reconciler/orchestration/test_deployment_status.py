@@ -11,27 +11,18 @@ recovery tests is transcript 16's (exchange 2).
 
 from __future__ import annotations
 
-import copy
-
 from memcached_gitops.reconciler.orchestration.loop import exit_code
 
 from fakeapi.server import FakeAPIServer
-from tests.conftest import transcript
-from tests.support.fakecluster import DEP_PATH, cr_status, make_cr, patch, reconciler_for
-
-CONTROLLER_UA = "kube-controller-manager/v1.36.2 (linux/amd64) kubernetes/98b3519/system:serviceaccount:kube-system:deployment-controller"
-
-
-def recorded_status(file: str, exchange: int) -> dict:
-    ex = transcript(file)["exchanges"][exchange]
-    body = ex["response"]["body"] if ex["request"]["method"] == "GET" else ex["request"]["body"]
-    return copy.deepcopy(body["status"])
-
-
-def controller_writes(api: FakeAPIServer, name: str, status: dict) -> None:
-    """The Deployment controller's status write: a merge patch to /status (transcript 16)."""
-    patch(api, DEP_PATH.format(ns="default", name=name) + "/status", {"status": status}, "application/merge-patch+json",
-          ua=CONTROLLER_UA)
+from tests.support.fakecluster import (
+    DEP_PATH,
+    controller_writes,
+    cr_status,
+    make_cr,
+    patch,
+    reconciler_on_api_clock,
+    recorded_status,
+)
 
 
 def conditions(api: FakeAPIServer, name: str) -> dict[str, dict]:
@@ -48,13 +39,6 @@ def kstatus(api: FakeAPIServer, name: str) -> str:
     return "Current"
 
 
-def reconciler(api: FakeAPIServer):
-    """A reconciler whose clock moves a second per status write, so that lastTransitionTimes differ."""
-    rec = reconciler_for(api)
-    rec.clock = api.clock
-    return rec
-
-
 # the conftest fixture `cluster` serves these namespaces only
 CLUSTER_NAMESPACES = ("default",)
 
@@ -62,7 +46,7 @@ CLUSTER_NAMESPACES = ("default",)
 def _deadline_exceeded(cluster: FakeAPIServer):
     """transcript 35, exchanges 1-6, with the reconciler reading the Deployment after each step."""
     make_cr(cluster, "memcached-sample", size=2)
-    rec = reconciler(cluster)
+    rec = reconciler_on_api_clock(cluster)
     rec.run_cycle()
     controller_writes(cluster, "memcached-sample", recorded_status("35", 2))
     rec.run_cycle()
@@ -80,7 +64,7 @@ def _deadline_exceeded(cluster: FakeAPIServer):
 
 def test_before_the_controller_observes_a_generation_the_cr_is_waiting(cluster: FakeAPIServer) -> None:
     make_cr(cluster, "memcached-sample", size=2)
-    rec = reconciler(cluster)
+    rec = reconciler_on_api_clock(cluster)
     rec.run_cycle()
     controller_writes(cluster, "memcached-sample", recorded_status("35", 2))
     patch(cluster, DEP_PATH.format(ns="default", name="memcached-sample"), {"spec": {"progressDeadlineSeconds": 5}},
@@ -114,7 +98,7 @@ def test_progress_deadline_exceeded_is_degraded_and_stalled(cluster: FakeAPIServ
 
 def test_replica_failure_is_degraded_within_the_deadline(cluster: FakeAPIServer) -> None:
     make_cr(cluster, "memcached-quota", size=1)
-    rec = reconciler(cluster)
+    rec = reconciler_on_api_clock(cluster)
     rec.run_cycle()
     recorded = recorded_status("35", 9)
     controller_writes(cluster, "memcached-quota", recorded)
@@ -159,7 +143,7 @@ def test_recovery_after_a_fixed_spec(cluster: FakeAPIServer) -> None:
 
 def test_recovery_after_the_quota_is_freed(cluster: FakeAPIServer) -> None:
     make_cr(cluster, "memcached-quota", size=1)
-    rec = reconciler(cluster)
+    rec = reconciler_on_api_clock(cluster)
     rec.run_cycle()
     controller_writes(cluster, "memcached-quota", recorded_status("35", 9))
     rec.run_cycle()
