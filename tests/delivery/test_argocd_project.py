@@ -55,7 +55,7 @@ def test_the_project_admits_the_plugins_output_and_nothing_cluster_scoped() -> N
 def test_the_project_admits_what_the_readmes_example_renders(tmp_path: Path) -> None:
     # the README's CR (cut out of README.md) turns its PodMonitor on: a project that refused it would
     # fail the first sync of a user who starts from the README
-    from tests.repository.test_install_docs import readme_example
+    from tests.support.readme import readme_example
 
     project, application = one(ARGOCD / "appproject.yaml"), one(ARGOCD / "application.yaml")
     allowed = {(k["group"], k["kind"]) for k in project["spec"]["namespaceResourceWhitelist"]}

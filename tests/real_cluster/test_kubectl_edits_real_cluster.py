@@ -181,7 +181,7 @@ def test_the_guides_finalizer_step_on_a_real_cluster(real) -> None:
 
 
 def _documented() -> dict[str, dict[str, str]]:
-    from tests.reconciler.orchestration.test_kubectl_edits import documented
+    from tests.kubectl_edits import documented
 
     return documented()
 

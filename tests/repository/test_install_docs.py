@@ -108,7 +108,3 @@ def test_the_image_is_built_and_pushed_by_the_docs_and_no_doc_pulls_the_placehol
             assert not re.search(r"docker (pull|run)\s+ghcr\.io/example", line), f"{path}: {line}"
 
 
-def readme_example() -> str:
-    """The README's example CR, as .ci/install_paths.py cuts it out (the first yaml block of "What a Memcached renders to")."""
-    section = (REPO / "README.md").read_text().split("## What a Memcached renders to", 1)[1]
-    return re.findall(r"```yaml\n(.+?)```", section, re.S)[0]

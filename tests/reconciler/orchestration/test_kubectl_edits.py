@@ -17,11 +17,9 @@ from memcached_gitops.reconciler.decisions.revoke import revocation, revoked, sp
 from memcached_gitops.render import render
 
 from fakeapi.server import FakeAPIServer, Fault
-from tests.conftest import REPO
-from tests.kubectl_edits import FAMILIES, METHODS, change, value_at
+from tests.kubectl_edits import FAMILIES, IGNORED, METHODS, TABLE, change, documented, value_at
 from tests.support.fakecluster import condition, make_cr, patch, reconciler_for
 
-TABLE = REPO / "docs" / "reference" / "kubectl-edits.md"
 API_VERSIONS = {"Deployment": "apps/v1", "Service": "v1", "PodDisruptionBudget": "policy/v1"}
 GROUPS = {"Deployment": ("apps", "deployments"), "Service": ("", "services"), "PodDisruptionBudget": ("policy", "poddisruptionbudgets")}
 
@@ -204,20 +202,6 @@ def outcome_of(api: FakeAPIServer, family: str, method: str, index: int, ignore:
 def matrix_row(family: str, ignore: bool = False) -> dict[str, str]:
     with FakeAPIServer(namespaces=("default",)) as api:
         return {method: outcome_of(api, family, method, i, ignore) for i, method in enumerate(METHODS)}
-
-
-def documented() -> dict[str, dict[str, str]]:
-    """The table of docs/reference/kubectl-edits.md, by row."""
-    rows: dict[str, dict[str, str]] = {}
-    for line in TABLE.read_text().splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == len(METHODS) + 1 and cells[0] in [*FAMILIES, *(f"{f} (ignore-paths)" for f in IGNORED)]:
-            rows[cells[0]] = dict(zip(METHODS, cells[1:], strict=True))
-    return rows
-
-
-#: the families also run with the CR's ignore-paths naming the field
-IGNORED = ("Deployment replicas", "Service target port", "PodDisruptionBudget maxUnavailable")
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
