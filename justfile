@@ -26,7 +26,7 @@ lock *args: setup
     {{venv}}/bin/uv pip compile pyproject.toml requirements/build.in --extra cluster --extra kustomize --generate-hashes --universal --custom-compile-command "just lock" -o requirements/image.txt {{args}}
 
 # Rewrite the generated reference pages (docs/reference/generated/) after the CLI, the CRD, the metrics,
-# the annotations or the RBAC changed (tests/test_generated_docs.py fails until then).
+# the annotations or the RBAC changed (tests/repository/test_generated_docs.py fails until then).
 reference: setup
     {{py}} docs/generate_reference.py
 
@@ -49,7 +49,7 @@ render-examples: setup
 
 # Regenerate the golden files after an intended change to the rendered output.
 update-golden: setup
-    UPDATE_GOLDEN=1 {{py}} -m pytest tests/test_render.py -k golden
+    UPDATE_GOLDEN=1 {{py}} -m pytest tests/render/test_render.py -k golden
 
 # Rewrite schemas/memcached-crd.json (the CRD as data, loaded at start-up) after editing the CRD.
 crd-data: setup

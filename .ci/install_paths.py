@@ -12,7 +12,7 @@ commands are read from the files a user follows, never restated here:
 - pre-commit: the hook through the real pre-commit (``pre-commit try-repo``), its environment in a fresh PRE_COMMIT_HOME.
 
 In each: ``validate`` and ``render`` of the README's example CR (cut out of README.md), of a CR that
-sets every field of the CRD (.ci/every-field.yaml; tests/test_install_paths.py checks it still does)
+sets every field of the CRD (.ci/every-field.yaml; tests/delivery/test_install_paths.py checks it still does)
 and of every directory of examples/; ``argocd-generate`` for the image. Every command must exit 0
 with no traceback. Prints, for each path, the distributions installed, the venv's size, the
 start-up of ``validate`` on one CR, and the wall time. Exits 1 on the first path that fails.

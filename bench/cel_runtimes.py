@@ -11,7 +11,7 @@ is not installed is reported so, not skipped silently):
 For each runtime it prints: the import time (median of fresh processes), the time to compile the
 CRD's seven rules, the time of one evaluation of every rule on every sample value (mean over the
 corpus), and the number of verdicts that differ from cel-python's, the runtime this repository
-checks against the API server's recorded answers (tests/test_cel_rules.py, tests/differential.py).
+checks against the API server's recorded answers (tests/schemas/test_cel_rules.py, tests/differential.py).
 The Kubernetes quantity library is given to each compiled runtime as functions over the quantity's
 text (parsed by schemas/quantities.py each call): neither can hold a Python object as a CEL value
 (cel-expr-python refuses an abstract type, "UNIMPLEMENTED: Unimplemented type"), so ``quantity(s)``

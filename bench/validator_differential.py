@@ -1,6 +1,6 @@
 """Many random CR texts through a real kube-apiserver and through the validator; print the disagreements.
 
-The test (tests/test_validator_real_apiserver.py) runs a few dozen cases; this runs thousands, two
+The test (tests/real_cluster/test_validator_real_apiserver.py) runs a few dozen cases; this runs thousands, two
 kubectl processes at a time, and prints how many cases ran, how fast, and every disagreement
 (grouped by the server's first words, with the shortest text of each group).
 

@@ -1,7 +1,7 @@
 """Write the generated reference pages (docs/reference/generated/) from the product itself.
 
 Run:  python docs/generate_reference.py          # rewrite the pages
-      python docs/generate_reference.py --check  # exit 1 when a page is stale (tests/test_generated_docs.py)
+      python docs/generate_reference.py --check  # exit 1 when a page is stale (tests/repository/test_generated_docs.py)
 
 Nothing here is copied by hand: the command line from the typer app's options, the CRD's fields from
 the built-in CRD's schema, the metrics from a Metrics registry, the annotations from the constants

@@ -4,7 +4,7 @@ It implements the parts of the Kubernetes API the reconciler uses, following the
 documentation ("API Concepts": resourceVersion, LIST chunking with limit/continue, generation;
 "Server-Side Apply": field ownership, conflicts, force; "Status" subresources; JSON merge patch
 RFC 7386; JSON patch RFC 6902) and the recorded kube-apiserver v1.36.2 exchanges in
-tests/fixtures/apiserver-transcripts (tests/test_fake_apiserver_replay.py replays every one).
+tests/fixtures/apiserver-transcripts (tests/fake_apiserver/test_fake_apiserver_replay.py replays every one).
 It never looks at what the reconciler would like: where the docs and the recordings disagree,
 the recordings win (see their README's "Surprises").
 

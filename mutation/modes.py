@@ -21,7 +21,7 @@ CONTROLLER = "reconciler/orchestration/controller.py"
 CYCLE = "reconciler/orchestration/cycle.py"
 METRICS = "reconciler/orchestration/metrics.py"
 SHARDS = "reconciler/client/shards.py"
-MODES = "tests/test_modes.py"
+MODES = "tests/reconciler/orchestration/test_modes.py"
 
 #: name -> (file, text, its replacement, the tests that must catch it)
 MUTANTS: dict[str, tuple[str, str, str, list[str]]] = {
@@ -50,18 +50,18 @@ MUTANTS: dict[str, tuple[str, str, str, list[str]]] = {
         [MODES, "-k", "single"]),
     "hook: a root kustomization named alone built in the directory ''": (
         "foundation/files.py", 'folder = os.path.dirname(f.path) or "."', "folder = os.path.dirname(f.path)",
-        ["tests/test_path_forms.py"]),
+        ["tests/cli/test_path_forms.py"]),
     "certificate: the files' times recorded before the pair loads": (
         "reconciler/orchestration/tls.py",
         "        stamp = (cert.stat().st_mtime, key.stat().st_mtime)\n"
         "        context = server_context(cert.read_bytes(), key.read_bytes())\n        self.stamp = stamp",
         "        self.stamp = (cert.stat().st_mtime, key.stat().st_mtime)\n"
         "        context = server_context(cert.read_bytes(), key.read_bytes())",
-        ["tests/test_tls_reload.py"]),
+        ["tests/reconciler/orchestration/test_tls_reload.py"]),
     "options: only --options checked against the allow-list": (
         "foundation/kustomize.py", 'takes = ALLOWED_FLAGS.get(flag) if arg.startswith("--") else None',
         'takes = ALLOWED_FLAGS.get(flag) if arg.startswith("--") else False',
-        ["tests/test_option_forms.py"]),
+        ["tests/cli/test_option_forms.py"]),
 }
 
 

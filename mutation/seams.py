@@ -21,8 +21,9 @@ CONTROLLER = "reconciler/orchestration/controller.py"
 SHARE = "reconciler/orchestration/share.py"
 INFORMER = "reconciler/client/informer.py"
 QUEUE = "reconciler/client/workqueue.py"
-TESTS = ["tests/test_interleavings.py", "tests/test_seams.py", "tests/test_mutants_controller.py", "tests/test_controller.py",
-         "tests/test_shards_controller.py"]
+TESTS = ["tests/reconciler/orchestration/test_interleavings.py", "tests/reconciler/orchestration/test_seams.py",
+         "tests/reconciler/orchestration/test_controller_in_process.py", "tests/reconciler/orchestration/test_controller.py",
+         "tests/reconciler/orchestration/test_shards_controller.py"]
 
 WATCH_STORE_THEN_TELL = """            if type_ == "DELETED":
                 old = self.store.remove(key_of(obj))

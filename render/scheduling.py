@@ -7,7 +7,7 @@ selector's ``matchLabels: {}``) is gone on the way back, while an empty struct b
 (``affinity: {}``, ``nodeAffinity: {}``, ``labelSelector: {}``) stays. Rendering the stored form
 keeps the reconciler from seeing drift in what it wrote itself. Recorded on kube-apiserver v1.36.2
 (``kubectl create --dry-run=server -o json`` of a Deployment with each empty form; the case is
-tests/test_scheduling.py::STORED).
+tests/render/test_scheduling.py::STORED).
 """
 
 from __future__ import annotations

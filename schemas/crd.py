@@ -19,7 +19,7 @@ from memcached_gitops.foundation.yamlreader import YAMLInputError, iter_document
 CRD_FILE = "memcached-crd.yaml"
 # The shipped CRD parsed once, as JSON: loading it takes a fraction of a millisecond where the
 # kubectl-faithful YAML loader takes several, and every run of render and validate starts with it
-# (bench/startup.py). Derived from CRD_FILE, never edited: tests/test_startup.py fails when the two
+# (bench/startup.py). Derived from CRD_FILE, never edited: tests/cli/test_startup.py fails when the two
 # differ, and `just crd-data` rewrites it.
 CRD_DATA = "memcached-crd.json"
 HERE = Path(__file__).parent

@@ -70,7 +70,7 @@ def _canonical(number: Decimal, binary: bool) -> str:
 
 def canonical_quantity(value: object) -> object:
     """A container resource quantity as the API server stores it (transcript 25, and 148 random
-    quantities checked against kube-apiserver v1.36.2 by tests/test_reconciler_real_cluster.py):
+    quantities checked against kube-apiserver v1.36.2 by tests/real_cluster/test_reconciler_real_cluster.py):
 
     - ParseQuantity (apimachinery resource/quantity.go) keeps the text when it is already in a
       canonical form: a decimal whose digits without the point neither start with 0 nor end in

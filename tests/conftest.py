@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from hypothesis import settings
 from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas import CRD, Validator, load_crd
 from memcached_gitops.schemas.crd import parse_crd
+
+from fakeapi.server import FakeAPIServer
 
 # Mutation runs (mutation/groups.toml "args") run model-based tests with fixed sequences, so a
 # mutant's verdict does not depend on the draw.
@@ -85,3 +88,12 @@ def validate_text(text: str, crd: str = "builtin", strict: bool = True, engine: 
 @pytest.fixture
 def builtin_validator() -> Validator:
     return Validator(load_crd())
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest) -> Iterator[FakeAPIServer]:
+    """The fake API server, serving the namespaces ``default`` and ``shop`` (or a module's
+    ``CLUSTER_NAMESPACES``); a module whose server needs more (tokens, RBAC) defines its own."""
+    namespaces = getattr(request.module, "CLUSTER_NAMESPACES", ("default", "shop"))
+    with FakeAPIServer(namespaces=namespaces) as api:
+        yield api

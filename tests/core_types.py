@@ -4,7 +4,7 @@ a nullable type written as its type, formats, ``required`` and the ``x-kubernete
 markers kept. Descriptions are dropped below the field itself (controller-gen's ``maxDescLen=0``):
 they would triple the CRD that every ``render`` loads, and ``kubectl explain`` on the Pod says them.
 
-tests/test_crd.py checks that the shipped CRD embeds exactly this; ``python -m tests.core_types``
+tests/schemas/test_crd.py checks that the shipped CRD embeds exactly this; ``python -m tests.core_types``
 prints the YAML to paste after a Kubernetes upgrade.
 """
 

@@ -10,7 +10,7 @@ maximum, defaults, nulls, unknown fields at every level), ObjectMeta (name, gene
 namespace, labels, annotations, finalizers, ownerReferences and the server-set fields),
 ``status`` under the status subresource, apiVersion and kind.
 
-``tests/test_validator_real_apiserver.py`` and ``bench/validator_differential.py`` feed these
+``tests/real_cluster/test_validator_real_apiserver.py`` and ``bench/validator_differential.py`` feed these
 texts to a real kube-apiserver and to the validator and compare the verdicts.
 """
 

@@ -25,8 +25,7 @@ from memcached_gitops.schemas import Validator
 from memcached_gitops.schemas.crd import builtin_crd_text
 
 from memcached_gitops.pipeline import process
-
-from .cr_texts import NAMESPACES
+from tests.cr_texts import NAMESPACES
 
 KUBECTL_ENV = "MEMCACHED_GITOPS_E2E_KUBECTL"
 

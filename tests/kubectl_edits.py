@@ -16,6 +16,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tests.conftest import REPO
+
 #: field family -> (kind, JSON pointer into the object, the person's value)
 FAMILIES: dict[str, tuple[str, str, Any]] = {
     "Deployment replicas": ("Deployment", "/spec/replicas", 4),
@@ -124,3 +126,20 @@ def change(send: Send, kind: str, ns: str, name: str, method: str, pointer: str,
     assert method == "replace", method
     body = json.dumps({**after, "apiVersion": api_version, "kind": kind})
     return send("PUT", path, "?fieldManager=kubectl-replace", "application/json", body)[0]
+
+
+TABLE = REPO / "docs" / "reference" / "kubectl-edits.md"
+
+
+def documented() -> dict[str, dict[str, str]]:
+    """The table of docs/reference/kubectl-edits.md, by row."""
+    rows: dict[str, dict[str, str]] = {}
+    for line in TABLE.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == len(METHODS) + 1 and cells[0] in [*FAMILIES, *(f"{f} (ignore-paths)" for f in IGNORED)]:
+            rows[cells[0]] = dict(zip(METHODS, cells[1:], strict=True))
+    return rows
+
+
+#: the families also run with the CR's ignore-paths naming the field
+IGNORED = ("Deployment replicas", "Service target port", "PodDisruptionBudget maxUnavailable")

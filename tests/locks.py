@@ -10,7 +10,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from .conftest import REPO
+from tests.conftest import REPO
 
 REQUIREMENTS = REPO / "requirements"
 TEST_LOCK = REQUIREMENTS / "test.txt"

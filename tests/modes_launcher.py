@@ -1,6 +1,6 @@
 """``memcached-gitops`` exactly as the console script runs it, with the Lease timings shortened.
 
-tests/test_modes.py starts the real ``reconcile`` command as a process per replica; losing and
+tests/reconciler/orchestration/test_modes.py starts the real ``reconcile`` command as a process per replica; losing and
 regaining a Lease with client-go's timings (a 15 s lease, a 10 s renew deadline) would take tens of
 seconds per case. ``MODES_LEASE="duration,renew_deadline,retry_period"`` gives the leader elector
 and the shard ring other defaults; nothing else differs from ``python -m memcached_gitops``.

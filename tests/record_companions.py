@@ -24,7 +24,7 @@ from typing import Any
 from memcached_gitops.reconciler.client.api import KubeAPI
 from memcached_gitops.render import render
 
-from .record_transcript import send
+from tests.record_transcript import send
 
 HERE = Path(__file__).parent / "fixtures" / "apiserver-transcripts"
 STEM = "42-ssa-service-and-pdb"

@@ -29,8 +29,8 @@ from memcached_gitops.reconciler.client.api import KubeAPI
 from memcached_gitops.reconciler.decisions.revoke import revocation
 from memcached_gitops.render import render
 
-from .record_companions import APPLY, CREATE, FORCED, KUBECTL_UA, MERGE, PYTHON_UA, _ex, _fill, _uses
-from .record_transcript import send
+from tests.record_companions import APPLY, CREATE, FORCED, KUBECTL_UA, MERGE, PYTHON_UA, _ex, _fill, _uses
+from tests.record_transcript import send
 
 HERE = Path(__file__).parent / "fixtures" / "apiserver-transcripts"
 STEM = "44-kubectl-edits-and-managedfields"

@@ -1,7 +1,7 @@
 """Record transcript 43: how kube-apiserver stores container resource quantities (a server-side dry
 run of one Pod whose containers carry 167 quantities: canonical spellings, the texts
 ParseQuantity keeps, rounding to milli units). render/sizing.py's canonical_quantity follows it;
-tests/test_sizing.py replays it offline.
+tests/render/test_sizing.py replays it offline.
 
     python -m tests.record_quantities KUBECONFIG    # writes tests/fixtures/apiserver-transcripts/43-*.json
 """

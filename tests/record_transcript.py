@@ -4,7 +4,7 @@
 
 Each scenario is a list of requests, sent in order over the kubernetes client's own HTTP stack with
 the recorded User-Agent; each answer is kept whole (status and decoded body). A request may take a
-value from an earlier answer (``{uid:N}``: the uid in answer N), as tests/test_fake_apiserver_replay.py
+value from an earlier answer (``{uid:N}``: the uid in answer N), as tests/fake_apiserver/test_fake_apiserver_replay.py
 does on replay. Opt-in, never in CI: it needs a disposable cluster (../shared/realk8s).
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 from memcached_gitops.reconciler.client.api import KubeAPI
 from memcached_gitops.render import render
 
-from .test_adopt_go_operator import MANAGER_UA, operator_sdk_labels
+from tests.support.go_operator import MANAGER_UA, operator_sdk_labels
 
 HERE = Path(__file__).parent / "fixtures" / "apiserver-transcripts"
 PYTHON_UA = "OpenAPI-Generator/37.0.2/python"

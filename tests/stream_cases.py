@@ -2,8 +2,8 @@
 
 Each case is a file's bytes and whether ``kubectl create --dry-run=server --validate=strict -f
 FILE`` accepts it, as kubectl v1.37.1 answered against kube-apiserver v1.36.2 with the shipped CRD
-installed (``why`` gives kubectl's words). tests/test_pipeline.py holds the validator to each
-verdict offline; tests/test_validator_real_apiserver.py asks the server again when a cluster is
+installed (``why`` gives kubectl's words). tests/cli/test_pipeline.py holds the validator to each
+verdict offline; tests/real_cluster/test_validator_real_apiserver.py asks the server again when a cluster is
 configured, so a verdict that changes upstream is seen.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .stream_texts import aliased_list
+from tests.stream_texts import aliased_list
 
 
 class StreamCase(NamedTuple):

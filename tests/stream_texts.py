@@ -22,7 +22,7 @@ import json
 
 from hypothesis import strategies as st
 
-from .cr_texts import Map, Node, Scalar, Seq, cr_texts, document, json_value, near_valid_document, render_document
+from tests.cr_texts import Map, Node, Scalar, Seq, cr_texts, document, json_value, near_valid_document, render_document
 
 CR_API = "cache.example.com/v1alpha1"
 #: A ConfigMap the server accepts: other kinds are drawn only as objects the validator passes over.

@@ -1,6 +1,6 @@
 """Third-party files the tests read, from ``../shared/upstream`` beside the repository.
 
-The project commits no other project's files (tests/test_third_party.py holds that): the upstream CRDs,
+The project commits no other project's files (tests/delivery/test_third_party.py holds that): the upstream CRDs,
 testdata samples and install manifests the tests compare against are kept, each folder with its
 SOURCE.md naming repository, commit, path and licence, in the shared folder every developer and CI
 have beside the checkout. A clone outside that setup has no such folder: the tests that read it skip,

@@ -223,7 +223,7 @@ CASES: list[Case] = [
          stored_spec={"size": 5, "containerPort": 11211, "threads": 4}),
     Case("cel-fail", cr("size: 5\ncontainerPort: 80"), False, ("spec",), "[cel] 'sizes above 4 need the default port'", crd="all"),
     Case("cel-field-rule", cr("ref: other"), False, ("spec.ref",), "[cel] rule on a string field: failed rule", crd="all"),
-    # --- resources (kube-apiserver v1.36.2, tests/test_reconciler_real_cluster.py-style dry runs, 218 cases agreed)
+    # --- resources (kube-apiserver v1.36.2, tests/real_cluster/test_reconciler_real_cluster.py-style dry runs, 218 cases agreed)
     Case("resources-quantities", cr("resources:\n  limits: {memory: 1Gi, cpu: '2'}\n  requests: {memory: 512Mi, cpu: 500m}"), True, (),
          "quantities as strings, canonical or not", stored_spec={"size": 1, "containerPort": 11211, "resources": {
              "limits": {"memory": "1Gi", "cpu": "2"}, "requests": {"memory": "512Mi", "cpu": "500m"}}}),

@@ -14,7 +14,7 @@ leader that has not renewed within the renew deadline, counted from when its las
 renewal was sent, stops leading at once: ``is_leader`` turns False by the clock even while a
 renewal hangs, so no write starts after the deadline, 5 s before another replica may take over.
 ``monotonic`` (the deadline's clock) and ``clock`` (the Lease's wall time) are inputs, and ``step``
-is one try of ``run``'s loop, so tests drive time themselves (tests/test_leader_time.py).
+is one try of ``run``'s loop, so tests drive time themselves (tests/reconciler/client/test_leader_time.py).
 """
 
 from __future__ import annotations

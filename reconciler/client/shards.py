@@ -31,7 +31,7 @@ others' acknowledgements of its old self do not count for the new one. The view 
 ``identity#incarnation`` tokens; ownership hashes identities only, so a comeback moves nothing.
 
 Time is an input (``monotonic``, ``clock``) and ``step`` is one turn of the Lease thread, so tests
-drive the protocol themselves (tests/test_shards.py).
+drive the protocol themselves (tests/reconciler/client/test_shards.py).
 """
 
 from __future__ import annotations
@@ -151,6 +151,16 @@ class ShardRing:
     def fenced(self) -> bool:
         """Renewed within the renew deadline, counted from when the renewal was sent."""
         return self._renewed_at is not None and self.monotonic() - self._renewed_at < self.renew_deadline
+
+    @property
+    def renewed_at(self) -> float | None:
+        """Monotonic time the last successful renewal of this replica's Lease was sent (None: none holds)."""
+        return self._renewed_at
+
+    @property
+    def holds_lease(self) -> bool:
+        """This replica has a Lease of its own in the ring (joined and not released)."""
+        return self._lease is not None
 
     def members(self) -> list[str]:
         """The identities of the view (the hash's members)."""
@@ -290,9 +300,11 @@ class ShardRing:
             if wrote and self.drained() and self.published != self.view:
                 self._write(create=False)  # the view changed with this renewal (the fence came back): publish it now
         self._check_agreed()
-        return self._next_turn()
+        return self.next_turn()
 
-    def _next_turn(self) -> float:
+    def next_turn(self) -> float:
+        """Seconds until the Lease thread's next turn: the retry period, or sooner when this replica's
+        fence ends or a peer's Lease runs out (each a change of view); never less than 10 ms."""
         now = self.monotonic()
         turn = self.retry_period
         if self._renewed_at is not None and self.fenced():

@@ -17,7 +17,7 @@
 
 Time is an input: ``clock`` is read for every deadline, and ``release_due`` is the one place a
 delayed key comes due. With ``delay_thread=False`` nothing runs in the background, and a test
-moves its own clock and calls ``release_due`` (tests/test_workqueue_model.py drives the queue so
+moves its own clock and calls ``release_due`` (tests/reconciler/client/test_workqueue_model.py drives the queue so
 against a model of client-go's rules).
 """
 
@@ -87,6 +87,18 @@ class QueueObserver(Protocol[K_contra]):
     def taken(self, key: K_contra) -> None: ...
 
     def finished(self, key: K_contra) -> None: ...
+
+
+@dataclass(frozen=True)
+class Pending(Generic[K]):
+    """A snapshot of what a queue holds, taken under its lock: the keys waiting in order, those being
+    processed, when each waiting or re-added key was first added, and the delayed keys' due times."""
+
+    queued: tuple[K, ...]
+    processing: frozenset[K]
+    dirty: dict[K, float]
+    delayed: tuple[tuple[float, K], ...]
+    delay_thread: bool  # the queue runs a thread of its own to release delayed keys
 
 
 class WorkQueue(Generic[K]):
@@ -223,6 +235,13 @@ class WorkQueue(Generic[K]):
     def __len__(self) -> int:
         with self._lock:
             return len(self._queue)
+
+    def pending(self) -> Pending[K]:
+        """What the queue holds now, read-only: for the metrics and the tests, which must not reach
+        into the queue's state while a worker changes it."""
+        with self._lock:
+            return Pending(tuple(self._queue), frozenset(self._processing), dict(self._dirty),
+                           tuple((due, key) for due, _, key in sorted(self._delayed)), self._delay_thread is not None)
 
     @property
     def shutting_down(self) -> bool:

@@ -2,7 +2,7 @@
 what each means and what to do. Each reason is a member of ``Reason`` or ``EventReason``, which the
 writers (status.py, the cycle, the controller) use and the tables are keyed by; the tables are read by
 the generated reference page (docs/reference/generated/conditions.md) and held complete by
-tests/test_reasons.py, which fails when the code writes a reason the tables do not explain.
+tests/reconciler/decisions/test_reasons.py, which fails when the code writes a reason the tables do not explain.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The repo-server builds the plugin's environment (argoproj/argo-cd 37ee0097cf, reposerver/repository/
 repository.go ``getPluginParamEnvs``; pkg/apis/application/v1alpha1/types.go
-``ApplicationSourcePluginParameters.Environ``; tests/test_argocd_plugin.py cites the lines):
+``ApplicationSourcePluginParameters.Environ``; tests/delivery/test_argocd_plugin.py cites the lines):
 
 - ``ARGOCD_APP_PARAMETERS`` is ``json.Marshal`` of the Application's ``plugin.parameters``. An
   Application with ``plugin: {}``, or with only ``name`` or ``env``, has a nil list, which Go

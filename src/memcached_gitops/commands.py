@@ -278,7 +278,7 @@ def file_name(obj: dict[str, Any], output: OutputFormat) -> str:
 def validate_files(paths: list[str], crd: str | None = None, strict: bool = True,
                    format: ReportFormat = ReportFormat.text, max_input: str | None = None,
                    require_objects: bool = False, verbose: bool = False, color: str = "auto", strict_build: bool = False) -> None:
-    """The validate command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
+    """The validate command (its defaults are the command line's: tests/cli/test_startup.py holds them equal)."""
     validator = make_validator(crd, strict, paths)
     result = run_pipeline(paths, validator, DEFAULT_IMAGE, do_render=False, max_input=max_input, require_objects=require_objects,
                           strict_build=strict_build)
@@ -301,7 +301,7 @@ def render_files(paths: list[str], crd: str | None = None, strict: bool = True, 
                  output_dir: Path | None = None, include_input: bool = False, image: str | None = None,
                  max_input: str | None = None, require_objects: bool = False, verbose: bool = False, color: str = "auto",
                  objects_limit: int | None = None) -> None:
-    """The render command (its defaults are the command line's: tests/test_startup.py holds them equal)."""
+    """The render command (its defaults are the command line's: tests/cli/test_startup.py holds them equal)."""
     linked = linked_output(output_dir) if output_dir is not None else None
     if linked is not None:
         raise fail(f"--output-dir {linked}")

@@ -5,7 +5,7 @@ CI jobs and the pre-commit hook run, once per pull request or per commit) go str
 commands.py, which imports neither typer nor click: their import is about 60 ms, more than the
 rest of a one-CR run (bench/startup.py measures it beside ``kubectl kustomize``). Anything else
 (an option, ``--help``, another command) goes through the typer CLI in cli.py, which defines every
-command and option; the plain form behaves the same either way (tests/test_startup.py).
+command and option; the plain form behaves the same either way (tests/cli/test_startup.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,229 @@
+"""The command line as CI jobs and the Argo CD plugin run it: a real subprocess each time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.conftest import DATA, REPO
+from tests.support.cli import ERROR_LINE, EXAMPLES, assert_clean_failure, docs, run
+
+
+def test_render_examples() -> None:
+    proc = run("render", str(EXAMPLES))
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = docs(proc.stdout)
+    deployments = [d for d in out if d["kind"] == "Deployment"]
+    assert len(deployments) == 4 and {d["kind"] for d in out} == {"Deployment", "Service", "PodDisruptionBudget"}
+    # examples/crs holds a kustomization: its build is rendered, in kustomize's order
+    built = docs(subprocess.run(["kubectl", "kustomize", str(EXAMPLES)], capture_output=True, check=True).stdout)
+    assert [d["metadata"]["name"] for d in deployments] == [d["metadata"]["name"] for d in built]
+    out = deployments
+    assert sorted(d["metadata"]["name"] for d in out) == ["catalog-cache", "edge", "memcached-sample", "sessions"]
+
+
+def test_render_is_byte_identical_across_runs() -> None:
+    assert run("render", str(EXAMPLES)).stdout == run("render", str(EXAMPLES)).stdout
+
+
+def test_validate_reports_file_line_column_object_field_message() -> None:
+    proc = run("validate", str(DATA / "bad-crs.yaml"))
+    err = assert_clean_failure(proc)
+    lines = [line for line in err.splitlines() if not line.startswith("0 Memcached valid")]
+    assert lines and all(ERROR_LINE.match(line) for line in lines), lines
+    assert f"{DATA / 'bad-crs.yaml'}:7:3: Memcached/too-big: spec.size: Invalid value: 4: " in err
+    assert ": Memcached/Bad_Name: spec.replicas: unknown field \"spec.replicas\"" in err
+    # errors of one object come in source order, the note that CEL rules were not checked after them
+    ours = [line for line in lines if "Bad_Name" in line]
+    bad = [int(line.split(":")[1]) for line in ours if "rules were not checked" not in line]
+    assert bad == sorted(bad)
+    assert all("rules were not checked" not in line for line in ours[:len(bad)])
+
+
+def test_validate_json_and_github_formats() -> None:
+    proc = run("validate", "--format", "json", str(DATA / "bad-crs.yaml"))
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["valid"] is False
+    assert {f["field"] for f in report["findings"]} >= {"spec.size", "metadata.name", "spec.replicas"}
+    proc = run("validate", "--format", "github", str(DATA / "bad-crs.yaml"))
+    first = proc.stdout.decode().splitlines()[0]
+    assert first.startswith("::error file=") and ",line=7,col=3," in first
+
+
+def test_valid_input_validates() -> None:
+    proc = run("validate", str(EXAMPLES))
+    assert proc.returncode == 0
+    assert "4 Memcached valid, 0 error(s)" in proc.stderr.decode()
+
+
+def test_stdin_and_include_input() -> None:
+    text = (EXAMPLES / "variants.yaml").read_bytes() + b"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+    proc = run("render", "--include-input", "-", stdin=text)
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = docs(proc.stdout)
+    assert [d["kind"] for d in out][:4] == ["Memcached"] * 3 + ["ConfigMap"]
+    rendered = [d["kind"] for d in out[4:]]
+    assert rendered.count("Deployment") == 3 and set(rendered) <= {"Deployment", "Service", "PodDisruptionBudget"}
+    assert out[0]["spec"] == {"size": 1, "containerPort": 11211}, "CRs are emitted with their defaults"
+
+
+def test_json_output_and_image_from_environment() -> None:
+    sample = str(EXAMPLES / "memcached-sample.yaml")
+    proc = run("render", "-o", "json", sample, env={"MEMCACHED_IMAGE": "mirror.example/memcached:1.6.30"})
+    assert proc.returncode == 0
+    items = json.loads(proc.stdout)["items"]
+    assert items[0]["spec"]["template"]["spec"]["containers"][0]["image"] == "mirror.example/memcached:1.6.30"
+    flag = run("render", "-o", "json", "--image", "x/memcached:2", sample, env={"MEMCACHED_IMAGE": "y:1"})
+    assert json.loads(flag.stdout)["items"][0]["spec"]["template"]["spec"]["containers"][0]["image"] == "x/memcached:2"
+
+
+def test_output_dir_is_written_atomically_and_only_when_valid(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = run("render", "--output-dir", str(out), str(EXAMPLES))
+    assert proc.returncode == 0, proc.stderr.decode()
+    files = sorted(p.name for p in out.iterdir())
+    assert files == [
+        "deployment-cdn-edge.yaml", "deployment-memcached-sample.yaml",
+        "deployment-shop-catalog-cache.yaml", "deployment-shop-sessions.yaml",
+        "poddisruptionbudget-cdn-edge-memcached.yaml", "poddisruptionbudget-shop-catalog-cache-memcached.yaml",
+        "service-cdn-edge-memcached.yaml", "service-memcached-sample-memcached.yaml",
+        "service-shop-catalog-cache-memcached.yaml", "service-shop-sessions-memcached.yaml",
+    ]
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((EXAMPLES / "memcached-sample.yaml").read_text().replace("size: 1", "size: 9"))
+    proc = run("render", "--output-dir", str(out), str(EXAMPLES), str(bad))
+    assert_clean_failure(proc)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before, "a failed run must not touch the output"
+
+
+def test_team_crd_with_a_higher_maximum() -> None:
+    cr = b"apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: big}\nspec: {size: 5}\n"
+    assert run("validate", "-", stdin=cr).returncode == 1
+    assert run("validate", "--crd", str(DATA / "crd-all-keywords.yaml"), "-", stdin=cr).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"kind: [unclosed\n", "invalid YAML"),
+        (b"\x00\x01\x02\xff binary", "invalid YAML"),
+        (b"a: [!!python/object/apply:os.system ls]\n", "unknown tag"),
+        (b"a: !!binary '%%'\n", "invalid base64"),
+    ],
+)
+def test_bad_input_is_one_clear_line(tmp_path: Path, content: bytes, message: str) -> None:
+    f = tmp_path / "input.yaml"
+    f.write_bytes(content)
+    err = assert_clean_failure(run("render", str(f)))
+    assert message in err and str(f) in err
+    assert len([line for line in err.splitlines() if message in line]) == 1
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"", "no documents found"), (b"---\n# nothing\n", "no documents found"), (b"- just\n- a list\n", "must be a Kubernetes object"),
+])
+def test_empty_or_not_an_object_is_refused_on_stdin_or_with_require_objects(tmp_path: Path, content: bytes, message: str) -> None:
+    """kubectl apply's verdict: on stdin, and with --require-objects for a file, an empty input or a
+    document that is no object is an error (a file scanned in a repository is passed over instead)."""
+    f = tmp_path / "input.yaml"
+    f.write_bytes(content)
+    err = assert_clean_failure(run("render", "--require-objects", str(f)))
+    assert message in err and str(f) in err
+    err = assert_clean_failure(run("render", "-", stdin=content))
+    assert message in err
+
+
+def test_alias_bomb(tmp_path: Path) -> None:
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i-1}"] * 9) + "]" for i in range(1, 12)]
+    f = tmp_path / "bomb.yaml"
+    f.write_text("\n".join(lines) + "\n")
+    err = assert_clean_failure(run("validate", str(f)))
+    assert "excessive aliasing" in err
+
+
+def test_fifty_megabyte_file_is_a_clear_error_in_bounded_memory(tmp_path: Path) -> None:
+    f = tmp_path / "huge.yaml"
+    with f.open("w") as out:
+        out.write("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: huge\n  annotations:\n    blob: ")
+        out.write("x" * (50 * 1024 * 1024))
+        out.write("\n")
+    probe = (
+        f"import resource, runpy, sys; sys.argv=['memcached-gitops','validate','--max-input-size','100M',{str(f)!r}]\n"
+        "try:\n    runpy.run_module('memcached_gitops', run_name='__main__')\n"
+        "except SystemExit as e:\n    code = e.code\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, code)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=300)
+    rss_kb, code = proc.stdout.decode().split()
+    # refused by whichever bound it reaches first: the one document over 3 MiB, read line by line as kubectl does
+    assert code == "1" and "huge.yaml:1:1: document is larger than 3 MiB" in proc.stderr.decode()
+    assert int(rss_kb) < 1024 * 1024, f"peak RSS {int(rss_kb) // 1024} MiB for a 50 MiB file"
+
+
+def test_usage_errors_exit_2() -> None:
+    assert_clean_failure(run("render", "--no-such-flag", str(EXAMPLES)), code=2)
+    assert_clean_failure(run("render"), code=2)
+    assert_clean_failure(run("validate", "--crd", "/nonexistent/crd.yaml", str(EXAMPLES)), code=2)
+
+
+def test_missing_path_is_invalid_input() -> None:
+    err = assert_clean_failure(run("render", "/nonexistent/dir"))
+    assert "/nonexistent/dir: no such file or directory" in err
+
+
+def test_schema_and_crd_commands() -> None:
+    schema = json.loads(run("schema").stdout)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["properties"]["spec"]["properties"]["size"]["maximum"] == 3
+    crd = run("crd").stdout.decode()
+    assert crd == (REPO / "schemas" / "memcached-crd.yaml").read_text()
+
+
+@pytest.mark.parametrize("command", [[], ["validate"], ["render"], ["argocd-generate"], ["krm"], ["schema"], ["diff"], ["reconcile"]])
+def test_dash_h_is_help_on_every_command(command: list[str]) -> None:
+    """kubectl, flux and argocd take -h; so does every command here."""
+    proc = run(*command, "-h")
+    assert proc.returncode == 0 and b"Usage: " in proc.stdout, proc.stderr.decode()  # plain or rich (typer uses rich when installed)
+    assert proc.stdout == run(*command, "--help").stdout
+
+
+def test_diff_without_a_cluster_names_the_kubeconfig_sources_it_tried(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST")}
+    env["HOME"] = str(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "diff", str(EXAMPLES / "memcached-sample.yaml")],
+                          capture_output=True, env=env, timeout=120)
+    err = assert_clean_failure(proc, code=2)
+    assert len(err.splitlines()) == 1 and "Service host/port" not in err, err
+    assert "$KUBECONFIG unset" in err and f"{tmp_path}/.kube/config not found" in err and "in-cluster" in err
+
+
+def test_one_output_flag_as_kubectl_and_shell_completion() -> None:
+    bad = str(DATA / "bad-crs.yaml")
+    for fmt in ("json", "github"):
+        assert run("validate", "-o", fmt, bad).stdout == run("validate", "--format", fmt, bad).stdout != b""
+    script = run("--show-completion", "bash")
+    assert script.returncode == 0 and b"complete" in script.stdout and b"memcached" in script.stdout
+
+
+def test_the_real_errors_come_before_the_note_that_rules_were_not_checked(tmp_path: Path) -> None:
+    # the server's note names no field and sits at the object's root (its first line): read first,
+    # it hides what to correct, so every format lists it after the errors it refers to
+    cr = tmp_path / "cache.yaml"
+    cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a, namespace: shop}\n"
+                  "spec:\n  size: three\n  resources: {limits: {memory: 1Gi}}\n")
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "validate", str(cr)], capture_output=True, text=True)
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1 and len(lines) == 3, proc.stderr
+    assert "spec.size: Invalid value" in lines[0] and "some validation rules were not checked" in lines[1], proc.stderr
+    github = subprocess.run([sys.executable, "-m", "memcached_gitops", "validate", "--format", "github", str(cr)],
+                            capture_output=True, text=True)
+    annotations = [line for line in github.stdout.splitlines() if line.startswith("::error")]
+    assert "spec.size" in annotations[0] and "not checked" in annotations[1], github.stdout

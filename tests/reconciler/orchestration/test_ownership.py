@@ -1,0 +1,191 @@
+"""Who owns a Deployment: owned, GitOps-applied (Argo CD applied our rendering) or foreign, and
+what the reconciler does with each, with and without ``--adopt``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from memcached_gitops.reconciler.decisions.ownership import Ownership, classify, spec_manager
+from memcached_gitops.reconciler.orchestration.loop import exit_code
+
+from fakeapi.server import DeploymentController, FakeAPIServer
+from tests.support.fakecluster import (
+    DEP_PATH,
+    argocd_applies,
+    condition,
+    cr_status,
+    deployment,
+    make_cr,
+    patch,
+    post,
+    reconciler_for,
+    writes,
+)
+
+CR = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m", "namespace": "default", "uid": "u-1"}}
+
+
+def _dep(labels: dict | None = None, owners: list | None = None, selector: dict | None = None, managers: tuple = ()) -> dict:
+    dep: dict = {"metadata": {"name": "m", "labels": labels or {}, **({"ownerReferences": owners} if owners else {})}}
+    if selector is not None:
+        dep["spec"] = {"selector": {"matchLabels": selector}}
+    if managers:
+        dep["metadata"]["managedFields"] = [{"manager": m, "operation": op, **({"subresource": sub} if sub else {})}
+                                            for m, op, sub in managers]
+    return dep
+
+
+OURS = {"app.kubernetes.io/managed-by": "memcached-gitops", "app.kubernetes.io/instance": "m"}
+
+
+@pytest.mark.parametrize(("deployment_", "expected"), [
+    (_dep(OURS, [{"uid": "u-1", "controller": True}]), Ownership.OWNED),
+    (_dep({}, [{"uid": "u-1", "controller": True}]), Ownership.OWNED),
+    (_dep(OURS), Ownership.GITOPS_APPLIED),
+    (_dep(OURS, [{"uid": "u-1"}]), Ownership.GITOPS_APPLIED),  # an owner, but not the controller
+    (_dep(OURS, [{"uid": "other", "controller": True}]), Ownership.FOREIGN),
+    (_dep({"app.kubernetes.io/managed-by": "memcached-gitops", "app.kubernetes.io/instance": "n"}), Ownership.FOREIGN),
+    (_dep({"app.kubernetes.io/managed-by": "helm", "app.kubernetes.io/instance": "m"}), Ownership.FOREIGN),
+    (_dep({}), Ownership.FOREIGN),
+    # the seeds' Go operators: a controller reference to this CR, a selector of their own
+    (_dep({}, [{"uid": "u-1", "controller": True}], {"app.kubernetes.io/name": "project"}, (("manager", "Update", ""),)),
+     Ownership.INHERITED),
+    (_dep({}, [{"uid": "u-1", "controller": True}], {"app.kubernetes.io/name": "project"},
+          (("manager", "Update", ""), ("memcached-gitops", "Update", ""), ("memcached-gitops", "Apply", "status"))),
+     Ownership.INHERITED),  # neither an Update nor a status apply by our name is our apply of the Deployment
+    (_dep(OURS, [{"uid": "u-1", "controller": True}], {"app.kubernetes.io/name": "project"},
+          (("manager", "Update", ""), ("memcached-gitops", "Apply", ""))), Ownership.OWNED),  # adopted: ours from then on
+    (_dep({}, [{"uid": "u-1", "controller": True}], {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "m"},
+          (("manager", "Update", ""),)), Ownership.OWNED),  # our selector: nothing to keep, corrected as ours
+], ids=["owned", "owned-unlabelled", "gitops", "gitops-non-controller-owner", "other-controller", "other-instance", "helm", "bare",
+        "inherited", "inherited-no-apply-of-ours", "adopted", "their-controller-our-selector"])
+def test_classify(deployment_: dict, expected: Ownership) -> None:
+    assert classify(deployment_, CR) is expected
+
+
+def test_spec_manager_is_who_applied_the_spec_not_who_scaled_it() -> None:
+    managed = [
+        {"manager": "kubectl", "operation": "Update", "subresource": "scale", "fieldsV1": {"f:spec": {"f:replicas": {}}}},
+        {"manager": "argocd-controller", "operation": "Apply", "fieldsV1": {"f:spec": {"f:selector": {}, "f:template": {"f:spec": {}}}}},
+        {"manager": "kubectl-label", "operation": "Update", "fieldsV1": {"f:metadata": {"f:labels": {"f:x": {}}}}},
+    ]
+    assert spec_manager({"metadata": {"managedFields": managed}}) == "argocd-controller"
+    assert spec_manager({"metadata": {}}) == ""
+
+
+# the conftest fixture `cluster` serves these namespaces only
+CLUSTER_NAMESPACES = ("default",)
+
+
+def test_a_gitops_applied_deployment_is_observed_and_never_written(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "m", size=2)
+    argocd_applies(cluster)
+    rec = reconciler_for(cluster)
+    cluster.reset_log()
+    report = rec.run_cycle()
+    assert [o.action for o in report.outcomes] == ["observed"] and exit_code(report) == 0
+    assert not [w for w in writes(cluster) if "/deployments/" in w]
+    degraded = condition(cluster, "m", "Degraded")
+    assert degraded["status"] == "False" and degraded["reason"] == "GitOpsApplied"
+    assert "argocd-controller" in degraded["message"]
+    assert not condition(cluster, "m", "Stalled"), "kstatus must not read a GitOps-applied CR as failed"
+    DeploymentController(cluster).sync(available=True)
+    rec.run_cycle()
+    assert condition(cluster, "m", "Available")["status"] == "True"
+    assert condition(cluster, "m", "Progressing")["message"] == "the rollout is complete", "not ours to say it matches the CR"
+    assert not condition(cluster, "m", "Reconciling")
+    assert len(cr_status(cluster, "m")["nodes"]) == 2 and cr_status(cluster, "m")["observedGeneration"] == 1
+    # someone scales it: information, not failure, and still no write
+    patch(cluster, DEP_PATH.format(ns="default", name="m") + "/scale", {"spec": {"replicas": 3}}, "application/merge-patch+json")
+    cluster.reset_log()
+    report = rec.run_cycle()
+    [outcome] = report.outcomes
+    assert outcome.action == "observed" and [d.field for d in outcome.drift] == [".spec.replicas"]
+    assert exit_code(report) == 0
+    assert not [w for w in writes(cluster) if "/deployments/" in w]
+    assert deployment(cluster, "m")["spec"]["replicas"] == 3
+    degraded = condition(cluster, "m", "Degraded")
+    assert degraded["status"] == "False" and ".spec.replicas" in degraded["message"]
+
+
+def test_an_observed_deployment_is_no_warning_in_the_cycle_log(cluster: FakeAPIServer, caplog) -> None:
+    from memcached_gitops.reconciler.orchestration.loop import log_report
+
+    make_cr(cluster, "m", size=2)
+    argocd_applies(cluster)
+    patch(cluster, DEP_PATH.format(ns="default", name="m") + "/scale", {"spec": {"replicas": 3}}, "application/merge-patch+json")
+    with caplog.at_level("INFO", logger="memcached_gitops.reconciler"):
+        log_report(reconciler_for(cluster).run_cycle())
+    assert not [r for r in caplog.records if r.levelname == "WARNING"], caplog.text
+    assert "applied by argocd-controller, not corrected: .spec.replicas: live 3, desired 2" in caplog.text
+
+
+def test_adopt_takes_a_gitops_applied_deployment_over_then_corrects_drift(cluster: FakeAPIServer) -> None:
+    cr = make_cr(cluster, "m", size=2)
+    argocd_applies(cluster)
+    patch(cluster, DEP_PATH.format(ns="default", name="m") + "/scale", {"spec": {"replicas": 3}}, "application/merge-patch+json")
+    rec = reconciler_for(cluster, adopt=True)
+    cluster.reset_log()
+    report = rec.run_cycle()
+    assert [o.action for o in report.outcomes] == ["adopted"] and exit_code(report) == 0
+    applies = [r for r in cluster.log if r.content_type == "application/apply-patch+yaml" and r.path.endswith("/deployments/m")]
+    assert len(applies) == 1, "one apply adds the ownerReference and corrects the drift"
+    dep = deployment(cluster, "m")
+    assert dep["metadata"]["ownerReferences"] == [{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "m",
+                                                   "uid": cr["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
+    assert dep["spec"]["replicas"] == 2
+    events = {o["reason"]: o for k, o in cluster.objects.items() if k[1] == "events"}
+    assert sorted(events) == ["Adopted"], "one Event names all the reconcile did"
+    event = events["Adopted"]
+    assert "Service m-memcached created; PodDisruptionBudget m-memcached created" in event["message"], "its Service and budget beside it"
+    assert event["type"] == "Normal"
+    assert "argocd-controller" in event["message"] and ".spec.replicas" in event["message"]
+    assert condition(cluster, "m", "Degraded")["reason"] == "AsExpected"
+    # from now on it is owned: drift is corrected
+    patch(cluster, DEP_PATH.format(ns="default", name="m") + "/scale", {"spec": {"replicas": 1}}, "application/merge-patch+json")
+    assert [o.action for o in rec.run_cycle().outcomes] == ["corrected"]
+    assert deployment(cluster, "m")["spec"]["replicas"] == 2
+
+
+@pytest.mark.parametrize("adopt", [False, True], ids=["without-adopt", "with-adopt"])
+def test_foreign_deployments_stay_foreign_with_or_without_adopt(cluster: FakeAPIServer, adopt: bool) -> None:
+    # one with our labels but controlled by another object, one without our labels at all
+    make_cr(cluster, "m")
+    make_cr(cluster, "bare")
+    argocd_applies(cluster, "m", 1)
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "0000-other", "controller": True}
+    patch(cluster, DEP_PATH.format(ns="default", name="m"), {"metadata": {"ownerReferences": [other]}},
+          "application/merge-patch+json", "?fieldManager=someone")
+    bare = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "bare", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+                     "spec": {"containers": [{"name": "x", "image": "nginx:1"}]}}}}
+    post(cluster, "/apis/apps/v1/namespaces/default/deployments", bare, "?fieldManager=someone")
+    before = {n: deployment(cluster, n) for n in ("m", "bare")}
+    cluster.reset_log()
+    report = reconciler_for(cluster, adopt=adopt).run_cycle()
+    assert [o.action for o in report.outcomes] == ["not-owned", "not-owned"] and exit_code(report) == 1
+    assert not [w for w in writes(cluster) if "/deployments/" in w]
+    assert {n: deployment(cluster, n) for n in ("m", "bare")} == before
+    for name in ("m", "bare"):
+        assert condition(cluster, name, "Degraded")["reason"] == "ResourceNotOwned"
+
+
+def test_cli_adopt_flag_and_its_environment_variable(cluster: FakeAPIServer, tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.support.fakecluster import write_kubeconfig
+
+    make_cr(cluster, "m")
+    argocd_applies(cluster, "m", 1)
+    cmd = [sys.executable, "-m", "memcached_gitops", "reconcile", "--once", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url))]
+    env = {k: v for k, v in os.environ.items() if k != "MEMCACHED_GITOPS_ADOPT"}
+    run = subprocess.run(cmd, capture_output=True, timeout=60, env=env | {"MEMCACHED_GITOPS_ADOPT": "false"})
+    assert run.returncode == 0, run.stderr.decode()
+    assert "ownerReferences" not in deployment(cluster, "m")["metadata"]
+    run = subprocess.run(cmd, capture_output=True, timeout=60, env=env | {"MEMCACHED_GITOPS_ADOPT": "true"})
+    assert run.returncode == 0, run.stderr.decode()
+    assert deployment(cluster, "m")["metadata"]["ownerReferences"][0]["controller"] is True
+    assert any(json.loads(line)["msg"].startswith("cycle done") for line in run.stderr.decode().splitlines())

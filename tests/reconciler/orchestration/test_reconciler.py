@@ -1,0 +1,497 @@
+"""Reconciler scenarios over real HTTP: the official kubernetes client against the fake API server.
+
+Each scenario asserts on the server's final state and on its request log. The fake follows the
+recorded kube-apiserver behaviour (tests/fake_apiserver/test_fake_apiserver_replay.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from memcached_gitops.reconciler.client.api import APIError
+from memcached_gitops.reconciler.client.leader import LeaderElector
+from memcached_gitops.reconciler.orchestration.loop import exit_code
+
+from fakeapi.server import DeploymentController, FakeAPIServer, Fault
+from tests.conftest import REPO, transcript
+from tests.support.fakecluster import (
+    CR_PATH,
+    DEP_PATH,
+    condition,
+    cr_status,
+    deployment,
+    drift_image,
+    drift_port,
+    make_cr,
+    patch,
+    post,
+    reconciler_for,
+    write_kubeconfig,
+    writes,
+)
+
+
+def test_create_from_nothing(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a", size=2)
+    make_cr(cluster, "b", ns="shop", size=3, port=21211)
+    rec = reconciler_for(cluster)
+    cluster.reset_log()
+    report = rec.run_cycle()
+    assert [o.action for o in report.outcomes] == ["created", "created"]
+    a, b = deployment(cluster, "a"), deployment(cluster, "b", "shop")
+    assert a["spec"]["replicas"] == 2 and b["spec"]["replicas"] == 3
+    assert b["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] == 21211
+    cr_a = cluster.get("cache.example.com", "memcacheds", "default", "a")
+    assert a["metadata"]["ownerReferences"] == [{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "a",
+                                                 "uid": cr_a["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]
+    assert [e["manager"] for e in a["metadata"]["managedFields"]] == ["memcached-gitops"]
+    applies = [r for r in cluster.log if r.method == "PATCH" and "/deployments/" in r.path]
+    assert len(applies) == 2 and all(r.content_type == "application/apply-patch+yaml" for r in applies)
+    assert all(r.query == {"fieldManager": "memcached-gitops", "force": "true"} for r in applies)
+    assert condition(cluster, "a", "Available")["status"] == "False"
+    assert condition(cluster, "a", "Reconciling")["status"] == "True", "kstatus must see InProgress"
+    status_writes = [r for r in cluster.log if r.path.endswith("/status")]
+    assert all(r.query["fieldManager"] == "memcached-gitops-status" for r in status_writes) and len(status_writes) == 2
+    events = [o for k, o in cluster.objects.items() if k[1] == "events"]
+    assert [e["reason"] for e in events] == ["DeploymentCreated"] * 2, "one Event per CR, as client-go's recorder aggregates"
+    assert all("created the Deployment; Service" in e["message"] and "; PodDisruptionBudget" in e["message"] for e in events), \
+        "it names every object the reconcile created"
+    # beside each Deployment, its headless Service and (two Pods or more) its budget, owned by the CR
+    for ns, name, budget in (("default", "a", True), ("shop", "b", True)):
+        owner = deployment(cluster, name, ns)["metadata"]["ownerReferences"]
+        service = cluster.get("", "services", ns, f"{name}-memcached")
+        assert service["spec"]["clusterIP"] == "None" and service["metadata"]["ownerReferences"] == owner
+        assert (cluster.get("policy", "poddisruptionbudgets", ns, f"{name}-memcached") is not None) == budget
+
+
+def test_the_service_and_budget_are_corrected_and_the_budget_goes_when_one_pod_is_asked(cluster: FakeAPIServer) -> None:
+    """Owned like the Deployment: a person's change to a field we set is put back by the same apply
+    (the selector is an atomic map: taken back whole, their extra key too, transcript 42); a budget
+    is deleted when the CR asks for one Pod, and comes back with two."""
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    svc = "/api/v1/namespaces/default/services/a-memcached"
+    patch(cluster, svc, {"spec": {"selector": {"app.kubernetes.io/instance": "other", "team": "x"}}}, "application/merge-patch+json")
+    cluster.reset_log()
+    [outcome] = rec.run_cycle().outcomes
+    assert outcome.action == "corrected"
+    assert [(where, d.field) for where, d in outcome.companions.drift] == [("Service a-memcached", ".spec.selector")]
+    assert cluster.get("", "services", "default", "a-memcached")["spec"]["selector"] == {
+        "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}
+    assert [(r.method, r.path.rsplit("/", 2)[-2:]) for r in cluster.log if "/services/" in r.path and r.method != "GET"] == [
+        ("PATCH", ["services", "a-memcached"])]
+    cr_a = CR_PATH.format(ns="default") + "/a"
+    patch(cluster, cr_a, {"spec": {"size": 1}}, "application/merge-patch+json")
+    [outcome] = rec.run_cycle().outcomes
+    assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is None, "no budget for one Pod"
+    assert [(resource.kind, name) for resource, name in outcome.companions.removed] == [("PodDisruptionBudget", "a-memcached")]
+    patch(cluster, cr_a, {"spec": {"size": 3}}, "application/merge-patch+json")
+    rec.run_cycle()
+    assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached")["spec"]["maxUnavailable"] == 1
+    cluster.reset_log()
+    assert [o.action for o in rec.run_cycle().outcomes] == ["unchanged"] and writes(cluster) == []
+
+
+def test_a_foreign_service_of_the_same_name_is_left_alone_and_reported(cluster: FakeAPIServer) -> None:
+    theirs = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a-memcached"},
+              "spec": {"selector": {"app": "theirs"}, "ports": [{"port": 80}]}}
+    cluster.handle("POST", "/api/v1/namespaces/default/services", {"Content-Type": "application/json"}, json.dumps(theirs).encode())
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    assert cluster.get("", "services", "default", "a-memcached")["spec"]["selector"] == {"app": "theirs"}
+    degraded = condition(cluster, "a", "Degraded")
+    assert degraded["status"] == "True" and degraded["reason"] == "ResourceNotOwned"
+    assert degraded["message"] == "Service a-memcached exists and is not controlled by this Memcached; it is left alone"
+    assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is not None, "the budget is still ours to make"
+
+
+def test_available_then_steady_state_costs_seven_requests_and_no_writes(cluster: FakeAPIServer) -> None:
+    for i in range(5):
+        make_cr(cluster, f"m{i}", size=1 + i % 3)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    DeploymentController(cluster).sync(available=True)
+    rec.run_cycle()  # sees availability: status write
+    for i in range(5):
+        avail = condition(cluster, f"m{i}", "Available")
+        assert avail["status"] == "True" and avail["reason"] == "MinimumReplicasAvailable"
+        assert not condition(cluster, f"m{i}", "Reconciling"), "kstatus: Current once available"
+        assert len(cr_status(cluster, f"m{i}")["nodes"]) == 1 + i % 3
+    before = {c["type"]: c["lastTransitionTime"] for c in cr_status(cluster, "m0")["conditions"]}
+    cluster.reset_log()
+    report = rec.run_cycle()
+    assert [o.action for o in report.outcomes] == ["unchanged"] * 5
+    assert writes(cluster) == []
+    assert sorted(f"{r.method} {r.path.rsplit('/', 1)[-1]}" for r in cluster.log) == [
+        "GET deployments", "GET horizontalpodautoscalers", "GET memcacheds", "GET memcacheds.cache.example.com",
+        "GET poddisruptionbudgets", "GET pods", "GET services"]
+    assert {c["type"]: c["lastTransitionTime"] for c in cr_status(cluster, "m0")["conditions"]} == before
+
+
+def _drift_scale(api: FakeAPIServer) -> None:
+    # kubectl scale: a merge patch to /scale without fieldManager (transcript 04)
+    patch(api, DEP_PATH.format(ns="default", name="m") + "/scale", {"spec": {"replicas": 5}}, "application/merge-patch+json")
+
+
+def _drift_label(api: FakeAPIServer) -> None:
+    body = {"metadata": {"labels": {"app.kubernetes.io/managed-by": "helm"}}}
+    patch(api, DEP_PATH.format(ns="default", name="m"), body, "application/merge-patch+json", "?fieldManager=kubectl-label")
+
+
+def _drift_security(api: FakeAPIServer) -> None:
+    body = {"spec": {"template": {"spec": {"securityContext": {"runAsNonRoot": False}}}}}
+    patch(api, DEP_PATH.format(ns="default", name="m"), body, "application/merge-patch+json", "?fieldManager=kubectl-edit")
+
+
+@pytest.mark.parametrize(
+    ("make_drift", "field", "culprit"),
+    [
+        (_drift_scale, ".spec.replicas", "kubectl (scale)"),
+        (drift_image, '.spec.template.spec.containers[name="memcached"].image', "kubectl-set"),
+        (drift_port, '.spec.template.spec.containers[name="memcached"]', "kubectl-patch"),
+        (_drift_label, ".metadata.labels.app.kubernetes.io/managed-by", "kubectl-label"),
+        (_drift_security, ".spec.template.spec.securityContext.runAsNonRoot", "kubectl-edit"),
+    ],
+    ids=["scale", "image", "port", "label", "securityContext"],
+)
+def test_drift_is_corrected_in_one_cycle_and_the_culprit_named(cluster: FakeAPIServer, make_drift, field: str, culprit: str) -> None:
+    make_cr(cluster, "m", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    desired = deployment(cluster, "m")
+    make_drift(cluster)
+    cluster.reset_log()
+    report = rec.run_cycle()
+    [outcome] = report.outcomes
+    assert outcome.action == "corrected"
+    assert any(d.field.startswith(field) and culprit in d.managers for d in outcome.drift), [d.describe() for d in outcome.drift]
+    applies = [r for r in cluster.log if r.content_type == "application/apply-patch+yaml" and r.path.endswith("/deployments/m")]
+    assert len(applies) == 1
+    after = deployment(cluster, "m")
+    for key in ("replicas", "template"):
+        assert after["spec"][key] == desired["spec"][key]
+    assert after["metadata"]["labels"] == desired["metadata"]["labels"]
+    event = next(o for k, o in cluster.objects.items() if k[1] == "events" and o["reason"] == "DriftCorrected")
+    assert culprit in event["message"] and field.split("[")[0] in event["message"]
+    cluster.reset_log()
+    rec.run_cycle()
+    assert not [w for w in writes(cluster) if "/deployments/" in w], "corrected drift must stay corrected"
+
+
+def test_a_deleted_deployment_comes_back(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "m")
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    code, _, _ = cluster.handle("DELETE", DEP_PATH.format(ns="default", name="m"), {"User-Agent": "kubectl/v1.37.1"}, b"")
+    assert code == 200 and deployment(cluster, "m") is None
+    report = rec.run_cycle()
+    assert report.outcomes[0].action == "created"
+    assert deployment(cluster, "m") is not None
+
+
+def test_a_foreign_deployment_with_the_crs_name_is_never_touched(cluster: FakeAPIServer) -> None:
+    foreign = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "m", "namespace": "default"},
+               "spec": {"replicas": 7, "selector": {"matchLabels": {"app": "other"}},
+                        "template": {"metadata": {"labels": {"app": "other"}},
+                                     "spec": {"containers": [{"name": "x", "image": "nginx:1"}]}}}}
+    post(cluster, "/apis/apps/v1/namespaces/default/deployments", foreign, "?fieldManager=someone")
+    before = deployment(cluster, "m")
+    make_cr(cluster, "m")
+    rec = reconciler_for(cluster)
+    cluster.reset_log()
+    report = rec.run_cycle()
+    assert report.outcomes[0].action == "not-owned"
+    assert not [w for w in writes(cluster) if "/deployments/" in w]
+    assert deployment(cluster, "m") == before
+    degraded = condition(cluster, "m", "Degraded")
+    assert degraded["status"] == "True" and degraded["reason"] == "ResourceNotOwned"
+    assert condition(cluster, "m", "Stalled")["status"] == "True"
+    assert exit_code(report) == 1
+
+
+def test_an_invalid_cr_does_not_stop_the_others() -> None:
+    # The cluster's CRD is looser (size up to 5), like a CR stored before the CRD was tightened.
+    from memcached_gitops.schemas.crd import builtin_crd_text
+
+    looser = builtin_crd_text().replace("maximum: 3", "maximum: 5")
+    assert looser != builtin_crd_text()
+    with FakeAPIServer(crd_texts=[looser]) as api:
+        make_cr(api, "a", size=5)
+        make_cr(api, "b", size=2)
+        report = reconciler_for(api).run_cycle()
+        assert {o.name: o.action for o in report.outcomes} == {"a": "invalid", "b": "created"}
+        assert deployment(api, "a") is None and deployment(api, "b") is not None
+        degraded = condition(api, "a", "Degraded")
+        assert degraded["reason"] == "InvalidSpec" and "spec.size" in degraded["message"]
+
+
+def test_api_errors_and_429s_are_survived(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    make_cr(cluster, "b")
+    cluster.faults += [
+        Fault(method="GET", path_contains="/memcacheds", status=429, retry_after=0, times=2),
+        Fault(method="PATCH", path_contains="/deployments/a", status=503, times=2),
+        Fault(method="GET", path_contains="/pods", status=500, times=1),
+        Fault(method="PATCH", path_contains="/deployments/b", drop_connection=True, times=1),
+    ]
+    report = reconciler_for(cluster).run_cycle()
+    assert report.complete and [o.action for o in report.outcomes] == ["created", "created"]
+    statuses = [r.status for r in cluster.log]
+    assert statuses.count(429) == 2 and statuses.count(503) == 2 and statuses.count(500) == 1 and -1 in statuses
+
+
+def test_a_failing_cr_is_reported_and_the_cycle_goes_on(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    make_cr(cluster, "b")
+    cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=503, times=100))
+    report = reconciler_for(cluster).run_cycle()
+    assert {o.name: o.action for o in report.outcomes} == {"a": "failed", "b": "created"}
+    assert exit_code(report) == 1
+    assert condition(cluster, "a", "Degraded")["reason"] == "ApplyFailed"
+
+
+def test_a_cycle_that_cannot_list_exits_2(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    cluster.faults.append(Fault(method="GET", path_contains="/memcacheds", status=503, times=100))
+    report = reconciler_for(cluster).run_cycle()
+    assert not report.complete and exit_code(report) == 2
+
+
+def test_dry_run_writes_nothing_and_reports_drift(cluster: FakeAPIServer) -> None:
+    make_cr(cluster, "a")
+    cluster.reset_log()
+    report = reconciler_for(cluster, dry_run=True).run_cycle()
+    assert writes(cluster) == [] and exit_code(report, dry_run=True) == 1
+
+
+def test_an_older_crd_without_observed_generation_gets_no_500() -> None:
+    """The tutorial CRD has no status.observedGeneration and an atomic conditions list (transcripts 23, 24)."""
+    tutorial = transcript("00")["exchanges"][0]["request"]["body"]
+    with FakeAPIServer(crd_texts=[tutorial]) as api:
+        make_cr(api, "a")
+        rec = reconciler_for(api)
+        rec.run_cycle()
+        DeploymentController(api).sync()
+        rec.run_cycle()
+        assert not [r for r in api.log if r.status == 500]
+        status = cr_status(api, "a")
+        assert "observedGeneration" not in status
+        assert condition(api, "a", "Available")["status"] == "True"
+
+
+def test_stop_ends_the_cycle_after_the_current_cr(cluster: FakeAPIServer) -> None:
+    for name in ("a", "b", "c"):
+        make_cr(cluster, name)
+    rec = reconciler_for(cluster)
+    cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=0, delay=0.5, times=1))
+    threading.Timer(0.2, rec.stop.set).start()
+    report = rec.run_cycle()
+    assert [o.name for o in report.outcomes] == ["a"] and not report.complete
+    assert deployment(cluster, "a") is not None and deployment(cluster, "b") is None
+
+
+def test_the_lease_is_held_by_one_replica_and_released_to_the_next(cluster: FakeAPIServer) -> None:
+    one, two = reconciler_for(cluster), reconciler_for(cluster)
+    e1 = LeaderElector(one.api, "default", "replica-1", duration=15)
+    e2 = LeaderElector(two.api, "default", "replica-2", duration=15)
+    assert e1.try_acquire_or_renew() is True
+    assert e2.try_acquire_or_renew() is False and e2.holder == "replica-1"
+    cluster.reset_log()
+    assert e1.try_acquire_or_renew() is True
+    assert [r.method for r in cluster.log] == ["PUT"], "the leader renews with one PUT of the Lease it holds"
+    e1.release()
+    assert e2.try_acquire_or_renew() is True, "released on shutdown: the standby takes over at once"
+    assert e1.try_acquire_or_renew() is False
+    lease = cluster.get("coordination.k8s.io", "leases", "default", "memcached-gitops-leader")
+    assert lease["spec"]["holderIdentity"] == "replica-2" and lease["spec"]["leaseTransitions"] == 1
+
+
+def test_an_expired_lease_is_taken_over(cluster: FakeAPIServer) -> None:
+    import datetime as dt
+
+    one = reconciler_for(cluster)
+    past = lambda: dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)  # noqa: E731
+    assert LeaderElector(one.api, "default", "old", clock=past).try_acquire_or_renew()
+    assert LeaderElector(one.api, "default", "new").try_acquire_or_renew()
+
+
+def test_rbac_denial_is_a_clear_failure() -> None:
+    with FakeAPIServer(rbac_rules=[{"apiGroups": ["cache.example.com"], "resources": ["memcacheds"], "verbs": ["list"]}]) as api:
+        report = reconciler_for(api).run_cycle()
+        assert not report.complete and "403" in report.error
+
+
+def test_cli_once_and_diff_against_the_fake(cluster: FakeAPIServer, tmp_path: Path) -> None:
+    make_cr(cluster, "memcached-sample")
+    kubeconfig = write_kubeconfig(tmp_path, cluster.url)
+    cmd = [sys.executable, "-m", "memcached_gitops"]
+    sample = str(REPO / "examples" / "crs" / "memcached-sample.yaml")
+    diff = subprocess.run(cmd + ["diff", "--kubeconfig", str(kubeconfig), sample], capture_output=True, timeout=60)
+    assert diff.returncode == 1 and b"missing" in diff.stdout
+    once = subprocess.run(cmd + ["reconcile", "--once", "--kubeconfig", str(kubeconfig)], capture_output=True, timeout=60)
+    assert once.returncode == 0, once.stderr.decode()
+    lines = [json.loads(line) for line in once.stderr.decode().splitlines()]
+    assert any("cycle done" in line["msg"] for line in lines), "JSON logs when not on a terminal"
+    diff = subprocess.run(cmd + ["diff", "--kubeconfig", str(kubeconfig), sample], capture_output=True, timeout=60)
+    assert diff.returncode == 0, diff.stdout.decode()
+    scale = DEP_PATH.format(ns="default", name="memcached-sample") + "/scale"
+    patch(cluster, scale, {"spec": {"replicas": 3}}, "application/merge-patch+json")
+    diff = subprocess.run(cmd + ["diff", "--kubeconfig", str(kubeconfig), sample], capture_output=True, timeout=60)
+    assert diff.returncode == 1 and b".spec.replicas: live 3, desired 1 (set by kubectl (scale))" in diff.stdout
+
+
+def test_cli_interval_mode_stops_cleanly_on_sigterm(cluster: FakeAPIServer, tmp_path: Path) -> None:
+    make_cr(cluster, "a")
+    kubeconfig = write_kubeconfig(tmp_path, cluster.url)
+    proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", "reconcile", "--interval", "0.2s", "--kubeconfig",
+                             str(kubeconfig), "--metrics-port", "0", "--health-probe-port", "0", "--lease-namespace", "default"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while deployment(cluster, "a") is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert deployment(cluster, "a") is not None
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0, proc.stderr.read().decode()
+    lease = cluster.get("coordination.k8s.io", "leases", "default", "memcached-gitops-leader")
+    assert lease is not None and lease["spec"].get("holderIdentity") is None, "the Lease is released on shutdown"
+
+
+def test_api_error_carries_status() -> None:
+    err = APIError(409, "conflict", {"reason": "Conflict"})
+    assert err.status == 409 and err.reason == "Conflict"
+
+
+# ---- what the log says of an apply, and when
+class _AtEmit(logging.Handler):
+    """Each reconciler log record with the number of Deployment applies the server had accepted when it was written."""
+
+    def __init__(self, api: FakeAPIServer) -> None:
+        super().__init__(logging.DEBUG)
+        self.api, self.seen = api, []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        applies = [r for r in self.api.log if r.method == "PATCH" and "/deployments/" in r.path
+                   and r.query.get("fieldManager") == "memcached-gitops" and 200 <= r.status < 300]
+        self.seen.append((record.levelname, record.getMessage(), len(applies)))
+
+
+@pytest.fixture
+def at_emit(cluster: FakeAPIServer):
+    handler = _AtEmit(cluster)
+    logger = logging.getLogger("memcached_gitops.reconciler")
+    logger.addHandler(handler)
+    level, disabled = logger.level, logger.disabled
+    logger.setLevel(logging.INFO)
+    logger.disabled = False
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+    logger.disabled = disabled
+
+
+def test_a_correction_is_logged_once_its_apply_is_answered_never_before(cluster: FakeAPIServer, at_emit: _AtEmit) -> None:
+    """The apply goes first (a drift's latency is the time to it) and the log tells what was done, not what
+    is about to be tried (reconciler/orchestration/cycle.py _summary)."""
+    make_cr(cluster, "a", size=1)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    patch(cluster, DEP_PATH.format(ns="default", name="a") + "/scale", {"spec": {"replicas": 4}}, "application/merge-patch+json")
+    rec.run_cycle()
+    assert at_emit.seen == [("INFO", "default/a: created the Deployment", 1),
+                            ("INFO", "default/a: Service a-memcached created", 1),
+                            ("INFO", "default/a: corrected .spec.replicas: live 4, desired 1 (set by kubectl (scale))", 2)]
+
+
+def test_a_failed_apply_is_a_warning_with_what_it_was_to_do_and_a_dry_run_says_what_it_would_do(
+        cluster: FakeAPIServer, at_emit: _AtEmit) -> None:
+    make_cr(cluster, "a", size=1)
+    cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=422, times=1))
+    [outcome] = reconciler_for(cluster).run_cycle().outcomes
+    assert outcome.action == "failed"
+    [(level, message, _), created] = at_emit.seen
+    assert created[:2] == ("INFO", "default/a: Service a-memcached created"), "the companions go on without the Deployment"
+    assert level == "WARNING" and message.startswith("default/a: Deployment default/a: apply refused: HTTP 422")
+    assert message.endswith("(to do: created the Deployment)")
+    at_emit.seen.clear()
+    [outcome] = reconciler_for(cluster, dry_run=True).run_cycle().outcomes
+    assert at_emit.seen == [("INFO", "default/a: created the Deployment", 0)], \
+        "nothing sent, what would be done told"
+
+
+def test_detect_only_reports_a_companions_drift_and_writes_nothing(cluster: FakeAPIServer) -> None:
+    from memcached_gitops.reconciler.orchestration.metrics import Metrics
+
+    make_cr(cluster, "a", size=2)
+    reconciler_for(cluster).run_cycle()
+    patch(cluster, "/api/v1/namespaces/default/services/a-memcached", {"spec": {"selector": {"app.kubernetes.io/name": "x"}}},
+          "application/merge-patch+json")
+    cluster.reset_log()
+    [outcome] = reconciler_for(cluster, detect_only=True).run_cycle().outcomes
+    assert outcome.action == "drifted"
+    assert not [w for w in writes(cluster) if "/services/" in str(w)], "nothing written to the Service"
+    assert [(where, d.field) for where, d in outcome.companions.drift] == [("Service a-memcached", ".spec.selector")]
+    metrics = Metrics()
+    metrics.observe_outcome(outcome)
+    assert metrics.value("memcached_gitops_drift_detected_total", {"field": "Service .spec.selector"}) == 1
+    assert cluster.get("", "services", "default", "a-memcached")["spec"]["selector"]["app.kubernetes.io/name"] == "x"
+    degraded = condition(cluster, "a", "Degraded")
+    assert degraded["reason"] == "DriftDetected" and degraded["status"] == "True"
+    assert "Service a-memcached: .spec.selector" in degraded["message"], degraded["message"]
+
+
+def test_detect_only_reports_the_deployments_and_the_budgets_drift_together(cluster: FakeAPIServer) -> None:
+    """With the Deployment drifted too, the companions are still looked at: one message names both."""
+    make_cr(cluster, "a", size=2)
+    reconciler_for(cluster).run_cycle()
+    patch(cluster, "/apis/apps/v1/namespaces/default/deployments/a", {"spec": {"replicas": 5}}, "application/merge-patch+json")
+    cluster.handle("DELETE", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/a-memcached", {}, b"")
+    cluster.reset_log()
+    [outcome] = reconciler_for(cluster, detect_only=True).run_cycle().outcomes
+    assert outcome.action == "drifted" and not [w for w in writes(cluster) if not w.endswith(("/status", "/events"))]
+    message = condition(cluster, "a", "Degraded")["message"]
+    assert ".spec.replicas" in message and "PodDisruptionBudget a-memcached would be created" in message, message
+
+
+def test_with_an_rbac_from_before_the_companions_the_deployment_is_still_reconciled(cluster: FakeAPIServer, caplog) -> None:
+    """An upgrade that kept the old ClusterRole: Services and budgets cannot be listed, so the cycle
+    reconciles the Deployment as before and says once why it does no more."""
+    caplog.set_level(logging.WARNING)
+    make_cr(cluster, "a", size=2)
+    cluster.rbac_rules = [{"apiGroups": ["*"], "resources": [r], "verbs": ["*"]}
+                          for r in ("memcacheds", "memcacheds/status", "deployments", "pods", "horizontalpodautoscalers", "events",
+                                    "customresourcedefinitions")]
+    rec = reconciler_for(cluster)
+    assert [o.action for o in rec.run_cycle().outcomes] == ["created"]
+    assert [o.action for o in rec.run_cycle().outcomes] == ["unchanged"]
+    assert cluster.get("", "services", "default", "a-memcached") is None
+    assert sum("cannot list Services or PodDisruptionBudgets" in r.message for r in caplog.records) == 1
+
+
+def test_placement_and_the_exporter_are_applied_and_a_pod_monitor_is_left_to_the_tool_that_applies_the_rendering(
+        cluster: FakeAPIServer) -> None:
+    """The scheduling fields and the sidecar travel in the Deployment; the reconciler writes no
+    PodMonitor (its kind is served only with the prometheus-operator's CRDs) and sees no drift after."""
+    post(cluster, CR_PATH.format(ns="default"), {
+        "apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m", "namespace": "default"},
+        "spec": {"size": 2, "nodeSelector": {"disk": "ssd"}, "tolerations": [{"key": "k", "operator": "Exists"}],
+                 "priorityClassName": "high", "metrics": {"enabled": True, "podMonitor": {"enabled": True}}}},
+        "?fieldManager=kubectl-create&fieldValidation=Strict")
+    rec = reconciler_for(cluster)
+    assert [o.action for o in rec.run_cycle().outcomes] == ["created"]
+    pod = deployment(cluster, "m")["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"disk": "ssd"} and pod["tolerations"] == [{"key": "k", "operator": "Exists"}]
+    assert pod["priorityClassName"] == "high" and [c["name"] for c in pod["containers"]] == ["memcached", "exporter"]
+    assert not [r for r in cluster.log if "podmonitors" in r.path]
+    cluster.reset_log()
+    assert [o.action for o in rec.run_cycle().outcomes] == ["unchanged"]
+    assert writes(cluster) == [] or all(w.endswith("/status") for w in writes(cluster))

@@ -1,0 +1,81 @@
+"""The metrics server's certificate reload (reconciler/orchestration/tls.py) when a rotation is seen
+half-written: the pair is looked at every RELOAD_CHECK seconds by its files' modification times,
+whose tick is coarse on many filesystems (1 s on ext3, 2 s on FAT, one kernel jiffy on ext4's
+timestamps in practice). A rotation that completes within the same tick as the half-written state
+the server saw leaves the times unchanged, so the times may be taken as seen only for a pair that
+loaded: else the new certificate would never be served."""
+
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+from pathlib import Path
+
+from memcached_gitops.reconciler.orchestration import tls as tls_module
+from memcached_gitops.reconciler.orchestration.metrics import Metrics
+from memcached_gitops.reconciler.orchestration.serving import PROBES, serve
+from memcached_gitops.reconciler.orchestration.tls import ServingCertificate, self_signed
+
+from tests.support.clock import ManualClock
+
+TICK = 1_700_000_000.0  # one modification time for every write below: all within one tick
+
+
+def write_pair(folder: Path, cert: bytes, key: bytes) -> None:
+    (folder / "tls.crt").write_bytes(cert)
+    (folder / "tls.key").write_bytes(key)
+    for name in ("tls.crt", "tls.key"):
+        os.utime(folder / name, (TICK, TICK))
+
+
+def served(address: tuple[str, int]) -> bytes:
+    with socket.create_connection(address, timeout=5) as raw:
+        with ssl._create_unverified_context().wrap_socket(raw) as tls:  # noqa: S323
+            return ssl.DER_cert_to_PEM_cert(tls.getpeercert(binary_form=True)).encode().strip()
+
+
+def test_a_rotation_completed_within_the_tick_of_a_half_written_one_is_served(tmp_path: Path) -> None:
+    clock = ManualClock(1000.0)
+    first, key = self_signed(("localhost", "127.0.0.1"))
+    (tmp_path / "tls.crt").write_bytes(first)
+    (tmp_path / "tls.key").write_bytes(key)
+    os.utime(tmp_path / "tls.crt", (TICK - 60, TICK - 60))
+    os.utime(tmp_path / "tls.key", (TICK - 60, TICK - 60))
+    server = serve(Metrics(), 0, "127.0.0.1", paths=PROBES, certificate=ServingCertificate(str(tmp_path), clock=clock))
+    try:
+        assert served(server.server_address) == first.strip()
+        second, key2 = self_signed(("localhost", "127.0.0.1"))
+        write_pair(tmp_path, second[: len(second) // 2], key2)  # the writer is half-way through the certificate
+        clock.now += tls_module.RELOAD_CHECK
+        assert served(server.server_address) == first.strip(), "a half-written pair keeps the last good one"
+        write_pair(tmp_path, second, key2)  # completed within the same tick: the times did not move
+        clock.now += tls_module.RELOAD_CHECK
+        assert served(server.server_address) == second.strip(), "the completed rotation is served"
+        clock.now += tls_module.RELOAD_CHECK
+        assert served(server.server_address) == second.strip()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_key_written_before_its_certificate_within_one_tick_is_served_once_both_are(tmp_path: Path) -> None:
+    """A new key beside the old certificate does not load (they do not match): the pair is tried again
+    at the next check, also when the certificate then lands within the same tick."""
+    clock = ManualClock(1000.0)
+    first, key = self_signed(("localhost", "127.0.0.1"))
+    write_pair(tmp_path, first, key)
+    os.utime(tmp_path / "tls.crt", (TICK - 60, TICK - 60))
+    os.utime(tmp_path / "tls.key", (TICK - 60, TICK - 60))
+    server = serve(Metrics(), 0, "127.0.0.1", paths=PROBES, certificate=ServingCertificate(str(tmp_path), clock=clock))
+    try:
+        second, key2 = self_signed(("localhost", "127.0.0.1"))
+        write_pair(tmp_path, first, key2)  # the key first: a mismatched pair
+        clock.now += tls_module.RELOAD_CHECK
+        assert served(server.server_address) == first.strip()
+        write_pair(tmp_path, second, key2)
+        clock.now += tls_module.RELOAD_CHECK
+        assert served(server.server_address) == second.strip()
+    finally:
+        server.shutdown()
+        server.server_close()

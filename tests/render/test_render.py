@@ -1,0 +1,206 @@
+"""The renderer: golden output, the API server's stored forms, and properties over random CRs."""
+
+from __future__ import annotations
+
+import os
+
+import kubernetes_validate
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from memcached_gitops.foundation.yamlreader import iter_documents
+from memcached_gitops.render import DEFAULT_IMAGE, RenderError, render, selector_labels, to_json, to_yaml
+from memcached_gitops.schemas import Validator, load_crd
+
+from tests.conftest import REPO, TESTS, transcript
+
+GOLDEN = TESTS / "golden" / "examples.yaml"
+KUBERNETES_VERSION = "1.36.0"  # the API server version the transcripts were recorded from
+
+
+def shipped_validator() -> Validator:
+    """Built per call, not at import: a module-level instance would be built once, before
+    mutation testing selects a mutant, and hide the schemas/ mutants from these tests."""
+    return Validator(load_crd())
+
+
+def render_text(text: str, image: str = DEFAULT_IMAGE) -> list[dict]:
+    out = []
+    for doc in iter_documents(text):
+        validator = shipped_validator()
+        if validator.claims(doc.value):
+            outcome = validator.validate(doc.value)
+            assert outcome.ok, outcome.errors
+            out += render(outcome.obj, image)
+    return out
+
+
+def test_examples_match_the_golden_file() -> None:
+    rendered = []
+    for path in sorted((REPO / "examples" / "crs").glob("*.yaml")):
+        rendered += render_text(path.read_text())
+    text = to_yaml(rendered)
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.parent.mkdir(exist_ok=True)
+        GOLDEN.write_text(text)
+    assert text == GOLDEN.read_text(), "rendered output changed; rerun with UPDATE_GOLDEN=1 if that is intended"
+
+
+def test_defaults_from_the_crd_reach_the_deployment() -> None:
+    deployment = render_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: bare}\n")[0]
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] == 11211
+    assert "namespace" not in deployment["metadata"], "kustomize/Argo CD set the namespace when the CR has none"
+    assert "ownerReferences" not in deployment["metadata"]
+
+
+def test_image_override() -> None:
+    cr = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: x}\n"
+    deployment = render_text(cr, "registry.example/memcached:1.6.29")[0]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "registry.example/memcached:1.6.29"
+    assert deployment["metadata"]["labels"]["app.kubernetes.io/version"] == "1.6.29"
+    by_digest = render_text(cr, "memcached@sha256:" + "a" * 64)[0]
+    assert "app.kubernetes.io/version" not in by_digest["metadata"]["labels"]
+
+
+def test_a_rollout_only_surges() -> None:
+    """No Pod (no warm cache) is removed before its replacement is available, at any size: the
+    API server's default maxUnavailable of 25% would allow one of four to go first."""
+    for size in (1, 4, 10):  # beyond the shipped CRD's maximum of 3: a team's own CRD may allow it
+        deployment = render({"metadata": {"name": "x"}, "spec": {"size": size, "containerPort": 11211}})[0]
+        assert deployment["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 0}}
+
+
+def test_values_are_in_the_form_the_api_server_stores() -> None:
+    """Transcript 25: cpu 0.1 is stored as 100m, 65536Ki as 64Mi; our quantities must be canonical."""
+    stored = {}
+    for ex in transcript("25")["exchanges"]:
+        body = ex["response"].get("body")
+        if isinstance(body, dict) and body.get("kind") == "Deployment":
+            for c in body["spec"]["template"]["spec"]["containers"]:
+                for section in c.get("resources", {}).values():
+                    stored.update(section)
+    deployment = render_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: x}\n")[0]
+    resources = deployment["spec"]["template"]["spec"]["containers"][0]["resources"]
+    canonical = {"100m", "96Mi", "128Mi"}
+    assert {v for section in resources.values() for v in section.values()} == canonical
+    assert "100m" in stored.values(), "the transcript shows the server's canonical millicores"
+
+
+def test_a_name_that_cannot_label_pods_is_a_render_error() -> None:
+    loose = {"metadata": {"name": "a" * 64}, "spec": {"size": 1, "containerPort": 11211}}
+    with pytest.raises(RenderError) as info:
+        render(loose)
+    assert info.value.path == ("metadata", "name")
+    with pytest.raises(RenderError):
+        render({"metadata": {"generateName": "x-"}, "spec": {"size": 1, "containerPort": 1}})
+
+
+def test_json_output_is_a_list() -> None:
+    objs = render_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: x}\n")
+    import json
+
+    doc = json.loads(to_json(objs))
+    assert doc["kind"] == "List" and doc["items"] == objs
+
+
+# ---- properties over random CRs, valid and not
+
+valid_names = st.from_regex(r"\A[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?\Z", fullmatch=True)
+names = st.one_of(valid_names, valid_names, valid_names, st.text(alphabet="abcXYZ_-.09", min_size=0, max_size=70))
+namespaces = st.none() | st.sampled_from(["default", "shop", "cdn", "Bad_NS"])
+specs = st.fixed_dictionaries(
+    {},
+    optional={
+        "size": st.integers(1, 3) | st.integers(-1, 5) | st.just("2") | st.floats(0, 4),
+        "containerPort": st.integers(0, 70000) | st.just(True),
+        "replicas": st.just(2),
+    },
+)
+
+
+@st.composite
+def crs(draw: st.DrawFn) -> dict:
+    meta = {"name": draw(names)}
+    ns = draw(namespaces)
+    if ns:
+        meta["namespace"] = ns
+    if draw(st.booleans()):
+        meta["labels"] = {"team": draw(st.sampled_from(["a", "b", "", "bad value"]))}
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": meta}
+    if draw(st.booleans()):
+        cr["spec"] = draw(specs)
+    return cr
+
+
+def _accepted(cr: dict) -> dict | None:
+    import copy
+
+    outcome = shipped_validator().validate(copy.deepcopy(cr))
+    return outcome.obj if outcome.ok else None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(crs())
+def test_every_accepted_cr_renders_to_deployments_kubernetes_accepts(cr: dict) -> None:
+    stored = _accepted(cr)
+    assume(stored is not None)  # hypothesis fails the test if too few examples are accepted
+    manifests = render(stored)
+    for manifest in manifests:
+        kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
+    deployment, service, *pdb = manifests
+    template = deployment["spec"]["template"]["metadata"]["labels"]
+    for selector in [deployment["spec"]["selector"]["matchLabels"], service["spec"]["selector"]] + [p["spec"]["selector"]["matchLabels"]
+                                                                                                   for p in pdb]:
+        assert selector.items() <= template.items(), "every selector must match the pod template"
+    budget = ["PodDisruptionBudget"] if deployment["spec"]["replicas"] >= 2 else []
+    assert [m["kind"] for m in manifests] == ["Deployment", "Service", *budget]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(crs())
+def test_render_is_deterministic(cr: dict) -> None:
+    stored = _accepted(cr)
+    assume(stored is not None)  # hypothesis fails the test if too few examples are accepted
+    assert to_yaml(render(stored)) == to_yaml(render(_accepted(cr)))
+    assert to_json(render(stored)) == to_json(render(stored))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(crs(), crs())
+def test_two_crs_never_share_a_selector(a: dict, b: dict) -> None:
+    sa, sb = _accepted(a), _accepted(b)
+    assume(sa is not None and sb is not None)
+    key = lambda s: (s["metadata"].get("namespace"), s["metadata"]["name"])  # noqa: E731
+    if key(sa) == key(sb):
+        return
+    da, db = render(sa)[0], render(sb)[0]
+    same_namespace = key(sa)[0] == key(sb)[0]
+    if same_namespace:
+        assert da["spec"]["selector"] != db["spec"]["selector"]
+        # neither Deployment's selector matches the other's pods
+        assert not da["spec"]["selector"]["matchLabels"].items() <= db["spec"]["template"]["metadata"]["labels"].items()
+    assert selector_labels(sa["metadata"]["name"]) == da["spec"]["selector"]["matchLabels"]
+
+
+@pytest.mark.parametrize("count", [0, 1, 7])
+def test_streamed_output_is_the_same_bytes(count: int) -> None:
+    """write_yaml and write_json (the CLI's stdout) write what to_yaml and to_json return."""
+    import io
+
+    from memcached_gitops.render import write_json, write_yaml
+
+    objects = [m for i in range(count) for m in render({"metadata": {"name": f"c{i}"}, "spec": {"size": 2, "containerPort": 11211}})]
+    if count:  # strings the writer must quote, and a block scalar
+        objects.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "y"}, "data": {"k": "1e3", "n": "y", "t": "a\nb"}})
+    for write, whole in ((write_yaml, to_yaml), (write_json, to_json)):
+        stream = io.StringIO()
+        write(objects, stream)
+        assert stream.getvalue() == whole(objects)
+
+
+@pytest.mark.parametrize("port", [True, False, 0, 65536, "11211"])
+def test_a_port_that_is_no_int32_port_is_refused(port: object) -> None:
+    with pytest.raises(RenderError) as caught:
+        render({"metadata": {"name": "x"}, "spec": {"size": 1, "containerPort": port}})
+    assert caught.value.path == ("spec", "containerPort")

@@ -1,0 +1,86 @@
+"""The Service and PodDisruptionBudget rendered beside each Deployment (render/companions.py)."""
+
+from __future__ import annotations
+
+import kubernetes_validate
+import pytest
+from memcached_gitops.render import render
+from memcached_gitops.render.companions import object_name
+from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors
+
+from tests.support.crs import memcached_cr
+
+KUBERNETES_VERSION = "1.33"
+
+
+def cr(name: str, size: int, namespace: str | None = "shop", port: int = 11211) -> dict:
+    return memcached_cr(name, namespace, {"size": size, "containerPort": port})
+
+
+def test_a_headless_service_selects_the_deployments_pods_on_the_named_port() -> None:
+    deployment, service, pdb = render(cr("sessions", 3, port=21211))
+    assert service["metadata"] == {"name": "sessions-memcached", "namespace": "shop", "labels": deployment["metadata"]["labels"]}
+    assert service["spec"]["clusterIP"] == "None", "headless: clients that hash keys see every Pod"
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert service["spec"]["ports"] == [{"name": "memcached", "port": 21211, "protocol": "TCP", "targetPort": "memcached"}]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["name"] == "memcached"
+    assert pdb["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": deployment["spec"]["selector"]["matchLabels"]}}
+
+
+@pytest.mark.parametrize("size", [0, 1])
+def test_no_budget_below_two_pods(size: int) -> None:
+    """A budget that forbids evicting the only Pod would block every drain of its node."""
+    assert [m["kind"] for m in render(cr("one", size))] == ["Deployment", "Service"]
+
+
+def test_no_namespace_when_the_cr_has_none() -> None:
+    for manifest in render(cr("x", 2, namespace=None)):
+        assert "namespace" not in manifest["metadata"]
+
+
+@pytest.mark.parametrize("name", ["catalog.v2", "0", "9lives", "a" * 63, "a.b" * 21, "x-" * 30 + "y"])
+def test_every_cr_name_gives_a_valid_service_name_unique_per_cr(name: str) -> None:
+    service_name = object_name(name)
+    assert len(service_name) <= 63 and service_name.endswith("-memcached")
+    assert service_name[0].isalpha() and not dns1123_subdomain_errors(service_name)
+    for manifest in render(cr(name, 2)):
+        kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
+
+
+def test_names_that_would_meet_after_shortening_stay_apart() -> None:
+    assert object_name("catalog.v2") != object_name("catalog-v2")
+    assert object_name("a" * 60 + "b") != object_name("a" * 60 + "c")
+    assert object_name("sessions") == "sessions-memcached", "an ordinary name reads as it is"
+
+
+def test_pods_mount_no_token_and_spread_over_nodes_then_zones() -> None:
+    deployment = render(cr("sessions", 3))[0]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False, "memcached never calls the API server"
+    assert pod["topologySpreadConstraints"] == [
+        {"labelSelector": {"matchLabels": {"app.kubernetes.io/name": "memcached"}}, "matchLabelKeys": ["app.kubernetes.io/instance"],
+         "maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway"}
+        for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone")]
+    # the CR's own selector is labelSelector plus matchLabelKeys read from its Pods' labels
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": labels["app.kubernetes.io/instance"]} == \
+        deployment["spec"]["selector"]["matchLabels"]
+    assert render(cr("other", 3))[0]["spec"]["template"]["spec"] == pod, "one pod spec for every CR (one copy in the cache)"
+
+
+def sha8(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+@pytest.mark.parametrize(("cr_name", "expected"), [
+    ("a" * 53, "a" * 53 + "-memcached"),                       # 63 characters: kept as it is
+    ("a" * 54, "a" * 44 + f"-{sha8('a' * 54)}-memcached"),      # 64: cut, with the hash
+    ("catalog.v2", f"catalog-v2-{sha8('catalog.v2')}-memcached"),
+    ("a.b", f"a-b-{sha8('a.b')}-memcached"),                   # a letter first stays first
+    ("9lives", f"m9lives-{sha8('9lives')}-memcached"),         # a DNS-1035 label starts with a letter
+    ("a" * 43 + ".b" + "c" * 20, "a" * 43 + f"-{sha8('a' * 43 + '.b' + 'c' * 20)}-memcached"),  # no dash before the hash
+])
+def test_the_service_name_rule_exactly(cr_name: str, expected: str) -> None:
+    assert object_name(cr_name) == expected and len(expected) <= 63

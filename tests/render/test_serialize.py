@@ -1,0 +1,129 @@
+"""The YAML writer: the direct node builder in render/serialize.py writes, byte for byte, what PyYAML's
+generic representer writes with the same scalar styles, and never an anchor or alias."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from memcached_gitops.render import to_yaml
+from memcached_gitops.render.serialize import scalar_style
+from yaml.cyaml import CSafeDumper
+
+from memcached_gitops import commands
+from tests.conftest import REPO
+
+SAMPLE = REPO / "examples" / "crs" / "memcached-sample.yaml"
+
+
+class GenericDumper(CSafeDumper):
+    """PyYAML's own path: its representers looked up by type, its resolver for every scalar."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+GenericDumper.add_representer(str, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", s, style=scalar_style(s)))
+
+
+def generic(objects: list[Any]) -> str:
+    return yaml.dump_all(objects, Dumper=GenericDumper, sort_keys=False, default_flow_style=False, explicit_start=True,
+                         width=1 << 16)
+
+
+#: Words go-yaml reads as something else than a string, which a plain scalar must not be written as.
+TRICKY = ["yes", "No", "on", "y", "n", "~", "null", "", "0o17", "017", "0x1F", "1e3", "1_000", ".5", ".inf", "-.NaN",
+          "2001-12-14", "true", " lead", "trail ", "a: b", "- x", "#c", "line\nbreak", "end \n", "'q'", '"q"', "*a", "&a",
+          "!tag", "%", "@", "`", "|", ">", "?", "caf\u00e9", "\t", "\u2028"]
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(TRICKY), st.text(max_size=12),
+)
+values = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.one_of(st.sampled_from(TRICKY), st.text(max_size=6)), inner, max_size=4),
+), max_leaves=25)
+
+
+@settings(max_examples=400)
+@given(st.lists(st.dictionaries(st.text(max_size=6), values, max_size=5), min_size=1, max_size=4))
+def test_the_same_bytes_as_pyyamls_generic_representer(objects: list[dict[str, Any]]) -> None:
+    assert to_yaml(objects) == generic(objects)
+
+
+def test_a_value_seen_again_is_written_again_not_aliased() -> None:
+    shared = {"app": "x", "list": ["a", "a"]}
+    objects = [{"a": shared, "b": shared, "c": "yes", "d": "yes"}, {"again": shared, "c": "yes"}]
+    text = to_yaml(objects)
+    assert text == generic(objects)
+    assert "&" not in text and "*" not in text
+    assert text.count("'yes'") == 3  # the style remembered for a value is its own on every use
+
+
+def test_floats_and_other_types_take_pyyamls_own_path() -> None:
+    objects = [{"f": 2.0, "g": 1e300, "h": -0.0}]
+    assert to_yaml(objects) == generic(objects)
+
+    class Labels(dict):  # type: ignore[type-arg]
+        """No representer for it: PyYAML refuses it, and so does the writer."""
+
+    with pytest.raises(yaml.representer.RepresenterError):
+        generic([{"m": Labels(a="1")}])
+    with pytest.raises(yaml.representer.RepresenterError):
+        to_yaml([{"m": Labels(a="1")}])
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_one_shot_command_pauses_the_cycle_collector_and_restores_it(enabled: bool) -> None:
+    seen = []
+
+    @commands.one_shot
+    def command(x: int) -> int:
+        seen.append(gc.isenabled())
+        return x + 1
+
+    (gc.enable if enabled else gc.disable)()
+    try:
+        assert command(1) == 2
+        assert seen == [False]
+        assert gc.isenabled() is enabled
+        with pytest.raises(ZeroDivisionError):
+            commands.one_shot(lambda: 1 / 0)()
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_validate_and_render_run_with_the_collector_paused(command: str, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    seen = []
+    real = commands.run_pipeline
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(commands, "run_pipeline", spy)
+    (commands.validate_files if command == "validate" else commands.render_files)([str(SAMPLE)])
+    assert seen == [False]
+    assert gc.isenabled()
+
+
+def test_every_tricky_string_reads_back_as_itself() -> None:
+    """What the writer quotes (or not) is what kubectl's reader gives back: each of go-yaml's
+    special words, leading and trailing spaces, line breaks."""
+    from memcached_gitops.foundation.yamlreader import iter_documents
+
+    objects = [{"v": value} for value in TRICKY]
+    assert [d.value["v"] for d in iter_documents(to_yaml(objects).encode())] == TRICKY
+
+
+def test_a_float_object_seen_twice_is_written_twice_not_aliased() -> None:
+    """Floats go through PyYAML's representer, which would anchor an object it meets twice."""
+    x = 2.5
+    text = to_yaml([{"f": x, "g": [x, x]}])
+    assert "&" not in text and "*" not in text and text.count("2.5") == 3

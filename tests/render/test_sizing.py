@@ -1,0 +1,146 @@
+"""A cache sized by its CR: resources in the API server's stored form, memcached's -m, -t and -c derived
+as render/sizing.py says, and checked by a real memcached (Debian's package) through ``stats settings``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+from decimal import Decimal
+
+import pytest
+from memcached_gitops.render import render
+from memcached_gitops.render.sizing import MIB, cache_megabytes, memcached_flags, thread_count
+from memcached_gitops.schemas.quantities import canonical_quantity, quantity
+
+from tests.conftest import TRANSCRIPTS
+from tests.support.crs import memcached_cr
+
+
+def cr(**spec) -> dict:
+    return memcached_cr("c", "shop", {"size": 2, "containerPort": 11211, **spec})
+
+
+def container(**spec) -> dict:
+    return render(cr(**spec))[0]["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_every_quantity_of_transcript_43_is_stored_as_the_server_stored_it() -> None:
+    data = json.loads((TRANSCRIPTS / "43-resource-quantities.json").read_text())
+    [exchange] = data["exchanges"]
+    sent = exchange["request"]["body"]["spec"]["containers"]
+    stored = exchange["response"]["body"]["spec"]["containers"]
+    assert len(sent) == len(stored) >= 150
+    differ = [(a["resources"]["limits"]["memory"], b["resources"]["limits"]["memory"]) for a, b in zip(sent, stored, strict=True)
+              if canonical_quantity(a["resources"]["limits"]["memory"]) != b["resources"]["limits"]["memory"]]
+    assert differ == []
+
+
+@pytest.mark.parametrize("text,stored", [("0.1", "100m"), ("67108864", "67108864"), ("65536Ki", "64Mi"), ("1000m", "1"),
+                                         ("1.5Gi", "1536Mi")])
+def test_transcript_25s_quantities(text: str, stored: str) -> None:
+    assert canonical_quantity(text) == stored
+
+
+def test_quantities_are_numbers() -> None:
+    assert quantity("128Mi") == 128 * MIB and quantity("500m") == Decimal("0.5") and quantity("1e3") == 1000
+    assert quantity("1E3") == 1000 and quantity("2e-3") == Decimal("0.002") and quantity("1E") == 10**18
+    assert quantity("1Ei") == 2**60 and quantity(" 2Ki ") == 2048 and quantity("+1") == 1 and quantity("-1") == -1
+    assert quantity(1073741824) == 1073741824 and quantity("1 Gi") is None and quantity("") is None
+    assert [quantity(v) for v in (True, 1.5, None, [1], {"a": 1})] == [None] * 5
+
+
+def test_what_is_not_a_quantity_is_left_as_it_is() -> None:
+    for value in ("abc", "1 Gi", 1.5, True, None):
+        assert canonical_quantity(value) is value or canonical_quantity(value) == value
+
+
+@pytest.mark.parametrize("limit,cache", [(None, 64), (64 * MIB, 32), (128 * MIB, 96), (512 * MIB, 409), (1024 * MIB, 819),
+                                         (40 * MIB, 16)])
+def test_the_cache_leaves_a_fifth_of_the_limit_and_at_least_32_mib(limit, cache: int) -> None:
+    assert cache_megabytes(None if limit is None else Decimal(limit)) == cache
+
+
+@pytest.mark.parametrize("cpu,threads", [(None, None), ("500m", 1), ("2", 2), ("2.5", 3), ("100", 16), ("0", None)])
+def test_threads_follow_the_cpu(cpu, threads) -> None:
+    assert thread_count(quantity(cpu) if cpu is not None else None) == threads
+
+
+def test_without_resources_the_seeds_command_and_resources_stay() -> None:
+    plain = container()
+    assert plain["command"] == ["memcached", "--memory-limit=64", "-o", "modern", "-v"]
+    assert plain["resources"] == {"requests": {"cpu": "100m", "memory": "96Mi"}, "limits": {"memory": "128Mi"}}
+
+
+def test_resources_are_the_crs_in_stored_form_and_size_memcached() -> None:
+    sized = container(resources={"limits": {"memory": "1024Mi", "cpu": "2"}, "requests": {"memory": "0.5Gi", "cpu": "0.5"}},
+                      maxConnections=4096)
+    assert sized["resources"] == {"limits": {"memory": "1Gi", "cpu": "2"}, "requests": {"memory": "512Mi", "cpu": "500m"}}
+    assert sized["command"] == ["memcached", "--memory-limit=819", "--conn-limit=4096", "--threads=2", "-o", "modern", "-v"]
+    only_requests = container(resources={"requests": {"memory": "256Mi"}}, threads=8)
+    assert only_requests["command"] == ["memcached", "--memory-limit=204", "--threads=8", "-o", "modern", "-v"]
+    assert only_requests["resources"] == {"requests": {"memory": "256Mi"}}
+
+
+MEMCACHED = shutil.which("memcached")
+
+
+@pytest.mark.skipif(MEMCACHED is None, reason="memcached not installed (apt-get install memcached; .ci/run does where it can)")
+@pytest.mark.parametrize("spec,maxbytes,maxconns,threads", [
+    ({}, 64, 1024, 4),
+    ({"resources": {"limits": {"memory": "128Mi"}}}, 96, 1024, 4),
+    ({"resources": {"limits": {"memory": "1Gi", "cpu": "3"}}, "maxConnections": 200}, 819, 200, 3),
+    ({"resources": {"requests": {"memory": "512Mi", "cpu": "250m"}}, "threads": 2}, 409, 1024, 2),
+])
+def test_a_real_memcached_runs_the_rendered_command_with_the_promised_limits(spec: dict, maxbytes: int, maxconns: int,
+                                                                          threads: int) -> None:
+    command = container(**spec)["command"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([MEMCACHED, *command[1:], "-p", str(port), "-U", "0", "-l", "127.0.0.1", "-u", "nobody"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, "memcached did not start"
+                time.sleep(0.05)
+        conn.sendall(b"stats settings\r\n")
+        data = b""
+        while not data.endswith(b"END\r\n"):
+            data += conn.recv(65536)
+        conn.close()
+        settings = {p[1]: p[2] for p in (line.split() for line in data.decode().splitlines()) if len(p) == 3}
+        assert int(settings["maxbytes"]) == maxbytes * MIB
+        assert int(settings["maxconns"]) == maxconns
+        assert int(settings["num_threads"]) == threads
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_the_flags_are_memcacheds_own_spelling() -> None:
+    assert memcached_flags(Decimal(256 * MIB), Decimal(4), 10, None) == [
+        "--memory-limit=204", "--conn-limit=10", "--threads=4", "-o", "modern", "-v"]
+    assert memcached_flags(512 * MIB, None) == ["--memory-limit=409", "-o", "modern", "-v"]
+    assert memcached_flags(None, Decimal("0.5"), threads=6) == ["--memory-limit=64", "--threads=6", "-o", "modern", "-v"]
+
+
+@pytest.mark.parametrize(("spec", "flags"), [
+    ({"maxConnections": 512}, ["--memory-limit=64", "--conn-limit=512", "-o", "modern", "-v"]),
+    ({"threads": 2}, ["--memory-limit=64", "--threads=2", "-o", "modern", "-v"]),
+    ({"maxConnections": 512, "threads": 2}, ["--memory-limit=64", "--conn-limit=512", "--threads=2", "-o", "modern", "-v"]),
+])
+def test_connections_and_threads_without_resources_keep_the_seeds_memory(spec: dict, flags: list[str]) -> None:
+    """maxConnections or threads alone: memcached's flags say them, with the seeds' 64 MB and resources."""
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "a"},
+          "spec": {"size": 1, "containerPort": 11211, **spec}}
+    [container] = render(cr)[0]["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["memcached", *flags]
+    assert container["resources"] == {"requests": {"cpu": "100m", "memory": "96Mi"}, "limits": {"memory": "128Mi"}}

@@ -1,0 +1,39 @@
+"""A clock a test moves by hand.
+
+It implements ``foundation.clocks.Clock`` (``monotonic()`` and ``wall()`` give typed instants) for
+the controller; called, it gives the float monotonic seconds the client classes take as
+``monotonic=``/``clock=`` (work queue, token bucket, shard ring, elector, metrics, reviews); and
+``datetime()`` is the wall time as a ``datetime``, for a Lease's MicroTimes. All read ``now``,
+seconds since ``start``, which a test sets or moves with ``advance``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from memcached_gitops.foundation.clocks import Monotonic, WallTime
+
+EPOCH = dt.datetime(2026, 11, 25, 12, 0, 0, tzinfo=dt.UTC)
+
+
+class ManualClock:
+    """Time stands still until a test moves it."""
+
+    def __init__(self, now: float = 0.0, start: dt.datetime = EPOCH) -> None:
+        self.now = now
+        self.start = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+    def monotonic(self) -> Monotonic:
+        return Monotonic(self.now)
+
+    def wall(self) -> WallTime:
+        return WallTime(self.start.timestamp() + self.now)
+
+    def datetime(self) -> dt.datetime:
+        return self.start + dt.timedelta(seconds=self.now)
