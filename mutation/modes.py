@@ -40,7 +40,8 @@ MUTANTS: dict[str, tuple[str, str, str, list[str]]] = {
         SHARDS, "            if self.stopping:  # leaving", "            if False:  # leaving",
         [MODES, "-k", "three_shards"]),
     "metric: the correction's finish time from the wall clock": (
-        CYCLE, "result.deployment, result.applied_at = live, time.monotonic()", "result.deployment, result.applied_at = live, time.time()",
+        CYCLE, "result.deployment, result.applied_at = live, self.process_clock.monotonic().seconds",
+        "result.deployment, result.applied_at = live, self.process_clock.wall().seconds",
         [MODES, "-k", "single"]),
     "metric: a shard hand-over's time from the wall clock": (
         SHARDS, "took = self.monotonic() - self.changed_at", "took = time.time() - self.changed_at",

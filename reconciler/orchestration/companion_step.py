@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from memcached_gitops.foundation.identities import IGNORE_PATHS_ANNOTATION as IGNORE_ANNOTATION
 from memcached_gitops.render import selector_labels
 from memcached_gitops.render.companions import object_name
 
@@ -19,9 +20,9 @@ from ..client.api import APIError
 from ..decisions.companions import Move, Step, relation, steps
 from ..decisions.drift import Drift, compare
 from ..decisions.fights import Correction
-from ..decisions.ignore import ANNOTATION as IGNORE_ANNOTATION
 from ..decisions.ignore import Ignored, Pointer
-from ..decisions.vocabulary import COMPANIONS, Action, Resource, bounded
+from ..decisions.reasons import EventReason, Reason
+from ..decisions.vocabulary import COMPANIONS, Action, Resource, bounded, for_log
 from .write_apply import WriteFailure, correct
 from .write_delete import delete
 
@@ -90,9 +91,9 @@ def reconcile_companions(rec: Reconciler, visit: Visit, lookup: CompanionLookup,
         record(rec, visit, step, answer)
     if result.companions.ignored:
         log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION,
-                 "; ".join(f"{where} {d.describe()}" for where, d in result.companions.ignored)[:2048])
+                 for_log("; ".join(f"{where} {d.describe()}" for where, d in result.companions.ignored)))
     if foreign:
-        rec.events.warn_once(cr, "ResourceNotOwned", bounded("; ".join(foreign)))
+        rec.events.warn_once(cr, Reason.RESOURCE_NOT_OWNED, bounded("; ".join(foreign)))
     return bounded("; ".join(foreign))
 
 def lookups(rec: Reconciler, visit: Visit, lookup: CompanionLookup) -> tuple[
@@ -153,7 +154,7 @@ def record(rec: Reconciler, visit: Visit, step: Step, answer: dict[str, Any] | N
     done = f"{step.describe()} {step.move.value}d" if step.move is not Move.CORRECT else (
         f"{step.describe()} corrected: " + "; ".join(d.describe() for d in step.drift))
     log.info("%s: %s", visit, done)
-    reason = "DriftCorrected" if step.move is Move.CORRECT else f"{step.resource.kind}{step.move.value.title()}d"
+    reason = EventReason.DRIFT_CORRECTED if step.move is Move.CORRECT else f"{step.resource.kind}{step.move.value.title()}d"
     visit.tell(reason, bounded(done))
 
 

@@ -23,25 +23,26 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memcached_gitops.foundation.clocks import SYSTEM_CLOCK, Clock
 from memcached_gitops.foundation.excerpt import excerpt
+from memcached_gitops.foundation.identities import IGNORE_PATHS_ANNOTATION as IGNORE_ANNOTATION
 from memcached_gitops.foundation.product import NAME
 from memcached_gitops.render import DEFAULT_IMAGE
 from memcached_gitops.schemas import CRD, Problem, Validator
 
-from ..client.api import APIError, KubeAPI, collection_path, object_path
+from ..client.api import APIError, KubeAPI, collection_path, is_forbidden, is_not_found, object_path
 from ..client.events import EventRecorder, now_rfc3339
 from ..decisions.autoscalers import autoscalers_by_target
 from ..decisions.drift import Drift
 from ..decisions.fights import Correction
-from ..decisions.ignore import ANNOTATION as IGNORE_ANNOTATION
 from ..decisions.ignore import Ignored, IgnoreError, Pointer, ignored_paths
 from ..decisions.ownership import Ownership, classify, spec_manager
 from ..decisions.plan import plan
+from ..decisions.reasons import EventReason, Reason
 from ..decisions.revoke import revocation
 from ..decisions.selectors import describe as describe_selector
 from ..decisions.selectors import foreign_owners, has_kept_selector, overlapping, selector_of
@@ -53,6 +54,7 @@ from ..decisions.vocabulary import (
     FAILURES,
     INSTANCE_LABEL,
     MESSAGE_LIMIT,
+    PODS,
     RECONCILE_ANNOTATION,
     RECONCILE_MODES,
     REQUESTED_AT_ANNOTATION,
@@ -62,6 +64,7 @@ from ..decisions.vocabulary import (
     Action,
     Resource,
     bounded,
+    for_log,
 )
 from .companion_step import find_new, reconcile_companions
 from .desired_cache import DesiredCache
@@ -180,8 +183,9 @@ class Visit:
 class Reconciler:
     """Holds the validator (built once) and runs cycles."""
 
-    def __init__(self, api: KubeAPI, crd: CRD, options: Options | None = None, stop: threading.Event | None = None) -> None:
-        self.api, self.crd = api, crd
+    def __init__(self, api: KubeAPI, crd: CRD, options: Options | None = None, stop: threading.Event | None = None,
+                 process_clock: Clock = SYSTEM_CLOCK) -> None:
+        self.api, self.crd, self.process_clock = api, crd, process_clock  # durations and applied_at (foundation/clocks)
         self.options = options or Options()
         self.validator = Validator(crd)
         self.stop = stop or threading.Event()
@@ -218,7 +222,7 @@ class Reconciler:
         try:
             return read()
         except APIError as exc:
-            if exc.status not in (403, 404):
+            if not (is_forbidden(exc) or is_not_found(exc)):
                 raise
             if what not in self._unreadable:
                 self._unreadable.add(what)
@@ -245,19 +249,19 @@ class Reconciler:
 
     # ---- the cycle
     def run_cycle(self) -> CycleReport:
-        started = time.monotonic()
+        started = self.process_clock.monotonic().seconds
         report = CycleReport()
         try:
             crs = self._list(self.crd.group, self.version, self.crd.plural)
             deployments = self._list(*DEPLOYMENTS.gvr, SELECTOR)
-            pods = self._list("", "v1", "pods", SELECTOR)
+            pods = self._list(*PODS.gvr, SELECTOR)
             autoscalers = self.autoscalers()
             companions = self.companions()
             declared, condition_fields = self.status_schema()
         except APIError as exc:
             report.complete, report.error = False, f"listing failed: {exc}"
             log.error("cycle could not run: %s", report.error)
-            report.duration = time.monotonic() - started
+            report.duration = self.process_clock.monotonic().seconds - started
             return report
         by_name = {(d["metadata"].get("namespace", ""), d["metadata"]["name"]): d for d in deployments}
         kept: dict[str, dict[str, dict[str, Any]]] = {}
@@ -284,9 +288,9 @@ class Reconciler:
             except APIError as exc:  # one bad CR never stops the others
                 outcome = CROutcome(key[0], key[1], Action.FAILED, error=str(exc))
                 log.error("%s/%s: %s", key[0], key[1], exc)
-                self.events.record(cr, "Warning", "ReconcileFailed", str(exc))
+                self.events.record(cr, "Warning", EventReason.RECONCILE_FAILED, str(exc))
             report.outcomes.append(outcome)
-        report.duration = time.monotonic() - started
+        report.duration = self.process_clock.monotonic().seconds - started
         return report
 
     def reconcile_cr(self, cr: dict[str, Any], live: dict[str, Any] | None, pods: tuple[str, ...],
@@ -335,7 +339,7 @@ class Reconciler:
         ownership = classify(live, cr, self.options.field_manager) if live is not None else Ownership.OWNED
         if ownership is Ownership.FOREIGN:
             message = f"Deployment {visit.namespace}/{visit.name} exists and is not controlled by this Memcached; it is left alone"
-            return self._refuse(visit, "ResourceNotOwned", message, size, None, Action.NOT_OWNED, pods=())
+            return self._refuse(visit, Reason.RESOURCE_NOT_OWNED, message, size, None, Action.NOT_OWNED, pods=())
         desired, drift, size = self._plan(visit, desired, live, ignored.get(DEPLOYMENTS.kind, ()), size)
         inherited = ownership is Ownership.INHERITED
         applied_by = ""
@@ -388,12 +392,13 @@ class Reconciler:
         corrected = [Correction(DEPLOYMENTS.kind, ours, d) for d in drift] if visit.result.action == Action.CORRECTED else []
         corrected += visit.result.companions.corrected
         degraded, neighbours = visit.degraded, visit.neighbours
-        reason, message = (degraded(visit.cr, corrected) if degraded else None) or (("ResourceNotOwned", foreign) if foreign else ("", ""))
-        if shared and reason != "FieldManagerFight":  # its Service and budget withheld: not served as asked
-            reason, message = "SelectorOverlap", shared
+        reason, message = ((degraded(visit.cr, corrected) if degraded else None)
+                           or ((Reason.RESOURCE_NOT_OWNED, foreign) if foreign else ("", "")))
+        if shared and reason != Reason.FIELD_MANAGER_FIGHT:  # its Service and budget withheld: not served as asked
+            reason, message = Reason.SELECTOR_OVERLAP, shared
             self.events.warn_once(visit.cr, reason, message)
         if visit.result.failures:  # a refused write outranks the rest: nothing else is as urgent
-            reason, message = "ApplyFailed", visit.result.error
+            reason, message = Reason.APPLY_FAILED, visit.result.error
             self.events.warn_once(visit.cr, reason, message)
         overlap = self._overlap(visit.cr, live, neighbours) if live is not None and neighbours is not None and not shared else ""
         if not self.options.dry_run:
@@ -413,7 +418,7 @@ class Reconciler:
         if autoscaler:
             size = (live or planned.desired)["spec"].get("replicas", size)
         if planned.ignored:
-            log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION, "; ".join(d.describe() for d in planned.ignored)[:2048])
+            log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION, for_log("; ".join(d.describe() for d in planned.ignored)))
         return planned.desired, planned.drift, size
 
     def _check(self, visit: Visit, mode: str, live: dict[str, Any] | None) -> tuple[dict[str, Any], int, Ignored] | None:
@@ -423,23 +428,23 @@ class Reconciler:
         if mode not in RECONCILE_MODES:
             message = (f"metadata.annotations[{RECONCILE_ANNOTATION}]: Unsupported value: {excerpt(str(mode))!r}: "
                        f"supported values: {', '.join(RECONCILE_MODES)}")
-            self._refuse(visit, "InvalidAnnotation", message, asked_size(visit.cr, live), live)
+            self._refuse(visit, Reason.INVALID_ANNOTATION, message, asked_size(visit.cr, live), live)
             return None
         requested = requested_at(visit.cr)
         if len(requested) > REQUESTED_AT_LIMIT:
             message = (f"metadata.annotations[{REQUESTED_AT_ANNOTATION}]: Too long: may not be more than "
                        f"{REQUESTED_AT_LIMIT} characters (it is {len(requested)})")
-            self._refuse(visit, "InvalidAnnotation", message, asked_size(visit.cr, live), live)
+            self._refuse(visit, Reason.INVALID_ANNOTATION, message, asked_size(visit.cr, live), live)
             return None
         desired, problems = self.desired_for(visit.cr)
         if desired is None:
-            self._refuse(visit, "InvalidSpec", "; ".join(f"{p.field}: {p.message}" for p in problems), 0, live)
+            self._refuse(visit, Reason.INVALID_SPEC, "; ".join(f"{p.field}: {p.message}" for p in problems), 0, live)
             return None
         size = desired["spec"]["replicas"]
         try:
             return desired, size, ignored_paths(visit.cr)
         except IgnoreError as exc:
-            self._refuse(visit, "InvalidIgnorePaths", str(exc), size, live)
+            self._refuse(visit, Reason.INVALID_IGNORE_PATHS, str(exc), size, live)
             return None
 
     def _refuse(self, visit: Visit, reason: str, message: str, size: int, live: dict[str, Any] | None,
@@ -464,7 +469,7 @@ class Reconciler:
         message = ("the Deployment does not exist" if live is None else
                    f"drift left uncorrected ({why}): " + "; ".join(found) + also)
         log.warning("%s: %s", visit, bounded(message))
-        return self._refuse(visit, "DriftDetected", message, size, live, Action.DRIFTED, failed=False)
+        return self._refuse(visit, Reason.DRIFT_DETECTED, message, size, live, Action.DRIFTED, failed=False)
 
     def _correct(self, visit: Visit, desired: dict[str, Any], drift: list[Drift], live: dict[str, Any] | None, size: int,
                  applied_by: str, inherited: bool, pointers: tuple[Pointer, ...] = (), ours: bool = True) -> dict[str, Any] | None:
@@ -484,10 +489,11 @@ class Reconciler:
             self._failed(visit, WriteFailure(DEPLOYMENTS.kind, f"{visit.namespace}/{visit.name}", "apply", exc.status, exc.message),
                          f" (to do: {_summary(result.action, drift, desired, applied_by, inherited)})")
             return live
-        result.deployment, result.applied_at = live, time.monotonic()
+        result.deployment, result.applied_at = live, self.process_clock.monotonic().seconds
         done = _summary(result.action, drift, desired, applied_by, inherited)
         log.info("%s: %s", visit, done)
-        reason = {Action.CREATED: "DeploymentCreated", Action.ADOPTED: "Adopted"}.get(result.action, "DriftCorrected")
+        reason = {Action.CREATED: EventReason.DEPLOYMENT_CREATED,
+                  Action.ADOPTED: EventReason.ADOPTED}.get(result.action, EventReason.DRIFT_CORRECTED)
         corrections = _corrections(drift) if applied_by else []
         details = "; corrected " + "; ".join(d.describe() for d in corrections) if corrections else ""
         visit.tell(reason, done + details)
@@ -502,7 +508,7 @@ class Reconciler:
         message says how to get a selector of one's own (``kept``) or what to do with those Pods."""
         if not selector:
             return ""
-        pods = self.api.list_all(collection_path("", "v1", "pods", namespace), describe_selector(selector), limit=PAGE_SIZE)
+        pods = self.api.list_all(collection_path(*PODS.gvr, namespace), describe_selector(selector), limit=PAGE_SIZE)
         owners = foreign_owners(name, pods)
         if not owners:
             return ""
@@ -528,7 +534,7 @@ class Reconciler:
         message = bounded(f"the Deployment's selector {describe_selector(selector_of(deployment))}, kept from the Deployment "
                    f"this Memcached took over, shares Pods with Deployment(s) {', '.join(f'{ns}/{o}' for o in others)}: "
                    "a Service or PodDisruptionBudget built on it spans both (docs/guides/migrate-from-go-operator.md)")
-        self.events.warn_once(cr, "SelectorOverlap", message)
+        self.events.warn_once(cr, Reason.SELECTOR_OVERLAP, message)
         return message
 
     def _observe(self, visit: Visit, live: dict[str, Any], applied_by: str, drift: list[Drift], size: int,
@@ -544,7 +550,7 @@ class Reconciler:
         kept = describe_selector(selector_of(live)) if inherited else ""
         shared = self._shared(ns, name, selector_of(live), adopted=False) if inherited else ""
         if shared:
-            self.events.warn_once(cr, "SelectorOverlap", shared)
+            self.events.warn_once(cr, Reason.SELECTOR_OVERLAP, shared)
         written = self.write_status(cr, Observation(visit.generation, size, live, visit.pods, applied_by=applied_by,
                                                      drift_note=note, inherited_selector=kept, overlap=shared),
                                     visit.declared, visit.condition_fields)
@@ -557,7 +563,7 @@ class Reconciler:
             found: dict[str, Any] = self.api.request("GET", object_path(*resource.gvr, ns, name))
             return found
         except APIError as exc:
-            if exc.status == 404:
+            if is_not_found(exc):
                 return None
             raise
 
@@ -616,11 +622,11 @@ def _summary(action: Action, drift: list[Drift], desired: dict[str, Any], applie
     if action == Action.CREATED:
         return "created the Deployment"
     if inherited:
-        return (f"took over the Deployment {applied_by} created, in place, keeping its selector "
-                f"{describe_selector(selector_of(desired))}")[:2048]
+        return for_log(f"took over the Deployment {applied_by} created, in place, keeping its selector "
+                       f"{describe_selector(selector_of(desired))}")
     if applied_by:
-        return f"took over the Deployment applied by {applied_by} (controller ownerReference added)"[:2048]
-    return ("corrected " + "; ".join(d.describe() for d in drift))[:2048]
+        return for_log(f"took over the Deployment applied by {applied_by} (controller ownerReference added)")
+    return for_log("corrected " + "; ".join(d.describe() for d in drift))
 
 
 def _corrections(drift: list[Drift]) -> list[Drift]:

@@ -10,6 +10,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from memcached_gitops.foundation.identities import owner_reference
 from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import Problem, Validator
 
@@ -46,10 +47,7 @@ class DesiredCache:
         desired, companions = None, list[dict[str, Any]]()
         if verdict.ok:
             desired = verdict.manifests[0]
-            desired["metadata"]["ownerReferences"] = [{
-                "apiVersion": cr["apiVersion"], "kind": cr["kind"], "name": meta["name"], "uid": meta["uid"],
-                "controller": True, "blockOwnerDeletion": True,
-            }]
+            desired["metadata"]["ownerReferences"] = [owner_reference(cr)]
             # the Service and the budget; a PodMonitor is left to the tool that applies the rendering
             # (its kind is served only where the prometheus-operator's CRDs are installed)
             companions = [m for m in verdict.manifests[1:] if m["kind"] in {r.kind for r in COMPANIONS}]

@@ -3,7 +3,7 @@ write_apply.py and write_status.py; cycle.py decides what to delete (decisions/c
 
 from __future__ import annotations
 
-from ..client.api import APIError, KubeAPI, object_path
+from ..client.api import APIError, KubeAPI, is_not_found, object_path
 from ..decisions.vocabulary import Resource
 
 #: Background propagation, as kubectl delete sends by default: the object goes at once, what it owns after.
@@ -15,5 +15,5 @@ def delete(api: KubeAPI, resource: Resource, namespace: str, name: str) -> None:
     try:
         api.request("DELETE", object_path(*resource.gvr, namespace, name), body=dict(DELETE_OPTIONS))
     except APIError as exc:
-        if exc.status != 404:
+        if not is_not_found(exc):
             raise
