@@ -49,9 +49,12 @@ MUTANTS: dict[str, tuple[str, str, str, list[str]]] = {
     "metric: the reconcile error counter not started at 0": (
         METRICS, "        self.reconcile_errors.labels(CONTROLLER)\n", "",
         [MODES, "-k", "single"]),
-    "hook: a root kustomization named alone built in the directory ''": (
-        "foundation/files.py", 'folder = os.path.dirname(f.path) or "."', "folder = os.path.dirname(f.path)",
-        ["tests/cli/test_path_forms.py"]),
+    # (the earlier mutant of this seam, a root kustomization named alone built in the directory '', is
+    # equivalent since builds take the folder's absolute path: abspath('') is the root)
+    "hook: a folder named like a git URL handed to kustomize as written": (
+        "foundation/kustomize.py", "command = kustomize_command() + [*options, os.path.abspath(path)]",
+        "command = kustomize_command() + [*options, path]",
+        ["tests/cli/test_path_forms.py", "tests/foundation/test_kustomize_confinement.py", "-k", "git_url or root"]),
     "certificate: the files' times recorded before the pair loads": (
         "reconciler/orchestration/tls.py",
         "        stamp = (cert.stat().st_mtime, key.stat().st_mtime)\n"
