@@ -31,7 +31,7 @@ import pytest
 import yaml
 from memcached_gitops.reconciler.orchestration.serving import METRICS, serve
 
-from fakeapi.server import FakeAPIServer
+from fakeapi.server import FakeAPIServer, Fault
 from tests.support.controller import SCALE, running, wait_for
 from tests.support.fakecluster import deployment, make_cr, patch
 from tests.support.metrics_endpoint import free_port
@@ -57,6 +57,10 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
             wait_for(lambda: deployment(cluster, "a") is not None, what="the Deployment")
             patch(cluster, SCALE, {"spec": {"replicas": 3}}, "application/merge-patch+json")
             wait_for(lambda: deployment(cluster, "a")["spec"]["replicas"] == 1, what="the correction")
+            # a write the API server keeps refusing (the RBAC of Services taken away): b's Service
+            cluster.faults.append(Fault(method="PATCH", path_contains="/services/b-memcached", status=403, times=10**6))
+            make_cr(cluster, "b", size=1)
+            wait_for(lambda: deployment(cluster, "b") is not None, what="b's Deployment")
             port = free_port()
             server = serve(controller.metrics, port, "127.0.0.1", paths=METRICS)
             tmp = tmp_path_factory.mktemp("prometheus")
@@ -153,3 +157,20 @@ def test_every_alert_is_evaluated_by_prometheus_without_an_error(prometheus: tup
     # a correction was scraped: the drift series are real samples, not only metadata
     answer = get(base, "/api/v1/query", query="sum(memcached_gitops_drift_corrections_total)")["data"]["result"]
     assert answer and float(answer[0]["value"][1]) >= 1
+
+
+def test_a_refused_write_puts_its_alert_in_pending_over_the_real_scrape(prometheus: tuple[str, FakeAPIServer]) -> None:
+    """The on-call page for a refused write, end to end: the process's own exposition of a 403 on b's
+    Service, scraped by Prometheus, makes MemcachedWritesRefused pending (it fires after its ``for:``,
+    held by promtool in test_monitoring.py), with the kind and code the runbook names. A series born at
+    1 is no increase() to Prometheus: the rule must see it all the same."""
+    base, _ = prometheus
+
+    def pending() -> list[dict[str, Any]]:
+        answer = get(base, "/api/v1/query", query='ALERTS{alertname="MemcachedWritesRefused"}')
+        return [r["metric"] for r in answer["data"]["result"]]
+
+    wait_for(lambda: bool(pending()), timeout=30, what="MemcachedWritesRefused pending")
+    [alert] = pending()
+    assert (alert["kind"], alert["code"], alert["alertstate"]) == ("Service", "403", "pending"), alert
+
