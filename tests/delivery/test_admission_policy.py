@@ -19,6 +19,7 @@ from memcached_gitops.render import render
 
 from tests.conftest import REPO
 from tests.support.go_operator import operator_sdk_labels
+from tests.upstream import needs_upstream
 
 celpy = pytest.importorskip("celpy", reason="cel-python is in the test extra")
 from celpy.adapter import json_to_cel  # noqa: E402
@@ -168,6 +169,7 @@ def test_the_reconcilers_events_pass() -> None:
     assert admit("CREATE", event()) is None
 
 
+@needs_upstream  # the operator-sdk controller's labels, read from its source in ../shared/upstream
 def test_the_go_operators_deployment_taken_over_and_its_new_companions_pass() -> None:
     from memcached_gitops.reconciler.decisions.companions import selecting
     from memcached_gitops.reconciler.decisions.selectors import keep_live_selector

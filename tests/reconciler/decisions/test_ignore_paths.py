@@ -304,3 +304,10 @@ def test_plan_carries_a_field_we_alone_own_on_an_ignored_path_and_our_replicas_u
     assert followed.desired["spec"]["paused"] is True, "ours alone: the live value is carried, not released"
     handed = plan(desired, live, ours, "hpa-a")
     assert handed.desired["spec"]["replicas"] == 4, "ours alone under an HPA: the live replicas are kept"
+
+
+def test_pointers_are_separated_by_commas_or_new_lines() -> None:
+    """A block scalar (``|``) of one pointer a line is the documented form: split on commas only, its
+    second line became part of the first pointer, and the fields it names were corrected again."""
+    cr = {"metadata": {"annotations": {ANNOTATION: "/spec/replicas\nService:/spec/ports/0/appProtocol\n"}}}
+    assert ignored_paths(cr) == {"Deployment": (("spec", "replicas"),), "Service": (("spec", "ports", "0", "appProtocol"),)}

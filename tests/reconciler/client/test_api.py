@@ -1,0 +1,38 @@
+"""The client's own requests against the fake API server: paging keeps the label selector on every
+page, and a 429's Retry-After is the wait (client-go's rest client: ``checkWait``)."""
+
+from __future__ import annotations
+
+from memcached_gitops.reconciler.client.api import KubeAPI, RetryPolicy, collection_path
+
+from fakeapi.server import FakeAPIServer, Fault
+
+LEASES = collection_path("coordination.k8s.io", "v1", "leases", "default")
+
+
+def _lease(name: str, labels: dict[str, str]) -> dict[str, object]:
+    return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name, "labels": labels}}
+
+
+def test_every_page_of_a_list_keeps_the_label_selector() -> None:
+    """The continue token does not carry the selector: a LIST of 500 per page that dropped it on the
+    second page would let a namespace's unlabelled Deployments into the informer's cache."""
+    with FakeAPIServer(namespaces=("default",)) as server:
+        api = KubeAPI.connect(host=server.url)
+        for i in range(6):
+            api.request("POST", LEASES, body=_lease(f"l{i}", {"app": "x"} if i % 2 == 0 else {}))
+        names = [o["metadata"]["name"] for o in api.list_all(LEASES, label_selector="app=x", limit=2)]
+        assert names == ["l0", "l2", "l4"]
+        pages = [r for r in server.log if r.method == "GET" and "/leases" in r.path]
+        assert len(pages) >= 2 and all(r.query.get("labelSelector") == "app=x" for r in pages), [r.query for r in pages]
+
+
+def test_a_429s_retry_after_is_the_wait() -> None:
+    """Priority and Fairness say how long to wait; a jittered backoff of milliseconds would come back
+    at once and be throttled again."""
+    slept: list[float] = []
+    with FakeAPIServer(namespaces=("default",)) as server:
+        server.faults.append(Fault(method="GET", path_contains="/leases", status=429, retry_after=3, times=1))
+        api = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=3, base=0.01, cap=5.0, sleep=slept.append))
+        assert list(api.list_all(LEASES)) == []
+    assert slept == [3.0]
