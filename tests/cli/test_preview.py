@@ -357,3 +357,18 @@ def test_a_namespace_change_is_one_summary_line(tmp_path: Path) -> None:
     assert summary(proc.stdout)[1:] == ["overlays/prod: renamed Deployment 1, Memcached 1, PodDisruptionBudget 1, Service 1",
                                         "  moved by namespace 'prod' -> 'production': 4 objects"]
     assert "--- base/overlays/prod: Deployment prod/dev-cache\n+++ pr/overlays/prod: Deployment production/dev-cache" in proc.stdout
+
+
+def test_the_base_side_is_the_merge_base_not_the_tip_of_the_base_branch(tmp_path: Path) -> None:
+    """As a pull request's "Files changed": main moved on after the branch (another CR's size changed
+    there) and the preview shows only what this branch changes, never main's later work undone."""
+    repo = overlay_repo(tmp_path, {"base/cache.yaml": cr(size=3)})
+    git(repo, "checkout", "-q", "main")
+    write(repo, {"overlays/prod/kustomization.yaml": OVERLAY.format(namespace="prod", prefix="main-")})
+    git(repo, "commit", "-qam", "main moves on")
+    git(repo, "checkout", "-q", "pr")
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 1, proc.stderr
+    lines = summary(proc.stdout)
+    assert lines[1] == "overlays/prod: added PodDisruptionBudget 1; changed Deployment 1, Memcached 1", lines
+    assert "main-" not in proc.stdout
