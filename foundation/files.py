@@ -116,7 +116,8 @@ def _walk_root(root: str, found: list[Source], problems: list[str]) -> None:
             if os.path.islink(link) and not _resolves_under(link, real_root):
                 problems.append(_outside(link, root))
         for name in filenames:
-            if name.startswith(".") or not name.endswith(SUFFIXES):
+            # kustomize's ``Kustomization`` has no suffix: found all the same, or its folder is read unbuilt
+            if name.startswith(".") or not (name.endswith(SUFFIXES) or name in KUSTOMIZE_FILE_NAMES):
                 continue
             _take(os.path.join(dirpath, name), root, real_root, found, problems)
         todo += [os.path.join(dirpath, d) for d in reversed(dirnames) if not os.path.islink(os.path.join(dirpath, d))]

@@ -123,21 +123,28 @@ def is_remote(entry: str) -> bool:
     return bool(_SCHEME.match(text)) or "://" in text or "@" in head or text.lower().startswith(("git::", "github.com"))
 
 
-def _has_ref(file: str) -> bool:
-    """Whether a chart's values schema holds a ``$ref`` anywhere (or cannot be read as JSON: fail closed)."""
-    import json
+#: The JSON Schema keywords helm's validator resolves as references (santhosh-tekuri/jsonschema v6, which
+#: helm pkg/chart/common/util/jsonschema.go gives http(s) and file loaders): only an in-document ``#``
+#: fragment is let through; ``$schema`` only as a json-schema.org draft, which the validator holds built in.
+_SCHEMA_REFERENCES = frozenset(("$ref", "$dynamicRef", "$recursiveRef"))
+_KNOWN_DRAFTS = re.compile(r"https?://json-schema\.org/(draft-0[4-7]/schema|draft/20(19-09|20-12)/schema)#?")
 
-    try:
-        with open(file, "rb") as f:
-            data = f.read(MAX_FILE + 1)
-        todo: list[Any] = [json.loads(data)] if len(data) <= MAX_FILE else [{"$ref": "too large"}]
-    except (OSError, ValueError, RecursionError):
-        return True
+
+def _reaches_out(schema: Any) -> bool:
+    """Whether a chart's values schema names anything helm's validator would load: a reference that is
+    not a ``#`` fragment, a ``$schema`` that is not a known draft, an ``$id`` (a base a relative
+    reference would resolve against)."""
+    todo: list[Any] = [schema]
     while todo:
         node = todo.pop()
         if isinstance(node, dict):
-            if "$ref" in node:
-                return True
+            for key, value in node.items():
+                if key in _SCHEMA_REFERENCES and not (isinstance(value, str) and value.startswith("#")):
+                    return True
+                if key == "$schema" and not (isinstance(value, str) and _KNOWN_DRAFTS.fullmatch(value)):
+                    return True
+                if key == "$id":
+                    return True
             todo += node.values()
         elif isinstance(node, list):
             todo += node
@@ -179,6 +186,7 @@ class _Graph:
         self.open: set[str] = set()
         self.read_bytes = 0
         self.chart_folders: set[str] = set()  # every chart folder walked in this graph, each once
+        self.schemas: set[str] = set()  # every chart values schema read, each once
 
     def refuse(self, where: str, field: str, message: str) -> GraphRefused:
         return GraphRefused(f"{where}: {field}: {message}")
@@ -209,8 +217,9 @@ class _Graph:
         (``.Files.Get``). Linked folders inside the root are walked too. Each folder is walked once in
         the whole graph and all charts together hold at most ``MAX_CHART_FOLDERS``: a hundred entries
         naming one large chart must not cost a hundred walks (the check runs before the deadline's
-        first build). A ``values.schema.json`` with a ``$ref`` is refused: helm resolves it over
-        http(s) and file (helm pkg/chart/common/util/jsonschema.go ``SchemeURLLoader``).
+        first build). A ``values.schema.json`` naming a schema to load is refused (``_reaches_out``):
+        helm resolves it over http(s) and file (helm pkg/chart/common/util/jsonschema.go), and so is a
+        packed subchart (``charts/*.tgz``), whose schema this walk cannot read.
         """
         seen = self.chart_folders
         todo = [folder]
@@ -223,17 +232,48 @@ class _Graph:
                 raise self.refuse(where, field, f"the charts hold more than {MAX_CHART_FOLDERS} folders together; refused")
             for entry in os.scandir(current):
                 real = real_path(entry.path)
-                if entry.name == "values.schema.json" and _has_ref(real):
-                    shown = os.path.relpath(entry.path, self.root)
-                    raise self.refuse(where, field, f"{excerpt(shown)!r} has a $ref, which helm fetches; refused")
+                shown = os.path.relpath(entry.path, self.root)
                 if is_git_name(entry.name) or in_git_dir(os.path.relpath(real, self.root)):
-                    shown = os.path.relpath(entry.path, self.root)
                     raise self.refuse(where, field, f"{excerpt(shown)!r} in the chart is or reaches {GIT_DIR}/; refused")
                 if entry.is_symlink() and not _under(real, self.root):
-                    shown = os.path.relpath(entry.path, self.root)
                     raise self.refuse(where, field, f"{excerpt(shown)!r} in the chart is a symlink leaving the root; refused")
+                if entry.name.endswith((".tgz", ".tar.gz")):  # a packed subchart: helm loads it, this walk cannot see in
+                    raise self.refuse(where, field, f"{excerpt(shown)!r} is a packed chart; refused (unpack it in the repository)")
+                if entry.name == "values.schema.json":
+                    self._check_schema(real, shown, where, field)
                 if os.path.isdir(real):
                     todo.append(real)
+
+    def _check_schema(self, real: str, shown: str, where: str, field: str) -> None:
+        """A chart's values schema (under the root: checked before) read once, within the walk's byte
+        budget, and refused when it names anything helm's validator would load (``_reaches_out``)."""
+        import json
+
+        if real in self.schemas:
+            return
+        self.schemas.add(real)
+        if not os.path.isfile(real):  # a FIFO or a device would block the read
+            raise self.refuse(where, field, f"{excerpt(shown)!r} is not a regular file; refused")
+        data = self.read_bytes_of(real, shown)  # its GraphRefused (a ValueError) is the budget's, not JSON's
+        try:
+            schema = json.loads(data)
+        except (ValueError, RecursionError):
+            raise self.refuse(where, field, f"{excerpt(shown)!r} is not JSON that this check can read; refused") from None
+        if _reaches_out(schema):
+            raise self.refuse(where, field, f"{excerpt(shown)!r} names a schema helm would load ($ref, $schema or $id "
+                                            "beyond the document); refused")
+
+    def read_bytes_of(self, file: str, shown: str) -> bytes:
+        """A file of the graph read whole, at most MAX_FILE, counted in the walk's MAX_GRAPH_BYTES."""
+        with open(file, "rb") as f:
+            data = f.read(MAX_FILE + 1)
+        if len(data) > MAX_FILE:
+            raise GraphRefused(f"{shown}: larger than {MAX_FILE} bytes; refused")
+        self.read_bytes += len(data)
+        if self.read_bytes > MAX_GRAPH_BYTES:
+            raise GraphRefused(f"{shown}: the kustomization, plugin and chart schema files of this build hold more than "
+                               f"{MAX_GRAPH_BYTES} bytes together; refused")
+        return data
 
     def folder(self, path: str, name: str, depth: int = 0) -> int:
         """Check the kustomization in ``path`` (resolved) and every one it reaches; the loads it costs."""
@@ -490,14 +530,7 @@ def _builtins(graph: _Graph, configs: list[Any], where: str, field: str) -> None
 def _read_file(graph: _Graph, file: str, shown: str) -> list[Document]:
     """The documents of a kustomization or plugin file, read whole (as kustomize does) and only if
     no construct in it could read differently in kustomize (``read_plain``); within the walk's budget."""
-    with open(file, "rb") as f:
-        data = f.read(MAX_FILE + 1)
-    if len(data) > MAX_FILE:
-        raise GraphRefused(f"{shown}: larger than {MAX_FILE} bytes; refused")
-    graph.read_bytes += len(data)
-    if graph.read_bytes > MAX_GRAPH_BYTES:
-        raise GraphRefused(f"{shown}: the kustomization and plugin files of this build hold more than {MAX_GRAPH_BYTES} "
-                           "bytes together; refused")
+    data = graph.read_bytes_of(file, shown)
     try:
         return read_plain(data)
     except YAMLInputError as exc:

@@ -94,7 +94,9 @@ def base_checkout(ref: str) -> Iterator[tuple[str, str]]:
         tree = os.path.join(tmp, "base")
         git("worktree", "add", "--detach", "--quiet", tree, commit)
         try:
-            yield os.path.join(tree, prefix), commit
+            folder = os.path.join(tree, prefix)
+            os.makedirs(folder, exist_ok=True)  # a folder the branch added: the base side holds nothing there
+            yield folder, commit
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", tree], capture_output=True, stdin=subprocess.DEVNULL)
             subprocess.run(["git", "worktree", "prune"], capture_output=True, stdin=subprocess.DEVNULL)

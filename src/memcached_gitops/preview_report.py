@@ -66,9 +66,15 @@ def text_report(previews: list[AppPreview], base: str, commit: str) -> str:
     return "\n".join(out) + "\n"
 
 
+#: Markdown's punctuation (CommonMark's ASCII punctuation that starts inline markup), as character references.
+_MARKDOWN = {ord(c): f"&#{ord(c)};" for c in "|[]()!*_`~<>\\#"}
+
+
 def _cell(text: str) -> str:
-    """Text safe in a table cell or an HTML element: no markup, no column break, no line break."""
-    return html.escape(text, quote=False).replace("|", "&#124;").replace("\n", " ")
+    """Text safe in a table cell or an HTML element: no markup, no column break, no line break, and no
+    Markdown (GitHub renders links and images inside ``<code>`` too): its punctuation as character
+    references."""
+    return html.escape(text, quote=False).replace("\n", " ").translate(_MARKDOWN)
 
 
 def _fence(lines: list[str]) -> str:

@@ -372,3 +372,21 @@ def test_the_base_side_is_the_merge_base_not_the_tip_of_the_base_branch(tmp_path
     lines = summary(proc.stdout)
     assert lines[1] == "overlays/prod: added PodDisruptionBudget 1; changed Deployment 1, Memcached 1", lines
     assert "main-" not in proc.stdout
+
+
+def test_markdown_in_a_name_stays_text_in_the_summary() -> None:
+    """GitHub renders links and images inside ``<code>``: a CR or folder name of Markdown must not become
+    an image fetched from the reviewer's browser or a link in the job summary."""
+    evil = app_preview("apps/![p](https://evil.example/p.png)[click](https://evil.example/)", 1)
+    text = markdown_report([evil], "main", "0" * 40, "memcached-gitops preview --base main")
+    table = text.split("````")[0].split("```")[0]
+    assert "](" not in table and "![" not in table, table
+
+
+def test_from_a_folder_the_branch_added(tmp_path: Path) -> None:
+    """Run from a folder that does not exist at the merge base: its objects are all added, never a traceback."""
+    repo = overlay_repo(tmp_path, {"newapp/cache.yaml": cr(name="fresh")})
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "preview", "--base", "main", "."], cwd=repo / "newapp",
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "added" in proc.stdout and "fresh" in proc.stdout, proc.stdout

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import http.server
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -751,3 +752,84 @@ def test_an_ntfs_stream_name_of_git_is_gits_folder() -> None:
     from memcached_gitops.foundation.kustomize_graph import is_git_name
 
     assert is_git_name(".git::$INDEX_ALLOCATION") and is_git_name(".GIT:stream") and not is_git_name("git-notes")
+
+
+# --- seventh review -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("schema", "said"), [
+    ('{"$schema": "http://127.0.0.1:1/meta.json", "type": "object"}', "names a schema helm would load"),
+    ('{"properties": {"a": {"$dynamicRef": "file:///etc/passwd"}}}', "names a schema helm would load"),
+    ('{"$id": "http://127.0.0.1:1/", "properties": {"a": {"$ref": "x.json"}}}', "names a schema helm would load"),
+    ("link out", "a symlink leaving the root"),
+    ("fifo", "not a regular file"),
+])
+def test_a_chart_schema_helm_would_load_from_elsewhere_is_refused_unread(world: Path, schema: str, said: str) -> None:
+    """helm's validator loads ``$schema`` metaschemas and every reference kind over http(s) and file; a
+    schema linking out of the root is refused before it is opened (a FIFO would block the read)."""
+    folder = kustomization(world, "helmCharts:\n- name: c\n  releaseName: r\n")
+    _chart(folder)
+    target = folder / "charts" / "c" / "values.schema.json"
+    if schema == "link out":
+        target.symlink_to(world.parent / "outside" / "passwd")
+    elif schema == "fifo":
+        os.mkfifo(target)
+    else:
+        target.write_text(schema)
+    from memcached_gitops.foundation.kustomize_graph import GraphRefused, check_graph
+
+    # the graph's own check (validate's file walk refuses the link and passes over the FIFO before it)
+    with pytest.raises(GraphRefused, match=re.escape(said)):
+        check_graph(str(folder), str(world))
+
+
+def test_a_draft_schema_and_in_document_references_pass(world: Path) -> None:
+    folder = kustomization(world, "helmCharts:\n- name: c\n  releaseName: r\n")
+    _chart(folder)
+    (folder / "charts" / "c" / "values.schema.json").write_text(
+        '{"$schema": "https://json-schema.org/draft-07/schema#", "definitions": {"p": {"type": "integer"}},'
+        ' "properties": {"port": {"$ref": "#/definitions/p"}}}')
+    from memcached_gitops.foundation.kustomize_graph import check_graph
+
+    check_graph(str(folder), str(world))
+
+
+def test_a_packed_subchart_is_refused(world: Path) -> None:
+    """helm loads charts/*.tgz as subcharts and checks values against their schemas: unseen by the walk."""
+    folder = kustomization(world, "helmCharts:\n- name: c\n  releaseName: r\n")
+    _chart(folder)
+    (folder / "charts" / "c" / "charts").mkdir()
+    (folder / "charts" / "c" / "charts" / "sub-0.1.0.tgz").write_bytes(b"\x1f\x8b")
+    assert_refused(run(["validate", "."], world), "sub-0.1.0.tgz", "packed chart")
+
+
+def test_chart_schemas_count_in_the_walks_byte_budget_and_are_read_once(world: Path) -> None:
+    """Ten thousand links to one 256 KiB schema were each read and parsed (145 s before the deadline)."""
+    folder = kustomization(world, "helmCharts:\n- name: c\n  releaseName: r\n")
+    _chart(folder)
+    big = "[" + ",".join(["0"] * 100_000) + "]"
+    (world / "big.json").write_text(big)
+    for i in range(50):
+        (folder / "charts" / "c" / f"d{i}").mkdir()
+        (folder / "charts" / "c" / f"d{i}" / "values.schema.json").symlink_to(world / "big.json")
+    from memcached_gitops.foundation.kustomize_graph import check_graph
+
+    check_graph(str(folder), str(world))  # one read: well under the budget
+    for i in range(12):
+        (folder / "charts" / "c" / f"d{i}" / "values.schema.json").unlink()
+        (folder / "charts" / "c" / f"d{i}" / "values.schema.json").write_text(big)
+    from memcached_gitops.foundation.kustomize_graph import GraphRefused
+
+    with pytest.raises(GraphRefused, match="hold more than"):
+        check_graph(str(folder), str(world))
+
+
+def test_a_kustomization_file_named_kustomization_is_built_in_a_walk(tmp_path: Path) -> None:
+    """kustomize's third name has no suffix: the walk found only *.yaml, so the folder's CRs were read
+    unbuilt and an overlay patch that makes them invalid passed ``validate .``."""
+    app = tmp_path / "apps" / "x"
+    app.mkdir(parents=True)
+    (app / "cr.yaml").write_text(CR.format(name="a"))
+    (app / "Kustomization").write_text('resources: [cr.yaml]\npatches:\n- target: {kind: Memcached}\n  patch: |-\n'
+                                       '    [{"op": "replace", "path": "/spec/size", "value": -5}]\n')
+    proc = run(["validate", "."], tmp_path)
+    assert proc.returncode == 1 and "spec.size: Invalid value: -5" in proc.stderr, proc.stderr
