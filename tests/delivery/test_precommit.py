@@ -20,7 +20,7 @@ import yaml
 from tests.conftest import BAD_CR as BAD
 from tests.conftest import GOOD_CR as GOOD
 from tests.conftest import REPO
-from tests.support.precommit import HOOK, git, hook_and_user_repositories
+from tests.support.precommit import HOOK, commit_all, hook_and_user_repositories
 
 STRICT = "memcached-gitops-validate-strict"
 
@@ -81,9 +81,7 @@ def test_a_file_named_like_an_option_is_checked_as_a_file(tmp_path: Path, worksp
     (user / "bad.yaml").write_text(BAD)
     (user / "evil.yaml").write_text(permissive_crd())
     (user / "--crd=evil.yaml").write_text(GOOD)
-    git(user, "init", "-q")
-    git(user, "add", "-A")
-    git(user, "commit", "-q", "-m", "initial")
+    commit_all(user)
     proc = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hooks), HOOK, "--all-files"],
                           cwd=user, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -104,9 +102,7 @@ def test_the_hook_refuses_a_kustomization_that_reaches_outside_the_repository(
     (app / "good.yaml").write_text(GOOD)
     (app / "kustomization.yaml").write_text("resources:\n- good.yaml\n- ../../../outside\n")
     user = tmp_path / "user"
-    git(user, "init", "-q")
-    git(user, "add", "-A")
-    git(user, "commit", "-q", "-m", "initial")
+    commit_all(user)
     proc = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hooks), HOOK, "--all-files"],
                           cwd=user, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -147,9 +143,7 @@ def test_the_strict_hook_fails_a_kustomization_that_cannot_be_built(
     (user / "apps" / "caches").mkdir(parents=True)
     (user / "apps" / "caches" / "good.yaml").write_text(GOOD)
     (user / "apps" / "caches" / "kustomization.yaml").write_text("resources:\n- good.yaml\n- mising.yaml\n")
-    git(user, "init", "-q")
-    git(user, "add", "-A")
-    git(user, "commit", "-q", "-m", "initial")
+    commit_all(user)
     decoy = tmp_path / "bin"  # a kubectl of the user's PATH that builds nothing: the hook must bring its own
     decoy.mkdir()
     (decoy / "kubectl").write_text("#!/bin/sh\necho 'decoy kubectl' >&2\nexit 99\n")
@@ -174,9 +168,7 @@ def test_a_kustomization_at_the_root_named_alone_is_built(tmp_path: Path, worksp
 
     hooks, _, env = workspace
     user = lay_out(tmp_path, "a kustomization at the root")
-    git(user, "init", "-q")
-    git(user, "add", "-A")
-    git(user, "commit", "-q", "-m", "initial")
+    commit_all(user)
     kubectl = {"PATH": str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")}  # kustomize, as a user has it
     proc = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(hooks), HOOK, "--files", "kustomization.yaml"],
                           cwd=user, env={**env, **kubectl}, capture_output=True, text=True, timeout=600)

@@ -118,6 +118,7 @@ def test_the_delay_thread_starts_only_when_asked_for_and_never_blocks_exit() -> 
     assert not manual.pending().delay_thread and manual.release_due() > 9.0
     q = WorkQueue()
     q.add_after("a", 10.0)
+    assert q.pending().delay_thread is True  # the snapshot says so too, as a bool
     assert q._delay_thread is not None and q._delay_thread.daemon and q._delay_thread.name == "workqueue-delay"
     q.shut_down()
 
