@@ -17,13 +17,25 @@ from memcached_gitops.foundation.identities import KIND
 
 from ..decisions.autoscalers import scale_target
 from ..decisions.selectors import has_kept_selector, selector_of, template_labels
-from ..decisions.vocabulary import AUTOSCALERS, COMPANIONS, DEPLOYMENTS, INSTANCE_LABEL, PODS, SELECTOR
+from ..decisions.vocabulary import AUTOSCALERS, COMPANIONS, DEPLOYMENTS, INSTANCE_LABEL, PODS, SELECTOR, Resource
 from .api import KubeAPI
 from .informer import Handler, Informer, Kind, key_of, slim
 
 Key = tuple[str, str]
 #: The kinds whose objects sit beside each Deployment (decisions/companions.py), by kind name.
 COMPANION_KINDS = frozenset(r.kind for r in COMPANIONS)
+#: The kinds a CR creates by name (its Deployment and companions): for each, a name index of every object
+#: of that kind in scope, labelled or not (metadata only, ``names_kind``), so that creating one needs no GET
+#: to see whether a foreign object already holds the name.
+NAMED = (DEPLOYMENTS, *COMPANIONS)
+
+
+def names_kind(resource: Resource) -> str:
+    """The informer name of ``resource``'s name index (``DeploymentNames``)."""
+    return f"{resource.kind}Names"
+
+
+NAMES_KINDS = frozenset(names_kind(r) for r in NAMED)
 
 
 def owner_name(obj: dict[str, Any]) -> str:
@@ -40,13 +52,15 @@ def owner_name(obj: dict[str, Any]) -> str:
 
 def watched_kinds(cr_kind: Kind) -> dict[str, Kind]:
     """What the controller watches: the CRs, their Deployments, Pods (metadata only) and companions by
-    our label, and every HPA in scope (the users' objects, without our labels)."""
+    our label, every HPA in scope (the users' objects, without our labels), and the name index of
+    each kind a CR creates (metadata only, every object in scope: ``Caches.absent``)."""
     return {
         KIND: cr_kind,
         DEPLOYMENTS.kind: Kind(DEPLOYMENTS.kind, *DEPLOYMENTS.gvr, SELECTOR, keep_managed_fields=True),
         PODS.kind: Kind(PODS.kind, *PODS.gvr, SELECTOR, metadata_only=True),
         AUTOSCALERS.kind: Kind(AUTOSCALERS.kind, *AUTOSCALERS.gvr),
         **{r.kind: Kind(r.kind, *r.gvr, SELECTOR, keep_managed_fields=True) for r in COMPANIONS},
+        **{names_kind(r): Kind(names_kind(r), *r.gvr, metadata_only=True) for r in NAMED},
     }
 
 
@@ -103,6 +117,16 @@ class Caches:
         for informer in self.informers[kind]:
             if informer.namespace in (None, ns):
                 informer.store.fill([slim(self.kinds[kind], obj)])
+
+    def absent(self, resource: Resource, ns: str, name: str) -> bool:
+        """Whether no object of ``resource`` named ``name`` exists in ``ns``, as far as its name index
+        knows: True only once the index has synced without error and holds no such name. controller-runtime's
+        cache-backed client answers the same question from its cache; a foreign object created in the
+        watch's latency is the same race a GET followed by an apply has always had."""
+        for informer in self.informers.get(names_kind(resource), ()):
+            if informer.namespace in (None, ns):
+                return informer.synced.is_set() and not informer.error and informer.store.get((ns, name)) is None
+        return False
 
     def stalled(self) -> str | None:
         """Why an informer stopped making progress, or None: the liveness probe (Metrics.liveness)."""

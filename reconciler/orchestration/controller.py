@@ -1,8 +1,11 @@
 """The event-driven mode (the Deployment): informers, a work queue, workers, a Lease, a resync.
 
-- Four informers (informer.py) mirror Memcacheds, Deployments and Pods by our label, and the
-  HorizontalPodAutoscalers in scope (autoscalers.py) into memory. Every event puts the key of the
-  CR it concerns on the work queue (workqueue.py), at once: no batching window, no polling.
+- Informers (informer.py, client/caches.py) mirror Memcacheds, Deployments, Services, budgets and
+  Pods by our label, and the HorizontalPodAutoscalers in scope (autoscalers.py) into memory; three
+  more keep a name index (metadata only, no selector) of every Deployment, Service and budget in
+  scope, so that a new CR's objects are created without a GET when no object holds their names.
+  Every event puts the key of the CR it concerns on the work queue (workqueue.py), at once: no
+  batching window, no polling.
 - ``workers`` threads each take one key and reconcile that CR from the cache with the per-CR
   step that ``--once`` uses (Reconciler.reconcile_cr): no GET, one apply per correction, at most
   one status write. What our writes return goes into the cache (write-through), so the events
@@ -16,7 +19,7 @@
 - Every ``resync`` seconds every CR in the cache is queued again: a safety net that costs no
   request unless something drifted.
 - With ``shards`` (shards.py) every replica serves a share of the CRs instead: each holds a Lease
-  of its own, a fifth informer watches the ring's Leases, a worker reconciles only the CRs the ring
+  of its own, one more informer watches the ring's Leases, a worker reconciles only the CRs the ring
   gives this replica, and every write is gated per CR (never two writers for one CR).
 - SIGTERM (``stop``): workers finish their current CR, the Lease is released, ``run`` returns 0.
 """
@@ -33,7 +36,7 @@ from memcached_gitops.foundation.clocks import SYSTEM_CLOCK, Clock, Monotonic
 from memcached_gitops.foundation.identities import AUTOSCALERS, DEPLOYMENTS, KIND, LEASES, PODS, RING_LABEL
 
 from ..client.api import APIError, KubeAPI, RetryPolicy
-from ..client.caches import COMPANION_KINDS, Caches, Key, owner_name, watched_kinds
+from ..client.caches import COMPANION_KINDS, NAMES_KINDS, Caches, Key, owner_name, watched_kinds
 from ..client.informer import Kind, key_of
 from ..client.leader import LeaderElector
 from ..client.shards import ShardRing
@@ -104,6 +107,7 @@ class Controller:
                              reconciler.options.namespaces or (None,), keep=cache_filters(shards) if shards else None,
                              **informer_settings)
         self.informers, self.kinds = self.caches.informers, self.caches.kinds
+        reconciler.absent = self.caches.absent  # a name the synced indexes do not hold is created without a GET
         self.share: Share | None = None
         if shards is not None:
             self.share = share = Share(shards, self.caches, self.queue, self.stop, self.clock)
@@ -157,6 +161,8 @@ class Controller:
         elif kind == LEASES.kind:
             if self.shards is not None:
                 self.shards.on_lease(type_, obj)
+        elif kind in NAMES_KINDS:
+            return  # the name indexes answer ``Caches.absent``; a labelled informer routes our own objects
         elif kind == AUTOSCALERS.kind:
             for target in self.caches.track_autoscaler(type_, obj, old):
                 self.queue.add(target, arrived)

@@ -196,6 +196,9 @@ class Reconciler:
         self.desired = DesiredCache(self.validator, self.options.image)  # what each CR asks for, per uid and generation
         self._unreadable: set[str] = set()  # kinds already said to be unreadable (_optional)
         self.schema_known = False  # the served CRD was read (status_schema): its columns are written
+        #: Whether a name is known to be free (the controller's name indexes: client/caches.py ``absent``);
+        #: the once mode has no index and GETs each name it would create.
+        self.absent: Callable[[Resource, str, str], bool] = lambda resource, ns, name: False
 
     # ---- reading
     def _list(self, group: str, version: str, plural: str, selector: str | None = None) -> list[dict[str, Any]]:
@@ -558,7 +561,10 @@ class Reconciler:
 
     def _find_unlabelled(self, ns: str, name: str, resource: Resource = DEPLOYMENTS) -> dict[str, Any] | None:
         """The rare path: a CR whose Deployment (or companion) is not in the labelled LIST. One GET,
-        so that an object of that name without our label is seen (and never taken over)."""
+        so that an object of that name without our label is seen (and never taken over), unless the
+        name indexes know that no object holds the name (``absent``): then None, with no request."""
+        if self.absent(resource, ns, name):
+            return None
         try:
             found: dict[str, Any] = self.api.request("GET", object_path(*resource.gvr, ns, name))
             return found

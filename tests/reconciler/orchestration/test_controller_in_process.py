@@ -81,13 +81,17 @@ def hpa(name: str, target: str, ns: str = "default", kind: str = "Deployment", a
 
 
 # ---- construction
-def test_the_six_informers_mirror_what_the_reconciler_reads_in_each_namespace_in_scope() -> None:
+#: Every informer of a controller (with --shards, a Lease one more).
+EVERY_KIND = ["Deployment", "DeploymentNames", "HorizontalPodAutoscaler", "Memcached", "Pod", "PodDisruptionBudget",
+              "PodDisruptionBudgetNames", "Service", "ServiceNames"]
+
+def test_the_informers_mirror_what_the_reconciler_reads_in_each_namespace_in_scope() -> None:
     """Memcacheds, Deployments, Services, budgets and Pods by our label (Pods as metadata, the written
-    kinds with managedFields), every HPA; one informer per namespace in scope, all with the
-    controller's watch settings."""
+    kinds with managedFields), every HPA, and the name index of every Deployment, Service and budget
+    (metadata, no selector); one informer per namespace in scope, all with the controller's watch settings."""
     settings = Settings(workers=1, watch_timeout=77, heartbeat=5.0, silence_grace=3.0, streaming_list=False)
     c = make(namespaces=("default", "shop"), settings=settings)
-    assert sorted(c.informers) == ["Deployment", "HorizontalPodAutoscaler", "Memcached", "Pod", "PodDisruptionBudget", "Service"]
+    assert sorted(c.informers) == EVERY_KIND
     for name, informers in c.informers.items():
         assert [i.namespace for i in informers] == ["default", "shop"]
         for i in informers:
@@ -98,8 +102,13 @@ def test_the_six_informers_mirror_what_the_reconciler_reads_in_each_namespace_in
                      "Pod": "/api/v1/namespaces/shop/pods",
                      "HorizontalPodAutoscaler": "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers",
                      "Service": "/api/v1/namespaces/shop/services",
-                     "PodDisruptionBudget": "/apis/policy/v1/namespaces/shop/poddisruptionbudgets"}
+                     "PodDisruptionBudget": "/apis/policy/v1/namespaces/shop/poddisruptionbudgets",
+                     "DeploymentNames": "/apis/apps/v1/namespaces/shop/deployments",
+                     "ServiceNames": "/api/v1/namespaces/shop/services",
+                     "PodDisruptionBudgetNames": "/apis/policy/v1/namespaces/shop/poddisruptionbudgets"}
     kinds = {name: informers[0].kind for name, informers in c.informers.items()}
+    for index in ("DeploymentNames", "ServiceNames", "PodDisruptionBudgetNames"):
+        assert kinds[index].selector is None and kinds[index].metadata_only and not kinds[index].keep_managed_fields
     assert kinds["Memcached"].selector is None and kinds["HorizontalPodAutoscaler"].selector is None
     assert kinds["Deployment"].selector == SELECTOR and kinds["Pod"].selector == SELECTOR
     assert kinds["Deployment"].keep_managed_fields and not kinds["Memcached"].keep_managed_fields
@@ -822,7 +831,7 @@ def test_run_syncs_then_reconciles_every_cr_and_stops_cleanly(caplog) -> None:
     thread, result = start_run(c)
     wait_for(lambda: len(recorder.calls) == 2 or retries(c), what="both CRs reconciled", thread=thread)
     assert len(recorder.calls) == 2 and retries(c) == 0
-    assert sorted(started) == ["Deployment", "HorizontalPodAutoscaler", "Memcached", "Pod", "PodDisruptionBudget", "Service"]
+    assert sorted(started) == EVERY_KIND
     assert c.metrics.ready and c.metrics.leader and c.synced_after is not None and 0 <= c.synced_after < 30
     assert all((call["declared"], call["condition_fields"]) == schema for call in recorder.calls)
     workers = sorted(t.name for t in threading.enumerate() if t.name.startswith("worker-"))
@@ -1186,8 +1195,7 @@ def test_with_shards_a_fifth_informer_watches_the_rings_leases_in_the_rings_name
     it keeps every Lease. The Deployment cache keeps this replica's share only."""
     settings = Settings(workers=1, watch_timeout=77, heartbeat=5.0, silence_grace=3.0, streaming_list=False)
     c, ring, _ = sharded(namespaces=("default", "shop"), settings=settings)
-    assert sorted(c.informers) == ["Deployment", "HorizontalPodAutoscaler", "Lease", "Memcached", "Pod", "PodDisruptionBudget",
-                                   "Service"]
+    assert sorted(c.informers) == sorted([*EVERY_KIND, "Lease"])
     [leases] = c.informers["Lease"]
     kind = c.kinds["Lease"]
     assert leases.kind is kind and (kind.name, kind.group, kind.version, kind.plural) == ("Lease", "coordination.k8s.io", "v1", "leases")
@@ -1293,8 +1301,7 @@ def test_run_with_shards_joins_the_ring_before_the_caches_and_deletes_its_lease_
     names = lambda: {call["cr"]["metadata"]["name"] for call in recorder.calls}  # noqa: E731
     wait_for(lambda: names() == set(NAMES) or retries(c), what="the share reconciled", thread=thread)
     assert retries(c) == 0
-    assert started[0] == "Lease" and sorted(started[1:]) == ["Deployment", "HorizontalPodAutoscaler", "Memcached", "Pod",
-                                                             "PodDisruptionBudget", "Service"]
+    assert started[0] == "Lease" and sorted(started[1:]) == EVERY_KIND
     assert leases.calls[0] == ("POST", "/apis/coordination.k8s.io/v1/namespaces/leases/leases") and ring.listed
     daemons = {t.name: t.daemon for t in threading.enumerate() if t.name.startswith("shard-")}
     assert daemons == {"shard-lease": True, "shard-share": True}

@@ -9,10 +9,11 @@ The floor each count is held to:
 - a resync (or a ``--once`` cycle) with nothing changed: 0 writes.
 
 Reads above the floor, kept on purpose, are counted exactly so that a new one shows:
-- a GET of each object a new CR creates (the Deployment, Service, budget): the informers' caches
-  hold only objects with our label, so a foreign object of that name without it is invisible to
-  them, and a forced server-side apply would take it over (``ResourceNotOwned`` is the contract:
-  tests/reconciler/orchestration/test_ownership.py). No transcript shows a create-only precondition on an apply.
+- no GET of the objects a new CR creates (the Deployment, Service, budget) in the event-driven mode:
+  a metadata-only name index of every object of those kinds in scope (client/caches.py ``absent``)
+  says the name is free. A foreign object of that name without our label is in the index, so it is
+  read and never taken over (``ResourceNotOwned``: tests/reconciler/orchestration/test_ownership.py
+  and ``test_a_foreign_name_is_read_not_taken_over`` below). ``--once`` has no index: a GET each.
 - one LIST of the Pods the new Service and budget would select (a foreign Pod with our labels,
   outside the cache of our Pods, keeps them from being created).
 """
@@ -26,7 +27,7 @@ from memcached_gitops.schemas import load_crd
 
 from fakeapi.server import FakeAPIServer, Fault
 from tests.support.controller import SCALE, client, replicas, running, settle, wait_for
-from tests.support.fakecluster import condition, make_cr, patch
+from tests.support.fakecluster import condition, make_cr, patch, post
 
 # the conftest fixture `cluster` serves these namespaces only
 CLUSTER_NAMESPACES = ("default",)
@@ -59,8 +60,8 @@ def floor(out: list[str], applies: int, status: int, events: int = 1) -> None:
     assert sum(o == "event" for o in out) <= events, out
 
 
-NEW_1 = ["GET pods", "apply deployments", "apply services", "get deployments", "get services", "status"]
-NEW_2 = sorted(NEW_1 + ["apply poddisruptionbudgets", "get poddisruptionbudgets"])
+NEW_1 = ["GET pods", "apply deployments", "apply services", "status"]
+NEW_2 = sorted(NEW_1 + ["apply poddisruptionbudgets"])
 
 
 def test_a_new_cr_costs_its_applies_its_status_and_one_event(cluster: FakeAPIServer) -> None:
@@ -141,3 +142,30 @@ def test_a_new_crs_reads_go_together_before_its_first_apply(cluster: FakeAPIServ
     kinds = ("/deployments/", "/services/", "/poddisruptionbudgets/")
     guarded = [r for r in cluster.log if r.user_agent.startswith("memcached") and any(k in r.path for k in kinds)]
     assert sorted(r.method for r in guarded[:3]) == ["GET"] * 3, [(r.method, r.path) for r in guarded]
+
+
+def _foreign(cluster: FakeAPIServer, name: str) -> None:
+    """A Service named as a CR's would be, without our label: invisible to the labelled informers."""
+    body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"ports": [{"port": 80}], "selector": {"a": "b"}}}
+    post(cluster, "/api/v1/namespaces/default/services", body, "?fieldManager=someone")
+
+
+def test_a_foreign_name_is_read_not_taken_over(cluster: FakeAPIServer) -> None:
+    """The name index holds every Service in scope, labelled or not: a foreign one there before the
+    start, and one created while the controller runs, are each read (one GET) and left alone."""
+    _foreign(cluster, "early-memcached")
+    with running(cluster):
+        _foreign(cluster, "late-memcached")
+        wait_for(lambda: any(r.method == "GET" and "watch" not in r.query and r.path.endswith("/services")
+                             and not r.query.get("labelSelector") for r in cluster.log), what="the name index's LIST")
+        time.sleep(0.3)  # the watch delivers the late one
+        for name in ("early", "late"):
+            started = time.monotonic()
+            make_cr(cluster, name, size=1)
+            wait_for(lambda n=name: condition(cluster, n, "Degraded").get("reason") == "ResourceNotOwned", what="status")
+            settle(cluster)
+            out = ours(cluster, started)
+            assert "get services" in out and "apply services" not in out, out
+            service = cluster.handle("GET", f"/api/v1/namespaces/default/services/{name}-memcached", {}, b"")[2]
+            assert b"ownerReferences" not in service and b"someone" in service, "left as it was"
