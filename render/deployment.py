@@ -67,9 +67,13 @@ class RenderError(ValueError):
         self.path, self.message = path, message
 
 
+#: The label every Pod of every CR carries (the common part of ``selector_labels``).
+APP_LABELS = {"app.kubernetes.io/name": "memcached"}
+
+
 def selector_labels(name: str) -> dict[str, str]:
     """The selector of a CR's Deployment: unique per CR, never changed later."""
-    return {"app.kubernetes.io/name": "memcached", INSTANCE_LABEL: name}
+    return {**APP_LABELS, INSTANCE_LABEL: name}
 
 
 def image_version(image: str) -> str | None:
@@ -129,7 +133,7 @@ def _spread(topology_key: str) -> dict[str, Any]:
     rather than written into the selector, so every rendering's pod spec stays identical and the
     reconciler's cache keeps one copy of it (informer.compact); a cluster that does not honour
     matchLabelKeys spreads all memcached Pods together, which still spreads each cache."""
-    return {"labelSelector": {"matchLabels": {"app.kubernetes.io/name": "memcached"}}, "matchLabelKeys": [INSTANCE_LABEL],
+    return {"labelSelector": {"matchLabels": dict(APP_LABELS)}, "matchLabelKeys": [INSTANCE_LABEL],
             "maxSkew": 1, "topologyKey": topology_key, "whenUnsatisfiable": "ScheduleAnyway"}
 
 

@@ -13,10 +13,12 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from memcached_gitops.foundation.identities import KIND
+from memcached_gitops.foundation.identities import KIND, MANAGED_BY_LABEL
+from memcached_gitops.render import MANAGED_BY
+from memcached_gitops.render.deployment import APP_LABELS
 
 from ..decisions.autoscalers import scale_target
-from ..decisions.selectors import has_kept_selector, selector_of, template_labels
+from ..decisions.selectors import has_kept_selector, matches, selector_of, template_labels
 from ..decisions.vocabulary import AUTOSCALERS, COMPANIONS, DEPLOYMENTS, INSTANCE_LABEL, PODS, SELECTOR, Resource
 from .api import KubeAPI
 from .informer import Handler, Informer, Kind, key_of, slim
@@ -36,6 +38,9 @@ def names_kind(resource: Resource) -> str:
 
 
 NAMES_KINDS = frozenset(names_kind(r) for r in NAMED)
+#: The Pods watched: every Pod our selectors could select (each selects ``APP_LABELS`` and a CR's
+#: instance), ours and any other's (``Caches.selected``), metadata only.
+POD_SELECTOR = ",".join(f"{k}={v}" for k, v in APP_LABELS.items())
 
 
 def owner_name(obj: dict[str, Any]) -> str:
@@ -51,13 +56,14 @@ def owner_name(obj: dict[str, Any]) -> str:
 
 
 def watched_kinds(cr_kind: Kind) -> dict[str, Kind]:
-    """What the controller watches: the CRs, their Deployments, Pods (metadata only) and companions by
-    our label, every HPA in scope (the users' objects, without our labels), and the name index of
-    each kind a CR creates (metadata only, every object in scope: ``Caches.absent``)."""
+    """What the controller watches: the CRs, their Deployments and companions by our label, the Pods
+    our selectors could select (metadata only, ``POD_SELECTOR``), every HPA in scope (the users'
+    objects, without our labels), and the name index of each kind a CR creates (metadata only,
+    every object in scope: ``Caches.absent``)."""
     return {
         KIND: cr_kind,
         DEPLOYMENTS.kind: Kind(DEPLOYMENTS.kind, *DEPLOYMENTS.gvr, SELECTOR, keep_managed_fields=True),
-        PODS.kind: Kind(PODS.kind, *PODS.gvr, SELECTOR, metadata_only=True),
+        PODS.kind: Kind(PODS.kind, *PODS.gvr, POD_SELECTOR, metadata_only=True),
         AUTOSCALERS.kind: Kind(AUTOSCALERS.kind, *AUTOSCALERS.gvr),
         **{r.kind: Kind(r.kind, *r.gvr, SELECTOR, keep_managed_fields=True) for r in COMPANIONS},
         **{names_kind(r): Kind(names_kind(r), *r.gvr, metadata_only=True) for r in NAMED},
@@ -81,7 +87,8 @@ class Caches:
         self.informers: dict[str, list[Informer]] = {
             name: [informer(kind, ns, keep.get(name)) for ns in scopes] for name, kind in kinds.items()
         }
-        self._pods: dict[Key, set[str]] = {}
+        self._pods: dict[Key, set[str]] = {}  # a CR -> its Pods (our label)
+        self._others: dict[Key, set[str]] = {}  # an instance -> the Pods that carry its labels but not ours
         self._pods_lock = threading.Lock()
         self._kept: dict[str, set[str]] = {}  # namespace -> Deployments with a kept selector (selectors.py)
         self._kept_lock = threading.Lock()
@@ -148,14 +155,17 @@ class Caches:
             return tuple(sorted(self._pods.get(key, ())))
 
     def track_pod(self, type_: str, obj: dict[str, Any]) -> Key | None:
-        """Index a Pod by its CR (our instance label); the CR whose Pods changed, or None."""
+        """Index a Pod by its CR (its instance label): ours, or another's that carries the CR's
+        selector labels (``selected``); the CR whose Pods changed, or None."""
         meta = obj.get("metadata") or {}
-        instance = (meta.get("labels") or {}).get(INSTANCE_LABEL)
+        labels = meta.get("labels") or {}
+        instance = labels.get(INSTANCE_LABEL)
         if not instance:
             return None
         key = (meta.get("namespace", ""), instance)
+        index = self._pods if labels.get(MANAGED_BY_LABEL) == MANAGED_BY else self._others
         with self._pods_lock:
-            names = self._pods.setdefault(key, set())
+            names = index.setdefault(key, set())
             before = len(names)
             if type_ == "DELETED":
                 names.discard(meta.get("name", ""))
@@ -163,6 +173,21 @@ class Caches:
                 names.add(meta.get("name", ""))
             changed = len(names) != before
         return key if changed else None
+
+    def selected(self, ns: str, selector: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """The cached Pods of ``ns`` that a CR's own selector (``selector_labels``) selects, ours and any
+        other's, as a LIST with that selector would return them; None when the Pods' cache has not
+        synced or ``selector`` is not of that form (a kept one: a LIST answers)."""
+        instance = (selector.get("matchLabels") or {}).get(INSTANCE_LABEL)
+        if not instance or selector.get("matchExpressions") or not matches({"matchLabels": APP_LABELS}, selector["matchLabels"]):
+            return None
+        informers = [i for i in self.informers[PODS.kind] if i.namespace in (None, ns)]
+        if not informers or not all(i.synced.is_set() and not i.error for i in informers):
+            return None
+        with self._pods_lock:
+            names = self._pods.get((ns, instance), set()) | self._others.get((ns, instance), set())
+        pods = [self.cached(PODS.kind, (ns, n)) for n in sorted(names)]
+        return [p for p in pods if p is not None and matches(selector, (p.get("metadata") or {}).get("labels") or {})]
 
     def kept_peers(self, type_: str, obj: dict[str, Any], old: dict[str, Any] | None) -> list[str]:
         """Track the Deployments with a kept selector; when one comes, goes, or changes its selector

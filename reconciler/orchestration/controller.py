@@ -1,7 +1,8 @@
 """The event-driven mode (the Deployment): informers, a work queue, workers, a Lease, a resync.
 
-- Informers (informer.py, client/caches.py) mirror Memcacheds, Deployments, Services, budgets and
-  Pods by our label, and the HorizontalPodAutoscalers in scope (autoscalers.py) into memory; three
+- Informers (informer.py, client/caches.py) mirror Memcacheds, Deployments, Services and budgets
+  by our label, the Pods our selectors could select (ours and others', metadata only), and the
+  HorizontalPodAutoscalers in scope (autoscalers.py) into memory; three
   more keep a name index (metadata only, no selector) of every Deployment, Service and budget in
   scope, so that a new CR's objects are created without a GET when no object holds their names.
   Every event puts the key of the CR it concerns on the work queue (workqueue.py), at once: no
@@ -108,6 +109,7 @@ class Controller:
                              **informer_settings)
         self.informers, self.kinds = self.caches.informers, self.caches.kinds
         reconciler.absent = self.caches.absent  # a name the synced indexes do not hold is created without a GET
+        reconciler.selected = self.caches.selected  # the Pods our own selector selects, without a LIST
         self.share: Share | None = None
         if shards is not None:
             self.share = share = Share(shards, self.caches, self.queue, self.stop, self.clock)

@@ -199,6 +199,9 @@ class Reconciler:
         #: Whether a name is known to be free (the controller's name indexes: client/caches.py ``absent``);
         #: the once mode has no index and GETs each name it would create.
         self.absent: Callable[[Resource, str, str], bool] = lambda resource, ns, name: False
+        #: The Pods a selector selects, from the controller's cache of every Pod our selectors could select
+        #: (client/caches.py ``selected``); None: not known, a LIST answers (the once mode, a kept selector).
+        self.selected: Callable[[str, dict[str, Any]], list[dict[str, Any]] | None] = lambda ns, selector: None
 
     # ---- reading
     def _list(self, group: str, version: str, plural: str, selector: str | None = None) -> list[dict[str, Any]]:
@@ -504,14 +507,17 @@ class Reconciler:
 
     def _shared(self, namespace: str, name: str, selector: dict[str, Any] | None, adopted: bool, kept: bool = True) -> str:
         """The report of a ``selector`` that selects Pods this CR's Deployment does not own (another
-        Memcached's, or any foreign Pod of the namespace: one LIST of the Pods it selects, for a kept
-        selector at each reconcile, for ours, unique per CR, once before creating a companion); ""
+        Memcached's, or any foreign Pod of the namespace: the Pods it selects, for a kept selector at
+        each reconcile, for ours, unique per CR, once before creating a companion; from the controller's
+        cache of Pods for ours, else one LIST); ""
         when it selects only ours. A Service or budget on it would send clients to, or count, the
         other Pods: they are not created (``adopted``) or would not be (before ``--adopt``), and the
         message says how to get a selector of one's own (``kept``) or what to do with those Pods."""
         if not selector:
             return ""
-        pods = self.api.list_all(collection_path(*PODS.gvr, namespace), describe_selector(selector), limit=PAGE_SIZE)
+        cached = self.selected(namespace, selector)
+        pods = cached if cached is not None else self.api.list_all(collection_path(*PODS.gvr, namespace),
+                                                                   describe_selector(selector), limit=PAGE_SIZE)
         owners = foreign_owners(name, pods)
         if not owners:
             return ""

@@ -26,7 +26,7 @@ from memcached_gitops.reconciler.client.caches import owner_name
 from memcached_gitops.reconciler.client.shards import RING_LABEL, VIEW_ANNOTATION, ShardRing, key_text, lease_name, owner
 from memcached_gitops.reconciler.decisions.drift import Drift
 from memcached_gitops.reconciler.decisions.fights import Correction, FightDetector
-from memcached_gitops.reconciler.decisions.vocabulary import INSTANCE_LABEL, SELECTOR, Action
+from memcached_gitops.reconciler.decisions.vocabulary import INSTANCE_LABEL, MANAGED_BY_LABEL, SELECTOR, Action
 from memcached_gitops.reconciler.orchestration.controller import DEFAULT_RESYNC, Controller, Settings, lease_client
 from memcached_gitops.reconciler.orchestration.cycle import CompanionOutcome, CROutcome, Options, Reconciler
 from memcached_gitops.reconciler.orchestration.metrics import Metrics
@@ -72,7 +72,9 @@ def dep(name: str, ns: str = "default", rv: str = "1", selector: dict | None = N
 
 
 def pod(name: str, instance: str | None, ns: str = "default") -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": ns, "labels": {INSTANCE_LABEL: instance} if instance else {}}}
+    """One of our Pods (our label), of the CR ``instance``."""
+    labels = {INSTANCE_LABEL: instance, "app.kubernetes.io/name": "memcached", MANAGED_BY_LABEL: "memcached-gitops"}
+    return {"metadata": {"name": name, "namespace": ns, "labels": labels if instance else {}}}
 
 
 def hpa(name: str, target: str, ns: str = "default", kind: str = "Deployment", api_version: str = "apps/v1") -> dict[str, Any]:
@@ -110,7 +112,7 @@ def test_the_informers_mirror_what_the_reconciler_reads_in_each_namespace_in_sco
     for index in ("DeploymentNames", "ServiceNames", "PodDisruptionBudgetNames"):
         assert kinds[index].selector is None and kinds[index].metadata_only and not kinds[index].keep_managed_fields
     assert kinds["Memcached"].selector is None and kinds["HorizontalPodAutoscaler"].selector is None
-    assert kinds["Deployment"].selector == SELECTOR and kinds["Pod"].selector == SELECTOR
+    assert kinds["Deployment"].selector == SELECTOR and kinds["Pod"].selector == "app.kubernetes.io/name=memcached"
     assert kinds["Deployment"].keep_managed_fields and not kinds["Memcached"].keep_managed_fields
     for companion in ("Service", "PodDisruptionBudget"):
         assert kinds[companion].selector == SELECTOR and kinds[companion].keep_managed_fields and not kinds[companion].metadata_only
@@ -1798,6 +1800,8 @@ def test_keys_kept_for_the_acknowledgement_are_queued_only_while_they_are_still_
     c, ring, _ = sharded()
     store(c, "Memcached", *(cr(n) for n in NAMES))
     joined(c, ring)
+    # the first agreement's sweep queues every CR over a few ms (SWEEP_RATE): all of it, before the drain
+    wait_for(lambda: not c.queue.pending().delayed, what="the first sweep queued")
     queued(c)
     c.share.served = {("default", n) for n in NAMES}  # served already: the acknowledgement sweeps nothing new
     c.share.waiting = {("default", n) for n in NAMES}  # every key's event came while the ring settled
