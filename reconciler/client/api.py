@@ -104,6 +104,14 @@ def _transient(status: int, body: Any) -> bool:
     return False
 
 
+#: Idle connections kept open to the API server: one for each thread that may hold one at once (up to
+#: 64 workers, 16 companion writes beside them, a watch per informer and namespace, the Lease, the
+#: reviews). The kubernetes client keeps ``cpu_count * 5`` (10 on two cores) and urllib3 closes each
+#: connection given back past that, so that the next request pays a new TLS handshake
+#: (tests/reconciler/client/test_connections.py). Only connections in use are ever opened.
+KEPT_CONNECTIONS = 128
+
+
 @dataclass
 class KubeAPI:
     """Raw JSON requests over a kubernetes.client.ApiClient."""
@@ -141,6 +149,7 @@ class KubeAPI:
                     raise
                 config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]  # as above
         configuration.retries = False  # retries are ours, with jitter and Retry-After
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, KEPT_CONNECTIONS)
         return cls(client=client.ApiClient(configuration), **kwargs)
 
     def request(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None,

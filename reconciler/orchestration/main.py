@@ -108,12 +108,12 @@ def start_servers(api: Any, metrics: Any, serving: Serving) -> list[Any]:
 
 def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], field_manager: str, dry_run: bool,
         kubeconfig: str | None, context: str | None, crd: CRD, image: str, leader_elect: bool, lease_namespace: str,
-        serving: Serving, host: str | None = None, adopt: bool = False, detect_only: bool = False, workers: int = 4,
+        serving: Serving, host: str | None = None, adopt: bool = False, detect_only: bool = False, workers: int | None = None,
         shards: bool = False) -> int:
     """Connect and run ``--once`` (one LIST-based cycle) or the event-driven mode; returns the exit code."""
     from ..client.leader import LeaderElector
     from ..client.shards import ShardRing
-    from .controller import DEFAULT_RESYNC, Controller, Settings, lease_client
+    from .controller import DEFAULT_RESYNC, DEFAULT_WORKERS, Controller, Settings, lease_client
     from .cycle import Options, Reconciler
     from .loop import install_stop_handlers, run_once
     from .metrics import Metrics
@@ -140,7 +140,8 @@ def run(*, once: bool, interval: float | None, namespaces: tuple[str, ...], fiel
         ring = ShardRing(lease_client(api, 10.0), lease_namespace, identity)
     elif leader_elect and not dry_run:
         elector = LeaderElector(lease_client(api, 10.0), lease_namespace, identity)
-    controller = Controller(reconciler, metrics, elector, Settings(workers=workers, resync=interval or DEFAULT_RESYNC), shards=ring)
+    settings = Settings(workers=workers or DEFAULT_WORKERS, resync=interval or DEFAULT_RESYNC)
+    controller = Controller(reconciler, metrics, elector, settings, shards=ring)
     try:
         code = controller.run()
         if controller.error:

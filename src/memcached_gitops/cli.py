@@ -282,7 +282,7 @@ def reconcile(
         "--interval", help="Without --once: event-driven (WATCH) until SIGTERM, with a full resync this often [default 10m].")] = None,
     detect_only: Annotated[bool, typer.Option(
         "--detect-only", help="Report drift (status, Events, metrics, log) and never write a Deployment.")] = False,
-    workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="CRs reconciled at once (event-driven mode).")] = 4,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="CRs reconciled at once (event-driven mode).")] = 16,
     namespace: NamespaceOpt = None,
     field_manager: Annotated[str, typer.Option("--field-manager", help="Field manager of the Deployment applies.")] = NAME,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report drift, write nothing: exit 0 no drift, 1 drift, 2 error.")] = False,

@@ -122,9 +122,9 @@ def test_the_informers_mirror_what_the_reconciler_reads_in_each_namespace_in_sco
 
 
 def test_the_default_settings() -> None:
-    """4 workers, a resync every 10 minutes, client-go's 300 s watch timeout, the 60 s heartbeat plus 10 s, streaming lists."""
+    """16 workers, a resync every 10 minutes, client-go's 300 s watch timeout, the 60 s heartbeat plus 10 s, streaming lists."""
     s = Settings()
-    assert (s.workers, s.resync, s.watch_timeout, s.heartbeat, s.silence_grace, s.streaming_list) == (4, 600.0, 300, 60.0, 10.0, True)
+    assert (s.workers, s.resync, s.watch_timeout, s.heartbeat, s.silence_grace, s.streaming_list) == (16, 600.0, 300, 60.0, 10.0, True)
     assert DEFAULT_RESYNC == 600.0
     c = make()
     assert c.settings == Settings() and isinstance(c.fights, FightDetector)
@@ -1845,3 +1845,18 @@ def test_the_liveness_check_names_the_first_stuck_informer_of_any_kind() -> None
     assert c.caches.stalled() == stuck.stalled() and "pods informer" in (c.caches.stalled() or "")
     c.informers["Memcached"][0].stall_limit = -1.0
     assert "memcacheds informer" in (c.caches.stalled() or ""), "the first kind's informer comes first"
+
+
+def test_the_command_lines_default_workers_are_the_controllers() -> None:
+    """`reconcile --workers` defaults to the controller's own default (the command line keeps the
+    reconciler's import out of its start, so the number is written there too)."""
+    import click
+    import typer
+    from memcached_gitops.reconciler.orchestration.controller import DEFAULT_WORKERS
+
+    from memcached_gitops.cli import app
+
+    command = typer.main.get_command(app)
+    assert isinstance(command, click.Group)
+    workers = next(p for p in command.commands["reconcile"].params if p.name == "workers")
+    assert workers.default == DEFAULT_WORKERS == Settings().workers
