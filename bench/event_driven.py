@@ -258,7 +258,7 @@ def main() -> None:
     parser.add_argument("--new", type=int, default=1000, help="new CRs in the burst (0: no burst)")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--size", type=int, default=3, help="replicas (Pods) per CR")
-    parser.add_argument("--workers", type=int, default=4, help="the event-driven mode's --workers")
+    parser.add_argument("--workers", type=int, default=16, help="the event-driven mode's --workers (its default)")
     parser.add_argument("--poll-interval", type=float, default=30.0, help="the polling mode's --interval (the Deployment overlay's)")
     args = parser.parse_args()
     print(f"command: python bench/event_driven.py --crs {args.crs} --scales {args.scales} --quiet {args.quiet:g} "

@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from memcached_gitops.reconciler.client.api import KubeAPI, RetryPolicy  # noqa: E402
-from memcached_gitops.reconciler.orchestration.controller import Controller, Settings  # noqa: E402
+from memcached_gitops.reconciler.orchestration.controller import DEFAULT_WORKERS, Controller, Settings  # noqa: E402
 from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler  # noqa: E402
 from memcached_gitops.reconciler.orchestration.metrics import Metrics  # noqa: E402
 from memcached_gitops.schemas import load_crd  # noqa: E402
@@ -50,7 +50,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--crs", type=int, default=1000)
     parser.add_argument("--size", type=int, default=2, help="spec.size of each CR (2 or more: a budget too)")
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     parser.add_argument("--latency", type=float, default=0.02,
                         help="seconds each of the reconciler's requests waits before it is served, outside the fake's lock "
                              "(a loaded real API server answered in 8-60 ms); 0: none")
