@@ -36,6 +36,7 @@ drive the protocol themselves (tests/reconciler/client/test_shards.py).
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
 import hashlib
 import logging
@@ -136,7 +137,10 @@ class ShardRing:
         self._holds: Counter[int] = Counter()  # reconciles in flight, by the epoch they began in
         self._agreed_epoch = -1
         self._lock = threading.RLock()
-        self._local = threading.local()
+        #: The CR this reconcile holds (``serving``), in a context variable, not a thread-local: the writes a
+        #: reconcile sends side by side on the pool (companion_step.concurrently) run in a copy of its
+        #: context, so the gate sees their CR too (a thread-local made every pool write "not this replica's CR").
+        self._hold: contextvars.ContextVar[tuple[Key, int] | None] = contextvars.ContextVar(f"shard-hold-{id(self)}", default=None)
         self.last_error: APIError | None = None  # the last write's refusal
         self._io = threading.Lock()  # one Lease write at a time: the Lease thread's turn, or release's DELETE
         #: SIGTERM: the members of the last view this replica wrote under (None: it may not write), so
@@ -202,21 +206,21 @@ class ShardRing:
             epoch = self.epoch
             if ok:
                 self._holds[epoch] += 1
-                self._local.hold = (key, epoch)
+                token = self._hold.set((key, epoch))
         try:
             yield ok
         finally:
             if ok:
                 with self._lock:
                     self._holds[epoch] -= 1
-                    self._local.hold = None
+                    self._hold.reset(token)
                     if epoch != self.epoch:
                         self.wake.set()  # a drain may be complete: publish
 
     def may_write(self) -> bool:
         """The API client's gate, before every write: the calling reconcile's CR is still ours in the
         current view (it may have changed while the reconcile ran), and the fence holds."""
-        hold = getattr(self._local, "hold", None)
+        hold = self._hold.get()
         if hold is None:
             return False
         with self._lock:

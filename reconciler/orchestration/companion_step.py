@@ -6,6 +6,7 @@ through write_delete.py, the two companions' writes side by side; what each did 
 
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -31,9 +32,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("memcached_gitops.reconciler")
 
-#: Requests of companions in flight at once, over every worker (``concurrently``): a CR's Service and
-#: budget side by side for up to eight workers, and a bound on the connections they hold.
-COMPANION_REQUESTS = 16
+#: Requests in flight on the shared pool at once, over every worker (``concurrently``): a CR's budget
+#: beside its Service, and a new Deployment's apply beside both (Reconciler._create_beside), for the
+#: default 16 workers; a bound on the connections they hold (client/api.py KEPT_CONNECTIONS). Only
+#: single requests run on the pool, never a call that waits on the pool itself: it cannot deadlock.
+COMPANION_REQUESTS = 32
 _POOL = ThreadPoolExecutor(max_workers=COMPANION_REQUESTS, thread_name_prefix="companion")
 T = TypeVar("T")
 
@@ -165,7 +168,8 @@ def concurrently(calls: list[Callable[[], T]]) -> list[T]:
     alone. Every call ends before the first exception, if any, is raised."""
     if len(calls) <= 1:
         return [call() for call in calls]
-    futures = [_POOL.submit(call) for call in calls[1:]]
+    # each in a copy of this thread's context: the shard ring's hold on the CR goes with its writes (shards.py)
+    futures = [_POOL.submit(contextvars.copy_context().run, call) for call in calls[1:]]
     first: list[T] = []
     error: BaseException | None = None
     try:

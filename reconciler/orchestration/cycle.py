@@ -25,6 +25,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from memcached_gitops.foundation.clocks import SYSTEM_CLOCK, Clock
@@ -66,7 +67,7 @@ from ..decisions.vocabulary import (
     bounded,
     for_log,
 )
-from .companion_step import find_new, reconcile_companions
+from .companion_step import concurrently, find_new, reconcile_companions
 from .desired_cache import DesiredCache
 from .write_apply import WriteFailure, correct
 from .write_status import declared_fields, requested_at, write_status
@@ -195,6 +196,7 @@ class Reconciler:
         self.events = EventRecorder(api, enabled=self.options.events and not self.options.dry_run)
         self.desired = DesiredCache(self.validator, self.options.image)  # what each CR asks for, per uid and generation
         self._unreadable: set[str] = set()  # kinds already said to be unreadable (_optional)
+        self._failing = threading.Lock()  # a new Deployment's apply and its companions' writes fail side by side (_failed)
         self.schema_known = False  # the served CRD was read (status_schema): its columns are written
         #: Whether a name is known to be free (the controller's name indexes: client/caches.py ``absent``);
         #: the once mode has no index and GETs each name it would create.
@@ -359,16 +361,36 @@ class Reconciler:
                 kept = selector_of(live) if live is not None and has_kept_selector(live) else None
                 reconcile_companions(self, visit, companions, True, kept, ignored)
             return self._detected(visit, drift, size, live)
-        if drift:  # a refused apply is reported with the companions' outcomes: they still go on
-            live = self._correct(visit, desired, drift, live, size, applied_by, inherited, ignored.get(DEPLOYMENTS.kind, ()),
-                                 ownership is Ownership.OWNED)
-        kept = selector_of(live) if live is not None and has_kept_selector(live) else None
-        shared = self._shared(visit.namespace, visit.name, kept, adopted=True) if companions is not None else ""
-        foreign = (reconcile_companions(self, visit, companions, mode == "detect-only", kept, ignored, bool(shared))
-                   if companions is not None else "")
+        if drift and live is None and companions is not None and not self.options.dry_run:
+            live, foreign = self._create_beside(visit, companions, desired, drift, size, ignored)
+            shared = ""
+        else:
+            if drift:  # a refused apply is reported with the companions' outcomes: they still go on
+                live = self._correct(visit, desired, drift, live, size, applied_by, inherited, ignored.get(DEPLOYMENTS.kind, ()),
+                                     ownership is Ownership.OWNED)
+            kept = selector_of(live) if live is not None and has_kept_selector(live) else None
+            shared = self._shared(visit.namespace, visit.name, kept, adopted=True) if companions is not None else ""
+            foreign = (reconcile_companions(self, visit, companions, mode == "detect-only", kept, ignored, bool(shared))
+                       if companions is not None else "")
         if visit.result.companions.detected and not self.options.dry_run:  # only the Service or budget drifted
             return self._detected(visit, [], size, live)
         return self._settle(visit, drift, live, size, foreign, shared or visit.shared)
+
+    def _create_beside(self, visit: Visit, companions: CompanionLookup, desired: dict[str, Any], drift: list[Drift], size: int,
+                       ignored: Ignored) -> tuple[dict[str, Any] | None, str]:
+        """A new Deployment, created side by side with its Service and budget: nothing of their plan
+        depends on its apply (its selector is ours, none is kept), so a new CR waits on one round trip
+        of applies, not two. The companions run here (their own writes overlap on the pool), the
+        Deployment's apply on the pool; the Event names the Deployment first, as in sequence. The
+        Deployment as its apply left it, and the report of a foreign companion ("" when none)."""
+        visit.result.action = Action.CREATED
+        told = len(visit.told)
+        both: list[Any] = concurrently([
+            partial(reconcile_companions, self, visit, companions, False, None, ignored, False),
+            partial(self._correct, visit, desired, drift, None, size, "", False, ignored.get(DEPLOYMENTS.kind, ()), True)])
+        foreign, live = both
+        visit.told[told:] = sorted(visit.told[told:], key=lambda said: said[0] != EventReason.DEPLOYMENT_CREATED)
+        return live, foreign
 
     def _revocation(self, live: dict[str, Any] | None, drift: list[Drift], pointers: tuple[Pointer, ...],
                     ours: bool) -> list[dict[str, Any]]:
@@ -387,8 +409,9 @@ class Reconciler:
         this reconcile), and reported by ``_settle`` (Degraded ApplyFailed, a Warning Event)."""
         log.warning("%s: %s%s", visit, failure.describe(), todo)
         result = visit.result
-        result.failures.append(failure)
-        result.action, result.error = Action.FAILED, bounded("; ".join(f.describe() for f in result.failures))
+        with self._failing:
+            result.failures.append(failure)
+            result.action, result.error = Action.FAILED, bounded("; ".join(f.describe() for f in result.failures))
 
     def _settle(self, visit: Visit, drift: list[Drift], live: dict[str, Any] | None, size: int, foreign: str = "",
                 shared: str = "") -> CROutcome:
@@ -484,7 +507,8 @@ class Reconciler:
         ``ours`` already); the Deployment as the apply left it. A refused apply is recorded
         (``_failed``) and leaves the action FAILED."""
         result = visit.result
-        result.action = Action.CREATED if live is None else Action.ADOPTED if applied_by else Action.CORRECTED
+        if result.action is not Action.FAILED:  # a companion written beside a new Deployment may have failed first
+            result.action = Action.CREATED if live is None else Action.ADOPTED if applied_by else Action.CORRECTED
         if self.options.dry_run:
             log.info("%s: %s", visit, _summary(result.action, drift, desired, applied_by, inherited))
             return live

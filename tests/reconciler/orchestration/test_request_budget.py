@@ -22,6 +22,7 @@ Reads above the floor, kept on purpose, are counted exactly so that a new one sh
 
 from __future__ import annotations
 
+import json
 import time
 
 from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
@@ -193,3 +194,18 @@ def test_a_foreign_pod_withholds_the_companions_from_the_cache(cluster: FakeAPIS
         wait_for(lambda: cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is not None,
                  timeout=5, what="the budget, from the Pod's DELETED event")
         assert cluster.get("", "services", "default", "a-memcached") is not None
+
+
+def test_a_new_deployment_and_its_companions_are_applied_side_by_side(cluster: FakeAPIServer) -> None:
+    """The applies of a new CR do not wait on each other: with the Deployment's apply held a second,
+    the Service's and the budget's arrive while it is held (in sequence they would come after it)."""
+    cluster.faults.append(Fault(status=0, delay=1.0, method="PATCH", path_contains="/deployments/", user_agent="memcached"))
+    with running(cluster):
+        make_cr(cluster, "a", size=2)
+        wait_for(lambda: condition(cluster, "a", "Available"), what="status")
+        applies = {r.path.split("/")[-2]: r.received for r in cluster.log if r.method == "PATCH" and r.user_agent.startswith("memcached")
+                   and not r.path.endswith("/status") and "/leases/" not in r.path}
+        held = applies["deployments"]
+        assert applies["services"] < held + 1.0 and applies["poddisruptionbudgets"] < held + 1.0, applies
+        event = next(r for r in cluster.log if r.method == "POST" and r.path.endswith("/events"))
+        assert json.loads(event.body)["reason"] == "DeploymentCreated", "the Event names the Deployment first"

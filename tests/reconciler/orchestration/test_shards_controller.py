@@ -9,6 +9,7 @@ are shortened (a 3 s lease, a 2 s renew deadline) so that a dead replica's share
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from collections import defaultdict
@@ -323,3 +324,21 @@ def test_a_failed_list_of_a_grown_share_is_tried_again() -> None:
     finally:
         share.stop.set()
         thread.join(5)
+
+
+def test_a_shards_writes_sent_side_by_side_pass_its_gate(cluster: FakeAPIServer, caplog) -> None:
+    """The writes one reconcile sends side by side (a new Deployment beside its Service and budget)
+    run on other threads; the ring's per-CR gate lets each through under the reconcile's hold: none is
+    refused locally ("writes are stopped"), and a new CR of size 2 is served in one visit, its three
+    applies each sent once."""
+    caplog.set_level(logging.WARNING, logger="memcached_gitops.reconciler")
+    with replica(cluster, "r1") as r1:
+        wait_for(lambda: r1.shards is not None and r1.shards.acknowledged(), what="the ring agreed")
+        make_cr(cluster, "a", size=2)
+        wait_for(lambda: cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is not None
+                 and condition(cluster, "a", "Available"), what="the CR served")
+    refused = [r.getMessage() for r in caplog.records if "writes are stopped" in r.getMessage()]
+    assert not refused, refused
+    applies = sorted(r.path.split("/")[-2] for r in cluster.writes() if r.method == "PATCH" and r.user_agent.startswith("memcached")
+                     and "/a" in r.path and not r.path.endswith("/status") and "/leases/" not in r.path)
+    assert applies == ["deployments", "poddisruptionbudgets", "services"], applies
