@@ -32,7 +32,7 @@ from typing import Any
 from .excerpt import excerpt
 from .kustomize_yaml import DivergentYAML, read_plain
 from .links import real_path
-from .yamlreader import Document, YAMLInputError, iter_documents
+from .yamlreader import Document, NodeBudget, TooManyNodes, YAMLInputError, iter_documents
 
 KUSTOMIZE_FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 #: Kustomizations one build may load, counting a base once per path to it (kustomize's own work).
@@ -43,9 +43,14 @@ MAX_DEPTH = 100
 MAX_CHART_FOLDERS = 10_000
 #: Largest kustomization or plugin file read here (kustomize reads them whole too).
 MAX_FILE = 256 << 10
-#: All the kustomization and plugin files one walk reads, together: the walk runs in this process, where
-#: a parsed MiB of YAML takes some 50 MiB, so a deep chain of large files must not reach the sidecar's limit.
+#: All the kustomization and plugin files one walk reads, together (git stores a deep chain of one large
+#: file once, so the bytes read must be bounded, not only the bytes committed).
 MAX_GRAPH_BYTES = 2 << 20
+#: YAML nodes (maps, lists, scalars) one walk parses, all its files together. The walk runs in this
+#: process, where a node costs some 360 bytes while parsed, and a MiB of ``[{},{},...]`` is 350,000
+#: nodes (128 MiB: 2 MiB of it took the process to 257 MiB), so it is the nodes that are bounded: at
+#: most some 18 MiB, where a kustomization holds tens of nodes (bench/untrusted_input.py).
+MAX_GRAPH_NODES = 50_000
 
 #: Fields whose values name no file and no URL (kustomize api/types/kustomization.go, v5.8.1).
 PATH_FREE = frozenset(("apiVersion", "kind", "metadata", "namePrefix", "nameSuffix", "namespace", "commonLabels",
@@ -185,6 +190,7 @@ class _Graph:
         self.loads: dict[str, int] = {}
         self.open: set[str] = set()
         self.read_bytes = 0
+        self.nodes = NodeBudget(MAX_GRAPH_NODES, "the kustomization files of one build")  # every YAML node the walk parses
         self.chart_folders: set[str] = set()  # every chart folder walked in this graph, each once
         self.schemas: set[str] = set()  # every chart values schema read, each once
 
@@ -368,7 +374,11 @@ def _strategic(graph: _Graph, here: str, doc: Document, field: str, value: Any, 
     (``_as_a_path``).
     """
     for i, entry, where in _items(graph, doc, field, value, file, str):
-        if not _reads_as_objects(entry):
+        try:
+            inline = _reads_as_objects(entry, graph.nodes)
+        except TooManyNodes as exc:
+            raise graph.refuse(where, f"{field}[{i}]", exc.message) from None
+        if not inline:
             graph.local(here, entry, where, f"{field}[{i}]")
         else:
             _as_a_path(graph, here, entry, where, f"{field}[{i}]")
@@ -390,10 +400,13 @@ def _as_a_path(graph: _Graph, here: str, entry: str, where: str, field: str) -> 
     return graph.local(here, os.path.relpath(cleaned, here), where, field)
 
 
-def _reads_as_objects(text: str) -> bool:
-    """Whether ``text`` reads as one or more YAML mappings with a ``kind`` (kustomize's inline content)."""
+def _reads_as_objects(text: str, nodes: NodeBudget) -> bool:
+    """Whether ``text`` reads as one or more YAML mappings with a ``kind`` (kustomize's inline content);
+    its nodes count in the walk's ``nodes`` (TooManyNodes)."""
     try:
-        docs = [d.value for d in iter_documents(text)]
+        docs = [d.value for d in iter_documents(text, nodes)]
+    except TooManyNodes:
+        raise
     except (YAMLInputError, ValueError):
         return False
     return bool(docs) and all(isinstance(d, dict) and "kind" in d for d in docs)
@@ -498,7 +511,9 @@ def _plugins(graph: _Graph, here: str, doc: Document, field: str, value: Any, fi
     for i, entry, where in _items(graph, doc, field, value, file, str):
         name = f"{field}[{i}]"
         try:
-            inline = read_plain(entry)
+            inline = read_plain(entry, graph.nodes)
+        except TooManyNodes as exc:
+            raise graph.refuse(where, name, exc.message) from None
         except (YAMLInputError, DivergentYAML):
             raise graph.refuse(where, name, "neither a file name nor plain YAML configurations; refused") from None
         is_path = len(inline) == 1 and isinstance(inline[0].value, str)
@@ -532,7 +547,7 @@ def _read_file(graph: _Graph, file: str, shown: str) -> list[Document]:
     no construct in it could read differently in kustomize (``read_plain``); within the walk's budget."""
     data = graph.read_bytes_of(file, shown)
     try:
-        return read_plain(data)
+        return read_plain(data, graph.nodes)
     except YAMLInputError as exc:
         raise GraphRefused(f"{shown}:{exc.line}:{exc.column}: {exc.message}") from None
     except DivergentYAML as exc:

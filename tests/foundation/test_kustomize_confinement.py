@@ -537,7 +537,32 @@ def test_the_walk_reads_a_bounded_amount_of_kustomization_files(tmp_path: Path) 
     err = proc.stderr
     kib = int(err.rsplit("VmHWM ", 1)[1].split()[0])
     assert kib < 200 * 1024, f"the walk took {kib // 1024} MiB"
-    assert "hold more than" in err and "Traceback" not in err, err
+    # 36,000 nodes a file: the walk's node budget is the first bound met, before its 2 MiB of bytes
+    assert ("hold more than" in err or "YAML nodes" in err) and "Traceback" not in err, err
+
+
+def test_the_walk_parses_a_bounded_number_of_yaml_nodes(tmp_path: Path) -> None:
+    """The eighth review: eight files of 256 KiB of ``{},``, within the walk's 2 MiB, held 257 MiB in the walk
+    alone (a node costs some 360 bytes, three bytes of text). Now the walk's nodes are counted as they are
+    parsed, and the file that passes the walk's budget (``MAX_GRAPH_NODES``) is refused with its line, the process staying small."""
+    repo = tmp_path / "repo"
+    folder = repo / "app"
+    (folder).mkdir(parents=True)
+    (folder / "cr.yaml").write_text(CR)
+    n = (256 * 1024 - 200) // 3
+    for depth in range(8):
+        folder.mkdir(parents=True, exist_ok=True)
+        head = "resources: [cr.yaml, k]\n" if depth == 0 else ("resources: [k]\n" if depth < 7 else "resources: []\n")
+        (folder / "kustomization.yaml").write_text(head + "metadata: {x: [" + "{}," * n + "{}]}\n")
+        folder = folder / "k"
+    peak = ("import sys\ntry:\n    from memcached_gitops.entry import main\n    sys.argv = ['memcached-gitops', 'argocd-generate']\n"
+            "    main()\nfinally:\n    print('VmHWM', next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')),"
+            " file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", peak], cwd=repo / "app", capture_output=True, text=True, timeout=300)
+    kib = int(proc.stderr.rsplit("VmHWM ", 1)[1].split()[0])
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert re.search(r"kustomization\.yaml:2:\d+: more than \d+ YAML nodes", proc.stderr), proc.stderr
+    assert kib < 128 * 1024, f"the walk took {kib // 1024} MiB"
 
 
 # --- fifth review: an entry that reads inline to the check but not to kustomize ---------------------
