@@ -189,7 +189,7 @@ class Builds:
         remaining = self.deadline() - (self.clock() - self.started)
         allow_remote = self.environ.get(ALLOW_REMOTE_ENV, "") in ("1", "true", "True", "TRUE")
         try:
-            check_graph(path, self.root or confinement_root(path), allow_remote)
+            check_graph(path, self.root or confinement_root(path), allow_remote, lambda: self.check_time(name))
         except BuildFails as exc:  # never run: a build that fails, not a refusal of the whole run
             raise KustomizeError(f"{name}: {exc}") from None
         except GraphRefused as exc:

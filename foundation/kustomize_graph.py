@@ -39,6 +39,10 @@ KUSTOMIZE_FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomizatio
 MAX_LOADS = 500
 #: Deepest chain of kustomizations walked (each one a Python frame here).
 MAX_DEPTH = 100
+#: Distinct folders one walk visits, with a kustomization or without (kustomize reports a folder without
+#: one itself, but this walk looks into each): a kustomization listing 34,000 folders was walked whole
+#: before its loads were counted.
+MAX_GRAPH_FOLDERS = 2 * MAX_LOADS
 #: Folders of one Helm chart looked through for symlinks.
 MAX_CHART_FOLDERS = 10_000
 #: Largest kustomization or plugin file read here (kustomize reads them whole too).
@@ -182,12 +186,19 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-class _Graph:
-    """One walk: the root, whether remote references are allowed, and the loads counted per folder."""
+def _no_deadline() -> None:
+    """A walk with no deadline of its own (a caller that is not a run's build)."""
 
-    def __init__(self, root: str, allow_remote: bool) -> None:
-        self.root, self.allow_remote = real_path(root), allow_remote
+
+class _Graph:
+    """One walk: the root, whether remote references are allowed, the loads counted per folder and in
+    all, and ``check_time``, the run's deadline (it raises once the deadline has passed)."""
+
+    def __init__(self, root: str, allow_remote: bool, check_time: Callable[[], None] = _no_deadline) -> None:
+        self.root, self.allow_remote, self.check_time = real_path(root), allow_remote, check_time
         self.loads: dict[str, int] = {}
+        self.total_loads = 0  # what the build would load, counted as the walk goes (see ``count``)
+        self.visited: set[str] = set()
         self.open: set[str] = set()
         self.read_bytes = 0
         self.nodes = NodeBudget(MAX_GRAPH_NODES, "the kustomization files of one build")  # every YAML node the walk parses
@@ -282,27 +293,46 @@ class _Graph:
         return data
 
     def folder(self, path: str, name: str, depth: int = 0) -> int:
-        """Check the kustomization in ``path`` (resolved) and every one it reaches; the loads it costs."""
+        """Check the kustomization in ``path`` (resolved) and every one it reaches; the loads it costs.
+
+        The run's deadline is checked at each folder, and the walk stops at the first folder where the
+        distinct folders pass ``MAX_GRAPH_FOLDERS`` or the loads counted so far pass ``MAX_LOADS``, not
+        once every folder below has been walked."""
         if path in self.loads:
+            self.count(self.loads[path], name)  # built again, once more per path to it
             return self.loads[path]
         if path in self.open:
-            raise GraphRefused(f"{name}: a kustomization that includes itself; refused")
+            raise GraphRefused(f"{self.shown(path)}: a kustomization that includes itself; refused")
         if depth > MAX_DEPTH:
-            raise GraphRefused(f"{name}: kustomizations nested more than {MAX_DEPTH} deep; refused")
+            raise GraphRefused(f"{self.shown(path)}: kustomizations nested more than {MAX_DEPTH} deep; refused")
+        self.check_time()
+        self.visited.add(path)
+        if len(self.visited) > MAX_GRAPH_FOLDERS:
+            raise GraphRefused(f"{self.shown(path)}: the build names more than {MAX_GRAPH_FOLDERS} folders; refused")
         found = kustomization_file(path)
         if found is None:
             return 0  # kustomize reports a directory without a kustomization itself
         real = real_path(found)
         if not _under(real, self.root):
-            raise GraphRefused(f"{found}: the kustomization file leaves the root {self.root}; refused")
+            raise GraphRefused(f"{self.shown(found)}: the kustomization file leaves the root {self.root}; refused")
+        self.count(1, found)
         self.open.add(path)
         loads = 1 + sum(self.folder(d, n, depth + 1) for d, n in self._children(real, path))
         self.open.discard(path)
-        if loads > MAX_LOADS:
-            raise GraphRefused(f"{found}: kustomize would load more than {MAX_LOADS} kustomizations to build it "
-                               "(a base reached by many paths is built once per path); refused")
         self.loads[path] = loads
         return loads
+
+    def count(self, loads: int, name: str) -> None:
+        """Add ``loads`` to what the build would load: one per kustomization walked, and a walked one's
+        whole count again each time another path reaches it, which sums to the start's own count."""
+        self.total_loads += loads
+        if self.total_loads > MAX_LOADS:
+            raise GraphRefused(f"{self.shown(name)}: kustomize would load more than {MAX_LOADS} kustomizations for "
+                               "this build (a base reached by many paths is built once per path); refused")
+
+    def shown(self, path: str) -> str:
+        """A path of the graph as messages show it: relative to the root when under it, and excerpted."""
+        return excerpt(os.path.relpath(path, self.root) if _under(path, self.root) else path)
 
     def _children(self, file: str, here: str) -> Iterator[tuple[str, str]]:
         """The folders of kustomizations ``file`` builds, after checking each of its fields."""
@@ -587,12 +617,13 @@ _FIELDS: dict[str, Callable[..., Child]] = {
 }
 
 
-def check_graph(start: str, root: str, allow_remote: bool = False) -> None:
+def check_graph(start: str, root: str, allow_remote: bool = False, check_time: Callable[[], None] = _no_deadline) -> None:
     """Refuse (GraphRefused, one line) a kustomization graph from ``start`` that reaches beyond ``root``.
 
-    ``start`` must itself be under ``root`` after symlinks.
+    ``start`` must itself be under ``root`` after symlinks. ``check_time`` is called at each folder
+    walked and raises what it raises once the run's deadline has passed (``Builds.check_time``).
     """
-    graph = _Graph(root, allow_remote)
+    graph = _Graph(root, allow_remote, check_time)
     real = real_path(start)
     if not _under(real, graph.root):
         raise GraphRefused(f"{start}: resolves outside the root {graph.root}; refused")
