@@ -21,6 +21,21 @@ def excerpt(text: str, limit: int = EXCERPT_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit] + ELLIPSIS
 
 
+#: What stands for the middle cut out of a text by ``excerpt_ends``.
+MIDDLE = " … "
+
+
+def excerpt_ends(text: str, limit: int = EXCERPT_LIMIT) -> str:
+    """``text`` if it has at most ``limit`` characters, else its start and its end with `` … `` between,
+    ``limit`` characters in all: for a message of someone else's that quotes input anywhere in it (a
+    tool's error line), where the start says what failed and the end why, and no run of more than
+    ``limit`` characters of it may be shown, wherever the input is."""
+    if len(text) <= limit:
+        return text
+    half = (limit - len(MIDDLE)) // 2
+    return text[:half] + MIDDLE + text[len(text) - half:]
+
+
 def quote_value(value: Any) -> str:
     """A value as the API server quotes it in ``Invalid value: …`` (Go's %q / JSON), excerpted.
 

@@ -173,11 +173,11 @@ def kustomization_file(folder: str) -> str | None:
     real_folder = real_path(folder)
     for file in found:
         if os.path.islink(file) and not _under(real_path(file), real_folder):
-            raise GraphRefused(f"{file}: a kustomization file linking out of its folder (kustomize would build another "
+            raise GraphRefused(f"{excerpt(file)}: a kustomization file linking out of its folder (kustomize would build another "
                                "name); refused")
     files = [f for f in found if os.path.isfile(f)]
     if len(files) > 1:
-        raise BuildFails(f"{folder}: more than one kustomization file ({', '.join(os.path.basename(f) for f in files)}); "
+        raise BuildFails(f"{excerpt(folder)}: more than one kustomization file ({', '.join(os.path.basename(f) for f in files)}); "
                            "refused, as kustomize refuses it")
     return files[0] if files else None
 
@@ -281,14 +281,15 @@ class _Graph:
                                             "beyond the document); refused")
 
     def read_bytes_of(self, file: str, shown: str) -> bytes:
-        """A file of the graph read whole, at most MAX_FILE, counted in the walk's MAX_GRAPH_BYTES."""
+        """A file of the graph read whole, at most MAX_FILE, counted in the walk's MAX_GRAPH_BYTES (``shown``,
+        the repository's own path, is excerpted in messages, as every path here)."""
         with open(file, "rb") as f:
             data = f.read(MAX_FILE + 1)
         if len(data) > MAX_FILE:
-            raise GraphRefused(f"{shown}: larger than {MAX_FILE} bytes; refused")
+            raise GraphRefused(f"{excerpt(shown)}: larger than {MAX_FILE} bytes; refused")
         self.read_bytes += len(data)
         if self.read_bytes > MAX_GRAPH_BYTES:
-            raise GraphRefused(f"{shown}: the kustomization, plugin and chart schema files of this build hold more than "
+            raise GraphRefused(f"{excerpt(shown)}: the kustomization, plugin and chart schema files of this build hold more than "
                                f"{MAX_GRAPH_BYTES} bytes together; refused")
         return data
 
@@ -336,10 +337,11 @@ class _Graph:
 
     def _children(self, file: str, here: str) -> Iterator[tuple[str, str]]:
         """The folders of kustomizations ``file`` builds, after checking each of its fields."""
-        docs = _read_file(self, file, os.path.relpath(file, self.root))
+        shown = self.shown(file)
+        docs = _read_file(self, file, shown)
         if len(docs) != 1 or not isinstance(docs[0].value, dict):
-            raise GraphRefused(f"{file}: a kustomization is one YAML mapping; refused")
-        doc, shown = docs[0], os.path.relpath(file, self.root)
+            raise GraphRefused(f"{shown}: a kustomization is one YAML mapping; refused")
+        doc = docs[0]
         for field, value in doc.value.items():
             line, column = doc.position((field,))
             where = f"{shown}:{line}:{column}"
@@ -579,9 +581,9 @@ def _read_file(graph: _Graph, file: str, shown: str) -> list[Document]:
     try:
         return read_plain(data, graph.nodes)
     except YAMLInputError as exc:
-        raise GraphRefused(f"{shown}:{exc.line}:{exc.column}: {exc.message}") from None
+        raise GraphRefused(f"{excerpt(shown)}:{exc.line}:{exc.column}: {exc.message}") from None
     except DivergentYAML as exc:
-        raise GraphRefused(f"{shown}:{exc}") from None
+        raise GraphRefused(f"{excerpt(shown)}:{exc}") from None
 
 
 def _refused_always(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
@@ -626,8 +628,9 @@ def check_graph(start: str, root: str, allow_remote: bool = False, check_time: C
     graph = _Graph(root, allow_remote, check_time)
     real = real_path(start)
     if not _under(real, graph.root):
-        raise GraphRefused(f"{start}: resolves outside the root {graph.root}; refused")
+        raise GraphRefused(f"{excerpt(start)}: resolves outside the root {graph.root}; refused")
     try:
         graph.folder(real, start)
     except OSError as exc:  # an unreadable kustomization or chart folder: one line, never a traceback
-        raise GraphRefused(f"{exc.filename or start}: cannot read: {exc.strerror}; refused") from None
+        where = graph.shown(str(exc.filename)) if exc.filename else excerpt(start)
+        raise GraphRefused(f"{where}: cannot read: {exc.strerror}; refused") from None
