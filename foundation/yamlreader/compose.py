@@ -243,7 +243,7 @@ def compose(parser: CParser, nodes: NodeBudget) -> Node | None:
                 anchors[done.anchor] = done.node
             continue
         node: Node
-        nodes.take(event.start_mark.line + 1, event.start_mark.column + 1)
+        nodes.take(*_position(event))
         if isinstance(event, yaml.AliasEvent):
             node = _aliased(event, stack, anchors)
         elif isinstance(event, yaml.ScalarEvent):
@@ -293,8 +293,13 @@ def _aliased(event: Any, stack: list[_Open], anchors: dict[str, Node]) -> Node:
     return alias_to(anchors[event.anchor])
 
 
+def _position(event: Any) -> tuple[int, int]:
+    """1-based line and column where an event starts (libyaml marks every event)."""
+    return event.start_mark.line + 1, event.start_mark.column + 1
+
+
 def _mark_error(event: Any, message: str) -> YAMLInputError:
-    return YAMLInputError(message, event.start_mark.line + 1, event.start_mark.column + 1)
+    return YAMLInputError(message, *_position(event))
 
 
 def _quote_name(name: str) -> str:
