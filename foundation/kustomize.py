@@ -187,7 +187,7 @@ class Builds:
         """Refuse to go on with ``name`` once the run's deadline has passed."""
         limit = self.deadline()
         if self.clock() - self.started >= limit:
-            raise BuildRefused(f"{excerpt(name)}: not read: the run's deadline of {limit:g} s passed ({DEADLINE_ENV}); cut")
+            raise BuildRefused(f"{excerpt(name, end=True)}: not read: the run's deadline of {limit:g} s passed ({DEADLINE_ENV}); cut")
 
     def build(self, name: str, path: str, limit: int) -> bytes:
         """``kustomize build path`` once the graph is checked: its output, or a KustomizeError naming ``name``."""
@@ -195,16 +195,16 @@ class Builds:
         cap = int(_number(self.environ, MAX_BUILDS_ENV, DEFAULT_MAX_BUILDS))
         self.count += 1
         if self.count > cap:
-            raise BuildRefused(f"{excerpt(name)}: not built: more than {cap} kustomize builds in one run ({MAX_BUILDS_ENV}); cut")
+            raise BuildRefused(f"{excerpt(name, end=True)}: not built: more than {cap} kustomize builds in one run ({MAX_BUILDS_ENV}); cut")
         self.check_time(name)
         remaining = self.deadline() - (self.clock() - self.started)
         allow_remote = self.environ.get(ALLOW_REMOTE_ENV, "") in ("1", "true", "True", "TRUE")
         try:
             check_graph(path, self.root or confinement_root(path), allow_remote, lambda: self.check_time(name))
         except BuildFails as exc:  # never run: a build that fails, not a refusal of the whole run
-            raise KustomizeError(f"{excerpt(name)}: {exc}") from None
+            raise KustomizeError(f"{excerpt(name, end=True)}: {exc}") from None
         except GraphRefused as exc:
-            raise BuildRefused(f"{excerpt(name)}: {exc}") from None
+            raise BuildRefused(f"{excerpt(name, end=True)}: {exc}") from None
         memory = int(_number(self.environ, MEMORY_ENV, DEFAULT_MAX_MEMORY_MIB) * 2**20)
         return build(path, options, limit, min(BUILD_TIMEOUT, remaining), name, memory)
 
@@ -274,7 +274,7 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
                                     start_new_session=True, **_memory_bound(memory))
         except OSError as exc:
-            raise KustomizeError(f"{excerpt(path)}: cannot run {command[0]}: {exc.strerror}") from None
+            raise KustomizeError(f"{excerpt(path, end=True)}: cannot run {command[0]}: {exc.strerror}") from None
         stopped: list[bool] = []
 
         def stop() -> None:
@@ -293,17 +293,17 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
         finally:
             timer.cancel()
         if stopped:
-            raise BuildRefused(f"{excerpt(name or path)}: kustomize build stopped after {timeout:.0f} s (the run's deadline, "
+            raise BuildRefused(f"{excerpt(name or path, end=True)}: kustomize build stopped after {timeout:.0f} s (the run's deadline, "
                                f"{DEADLINE_ENV}, or {BUILD_TIMEOUT:.0f} s a build); cut")
         if len(out) > limit:
-            raise KustomizeError(f"{excerpt(path)}: kustomize build wrote more than the limit of {limit} bytes; refused")
+            raise KustomizeError(f"{excerpt(path, end=True)}: kustomize build wrote more than the limit of {limit} bytes; refused")
         if proc.returncode != 0:
             errors.seek(0)
             text = errors.read(65536).decode(errors="replace")
             if memory and _OUT_OF_MEMORY.search(text):
-                raise BuildRefused(f"{excerpt(name or path)}: kustomize build needed more than {memory >> 20} MiB "
+                raise BuildRefused(f"{excerpt(name or path, end=True)}: kustomize build needed more than {memory >> 20} MiB "
                                    f"({MEMORY_ENV}); cut")
             lines = [line for line in text.splitlines() if line.strip()]
             last = lines[-1] if lines else f"exit code {proc.returncode} (stopped after {BUILD_TIMEOUT:.0f} s?)"
-            raise KustomizeError(f"{excerpt(path)}: kustomize build failed: {bounded_error(last)}")
+            raise KustomizeError(f"{excerpt(path, end=True)}: kustomize build failed: {bounded_error(last)}")
     return out

@@ -173,12 +173,12 @@ def kustomization_file(folder: str) -> str | None:
     real_folder = real_path(folder)
     for file in found:
         if os.path.islink(file) and not _under(real_path(file), real_folder):
-            raise GraphRefused(f"{excerpt(file)}: a kustomization file linking out of its folder (kustomize would build another "
+            raise GraphRefused(f"{excerpt(file, end=True)}: a kustomization file linking out of its folder (kustomize would build another "
                                "name); refused")
     files = [f for f in found if os.path.isfile(f)]
     if len(files) > 1:
-        raise BuildFails(f"{excerpt(folder)}: more than one kustomization file ({', '.join(os.path.basename(f) for f in files)}); "
-                           "refused, as kustomize refuses it")
+        names = ", ".join(os.path.basename(f) for f in files)
+        raise BuildFails(f"{excerpt(folder, end=True)}: more than one kustomization file ({names}); refused, as kustomize refuses it")
     return files[0] if files else None
 
 
@@ -286,10 +286,10 @@ class _Graph:
         with open(file, "rb") as f:
             data = f.read(MAX_FILE + 1)
         if len(data) > MAX_FILE:
-            raise GraphRefused(f"{excerpt(shown)}: larger than {MAX_FILE} bytes; refused")
+            raise GraphRefused(f"{excerpt(shown, end=True)}: larger than {MAX_FILE} bytes; refused")
         self.read_bytes += len(data)
         if self.read_bytes > MAX_GRAPH_BYTES:
-            raise GraphRefused(f"{excerpt(shown)}: the kustomization, plugin and chart schema files of this build hold more than "
+            raise GraphRefused(f"{excerpt(shown, end=True)}: the kustomization, plugin and chart schema files of this build hold more than "
                                f"{MAX_GRAPH_BYTES} bytes together; refused")
         return data
 
@@ -333,7 +333,7 @@ class _Graph:
 
     def shown(self, path: str) -> str:
         """A path of the graph as messages show it: relative to the root when under it, and excerpted."""
-        return excerpt(os.path.relpath(path, self.root) if _under(path, self.root) else path)
+        return excerpt(os.path.relpath(path, self.root) if _under(path, self.root) else path, end=True)
 
     def _children(self, file: str, here: str) -> Iterator[tuple[str, str]]:
         """The folders of kustomizations ``file`` builds, after checking each of its fields."""
@@ -581,9 +581,9 @@ def _read_file(graph: _Graph, file: str, shown: str) -> list[Document]:
     try:
         return read_plain(data, graph.nodes)
     except YAMLInputError as exc:
-        raise GraphRefused(f"{excerpt(shown)}:{exc.line}:{exc.column}: {exc.message}") from None
+        raise GraphRefused(f"{excerpt(shown, end=True)}:{exc.line}:{exc.column}: {exc.message}") from None
     except DivergentYAML as exc:
-        raise GraphRefused(f"{excerpt(shown)}:{exc}") from None
+        raise GraphRefused(f"{excerpt(shown, end=True)}:{exc}") from None
 
 
 def _refused_always(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
@@ -628,9 +628,9 @@ def check_graph(start: str, root: str, allow_remote: bool = False, check_time: C
     graph = _Graph(root, allow_remote, check_time)
     real = real_path(start)
     if not _under(real, graph.root):
-        raise GraphRefused(f"{excerpt(start)}: resolves outside the root {graph.root}; refused")
+        raise GraphRefused(f"{excerpt(start, end=True)}: resolves outside the root {graph.root}; refused")
     try:
         graph.folder(real, start)
     except OSError as exc:  # an unreadable kustomization or chart folder: one line, never a traceback
-        where = graph.shown(str(exc.filename)) if exc.filename else excerpt(start)
+        where = graph.shown(str(exc.filename)) if exc.filename else excerpt(start, end=True)
         raise GraphRefused(f"{where}: cannot read: {exc.strerror}; refused") from None

@@ -274,3 +274,16 @@ def test_no_message_quotes_more_than_an_excerpt_of_a_kustomization(tmp_path: Pat
     assert proc.returncode == 1 and "Traceback" not in output, output
     assert "kustomize build" in output, output
     assert _leaked(planted, output) is None, output
+
+
+@pytest.mark.parametrize("command", [["validate", "."], ["validate", "--format", "github", "."]])
+def test_a_nested_build_that_fails_is_named_by_an_excerpt(tmp_path: Path, command: list[str]) -> None:
+    """validate builds each kustomization its walk meets; one that fails is said in a line of its own."""
+    (tmp_path / "memcached-sample.yaml").write_text(GOOD)
+    (tmp_path / FOLDER).mkdir()
+    (tmp_path / FOLDER / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", *command], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    output = proc.stdout + proc.stderr
+    assert "not built, so not checked" in output and "Traceback" not in output, output
+    assert _leaked(f"./{FOLDER}", output) is None, output

@@ -184,7 +184,7 @@ def test_a_failing_build_echoes_no_more_than_an_excerpt_of_the_repository(repo: 
     # klog's header and err="..." dropped; the line's start and end kept, 64 characters in all (the
     # eighth review: words of 64 characters each, kept up to 300, echoed 235 characters of a repository)
     assert bounded_error('E1128 00:42:03.522704    5653 run.go:72] "command failed" err="open ' + "B" * 99 + ': no such file"') == \
-        "open " + "B" * 25 + " … " + "B" * 16 + ": no such file"
+        "open " + "B" * 16 + " … " + "B" * 26 + ": no such file"
     assert bounded_error("unknown field '" + "C" * 70 + "' in x") == "unknown field '" + "C" * 16 + "…' in x", \
         "a quoted span cut first, so kustomize's own words fit"
 

@@ -81,4 +81,10 @@ def test_excerpt_ends_keeps_the_start_and_the_end_within_the_limit() -> None:
     assert excerpt_ends("short") == "short"
     text = "accumulating resources: " + "x" * 300 + ": no such file or directory"
     cut = excerpt_ends(text)
-    assert len(cut) <= EXCERPT_LIMIT and cut.startswith("accumulating resources: ") and cut.endswith("no such file or directory")
+    assert len(cut) <= EXCERPT_LIMIT and cut.startswith("accumulating resource") and cut.endswith("no such file or directory")
+
+
+def test_excerpt_of_a_path_keeps_its_end() -> None:
+    path = "F" * 200 + "/kustomization.yaml"
+    assert excerpt(path, end=True) == ELLIPSIS + path[-EXCERPT_LIMIT:]
+    assert excerpt(excerpt(path, end=True), end=True) == excerpt(path, end=True), "excerpting twice changes nothing"
