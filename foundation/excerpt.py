@@ -16,9 +16,27 @@ EXCERPT_LIMIT = 64
 ELLIPSIS = "…"
 
 
-def excerpt(text: str, limit: int = EXCERPT_LIMIT) -> str:
-    """``text`` cut to ``limit`` characters, with ``…`` when something was cut."""
-    return text if len(text) <= limit else text[:limit] + ELLIPSIS
+def excerpt(text: str, limit: int = EXCERPT_LIMIT, *, end: bool = False) -> str:
+    """``text`` cut to ``limit`` characters, with ``…`` when something was cut; with ``end``, its last
+    ``limit`` characters after the ``…`` (a path, whose end names the file)."""
+    if len(text) <= limit:
+        return text
+    return ELLIPSIS + text[len(text) - limit:] if end else text[:limit] + ELLIPSIS
+
+
+#: What stands for the middle cut out of a text by ``excerpt_ends``.
+MIDDLE = " … "
+
+
+def excerpt_ends(text: str, limit: int = EXCERPT_LIMIT) -> str:
+    """``text`` if it has at most ``limit`` characters, else its start (a third) and its end with `` … ``
+    between, ``limit`` characters in all: for a message of someone else's that quotes input anywhere in it (a
+    tool's error line), where the start says what failed and the end why, and no run of more than
+    ``limit`` characters of it may be shown, wherever the input is."""
+    if len(text) <= limit:
+        return text
+    head = limit // 3  # what failed is said first, in few words; why, and on what file, at the end
+    return text[:head] + MIDDLE + text[len(text) - (limit - len(MIDDLE) - head):]
 
 
 def quote_value(value: Any) -> str:

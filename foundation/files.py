@@ -251,12 +251,12 @@ def open_sources(sources: list[Source], budget: InputBudget, builds: kustomize.B
                 data = builds.build(shown, path, budget.limit - budget.used)
             except kustomize.KustomizeMissing as exc:
                 if nested and passed_over is not None and not strict:
-                    passed_over.append(f"{shown}: not built, so not checked: {exc}")
+                    passed_over.append(f"{excerpt(name, end=True)}{BUILT}: not built, so not checked: {exc}")
                     continue
                 raise
             except kustomize.KustomizeError as exc:
                 if nested and passed_over is not None and not isinstance(exc, kustomize.BuildRefused):
-                    passed_over.append(f"{shown}: not built, so not checked: {exc}")
+                    passed_over.append(f"{excerpt(name, end=True)}{BUILT}: not built, so not checked: {exc}")
                     continue
                 raise InputError(str(exc)) from None
             yield shown, budget.wrap(shown, io.BytesIO(data))

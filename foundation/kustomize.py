@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import subprocess
 
 from .clocks import monotonic_seconds
-from .excerpt import EXCERPT_LIMIT, excerpt
+from .excerpt import excerpt, excerpt_ends
 from .kustomize_graph import KUSTOMIZE_FILE_NAMES, BuildFails, GraphRefused, check_graph
 from .links import real_path
 
@@ -54,9 +54,11 @@ ALLOWED_FLAGS = {"--enable-helm": False, "--helm-debug": False, "--enable-manage
 _VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]*")
 #: klog's header on kustomize's (kubectl's) last error line: ``E1128 00:42:02.882520  5573 run.go:72] "command failed" err=``.
 _KLOG = re.compile(r'^[EWIF]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\] (?:"command failed" err=)?')
-#: A word longer than an excerpt: where kustomize echoes a repository's own text (a file name, a path,
-#: a value), it is one word, quoted or not, in a message of short words.
-_LONG = re.compile(rf"\S{{{EXCERPT_LIMIT + 1},}}")
+#: A quoted span of kustomize's message (a file name, a path, a value of the repository's), and what
+#: is kept of each: the message is cut to ``EXCERPT_LIMIT`` characters in all afterwards, and short
+#: spans leave room there for kustomize's own words.
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
+QUOTED_KEPT = 16
 #: How Go's runtime says it met the memory bound (seen: ``fatal error: runtime: out of memory``,
 #: ``fatal error: runtime: cannot allocate memory``, ``fatal error: out of memory allocating heap
 #: arena metadata``; ENOMEM is errno 12).
@@ -90,10 +92,19 @@ class BuildRefused(KustomizeError):
 
 
 def bounded_error(line: str) -> str:
-    """kustomize's error line without klog's header, each word longer than an excerpt cut to one:
-    docs/security.md promises no message echoes more than 64 characters of input, and kustomize
-    quotes the repository's paths and values whole."""
-    return _LONG.sub(lambda m: excerpt(m.group(0)), _KLOG.sub("", line))
+    """kustomize's error line without klog's header, each quoted span cut to ``QUOTED_KEPT``
+    characters, then its start and end only (``excerpt_ends``): at most ``EXCERPT_LIMIT`` characters.
+
+    docs/security.md promises no message echoes more than 64 characters of input, and kustomize quotes
+    the repository's paths and values whole, quoted or not, nested in quotes of its own (``err='... from
+    'w00 w01 …': lstat /repo/w00 w01 …: no such file'``): no rule can tell its words from the input's, so
+    the whole line is bounded. Its start says what kustomize was doing (``accumulating resources``,
+    ``invalid Kustomization``), its end why (``no such file or directory``); the file is the build's."""
+    text = _KLOG.sub("", line)
+    if len(text) > 1 and text[0] == text[-1] == '"':  # klog's err="...": the message itself
+        text = text[1:-1]
+    text = _QUOTED.sub(lambda m: m.group(0)[0] + excerpt(m.group(0)[1:-1], QUOTED_KEPT) + m.group(0)[0], text)
+    return excerpt_ends(text)
 
 
 def is_kustomization_root(path: str) -> bool:
@@ -176,7 +187,7 @@ class Builds:
         """Refuse to go on with ``name`` once the run's deadline has passed."""
         limit = self.deadline()
         if self.clock() - self.started >= limit:
-            raise BuildRefused(f"{name}: not read: the run's deadline of {limit:g} s passed ({DEADLINE_ENV}); cut")
+            raise BuildRefused(f"{excerpt(name, end=True)}: not read: the run's deadline of {limit:g} s passed ({DEADLINE_ENV}); cut")
 
     def build(self, name: str, path: str, limit: int) -> bytes:
         """``kustomize build path`` once the graph is checked: its output, or a KustomizeError naming ``name``."""
@@ -184,16 +195,16 @@ class Builds:
         cap = int(_number(self.environ, MAX_BUILDS_ENV, DEFAULT_MAX_BUILDS))
         self.count += 1
         if self.count > cap:
-            raise BuildRefused(f"{name}: not built: more than {cap} kustomize builds in one run ({MAX_BUILDS_ENV}); cut")
+            raise BuildRefused(f"{excerpt(name, end=True)}: not built: more than {cap} kustomize builds in one run ({MAX_BUILDS_ENV}); cut")
         self.check_time(name)
         remaining = self.deadline() - (self.clock() - self.started)
         allow_remote = self.environ.get(ALLOW_REMOTE_ENV, "") in ("1", "true", "True", "TRUE")
         try:
-            check_graph(path, self.root or confinement_root(path), allow_remote)
+            check_graph(path, self.root or confinement_root(path), allow_remote, lambda: self.check_time(name))
         except BuildFails as exc:  # never run: a build that fails, not a refusal of the whole run
-            raise KustomizeError(f"{name}: {exc}") from None
+            raise KustomizeError(f"{excerpt(name, end=True)}: {exc}") from None
         except GraphRefused as exc:
-            raise BuildRefused(f"{name}: {exc}") from None
+            raise BuildRefused(f"{excerpt(name, end=True)}: {exc}") from None
         memory = int(_number(self.environ, MEMORY_ENV, DEFAULT_MAX_MEMORY_MIB) * 2**20)
         return build(path, options, limit, min(BUILD_TIMEOUT, remaining), name, memory)
 
@@ -263,7 +274,7 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
                                     start_new_session=True, **_memory_bound(memory))
         except OSError as exc:
-            raise KustomizeError(f"{path}: cannot run {command[0]}: {exc.strerror}") from None
+            raise KustomizeError(f"{excerpt(path, end=True)}: cannot run {command[0]}: {exc.strerror}") from None
         stopped: list[bool] = []
 
         def stop() -> None:
@@ -282,17 +293,17 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
         finally:
             timer.cancel()
         if stopped:
-            raise BuildRefused(f"{name or path}: kustomize build stopped after {timeout:.0f} s (the run's deadline, "
+            raise BuildRefused(f"{excerpt(name or path, end=True)}: kustomize build stopped after {timeout:.0f} s (the run's deadline, "
                                f"{DEADLINE_ENV}, or {BUILD_TIMEOUT:.0f} s a build); cut")
         if len(out) > limit:
-            raise KustomizeError(f"{path}: kustomize build wrote more than the limit of {limit} bytes; refused")
+            raise KustomizeError(f"{excerpt(path, end=True)}: kustomize build wrote more than the limit of {limit} bytes; refused")
         if proc.returncode != 0:
             errors.seek(0)
             text = errors.read(65536).decode(errors="replace")
             if memory and _OUT_OF_MEMORY.search(text):
-                raise BuildRefused(f"{name or path}: kustomize build needed more than {memory >> 20} MiB "
+                raise BuildRefused(f"{excerpt(name or path, end=True)}: kustomize build needed more than {memory >> 20} MiB "
                                    f"({MEMORY_ENV}); cut")
             lines = [line for line in text.splitlines() if line.strip()]
             last = lines[-1] if lines else f"exit code {proc.returncode} (stopped after {BUILD_TIMEOUT:.0f} s?)"
-            raise KustomizeError(f"{path}: kustomize build failed: {excerpt(bounded_error(last), 300)}")
+            raise KustomizeError(f"{excerpt(path, end=True)}: kustomize build failed: {bounded_error(last)}")
     return out

@@ -32,20 +32,29 @@ from typing import Any
 from .excerpt import excerpt
 from .kustomize_yaml import DivergentYAML, read_plain
 from .links import real_path
-from .yamlreader import Document, YAMLInputError, iter_documents
+from .yamlreader import Document, NodeBudget, TooManyNodes, YAMLInputError, iter_documents
 
 KUSTOMIZE_FILE_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 #: Kustomizations one build may load, counting a base once per path to it (kustomize's own work).
 MAX_LOADS = 500
 #: Deepest chain of kustomizations walked (each one a Python frame here).
 MAX_DEPTH = 100
+#: Distinct folders one walk visits, with a kustomization or without (kustomize reports a folder without
+#: one itself, but this walk looks into each): a kustomization listing 34,000 folders was walked whole
+#: before its loads were counted.
+MAX_GRAPH_FOLDERS = 2 * MAX_LOADS
 #: Folders of one Helm chart looked through for symlinks.
 MAX_CHART_FOLDERS = 10_000
 #: Largest kustomization or plugin file read here (kustomize reads them whole too).
 MAX_FILE = 256 << 10
-#: All the kustomization and plugin files one walk reads, together: the walk runs in this process, where
-#: a parsed MiB of YAML takes some 50 MiB, so a deep chain of large files must not reach the sidecar's limit.
+#: All the kustomization and plugin files one walk reads, together (git stores a deep chain of one large
+#: file once, so the bytes read must be bounded, not only the bytes committed).
 MAX_GRAPH_BYTES = 2 << 20
+#: YAML nodes (maps, lists, scalars) one walk parses, all its files together. The walk runs in this
+#: process, where a node costs some 360 bytes while parsed, and a MiB of ``[{},{},...]`` is 350,000
+#: nodes (128 MiB: 2 MiB of it took the process to 257 MiB), so it is the nodes that are bounded: at
+#: most some 18 MiB, where a kustomization holds tens of nodes (bench/untrusted_input.py).
+MAX_GRAPH_NODES = 50_000
 
 #: Fields whose values name no file and no URL (kustomize api/types/kustomization.go, v5.8.1).
 PATH_FREE = frozenset(("apiVersion", "kind", "metadata", "namePrefix", "nameSuffix", "namespace", "commonLabels",
@@ -164,12 +173,12 @@ def kustomization_file(folder: str) -> str | None:
     real_folder = real_path(folder)
     for file in found:
         if os.path.islink(file) and not _under(real_path(file), real_folder):
-            raise GraphRefused(f"{file}: a kustomization file linking out of its folder (kustomize would build another "
+            raise GraphRefused(f"{excerpt(file, end=True)}: a kustomization file linking out of its folder (kustomize would build another "
                                "name); refused")
     files = [f for f in found if os.path.isfile(f)]
     if len(files) > 1:
-        raise BuildFails(f"{folder}: more than one kustomization file ({', '.join(os.path.basename(f) for f in files)}); "
-                           "refused, as kustomize refuses it")
+        names = ", ".join(os.path.basename(f) for f in files)
+        raise BuildFails(f"{excerpt(folder, end=True)}: more than one kustomization file ({names}); refused, as kustomize refuses it")
     return files[0] if files else None
 
 
@@ -177,14 +186,22 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-class _Graph:
-    """One walk: the root, whether remote references are allowed, and the loads counted per folder."""
+def _no_deadline() -> None:
+    """A walk with no deadline of its own (a caller that is not a run's build)."""
 
-    def __init__(self, root: str, allow_remote: bool) -> None:
-        self.root, self.allow_remote = real_path(root), allow_remote
+
+class _Graph:
+    """One walk: the root, whether remote references are allowed, the loads counted per folder and in
+    all, and ``check_time``, the run's deadline (it raises once the deadline has passed)."""
+
+    def __init__(self, root: str, allow_remote: bool, check_time: Callable[[], None] = _no_deadline) -> None:
+        self.root, self.allow_remote, self.check_time = real_path(root), allow_remote, check_time
         self.loads: dict[str, int] = {}
+        self.total_loads = 0  # what the build would load, counted as the walk goes (see ``count``)
+        self.visited: set[str] = set()
         self.open: set[str] = set()
         self.read_bytes = 0
+        self.nodes = NodeBudget(MAX_GRAPH_NODES, "the kustomization files of one build")  # every YAML node the walk parses
         self.chart_folders: set[str] = set()  # every chart folder walked in this graph, each once
         self.schemas: set[str] = set()  # every chart values schema read, each once
 
@@ -264,46 +281,67 @@ class _Graph:
                                             "beyond the document); refused")
 
     def read_bytes_of(self, file: str, shown: str) -> bytes:
-        """A file of the graph read whole, at most MAX_FILE, counted in the walk's MAX_GRAPH_BYTES."""
+        """A file of the graph read whole, at most MAX_FILE, counted in the walk's MAX_GRAPH_BYTES (``shown``,
+        the repository's own path, is excerpted in messages, as every path here)."""
         with open(file, "rb") as f:
             data = f.read(MAX_FILE + 1)
         if len(data) > MAX_FILE:
-            raise GraphRefused(f"{shown}: larger than {MAX_FILE} bytes; refused")
+            raise GraphRefused(f"{excerpt(shown, end=True)}: larger than {MAX_FILE} bytes; refused")
         self.read_bytes += len(data)
         if self.read_bytes > MAX_GRAPH_BYTES:
-            raise GraphRefused(f"{shown}: the kustomization, plugin and chart schema files of this build hold more than "
+            raise GraphRefused(f"{excerpt(shown, end=True)}: the kustomization, plugin and chart schema files of this build hold more than "
                                f"{MAX_GRAPH_BYTES} bytes together; refused")
         return data
 
     def folder(self, path: str, name: str, depth: int = 0) -> int:
-        """Check the kustomization in ``path`` (resolved) and every one it reaches; the loads it costs."""
+        """Check the kustomization in ``path`` (resolved) and every one it reaches; the loads it costs.
+
+        The run's deadline is checked at each folder, and the walk stops at the first folder where the
+        distinct folders pass ``MAX_GRAPH_FOLDERS`` or the loads counted so far pass ``MAX_LOADS``, not
+        once every folder below has been walked."""
         if path in self.loads:
+            self.count(self.loads[path], name)  # built again, once more per path to it
             return self.loads[path]
         if path in self.open:
-            raise GraphRefused(f"{name}: a kustomization that includes itself; refused")
+            raise GraphRefused(f"{self.shown(path)}: a kustomization that includes itself; refused")
         if depth > MAX_DEPTH:
-            raise GraphRefused(f"{name}: kustomizations nested more than {MAX_DEPTH} deep; refused")
+            raise GraphRefused(f"{self.shown(path)}: kustomizations nested more than {MAX_DEPTH} deep; refused")
+        self.check_time()
+        self.visited.add(path)
+        if len(self.visited) > MAX_GRAPH_FOLDERS:
+            raise GraphRefused(f"{self.shown(path)}: the build names more than {MAX_GRAPH_FOLDERS} folders; refused")
         found = kustomization_file(path)
         if found is None:
             return 0  # kustomize reports a directory without a kustomization itself
         real = real_path(found)
         if not _under(real, self.root):
-            raise GraphRefused(f"{found}: the kustomization file leaves the root {self.root}; refused")
+            raise GraphRefused(f"{self.shown(found)}: the kustomization file leaves the root {self.root}; refused")
+        self.count(1, found)
         self.open.add(path)
         loads = 1 + sum(self.folder(d, n, depth + 1) for d, n in self._children(real, path))
         self.open.discard(path)
-        if loads > MAX_LOADS:
-            raise GraphRefused(f"{found}: kustomize would load more than {MAX_LOADS} kustomizations to build it "
-                               "(a base reached by many paths is built once per path); refused")
         self.loads[path] = loads
         return loads
 
+    def count(self, loads: int, name: str) -> None:
+        """Add ``loads`` to what the build would load: one per kustomization walked, and a walked one's
+        whole count again each time another path reaches it, which sums to the start's own count."""
+        self.total_loads += loads
+        if self.total_loads > MAX_LOADS:
+            raise GraphRefused(f"{self.shown(name)}: kustomize would load more than {MAX_LOADS} kustomizations for "
+                               "this build (a base reached by many paths is built once per path); refused")
+
+    def shown(self, path: str) -> str:
+        """A path of the graph as messages show it: relative to the root when under it, and excerpted."""
+        return excerpt(os.path.relpath(path, self.root) if _under(path, self.root) else path, end=True)
+
     def _children(self, file: str, here: str) -> Iterator[tuple[str, str]]:
         """The folders of kustomizations ``file`` builds, after checking each of its fields."""
-        docs = _read_file(self, file, os.path.relpath(file, self.root))
+        shown = self.shown(file)
+        docs = _read_file(self, file, shown)
         if len(docs) != 1 or not isinstance(docs[0].value, dict):
-            raise GraphRefused(f"{file}: a kustomization is one YAML mapping; refused")
-        doc, shown = docs[0], os.path.relpath(file, self.root)
+            raise GraphRefused(f"{shown}: a kustomization is one YAML mapping; refused")
+        doc = docs[0]
         for field, value in doc.value.items():
             line, column = doc.position((field,))
             where = f"{shown}:{line}:{column}"
@@ -368,7 +406,11 @@ def _strategic(graph: _Graph, here: str, doc: Document, field: str, value: Any, 
     (``_as_a_path``).
     """
     for i, entry, where in _items(graph, doc, field, value, file, str):
-        if not _reads_as_objects(entry):
+        try:
+            inline = _reads_as_objects(entry, graph.nodes)
+        except TooManyNodes as exc:
+            raise graph.refuse(where, f"{field}[{i}]", exc.message) from None
+        if not inline:
             graph.local(here, entry, where, f"{field}[{i}]")
         else:
             _as_a_path(graph, here, entry, where, f"{field}[{i}]")
@@ -390,10 +432,13 @@ def _as_a_path(graph: _Graph, here: str, entry: str, where: str, field: str) -> 
     return graph.local(here, os.path.relpath(cleaned, here), where, field)
 
 
-def _reads_as_objects(text: str) -> bool:
-    """Whether ``text`` reads as one or more YAML mappings with a ``kind`` (kustomize's inline content)."""
+def _reads_as_objects(text: str, nodes: NodeBudget) -> bool:
+    """Whether ``text`` reads as one or more YAML mappings with a ``kind`` (kustomize's inline content);
+    its nodes count in the walk's ``nodes`` (TooManyNodes)."""
     try:
-        docs = [d.value for d in iter_documents(text)]
+        docs = [d.value for d in iter_documents(text, nodes)]
+    except TooManyNodes:
+        raise
     except (YAMLInputError, ValueError):
         return False
     return bool(docs) and all(isinstance(d, dict) and "kind" in d for d in docs)
@@ -498,7 +543,9 @@ def _plugins(graph: _Graph, here: str, doc: Document, field: str, value: Any, fi
     for i, entry, where in _items(graph, doc, field, value, file, str):
         name = f"{field}[{i}]"
         try:
-            inline = read_plain(entry)
+            inline = read_plain(entry, graph.nodes)
+        except TooManyNodes as exc:
+            raise graph.refuse(where, name, exc.message) from None
         except (YAMLInputError, DivergentYAML):
             raise graph.refuse(where, name, "neither a file name nor plain YAML configurations; refused") from None
         is_path = len(inline) == 1 and isinstance(inline[0].value, str)
@@ -532,11 +579,11 @@ def _read_file(graph: _Graph, file: str, shown: str) -> list[Document]:
     no construct in it could read differently in kustomize (``read_plain``); within the walk's budget."""
     data = graph.read_bytes_of(file, shown)
     try:
-        return read_plain(data)
+        return read_plain(data, graph.nodes)
     except YAMLInputError as exc:
-        raise GraphRefused(f"{shown}:{exc.line}:{exc.column}: {exc.message}") from None
+        raise GraphRefused(f"{excerpt(shown, end=True)}:{exc.line}:{exc.column}: {exc.message}") from None
     except DivergentYAML as exc:
-        raise GraphRefused(f"{shown}:{exc}") from None
+        raise GraphRefused(f"{excerpt(shown, end=True)}:{exc}") from None
 
 
 def _refused_always(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
@@ -572,16 +619,18 @@ _FIELDS: dict[str, Callable[..., Child]] = {
 }
 
 
-def check_graph(start: str, root: str, allow_remote: bool = False) -> None:
+def check_graph(start: str, root: str, allow_remote: bool = False, check_time: Callable[[], None] = _no_deadline) -> None:
     """Refuse (GraphRefused, one line) a kustomization graph from ``start`` that reaches beyond ``root``.
 
-    ``start`` must itself be under ``root`` after symlinks.
+    ``start`` must itself be under ``root`` after symlinks. ``check_time`` is called at each folder
+    walked and raises what it raises once the run's deadline has passed (``Builds.check_time``).
     """
-    graph = _Graph(root, allow_remote)
+    graph = _Graph(root, allow_remote, check_time)
     real = real_path(start)
     if not _under(real, graph.root):
-        raise GraphRefused(f"{start}: resolves outside the root {graph.root}; refused")
+        raise GraphRefused(f"{excerpt(start, end=True)}: resolves outside the root {graph.root}; refused")
     try:
         graph.folder(real, start)
     except OSError as exc:  # an unreadable kustomization or chart folder: one line, never a traceback
-        raise GraphRefused(f"{exc.filename or start}: cannot read: {exc.strerror}; refused") from None
+        where = graph.shown(str(exc.filename)) if exc.filename else excerpt(start, end=True)
+        raise GraphRefused(f"{where}: cannot read: {exc.strerror}; refused") from None

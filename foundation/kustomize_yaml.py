@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from .yamlreader import Document, YAMLInputError, iter_documents
+from .yamlreader import Document, NodeBudget, YAMLInputError, iter_documents
 
 
 class DivergentYAML(ValueError):
@@ -62,10 +62,11 @@ def _scan(text: str | bytes) -> None:
             frames.append(None)
 
 
-def read_plain(text: str | bytes) -> list[Document]:
-    """The documents of ``text`` read by the product's bounded reader, once no construct is one the
-    two readers could differ on. Raises YAMLInputError (bad YAML) or DivergentYAML."""
-    docs = list(iter_documents(text))  # bounded first: size, depth, alias expansion
+def read_plain(text: str | bytes, nodes: NodeBudget | None = None) -> list[Document]:
+    """The documents of ``text`` read by the product's bounded reader (its nodes counted in ``nodes``),
+    once no construct is one the two readers could differ on. Raises YAMLInputError (bad YAML, the
+    budget spent: TooManyNodes) or DivergentYAML."""
+    docs = list(iter_documents(text, nodes))  # bounded first: size, depth, alias expansion
     try:
         _scan(text)
     except yaml.YAMLError as exc:  # the bounded reader took it; libyaml's events did not

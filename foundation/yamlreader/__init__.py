@@ -28,7 +28,8 @@ Parsing uses libyaml (pyyaml's C parser) and builds values straight from its nod
 also carries the line and column of every key and value, so an error can be located without a
 second parse. Safety: only the YAML core tags are accepted (no Python object tags), where kubectl
 would read a scalar with any other tag as its text, and alias expansion is bounded as go-yaml v2
-bounds it, so a "billion laughs" document is an error rather than an OOM.
+bounds it, so a "billion laughs" document is an error rather than an OOM; and every node parsed counts
+in a budget (``NodeBudget``, ``MAX_NODES`` a run), so no shape of text takes more memory than it allows.
 """
 
 
@@ -46,7 +47,10 @@ from .limits import (
     LIBYAML_NEST_LIMIT,
     MAX_DEPTH,
     MAX_DOCUMENT_SIZE,
+    MAX_NODES,
     RECURSION_ROOM,
+    NodeBudget,
+    TooManyNodes,
     YAMLInputError,
     recursion_room,
 )
@@ -55,5 +59,6 @@ from .streams import Readable, json_end
 
 __all__ = ["ALIAS_MIN_ALIASED", "ALIAS_MIN_DECODES", "ALIAS_RATIO_RANGE_HIGH", "ALIAS_RATIO_RANGE_LOW",
            "CORE", "DEPTH_ERROR", "JSON_DEPTH_ERROR", "LIBYAML_NEST_LIMIT", "MAX_DEPTH",
-           "MAX_DOCUMENT_SIZE", "RECURSION_ROOM", "Document", "Readable", "YAMLInputError", "iter_documents", "json_end",
+           "MAX_DOCUMENT_SIZE", "MAX_NODES", "RECURSION_ROOM", "Document", "NodeBudget", "Readable", "TooManyNodes",
+           "YAMLInputError", "iter_documents", "json_end",
            "lift_libyaml_nest_limit", "locate", "recursion_room", "resolve_plain"]

@@ -21,6 +21,7 @@ from .limits import (
     JSON_DEPTH_ERROR,
     LIBYAML_NEST_LIMIT,
     MAX_DEPTH,
+    NodeBudget,
     YAMLInputError,
 )
 from .scalars import CORE, PLAIN, json_number, key_string, node_error, scalar
@@ -215,13 +216,14 @@ class _Open:
             self.key = None
 
 
-def compose(parser: CParser) -> Node | None:
+def compose(parser: CParser, nodes: NodeBudget) -> Node | None:
     """One document's node tree, composed from libyaml's event stream without recursion.
 
     pyyaml's composers recurse once per level (a 50,000-deep flow sequence overflows the C stack);
     this loop keeps an explicit stack and refuses, as go-yaml does, more than ``MAX_DEPTH`` nested
     flow or block collections. A document within those limits but nested more than ``MAX_DEPTH``
     deep in all is refused at its end, as kubectl's JSON decoding refuses it after the YAML is read.
+    Every node is counted in ``nodes`` before it is made, so no input holds more than the run allows.
     """
     anchors: dict[str, Node] = {}
     stack: list[_Open] = []
@@ -241,6 +243,7 @@ def compose(parser: CParser) -> Node | None:
                 anchors[done.anchor] = done.node
             continue
         node: Node
+        nodes.take(*_position(event))
         if isinstance(event, yaml.AliasEvent):
             node = _aliased(event, stack, anchors)
         elif isinstance(event, yaml.ScalarEvent):
@@ -290,8 +293,13 @@ def _aliased(event: Any, stack: list[_Open], anchors: dict[str, Node]) -> Node:
     return alias_to(anchors[event.anchor])
 
 
+def _position(event: Any) -> tuple[int, int]:
+    """1-based line and column where an event starts (libyaml marks every event)."""
+    return event.start_mark.line + 1, event.start_mark.column + 1
+
+
 def _mark_error(event: Any, message: str) -> YAMLInputError:
-    return YAMLInputError(message, event.start_mark.line + 1, event.start_mark.column + 1)
+    return YAMLInputError(message, *_position(event))
 
 
 def _quote_name(name: str) -> str:
@@ -354,8 +362,9 @@ def _bom_restored(root: Node, stand_in: str) -> None:
             stack += [part for pair in node.value for part in pair]
 
 
-def first_document(chunk: bytes) -> Node | None:
-    """The node tree of the first document of a chunk (go-yaml's Unmarshal reads no further)."""
+def first_document(chunk: bytes, nodes: NodeBudget) -> Node | None:
+    """The node tree of the first document of a chunk (go-yaml's Unmarshal reads no further), its
+    nodes counted in ``nodes``."""
     lift_libyaml_nest_limit()
     chunk, stand_in = _inner_boms_kept(chunk)
     parser = CParser(chunk)
@@ -363,7 +372,7 @@ def first_document(chunk: bytes) -> Node | None:
         parser.get_event()  # the stream's start
         if isinstance(parser.get_event(), yaml.StreamEndEvent):
             return None  # no document: blank lines and comments
-        root = compose(parser)
+        root = compose(parser, nodes)
         if root is not None and stand_in is not None:
             _bom_restored(root, stand_in)
         return root

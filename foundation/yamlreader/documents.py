@@ -8,7 +8,7 @@ from typing import Any
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .compose import Builder, first_document
-from .limits import DEPTH_ERROR, YAMLInputError, recursion_room
+from .limits import DEPTH_ERROR, NodeBudget, YAMLInputError, recursion_room
 from .scalars import node_error
 from .streams import Readable, chunks
 
@@ -58,17 +58,19 @@ class Document:
 
 
 
-def iter_documents(stream: str | bytes | Readable) -> Iterator[Document]:
+def iter_documents(stream: str | bytes | Readable, nodes: NodeBudget | None = None) -> Iterator[Document]:
     """Yield each non-empty document of a YAML (or JSON) stream, one at a time, as kubectl reads it.
 
     Memory stays bounded by the largest document (itself bounded), not the stream, unless the
     stream is a run of JSON values (read whole, as the input budget bounds it). Raises
     YAMLInputError with the position of a syntax error, an unknown tag, an alias bomb, excessive
-    nesting or an oversized document.
+    nesting or an oversized document; TooManyNodes (one) once the nodes read pass ``nodes``: the
+    run's budget, shared by all its reads, or, when none is given, a fresh ``MAX_NODES`` for this stream.
     """
+    nodes = NodeBudget() if nodes is None else nodes
     for chunk, first_line, from_json in chunks(stream):
         try:
-            node = first_document(chunk)
+            node = first_document(chunk, nodes)
             if node is None:
                 continue
             with recursion_room():

@@ -42,6 +42,38 @@ class YAMLInputError(ValueError):
         self.message, self.line, self.column = message, line, column
 
 
+#: Parsed nodes (maps, lists and scalars, an alias as one) one run may read from untrusted input, all
+#: files together. A node costs some 360 bytes while its document is parsed (libyaml's node and mark,
+#: the value built from it), whatever its text's size: ``[{},{},...]`` is three bytes a node, so the
+#: input cap alone (10 MB) would admit over a GiB of nodes. At this bound the worst shapes peak at
+#: 141 MiB in all (argocd-generate passing them through), the Argo CD sidecar's limit being 256 MiB (bench/untrusted_input.py).
+MAX_NODES = 300_000
+
+
+class NodeBudget:
+    """The nodes one run may still parse; refused, naming where, the moment they run out.
+
+    go-yaml bounds alias expansion the same way (a count of decodes, refused in the document); here
+    every node counts, so memory is bounded by construction rather than by the bytes of the input.
+    """
+
+    __slots__ = ("limit", "used", "scope")
+
+    def __init__(self, limit: int = MAX_NODES, scope: str = "one run") -> None:
+        self.limit, self.used, self.scope = limit, 0, scope
+
+    def take(self, line: int, column: int) -> None:
+        """Count one node at (1-based) ``line``/``column`` of its chunk; TooManyNodes past the limit."""
+        self.used += 1
+        if self.used > self.limit:
+            raise TooManyNodes(f"more than {self.limit} YAML nodes (maps, lists and values) to read in {self.scope}; "
+                               "refused", line, column)
+
+
+class TooManyNodes(YAMLInputError):
+    """The run's node budget is spent: the run stops here, rather than one finding per file to come."""
+
+
 
 
 #: Python frames for walking a value at the depth limit (flow and block nesting together, a few

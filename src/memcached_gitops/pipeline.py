@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from memcached_gitops.foundation.excerpt import excerpt, quote_value, type_and_length
 from memcached_gitops.foundation.files import BUILT
-from memcached_gitops.foundation.yamlreader import Document, Readable, YAMLInputError, iter_documents
+from memcached_gitops.foundation.yamlreader import Document, NodeBudget, Readable, TooManyNodes, YAMLInputError, iter_documents
 from memcached_gitops.lists import (
     INVALID_OBJECT,
     is_list,
@@ -54,7 +54,8 @@ class Finding(NamedTuple):
 
 
 class TooManyObjects(ValueError):
-    """A run that would hold more objects than its bound; the message names where it crossed it."""
+    """A run that would hold more objects, or parse more YAML nodes, than its bound; the message names
+    where it crossed it."""
 
 
 class Result:
@@ -160,25 +161,28 @@ def process(
     documents that are not (is_kubernetes_object) and empty files are passed over, counted.
     ``max_objects`` bounds what a run holds (TooManyObjects, raised as soon as it is crossed): the
     renderings of tiny CRs are about 40 times their input, so the input cap alone does not bound memory.
+    Nor does it bound the parse: all sources share one budget of YAML nodes (``NodeBudget``), whose
+    end stops the run (TooManyObjects) at the file, line and column where it was passed.
     """
     result = Result()
+    nodes = NodeBudget()
     for name, stream in sources:
         if name in checked_only:
             scratch = Result()
-            _process_source(scratch, name, stream, validator, image, False, require_objects, max_objects)
+            _process_source(scratch, name, stream, validator, image, False, require_objects, max_objects, nodes)
             result.findings += scratch.findings
         else:
-            _process_source(result, name, stream, validator, image, do_render, require_objects, max_objects)
+            _process_source(result, name, stream, validator, image, do_render, require_objects, max_objects, nodes)
     return result
 
 
 def _process_source(result: Result, name: str, stream: Readable | str | bytes, validator: Validator, image: str,
-                    do_render: bool, require_objects: bool, max_objects: int | None) -> None:
+                    do_render: bool, require_objects: bool, max_objects: int | None, nodes: NodeBudget) -> None:
     """One source's documents into ``result`` (see process)."""
     required = require_objects or name == "<stdin>"
     try:
         before = result.documents
-        for doc in iter_documents(stream):
+        for doc in iter_documents(stream, nodes):
             result.documents += 1
             if not required and not is_kubernetes_object(doc.value, validator):
                 result.not_objects.append(f"{name}:{doc.position(())[0]}: not a Kubernetes object (no kind)")
@@ -189,6 +193,8 @@ def _process_source(result: Result, name: str, stream: Readable | str | bytes, v
                                      f"(--max-objects or MEMCACHED_GITOPS_MAX_OBJECTS); refused")
         if result.documents == before and not required:
             result.not_objects.append(f"{name}: no document (an empty or comment-only file)")
+    except TooManyNodes as exc:
+        raise TooManyObjects(f"{name}:{exc.line}:{exc.column}: {exc.message}") from None
     except YAMLInputError as exc:
         result.findings.append(Finding(name, exc.line, exc.column, "", "", exc.message))
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -230,3 +232,58 @@ def test_a_file_beyond_the_cap_is_refused_on_its_size_before_any_yaml_is_read(tm
     (tmp_path / "a.yaml").write_bytes(b"---\n# a\n" * 750_000)
     (tmp_path / "b.yaml").write_bytes(b"---\n# b\n" * 750_000)
     refused(run("validate", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")), "b.yaml: the input is larger than the limit")
+
+
+# --- the eighth review: kustomize's own error line and the graph check's paths quote no more --------
+
+WORDS = " ".join(f"w{i:02d}" for i in range(60)) + " LEAKED-TAIL"  # short words: each under 64, 251 in all
+FOLDER = "F" * 200
+
+
+def _leaked(planted: str, output: str) -> str | None:
+    """The first run of more than the excerpt of ``planted`` that ``output`` shows, or None."""
+    return next((planted[i:i + EXCERPT_LIMIT + 1] for i in range(len(planted) - EXCERPT_LIMIT)
+                 if planted[i:i + EXCERPT_LIMIT + 1] in output), None)
+
+
+def _kustomize_quotes_the_words(app: Path) -> str:
+    (app / "kustomization.yaml").write_text(f'resources:\n- memcached-sample.yaml\n- "{WORDS}"\n')
+    return WORDS
+
+
+def _graph_check_names_the_folder(app: Path) -> str:
+    (app / FOLDER).mkdir()
+    (app / FOLDER / "kustomization.yaml").write_text("resources: [../..]\n")
+    (app / "kustomization.yaml").write_text(f"resources: [memcached-sample.yaml, {FOLDER}]\n")
+    return FOLDER
+
+
+@pytest.mark.parametrize("plant", [_kustomize_quotes_the_words, _graph_check_names_the_folder],
+                         ids=["kustomize-error-line", "graph-check-path"])
+@pytest.mark.parametrize("command", [["validate", "."], ["validate", "--format", "github", "."], ["argocd-generate"]])
+def test_no_message_quotes_more_than_an_excerpt_of_a_kustomization(tmp_path: Path, plant, command: list[str]) -> None:
+    """kustomize's error line kept up to 300 characters, cutting only words over 64 (so ``w00 w01 …``
+    came through, 235 characters of it), and the graph check printed a kustomization's path whole."""
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "memcached-sample.yaml").write_text(GOOD)
+    planted = plant(app)
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", *command], cwd=app, capture_output=True,
+                          text=True, timeout=120)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "Traceback" not in output, output
+    assert "kustomize build" in output, output
+    assert _leaked(planted, output) is None, output
+
+
+@pytest.mark.parametrize("command", [["validate", "."], ["validate", "--format", "github", "."]])
+def test_a_nested_build_that_fails_is_named_by_an_excerpt(tmp_path: Path, command: list[str]) -> None:
+    """validate builds each kustomization its walk meets; one that fails is said in a line of its own."""
+    (tmp_path / "memcached-sample.yaml").write_text(GOOD)
+    (tmp_path / FOLDER).mkdir()
+    (tmp_path / FOLDER / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", *command], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    output = proc.stdout + proc.stderr
+    assert "not built, so not checked" in output and "Traceback" not in output, output
+    assert _leaked(f"./{FOLDER}", output) is None, output

@@ -73,3 +73,18 @@ def test_a_document_that_is_not_a_mapping_is_described_by_type_and_size_only() -
     assert type_and_length("secret") == "a string of 6 characters"
     assert type_and_length([1, 2]) == "a list of 2 items"
     assert type_and_length(b"raw") == "a bytes"
+
+
+def test_excerpt_ends_keeps_the_start_and_the_end_within_the_limit() -> None:
+    from memcached_gitops.foundation.excerpt import EXCERPT_LIMIT, excerpt_ends
+
+    assert excerpt_ends("short") == "short"
+    text = "accumulating resources: " + "x" * 300 + ": no such file or directory"
+    cut = excerpt_ends(text)
+    assert len(cut) <= EXCERPT_LIMIT and cut.startswith("accumulating resource") and cut.endswith("no such file or directory")
+
+
+def test_excerpt_of_a_path_keeps_its_end() -> None:
+    path = "F" * 200 + "/kustomization.yaml"
+    assert excerpt(path, end=True) == ELLIPSIS + path[-EXCERPT_LIMIT:]
+    assert excerpt(excerpt(path, end=True), end=True) == excerpt(path, end=True), "excerpting twice changes nothing"

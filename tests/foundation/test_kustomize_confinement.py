@@ -233,6 +233,53 @@ def test_one_deadline_for_the_whole_run_names_the_build_it_cut(world: Path, tmp_
     assert "./apps/a0 (kustomize build): kustomize build stopped after 2 s" in proc.stderr, proc.stderr
 
 
+def _flat_bases(app: Path, count: int, content: str | None) -> None:
+    """One kustomization naming ``count`` folders d0..d<count-1>, each holding ``content`` as its
+    kustomization (None: an empty folder), and the CR."""
+    names = [f"d{i}" for i in range(count)]
+    for name in names:
+        (app / name).mkdir()
+        if content is not None:
+            (app / name / "kustomization.yaml").write_text(content)
+    (app / "kustomization.yaml").write_text("resources: [cr.yaml, " + ", ".join(names) + "]\n")
+
+
+def test_the_graph_walk_stops_at_the_folder_that_passes_the_loads(world: Path) -> None:
+    """The eighth review: one kustomization listing 34,144 folders, each ``{}``, was walked whole (7.2 s
+    with a 1 s deadline) before the 500-load refusal named the top. Loads are now counted as the walk
+    goes: the refusal names the folder that passes them (the top is the 1st load, d499 the 501st)."""
+    app = world / "apps" / "caches"
+    _flat_bases(app, 2_000, "{}\n")
+    proc = run(["argocd-generate"], app, MEMCACHED_GITOPS_DEADLINE="1")
+    assert_refused(proc, "d499/kustomization.yaml: kustomize would load more than 500 kustomizations")
+
+
+def test_the_graph_walk_visits_a_bounded_number_of_folders(world: Path) -> None:
+    """Folders without a kustomization cost no load, but the walk looks into each: at most 1,000 a build."""
+    app = world / "apps" / "caches"
+    _flat_bases(app, 1_500, None)
+    proc = run(["validate", "."], app, MEMCACHED_GITOPS_DEADLINE="1")
+    assert_refused(proc, "d999: the build names more than 1000 folders")  # the top is the 1st
+
+
+def test_the_graph_walk_runs_within_the_runs_deadline(world: Path) -> None:
+    """The deadline is checked at each folder of the walk, not only before it: a clock that passes the
+    deadline while the graph is walked cuts the build there (before, the walk went on and kustomize ran)."""
+    from memcached_gitops.foundation.kustomize import DEADLINE_ENV, BuildRefused, Builds
+
+    app = world / "apps" / "caches"
+    (app / "kustomization.yaml").write_text("resources: [cr.yaml, a]\n")
+    folder = app / "a"
+    for depth in range(10):
+        folder.mkdir()
+        (folder / "kustomization.yaml").write_text("resources: [b]\n" if depth < 9 else "resources: []\n")
+        folder = folder / "b"
+    ticks = iter(range(1000))  # each reading of the clock one second later: no real time is measured
+    builds = Builds(str(world), {DEADLINE_ENV: "6"}, clock=lambda: float(next(ticks)))
+    with pytest.raises(BuildRefused, match=r"^caches: not read: the run's deadline of 6 s passed"):
+        builds.build("caches", str(app), 1 << 20)
+
+
 # --- 1. the Argo CD plugin: the repository's .argocd-source.yaml sets the parameters -------------------
 
 
@@ -537,7 +584,32 @@ def test_the_walk_reads_a_bounded_amount_of_kustomization_files(tmp_path: Path) 
     err = proc.stderr
     kib = int(err.rsplit("VmHWM ", 1)[1].split()[0])
     assert kib < 200 * 1024, f"the walk took {kib // 1024} MiB"
-    assert "hold more than" in err and "Traceback" not in err, err
+    # 36,000 nodes a file: the walk's node budget is the first bound met, before its 2 MiB of bytes
+    assert ("hold more than" in err or "YAML nodes" in err) and "Traceback" not in err, err
+
+
+def test_the_walk_parses_a_bounded_number_of_yaml_nodes(tmp_path: Path) -> None:
+    """The eighth review: eight files of 256 KiB of ``{},``, within the walk's 2 MiB, held 257 MiB in the walk
+    alone (a node costs some 360 bytes, three bytes of text). Now the walk's nodes are counted as they are
+    parsed, and the file that passes the walk's budget (``MAX_GRAPH_NODES``) is refused with its line, the process staying small."""
+    repo = tmp_path / "repo"
+    folder = repo / "app"
+    (folder).mkdir(parents=True)
+    (folder / "cr.yaml").write_text(CR)
+    n = (256 * 1024 - 200) // 3
+    for depth in range(8):
+        folder.mkdir(parents=True, exist_ok=True)
+        head = "resources: [cr.yaml, k]\n" if depth == 0 else ("resources: [k]\n" if depth < 7 else "resources: []\n")
+        (folder / "kustomization.yaml").write_text(head + "metadata: {x: [" + "{}," * n + "{}]}\n")
+        folder = folder / "k"
+    peak = ("import sys\ntry:\n    from memcached_gitops.entry import main\n    sys.argv = ['memcached-gitops', 'argocd-generate']\n"
+            "    main()\nfinally:\n    print('VmHWM', next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')),"
+            " file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", peak], cwd=repo / "app", capture_output=True, text=True, timeout=300)
+    kib = int(proc.stderr.rsplit("VmHWM ", 1)[1].split()[0])
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert re.search(r"kustomization\.yaml:2:\d+: more than \d+ YAML nodes", proc.stderr), proc.stderr
+    assert kib < 128 * 1024, f"the walk took {kib // 1024} MiB"
 
 
 # --- fifth review: an entry that reads inline to the check but not to kustomize ---------------------
