@@ -13,6 +13,7 @@ from typing import IO, NamedTuple, NoReturn
 from . import kustomize
 from .excerpt import excerpt
 from .links import real_path
+from .yamlreader import MAX_NODES, NodeBudget
 
 SUFFIXES = (".yaml", ".yml", ".json")
 #: kustomize's own file names (kustomize api/konfig ``RecognizedKustomizationFileNames``): its
@@ -203,6 +204,13 @@ class InputBudget:
 
     def __init__(self, limit: int) -> None:
         self.limit, self.used = limit, 0
+
+    def nodes(self) -> NodeBudget:
+        """The YAML nodes the run may parse: ``MAX_NODES`` at the default input cap (10M), and as many
+        more as a raised cap allows bytes (whoever raises it accepts the memory: bench/untrusted_input.py),
+        so that the one setting an operator knows moves both bounds together."""
+        limit = max(MAX_NODES, MAX_NODES * self.limit // parse_size(DEFAULT_MAX_INPUT))
+        return NodeBudget(limit, f"one run (--max-input-size or {MAX_INPUT_ENV} raises it)")
 
     def wrap(self, name: str, stream: IO[bytes]) -> _Bounded:
         return _Bounded(name, stream, self)

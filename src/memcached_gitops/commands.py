@@ -160,7 +160,7 @@ def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: 
             from .terminal import with_progress
 
             sources = with_progress(sources, "checked", len(manifests) + len(kustomize_files))
-        result = process(sources, validator, image, do_render, require_objects, limit, checked_only)
+        result = process(sources, validator, image, do_render, require_objects, limit, checked_only, budget.nodes())
         result.passed_over += [f.name for f in kustomize_files]
         result.findings += [unbuilt_finding(line, strict_build) for line in unbuilt]
         return result

@@ -149,6 +149,7 @@ def process(
     require_objects: bool = False,
     max_objects: int | None = None,
     checked_only: frozenset[str] = frozenset(),
+    nodes: NodeBudget | None = None,
 ) -> Result:
     """Validate (and render) every document of every source; never raises on bad input.
 
@@ -165,7 +166,7 @@ def process(
     end stops the run (TooManyObjects) at the file, line and column where it was passed.
     """
     result = Result()
-    nodes = NodeBudget()
+    nodes = nodes if nodes is not None else NodeBudget()
     for name, stream in sources:
         if name in checked_only:
             scratch = Result()

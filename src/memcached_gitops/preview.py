@@ -139,7 +139,7 @@ def read_side(paths: list[str], validator: Validator, image: str, budget: InputB
     builds = Builds()
     for app, sources in sorted(apps.items()):
         try:
-            result = process(open_sources(sources, budget, builds), validator, image, True, max_objects=limit)
+            result = process(open_sources(sources, budget, builds), validator, image, True, max_objects=limit, nodes=budget.nodes())
         except InputError as exc:
             sides[app] = Side([], problems(exc.problems))
             continue

@@ -67,3 +67,14 @@ def test_a_two_megabyte_file_stays_well_under_the_sidecars_limit(tmp_path: Path)
 def test_ordinary_repositories_stay_within_the_budget() -> None:
     proc, _ = peak_run(REPO, "validate", "examples")
     assert "YAML nodes" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_raised_input_cap_raises_the_node_budget_with_it(tmp_path: Path) -> None:
+    """The one setting an operator knows moves both bounds: the run refused at the default cap reads
+    through with twice the cap, and the refusal says which setting raises it."""
+    (tmp_path / "a.yaml").write_text(empty_maps(MAX_NODES * 6 // 10))
+    (tmp_path / "b.yaml").write_text(empty_maps(MAX_NODES * 6 // 10))
+    refused, _ = peak_run(tmp_path, "validate", ".")
+    assert refused.returncode == 1 and "--max-input-size" in refused.stderr, refused.stderr
+    read, _ = peak_run(tmp_path, "validate", "--max-input-size", "20M", ".")
+    assert read.returncode == 0 and "YAML nodes" not in read.stderr, read.stderr
