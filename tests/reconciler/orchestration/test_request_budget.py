@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import time
 
+from memcached_gitops.reconciler.decisions.vocabulary import SERVICES
 from memcached_gitops.reconciler.orchestration.cycle import Options, Reconciler
 from memcached_gitops.schemas import load_crd
 
@@ -158,11 +159,9 @@ def test_a_foreign_name_is_read_not_taken_over(cluster: FakeAPIServer) -> None:
     """The name index holds every Service in scope, labelled or not: a foreign one there before the
     start, and one created while the controller runs, are each read (one GET) and left alone."""
     _foreign(cluster, "early-memcached")
-    with running(cluster):
+    with running(cluster) as controller:
         _foreign(cluster, "late-memcached")
-        wait_for(lambda: any(r.method == "GET" and "watch" not in r.query and r.path.endswith("/services")
-                             and not r.query.get("labelSelector") for r in cluster.log), what="the name index's LIST")
-        time.sleep(0.3)  # the watch delivers the late one
+        wait_for(lambda: not controller.caches.absent(SERVICES, "default", "late-memcached"), what="the watch's ADDED")
         for name in ("early", "late"):
             started = time.monotonic()
             make_cr(cluster, name, size=1)
@@ -207,5 +206,7 @@ def test_a_new_deployment_and_its_companions_are_applied_side_by_side(cluster: F
                    and not r.path.endswith("/status") and "/leases/" not in r.path}
         held = applies["deployments"]
         assert applies["services"] < held + 1.0 and applies["poddisruptionbudgets"] < held + 1.0, applies
-        event = next(r for r in cluster.log if r.method == "POST" and r.path.endswith("/events"))
+        posted = lambda: [r for r in cluster.log if r.method == "POST" and r.path.endswith("/events")]  # noqa: E731
+        wait_for(lambda: bool(posted()), what="the Event (posted after the status)")
+        event = posted()[0]
         assert json.loads(event.body)["reason"] == "DeploymentCreated", "the Event names the Deployment first"
