@@ -136,10 +136,10 @@ def read_side(paths: list[str], validator: Validator, image: str, budget: InputB
     except InputError as exc:
         return {" ".join(paths): Side([], problems(exc.problems))}
     sides = {}
-    builds = Builds()
+    builds, nodes = Builds(), budget.nodes()  # the side's applications share its bytes, its builds and its YAML nodes
     for app, sources in sorted(apps.items()):
         try:
-            result = process(open_sources(sources, budget, builds), validator, image, True, max_objects=limit, nodes=budget.nodes())
+            result = process(open_sources(sources, budget, builds), validator, image, True, max_objects=limit, nodes=nodes)
         except InputError as exc:
             sides[app] = Side([], problems(exc.problems))
             continue

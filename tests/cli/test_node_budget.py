@@ -78,3 +78,20 @@ def test_a_raised_input_cap_raises_the_node_budget_with_it(tmp_path: Path) -> No
     assert refused.returncode == 1 and "--max-input-size" in refused.stderr, refused.stderr
     read, _ = peak_run(tmp_path, "validate", "--max-input-size", "20M", ".")
     assert read.returncode == 0 and "YAML nodes" not in read.stderr, read.stderr
+
+
+def test_previews_applications_share_one_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """preview reads a side's applications under one input budget: their YAML nodes too (two
+    applications of 60% of the budget each: the second one is refused, not read on a budget of its own)."""
+    from memcached_gitops.foundation.files import InputBudget, parse_size
+    from memcached_gitops.preview import read_side
+    from memcached_gitops.schemas import load_crd
+    from memcached_gitops.schemas.validator import Validator
+
+    for app in ("a", "b"):
+        (tmp_path / app).mkdir()
+        (tmp_path / app / "cm.yaml").write_text(empty_maps(MAX_NODES * 6 // 10))
+    monkeypatch.chdir(tmp_path)
+    sides = read_side(["a", "b"], Validator(load_crd()), "memcached:1.6", InputBudget(parse_size("10M")), 20_000)
+    assert not sides["a"].problems, sides["a"].problems
+    assert any(f"more than {MAX_NODES} YAML nodes" in p for p in sides["b"].problems), sides["b"].problems
