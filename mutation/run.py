@@ -8,7 +8,11 @@ and makes the tests import the mutated copy by putting ``mutants/`` and ``mutant
 group is run in a staging tree with the installed layout, ``.mutation/GROUP/src/memcached_gitops/``
 (the folders of pyproject.toml's package-dir copied into it), where path and module name agree again.
 
-    python mutation/run.py GROUP [--max-children N]    # just mutate GROUP
+    python mutation/run.py GROUP [--max-children N] [--only PATTERN ...]    # just mutate GROUP
+
+``--only`` runs the mutants whose names match the patterns (fnmatch, as ``mutmut run NAME`` takes
+them: ``'*cycle.xǁReconcilerǁ_create_beside*'``), and scores those alone: the functions a change
+touched, in a module whose whole group would take hours.
 
 Prints the run time, the counts, the score and every surviving mutant that
 mutation/equivalent.md does not list. Exit status 1 when such a survivor exists.
@@ -17,6 +21,7 @@ mutation/equivalent.md does not list. Exit status 1 when such a survivor exists.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import re
 import shutil
@@ -127,12 +132,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("group", choices=sorted(groups))
     parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument("--only", nargs="+", default=[], metavar="PATTERN", help="mutant names (fnmatch) to run and score")
     args = parser.parse_args()
     where = ROOT / ".mutation" / args.group
     stage(groups[args.group], where)
     mutmut = Path(sys.executable).with_name("mutmut")
     started = time.monotonic()
-    run = subprocess.run(["nice", "-n", "10", str(mutmut), "run", "--max-children", str(args.max_children)], cwd=where,
+    run = subprocess.run(["nice", "-n", "10", str(mutmut), "run", "--max-children", str(args.max_children), *args.only], cwd=where,
                          preexec_fn=larger_stack,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     elapsed = time.monotonic() - started
@@ -142,6 +148,8 @@ def main() -> int:
         print(f"mutmut run failed (exit {run.returncode}); log: {where / 'mutmut-run.log'}")
         return 2
     status = results(where)
+    if args.only:
+        status = {n: s for n, s in status.items() if any(fnmatch.fnmatch(n, p) for p in args.only)}
     known = equivalents()
     counts: dict[str, int] = {}
     for s in status.values():

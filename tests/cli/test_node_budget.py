@@ -84,9 +84,10 @@ def test_previews_applications_share_one_budget(tmp_path: Path, monkeypatch: pyt
     """preview reads a side's applications under one input budget: their YAML nodes too (two
     applications of 60% of the budget each: the second one is refused, not read on a budget of its own)."""
     from memcached_gitops.foundation.files import InputBudget, parse_size
-    from memcached_gitops.preview import read_side
     from memcached_gitops.schemas import load_crd
     from memcached_gitops.schemas.validator import Validator
+
+    from memcached_gitops.preview import read_side
 
     for app in ("a", "b"):
         (tmp_path / app).mkdir()
