@@ -39,6 +39,13 @@ def make_cr(api: FakeAPIServer, name: str, ns: str = "default", size: int = 1, p
     return post(api, CR_PATH.format(ns=ns), memcached_cr(name, ns, spec), "?fieldManager=kubectl-create&fieldValidation=Strict")
 
 
+def foreign_service(api: FakeAPIServer, name: str, ns: str = "default") -> dict:
+    """A Service created by a person (kubectl), without our labels: invisible to the labelled informers."""
+    body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
+            "spec": {"ports": [{"port": 80}], "selector": {"a": "b"}}}
+    return post(api, f"/api/v1/namespaces/{ns}/services", body, "?fieldManager=someone")
+
+
 def reconciler_for(api: FakeAPIServer, **options) -> Reconciler:
     client = KubeAPI.connect(host=api.url, retry=RetryPolicy(attempts=5, base=0.01, cap=0.05))
     return Reconciler(client, load_crd(), Options(**options))

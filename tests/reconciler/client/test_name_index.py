@@ -11,13 +11,7 @@ from memcached_gitops.reconciler.decisions.vocabulary import DEPLOYMENTS, SERVIC
 
 from fakeapi.server import FakeAPIServer, Fault
 from tests.support.controller import client, wait_for
-from tests.support.fakecluster import post
-
-
-def _service(cluster: FakeAPIServer, ns: str, name: str) -> None:
-    body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns},
-            "spec": {"ports": [{"port": 80}], "selector": {"a": "b"}}}
-    post(cluster, f"/api/v1/namespaces/{ns}/services", body, "?fieldManager=someone")
+from tests.support.fakecluster import foreign_service
 
 
 def _caches(cluster: FakeAPIServer, scopes: tuple[str | None, ...]) -> Caches:
@@ -39,7 +33,7 @@ def _stop(caches: Caches) -> None:
 
 
 def test_a_name_is_free_only_once_its_index_has_synced_and_lacks_it(cluster: FakeAPIServer) -> None:
-    _service(cluster, "default", "taken")
+    foreign_service(cluster, "taken", "default")
     caches = _caches(cluster, (None,))
     assert not caches.absent(SERVICES, "default", "free"), "not synced yet: not known"
     _synced(caches)
@@ -48,7 +42,7 @@ def test_a_name_is_free_only_once_its_index_has_synced_and_lacks_it(cluster: Fak
         assert not caches.absent(SERVICES, "default", "taken"), "a foreign Service, labelled or not"
         assert caches.absent(SERVICES, "shop", "taken"), "by namespace"
         assert caches.absent(DEPLOYMENTS, "default", "taken"), "by kind"
-        _service(cluster, "default", "later")
+        foreign_service(cluster, "later", "default")
         wait_for(lambda: not caches.absent(SERVICES, "default", "later"), what="the watch's ADDED")
     finally:
         _stop(caches)

@@ -31,7 +31,7 @@ from memcached_gitops.schemas import load_crd
 
 from fakeapi.server import FakeAPIServer, Fault
 from tests.support.controller import SCALE, client, replicas, running, settle, wait_for
-from tests.support.fakecluster import condition, make_cr, patch, post
+from tests.support.fakecluster import condition, foreign_service, make_cr, patch, post
 
 # the conftest fixture `cluster` serves these namespaces only
 CLUSTER_NAMESPACES = ("default",)
@@ -148,19 +148,12 @@ def test_a_new_crs_reads_go_together_before_its_first_apply(cluster: FakeAPIServ
     assert sorted(r.method for r in guarded[:3]) == ["GET"] * 3, [(r.method, r.path) for r in guarded]
 
 
-def _foreign(cluster: FakeAPIServer, name: str) -> None:
-    """A Service named as a CR's would be, without our label: invisible to the labelled informers."""
-    body = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
-            "spec": {"ports": [{"port": 80}], "selector": {"a": "b"}}}
-    post(cluster, "/api/v1/namespaces/default/services", body, "?fieldManager=someone")
-
-
 def test_a_foreign_name_is_read_not_taken_over(cluster: FakeAPIServer) -> None:
     """The name index holds every Service in scope, labelled or not: a foreign one there before the
     start, and one created while the controller runs, are each read (one GET) and left alone."""
-    _foreign(cluster, "early-memcached")
+    foreign_service(cluster, "early-memcached")
     with running(cluster) as controller:
-        _foreign(cluster, "late-memcached")
+        foreign_service(cluster, "late-memcached")
         wait_for(lambda: not controller.caches.absent(SERVICES, "default", "late-memcached"), what="the watch's ADDED")
         for name in ("early", "late"):
             started = time.monotonic()
