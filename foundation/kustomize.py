@@ -62,7 +62,14 @@ QUOTED_KEPT = 16
 #: How Go's runtime says it met the memory bound (seen: ``fatal error: runtime: out of memory``,
 #: ``fatal error: runtime: cannot allocate memory``, ``fatal error: out of memory allocating heap
 #: arena metadata``; ENOMEM is errno 12).
-_OUT_OF_MEMORY = re.compile(r"fatal error: .*(?:out of memory|cannot allocate memory)|errno=12\b")
+#: Under RLIMIT_DATA a new thread's stack is a private writable mapping too, so a thread the bound
+#: refuses is the bound met: ``runtime/cgo: pthread_create failed: Resource temporarily unavailable``
+#: (a SIGABRT whose register dump ends the output), ``runtime: failed to create new OS thread``.
+_OUT_OF_MEMORY = re.compile(r"fatal error: .*(?:out of memory|cannot allocate memory)|errno=12\b"
+                            r"|pthread_create failed|failed to create new OS thread")
+#: The line of a Go crash that says what happened; the output's last line is then a goroutine's
+#: frame or a register (``gs 0x0``), which says nothing.
+_CRASH = ("fatal error:", "panic:", "runtime/cgo:", "runtime: ")
 #: A build that takes longer is stopped (Argo CD's own exec timeout is 90 s).
 BUILD_TIMEOUT = 60.0
 #: One run's builds together (validate of a repository, argocd-generate): at most this many seconds ...
@@ -304,6 +311,7 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
                 raise BuildRefused(f"{excerpt(name or path, end=True)}: kustomize build needed more than {memory >> 20} MiB "
                                    f"({MEMORY_ENV}); cut")
             lines = [line for line in text.splitlines() if line.strip()]
-            last = lines[-1] if lines else f"exit code {proc.returncode} (stopped after {BUILD_TIMEOUT:.0f} s?)"
+            crash = next((line for line in lines if line.startswith(_CRASH)), None)
+            last = crash or (lines[-1] if lines else f"exit code {proc.returncode} (stopped after {BUILD_TIMEOUT:.0f} s?)")
             raise KustomizeError(f"{excerpt(path, end=True)}: kustomize build failed: {bounded_error(last)}")
     return out

@@ -905,3 +905,23 @@ def test_a_kustomization_file_named_kustomization_is_built_in_a_walk(tmp_path: P
                                        '    [{"op": "replace", "path": "/spec/size", "value": -5}]\n')
     proc = run(["validate", "."], tmp_path)
     assert proc.returncode == 1 and "spec.size: Invalid value: -5" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("crash, said", [
+    ("runtime/cgo: pthread_create failed: Resource temporarily unavailable\nSIGABRT: abort\nPC=0x4 m=3 sigcode=18446744073709551610\n"
+     "\ngoroutine 0 gp=0x0 m=3 mp=0x1 [idle]:\nrax    0x0\nfs     0x0\ngs     0x0\n", "needed more than 192 MiB"),
+    ("fatal error: concurrent map writes\n\ngoroutine 1 [running]:\nmain.main()\n\t/src/main.go:9 +0x1d\nexit status 2\n",
+     "kustomize build failed: fatal error: concurrent map writes"),
+])
+def test_a_go_crash_is_named_by_what_happened_not_its_last_register(world: Path, crash: str, said: str) -> None:
+    """A Go program that crashes ends its output with a goroutine's frames or a register dump
+    (``gs 0x0``): the line that says what happened is named, and a thread the memory bound refused
+    (the cgo form, a SIGABRT) is the memory bound met. A stand-in kustomize prints each form."""
+    folder = kustomization(world, "")
+    stand_in = world.parent / "crashing-kustomize"
+    stand_in.write_text(f"#!/bin/sh\ncat >&2 <<'END'\n{crash}END\nexit 2\n")
+    stand_in.chmod(0o755)
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "validate", str(folder.relative_to(world))], cwd=world,
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "MEMCACHED_GITOPS_KUSTOMIZE": str(stand_in)})
+    assert proc.returncode == 1 and said in proc.stderr, proc.stderr
+    assert "gs     0x0" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
