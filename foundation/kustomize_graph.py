@@ -69,6 +69,11 @@ PATH_FREE_BUILTINS = frozenset(("AnnotationsTransformer", "LabelTransformer", "N
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 #: A chart version (semver and the like): no separator, so NAME-VERSION stays one folder under chartHome.
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+_~-]{0,63}")
+#: A chart's name: one folder name under chartHome. kustomize joins it into paths as it is (chartHome/NAME
+#: for helm, and tmpDir/NAME-kustomize-values.yaml, the values file it writes: v5.8.1
+#: HelmChartInflationGenerator.go ``writeValuesBytes``), where ``..`` would lead out, and where Go's
+#: ``filepath.Join`` appends an absolute name that Python's ``os.path.join`` restarts at.
+_CHART_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}")
 #: Helm's release name rule (helm pkg/chartutil ``validName``), at most 53 characters.
 _RELEASE = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
@@ -481,14 +486,16 @@ def _helm_charts(graph: _Graph, here: str, doc: Document, field: str, value: Any
                                                             "(remote bases are off: MEMCACHED_GITOPS_KUSTOMIZE_ALLOW_REMOTE)")
         helm_globals = doc.value.get("helmGlobals")
         home = str((helm_globals if isinstance(helm_globals, dict) else {}).get("chartHome") or "charts")
-        if is_remote(str(item.get("name", ""))):
-            graph.local(here, str(item["name"]), where, f"{field}[{i}].name")  # refused unless remote is allowed
+        name = item.get("name", "")
+        if not (isinstance(name, str) and _CHART_NAME.fullmatch(name)):  # a download is ``repo``'s, never the name's
+            raise graph.refuse(where, f"{field}[{i}].name", f"{excerpt(str(name))!r} is not one chart name (a folder under "
+                                                            "chartHome); refused")
         version = item.get("version", "")
         if version and not (isinstance(version, str) and _VERSION.fullmatch(version)):
             raise graph.refuse(where, f"{field}[{i}].version", f"{excerpt(str(version))!r} is not a chart version; refused")
         # with a repo and a version, kustomize keeps the chart in chartHome/NAME-VERSION (v5.8.1
         # HelmChartInflationGenerator.go absChartHome): both folders are checked
-        folders = [str(item.get("name", ""))] + ([f"{item.get('name', '')}-{version}"] if version else [])
+        folders = [name] + ([f"{name}-{version}"] if version else [])
         for folder in folders:
             chart = graph.local(here, os.path.join(home, folder), where, f"{field}[{i}].name")
             if chart is not None and os.path.isdir(chart):
@@ -496,6 +503,9 @@ def _helm_charts(graph: _Graph, here: str, doc: Document, field: str, value: Any
         values = [("valuesFile", item["valuesFile"])] if item.get("valuesFile") else []
         values += [(f"additionalValuesFiles[{j}]", v) for j, v in enumerate(_strings(graph, item, "additionalValuesFiles", where))]
         for key, path in values:
+            if isinstance(path, str) and os.path.isabs(path):  # kustomize checks it as it is, then gives helm the root joined with it (Go's
+                # Join appends it: v5.8.1 HelmChartInflationGenerator.go additionalValuesFiles): two files
+                raise graph.refuse(where, f"{field}[{i}].{key}", f"{excerpt(path)!r} is absolute; refused (name it from the kustomization)")
             graph.local(here, path, where, f"{field}[{i}].{key}")
     return iter(())
 

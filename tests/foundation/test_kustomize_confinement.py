@@ -925,3 +925,22 @@ def test_a_go_crash_is_named_by_what_happened_not_its_last_register(world: Path,
                           capture_output=True, text=True, timeout=60, env={**os.environ, "MEMCACHED_GITOPS_KUSTOMIZE": str(stand_in)})
     assert proc.returncode == 1 and said in proc.stderr, proc.stderr
     assert "gs     0x0" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(("entry", "field"), [
+    ("name: ../../tmp/out/pwn\n  valuesMerge: replace\n  valuesInline: {{a: b}}", "helmCharts[0].name"),  # a file written out
+    ("name: /..{root}/decoy", "helmCharts[0].name"),  # Python's join restarts at it (the decoy), Go's appends it
+    ("name: c\n  additionalValuesFiles: [{root}/apps/caches/v]", "helmCharts[0].additionalValuesFiles[0]"),  # checked as is, given joined
+    ("name: c\n  valuesFile: {root}/apps/caches/v", "helmCharts[0].valuesFile"),
+])
+def test_a_chart_name_is_one_folder_and_a_values_file_is_never_absolute(world: Path, entry: str, field: str) -> None:
+    """The ninth review: kustomize joins a chart's name into the path of the values file it writes
+    (``..`` wrote a file anywhere the runner can write) and of the chart helm reads; Go's Join appends an
+    absolute name or values file to the root where Python's join restarts at it, so the check and helm
+    saw two different files. Each absolute path here names a file or chart inside the repository, which
+    the check let through."""
+    (world / "decoy").mkdir()
+    (world / "decoy" / "Chart.yaml").write_text("apiVersion: v2\nname: decoy\nversion: 1.0.0\n")
+    kustomization(world, f"helmCharts:\n- {entry.format(root=world.resolve())}\n  releaseName: r\n")
+    (world / "apps" / "caches" / "v").write_text("a: b\n")
+    assert_refused(run(["validate", "--strict-build", "."], world), field)
