@@ -88,6 +88,8 @@ def _under(path: str, root: str) -> bool:
 #: but some 190 bytes here, so a repository of a million empty files would take the Argo CD sidecar's
 #: 256 MiB before a byte was parsed. A folder that holds more is refused, naming it.
 MAX_FILES = 50_000
+#: Files and folders of every kind one walk looks through (a name each is read, whatever its suffix).
+MAX_ENTRIES = 500_000
 
 
 def _walk_root(root: str, found: list[Source], problems: list[str]) -> None:
@@ -103,23 +105,32 @@ def _walk_root(root: str, found: list[Source], problems: list[str]) -> None:
     """
     real_root = real_path(root)
     todo = [root]
+    scanned = 0
     while todo:
         dirpath = todo.pop()
+        dirnames: list[str] = []
+        filenames: list[str] = []
         try:
             with os.scandir(dirpath) as it:
-                entries = list(it)
+                for entry in it:  # only the names the walk takes are kept: a folder of 600,000 others held 400 MB
+                    scanned += 1
+                    if scanned > MAX_ENTRIES:
+                        raise InputError(f"{excerpt(root, end=True)}: more than {MAX_ENTRIES} files and folders to look through; refused")
+                    if entry.name.startswith("."):
+                        continue
+                    if _is_dir(entry):
+                        dirnames.append(entry.name)
+                    elif entry.name.endswith(SUFFIXES) or entry.name in KUSTOMIZE_FILE_NAMES:
+                        filenames.append(entry.name)
         except OSError:
             continue  # os.walk passes over a folder it cannot list
-        dirnames = sorted(e.name for e in entries if _is_dir(e) and not e.name.startswith("."))
-        filenames = sorted(e.name for e in entries if not _is_dir(e))
+        dirnames.sort()
+        filenames.sort()
         for name in dirnames:
             link = os.path.join(dirpath, name)
             if os.path.islink(link) and not _resolves_under(link, real_root):
                 problems.append(_outside(link, root))
-        for name in filenames:
-            # kustomize's ``Kustomization`` has no suffix: found all the same, or its folder is read unbuilt
-            if name.startswith(".") or not (name.endswith(SUFFIXES) or name in KUSTOMIZE_FILE_NAMES):
-                continue
+        for name in filenames:  # kustomize's ``Kustomization`` has no suffix: found all the same, or its folder is read unbuilt
             _take(os.path.join(dirpath, name), root, real_root, found, problems)
         todo += [os.path.join(dirpath, d) for d in reversed(dirnames) if not os.path.islink(os.path.join(dirpath, d))]
 

@@ -204,7 +204,6 @@ class Builds:
         if self.count > cap:
             raise BuildRefused(f"{excerpt(name, end=True)}: not built: more than {cap} kustomize builds in one run ({MAX_BUILDS_ENV}); cut")
         self.check_time(name)
-        remaining = self.deadline() - (self.clock() - self.started)
         allow_remote = self.environ.get(ALLOW_REMOTE_ENV, "") in ("1", "true", "True", "TRUE")
         try:
             check_graph(path, self.root or confinement_root(path), allow_remote, lambda: self.check_time(name))
@@ -213,6 +212,7 @@ class Builds:
         except GraphRefused as exc:
             raise BuildRefused(f"{excerpt(name, end=True)}: {exc}") from None
         memory = int(_number(self.environ, MEMORY_ENV, DEFAULT_MAX_MEMORY_MIB) * 2**20)
+        remaining = self.deadline() - (self.clock() - self.started)  # after the check, whose walk took its share
         return build(path, options, limit, min(BUILD_TIMEOUT, remaining), name, memory)
 
 

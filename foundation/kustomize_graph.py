@@ -45,6 +45,8 @@ MAX_DEPTH = 100
 MAX_GRAPH_FOLDERS = 2 * MAX_LOADS
 #: Folders of one Helm chart looked through for symlinks.
 MAX_CHART_FOLDERS = 10_000
+#: Files and folders of all charts together looked at (each resolved: a chart of 600,000 files took 25 s).
+MAX_CHART_ENTRIES = 50_000
 #: Largest kustomization or plugin file read here (kustomize reads them whole too).
 MAX_FILE = 256 << 10
 #: All the kustomization and plugin files one walk reads, together (git stores a deep chain of one large
@@ -208,6 +210,7 @@ class _Graph:
         self.read_bytes = 0
         self.nodes = NodeBudget(MAX_GRAPH_NODES, "the kustomization files of one build")  # every YAML node the walk parses
         self.chart_folders: set[str] = set()  # every chart folder walked in this graph, each once
+        self.chart_entries = 0  # the files and folders of those, counted against MAX_CHART_ENTRIES
         self.schemas: set[str] = set()  # every chart values schema read, each once
 
     def refuse(self, where: str, field: str, message: str) -> GraphRefused:
@@ -252,7 +255,13 @@ class _Graph:
             seen.add(current)
             if len(seen) > MAX_CHART_FOLDERS:
                 raise self.refuse(where, field, f"the charts hold more than {MAX_CHART_FOLDERS} folders together; refused")
+            self.check_time()  # the run's deadline, at each folder: a chart of 600,000 files took 25 s of a 1 s deadline
             for entry in os.scandir(current):
+                self.chart_entries += 1
+                if self.chart_entries % 1000 == 0:
+                    self.check_time()
+                if self.chart_entries > MAX_CHART_ENTRIES:
+                    raise self.refuse(where, field, f"the charts hold more than {MAX_CHART_ENTRIES} files and folders together; refused")
                 real = real_path(entry.path)
                 shown = os.path.relpath(entry.path, self.root)
                 if is_git_name(entry.name) or in_git_dir(os.path.relpath(real, self.root)):

@@ -280,6 +280,45 @@ def test_the_graph_walk_runs_within_the_runs_deadline(world: Path) -> None:
         builds.build("caches", str(app), 1 << 20)
 
 
+def test_a_charts_walk_runs_within_the_runs_deadline_and_its_bound(world: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ninth review: the walk of a chart's folders (for symlinks out) never read the clock (a chart
+    of 600,000 files took 25 s of a 1 s deadline) and looked at every file. The deadline is read at each
+    chart folder, and the charts' files and folders together are bounded (lowered here)."""
+    from memcached_gitops.foundation import kustomize_graph
+    from memcached_gitops.foundation.kustomize import DEADLINE_ENV, BuildRefused, Builds
+
+    folder = kustomization(world, "helmCharts:\n- name: x\n  releaseName: r\n")
+    chart = folder / "charts" / "x"
+    for sub in ("templates/a/b/c/d/e/f/g",):
+        (chart / sub).mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: x\nversion: 0.1.0\n")
+    for i in range(30):
+        (chart / "templates" / f"t{i}.yaml").write_text("")
+    ticks = iter(range(1000))  # each reading of the clock one second later: no real time is measured
+    builds = Builds(str(world), {DEADLINE_ENV: "5"}, clock=lambda: float(next(ticks)))
+    with pytest.raises(BuildRefused, match=r"the run's deadline of 5 s passed"):
+        builds.build("caches", str(folder), 1 << 20)
+    monkeypatch.setattr(kustomize_graph, "MAX_CHART_ENTRIES", 20)
+    with pytest.raises(BuildRefused, match=r"the charts hold more than 20 files and folders together"):
+        Builds(str(world)).build("caches", str(folder), 1 << 20)
+
+
+def test_the_folder_walk_keeps_only_the_names_it_takes_and_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ninth review: the walk kept every entry of a folder, whatever its suffix, before picking the
+    YAML files (600,000 empty files of other names took argocd-generate to 404 MB). The entries looked
+    through are bounded (lowered here), whatever their names."""
+    from memcached_gitops.foundation import files
+
+    for i in range(30):
+        (tmp_path / f"{i}.txt").write_text("")
+    (tmp_path / "a.yaml").write_text("")
+    monkeypatch.setattr(files, "MAX_ENTRIES", 20)
+    with pytest.raises(files.InputError, match="more than 20 files and folders to look through"):
+        files.expand([str(tmp_path)])
+    monkeypatch.setattr(files, "MAX_ENTRIES", 40)
+    assert [os.path.basename(s.path) for s in files.expand([str(tmp_path)])] == ["a.yaml"]
+
+
 # --- 1. the Argo CD plugin: the repository's .argocd-source.yaml sets the parameters -------------------
 
 
