@@ -24,6 +24,17 @@ def excerpt(text: str, limit: int = EXCERPT_LIMIT, *, end: bool = False) -> str:
     return ELLIPSIS + text[len(text) - limit:] if end else text[:limit] + ELLIPSIS
 
 
+#: Characters of a path a line of text may show: its end, which names the file. A repository's own
+#: names can nest to Linux's 4,096 bytes a path; a line of the log or the terminal shows the end.
+PATH_LIMIT = 200
+
+
+def shown_path(path: str) -> str:
+    """``path`` as a line of text shows it: whole up to ``PATH_LIMIT`` characters, else ``…`` and its end.
+    Structured output (JSON, annotations) keeps the whole path, which a program matches."""
+    return excerpt(path, PATH_LIMIT, end=True)
+
+
 #: What stands for the middle cut out of a text by ``excerpt_ends``.
 MIDDLE = " … "
 

@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from memcached_gitops.foundation.excerpt import quote_value
+from memcached_gitops.foundation.excerpt import quote_value, shown_path
 from memcached_gitops.foundation.files import (
     BUILT,
     DEFAULT_MAX_INPUT,
@@ -178,7 +178,7 @@ def warn_unbuilt_overlays(passed_over: list[str], paths: list[str]) -> None:
     deploys from that overlay. Said on stderr, with the folders to name instead."""
     folders = sorted({os.path.dirname(n) or "." for n in passed_over if os.path.basename(n) in KUSTOMIZE_FILE_NAMES})
     if folders:
-        shown = ", ".join(folders[:3]) + (f" and {len(folders) - 3} more" if len(folders) > 3 else "")
+        shown = ", ".join(map(shown_path, folders[:3])) + (f" and {len(folders) - 3} more" if len(folders) > 3 else "")
         echo(f"warning: {len(folders)} kustomization(s) inside {', '.join(paths)} not built: render reads a folder's files as they "
              f"are, not what an overlay deploys; name a kustomization's folder to render its build ({shown})", err=True)
 
@@ -243,7 +243,7 @@ def report_passed_over(result: Result) -> None:
     for where in result.not_objects:
         echo(f"{where}: passed over", err=True)
     for where in result.passed_over:
-        echo(f"{where}: passed over: kustomize's configuration", err=True)
+        echo(f"{shown_path(where)}: passed over: kustomize's configuration", err=True)  # a name as walked, whole
 
 
 def check_nonempty(result: Result, paths: list[str]) -> None:

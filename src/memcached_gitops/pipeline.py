@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
-from memcached_gitops.foundation.excerpt import excerpt, quote_value, type_and_length
+from memcached_gitops.foundation.excerpt import excerpt, quote_value, shown_path, type_and_length
 from memcached_gitops.foundation.files import BUILT
 from memcached_gitops.foundation.yamlreader import Document, NodeBudget, Readable, TooManyNodes, YAMLInputError, iter_documents
 from memcached_gitops.lists import (
@@ -41,7 +41,8 @@ class Finding(NamedTuple):
     severity: str = "error"
 
     def text(self) -> str:
-        where = f"{self.file}:{self.line}:{self.column}" if self.line else self.file
+        file = shown_path(self.file)
+        where = f"{file}:{self.line}:{self.column}" if self.line else file
         parts = [where] + ([self.ref] if self.ref else []) + ([self.field] if self.field else [])
         message = f"warning: {self.message}" if self.severity == "warning" else self.message
         return ": ".join(parts + [message])
@@ -186,16 +187,16 @@ def _process_source(result: Result, name: str, stream: Readable | str | bytes, v
         for doc in iter_documents(stream, nodes):
             result.documents += 1
             if not required and not is_kubernetes_object(doc.value, validator):
-                result.not_objects.append(f"{name}:{doc.position(())[0]}: not a Kubernetes object (no kind)")
+                result.not_objects.append(f"{shown_path(name)}:{doc.position(())[0]}: not a Kubernetes object (no kind)")
                 continue
             _process_document(result, name, doc, validator, image, do_render)
             if max_objects is not None and result.objects > max_objects:
-                raise TooManyObjects(f"{name}:{doc.position(())[0]}: more than {max_objects} objects to hold and emit "
+                raise TooManyObjects(f"{shown_path(name)}:{doc.position(())[0]}: more than {max_objects} objects to hold and emit "
                                      f"(--max-objects or MEMCACHED_GITOPS_MAX_OBJECTS); refused")
         if result.documents == before and not required:
-            result.not_objects.append(f"{name}: no document (an empty or comment-only file)")
+            result.not_objects.append(f"{shown_path(name)}: no document (an empty or comment-only file)")
     except TooManyNodes as exc:
-        raise TooManyObjects(f"{name}:{exc.line}:{exc.column}: {exc.message}") from None
+        raise TooManyObjects(f"{shown_path(name)}:{exc.line}:{exc.column}: {exc.message}") from None
     except YAMLInputError as exc:
         result.findings.append(Finding(name, exc.line, exc.column, "", "", exc.message))
 
@@ -282,7 +283,7 @@ def process_object(
         result.findings.append(Finding(file, line, column, "", "", message))
         return
     if is_kustomize_config(obj):
-        result.passed_over.append(f"{file}: {object_ref(obj)}")
+        result.passed_over.append(f"{shown_path(file)}: {object_ref(obj)}")
         return
     identity = identity_problems(obj)
     if identity:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from memcached_gitops.foundation.excerpt import ELLIPSIS, EXCERPT_LIMIT, excerpt, quote_value
+from memcached_gitops.foundation.excerpt import ELLIPSIS, EXCERPT_LIMIT, PATH_LIMIT, excerpt, quote_value
 from memcached_gitops.reconciler.decisions.drift import Drift
 
 from tests.conftest import REPO
@@ -287,3 +287,24 @@ def test_a_nested_build_that_fails_is_named_by_an_excerpt(tmp_path: Path, comman
     output = proc.stdout + proc.stderr
     assert "not built, so not checked" in output and "Traceback" not in output, output
     assert _leaked(f"./{FOLDER}", output) is None, output
+
+
+@pytest.mark.parametrize("command", [["validate"], ["render"], ["validate", "-v"]])
+def test_a_long_path_is_shown_by_its_end_on_a_line_of_text(tmp_path: Path, command: list[str]) -> None:
+    """A repository's names nest up to Linux's 4,096 bytes a path: each line of text shows the end of
+    one (``PATH_LIMIT`` characters, which name the file), never the whole; JSON keeps it whole."""
+    deep = tmp_path
+    for n in range(12):
+        deep = deep / (chr(ord("a") + n) * 200)
+    deep.mkdir(parents=True)
+    (deep / "bad.yaml").write_text(GOOD.replace("size: 1", "size: 9"))
+    (deep / "kustomization.yaml").write_text("resources: [bad.yaml]\n")
+    proc = run(*command, str(tmp_path))
+    err = assert_clean_failure(proc)
+    lines = [line for line in err.splitlines() if "l" * 100 in line]  # every line that names the folder
+    assert lines, err
+    for line in lines:
+        assert len(line) < PATH_LIMIT + 300, line
+        assert line.startswith(ELLIPSIS), line
+    data = json.loads(run("validate", "--format", "json", str(tmp_path)).stdout)
+    assert any(f["file"].endswith(str(deep / "bad.yaml")) for f in data["findings"]), data
