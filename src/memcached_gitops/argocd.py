@@ -30,7 +30,7 @@ from memcached_gitops.foundation.excerpt import excerpt, quote_value
 from memcached_gitops.foundation.yamlreader import Readable, YAMLInputError, iter_documents
 from memcached_gitops.schemas import Validator
 
-from .pipeline import items_of
+from .pipeline import items_of, kind_as_listed
 
 #: The plugin's parameters (plugin.yaml ``parameters.static``) and the plugin env each falls back to.
 #: Both are the repository's to set: Argo CD merges the application directory's own
@@ -41,7 +41,7 @@ PARAMETERS = {"image": "MEMCACHED_IMAGE", "include-input": "INCLUDE_INPUT", "pas
 #: Settings that are the sidecar operator's alone: a parameter or plugin env of this name is refused.
 OPERATOR_ONLY = {"kustomize-build-options": "KUSTOMIZE_BUILD_OPTIONS"}
 #: The sidecar operator's ceiling on what an Application may pass through: comma-separated kinds
-#: (``Kind`` or ``group/Kind``) it may list in pass-through-kinds, ``*`` for any kind and
+#: (``Kind`` of the core group, or ``group/Kind``) it may list in pass-through-kinds, ``*`` for any kind and
 #: ``include-input: true``. Unset or empty: none, only the CRs and what they render.
 PASS_THROUGH_ENV = "MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH"
 #: strconv.ParseBool's words, as Argo CD's own boolean parameters are read.
@@ -63,12 +63,11 @@ class PassThrough(NamedTuple):
     kinds: frozenset[str] | None
 
     def passes(self, obj: dict[str, Any]) -> bool:
-        """Whether an object of another kind goes through: its ``Kind`` or ``group/Kind`` is listed."""
-        if self.kinds is None:
-            return True
-        api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
-        group = api_version.rpartition("/")[0]
-        return kind in self.kinds or f"{group}/{kind}" in self.kinds
+        """Whether an object of another kind goes through: ``group/Kind`` is listed, or for the core group
+        (``apiVersion: v1``) its bare ``Kind``. A bare ``Kind`` is never another group's: a repository's
+        own CRD may name a kind ``ConfigMap`` in a group of its choosing, and Argo CD's AppProject lists
+        spell the core group as ``''`` and every other by its name, as here."""
+        return self.kinds is None or kind_as_listed(obj) in self.kinds
 
 
 def param_env_name(name: str) -> str:
@@ -150,11 +149,6 @@ def _ceiling(text: str | None) -> frozenset[str] | None:
     return None if "*" in kinds else kinds
 
 
-def _covered(kind: str, allowed: frozenset[str]) -> bool:
-    """``group/Kind`` is covered by itself or by a bare ``Kind``; a bare ``Kind`` (every group) only by itself."""
-    return kind in allowed or ("/" in kind and kind.rpartition("/")[2] in allowed)
-
-
 def pass_through(settings: Mapping[str, str], ceiling: str | None = None) -> PassThrough:
     """``_pass_through`` held to the sidecar operator's ``ceiling`` (``PASS_THROUGH_ENV``).
 
@@ -170,7 +164,7 @@ def pass_through(settings: Mapping[str, str], ceiling: str | None = None) -> Pas
     if wanted.kinds is None:
         raise PluginInputError(f"include-input: \"true\" is beyond what the sidecar's operator allows ({PASS_THROUGH_ENV}: "
                                f"{excerpt(shown)}; \"*\" allows it)")
-    beyond = sorted(k for k in wanted.kinds if not _covered(k, allowed))
+    beyond = sorted(wanted.kinds - allowed)  # a bare Kind is the core group's alone (PassThrough.passes)
     if beyond:
         raise PluginInputError(f"pass-through-kinds: {quote_value(beyond[0])} is beyond what the sidecar's operator allows "
                                f"({PASS_THROUGH_ENV}: {excerpt(shown)})")
@@ -181,7 +175,7 @@ def _pass_through(settings: Mapping[str, str]) -> PassThrough:
     """What generate emits besides the Deployments, from ``include-input`` and ``pass-through-kinds``.
 
     Unset (the default): the Memcached CRs, and other objects only of the kinds listed in
-    ``pass-through-kinds`` (``Kind`` or ``group/Kind``, comma-separated). A repository can then
+    ``pass-through-kinds`` (``Kind`` of the core group or ``group/Kind``, comma-separated). A repository can then
     never make Argo CD apply a ClusterRoleBinding or an Application through this plugin unless the
     Application's own author listed that kind; Argo CD's AppProject (its ``clusterResourceWhitelist``
     and ``namespaceResourceWhitelist``) stays the guard for what is listed. ``include-input: true``

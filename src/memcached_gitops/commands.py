@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from memcached_gitops.foundation.excerpt import quote_value, shown_path
+from memcached_gitops.foundation.excerpt import excerpt, quote_value, shown_path
 from memcached_gitops.foundation.files import (
     BUILT,
     DEFAULT_MAX_INPUT,
@@ -38,7 +38,7 @@ from memcached_gitops.foundation.product import NAME
 from memcached_gitops.render import DEFAULT_IMAGE, to_single, write_json, write_yaml
 from memcached_gitops.schemas import CRDError, Validator, load_crd
 
-from .pipeline import Finding, Result, TooManyObjects, object_ref, process
+from .pipeline import Finding, Result, TooManyObjects, kind_as_listed, object_ref, process
 
 EXIT_INVALID, EXIT_USAGE = 1, 2
 #: How many objects passed over or held back a message names.
@@ -342,7 +342,9 @@ def render_validated(paths: list[str], validator: Validator, image: str, output:
         what += f" ({len(held)} object(s) of other kinds held back)" if held else ""
         raise fail(f"{', '.join(paths)}: {what}: nothing to generate; refusing to print an empty set", EXIT_INVALID)
     if held:
-        echo(f"{len(held)} object(s) of other kinds held back: {named(held)} (list their kinds in pass-through-kinds to emit them)",
+        kinds = sorted({kind_as_listed(o) for o in held})
+        listed = ", ".join(excerpt(k) for k in kinds[:HELD_LISTED]) + (", ..." if len(kinds) > HELD_LISTED else "")
+        echo(f"{len(held)} object(s) of other kinds held back: {named(held)} (to emit them, list in pass-through-kinds: {listed})",
              err=True)
     if not result.crs:
         echo(f"warning: no {validator.crd.kind} found in {', '.join(paths)}", err=True)

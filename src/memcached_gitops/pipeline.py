@@ -104,6 +104,14 @@ def object_ref(obj: Any, kind: str | None = None) -> str:
     return f"{excerpt(str(kind or obj.get('kind') or '<no kind>'))}/{excerpt(str(name))}"
 
 
+def kind_as_listed(obj: dict[str, Any]) -> str:
+    """A kind as a list of kinds names it: ``Kind`` for the core group (``apiVersion: v1``), ``group/Kind``
+    for any other, as Argo CD's AppProject lists spell the core group ``''`` and every other by name."""
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    kind = str(obj.get("kind", ""))
+    return f"{group}/{kind}" if group else kind
+
+
 def items_of(doc: Document) -> Iterator[tuple[Any, tuple[str | int, ...]]]:
     """The objects of a document: itself, or the items of a list, as kubectl sends them.
 

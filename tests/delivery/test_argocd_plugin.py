@@ -321,6 +321,23 @@ def test_only_the_crs_and_the_listed_kinds_pass_by_default(tmp_path: Path, param
         assert "held back: ClusterRoleBinding/pwn, Application/takeover" in proc.stderr.decode()
 
 
+@pytest.mark.parametrize("listed", ["ConfigMap", "v1/ConfigMap", "/ConfigMap"])
+def test_a_bare_kind_is_the_core_groups_never_a_crds_of_the_same_name(tmp_path: Path, listed: str) -> None:
+    """The component's ceiling and the example list ``ConfigMap``: a repository's own kind named
+    ConfigMap in a group of its choosing (a CRD it ships, or an Application's trigger) is held back."""
+    (tmp_path / "cr.yaml").write_text(CR.format(name="a") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: core}\n"
+                                      "---\napiVersion: evil.example.com/v1\nkind: ConfigMap\nmetadata: {name: crd}\n")
+    proc = generate(tmp_path, repo_server_env({"parameters": [{"name": "pass-through-kinds", "string": listed}]}),
+                    {"MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH": "ConfigMap"})
+    if listed != "ConfigMap":  # the core group has no name to write: a group-looking spelling is another kind
+        assert proc.returncode == 1 and f'pass-through-kinds: "{listed}" is beyond' in proc.stderr.decode(), proc.stderr
+        return
+    assert proc.returncode == 0, proc.stderr.decode()
+    names = {d.value["metadata"]["name"] for d in iter_documents(proc.stdout) if d.value["kind"] == "ConfigMap"}
+    assert names == {"core"}, names
+    assert "held back: ConfigMap/crd (to emit them, list in pass-through-kinds: evil.example.com/ConfigMap)" in proc.stderr.decode()
+
+
 def test_no_memcached_and_nothing_listed_generates_nothing(tmp_path: Path) -> None:
     (tmp_path / "x.yaml").write_text(HOSTILE)
     proc = generate(tmp_path, repo_server_env({}))
