@@ -207,13 +207,13 @@ class Builds:
         allow_remote = self.environ.get(ALLOW_REMOTE_ENV, "") in ("1", "true", "True", "TRUE")
         try:
             check_graph(path, self.root or confinement_root(path), allow_remote, lambda: self.check_time(name))
-        except BuildFails as exc:  # never run: a build that fails, not a refusal of the whole run
-            raise KustomizeError(f"{excerpt(name, end=True)}: {exc}") from None
+        except BuildFails as exc:  # never run: a build that fails, said as build() says one that ran and failed
+            raise KustomizeError(f"{excerpt(path, end=True)}: kustomize build failed: {exc}") from None
         except GraphRefused as exc:
             raise BuildRefused(f"{excerpt(name, end=True)}: {exc}") from None
         memory = int(_number(self.environ, MEMORY_ENV, DEFAULT_MAX_MEMORY_MIB) * 2**20)
         remaining = self.deadline() - (self.clock() - self.started)  # after the check, whose walk took its share
-        return build(path, options, limit, min(BUILD_TIMEOUT, remaining), name, memory)
+        return build(path, options, limit, min(BUILD_TIMEOUT, remaining), name, memory, allow_remote)
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -256,15 +256,21 @@ def _memory_bound(memory: int | None) -> dict[str, Any]:  # Popen's keyword argu
     return {"preexec_fn": bound, "env": {**os.environ, "GOMEMLIMIT": str(memory * 3 // 4)}}
 
 
+#: git with every transport refused (git transport.c ``protocol_allow_list``: the variable set and empty allows
+#: none): with remote bases off, a reference the graph check did not see as remote is still never fetched.
+NO_GIT_TRANSPORT = {"GIT_ALLOW_PROTOCOL": ""}
+
+
 def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIMEOUT, name: str | None = None,
-          memory: int | None = None) -> bytes:
+          memory: int | None = None, remote: bool = False) -> bytes:
     """``kustomize build path`` with ``options``: its stdout, at most ``limit`` bytes, or a KustomizeError.
 
     stdout is read as it comes, to at most the limit plus one byte (then the process is killed), so
     a build that amplifies its input cannot outgrow the budget in memory; stderr goes to a file, so
     neither pipe can fill and stall the other; a timer kills a build that hangs; ``memory`` bytes
     bound what the build may hold (``_memory_bound``), so a file of aliases or of many objects cannot
-    take the memory of the machine (or of Argo CD's sidecar, which renders every application).
+    take the memory of the machine (or of Argo CD's sidecar, which renders every application); unless
+    ``remote`` (the operator's switch), git may not fetch (``NO_GIT_TRANSPORT``).
     """
     import subprocess
     import tempfile
@@ -278,8 +284,10 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
     with tempfile.TemporaryFile() as errors:
         try:
             # a session of its own, so a kill reaches what kustomize started too (helm with --enable-helm)
+            bound = _memory_bound(memory)
+            env = {**bound.pop("env", os.environ), **({} if remote else NO_GIT_TRANSPORT)}
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
-                                    start_new_session=True, **_memory_bound(memory))
+                                    start_new_session=True, env=env, **bound)
         except OSError as exc:
             raise KustomizeError(f"{excerpt(path, end=True)}: cannot run {command[0]}: {exc.strerror}") from None
         stopped: list[bool] = []

@@ -384,10 +384,23 @@ def _items(graph: _Graph, doc: Document, field: str, value: Any, file: str, kind
 
 
 def _bases(graph: _Graph, here: str, doc: Document, field: str, value: Any, file: str) -> Child:
-    """resources, components, bases: files or kustomization folders, walked in turn."""
+    """resources, components, bases: files or kustomization folders, walked in turn.
+
+    An entry must name a file or folder under the root. kustomize reads one that names nothing as a
+    remote reference, by its own rules (v5.8.1 api/internal/target/kusttarget.go ``accumulateResources``,
+    then api/internal/loader/fileloader.go ``New`` and ``git.NewRepoSpecFromURL``), which fold case as
+    Go does: ``gİthub.com/evil/repo`` is GitHub to it and a path to Python. Refusing what names nothing
+    leaves no spelling of a remote reference, now or in a later kustomize, to that fallback. It is a
+    build that fails (``BuildFails``), as kustomize's own would on a missing file, not an attack.
+    """
     for i, entry, where in _items(graph, doc, field, value, file, str):
         real = graph.local(here, entry, where, f"{field}[{i}]")
-        if real is not None and os.path.isdir(real):
+        if real is None:
+            continue
+        if not os.path.exists(real):  # a build that fails, as kustomize's would: a warning where it is nested
+            raise BuildFails(f"{where}: {field}[{i}]: {excerpt(entry)!r} names no file or folder under the root; not built "
+                             "(kustomize would read it as a remote reference)")
+        if os.path.isdir(real):
             yield real
 
 

@@ -332,8 +332,9 @@ def test_a_build_gets_only_what_is_left_of_the_budget_and_its_options(tree: Path
         builds = Builds(environ={"MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS": "--enable-alpha-plugins"})
         list(open_sources([source], InputBudget(10_000), builds))
     monkeypatch.delenv("MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS")
-    (tree / "app" / "kustomization.yaml").write_bytes(b"resources: [nowhere.yaml]\n")
-    with pytest.raises(InputError, match=r"kustomize build failed: .*nowhere\.yaml"):
+    (tree / "app" / "kustomization.yaml").write_bytes(b"resources: [broken.yaml]\n")
+    (tree / "app" / "broken.yaml").write_bytes(b"kind: [\n")  # kustomize's own failure, its line excerpted
+    with pytest.raises(InputError, match=r"kustomize build failed: .*broken\.yaml"):
         list(open_sources([source], InputBudget(10_000)))
 
 

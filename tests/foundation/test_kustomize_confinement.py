@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import copy
 import http.server
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -138,6 +140,55 @@ def test_a_file_git_url_is_never_cloned(world: Path) -> None:
     folder = kustomization(world, f"- file://{remote}?ref=main\n")
     assert_refused(run(["validate", "."], world), "resources[1]", "remote reference")
     assert_refused(generate(folder, plugin_env(world, "apps/caches")), "remote reference")
+
+
+def _git_repository(folder: Path, files: dict[str, str]) -> None:
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("entry", ["g\u0130thub.com/evil/repo", "G\u0130THUB.COM:evil/repo", "./g\u0130thub.com/evil/repo"])
+def test_an_entry_only_gos_lower_casing_reads_as_github_is_never_cloned(world: Path, entry: str) -> None:
+    """kustomize reads ``gİthub.com/evil/repo`` as a GitHub repository: Go's ``strings.ToLower`` maps
+    U+0130 to ``i`` (v5.8.1 api/internal/git/repospec.go ``isStandardGithubHost``), where Python's makes two
+    code points, so a check that folds as Python does sees a local path. kustomize clones it only
+    after the local read fails (api/internal/target/kusttarget.go ``accumulateResources``, then
+    api/internal/loader/fileloader.go ``New``): an entry naming nothing under the root is refused, so no
+    spelling of a remote reference, now or in a later kustomize, is ever left to that fallback. The
+    runner's git config sends github.com to a local repository holding the secret (no network needed)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    _git_repository(world.parent / "gh" / "evil" / "repo", {"secret.yaml": SECRET_CM, "kustomization.yaml": "resources: [secret.yaml]\n"})
+    config = world.parent / "gitconfig"
+    config.write_text(f'[url "file://{world.parent / "gh"}/"]\n\tinsteadOf = https://github.com/\n[protocol "file"]\n\tallow = always\n')
+    folder = kustomization(world, f"- {json.dumps(entry)}\n")
+    git = {"GIT_CONFIG_GLOBAL": str(config), "GIT_CONFIG_NOSYSTEM": "1"}
+    assert_refused(run(["validate", "--strict-build", "apps/caches"], world, **git), "resources[1]", "names no file or folder")
+    assert_refused(run(["render", "--include-input", "apps/caches"], world, **git), "resources[1]")
+    assert_refused(generate(folder, plugin_env(world, "apps/caches"), {"MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH": "*", **git}),
+                   "resources[1]")
+
+
+def test_with_remote_bases_off_kustomize_runs_where_git_fetches_nothing(world: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defence behind the graph check: a build run without it (its function called directly, as a
+    future front end might) still cannot clone, since git refuses every transport; the operator's
+    switch gives git back."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    from memcached_gitops.foundation.kustomize import KustomizeError, build
+
+    _git_repository(world.parent / "gh" / "evil" / "repo", {"secret.yaml": SECRET_CM, "kustomization.yaml": "resources: [secret.yaml]\n"})
+    config = world.parent / "gitconfig"
+    config.write_text(f'[url "file://{world.parent / "gh"}/"]\n\tinsteadOf = https://github.com/\n[protocol "file"]\n\tallow = always\n')
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    folder = kustomization(world, "- github.com/evil/repo\n")
+    with pytest.raises(KustomizeError) as refused:
+        build(str(folder), [], 1 << 20, name="apps/caches")
+    assert SECRET not in str(refused.value)
+    assert SECRET in build(str(folder), [], 1 << 20, name="apps/caches", remote=True).decode()
 
 
 class _Listener:
