@@ -66,6 +66,8 @@ def test_the_overall_bucket_limits_the_rate_after_its_burst() -> None:
     assert abs(bucket.reserve() - 0.2) < 1e-9
     now[0] = 10.0
     assert bucket.reserve() == 0, "refilled"
+    assert [bucket.reserve() for _ in range(2)] == [0, 0], "to its burst"
+    assert abs(bucket.reserve() - 0.1) < 1e-9, "and no more: 10 s idle saves up 3 tokens, not 100"
 
 
 def test_rate_limited_keys_come_back_after_their_delay() -> None:

@@ -27,7 +27,7 @@ from memcached_gitops.reconciler.decisions.selectors import describe, has_kept_s
 from fakeapi.server import DeploymentController, FakeAPIServer
 from tests.conftest import REPO
 from tests.support.controller import running, settle, wait_for
-from tests.support.fakecluster import condition, deployment, make_cr, reconciler_for, writes
+from tests.support.fakecluster import CR_PATH, condition, deployment, make_cr, patch, reconciler_for, writes
 from tests.support.go_operator import MANAGER_UA, SEEDS, go_operator_deployment, operator_sdk_labels
 from tests.upstream import needs_upstream
 
@@ -306,3 +306,25 @@ def test_a_foreign_pod_with_our_labels_keeps_the_service_and_budget_from_being_c
     rec.run_cycle()
     assert cluster.get("", "services", "default", "a-memcached") is not None
     assert condition(cluster, "a", "Degraded")["status"] == "False"
+
+
+def test_a_budget_no_longer_wanted_is_deleted_while_a_foreign_pod_holds_the_rest_back(cluster: FakeAPIServer) -> None:
+    """A foreign Pod with our labels withholds every create and correction of the Service and the
+    budget (the Service, deleted by a person, is not made again), but not the delete of a budget the
+    CR no longer wants (size 1): left, it would count the intruder and keep blocking our one Pod's drain."""
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is not None
+    intruder = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "intruder", "labels": {
+        "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}},
+        "spec": {"containers": [{"name": "x", "image": "busybox:1.36"}]}}
+    code, _, data = cluster.handle("POST", "/api/v1/namespaces/default/pods", {"User-Agent": "kubectl/v1.37.1",
+                                   "Content-Type": "application/json"}, json.dumps(intruder).encode())
+    assert code == 201, data
+    cluster.handle("DELETE", "/api/v1/namespaces/default/services/a-memcached", {"User-Agent": "kubectl/v1.37.1"}, b"")
+    patch(cluster, CR_PATH.format(ns="default") + "/a", {"spec": {"size": 1}}, "application/merge-patch+json", "?fieldManager=kubectl-edit")
+    rec.run_cycle()  # the Service to create again: the Pods are looked at, the intruder found
+    assert condition(cluster, "a", "Degraded")["reason"] == "SelectorOverlap"
+    assert cluster.get("", "services", "default", "a-memcached") is None, "withheld: not created while it would select the intruder"
+    assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is None
