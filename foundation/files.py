@@ -176,12 +176,30 @@ def _outside(link: str, root: str) -> str:
     return f"{link}: symlink to {excerpt(target)!r} resolves outside the root {root}; not read"
 
 
+def linked_out(path: str) -> str | None:
+    """The problem with a path named on the command line that a link of the repository leads out of the
+    working directory, or None.
+
+    A name as written is the user's choice: an absolute path, or one whose ``..`` leaves the working
+    directory, is read whatever it is (``kubectl apply -f``). But a workflow's ``paths: apps`` names the
+    repository's folder, and a pull request can commit ``apps`` as a link to ``/home/runner``: written
+    under the working directory, it must resolve under it too, whatever link is on the way.
+    """
+    if os.path.isabs(path) or os.path.normpath(path).split(os.sep)[0] == os.pardir:
+        return None
+    here = real_path(os.getcwd())
+    if _resolves_under(path, here):
+        return None
+    return f"{excerpt(path, end=True)}: a symlink on the way resolves outside the working directory {excerpt(here, end=True)}; not read"
+
+
 def expand(paths: list[str]) -> list[Source]:
     """The inputs to read, sorted within each directory.
 
     A directory argument is a root (see _walk_root), or, when a kustomization file is at its root, a
     kustomize application whose build is read (kustomize.py); a file named on the command line is the
-    user's own choice, as with ``kubectl apply -f``, and is read whatever it is. Raises
+    user's own choice, as with ``kubectl apply -f``, and is read whatever it is, unless a link of the
+    repository took a name written under the working directory out of it (``linked_out``). Raises
     InputError with one line per problem.
     """
     out: list[Source] = []
@@ -189,6 +207,8 @@ def expand(paths: list[str]) -> list[Source]:
     for p in paths:
         if p == "-":
             out.append(Source(p, p))
+        elif (problem := linked_out(p)) is not None:
+            problems.append(problem)
         elif kustomize.is_kustomization_root(p):
             out.append(Source(p, p, True, True))
         elif os.path.isdir(p):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -308,3 +309,40 @@ def test_a_long_path_is_shown_by_its_end_on_a_line_of_text(tmp_path: Path, comma
         assert line.startswith(ELLIPSIS), line
     data = json.loads(run("validate", "--format", "json", str(tmp_path)).stdout)
     assert any(f["file"].endswith(str(deep / "bad.yaml")) for f in data["findings"]), data
+
+
+def _linked_repository(tmp_path: Path) -> Path:
+    """tmp/repo, a git repository whose pull request commits ``apps`` as a link to tmp/outside (a
+    runner's home with a Secret in it)."""
+    outside = tmp_path / "outside" / "sub"
+    outside.mkdir(parents=True)
+    (outside / "creds.yaml").write_text(f"apiVersion: v1\nkind: Secret\nmetadata: {{name: runner}}\nstringData: {{token: {SECRET}}}\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "cache.yaml").write_text(GOOD)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@e"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
+    (repo / "apps").symlink_to(tmp_path / "outside")
+    subprocess.run([*git, "checkout", "-qb", "pr"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "link"], cwd=repo, check=True)
+    return repo
+
+
+@pytest.mark.parametrize("named", ["apps", "./apps/sub", "apps/sub/creds.yaml"])
+@pytest.mark.parametrize("command", [["validate", "-v"], ["render", "--include-input"], ["preview", "--base", "main"]])
+def test_a_name_written_under_the_working_directory_is_never_followed_out_by_a_link(tmp_path: Path, named: str,
+                                                                                   command: list[str]) -> None:
+    """A workflow's ``paths: apps`` names the repository's folder; a pull request that commits ``apps``
+    as a link to the runner's home must not make the product read it (a name written outside, or
+    absolute, stays the user's own choice: test_a_file_named_on_the_command_line_is_the_users_choice)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = _linked_repository(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", *command, "--", named, "cache.yaml"], cwd=repo,
+                          capture_output=True, timeout=120)
+    out = proc.stdout.decode() + proc.stderr.decode()
+    assert proc.returncode != 0 and SECRET not in out and "Traceback" not in out, out
+    assert "resolves outside the working directory" in out, out
