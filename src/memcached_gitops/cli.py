@@ -178,7 +178,8 @@ def argocd_discover(
     validator = _validator(crd, True)
     try:
         manifests, _ = manifest_sources([path])
-        found = first_memcached(open_sources(manifests, _budget(max_input), Builds(repository_root(os.environ, path))), validator)
+        budget = _budget(max_input)
+        found = first_memcached(open_sources(manifests, budget, Builds(repository_root(os.environ, path))), validator, budget.nodes())
     except InputError as exc:
         for problem in exc.problems:
             echo(f"{problem} (discover: no match)", err=True)

@@ -187,6 +187,20 @@ def test_discover_prints_the_first_file_holding_a_memcached(tmp_path: Path) -> N
     assert proc.stdout.decode().strip() == "./b.json"
 
 
+def test_discover_reads_all_files_within_one_node_budget_as_generate_does(tmp_path: Path) -> None:
+    """Two files of 200,000 YAML nodes each, then a CR: generate refuses the folder at the run's
+    300,000 nodes, and discover, which gave each file a budget of its own (9 MB of them took the
+    sidecar 14 s), now stops where generate does, with no match."""
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text("[" + ",".join(["{}"] * 200_000) + "]\n")
+    (tmp_path / "c.yaml").write_text(CR.format(name="c"))
+    proc = run_like_cmp_server(plugin_manifest()["spec"]["discover"]["find"]["command"], tmp_path, repo_server_env(None))
+    assert proc.returncode == 0 and proc.stdout == b"", proc.stdout
+    assert "more than 300000 YAML nodes" in proc.stderr.decode() and "(discover: no match)" in proc.stderr.decode(), proc.stderr
+    refused = generate(tmp_path, repo_server_env({}))
+    assert refused.returncode == 1 and "more than 300000 YAML nodes" in refused.stderr.decode(), refused.stderr
+
+
 def test_the_plugin_is_named_name_dash_version() -> None:
     # cmpserver/plugin/config.go:99-108 Address(): <name>-<version>.sock, the name an Application
     # selects; util/app/discovery/discovery.go:108-110 "could not find cmp-server plugin with name"
