@@ -35,6 +35,21 @@ def shown_path(path: str) -> str:
     return excerpt(path, PATH_LIMIT, end=True)
 
 
+#: Diagnostics are one line each. A control character from the input (Git can commit a file whose
+#: name holds a newline or an escape sequence) is written escaped, so it can neither start a line of
+#: its own in a CI log (a forged ``::error`` workflow command, a fake summary) nor drive a terminal.
+_ONE_LINE = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c != 0x09}
+_ONE_LINE |= {0x0A: "\\n", 0x0D: "\\r", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+#: Unicode's bidirectional controls (Trojan Source, CVE-2021-42574): a name holding one could show a
+#: terminal or a pull request's annotation a different text than the bytes say; each is written escaped.
+_ONE_LINE |= {c: f"\\u{c:04x}" for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line of a log or a terminal: each control character (``_ONE_LINE``) escaped."""
+    return text.translate(_ONE_LINE)
+
+
 #: What stands for the middle cut out of a text by ``excerpt_ends``.
 MIDDLE = " … "
 

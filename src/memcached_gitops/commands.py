@@ -18,7 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from memcached_gitops.foundation.excerpt import excerpt, quote_value, shown_path
+from memcached_gitops.foundation.excerpt import excerpt, one_line, quote_value, shown_path
 from memcached_gitops.foundation.files import (
     BUILT,
     DEFAULT_MAX_INPUT,
@@ -83,19 +83,9 @@ class ReportFormat(StrEnum):
     github = "github"
 
 
-#: Diagnostics are one line each. A control character from the input (Git can commit a file whose
-#: name holds a newline or an escape sequence) is written escaped, so it can neither start a line of
-#: its own in a CI log (a forged ``::error`` workflow command, a fake summary) nor drive a terminal.
-_ONE_LINE = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c != 0x09}
-_ONE_LINE |= {0x0A: "\\n", 0x0D: "\\r", 0x2028: "\\u2028", 0x2029: "\\u2029"}
-#: Unicode's bidirectional controls (Trojan Source, CVE-2021-42574): a name holding one could show a
-#: terminal or a pull request's annotation a different text than the bytes say; each is written escaped.
-_ONE_LINE |= {c: f"\\u{c:04x}" for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
-
-
 def echo(text: str, err: bool = False) -> None:
     """Write a line: to stdout as it is (YAML, JSON), to stderr as one escaped diagnostic line."""
-    print(text.translate(_ONE_LINE) if err else text, file=sys.stderr if err else sys.stdout)
+    print(one_line(text) if err else text, file=sys.stderr if err else sys.stdout)
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> SystemExit:
@@ -201,7 +191,7 @@ def report_text(findings: list[Finding], color: bool = False) -> None:
         if color:
             from .terminal import paint
 
-            print(paint(f.text().translate(_ONE_LINE), f.severity), file=sys.stderr)
+            print(paint(one_line(f.text()), f.severity), file=sys.stderr)
         else:
             echo(f.text(), err=True)
 
@@ -216,7 +206,7 @@ def report_github(findings: list[Finding]) -> None:
     """GitHub Actions workflow commands: annotations on the lines of the pull request."""
 
     def esc(value: str, prop: bool = False) -> str:
-        value = value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").translate(_ONE_LINE)
+        value = one_line(value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
         return value.replace(":", "%3A").replace(",", "%2C") if prop else value
 
     for f in findings:
