@@ -45,9 +45,15 @@ _ONE_LINE |= {0x0A: "\\n", 0x0D: "\\r", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 _ONE_LINE |= {c: f"\\u{c:04x}" for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
 
 
+#: GitHub's runner still reads its older command form, ``##[error]…`` or ``##[stop-commands]token``, anywhere in
+#: a line (actions/runner src/Runner.Worker/ActionCommandManager.cs, after the ``::`` form that must start it).
+_OLD_COMMAND = "##["
+
+
 def one_line(text: str) -> str:
-    """``text`` as one line of a log or a terminal: each control character (``_ONE_LINE``) escaped."""
-    return text.translate(_ONE_LINE)
+    """``text`` as one line of a log or a terminal: each control character (``_ONE_LINE``) escaped, and the
+    runner's older command form broken (``#\\x23[``), so no input can start or end a workflow command."""
+    return text.translate(_ONE_LINE).replace(_OLD_COMMAND, "#\\x23[")
 
 
 #: What stands for the middle cut out of a text by ``excerpt_ends``.

@@ -227,16 +227,17 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 def kustomize_command() -> list[str]:
-    """The argv prefix that builds a kustomization, or a KustomizeError saying what to install."""
-    import shutil
+    """The argv prefix that builds a kustomization, or a KustomizeError saying what to install. Looked up
+    on PATH's absolute entries only (programs.py: a committed ``./kustomize`` never runs)."""
+    from .programs import find_program
 
     given = os.environ.get(KUSTOMIZE_ENV)
     if given:
         return [given, "build"]
-    found = shutil.which("kustomize")
+    found = find_program("kustomize")
     if found:
         return [found, "build"]
-    kubectl = shutil.which("kubectl")
+    kubectl = find_program("kubectl")
     if kubectl:
         return [kubectl, "kustomize"]
     raise KustomizeMissing("kustomize is not on PATH (nor kubectl, which embeds it): pip install 'memcached-gitops[kustomize]' (kubectl), "

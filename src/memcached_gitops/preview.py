@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from memcached_gitops.foundation.files import InputBudget, InputError, Source, manifest_sources, open_sources
 from memcached_gitops.foundation.kustomize import Builds
 from memcached_gitops.foundation.product import NAME
+from memcached_gitops.foundation.programs import find_program
 from memcached_gitops.schemas import Validator
 
 from .commands import echo, input_budget, max_objects
@@ -40,10 +41,18 @@ class PreviewError(RuntimeError):
     """The preview cannot be made at all (not a git repository, an unknown REF); one line."""
 
 
+def _git() -> str:
+    """git's absolute path (foundation/programs.py: never a committed ``./git``)."""
+    found = find_program("git")
+    if found is None:
+        raise PreviewError("git is not on PATH (its absolute entries); preview compares two commits with it")
+    return found
+
+
 def git(*args: str, cwd: str | None = None) -> str:
     """A git command's stdout, or a PreviewError with git's own last line. Hooks are off: checking
     out the base must run nothing from the repository's configuration."""
-    proc = subprocess.run(["git", "-c", "core.hooksPath=/dev/null", *args], cwd=cwd, capture_output=True, text=True,
+    proc = subprocess.run([_git(), "-c", "core.hooksPath=/dev/null", *args], cwd=cwd, capture_output=True, text=True,
                           stdin=subprocess.DEVNULL)
     if proc.returncode != 0:
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
@@ -98,8 +107,8 @@ def base_checkout(ref: str) -> Iterator[tuple[str, str]]:
             os.makedirs(folder, exist_ok=True)  # a folder the branch added: the base side holds nothing there
             yield folder, commit
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", tree], capture_output=True, stdin=subprocess.DEVNULL)
-            subprocess.run(["git", "worktree", "prune"], capture_output=True, stdin=subprocess.DEVNULL)
+            subprocess.run([_git(), "worktree", "remove", "--force", tree], capture_output=True, stdin=subprocess.DEVNULL)
+            subprocess.run([_git(), "worktree", "prune"], capture_output=True, stdin=subprocess.DEVNULL)
 
 
 def applications(paths: list[str]) -> dict[str, list[Source]]:

@@ -13,6 +13,8 @@ import html
 import re
 from collections.abc import Iterable
 
+from memcached_gitops.foundation.excerpt import one_line
+
 from .rendered_diff import AppPreview, ObjectChange, ref
 
 #: GitHub's limit on an issue or pull-request comment's body, in characters.
@@ -63,7 +65,7 @@ def text_report(previews: list[AppPreview], base: str, commit: str) -> str:
     for p in previews:
         for change in p.changes:
             out += ["", *change.diff]
-    return "\n".join(out) + "\n"
+    return "\n".join(map(one_line, out)) + "\n"  # a CI log's lines: no input starts one, or a workflow command
 
 
 #: Markdown's punctuation (CommonMark's ASCII punctuation that starts inline markup), as character references.
@@ -74,7 +76,7 @@ def _cell(text: str) -> str:
     """Text safe in a table cell or an HTML element: no markup, no column break, no line break, and no
     Markdown (GitHub renders links and images inside ``<code>`` too): its punctuation as character
     references."""
-    return html.escape(text, quote=False).replace("\n", " ").translate(_MARKDOWN)
+    return html.escape(one_line(text.replace("\n", " ")), quote=False).translate(_MARKDOWN)  # \r, U+2028 end lines too
 
 
 def _fence(lines: list[str]) -> str:

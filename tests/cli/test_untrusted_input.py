@@ -346,3 +346,58 @@ def test_a_name_written_under_the_working_directory_is_never_followed_out_by_a_l
     out = proc.stdout.decode() + proc.stderr.decode()
     assert proc.returncode != 0 and SECRET not in out and "Traceback" not in out, out
     assert "resolves outside the working directory" in out, out
+
+
+FORGED_NAME = "bad\r\n::error title=forged::PWNED\n##[stop-commands]tok1 ##[error]forged"
+
+
+def _preview_repository(tmp_path: Path) -> Path:
+    """A repository whose pull request adds a CR named to forge workflow commands in a CI log."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "cache.yaml").write_text(GOOD)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@e"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
+    subprocess.run([*git, "checkout", "-qb", "pr"], cwd=repo, check=True)
+    (repo / "bad.yaml").write_text(GOOD.replace("memcached-sample", json.dumps(FORGED_NAME)))
+    return repo
+
+
+@pytest.mark.parametrize("command", [["validate"], ["render"], ["validate", "--format", "github"], ["preview", "--base", "main"],
+                                     ["preview", "--base", "main", "--format", "markdown"]])
+def test_no_input_starts_or_holds_a_workflow_command_in_any_report(tmp_path: Path, command: list[str]) -> None:
+    """GitHub's runner reads ``::cmd::`` at a line's start and its older ``##[cmd]`` anywhere in a line
+    (``##[stop-commands]`` would silence every later annotation of the step): a CR's name holding
+    both, and line breaks, reaches no report as either; preview's text form, which CI logs print, included."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = _preview_repository(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", *command, "."], cwd=repo, capture_output=True, timeout=120)
+    out = proc.stdout.decode() + proc.stderr.decode()
+    assert "Traceback" not in out and "metadata.name" in out, out
+    assert "##[" not in out, out
+    ours = ("::error file=", "::warning file=")
+    forged = [line for line in out.splitlines() if line.lstrip().startswith("::") and not line.startswith(ours)]
+    assert not forged, forged
+    assert "PWNED" in out, "the name is shown, escaped, not dropped"
+
+
+@pytest.mark.parametrize("command", [["validate", "."], ["preview", "--base", "main", "."]])
+def test_a_committed_program_never_runs_through_an_empty_path_entry(tmp_path: Path, command: list[str]) -> None:
+    """An empty PATH entry (``PATH="$PATH:$EXTRA"``, EXTRA unset) means the working directory, the
+    checkout: a committed ``./kustomize`` or ``./git`` must not run; the real ones, on absolute entries, do."""
+    if shutil.which("git") is None or shutil.which("kubectl") is None:
+        pytest.skip("git and kubectl are needed")
+    repo = _preview_repository(tmp_path)
+    (repo / "bad.yaml").unlink()
+    (repo / "kustomization.yaml").write_text("resources: [cache.yaml]\n")
+    for name in ("kustomize", "git"):
+        (repo / name).write_text(f"#!/bin/sh\ntouch {tmp_path}/ran-{name}\nexit 1\n")
+        (repo / name).chmod(0o755)
+    path = os.pathsep.join(["", str(Path(shutil.which("kubectl")).parent), str(Path(shutil.which("git")).parent), "/usr/bin", "/bin"])
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", *command], cwd=repo, capture_output=True, timeout=120,
+                          env={**os.environ, "PATH": path})
+    assert not list(tmp_path.glob("ran-*")), "a program of the repository ran"
+    assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
