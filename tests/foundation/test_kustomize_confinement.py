@@ -515,7 +515,9 @@ def test_an_inline_plugin_configuration_named_like_a_benign_file_is_read_as_kust
     "apiVersion: builtin\nkind: ConfigMapGenerator\nkind: LabelTransformer\n",
     "apiVersion: builtin\nkind: &k ConfigMapGenerator\nx: *k\n",
     "apiVersion: builtin\nkind: !!str ConfigMapGenerator\n",
-], ids=["merge-after", "merge-before", "duplicate", "anchor", "tag"])
+    "apiVersion: builtin\nkind: ConfigMapGenerator\noptions: !foo {disableNameSuffixHash: true}\n",
+    "apiVersion: builtin\nkind: ConfigMapGenerator\nliterals: !!seq [a=b]\n",
+], ids=["merge-after", "merge-before", "duplicate", "anchor", "tag", "tag-on-a-mapping", "tag-on-a-sequence"])
 def test_a_plugin_file_the_check_and_kustomize_could_read_differently_is_refused(
         world: Path, listener: _Listener, config: str) -> None:
     """The check reads YAML as go-yaml v2 does (a later ``<<`` overrides an explicit key, the last

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from memcached_gitops.foundation.identities import RECONCILE_ANNOTATION
 from memcached_gitops.reconciler.client.api import APIError
 from memcached_gitops.reconciler.client.leader import LeaderElector
 from memcached_gitops.reconciler.orchestration.loop import exit_code
@@ -449,6 +450,23 @@ def test_detect_only_reports_a_companions_drift_and_writes_nothing(cluster: Fake
     degraded = condition(cluster, "a", "Degraded")
     assert degraded["reason"] == "DriftDetected" and degraded["status"] == "True"
     assert "Service a-memcached: .spec.selector" in degraded["message"], degraded["message"]
+
+
+def test_a_crs_detect_only_annotation_holds_for_its_companions_too(cluster: FakeAPIServer) -> None:
+    """The CR's own ``cache.example.com/reconcile: detect-only`` (no flag): with only its Service
+    drifted, the drift is reported and nothing is written, as with ``--detect-only``."""
+    make_cr(cluster, "a", size=2)
+    reconciler_for(cluster).run_cycle()
+    patch(cluster, CR_PATH.format(ns="default") + "/a", {"metadata": {"annotations": {RECONCILE_ANNOTATION: "detect-only"}}},
+          "application/merge-patch+json")
+    patch(cluster, "/api/v1/namespaces/default/services/a-memcached", {"spec": {"selector": {"app.kubernetes.io/name": "x"}}},
+          "application/merge-patch+json")
+    cluster.reset_log()
+    [outcome] = reconciler_for(cluster).run_cycle().outcomes
+    assert outcome.action == "drifted"
+    assert not [w for w in writes(cluster) if "/services/" in str(w)], "nothing written to the Service"
+    assert cluster.get("", "services", "default", "a-memcached")["spec"]["selector"]["app.kubernetes.io/name"] == "x"
+    assert "Service a-memcached: .spec.selector" in condition(cluster, "a", "Degraded")["message"]
 
 
 def test_detect_only_reports_the_deployments_and_the_budgets_drift_together(cluster: FakeAPIServer) -> None:
