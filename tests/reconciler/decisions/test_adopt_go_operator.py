@@ -153,7 +153,7 @@ def test_the_event_driven_mode_adopts_and_reports_the_overlap_on_both(cluster: F
         wait_for(lambda: cluster.get("", "services", "default", "a-memcached") is not None, what="a's Service, on a selector now its own")
 
 
-@pytest.mark.parametrize("seed", ["seed-000", "operator-sdk"])
+@pytest.mark.parametrize("seed", ["seed-000", pytest.param("operator-sdk", marks=needs_upstream)])
 def test_a_shared_selector_is_reported_before_and_without_adopt(cluster: FakeAPIServer, seed: str) -> None:
     """The issue's finding 3: the overlap was told only after the take-over had made the Service."""
     left_running(cluster, seed, names=("a", "b"))
