@@ -134,9 +134,18 @@ def is_remote(entry: str) -> bool:
     and ``github.com/`` or ``github.com:`` with no scheme; ``IsRemoteFile`` takes http(s) URLs. Any
     scheme at all, any ``@`` before the first ``/``, and any ``github.com`` start count here.
     """
-    text = entry.strip()
+    text = go_lower(entry.strip())
     head = text.split("/", 1)[0]
-    return bool(_SCHEME.match(text)) or "://" in text or "@" in head or text.lower().startswith(("git::", "github.com"))
+    return bool(_SCHEME.match(text)) or "://" in text or "@" in head or text.startswith(("git::", "github.com"))
+
+
+def go_lower(text: str) -> str:
+    """``text`` lower-cased as Go's ``strings.ToLower`` does it, rune by rune with Unicode's simple mapping,
+    which kustomize uses to read a host (v5.8.1 api/internal/git/repospec.go ``isStandardGithubHost``).
+    Python's ``lower`` takes the one full mapping of SpecialCasing.txt, U+0130 (İ) to ``i`` and a combining
+    dot, where Go gives ``i``: ``gİthub.com/evil/repo`` is GitHub to kustomize, even beside a folder of
+    that name (its loader asks ``NewRepoSpecFromURL`` before it looks for the folder)."""
+    return text.replace("\u0130", "i").lower()
 
 
 #: The JSON Schema keywords helm's validator resolves as references (santhosh-tekuri/jsonschema v6, which

@@ -150,26 +150,36 @@ def _git_repository(folder: Path, files: dict[str, str]) -> None:
         subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True)
 
 
+@pytest.mark.parametrize("exists", [False, True], ids=["naming-nothing", "beside-a-folder-of-that-name"])
 @pytest.mark.parametrize("entry", ["g\u0130thub.com/evil/repo", "G\u0130THUB.COM:evil/repo", "./g\u0130thub.com/evil/repo"])
-def test_an_entry_only_gos_lower_casing_reads_as_github_is_never_cloned(world: Path, entry: str) -> None:
+def test_an_entry_only_gos_lower_casing_reads_as_github_is_never_cloned(world: Path, entry: str, exists: bool) -> None:
     """kustomize reads ``gİthub.com/evil/repo`` as a GitHub repository: Go's ``strings.ToLower`` maps
     U+0130 to ``i`` (v5.8.1 api/internal/git/repospec.go ``isStandardGithubHost``), where Python's makes two
-    code points, so a check that folds as Python does sees a local path. kustomize clones it only
-    after the local read fails (api/internal/target/kusttarget.go ``accumulateResources``, then
-    api/internal/loader/fileloader.go ``New``): an entry naming nothing under the root is refused, so no
-    spelling of a remote reference, now or in a later kustomize, is ever left to that fallback. The
-    runner's git config sends github.com to a local repository holding the secret (no network needed)."""
+    code points. Its loader asks ``NewRepoSpecFromURL`` before it looks for a folder
+    (api/internal/loader/fileloader.go ``New``), so a committed folder of that name is no defence: the
+    check lower-cases as Go does (``go_lower``). And an entry naming nothing under the root is a build
+    that fails, so no spelling of a remote reference, now or in a later kustomize, is left to the
+    loader's fallback (api/internal/target/kusttarget.go ``accumulateResources``). The runner's git config
+    sends github.com to a local repository holding the secret (no network needed)."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     _git_repository(world.parent / "gh" / "evil" / "repo", {"secret.yaml": SECRET_CM, "kustomization.yaml": "resources: [secret.yaml]\n"})
     config = world.parent / "gitconfig"
     config.write_text(f'[url "file://{world.parent / "gh"}/"]\n\tinsteadOf = https://github.com/\n[protocol "file"]\n\tallow = always\n')
     folder = kustomization(world, f"- {json.dumps(entry)}\n")
+    if exists and ":" not in entry:
+        (folder / entry).mkdir(parents=True)
+        (folder / entry / "kustomization.yaml").write_text("resources: []\n")
     git = {"GIT_CONFIG_GLOBAL": str(config), "GIT_CONFIG_NOSYSTEM": "1"}
-    assert_refused(run(["validate", "--strict-build", "apps/caches"], world, **git), "resources[1]", "names no file or folder")
-    assert_refused(run(["render", "--include-input", "apps/caches"], world, **git), "resources[1]")
+    said = "names no file or folder" if entry.startswith("./") else "remote reference"
+    if entry.startswith("./") and exists:  # a path to Go too: the folder is built, and nothing is cloned
+        built = run(["render", "--include-input", "apps/caches"], world, **git)
+        assert built.returncode == 0 and SECRET not in built.stdout, built.stderr
+        return
+    assert_refused(run(["validate", "--strict-build", "apps/caches"], world, **git), "resources[1]", said)
+    assert_refused(run(["render", "--include-input", "apps/caches"], world, **git), "resources[1]", said)
     assert_refused(generate(folder, plugin_env(world, "apps/caches"), {"MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH": "*", **git}),
-                   "resources[1]")
+                   "resources[1]", said)
 
 
 def test_with_remote_bases_off_kustomize_runs_where_git_fetches_nothing(world: Path, monkeypatch: pytest.MonkeyPatch) -> None:
