@@ -12,6 +12,7 @@ from typing import IO, NamedTuple, NoReturn
 
 from . import kustomize
 from .excerpt import excerpt
+from .kustomize_graph import GIT_DIR, in_git_dir
 from .links import real_path
 from .yamlreader import MAX_NODES, NodeBudget
 
@@ -156,6 +157,9 @@ def _take(path: str, root: str, real_root: str, found: list[Source], problems: l
         problems.append(_outside(path, root))
         return
     real = real_path(path)
+    if in_git_dir(os.path.relpath(real, real_root)):  # actions/checkout keeps the job's token in .git/config
+        problems.append(f"{excerpt(path, end=True)}: resolves into {GIT_DIR}/ (a checkout's credentials live in its config); not read")
+        return
     try:
         regular = stat.S_ISREG(os.stat(real).st_mode)
     except OSError:
@@ -189,6 +193,8 @@ def linked_out(path: str) -> str | None:
         return None
     here = real_path(os.getcwd())
     if _resolves_under(path, here):
+        if in_git_dir(os.path.relpath(real_path(path), here)):
+            return f"{excerpt(path, end=True)}: resolves into {GIT_DIR}/ (a checkout's credentials live in its config); not read"
         return None
     return f"{excerpt(path, end=True)}: a symlink on the way resolves outside the working directory {excerpt(here, end=True)}; not read"
 

@@ -260,6 +260,9 @@ def _memory_bound(memory: int | None) -> dict[str, Any]:  # Popen's keyword argu
 #: git with every transport refused (git transport.c ``protocol_allow_list``: the variable set and empty allows
 #: none): with remote bases off, a reference the graph check did not see as remote is still never fetched.
 NO_GIT_TRANSPORT = {"GIT_ALLOW_PROTOCOL": ""}
+#: With remote bases on: https and ssh alone, never ``file`` (a repository of this machine, where a ref read as
+#: ``--upload-pack=CMD`` runs CMD) nor ``ext`` (a command by its very name).
+REMOTE_GIT_TRANSPORT = {"GIT_ALLOW_PROTOCOL": "https:ssh"}
 
 
 def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIMEOUT, name: str | None = None,
@@ -271,7 +274,8 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
     neither pipe can fill and stall the other; a timer kills a build that hangs; ``memory`` bytes
     bound what the build may hold (``_memory_bound``), so a file of aliases or of many objects cannot
     take the memory of the machine (or of Argo CD's sidecar, which renders every application); unless
-    ``remote`` (the operator's switch), git may not fetch (``NO_GIT_TRANSPORT``).
+    ``remote`` (the operator's switch), git may not fetch (``NO_GIT_TRANSPORT``), and with it only over https
+    or ssh (``REMOTE_GIT_TRANSPORT``).
     """
     import subprocess
     import tempfile
@@ -286,7 +290,7 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
         try:
             # a session of its own, so a kill reaches what kustomize started too (helm with --enable-helm)
             bound = _memory_bound(memory)
-            env = {**bound.pop("env", os.environ), **({} if remote else NO_GIT_TRANSPORT)}
+            env = {**bound.pop("env", os.environ), **(REMOTE_GIT_TRANSPORT if remote else NO_GIT_TRANSPORT)}
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors,
                                     start_new_session=True, env=env, **bound)
         except OSError as exc:
@@ -321,6 +325,9 @@ def build(path: str, options: list[str], limit: int, timeout: float = BUILD_TIME
                                    f"({MEMORY_ENV}); cut")
             lines = [line for line in text.splitlines() if line.strip()]
             crash = next((line for line in lines if line.startswith(_CRASH)), None)
-            last = crash or (lines[-1] if lines else f"exit code {proc.returncode} (stopped after {BUILD_TIMEOUT:.0f} s?)")
+            # kustomize's error is one block from its "Error:" line: git's message in it may break the line,
+            # and its last line alone said ": exit status 128"
+            start = max((i for i, line in enumerate(lines) if line.lower().startswith("error:")), default=len(lines) - 1)
+            last = crash or (" ".join(lines[start:]) if lines else f"exit code {proc.returncode} (stopped after {BUILD_TIMEOUT:.0f} s?)")
             raise KustomizeError(f"{excerpt(path, end=True)}: kustomize build failed: {bounded_error(last)}")
     return out

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -139,6 +140,30 @@ def is_remote(entry: str) -> bool:
     return bool(_SCHEME.match(text)) or "://" in text or "@" in head or text.startswith(("git::", "github.com"))
 
 
+#: A remote base's query value (``ref``, ``version``, ``submodules``, ``timeout``): a branch, tag or commit.
+_QUERY_VALUE = re.compile(r"[A-Za-z0-9._/+][A-Za-z0-9._/+-]*")
+
+
+def remote_problem(entry: str) -> str | None:
+    """What is wrong with a remote reference even where the operator allows remote bases, or None.
+
+    kustomize v5.8.1 (api/internal/git/cloner.go) runs ``git fetch --depth=1 URL REF`` with the ``ref`` of
+    the URL's query and no ``--``: a ref starting with ``-`` is an option of git's (``--upload-pack=CMD``,
+    which git runs through the shell for a local repository). And a ``file://`` or local git reference
+    clones a repository of the machine, a read outside the root. So a query value is a plain name, and a
+    git transport is https or ssh (``GIT_ALLOW_PROTOCOL`` holds git to those too: kustomize.py)."""
+    text = go_lower(entry.strip())
+    if text.removeprefix("git::").startswith(("file:", "ext::", "/", ".")):
+        return "a repository of this machine (file://, ext::, a path), not a remote one"
+    query = entry.partition("?")[2]
+    for pair in filter(None, query.split("&")):
+        value = urllib.parse.unquote_plus(pair.partition("=")[2])
+        if value and not _QUERY_VALUE.fullmatch(value):
+            return (f"the query value {excerpt(value)!r} is not a plain branch, tag or commit name (git would read one "
+                    "starting with '-' as an option)")
+    return None
+
+
 def go_lower(text: str) -> str:
     """``text`` lower-cased as Go's ``strings.ToLower`` does it, rune by rune with Unicode's simple mapping,
     which kustomize uses to read a host (v5.8.1 api/internal/git/repospec.go ``isStandardGithubHost``).
@@ -231,6 +256,9 @@ class _Graph:
             raise self.refuse(where, field, "must be a non-empty path")
         if is_remote(entry):
             if self.allow_remote:
+                problem = remote_problem(entry)
+                if problem:
+                    raise self.refuse(where, field, f"{excerpt(entry)!r}: {problem}; refused (even with remote bases on)")
                 return None
             raise self.refuse(where, field, f"{excerpt(entry)!r} is a remote reference (URL or git repository); refused "
                                             "(remote bases are off: MEMCACHED_GITOPS_KUSTOMIZE_ALLOW_REMOTE)")
@@ -515,6 +543,9 @@ def _helm_charts(graph: _Graph, here: str, doc: Document, field: str, value: Any
         if item.get("repo") and not graph.allow_remote:
             raise graph.refuse(where, f"{field}[{i}].repo", "a chart repository is a download; refused "
                                                             "(remote bases are off: MEMCACHED_GITOPS_KUSTOMIZE_ALLOW_REMOTE)")
+        if item.get("repo") and not go_lower(str(item["repo"])).startswith(("https://", "oci://")):
+            raise graph.refuse(where, f"{field}[{i}].repo", f"{excerpt(str(item['repo']))!r} is not an https:// or oci:// "
+                                                            "repository (helm reads file:// from this machine); refused")
         helm_globals = doc.value.get("helmGlobals")
         home = str((helm_globals if isinstance(helm_globals, dict) else {}).get("chartHome") or "charts")
         name = item.get("name", "")

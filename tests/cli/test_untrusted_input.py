@@ -401,3 +401,21 @@ def test_a_committed_program_never_runs_through_an_empty_path_entry(tmp_path: Pa
                           env={**os.environ, "PATH": path})
     assert not list(tmp_path.glob("ran-*")), "a program of the repository ran"
     assert proc.returncode == 0 and b"Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("named", [".", "apps", "apps/leak.yaml"])
+def test_a_committed_link_into_git_s_folder_is_never_read(tmp_path: Path, named: str) -> None:
+    """actions/checkout keeps the job's token in .git/config: a committed ``apps/leak.yaml -> ../.git/config``
+    is refused by the walk and by name, as the kustomize check refuses any path through .git/."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    (repo / "apps").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "config", "http.https://github.com/.extraheader", f"AUTHORIZATION: basic {SECRET}"], cwd=repo, check=True)
+    (repo / "apps" / "good.yaml").write_text(GOOD)
+    (repo / "apps" / "leak.yaml").symlink_to("../.git/config")
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "validate", named], cwd=repo, capture_output=True, timeout=120)
+    out = proc.stdout.decode() + proc.stderr.decode()
+    assert proc.returncode != 0 and LEAKED not in out and "Traceback" not in out, out
+    assert "resolves into .git/" in out or "resolves outside the root" in out, out

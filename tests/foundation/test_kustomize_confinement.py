@@ -185,7 +185,8 @@ def test_an_entry_only_gos_lower_casing_reads_as_github_is_never_cloned(world: P
 def test_with_remote_bases_off_kustomize_runs_where_git_fetches_nothing(world: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Defence behind the graph check: a build run without it (its function called directly, as a
     future front end might) still cannot clone, since git refuses every transport; the operator's
-    switch gives git back."""
+    switch gives git back https and ssh alone, so the redirect to a repository of this machine is still
+    refused, and the error says why (git's line, not only kustomize's last ``: exit status 128``)."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     from memcached_gitops.foundation.kustomize import KustomizeError, build
@@ -195,10 +196,35 @@ def test_with_remote_bases_off_kustomize_runs_where_git_fetches_nothing(world: P
     config.write_text(f'[url "file://{world.parent / "gh"}/"]\n\tinsteadOf = https://github.com/\n[protocol "file"]\n\tallow = always\n')
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
     folder = kustomization(world, "- github.com/evil/repo\n")
-    with pytest.raises(KustomizeError) as refused:
-        build(str(folder), [], 1 << 20, name="apps/caches")
-    assert SECRET not in str(refused.value)
-    assert SECRET in build(str(folder), [], 1 << 20, name="apps/caches", remote=True).decode()
+    for remote in (False, True):
+        with pytest.raises(KustomizeError) as refused:
+            build(str(folder), [], 1 << 20, name="apps/caches", remote=remote)
+        assert SECRET not in str(refused.value)
+        assert "not allowed" in str(refused.value), refused.value
+
+
+@pytest.mark.parametrize("entry", ["file://{up}?ref=--upload-pack=touch%20{pwned}%3Bgit-upload-pack",
+                                   "https://github.com/evil/repo?ref=--upload-pack=touch%20{pwned}%3Bgit-upload-pack",
+                                   "git::file://{up}", "file://{up}"])
+def test_with_remote_bases_on_a_ref_is_never_an_option_and_no_repository_of_the_machine_is_cloned(world: Path, entry: str) -> None:
+    """The operator's switch lets remote bases through; kustomize (v5.8.1 api/internal/git/cloner.go) then runs
+    ``git fetch --depth=1 URL REF`` with the URL's ``ref`` and no ``--``: ``--upload-pack=CMD`` is an option,
+    and for a local repository git runs CMD through the shell. A query value must be a plain name, and a
+    repository of this machine (``file://``, which also reads outside the root) is no remote base."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    up, pwned = world.parent / "up", world.parent / "pwned"
+    _git_repository(up, {"secret.yaml": SECRET_CM, "kustomization.yaml": "resources: [secret.yaml]\n"})
+    folder = kustomization(world, f"- {entry.format(up=up, pwned=pwned)}\n")
+    proc = run(["render", "--include-input", "apps/caches"], world, MEMCACHED_GITOPS_KUSTOMIZE_ALLOW_REMOTE="true")
+    assert not pwned.exists(), "the repository's command ran"
+    assert_refused(proc, "resources[1]", "even with remote bases on")
+    from memcached_gitops.foundation.kustomize import KustomizeError, build
+
+    if entry.startswith("file://{up}?"):  # the second layer alone (build called without the check): git refuses file://
+        with pytest.raises(KustomizeError):
+            build(str(folder), [], 1 << 20, name="apps/caches", remote=True)
+        assert not pwned.exists(), "the repository's command ran"
 
 
 class _Listener:
