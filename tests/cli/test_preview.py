@@ -390,3 +390,18 @@ def test_from_a_folder_the_branch_added(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "added" in proc.stdout and "fresh" in proc.stdout, proc.stdout
+
+
+def test_checking_out_the_base_runs_no_hook_of_the_repository(tmp_path: Path) -> None:
+    """preview checks the merge base out in a worktree: git would run the repository's post-checkout hook
+    there (a hook set up on the runner, or one a workflow installed from the repository: pre-commit's,
+    husky's). Hooks are off for every git command preview runs."""
+    repo = overlay_repo(tmp_path, {"base/cache.yaml": cr(size=3)})
+    ran = tmp_path / "hook-ran"
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    hook.chmod(0o755)
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 1, proc.stderr
+    assert "spec.size: 1 -> 3" in proc.stdout
+    assert not ran.exists(), "the repository's hook ran"

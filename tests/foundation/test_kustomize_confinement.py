@@ -451,14 +451,17 @@ def test_argocd_source_yaml_cannot_read_a_file_of_the_sidecar(world: Path) -> No
      'pass-through-kinds: "rbac.authorization.k8s.io/ClusterRoleBinding" is beyond'),
     ({"env": [{"name": "PASS_THROUGH_KINDS", "value": "Application"}]}, 'pass-through-kinds: "Application" is beyond'),
 ])
-def test_argocd_source_yaml_cannot_widen_what_passes_through(world: Path, plugin: dict[str, Any], message: str) -> None:
+@pytest.mark.parametrize("ceiling", [None, "", "ConfigMap"], ids=["unset", "empty", "the-components"])
+def test_argocd_source_yaml_cannot_widen_what_passes_through(world: Path, plugin: dict[str, Any], message: str,
+                                                             ceiling: str | None) -> None:
+    """The sidecar's ceiling, unset or empty, allows nothing beyond the CRs; the component's, ConfigMaps."""
     folder = world / "apps" / "caches"
     (folder / "crb.yaml").write_text("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n"
                                      f"metadata: {{name: {SECRET}}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, "
                                      "kind: ClusterRole, name: cluster-admin}\nsubjects: []\n")
     (folder / ".argocd-source.yaml").write_text(yaml.safe_dump({"plugin": plugin}))
-    proc = generate(folder, plugin_env(world, "apps/caches"))
-    assert_refused(proc, message, "MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH: ConfigMap")
+    proc = generate(folder, plugin_env(world, "apps/caches"), {"MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH": ceiling})
+    assert_refused(proc, message, f"MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH: {ceiling or 'none'}")
 
 
 # --- the operator's build options

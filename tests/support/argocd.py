@@ -82,13 +82,14 @@ def sidecar_env() -> dict[str, str]:
 
 
 def run_like_cmp_server(command: list[str], app_dir: Path, env: dict[str, str],
-                        operator: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+                        operator: dict[str, str | None] | None = None) -> subprocess.CompletedProcess[bytes]:
     """As cmpserver/plugin/plugin.go runs a command: exec.CommandContext, no shell (line 87), in the
     app path (line 90), with the sidecar's own environment plus the repo-server's variables
     (``append(os.Environ(), environ(envEntries)...)``, lines 265 and 377). The sidecar's own
-    environment is its manifest's ``env`` (sidecar_env), changed by ``operator``."""
-    sidecar = {k: v for k, v in os.environ.items() if not k.startswith(("ARGOCD_", "PARAM_"))}
-    sidecar.update({**sidecar_env(), **(operator or {})})
+    environment is its manifest's ``env`` (sidecar_env), changed by ``operator`` (None: unset)."""
+    merged: dict[str, str | None] = {k: v for k, v in os.environ.items() if not k.startswith(("ARGOCD_", "PARAM_"))}
+    merged.update({**sidecar_env(), **(operator or {})})
+    sidecar = {k: v for k, v in merged.items() if v is not None}
     sidecar["PATH"] = str(Path(sys.executable).parent) + os.pathsep + sidecar.get("PATH", "")
     return subprocess.run(command, cwd=app_dir, env={**sidecar, **env}, capture_output=True, timeout=60)
 
@@ -101,5 +102,5 @@ def discover(app_dir: Path, env: dict[str, str] | None = None) -> bool:
     return proc.stdout.strip() != b""
 
 
-def generate(app_dir: Path, env: dict[str, str], operator: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+def generate(app_dir: Path, env: dict[str, str], operator: dict[str, str | None] | None = None) -> subprocess.CompletedProcess[bytes]:
     return run_like_cmp_server(plugin_manifest()["spec"]["generate"]["command"], app_dir, env, operator)
