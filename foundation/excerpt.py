@@ -52,8 +52,15 @@ _OLD_COMMAND = "##["
 
 def one_line(text: str) -> str:
     """``text`` as one line of a log or a terminal: each control character (``_ONE_LINE``) escaped, and the
-    runner's older command form broken (``#\\x23[``), so no input can start or end a workflow command."""
-    return text.translate(_ONE_LINE).replace(_OLD_COMMAND, "#\\x23[")
+    runner's older command form broken (``#\\x23[``), so no input can start or end a workflow command.
+
+    The runner trims a line's leading white space before it looks for ``::`` (actions/runner
+    src/Runner.Common/ActionCommand.cs ``TryParseV2``: .NET ``TrimStart``, Unicode's white space), and a
+    file named `` ::warning::x.yaml`` starts its own finding's line: such a line's first ``:`` is written
+    ``\\x3a``."""
+    line = text.translate(_ONE_LINE).replace(_OLD_COMMAND, "#\\x23[")
+    body = line.lstrip()
+    return line[:len(line) - len(body)] + "\\x3a" + body[1:] if body.startswith("::") else line
 
 
 #: What stands for the middle cut out of a text by ``excerpt_ends``.

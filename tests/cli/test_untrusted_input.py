@@ -419,3 +419,17 @@ def test_a_committed_link_into_git_s_folder_is_never_read(tmp_path: Path, named:
     out = proc.stdout.decode() + proc.stderr.decode()
     assert proc.returncode != 0 and LEAKED not in out and "Traceback" not in out, out
     assert "resolves into .git/" in out or "resolves outside the root" in out, out
+
+
+@pytest.mark.parametrize("lead", [" ", "\t", "\u00a0", "\u3000", "\u2003"])
+def test_a_file_name_starting_with_white_space_then_colons_starts_no_workflow_command(tmp_path: Path, lead: str) -> None:
+    """The runner trims a line's leading white space (.NET ``TrimStart``) before it looks for ``::``, and
+    pre-commit passes bare names: a committed `` ::stop-commands::x.yaml`` would start its finding's line."""
+    names = [f"{lead}::stop-commands::pwn.yaml", f"{lead}::warning title=FORGED::pwn.yaml"]
+    for name in names:
+        (tmp_path / name).write_text(GOOD.replace("size: 1", "size: 9"))
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "validate", "--", *names], cwd=tmp_path,
+                          capture_output=True, timeout=120)
+    out = proc.stdout.decode() + proc.stderr.decode()
+    assert proc.returncode == 1 and out.count("Invalid value: 9") == 2, out
+    assert not [line for line in out.splitlines() if line.lstrip().startswith("::")], out
