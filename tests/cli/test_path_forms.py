@@ -121,3 +121,13 @@ def test_kpt_sends_the_resources_on_stdin(tmp_path: Path, layout: str) -> None:
     results = yaml.safe_load(proc.stdout)["results"]
     errors = [r for r in results if r.get("severity") == "error"]
     assert errors and all(r["file"]["path"] == "-o.yaml" and FAULT in r["message"] for r in errors), results
+
+
+@pytest.mark.parametrize("text", ["resources: []\n", "configMapGenerator:\n- name: settings\n  literals: [a=b]\n"])
+def test_a_commit_that_touches_only_a_kustomization_with_no_cr_passes_the_hook(tmp_path: Path, text: str) -> None:
+    """pre-commit passes a changed ``kustomization.yaml`` alone: one that renders no Memcached is checked and
+    passed over, never "empty input" (exit 1 would block every commit to such a kustomization)."""
+    (tmp_path / "kustomization.yaml").write_text(text)
+    proc = run([CLI, "validate", "-v", "--", "kustomization.yaml"], tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "kustomization.yaml: passed over" in proc.stderr, proc.stderr

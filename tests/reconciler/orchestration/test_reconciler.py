@@ -339,6 +339,9 @@ def test_cli_once_and_diff_against_the_fake(cluster: FakeAPIServer, tmp_path: Pa
     sample = str(REPO / "examples" / "crs" / "memcached-sample.yaml")
     diff = subprocess.run(cmd + ["diff", "--kubeconfig", str(kubeconfig), sample], capture_output=True, timeout=60)
     assert diff.returncode == 1 and b"missing" in diff.stdout
+    dry = subprocess.run(cmd + ["reconcile", "--once", "--dry-run", "--kubeconfig", str(kubeconfig)], capture_output=True, timeout=60)
+    assert dry.returncode == 1, "a dry run that would correct exits 1, the CronJob's and CI's check"
+    assert deployment(cluster, "memcached-sample") is None, "and writes nothing"
     once = subprocess.run(cmd + ["reconcile", "--once", "--kubeconfig", str(kubeconfig)], capture_output=True, timeout=60)
     assert once.returncode == 0, once.stderr.decode()
     lines = [json.loads(line) for line in once.stderr.decode().splitlines()]
