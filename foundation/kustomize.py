@@ -211,6 +211,7 @@ class Builds:
             raise KustomizeError(f"{excerpt(path, end=True)}: kustomize build failed: {exc}") from None
         except GraphRefused as exc:
             raise BuildRefused(f"{excerpt(name, end=True)}: {exc}") from None
+        self.check_time(name)  # the check's walk may have taken the rest: never a build with no time left
         memory = int(_number(self.environ, MEMORY_ENV, DEFAULT_MAX_MEMORY_MIB) * 2**20)
         remaining = self.deadline() - (self.clock() - self.started)  # after the check, whose walk took its share
         return build(path, options, limit, min(BUILD_TIMEOUT, remaining), name, memory, allow_remote)

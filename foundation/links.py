@@ -11,15 +11,45 @@ from __future__ import annotations
 import errno
 import os
 
+#: Linux names an open file's resolved path at /proc/self/fd/N.
+_PROC_FD = "/proc/self/fd"
+_O_PATH = getattr(os, "O_PATH", 0)
+
 
 def real_path(path: str) -> str:
-    """``os.path.realpath(path)``, or OSError(ELOOP) where the kernel would give up on the links."""
+    """``os.path.realpath(path)``, or OSError(ELOOP) where the kernel would give up on the links.
+
+    An existing path is resolved by the kernel in one lookup (opened ``O_PATH``, which reads nothing and
+    never blocks on a FIFO, then named by /proc): ``realpath`` asks ``lstat`` of every prefix, each a walk
+    of its own, so a committed link to a file 2,000 folders deep cost 0.15 s, and a kustomization
+    naming it 100 times took 16 s of a 5 s deadline."""
     try:
         os.stat(path)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), path) from None
+    else:
+        resolved = _resolved_by_the_kernel(path)
+        if resolved is not None:
+            return resolved
     try:
         return os.path.realpath(path)
     except RecursionError:  # a dangling chain the kernel did not walk to its end
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), path) from None
+
+
+def _resolved_by_the_kernel(path: str) -> str | None:
+    """The kernel's resolved path of an existing ``path`` (Linux), or None where it cannot say."""
+    if not _O_PATH or not os.path.isdir(_PROC_FD):
+        return None
+    try:
+        fd = os.open(path, _O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        resolved = os.readlink(f"{_PROC_FD}/{fd}")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return resolved if resolved.startswith("/") and not resolved.endswith(" (deleted)") else None
