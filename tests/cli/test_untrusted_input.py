@@ -311,23 +311,29 @@ def test_a_long_path_is_shown_by_its_end_on_a_line_of_text(tmp_path: Path, comma
     assert any(f["file"].endswith(str(deep / "bad.yaml")) for f in data["findings"]), data
 
 
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@e"]
+
+
+def _base_and_branch(tmp_path: Path) -> Path:
+    """tmp/repo, a git repository whose ``main`` holds the good CR, checked out on a new branch ``pr``."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "cache.yaml").write_text(GOOD)
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "base"], ["checkout", "-qb", "pr"]):
+        subprocess.run([*GIT, *args], cwd=repo, check=True)
+    return repo
+
+
 def _linked_repository(tmp_path: Path) -> Path:
     """tmp/repo, a git repository whose pull request commits ``apps`` as a link to tmp/outside (a
     runner's home with a Secret in it)."""
     outside = tmp_path / "outside" / "sub"
     outside.mkdir(parents=True)
     (outside / "creds.yaml").write_text(f"apiVersion: v1\nkind: Secret\nmetadata: {{name: runner}}\nstringData: {{token: {SECRET}}}\n")
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "cache.yaml").write_text(GOOD)
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@e"]
-    subprocess.run([*git, "init", "-q", "-b", "main"], cwd=repo, check=True)
-    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
-    subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
+    repo = _base_and_branch(tmp_path)
     (repo / "apps").symlink_to(tmp_path / "outside")
-    subprocess.run([*git, "checkout", "-qb", "pr"], cwd=repo, check=True)
-    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
-    subprocess.run([*git, "commit", "-qm", "link"], cwd=repo, check=True)
+    subprocess.run([*GIT, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*GIT, "commit", "-qm", "link"], cwd=repo, check=True)
     return repo
 
 
@@ -353,14 +359,7 @@ FORGED_NAME = "bad\r\n::error title=forged::PWNED\n##[stop-commands]tok1 ##[erro
 
 def _preview_repository(tmp_path: Path) -> Path:
     """A repository whose pull request adds a CR named to forge workflow commands in a CI log."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "cache.yaml").write_text(GOOD)
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@e"]
-    subprocess.run([*git, "init", "-q", "-b", "main"], cwd=repo, check=True)
-    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
-    subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
-    subprocess.run([*git, "checkout", "-qb", "pr"], cwd=repo, check=True)
+    repo = _base_and_branch(tmp_path)
     (repo / "bad.yaml").write_text(GOOD.replace("memcached-sample", json.dumps(FORGED_NAME)))
     return repo
 

@@ -3,7 +3,8 @@ page, and a 429's Retry-After is the wait (client-go's rest client: ``checkWait`
 
 from __future__ import annotations
 
-from memcached_gitops.reconciler.client.api import KubeAPI, RetryPolicy, collection_path
+import pytest
+from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy, collection_path
 
 from fakeapi.server import FakeAPIServer, Fault
 
@@ -36,3 +37,19 @@ def test_a_429s_retry_after_is_the_wait() -> None:
         api = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=3, base=0.01, cap=5.0, sleep=slept.append))
         assert list(api.list_all(LEASES)) == []
     assert slept == [3.0]
+
+
+@pytest.mark.parametrize("status", [429, 502, 503, 504])
+def test_a_transient_answer_is_tried_again_and_a_lasting_one_is_not(status: int) -> None:
+    """client-go's rest client retries 429 and the gateway's 5xx answers (a proxy or an aggregated API in
+    front of the API server: 502, 503, 504) after a backoff; a 4xx but 429 is the answer."""
+    slept: list[float] = []
+    with FakeAPIServer(namespaces=("default",)) as server:
+        server.faults.append(Fault(method="GET", path_contains="/leases", status=status, times=1))
+        api = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=3, base=0.01, cap=5.0, sleep=slept.append))
+        assert list(api.list_all(LEASES)) == []
+        assert len(slept) == 1
+        server.faults.append(Fault(method="GET", path_contains="/leases", status=400, times=1))
+        with pytest.raises(APIError):
+            list(api.list_all(LEASES))
+        assert len(slept) == 1, "a 400 is not tried again"

@@ -285,15 +285,20 @@ def test_the_guides_step_removes_the_go_operators_finalizer_and_a_terminating_cr
         make_cr(cluster, "a", size=1)
 
 
-def test_a_foreign_pod_with_our_labels_keeps_the_service_and_budget_from_being_created(cluster: FakeAPIServer) -> None:
-    """Our selector is unique per CR, but anyone may label a Pod with it: looked for once, before the
-    Service and the budget are created, and never selected."""
+def _intruder(cluster: FakeAPIServer) -> None:
+    """A person's Pod carrying CR a's selector labels."""
     intruder = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "intruder", "labels": {
         "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}},
         "spec": {"containers": [{"name": "x", "image": "busybox:1.36"}]}}
     code, _, data = cluster.handle("POST", "/api/v1/namespaces/default/pods", {"User-Agent": "kubectl/v1.37.1",
                                    "Content-Type": "application/json"}, json.dumps(intruder).encode())
     assert code == 201, data
+
+
+def test_a_foreign_pod_with_our_labels_keeps_the_service_and_budget_from_being_created(cluster: FakeAPIServer) -> None:
+    """Our selector is unique per CR, but anyone may label a Pod with it: looked for once, before the
+    Service and the budget are created, and never selected."""
+    _intruder(cluster)
     make_cr(cluster, "a", size=2)
     rec = reconciler_for(cluster)
     rec.run_cycle()
@@ -316,12 +321,7 @@ def test_a_budget_no_longer_wanted_is_deleted_while_a_foreign_pod_holds_the_rest
     rec = reconciler_for(cluster)
     rec.run_cycle()
     assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is not None
-    intruder = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "intruder", "labels": {
-        "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}},
-        "spec": {"containers": [{"name": "x", "image": "busybox:1.36"}]}}
-    code, _, data = cluster.handle("POST", "/api/v1/namespaces/default/pods", {"User-Agent": "kubectl/v1.37.1",
-                                   "Content-Type": "application/json"}, json.dumps(intruder).encode())
-    assert code == 201, data
+    _intruder(cluster)
     cluster.handle("DELETE", "/api/v1/namespaces/default/services/a-memcached", {"User-Agent": "kubectl/v1.37.1"}, b"")
     patch(cluster, CR_PATH.format(ns="default") + "/a", {"spec": {"size": 1}}, "application/merge-patch+json", "?fieldManager=kubectl-edit")
     rec.run_cycle()  # the Service to create again: the Pods are looked at, the intruder found
