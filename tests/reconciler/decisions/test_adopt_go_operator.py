@@ -121,6 +121,20 @@ def test_a_selector_shared_by_every_cr_of_a_namespace_is_reported_on_both(cluste
         "one Warning each: the state persists, and the CR's status already says it"
 
 
+def test_an_overlap_is_reported_on_the_later_cr_in_the_cycle_that_adopts_them(cluster: FakeAPIServer) -> None:
+    """One ``--once --adopt`` cycle (a CronJob's run), before any Pod exists to show the overlap (the
+    Deployments' controller has not run): the Deployment taken over for a is among the kept selectors b is
+    compared with in that same cycle, so b's report does not wait for the next run (a's comes with it)."""
+    for name in ("a", "b"):
+        go_operator_deployment(cluster, make_cr(cluster, name, size=2), SEEDS["seed-000"](name))
+    rec = reconciler_for(cluster, adopt=True)
+    rec.run_cycle()
+    degraded = condition(cluster, "b", "Degraded")
+    assert degraded["reason"] == "SelectorOverlap" and "default/a" in degraded["message"], degraded
+    rec.run_cycle()
+    assert condition(cluster, "a", "Degraded")["reason"] == "SelectorOverlap"
+
+
 def test_seed_002s_selector_names_each_cr_so_nothing_overlaps(cluster: FakeAPIServer) -> None:
     left_running(cluster, "seed-002", names=("a", "b"))
     rec = reconciler_for(cluster, adopt=True)
