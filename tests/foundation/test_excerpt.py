@@ -88,3 +88,22 @@ def test_excerpt_of_a_path_keeps_its_end() -> None:
     path = "F" * 200 + "/kustomization.yaml"
     assert excerpt(path, end=True) == ELLIPSIS + path[-EXCERPT_LIMIT:]
     assert excerpt(excerpt(path, end=True), end=True) == excerpt(path, end=True), "excerpting twice changes nothing"
+
+
+def test_a_path_is_shown_by_its_end() -> None:
+    from memcached_gitops.foundation.excerpt import PATH_LIMIT, shown_path
+
+    assert shown_path("a/b.yaml") == "a/b.yaml"
+    assert shown_path("x" * PATH_LIMIT) == "x" * PATH_LIMIT
+    long = "d/" * 200 + "end.yaml"
+    assert shown_path(long) == ELLIPSIS + long[-PATH_LIMIT:] and shown_path(long).endswith("/end.yaml")
+
+
+def test_one_line_escapes_what_would_start_or_hide_a_workflow_command() -> None:
+    from memcached_gitops.foundation.excerpt import one_line
+
+    assert one_line("a\nb\r\x1b\u2028\u202e\tc") == "a\\nb\\r\\x1b\\u2028\\u202e\tc"
+    assert one_line("x ##[stop-commands]t ##[error]y") == "x #\\x23[stop-commands]t #\\x23[error]y"
+    assert one_line("::error::x") == "\\x3a:error::x"
+    assert one_line(" \u3000::warning::x") == " \u3000\\x3a:warning::x"
+    assert one_line("a::b: c") == "a::b: c" and one_line(":x") == ":x" and one_line("  indented") == "  indented"

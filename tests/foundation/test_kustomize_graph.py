@@ -205,3 +205,32 @@ def test_an_unreadable_chart_folder_is_one_line(graph_root: Path, monkeypatch: p
     monkeypatch.setattr(kustomize_graph.os, "scandir", denied)
     with pytest.raises(kustomize_graph.GraphRefused, match=r"charts/c: cannot read: Permission denied; refused"):
         kustomize_graph.check_graph(str(app), str(graph_root))
+
+
+@pytest.mark.parametrize(("entry", "remote"), [
+    ("g\u0130thub.com/evil/repo", True), ("G\u0130THUB.COM:evil/repo", True), ("github.com/a/b", True),
+    ("git::./x", True), ("https://x/y", True), ("user@host:r", True), ("f\u0130le:///x", True), ("x?y=a://b", True),
+    ("./g\u0130thub.com/x", False), ("base", False), ("../base", False), ("a/b@c", False), ("githubcom/x", False),
+])
+def test_remote_as_go_reads_the_entry(entry: str, remote: bool) -> None:
+    assert kustomize_graph.is_remote(entry) is remote
+
+
+def test_go_lower_folds_u0130_to_i_and_the_rest_as_python() -> None:
+    assert kustomize_graph.go_lower("G\u0130THUB") == "github"
+    assert kustomize_graph.go_lower("\u212a") == "k" and kustomize_graph.go_lower("ABC") == "abc"
+
+
+@pytest.mark.parametrize(("entry", "problem"), [
+    ("https://github.com/a/b?ref=v1.2.3", None), ("github.com/a/b?ref=release/1.0&timeout=90s", None),
+    ("https://x.example/a.yaml", None), ("git@github.com:a/b", None), ("https://github.com/a/b?ref=", None),
+    ("file:///tmp/x", "a repository of this machine"), ("git::file:///x", "a repository of this machine"),
+    ("FILE:///x", "a repository of this machine"), ("ext::sh -c x", "a repository of this machine"),
+    ("git::/abs/repo", "a repository of this machine"), ("git::./rel", "a repository of this machine"),
+    ("github.com/a/b?ref=--upload-pack=touch%20x", "'--upload-pack=touch x' is not a plain"),
+    ("github.com/a/b?version=a;b", "'a;b' is not a plain"), ("github.com/a/b?x=1&ref=-x", "'-x' is not a plain"),
+    ("github.com/a/b?ref=a+b", "'a b' is not a plain"),  # Go's url.ParseQuery reads + as a space too
+])
+def test_a_remote_base_the_operator_allows_is_still_a_remote_one_with_plain_names(entry: str, problem: str | None) -> None:
+    found = kustomize_graph.remote_problem(entry)
+    assert found is None if problem is None else (found is not None and problem in found), found
