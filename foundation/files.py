@@ -157,8 +157,8 @@ def _take(path: str, root: str, real_root: str, found: list[Source], problems: l
         problems.append(_outside(path, root))
         return
     real = real_path(path)
-    if in_git_dir(os.path.relpath(real, real_root)):  # actions/checkout keeps the job's token in .git/config
-        problems.append(f"{excerpt(path, end=True)}: resolves into {GIT_DIR}/ (a checkout's credentials live in its config); not read")
+    if in_git_dir(os.path.relpath(real, real_root)):
+        problems.append(_into_git(path))
         return
     try:
         regular = stat.S_ISREG(os.stat(real).st_mode)
@@ -180,6 +180,12 @@ def _outside(link: str, root: str) -> str:
     return f"{link}: symlink to {excerpt(target)!r} resolves outside the root {root}; not read"
 
 
+def _into_git(path: str) -> str:
+    """The problem with a path resolving into git's folder: actions/checkout keeps the job's token in
+    .git/config, so no walk or name reads there (as the kustomize check refuses any path through it)."""
+    return f"{excerpt(path, end=True)}: resolves into {GIT_DIR}/ (a checkout's credentials live in its config); not read"
+
+
 def linked_out(path: str) -> str | None:
     """The problem with a path named on the command line that a link of the repository leads out of the
     working directory, or None.
@@ -193,9 +199,7 @@ def linked_out(path: str) -> str | None:
         return None
     here = real_path(os.getcwd())
     if _resolves_under(path, here):
-        if in_git_dir(os.path.relpath(real_path(path), here)):
-            return f"{excerpt(path, end=True)}: resolves into {GIT_DIR}/ (a checkout's credentials live in its config); not read"
-        return None
+        return _into_git(path) if in_git_dir(os.path.relpath(real_path(path), here)) else None
     return f"{excerpt(path, end=True)}: a symlink on the way resolves outside the working directory {excerpt(here, end=True)}; not read"
 
 

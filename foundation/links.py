@@ -9,6 +9,7 @@ thousand links, which git stores and Argo CD checks out, ends in a RecursionErro
 from __future__ import annotations
 
 import errno
+import functools
 import os
 
 #: Linux names an open file's resolved path at /proc/self/fd/N.
@@ -38,9 +39,16 @@ def real_path(path: str) -> str:
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), path) from None
 
 
+@functools.cache
+def _kernel_names_paths() -> bool:
+    """Whether this kernel opens ``O_PATH`` and names an open file at /proc/self/fd: asked once a process,
+    not at each of the walk's files."""
+    return bool(_O_PATH) and os.path.isdir(_PROC_FD)
+
+
 def _resolved_by_the_kernel(path: str) -> str | None:
     """The kernel's resolved path of an existing ``path`` (Linux), or None where it cannot say."""
-    if not _O_PATH or not os.path.isdir(_PROC_FD):
+    if not _kernel_names_paths():
         return None
     try:
         fd = os.open(path, _O_PATH | os.O_CLOEXEC)

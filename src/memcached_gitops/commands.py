@@ -151,7 +151,7 @@ def run_pipeline(paths: list[str], validator: Validator, image: str, do_render: 
 
             sources = with_progress(sources, "checked", len(manifests) + len(kustomize_files))
         result = process(sources, validator, image, do_render, require_objects, limit, checked_only, budget.nodes())
-        result.passed_over += [f.name for f in kustomize_files]
+        result.passed_over += [shown_path(f.name) for f in kustomize_files]  # as the pipeline's own entries: shown
         result.findings += [unbuilt_finding(line, strict_build) for line in unbuilt]
         return result
     except InputError as exc:
@@ -233,7 +233,7 @@ def report_passed_over(result: Result) -> None:
     for where in result.not_objects:
         echo(f"{where}: passed over", err=True)
     for where in result.passed_over:
-        echo(f"{shown_path(where)}: passed over: kustomize's configuration", err=True)  # a name as walked, whole
+        echo(f"{where}: passed over: kustomize's configuration", err=True)
 
 
 def check_nonempty(result: Result, paths: list[str]) -> None:
