@@ -78,15 +78,16 @@ def stage(group: dict, where: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for folder, target in FOLDERS.items():
         shutil.copytree(ROOT / folder, where / target, ignore=ignore, dirs_exist_ok=True)
-    for data in ("tests", "fakeapi", "examples"):  # tests read examples/ (the golden render) and import fakeapi
-        shutil.copytree(ROOT / data, where / data, ignore=ignore)
+    data = ["tests", "fakeapi", "examples", *group.get("data", [])]  # tests read examples/ (the golden render), import fakeapi
+    for folder in data:
+        shutil.copytree(ROOT / folder, where / folder, ignore=ignore)
     shutil.copy2(ROOT / "pyproject.toml", where / "pyproject.toml")
     with open(where / "tests" / "conftest.py", "a", encoding="utf-8") as conftest:
         conftest.write(FRESH_CACHES)
     missing = [t for t in group["tests"] if not (ROOT / t).is_file()]
     if missing:
         raise SystemExit(f"mutation/groups.toml: no such test file: {', '.join(missing)}")
-    lines = ["[mutmut]", f"source_paths = src/{PACKAGE}", "also_copy =", "    examples", "    fakeapi", "only_mutate ="]
+    lines = ["[mutmut]", f"source_paths = src/{PACKAGE}", "also_copy ="] + [f"    {d}" for d in data if d != "tests"] + ["only_mutate ="]
     lines += [f"    {staged(p)}" for p in group["mutate"]]
     lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q"]
     if group.get("skip"):  # slow property tests: random inputs make a random, slow verdict per mutant

@@ -1,17 +1,21 @@
-"""The Argo CD plugin's rules as functions, in this process (the plugin's own runs, as the cmp-server
-starts them, are in tests/delivery/test_argocd_plugin.py; these are the ones a mutant can be seen by)."""
+"""The command line's rules as functions, in this process: the Argo CD plugin's pass-through, a finding's
+line, the preview's text (the commands themselves run in subprocesses, as the cmp-server and CI start them,
+in tests/delivery and tests/cli; these are the tests a mutant can be seen by)."""
 
 from __future__ import annotations
 
 import io
 
 import pytest
+from memcached_gitops.foundation.excerpt import ELLIPSIS, PATH_LIMIT
 from memcached_gitops.foundation.files import InputError
 from memcached_gitops.foundation.yamlreader import NodeBudget
 from memcached_gitops.schemas import Validator, load_crd
 
-from memcached_gitops.argocd import PassThrough, PluginInputError, first_memcached, pass_through
-from memcached_gitops.pipeline import kind_as_listed
+from memcached_gitops.argocd import PASS_THROUGH_ENV, PassThrough, PluginInputError, first_memcached, pass_through
+from memcached_gitops.pipeline import Finding, kind_as_listed
+from memcached_gitops.preview_report import _cell, text_report
+from memcached_gitops.rendered_diff import AppPreview, ObjectChange
 
 CORE = {"apiVersion": "v1", "kind": "ConfigMap"}
 CRD_KIND = {"apiVersion": "evil.example.com/v1", "kind": "ConfigMap"}
@@ -66,3 +70,40 @@ def test_discover_reads_every_file_within_one_node_budget() -> None:
         first_memcached(sources, validator, NodeBudget(100, "one run"))
     sources = [("x.yaml", io.BytesIO(b"a: [\n")), ("a.yaml", io.BytesIO(many)), ("c.yaml", io.BytesIO(cr))]
     assert first_memcached(sources, validator, NodeBudget(1000, "one run")) == "c.yaml", "a file that is not YAML is passed over"
+
+
+@pytest.mark.parametrize(("ceiling", "shown"), [(None, "none"), ("", "none"), ("Secret, ConfigMap", "ConfigMap, Secret")])
+def test_a_refusal_names_the_operators_ceiling_as_set(ceiling: str | None, shown: str) -> None:
+    with pytest.raises(PluginInputError) as refused:
+        pass_through({"pass-through-kinds": "Role"}, ceiling)
+    assert str(refused.value) == f'pass-through-kinds: "Role" is beyond what the sidecar\'s operator allows ({PASS_THROUGH_ENV}: {shown})'
+
+
+def test_a_kind_missing_is_listed_as_nothing() -> None:
+    assert kind_as_listed({"apiVersion": "v1"}) == "" and kind_as_listed({}) == ""
+
+
+def test_a_finding_is_one_line_with_its_place_then_what() -> None:
+    assert Finding("a.yaml", 3, 4, "Memcached/x", "spec.size", "too big").text() == "a.yaml:3:4: Memcached/x: spec.size: too big"
+    assert Finding("a.yaml", 0, 0, "", "", "not built", "warning").text() == "a.yaml: warning: not built"
+    assert Finding("a.yaml", 2, 1, "", "", "bad").text() == "a.yaml:2:1: bad"
+    long = "d/" * 150 + "x.yaml"
+    assert Finding(long, 1, 1, "", "f", "m").text() == f"{ELLIPSIS}{long[-PATH_LIMIT:]}:1:1: f: m"
+
+
+def test_the_text_report_is_its_summary_then_each_diff_every_line_escaped() -> None:
+    key = ("v1", "ConfigMap", "ns", "c")
+    change = ObjectChange("changed", key, None, ["--- base", "+++ pr", "+  a: ::x ##[error]y"], "Memcached ns/m: spec.size: 1 -> 2")
+    failing = AppPreview("apps/b", [], [], [("base", "apps/b/x.yaml:1:1: bad\n::error::forged"), ("pr", "p")])
+    report = text_report([AppPreview("apps/a", [change], [], []), failing], "main", "0123456789abcdef")
+    assert report == (
+        "1 of 2 application(s) change between the merge base 0123456789ab of main and the working tree; 1 cannot be read\n"
+        "apps/a: changed ConfigMap 1\n"
+        "  Memcached ns/m: spec.size: 1 -> 2 (changed ConfigMap ns/c)\n"
+        "apps/b: error (base): apps/b/x.yaml:1:1: bad\\n::error::forged\n"
+        "apps/b: error (pull request): p\n"
+        "\n--- base\n+++ pr\n+  a: ::x #\\x23[error]y\n")
+
+
+def test_a_cell_holds_one_line_and_no_markup_and_keeps_quotes() -> None:
+    assert _cell('say "hi"\nto <b>|x|</b>\r') == "say \"hi\" to &lt;b&gt;&#124;x&#124;&lt;/b&gt;&#92;r"
