@@ -107,3 +107,10 @@ def test_the_text_report_is_its_summary_then_each_diff_every_line_escaped() -> N
 
 def test_a_cell_holds_one_line_and_no_markup_and_keeps_quotes() -> None:
     assert _cell('say "hi"\nto <b>|x|</b>\r') == "say \"hi\" to &lt;b&gt;&#124;x&#124;&lt;/b&gt;&#92;r"
+
+
+def test_an_application_that_adds_and_changes_says_both_on_its_line() -> None:
+    changed = ObjectChange("changed", ("apps/v1", "Deployment", "ns", "c"), None, [], "")
+    added = ObjectChange("added", ("policy/v1", "PodDisruptionBudget", "ns", "c"), None, [], "")
+    report = text_report([AppPreview("apps/a", [changed, added], [], [])], "main", "0" * 40)
+    assert "apps/a: added PodDisruptionBudget 1; changed Deployment 1\n" in report

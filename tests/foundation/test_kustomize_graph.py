@@ -211,6 +211,7 @@ def test_an_unreadable_chart_folder_is_one_line(graph_root: Path, monkeypatch: p
     ("g\u0130thub.com/evil/repo", True), ("G\u0130THUB.COM:evil/repo", True), ("github.com/a/b", True),
     ("git::./x", True), ("https://x/y", True), ("user@host:r", True), ("f\u0130le:///x", True), ("x?y=a://b", True),
     ("./g\u0130thub.com/x", False), ("base", False), ("../base", False), ("a/b@c", False), ("githubcom/x", False),
+    ("ssh:host/repo", True), ("a/b@c/d", False),
 ])
 def test_remote_as_go_reads_the_entry(entry: str, remote: bool) -> None:
     assert kustomize_graph.is_remote(entry) is remote
@@ -229,8 +230,15 @@ def test_go_lower_folds_u0130_to_i_and_the_rest_as_python() -> None:
     ("git::/abs/repo", "a repository of this machine"), ("git::./rel", "a repository of this machine"),
     ("github.com/a/b?ref=--upload-pack=touch%20x", "'--upload-pack=touch x' is not a plain"),
     ("github.com/a/b?version=a;b", "'a;b' is not a plain"), ("github.com/a/b?x=1&ref=-x", "'-x' is not a plain"),
+    ("github.com/a/b?ref=-x?y=1", "'-x?y=1' is not a plain"),  # the query is all after the first '?', as Go's url parses it
     ("github.com/a/b?ref=a+b", "'a b' is not a plain"),  # Go's url.ParseQuery reads + as a space too
 ])
 def test_a_remote_base_the_operator_allows_is_still_a_remote_one_with_plain_names(entry: str, problem: str | None) -> None:
     found = kustomize_graph.remote_problem(entry)
     assert found is None if problem is None else (found is not None and problem in found), found
+
+
+def test_what_a_remote_problem_says() -> None:
+    assert kustomize_graph.remote_problem("file:///x") == "a repository of this machine (file://, ext::, a path), not a remote one"
+    assert kustomize_graph.remote_problem("github.com/a/b?ref=-x") == (
+        "the query value '-x' is not a plain branch, tag or commit name (git would read one starting with '-' as an option)")
