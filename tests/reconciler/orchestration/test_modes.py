@@ -517,3 +517,65 @@ def test_a_shard_that_loses_its_lease_stops_writing_its_share_moves_and_it_comes
     assert_within_terms(cluster, out, lease)
     assert_scrapes(*shards)
     assert [s.terminate() for s in shards] == [0, 0, 0]
+
+
+def plain(port: int, path: str) -> int:
+    """``path`` over plain HTTP with no credentials (a kubelet probe, or a scrape of an insecure
+    /metrics); 0 when nothing answers there as HTTP."""
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.request("GET", path)
+        status = conn.getresponse().status
+        conn.close()
+        return status
+    except (OSError, http.client.HTTPException):
+        return 0
+
+
+#: The serving flags (kubebuilder v4's) -> what each port answers, as (probe port, metrics port):
+#: "tls" is /metrics over HTTPS behind the reviews, "plain" a path over HTTP, "-" nothing listening.
+SERVING_FORMS = {
+    "default": ((), {"probe": {"/healthz": 200, "/readyz": 200, "/metrics": 404}, "metrics": "tls"}),
+    "insecure metrics": (("--no-metrics-secure",),
+                         {"probe": {"/healthz": 200, "/readyz": 200, "/metrics": 404},
+                          "metrics": {"/metrics": 200, "/healthz": 404, "/readyz": 404}}),
+    "insecure metrics, no probe port": (("--no-metrics-secure", "--health-probe-port", "0"),
+                                        {"probe": "-", "metrics": {"/metrics": 200, "/healthz": 200, "/readyz": 200}}),
+    "no metrics port": (("--metrics-port", "0"), {"probe": {"/healthz": 200, "/readyz": 200, "/metrics": 404}, "metrics": "-"}),
+    "secure metrics, no probe port": (("--health-probe-port", "0"), {"probe": "-", "metrics": "tls"}),
+}
+
+
+@pytest.mark.parametrize("form", SERVING_FORMS)
+def test_each_serving_form_answers_each_path_on_its_port(cluster: FakeAPIServer, replicas: Callable[..., Replica], form: str) -> None:
+    """Every form of the serving flags, as the Deployment's args can set them: a probe or a scrape
+    pointed at the port the docs name answers, and no path is served where it is not meant to be
+    (the last flag of a repeated option is the one click keeps: the replica's own ports come first)."""
+    args, expected = SERVING_FORMS[form]
+    r = replicas("server", "--no-leader-elect", *args)
+    answers = {"probe": r.probe, "metrics": r.metrics}
+
+    def up(what: str) -> bool:
+        want = expected[what]
+        if want == "tls":
+            return scrape_status(answers[what]) == 200
+        return want == "-" or all(plain(answers[what], path) == 200 for path in ("/readyz", "/metrics") if want.get(path) == 200)
+    wait_for(lambda: all(up(what) for what in answers), what="the servers up and ready", replicas=(r,))
+    for what, port in answers.items():
+        want = expected[what]
+        if want == "-":
+            assert plain(port, "/healthz") == 0 and scrape_status(port) == 0, f"{form}: something listens on the {what} port"
+        elif want == "tls":
+            assert {who: scrape(port, token, None)[0] for who, token in TOKENS.items()} == EXPECTED, form
+            assert scrape(port, TOKENS["allowed"], None, "/healthz")[0] == 404, f"{form}: a probe path on the secure metrics port"
+        else:
+            assert {path: plain(port, path) for path in want} == want, f"{form}: the {what} port"
+    assert r.terminate() == 0
+
+
+def scrape_status(port: int) -> int:
+    """/metrics over HTTPS with the allowed token; 0 when nothing answers there as HTTPS."""
+    try:
+        return scrape(port, TOKENS["allowed"], None)[0]
+    except (OSError, http.client.HTTPException):
+        return 0
