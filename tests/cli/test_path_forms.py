@@ -101,16 +101,24 @@ def test_argo_cds_generate_in_the_application_path(tmp_path: Path, layout: str, 
     assert proc.returncode != 0 and out == "" and FAULT in err, (proc.returncode, out, err)
 
 
+#: How a producer names an item's file: kpt v1 and kustomize's kyaml write both annotations (the
+#: internal one, and the legacy one kept for older functions); kpt v0 and kustomize before v4.2 wrote
+#: only the legacy ``config.kubernetes.io/path``; a producer may send the internal one alone.
+PATH_FORMS = {"both": ("internal.config.kubernetes.io/path", "config.kubernetes.io/path"),
+              "legacy only": ("config.kubernetes.io/path",), "internal only": ("internal.config.kubernetes.io/path",)}
+
+
+@pytest.mark.parametrize("form", PATH_FORMS)
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_kpt_sends_the_resources_on_stdin(tmp_path: Path, layout: str) -> None:
-    """kpt runs no kustomize: the function sees the package's resources, each with its path; the
-    fault is its only where a file holds it."""
+def test_kpt_sends_the_resources_on_stdin(tmp_path: Path, layout: str, form: str) -> None:
+    """kpt runs no kustomize: the function sees the package's resources, each with its path in the
+    annotations of ``form``; the fault is its only where a file holds it, and its result and its
+    line on stderr name that file."""
     root = lay_out(tmp_path, layout)
     items = []
     for name in (f for f in hook_files(root) if os.path.basename(f) != "kustomization.yaml"):
         obj = yaml.safe_load((root / name).read_text())
-        obj["metadata"].setdefault("annotations", {}).update({"config.kubernetes.io/path": name, "config.kubernetes.io/index": "0",
-                                                              "internal.config.kubernetes.io/path": name})
+        obj["metadata"].setdefault("annotations", {}).update(dict.fromkeys(PATH_FORMS[form], name))
         items.append(obj)
     resource_list = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": items}
     proc = run([CLI, "krm"], root, stdin=json.dumps(resource_list).encode())
@@ -121,6 +129,7 @@ def test_kpt_sends_the_resources_on_stdin(tmp_path: Path, layout: str) -> None:
     results = yaml.safe_load(proc.stdout)["results"]
     errors = [r for r in results if r.get("severity") == "error"]
     assert errors and all(r["file"]["path"] == "-o.yaml" and FAULT in r["message"] for r in errors), results
+    assert any(line.startswith("-o.yaml:") and FAULT in line for line in proc.stderr.splitlines()), proc.stderr
 
 
 @pytest.mark.parametrize("text", ["resources: []\n", "configMapGenerator:\n- name: settings\n  literals: [a=b]\n"])

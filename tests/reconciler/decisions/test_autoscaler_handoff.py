@@ -169,3 +169,30 @@ def test_diff_compares_as_the_reconciler_does(cluster: FakeAPIServer, tmp_path) 
     call(cluster, "DELETE", HPA_PATH.format(ns="default") + "/a")
     diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert diff.returncode == 1 and "default/a: .spec.replicas: live 3, desired 1 (set by kube-controller-manager (scale))" in diff.stdout
+
+
+@pytest.mark.parametrize(("status", "code"), [(403, 1), (404, 1), (500, 2)])
+def test_diff_by_a_person_who_may_not_list_autoscalers(cluster: FakeAPIServer, tmp_path, status: int, code: int) -> None:
+    """A person's RBAC that does not grant listing HorizontalPodAutoscalers (403), or a cluster that
+    does not serve them (404): ``diff`` still compares, replicas with spec.size, as the reconciler
+    does without an HPA; any other failure of that read is an error (exit 2) naming the namespace."""
+    import subprocess
+    import sys
+
+    from fakeapi.server import Fault
+    from tests.support.fakecluster import write_kubeconfig
+
+    make_cr(cluster, "a", size=1)
+    reconciler_for(cluster).run_cycle()
+    create_hpa(cluster)
+    hpa_scales(cluster, 3)
+    cr = tmp_path / "a.yaml"
+    cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 1}\n")
+    cluster.faults.append(Fault(method="GET", path_contains="/horizontalpodautoscalers", status=status, times=10))
+    cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url)), str(cr)]
+    diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert diff.returncode == code, diff.stdout + diff.stderr
+    if code == 1:
+        assert "default/a: .spec.replicas: live 3, desired 1" in diff.stdout and diff.stderr == "", diff.stdout + diff.stderr
+    else:
+        assert diff.stderr.splitlines()[-1].startswith("error: default: ") and "Traceback" not in diff.stderr, diff.stderr
