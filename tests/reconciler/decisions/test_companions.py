@@ -81,6 +81,23 @@ def test_a_kept_selector_is_what_they_select() -> None:
     assert selecting(companions()[0], None) == companions()[0]
 
 
+@pytest.mark.parametrize("release", ["m", "cache-release-7"])
+def test_a_kept_selector_that_names_its_own_instance_keeps_it(release: str) -> None:
+    """A Deployment taken over from a Helm release (--adopt) whose Pods carry
+    ``app.kubernetes.io/instance: <release>``: the Service and the budget select those Pods by the
+    release's value, never the CR's name (no Pod would carry it); a kept selector without the label
+    is narrowed to the CR's name."""
+    kept = {"matchLabels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": release}}
+    service, pdb = (selecting(o, kept) for o in companions())
+    assert service["spec"]["selector"]["app.kubernetes.io/instance"] == release
+    assert pdb["spec"]["selector"]["matchLabels"]["app.kubernetes.io/instance"] == release
+    bare = {"matchLabels": {"app.kubernetes.io/name": "memcached"}}
+    service, pdb = (selecting(o, bare) for o in companions())
+    name = companions()[0]["metadata"]["labels"]["app.kubernetes.io/instance"]
+    assert service["spec"]["selector"] == {"app.kubernetes.io/instance": name, "app.kubernetes.io/name": "memcached"}
+    assert pdb["spec"]["selector"] == {"matchLabels": service["spec"]["selector"]}
+
+
 def _described(plan: list) -> list[tuple]:
     return [(s.resource.kind, s.name, s.move, [d.field for d in s.drift]) for s in plan]
 
