@@ -65,6 +65,24 @@ def test_the_hooks_file_forms(tmp_path: Path, layout: str) -> None:
     assert proc.returncode == 0 and " 0 warning(s)" in said and "passed over" not in said, said
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("form", ["the root", "every file"])
+def test_each_cr_is_counted_once_whatever_names_it(tmp_path: Path, layout: str, form: str) -> None:
+    """A kustomization's build is checked beside the files it reads; the CRs it builds are those files'
+    again, so the count a person reads ("N Memcached valid", ``validCount``) is the number of CRs in
+    the files, named by the root or file by file (the hook). (A kustomization's folder named as a
+    path of its own is a build checked in its own right, and counts its CRs: ``validate base
+    overlays/prod`` counts the base's CR and the overlay's.)"""
+    root = lay_out(tmp_path, layout, faulty=False)
+    crs = sum(text.count("\nkind: Memcached\n") for text in LAYOUTS[layout].values())
+    files = hook_files(root)
+    named = {"the root": ["."], "every file": files}[form]
+    proc = run([CLI, "validate", "--format", "json", "--", *named], root)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["validCount"] == crs, proc.stdout
+    assert f"{crs} Memcached valid," in proc.stderr, proc.stderr
+
+
 def action_step() -> str:
     """The Action's validate step, as action.yml has it."""
     action = yaml.safe_load((REPO / "action.yml").read_text())
