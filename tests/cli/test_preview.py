@@ -405,3 +405,18 @@ def test_checking_out_the_base_runs_no_hook_of_the_repository(tmp_path: Path) ->
     assert proc.returncode == 1, proc.stderr
     assert "spec.size: 1 -> 3" in proc.stdout
     assert not ran.exists(), "the repository's hook ran"
+
+
+def test_each_side_reads_within_its_own_input_limit(tmp_path: Path) -> None:
+    """--max-input-size bounds what each side reads, the base's and the pull request's apart: a
+    repository whose sides each fit it previews (exit 1, the change shown), though both together would
+    not; a side that alone passes it is reported as that side's error (exit 2)."""
+    repo = two_commits(tmp_path / "repo", {"cache.yaml": cr()}, {"cache.yaml": cr(size=3)})
+    side = len(cr(size=3).encode())
+    proc = preview(repo, "--max-input-size", str(side + side // 2), ".")
+    assert proc.returncode == 1 and "spec.size: 1 -> 3" in proc.stdout, proc.stdout + proc.stderr
+    write(repo, {"cache.yaml": cr(size=3) + "# " + "x" * side + "\n"})
+    proc = preview(repo, "--max-input-size", str(side + side // 2), ".")
+    assert proc.returncode == 2 and "(pull request): " in proc.stdout and "larger than the limit" in proc.stdout, proc.stdout
+    assert "(main)" not in proc.stdout and "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
