@@ -1,0 +1,84 @@
+"""``validate``'s three outputs tell one story: the text a person reads (stderr), the JSON a program
+reads and the GitHub annotations a pull request shows carry the same findings (file, line, column,
+object, field, severity, message), the same counts and the same exit code, for every kind of input:
+errors and warnings of a file, a folder of valid CRs, and each repository layout's kustomize build.
+A finding dropped, or told differently, by one format is a bug its users alone would see."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO
+from tests.support.layouts import LAYOUTS, lay_out
+
+SUMMARY = re.compile(r"^(\d+) Memcached valid, (\d+) error\(s\), (\d+) warning\(s\)")
+
+
+def validate(args: list[str], cwd: Path, fmt: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "memcached_gitops", "validate", "-o", fmt, *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+def counts(stderr: str) -> tuple[int, int, int]:
+    found = [m for line in stderr.splitlines() if (m := SUMMARY.match(line))]
+    assert len(found) == 1, stderr
+    return int(found[0][1]), int(found[0][2]), int(found[0][3])
+
+
+def as_text(f: dict[str, Any]) -> str:
+    """The line a person reads: ``file:line:col: object: field: message``, the place left out where a
+    finding has none (a kustomization that could not be built), ``warning: `` before a warning's message."""
+    where = f"{f['file']}:{f['line']}:{f['column']}" if f["line"] else f["file"]
+    message = ("warning: " if f["severity"] == "warning" else "") + f["message"]
+    return ": ".join([where] + [v for v in (f["object"], f["field"]) if v] + [message])
+
+
+def as_annotation(f: dict[str, Any], cwd: Path) -> str:
+    """The annotation GitHub shows on the pull request's file: its path normalised as GitHub matches
+    paths (``./apps/x.yaml`` is ``apps/x.yaml``); a finding in a kustomize build goes on line 1 of the
+    kustomization file, its line in the build said in the message."""
+    message = f"{f['field']}: {f['message']}" if f["field"] else f["message"]
+    if f["file"].endswith(" (kustomize build)"):
+        folder = f["file"].removesuffix(" (kustomize build)")
+        name = next(n for n in ("kustomization.yaml", "kustomization.yml", "Kustomization") if (cwd / folder / n).is_file())
+        file, where = os.path.normpath(os.path.join(folder, name)), "line=1"
+        message += f" (line {f['line']} of its kustomize build)" if f["line"] else ""
+    else:
+        file, where = os.path.normpath(f["file"]), f"line={f['line']},col={f['column']}"
+    return f"::{f['severity']} file={file},{where},title={f['object'] or 'memcached-gitops'}::{message}"
+
+
+INPUTS = {
+    "errors of a file": (["tests/data/bad-crs.yaml"], None),
+    "warnings too (--no-strict)": (["--no-strict", "tests/data/bad-crs.yaml"], None),
+    "valid CRs and a kustomization": (["examples"], None),
+    **{f"layout: {name}": (["."], name) for name in LAYOUTS},
+}
+
+
+@pytest.mark.parametrize("case", INPUTS)
+def test_the_three_formats_tell_the_same_findings_counts_and_exit(tmp_path: Path, case: str) -> None:
+    args, layout = INPUTS[case]
+    cwd = lay_out(tmp_path, layout) if layout else REPO
+    text, as_json, github = (validate(args, cwd, fmt) for fmt in ("text", "json", "github"))
+    assert text.returncode == as_json.returncode == github.returncode, (text.returncode, as_json.returncode, github.returncode)
+    assert "Traceback" not in text.stderr + as_json.stderr + github.stderr
+    report = json.loads(as_json.stdout)
+    findings = report["findings"]
+    assert [line for line in text.stderr.splitlines() if not SUMMARY.match(line)] == [as_text(f) for f in findings], text.stderr
+    assert github.stdout.splitlines() == [as_annotation(f, cwd) for f in findings], github.stdout
+    valid, errors, warnings = counts(text.stderr)
+    assert (valid, errors, warnings) == counts(as_json.stderr) == counts(github.stderr)
+    assert valid == report["validCount"]
+    assert (errors, warnings) == (sum(f["severity"] == "error" for f in findings), sum(f["severity"] == "warning" for f in findings))
+    assert report["valid"] is (errors == 0) and (text.returncode == 0) is (errors == 0), (report["valid"], errors, text.returncode)
+    if case.startswith("layout"):
+        assert any("sizee" in f["field"] for f in findings), findings
