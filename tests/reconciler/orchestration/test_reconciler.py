@@ -520,3 +520,31 @@ def test_placement_and_the_exporter_are_applied_and_a_pod_monitor_is_left_to_the
     cluster.reset_log()
     assert [o.action for o in rec.run_cycle().outcomes] == ["unchanged"]
     assert writes(cluster) == [] or all(w.endswith("/status") for w in writes(cluster))
+
+
+#: The API server's 500 to a status apply carrying a field the served CRD does not declare
+#: (transcript 23), and a 500 of another cause (the storage timing out).
+UNDECLARED = "failed to create typed patch object (default/m; cache.example.com/v1alpha1, Kind=Memcached): " \
+             ".status.observedGeneration: field not declared in schema"
+TIMEOUT = "etcdserver: request timed out"
+
+
+@pytest.mark.parametrize(("message", "code"), [(UNDECLARED, 0), (TIMEOUT, 1)])
+def test_once_when_the_status_apply_is_answered_500(cluster: FakeAPIServer, tmp_path: Path, message: str, code: int) -> None:
+    """A CronJob's ``--once`` whose status writes are answered 500: the undeclared-field 500 is the
+    served CRD's doing (logged once, the CR otherwise done, exit 0); any other 500, once retried, is the
+    CR failed: exit 1, the log naming it, never taken for the CRD's."""
+    make_cr(cluster, "m")
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": "InternalError", "code": 500}
+    cluster.faults.append(Fault(method="PATCH", path_contains="/memcacheds/m/status", status=500, body=body, times=50))
+    cmd = [sys.executable, "-m", "memcached_gitops", "reconcile", "--once", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url))]
+    once = subprocess.run(cmd, capture_output=True, timeout=120)
+    err = once.stderr.decode()
+    assert once.returncode == code, err
+    assert deployment(cluster, "m") is not None, "the Deployment is applied before the status"
+    declared = [line for line in err.splitlines() if "does not declare a status field" in line]
+    if code == 0:
+        assert len(declared) == 1, err
+    else:
+        assert not declared and TIMEOUT in err, err
