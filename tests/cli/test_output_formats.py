@@ -82,3 +82,43 @@ def test_the_three_formats_tell_the_same_findings_counts_and_exit(tmp_path: Path
     assert report["valid"] is (errors == 0) and (text.returncode == 0) is (errors == 0), (report["valid"], errors, text.returncode)
     if case.startswith("layout"):
         assert any("sizee" in f["field"] for f in findings), findings
+
+
+def render(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "memcached_gitops", "render", *args], cwd=cwd, capture_output=True, timeout=120)
+
+
+def key(obj: dict[str, Any]) -> tuple[str, str, str]:
+    return obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+
+
+RENDER_INPUTS = {
+    "the examples": (["examples"], None),
+    "the examples, input included": (["--include-input", "examples"], None),
+    **{f"layout: {name}": (["."], name) for name in LAYOUTS},
+}
+
+
+@pytest.mark.parametrize("case", RENDER_INPUTS)
+def test_renders_outputs_carry_the_same_objects(tmp_path: Path, case: str) -> None:
+    """``render``'s YAML stream, its JSON List and its --output-dir files (YAML or JSON) hold the same
+    objects: the stream and the List in the same order, one file per object, the count it says it wrote;
+    and the same words on stderr besides that count."""
+    import yaml
+
+    args, layout = RENDER_INPUTS[case]
+    cwd = lay_out(tmp_path / "repo", layout, faulty=False) if layout else REPO
+    stream, listed = render(args, cwd), render(["-o", "json", *args], cwd)
+    assert stream.returncode == listed.returncode == 0, stream.stderr + listed.stderr
+    objects = list(yaml.safe_load_all(stream.stdout))
+    assert objects and json.loads(listed.stdout)["items"] == objects
+    for fmt, load in (("yaml", yaml.safe_load), ("json", json.loads)):
+        folder = tmp_path / f"out-{fmt}"
+        written = render(["-o", fmt, "--output-dir", str(folder), *args], cwd)
+        assert written.returncode == 0, written.stderr
+        files = sorted(folder.iterdir())
+        assert all(f.suffix == f".{fmt}" for f in files), files
+        assert sorted((load(f.read_text()) for f in files), key=key) == sorted(objects, key=key)
+        said = written.stderr.decode().splitlines()
+        assert f"wrote {len(files)} file(s) to {folder}" in said, said
+        assert [line for line in said if not line.startswith("wrote ")] == stream.stderr.decode().splitlines()
