@@ -48,6 +48,7 @@ from tests.support.monitoring import DASHBOARD, RULES
 #: A Lease of 3 s, renewed within 2 s, tried every 0.3 s (client-go's 15 / 10 / 2, scaled down).
 LEASE = (3, 2.0, 0.3)
 LEADER_LEASE = "/apis/coordination.k8s.io/v1/namespaces/default/leases/memcached-gitops-leader"
+CRD = "memcacheds.cache.example.com"
 HELD = 1.5  # how long the fake holds the apply that is on the wire at SIGTERM
 MERGE = "application/merge-patch+json"
 TOKENS = {"allowed": "scraper-token", "denied": "stranger-token", "none": None}
@@ -579,3 +580,33 @@ def scrape_status(port: int) -> int:
         return scrape(port, TOKENS["allowed"], None)[0]
     except (OSError, http.client.HTTPException):
         return 0
+
+
+@pytest.mark.parametrize("mode", ["event-driven", "--once"])
+def test_a_namespaced_replica_reads_and_writes_only_its_namespace(cluster: FakeAPIServer, replicas: Callable[..., Replica],
+                                                                   mode: str) -> None:
+    """``--namespace shop`` (kustomize/namespaced's install, a Role in one namespace), as a Deployment
+    or a CronJob: it serves that namespace's CR and never reads or writes another namespace, nor
+    anything cluster-wide but the CRD and the reviews; a leader's Lease is where --lease-namespace puts it."""
+    make_cr(cluster, "a", size=1)
+    make_cr(cluster, "b", ns="shop", size=1)
+    if mode == "--once":
+        r = replicas("team", "--once", "--namespace", "shop", lease=False)
+        assert r.proc.wait(60) == 0, r.stderr()
+        assert deployment(cluster, "b", "shop")
+    else:
+        r = replicas("team", "--namespace", "shop", "--lease-namespace", "shop")
+        wait_for(lambda: deployment(cluster, "b", "shop"), what="b's Deployment", replicas=(r,))
+        DeploymentController(cluster).sync()
+        wait_for(lambda: condition(cluster, "b", "Available", "shop").get("status") == "True", what="b Available", replicas=(r,))
+        settle(cluster)
+        assert_served(cluster, "b", "shop")
+        assert_scrapes(r)
+        assert [w for w in cluster.writes() if r.ours(w) and w.path.startswith("/apis/coordination.k8s.io/v1/namespaces/shop/leases")]
+        assert r.terminate() == 0
+    assert deployment(cluster, "a") is None and not condition(cluster, "a", "Available"), "a CR of another namespace untouched"
+    paths = {w.path.split("?")[0] for w in cluster.log if r.ours(w)}
+    elsewhere = sorted(p for p in paths if "/namespaces/" in p and "/namespaces/shop/" not in p)
+    assert not elsewhere, elsewhere
+    cluster_wide = sorted(p for p in paths if "/namespaces/" not in p and not p.endswith(("reviews", f"customresourcedefinitions/{CRD}")))
+    assert not cluster_wide, cluster_wide
