@@ -610,3 +610,42 @@ def test_a_namespaced_replica_reads_and_writes_only_its_namespace(cluster: FakeA
     assert not elsewhere, elsewhere
     cluster_wide = sorted(p for p in paths if "/namespaces/" not in p and not p.endswith(("reviews", f"customresourcedefinitions/{CRD}")))
     assert not cluster_wide, cluster_wide
+
+
+def two_contexts(folder: Path, url: str) -> Path:
+    """A kubeconfig whose current context names a server nobody listens on; ``fake`` is the cluster."""
+    path = folder / "two-contexts"
+    path.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: fake, cluster: {{server: "{url}"}}}}, {{name: gone, cluster: {{server: "http://127.0.0.1:9"}}}}]
+users: [{{name: tester, user: {{token: test-token}}}}]
+contexts: [{{name: fake, context: {{cluster: fake, user: tester}}}}, {{name: gone, context: {{cluster: gone, user: tester}}}}]
+current-context: gone
+""")
+    return path
+
+
+@pytest.mark.parametrize("given", ["flags", "environment"])
+def test_the_commands_options_reach_what_it_writes(cluster: FakeAPIServer, replicas: Callable[..., Replica], tmp_path: Path,
+                                                   given: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The options a CronJob's or a Deployment's args set, each seen in what the process does:
+    --field-manager in every apply of what it renders and their managedFields (the status keeps its own
+    manager, docs/architecture.md), --image (or MEMCACHED_IMAGE) in the
+    Deployment, --context choosing the kubeconfig's cluster, --log-level debug in the log."""
+    make_cr(cluster, "a", size=1)
+    image = "mirror.example/memcached:1.6.31"
+    args = ["--once", "--kubeconfig", str(two_contexts(tmp_path, cluster.url)), "--context", "fake",
+            "--field-manager", "team-gitops", "--log-level", "debug"]
+    if given == "flags":
+        args += ["--image", image]
+    else:
+        monkeypatch.setenv("MEMCACHED_IMAGE", image)  # the replica's process inherits the environment
+    r = replicas("cronjob", *args, lease=False)
+    assert r.proc.wait(60) == 0, r.stderr()
+    live = deployment(cluster, "a")
+    assert live["spec"]["template"]["spec"]["containers"][0]["image"] == image
+    assert {(m["manager"], m["operation"]) for m in live["metadata"]["managedFields"]} == {("team-gitops", "Apply")}
+    applies = [w for w in cluster.writes() if r.ours(w) and w.content_type == "application/apply-patch+yaml"]
+    managers = {"status" if w.path.endswith("/status") else w.path.rsplit("/", 2)[-2]: w.query.get("fieldManager") for w in applies}
+    assert managers == {"deployments": "team-gitops", "services": "team-gitops", "status": "memcached-gitops-status"}, managers
+    assert any(json.loads(line).get("level") == "debug" for line in r.stderr().splitlines() if line.startswith("{")), r.stderr()[-2000:]
