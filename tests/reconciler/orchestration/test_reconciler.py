@@ -548,3 +548,21 @@ def test_once_when_the_status_apply_is_answered_500(cluster: FakeAPIServer, tmp_
         assert len(declared) == 1, err
     else:
         assert not declared and TIMEOUT in err, err
+
+
+def test_a_deployment_created_again_beside_its_service_leaves_the_services_ignored_paths(cluster: FakeAPIServer) -> None:
+    """A person deleted the Deployment and changed a Service field the CR's ignore-paths names: the
+    Deployment is created again (beside its companions, cycle.py ``_create_beside``), and the Service's
+    ignored field is left as the person set it, as it is when the Deployment exists."""
+    make_cr(cluster, "a", size=1)
+    annotation = {"cache.example.com/ignore-paths": "Service:/metadata/labels/app.kubernetes.io~1part-of"}
+    patch(cluster, "/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/a", {"metadata": {"annotations": annotation}},
+          "application/merge-patch+json")
+    rec = reconciler_for(cluster)
+    assert [o.action for o in rec.run_cycle().outcomes] == ["created"]
+    cluster.handle("DELETE", "/apis/apps/v1/namespaces/default/deployments/a", {}, b"")
+    service = "/api/v1/namespaces/default/services/a-memcached"
+    patch(cluster, service, {"metadata": {"labels": {"app.kubernetes.io/part-of": "checkout"}}}, "application/merge-patch+json")
+    assert [o.action for o in rec.run_cycle().outcomes] == ["created"]
+    assert deployment(cluster, "a") is not None
+    assert cluster.get("", "services", "default", "a-memcached")["metadata"]["labels"]["app.kubernetes.io/part-of"] == "checkout"
