@@ -362,11 +362,11 @@ class Reconciler:
                 reconcile_companions(self, visit, companions, True, kept, ignored)
             return self._detected(visit, drift, size, live)
         if drift and live is None and companions is not None and not self.options.dry_run:
-            live, foreign = self._create_beside(visit, companions, desired, drift, size, ignored)
+            live, foreign = self._create_beside(visit, companions, desired, drift, ignored)
             shared = ""
         else:
             if drift:  # a refused apply is reported with the companions' outcomes: they still go on
-                live = self._correct(visit, desired, drift, live, size, applied_by, inherited, ignored.get(DEPLOYMENTS.kind, ()),
+                live = self._correct(visit, desired, drift, live, applied_by, inherited, ignored.get(DEPLOYMENTS.kind, ()),
                                      ownership is Ownership.OWNED)
             kept = selector_of(live) if live is not None and has_kept_selector(live) else None
             shared = self._shared(visit.namespace, visit.name, kept, adopted=True) if companions is not None else ""
@@ -376,18 +376,21 @@ class Reconciler:
             return self._detected(visit, [], size, live)
         return self._settle(visit, drift, live, size, foreign, shared or visit.shared)
 
-    def _create_beside(self, visit: Visit, companions: CompanionLookup, desired: dict[str, Any], drift: list[Drift], size: int,
+    def _create_beside(self, visit: Visit, companions: CompanionLookup, desired: dict[str, Any], drift: list[Drift],
                        ignored: Ignored) -> tuple[dict[str, Any] | None, str]:
         """A new Deployment, created side by side with its Service and budget: nothing of their plan
         depends on its apply (its selector is ours, none is kept), so a new CR waits on one round trip
         of applies, not two. The companions run here (their own writes overlap on the pool), the
         Deployment's apply on the pool; the Event names the Deployment first, as in sequence. The
-        Deployment as its apply left it, and the report of a foreign companion ("" when none)."""
+        Deployment as its apply left it, and the report of a foreign companion ("" when none). With no
+        live Deployment, nothing is taken over or taken back: its apply needs neither the CR's ignored
+        paths of the Deployment nor an owner (``_correct``'s defaults); the companions' ignored paths
+        still hold (a Service may be there)."""
         visit.result.action = Action.CREATED
         told = len(visit.told)
         both: list[Any] = concurrently([
             partial(reconcile_companions, self, visit, companions, False, None, ignored, False),
-            partial(self._correct, visit, desired, drift, None, size, "", False, ignored.get(DEPLOYMENTS.kind, ()), True)])
+            partial(self._correct, visit, desired, drift, None, "", False)])
         foreign, live = both
         visit.told[told:] = sorted(visit.told[told:], key=lambda said: said[0] != EventReason.DEPLOYMENT_CREATED)
         return live, foreign
@@ -500,7 +503,7 @@ class Reconciler:
         log.warning("%s: %s", visit, bounded(message))
         return self._refuse(visit, Reason.DRIFT_DETECTED, message, size, live, Action.DRIFTED, failed=False)
 
-    def _correct(self, visit: Visit, desired: dict[str, Any], drift: list[Drift], live: dict[str, Any] | None, size: int,
+    def _correct(self, visit: Visit, desired: dict[str, Any], drift: list[Drift], live: dict[str, Any] | None,
                  applied_by: str, inherited: bool, pointers: tuple[Pointer, ...] = (), ours: bool = True) -> dict[str, Any] | None:
         """Apply the rendering (the apply goes first: the drift's latency is the time to it), after
         taking back a person's fields (revoke.py; an unknown updater's only when the Deployment is
