@@ -94,6 +94,8 @@ def stage(group: dict, where: Path) -> None:
         lines += ["    -k", "    " + " and ".join(f"not {name}" for name in group["skip"])]
     lines += [f"    {arg}" for arg in group.get("args", [])]  # e.g. a derandomized hypothesis profile
     lines += ["pytest_add_cli_args_test_selection ="] + [f"    {t}" for t in group["tests"]]
+    if group.get("isolation"):  # "forkserver": tests that leave threads (servers, pools) behind are not fork-safe
+        lines += [f"process_isolation = {group['isolation']}"]
     (where / "setup.cfg").write_text("\n".join(lines) + "\n")
 
 
