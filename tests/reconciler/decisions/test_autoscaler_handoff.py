@@ -150,9 +150,8 @@ def test_hand_off_drops_or_keeps_the_live_value_and_never_changes_its_input() ->
     assert desired["spec"] == {"replicas": 1, "template": {}}
 
 
-def test_diff_compares_as_the_reconciler_does(cluster: FakeAPIServer, tmp_path) -> None:
-    """``diff`` uses the reconciler's plan: an HPA's replicas are no drift; without the HPA they are."""
-    import subprocess
+def scaled_by_an_hpa_and_diff(cluster: FakeAPIServer, tmp_path) -> list[str]:
+    """CR ``a`` of size 1 served, its HPA scaling it to 3; the ``diff`` command of its file."""
     import sys
 
     from tests.support.fakecluster import write_kubeconfig
@@ -163,7 +162,14 @@ def test_diff_compares_as_the_reconciler_does(cluster: FakeAPIServer, tmp_path) 
     hpa_scales(cluster, 3)
     cr = tmp_path / "a.yaml"
     cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 1}\n")
-    cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url)), str(cr)]
+    return [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url)), str(cr)]
+
+
+def test_diff_compares_as_the_reconciler_does(cluster: FakeAPIServer, tmp_path) -> None:
+    """``diff`` uses the reconciler's plan: an HPA's replicas are no drift; without the HPA they are."""
+    import subprocess
+
+    cmd = scaled_by_an_hpa_and_diff(cluster, tmp_path)
     diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert (diff.returncode, diff.stdout) == (0, ""), diff.stdout + diff.stderr
     call(cluster, "DELETE", HPA_PATH.format(ns="default") + "/a")
@@ -175,21 +181,14 @@ def test_diff_compares_as_the_reconciler_does(cluster: FakeAPIServer, tmp_path) 
 def test_diff_by_a_person_who_may_not_list_autoscalers(cluster: FakeAPIServer, tmp_path, status: int, code: int) -> None:
     """A person's RBAC that does not grant listing HorizontalPodAutoscalers (403), or a cluster that
     does not serve them (404): ``diff`` still compares, replicas with spec.size, as the reconciler
-    does without an HPA; any other failure of that read is an error (exit 2) naming the namespace."""
+    does without an HPA; any other failure of that read, once retried, is an error (exit 2) naming the
+    namespace."""
     import subprocess
-    import sys
 
     from fakeapi.server import Fault
-    from tests.support.fakecluster import write_kubeconfig
 
-    make_cr(cluster, "a", size=1)
-    reconciler_for(cluster).run_cycle()
-    create_hpa(cluster)
-    hpa_scales(cluster, 3)
-    cr = tmp_path / "a.yaml"
-    cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 1}\n")
+    cmd = scaled_by_an_hpa_and_diff(cluster, tmp_path)
     cluster.faults.append(Fault(method="GET", path_contains="/horizontalpodautoscalers", status=status, times=10))
-    cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url)), str(cr)]
     diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert diff.returncode == code, diff.stdout + diff.stderr
     if code == 1:
