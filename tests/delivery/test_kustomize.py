@@ -367,6 +367,17 @@ def test_krm_generator_and_image_config() -> None:
     assert out["items"][1]["spec"]["template"]["spec"]["containers"][0]["image"] == "mirror/memcached:2"
 
 
+def test_krm_warnings_alone_pass_the_pipeline() -> None:
+    """A result of severity warning (a CR carrying a ``status``, which the API server drops) is reported
+    and the function still succeeds: kpt and kustomize stop a pipeline on a non-zero exit, which the
+    KRM functions specification keeps for error results."""
+    warned = copy.deepcopy(CR) | {"status": {}}
+    code, out = _krm({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [warned, OTHER]})
+    assert code == 0, out
+    assert [(r["severity"], r["field"]) for r in out["results"]] == [("warning", {"path": "status"})]
+    assert [i["kind"] for i in out["items"]][2:] == ["Deployment", "Service", "PodDisruptionBudget"]
+
+
 def test_krm_reports_invalid_items_as_results() -> None:
     bad = copy.deepcopy(CR)
     bad["spec"]["size"] = 9
