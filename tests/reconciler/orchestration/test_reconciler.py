@@ -566,3 +566,16 @@ def test_a_deployment_created_again_beside_its_service_leaves_the_services_ignor
     assert [o.action for o in rec.run_cycle().outcomes] == ["created"]
     assert deployment(cluster, "a") is not None
     assert cluster.get("", "services", "default", "a-memcached")["metadata"]["labels"]["app.kubernetes.io/part-of"] == "checkout"
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_once_whose_list_of_crs_fails_exits_2_even_as_a_dry_run(cluster: FakeAPIServer, tmp_path: Path, dry_run: bool) -> None:
+    """A CronJob's cycle that could not read the CRs (the LIST refused, once retried) did not look:
+    exit 2, never 0 ("nothing to correct") and never 1 ("drift"), whether or not it may write."""
+    make_cr(cluster, "m")
+    cluster.faults.append(Fault(method="GET", path_contains="/memcacheds", status=500, times=50))
+    cmd = [sys.executable, "-m", "memcached_gitops", "reconcile", "--once", *(["--dry-run"] if dry_run else []),
+           "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url))]
+    once = subprocess.run(cmd, capture_output=True, timeout=120)
+    assert once.returncode == 2, once.stderr.decode()[-2000:]
+    assert deployment(cluster, "m") is None
