@@ -149,3 +149,18 @@ def test_streams_from_files_are_read_lazily() -> None:
     assert next(docs).value == {"b": 2}
     with pytest.raises(YAMLInputError):
         next(docs)
+
+
+@pytest.mark.parametrize("text", ["a: [1, {b: c}, [d]]\n", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nx: [{}, {}]\n",
+                                  "- &x [1, 2]\n- *x\n"])
+def test_a_budget_of_exactly_a_streams_nodes_reads_it_and_one_fewer_refuses_it(text: str) -> None:
+    """The node budget's bound is inclusive: a run whose input has exactly ``limit`` nodes reads it
+    (a repository sized to the bound is not refused), one node more is refused where it passes."""
+    from memcached_gitops.foundation.yamlreader import NodeBudget, TooManyNodes
+
+    counted = NodeBudget(10**6)
+    expected = [d.value for d in iter_documents(text, counted)]
+    exact = NodeBudget(counted.used)
+    assert [d.value for d in iter_documents(text, exact)] == expected and exact.used == exact.limit
+    with pytest.raises(TooManyNodes, match=f"more than {counted.used - 1} YAML nodes"):
+        list(iter_documents(text, NodeBudget(counted.used - 1)))
