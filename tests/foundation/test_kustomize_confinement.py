@@ -320,6 +320,21 @@ def test_one_deadline_for_the_whole_run_names_the_build_it_cut(world: Path, tmp_
     assert "./apps/a0 (kustomize build): kustomize build stopped after 2 s" in proc.stderr, proc.stderr
 
 
+def test_a_later_build_gets_only_what_the_deadline_has_left(world: Path, tmp_path: Path) -> None:
+    """Two builds of 2 s each under a 3 s deadline for the run: the first is built, the second is
+    given the second left and cut, named; never the whole deadline again (the run would take 4 s)."""
+    shim = tmp_path / "slow-kustomize"
+    shim.write_text("#!/bin/sh\nsleep 2\nprintf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: late}\\n'\n")
+    shim.chmod(0o755)
+    for i in range(2):
+        (world / "apps" / f"a{i}").mkdir()
+        (world / "apps" / f"a{i}" / "kustomization.yaml").write_text("resources: []\n")
+    proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE=str(shim), MEMCACHED_GITOPS_DEADLINE="3")
+    assert proc.returncode == 1, proc.stderr
+    assert "./apps/a0 (kustomize build)" not in proc.stderr, proc.stderr
+    assert "./apps/a1 (kustomize build): kustomize build stopped after" in proc.stderr, proc.stderr
+
+
 def _flat_bases(app: Path, count: int, content: str | None) -> None:
     """One kustomization naming ``count`` folders d0..d<count-1>, each holding ``content`` as its
     kustomization (None: an empty folder), and the CR."""
