@@ -512,8 +512,8 @@ class Reconciler:
         result = visit.result
         if result.action is not Action.FAILED:  # a companion written beside a new Deployment may have failed first
             result.action = Action.CREATED if live is None else Action.ADOPTED if applied_by else Action.CORRECTED
-        if self.options.dry_run:
-            log.info("%s: %s", visit, _summary(result.action, drift, desired, applied_by, inherited))
+        if self.options.dry_run:  # said as not done: an on-call reading the log must not take it for a write
+            log.info("%s: not written (dry run): %s", visit, _summary(result.action, drift, desired, applied_by, inherited))
             return live
         taken = self._revocation(live, drift, pointers, ours)
         try:

@@ -18,15 +18,17 @@ from .cycle import CycleReport, Reconciler
 log = logging.getLogger("memcached_gitops.reconciler")
 
 
-def log_report(report: CycleReport) -> None:
+def log_report(report: CycleReport, dry_run: bool = False) -> None:
+    """The cycle's drift and failures, and its summary line; a dry run's corrections are the ones it would make."""
     for o in report.outcomes:
         if o.action in WRITES:
             for d in o.drift:
                 log.info("drift %s/%s %s", o.namespace, o.name, d.describe())
         elif o.action not in (Action.UNCHANGED, Action.OBSERVED, Action.SUSPENDED):  # observed: the cycle logged what differs
             log.warning("%s %s/%s: %s", o.action, o.namespace, o.name, o.error)
-    log.info("cycle done in %.3fs: %d CRs, %d corrected, %d failed%s", report.duration, len(report.outcomes),
-             len(report.drifted), len(report.failed), "" if report.complete else f" (incomplete: {report.error})")
+    log.info("cycle done in %.3fs: %d CRs, %d %s, %d failed%s", report.duration, len(report.outcomes),
+             len(report.drifted), "to correct (dry run)" if dry_run else "corrected", len(report.failed),
+             "" if report.complete else f" (incomplete: {report.error})")
 
 
 def exit_code(report: CycleReport, dry_run: bool = False) -> int:
@@ -48,5 +50,5 @@ def install_stop_handlers(stop: threading.Event) -> None:
 
 def run_once(reconciler: Reconciler) -> int:
     report = reconciler.run_cycle()
-    log_report(report)
+    log_report(report, reconciler.options.dry_run)
     return exit_code(report, reconciler.options.dry_run)

@@ -649,3 +649,21 @@ def test_the_commands_options_reach_what_it_writes(cluster: FakeAPIServer, repli
     managers = {"status" if w.path.endswith("/status") else w.path.rsplit("/", 2)[-2]: w.query.get("fieldManager") for w in applies}
     assert managers == {"deployments": "team-gitops", "services": "team-gitops", "status": "memcached-gitops-status"}, managers
     assert any(json.loads(line).get("level") == "debug" for line in r.stderr().splitlines() if line.startswith("{")), r.stderr()[-2000:]
+
+
+def test_an_event_driven_dry_run_writes_nothing_and_takes_no_lease(cluster: FakeAPIServer, replicas: Callable[..., Replica]) -> None:
+    """``reconcile --dry-run`` without --once (a preview of the controller beside the one in charge):
+    it watches, reports what it would do in its log and metrics, answers probes and scrapes, and sends
+    no write at all: no Deployment, no status, no Event, no Lease (it leads nothing)."""
+    make_cr(cluster, "a", size=1)
+    r = replicas("preview", "--dry-run")
+    wait_for(lambda: "default/a: not written (dry run): created the Deployment" in r.stderr() and r.get("/readyz")[0] == 200,
+             what="the creation it would make logged, and the replica ready", replicas=(r,))
+    said = [json.loads(line)["msg"] for line in r.stderr().splitlines() if line.startswith("{")]
+    assert not [m for m in said if m.startswith("default/a: created")], "a dry run never says it created"
+    settle(cluster)
+    assert_scrapes(r)
+    mine = [w for w in cluster.writes() if r.ours(w) and not w.path.endswith("reviews")]
+    assert mine == [], [(w.method, w.path) for w in mine]
+    assert deployment(cluster, "a") is None and not events(cluster, "a")
+    assert r.terminate() == 0

@@ -341,6 +341,9 @@ def test_cli_once_and_diff_against_the_fake(cluster: FakeAPIServer, tmp_path: Pa
     assert diff.returncode == 1 and b"missing" in diff.stdout
     dry = subprocess.run(cmd + ["reconcile", "--once", "--dry-run", "--kubeconfig", str(kubeconfig)], capture_output=True, timeout=60)
     assert dry.returncode == 1, "a dry run that would correct exits 1, the CronJob's and CI's check"
+    said = [json.loads(line)["msg"] for line in dry.stderr.decode().splitlines()]
+    assert "default/memcached-sample: not written (dry run): created the Deployment" in said, said
+    assert any(m.startswith("cycle done") and ", 1 to correct (dry run), 0 failed" in m for m in said), said
     assert deployment(cluster, "memcached-sample") is None, "and writes nothing"
     once = subprocess.run(cmd + ["reconcile", "--once", "--kubeconfig", str(kubeconfig)], capture_output=True, timeout=60)
     assert once.returncode == 0, once.stderr.decode()
@@ -432,7 +435,7 @@ def test_a_failed_apply_is_a_warning_with_what_it_was_to_do_and_a_dry_run_says_w
     assert message.endswith("(to do: created the Deployment)")
     at_emit.seen.clear()
     [outcome] = reconciler_for(cluster, dry_run=True).run_cycle().outcomes
-    assert at_emit.seen == [("INFO", "default/a: created the Deployment", 0)], \
+    assert at_emit.seen == [("INFO", "default/a: not written (dry run): created the Deployment", 0)], \
         "nothing sent, what would be done told"
 
 
