@@ -258,7 +258,7 @@ class Controller:
             caches.put(companion["kind"], companion)
         if outcome.cr is not None:
             caches.put(KIND, outcome.cr)
-        self.metrics.observe_outcome(outcome)
+        self.metrics.observe_outcome(outcome, self.reconciler.options.dry_run)
         if outcome.action == Action.FAILED and not outcome.permanent:
             return Result(outcome, after, retry=outcome.error)  # retried at the backoff's pace
         if outcome.permanent:  # refused for good (422, 403): reported, retried at the resync or on a change

@@ -145,8 +145,8 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.corrections = Counter(f"{PREFIX}_drift_corrections", "Drifted fields corrected, by field.", ["field"], registry=r)
-        self.drift_detected = Counter(f"{PREFIX}_drift_detected", "Drifted fields found and left alone (--detect-only), by field.",
-                                      ["field"], registry=r)
+        self.drift_detected = Counter(f"{PREFIX}_drift_detected",
+                                      "Drifted fields found and left alone (--detect-only, --dry-run), by field.", ["field"], registry=r)
         self.errors = Counter(f"{PREFIX}_errors", "Errors by reason.", ["reason"], registry=r)
         self.write_failures = Counter(f"{PREFIX}_write_failures", "Writes the API server refused, by kind of object and HTTP "
                                       "status (0: no answer).", ["kind", "code"], registry=r)
@@ -280,9 +280,9 @@ class Metrics:
         self.shard_handovers.inc()
         self.shard_handover_seconds.observe(seconds)
 
-    def observe_outcome(self, outcome: Any) -> None:
-        """Count one CR's result: its corrected (or, detect-only, reported) fields and its failure."""
-        counter = self.drift_detected if outcome.action == Action.DRIFTED else self.corrections
+    def observe_outcome(self, outcome: Any, dry_run: bool = False) -> None:
+        """Count one CR's result: its corrected (or, detect-only or a dry run, reported) fields and its failure."""
+        counter = self.drift_detected if dry_run or outcome.action == Action.DRIFTED else self.corrections
         for d in outcome.drift:
             counter.labels(d.field or "<object>").inc()
         for where, d in outcome.companions.drift:  # the Service's and the budget's, by kind

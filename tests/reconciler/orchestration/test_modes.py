@@ -666,4 +666,8 @@ def test_an_event_driven_dry_run_writes_nothing_and_takes_no_lease(cluster: Fake
     mine = [w for w in cluster.writes() if r.ours(w) and not w.path.endswith("reviews")]
     assert mine == [], [(w.method, w.path) for w in mine]
     assert deployment(cluster, "a") is None and not events(cluster, "a")
+    counted = {n: sum(v for (name, _), v in r.samples().items() if name == n)
+               for n in ("memcached_gitops_drift_corrections_total", "memcached_gitops_drift_detected_total")}
+    assert counted["memcached_gitops_drift_corrections_total"] == 0, "nothing was corrected: the dashboard must not say so"
+    assert counted["memcached_gitops_drift_detected_total"] >= 1, counted
     assert r.terminate() == 0
