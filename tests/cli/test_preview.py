@@ -420,3 +420,18 @@ def test_each_side_reads_within_its_own_input_limit(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "(pull request): " in proc.stdout and "larger than the limit" in proc.stdout, proc.stdout
     assert "(main)" not in proc.stdout and "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 
+
+@pytest.mark.parametrize("named", ["apps/gone", "apps/gone/a.yaml"])
+def test_a_pull_request_that_deletes_what_is_named_previews_its_removal(tmp_path: Path, named: str) -> None:
+    """The path named exists only at the base (the pull request deletes the application, or its file):
+    the preview is that removal (exit 1), never "no such file"; a path on neither side is one line, exit 2."""
+    base = {"apps/gone/a.yaml": cr("gone"), "apps/kept/b.yaml": cr("kept")}
+    repo = two_commits(tmp_path / "repo", base, {"apps/gone/a.yaml": None})
+    proc = preview(repo, named)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = summary(proc.stdout)
+    assert any(line.startswith("  Memcached gone removed (") for line in lines), lines
+    assert "removed Deployment 1, Memcached 1, Service 1" in proc.stdout, proc.stdout
+    proc = preview(repo, "apps/never")
+    assert proc.returncode == 2 and proc.stderr.startswith("error: apps/never: no such file or directory"), proc.stderr
+
