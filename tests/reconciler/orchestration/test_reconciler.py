@@ -582,3 +582,24 @@ def test_once_whose_list_of_crs_fails_exits_2_even_as_a_dry_run(cluster: FakeAPI
     once = subprocess.run(cmd, capture_output=True, timeout=120)
     assert once.returncode == 2, once.stderr.decode()[-2000:]
     assert deployment(cluster, "m") is None
+
+
+def test_every_refused_write_of_a_reconcile_is_in_its_error_and_logged_once_as_it_was(cluster: FakeAPIServer, caplog) -> None:
+    """The Deployment's apply and the Service's both refused: the CR's error names both, "; " between
+    them (the status message and the Warning Event carry it); each is logged once, the Deployment's with
+    what it was to do, the Service's as refused, nothing appended."""
+    caplog.set_level(logging.WARNING)
+    make_cr(cluster, "a", size=1)
+    cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=422, times=1))
+    cluster.faults.append(Fault(method="PATCH", path_contains="/services/a-memcached", status=422, times=1))
+    [outcome] = reconciler_for(cluster).run_cycle().outcomes
+    assert outcome.action == "failed"
+    parts = outcome.error.split("; ")
+    assert sorted(p.split(":", 1)[0] for p in parts) == ["Deployment default/a", "Service default/a-memcached"], outcome.error
+    assert all(": apply refused: HTTP 422" in p for p in parts), outcome.error
+    logged = sorted(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and r.getMessage().startswith("default/a: "))
+    assert len(logged) == 2, logged
+    deployment_line, service_line = logged
+    assert deployment_line.endswith("(to do: created the Deployment)"), deployment_line
+    service_part = next(p for p in parts if p.startswith("Service"))
+    assert service_line == f"default/a: {service_part}", (service_line, service_part)
