@@ -603,3 +603,15 @@ def test_every_refused_write_of_a_reconcile_is_in_its_error_and_logged_once_as_i
     assert deployment_line.endswith("(to do: created the Deployment)"), deployment_line
     service_part = next(p for p in parts if p.startswith("Service"))
     assert service_line == f"default/a: {service_part}", (service_line, service_part)
+
+
+def test_every_request_is_counted_under_its_method_as_client_go_names_it(cluster: FakeAPIServer) -> None:
+    """rest_client_requests_total's ``method`` label is the HTTP method in upper case, as client-go's
+    (the kubernetes client upper-cases what it sends, so a lower-case name would be sent right and
+    counted wrong): a creation's cycle, with its GETs of the companions' names, counts none other."""
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster)
+    assert [o.action for o in rec.run_cycle().outcomes] == ["created"]
+    methods = {method for (_, method, _) in rec.api.results}
+    assert methods and methods <= {"GET", "POST", "PUT", "PATCH", "DELETE"}, methods
+    assert {"GET", "PATCH"} <= methods, methods
