@@ -189,3 +189,32 @@ def test_cli_adopt_flag_and_its_environment_variable(cluster: FakeAPIServer, tmp
     assert run.returncode == 0, run.stderr.decode()
     assert deployment(cluster, "m")["metadata"]["ownerReferences"][0]["controller"] is True
     assert any(json.loads(line)["msg"].startswith("cycle done") for line in run.stderr.decode().splitlines())
+
+
+@pytest.mark.parametrize("owned_before", [False, True])
+def test_taking_one_over_keeps_what_an_unknown_updater_set_until_ours(cluster: FakeAPIServer, owned_before: bool) -> None:
+    """An updater we do not know (not kubectl) replaced our container port with its own, and in the same
+    edit set an annotation of its own on the Pod template. Our port comes back either way and theirs goes
+    (an unwanted item). Taking the GitOps-applied Deployment over (--adopt) leaves the rest of what that
+    updater set (cycle.py ``_revocation``: its previous world keeps its fields until our apply replaces
+    them); on a Deployment that is ours already, everything that updater holds is taken back, and our
+    apply, which does not carry the annotation, removes it."""
+    from tests.support.fakecluster import argocd_applies
+
+    make_cr(cluster, "m", size=1)
+    argocd_applies(cluster, "m", 1)
+    rec = reconciler_for(cluster, adopt=True)
+    if owned_before:
+        rec.run_cycle()
+        assert deployment(cluster, "m")["metadata"]["ownerReferences"][0]["controller"] is True
+    edit = [{"op": "replace", "path": "/spec/template/spec/containers/0/ports",
+             "value": [{"containerPort": 11311, "name": "other", "protocol": "TCP"}]},
+            {"op": "add", "path": "/spec/template/metadata/annotations", "value": {"bot.example.com/touched": "yes"}}]
+    code, _, data = cluster.handle("PATCH", DEP_PATH.format(ns="default", name="m") + "?fieldManager=platform-bot",
+                                   {"Content-Type": "application/json-patch+json"}, json.dumps(edit).encode())
+    assert code == 200, data
+    rec.run_cycle()
+    template = deployment(cluster, "m")["spec"]["template"]
+    assert [p["containerPort"] for p in template["spec"]["containers"][0]["ports"]] == [11211]
+    kept = (template["metadata"].get("annotations") or {}).get("bot.example.com/touched")
+    assert kept == (None if owned_before else "yes"), template["metadata"]
