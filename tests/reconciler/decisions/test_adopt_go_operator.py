@@ -342,3 +342,47 @@ def test_a_budget_no_longer_wanted_is_deleted_while_a_foreign_pod_holds_the_rest
     assert condition(cluster, "a", "Degraded")["reason"] == "SelectorOverlap"
     assert cluster.get("", "services", "default", "a-memcached") is None, "withheld: not created while it would select the intruder"
     assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is None
+
+
+def test_a_foreign_pods_report_names_each_owner_and_reads_one_list_of_the_selector(cluster: FakeAPIServer) -> None:
+    """The Degraded message a person reads, word for word: each foreign Pod named (", " between them),
+    the selector as ``kubectl get -l`` takes it, what is held back and what to do; the Pods are read by
+    one LIST of the namespace with that selector (a Pod of other labels is never looked at)."""
+    from memcached_gitops.reconciler.orchestration.cycle import PAGE_SIZE
+
+    _intruder(cluster)
+    second = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "intruder-2", "labels": {
+        "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}}, "spec": {"containers": [{"name": "x", "image": "b:1"}]}}
+    bystander = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bystander", "labels": {"app": "web"}},
+                 "spec": {"containers": [{"name": "x", "image": "b:1"}]}}
+    for pod in (second, bystander):
+        code, _, data = cluster.handle("POST", "/api/v1/namespaces/default/pods", {"Content-Type": "application/json"},
+                                       json.dumps(pod).encode())
+        assert code == 201, data
+    make_cr(cluster, "a", size=2)
+    cluster.reset_log()
+    reconciler_for(cluster).run_cycle()
+    selector = "app.kubernetes.io/instance=a,app.kubernetes.io/name=memcached"
+    assert condition(cluster, "a", "Degraded")["message"] == (
+        f"this Memcached's selector {selector} also selects Pods of Pod default/intruder, Pod default/intruder-2: its Service and "
+        "PodDisruptionBudget are not created (they would send clients to, or count, those Pods); relabel or delete them "
+        f"(kubectl get pods -n default -l {selector})")
+    lists = [(r.path, r.query) for r in cluster.log if r.method == "GET" and r.path.endswith("/pods") and "namespaces" in r.path]
+    assert lists == [("/api/v1/namespaces/default/pods", {"limit": str(PAGE_SIZE), "labelSelector": selector})], lists
+
+
+@pytest.mark.parametrize("adopt", [True, False])
+def test_a_kept_selectors_overlap_is_told_word_for_word(cluster: FakeAPIServer, adopt: bool) -> None:
+    """Seed 000's shared selector, taken over (--adopt) or not yet: the message says what is held back in
+    each case and how to get a selector of one's own."""
+    left_running(cluster, "seed-000", names=("a", "b"))
+    rec = reconciler_for(cluster, adopt=adopt)
+    for _ in range(3):
+        rec.run_cycle()
+    held = ("its Service and PodDisruptionBudget are not created or corrected" if adopt else
+            "taken over with --adopt it is kept (a selector is immutable), and its Service and PodDisruptionBudget would not be created")
+    told = (f"the Deployment's selector app.kubernetes.io/name=project also selects Pods of Deployment default/b: {held} "
+            "(they would send clients to, or count, those Pods); to give this Memcached a selector of its own: "
+            "kubectl delete deployment -n default a, and the reconciler creates ours (docs/guides/migrate-from-go-operator.md)")
+    message = condition(cluster, "a", "Degraded")["message"]
+    assert message == told if adopt else message.startswith(told + "; the Deployment was created for this Memcached"), message
