@@ -60,6 +60,17 @@ def test_after_a_fight_only_the_same_objects_field_is_the_next_one() -> None:
     assert d.record("k", "ns/a-memcached", REPLICAS, "x", M(20), kind="Service") is not None
 
 
+def test_after_a_fight_only_the_same_manager_is_the_next_one() -> None:
+    """After a fight with an HPA over replicas, one correction undone by a person (``kubectl scale``) is
+    no new fight at once: it counts from zero, as any other manager's, and is never named after the HPA."""
+    d = FightDetector(threshold=1, window=1000, base=10, cap=300)
+    d.record("k", "ns/a", REPLICAS, "hpa", M(0))
+    assert d.record("k", "ns/a", REPLICAS, "hpa", M(1)) is not None
+    assert d.record("k", "ns/a", REPLICAS, "kubectl (scale)", M(20)) is None
+    fight = d.record("k", "ns/a", REPLICAS, "hpa", M(30))
+    assert fight is not None and fight.manager == "hpa" and fight.delay == 20, "the HPA again: the next fight, its backoff doubled"
+
+
 def test_the_backoff_doubles_with_each_fight_in_a_row_up_to_the_cap() -> None:
     """After a fight, one more correction undone by the same manager is the next fight: one write per delay."""
     d = FightDetector(threshold=1, window=1000, base=10, cap=30)
