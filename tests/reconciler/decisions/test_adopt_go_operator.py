@@ -373,15 +373,16 @@ def test_a_foreign_pods_report_names_each_owner_and_reads_one_list_of_the_select
 
 @pytest.mark.parametrize("adopt", [True, False])
 def test_a_kept_selectors_overlap_is_told_word_for_word(cluster: FakeAPIServer, adopt: bool) -> None:
-    """Seed 000's shared selector, taken over (--adopt) or not yet: the message says what is held back in
-    each case and how to get a selector of one's own."""
-    left_running(cluster, "seed-000", names=("a", "b"))
+    """Seed 000's selector shared by three CRs, taken over (--adopt) or not yet: the message names each
+    other owner, says what is held back in each case and how to get a selector of one's own."""
+    left_running(cluster, "seed-000", names=("a", "b", "c"))
     rec = reconciler_for(cluster, adopt=adopt)
     for _ in range(3):
         rec.run_cycle()
     held = ("its Service and PodDisruptionBudget are not created or corrected" if adopt else
             "taken over with --adopt it is kept (a selector is immutable), and its Service and PodDisruptionBudget would not be created")
-    told = (f"the Deployment's selector app.kubernetes.io/name=project also selects Pods of Deployment default/b: {held} "
+    told = (f"the Deployment's selector app.kubernetes.io/name=project also selects Pods of Deployment default/b, "
+            f"Deployment default/c: {held} "
             "(they would send clients to, or count, those Pods); to give this Memcached a selector of its own: "
             "kubectl delete deployment -n default a, and the reconciler creates ours (docs/guides/migrate-from-go-operator.md)")
     message = condition(cluster, "a", "Degraded")["message"]
