@@ -615,3 +615,23 @@ def test_every_request_is_counted_under_its_method_as_client_go_names_it(cluster
     methods = {method for (_, method, _) in rec.api.results}
     assert methods and methods <= {"GET", "POST", "PUT", "PATCH", "DELETE"}, methods
     assert {"GET", "PATCH"} <= methods, methods
+
+
+def test_a_persisting_failure_is_one_warning_and_a_new_one_of_the_same_reason_is_another(cluster: FakeAPIServer) -> None:
+    """The Deployment's apply refused (422) two cycles running: one Warning Event, the CR's Degraded
+    already says it; then refused for another cause (400) under the same reason ApplyFailed: a new
+    Warning, so that the Events say what the status says."""
+    make_cr(cluster, "a", size=1)
+    rec = reconciler_for(cluster)
+
+    def warnings() -> list[str]:
+        with cluster.lock:
+            return [e["message"] for (g, p, _, _), e in list(cluster.objects.items())
+                    if (g, p) == ("", "events") and e.get("type") == "Warning" and e.get("reason") == "ApplyFailed"]
+
+    for status in (422, 422, 400):
+        cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=status, times=1))
+        assert [o.action for o in rec.run_cycle().outcomes] == ["failed"]
+    said = warnings()
+    assert len(said) == 2 and "HTTP 422" in said[0] and "HTTP 400" in said[1], said
+    assert condition(cluster, "a", "Degraded")["reason"] == "ApplyFailed" and "HTTP 400" in condition(cluster, "a", "Degraded")["message"]
