@@ -699,6 +699,26 @@ def test_a_failing_cr_counts_its_failures(caplog) -> None:
     assert ("WARNING", "default/a: no; retrying with backoff") in logged
 
 
+def test_a_cr_whose_reconcile_keeps_raising_is_retried_at_a_growing_pace() -> None:
+    """A read that keeps failing (etcd down, a 403 on a GET): each attempt is a failure the queue counts,
+    and the CR comes back after a backoff that doubles from 5 ms (client-go's per-item limiter): a few
+    attempts in 0.3 s, never a hot loop of requests and warnings."""
+    c = make()
+    calls: list[float] = []
+
+    def outcome(cr: dict[str, Any], *a: Any, **k: Any) -> CROutcome:
+        calls.append(time.monotonic())
+        raise APIError(500, "etcdserver: request timed out")
+
+    c.reconciler.reconcile_cr = Recorder(outcome)  # type: ignore[method-assign]
+    store(c, "Memcached", cr("a"))
+    c.queue.add(("default", "a"))
+    start = time.monotonic()
+    work(c, lambda: time.monotonic() - start >= 0.3)
+    assert 2 <= len(calls) <= 12, f"{len(calls)} attempts in 0.3 s"
+    assert c.queue.failures(("default", "a")) >= len(calls) - 1, "each failed attempt counted for the backoff"
+
+
 # ---- leadership
 class Elector:
     """Stands in for LeaderElector: leads (or not) when run, records release."""
