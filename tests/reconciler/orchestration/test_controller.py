@@ -246,7 +246,9 @@ def test_detect_only_in_the_once_mode(cluster: FakeAPIServer) -> None:
 def test_two_replicas_never_both_write(cluster: FakeAPIServer) -> None:
     """From the request log: while one replica leads, the other writes nothing but its Lease tries."""
     make_cr(cluster, "a")
-    lease = (1.5, 1.0, 0.1)
+    # client-go's 15 / 10 / 2 scaled down, not so far that a busy machine's stalled renewal lets the Lease
+    # expire while replica-1 still leads (the standby then takes it, rightly, and the release is a 409)
+    lease = (4.0, 3.0, 0.2)
     with running(cluster, identity="replica-1", elect=True, lease=lease) as one:
         with running(cluster, identity="replica-2", elect=True, lease=lease, wait_leader=False) as two:
             wait_for(lambda: two.metrics.ready)
