@@ -308,14 +308,20 @@ def test_the_number_of_builds_is_capped_and_the_cut_one_named(world: Path) -> No
     assert last.startswith("error: ./apps/a3 (kustomize build): not built: more than 3 kustomize builds"), proc.stderr
 
 
-def test_one_deadline_for_the_whole_run_names_the_build_it_cut(world: Path, tmp_path: Path) -> None:
+def two_slow_builds(world: Path, tmp_path: Path, seconds: int, deadline: int) -> subprocess.CompletedProcess[str]:
+    """``validate .`` of two kustomizations, each built by a kustomize that takes ``seconds``, under a
+    run's deadline of ``deadline`` seconds."""
     shim = tmp_path / "slow-kustomize"
-    shim.write_text("#!/bin/sh\nsleep 3\nprintf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: late}\\n'\n")
+    shim.write_text(f"#!/bin/sh\nsleep {seconds}\nprintf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {{name: late}}\\n'\n")
     shim.chmod(0o755)
     for i in range(2):
         (world / "apps" / f"a{i}").mkdir()
         (world / "apps" / f"a{i}" / "kustomization.yaml").write_text("resources: []\n")
-    proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE=str(shim), MEMCACHED_GITOPS_DEADLINE="2")
+    return run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE=str(shim), MEMCACHED_GITOPS_DEADLINE=str(deadline))
+
+
+def test_one_deadline_for_the_whole_run_names_the_build_it_cut(world: Path, tmp_path: Path) -> None:
+    proc = two_slow_builds(world, tmp_path, 3, 2)
     assert proc.returncode == 1, proc.stderr
     assert "./apps/a0 (kustomize build): kustomize build stopped after 2 s" in proc.stderr, proc.stderr
 
@@ -323,13 +329,7 @@ def test_one_deadline_for_the_whole_run_names_the_build_it_cut(world: Path, tmp_
 def test_a_later_build_gets_only_what_the_deadline_has_left(world: Path, tmp_path: Path) -> None:
     """Two builds of 2 s each under a 3 s deadline for the run: the first is built, the second is
     given the second left and cut, named; never the whole deadline again (the run would take 4 s)."""
-    shim = tmp_path / "slow-kustomize"
-    shim.write_text("#!/bin/sh\nsleep 2\nprintf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: late}\\n'\n")
-    shim.chmod(0o755)
-    for i in range(2):
-        (world / "apps" / f"a{i}").mkdir()
-        (world / "apps" / f"a{i}" / "kustomization.yaml").write_text("resources: []\n")
-    proc = run(["validate", "."], world, MEMCACHED_GITOPS_KUSTOMIZE=str(shim), MEMCACHED_GITOPS_DEADLINE="3")
+    proc = two_slow_builds(world, tmp_path, 2, 3)
     assert proc.returncode == 1, proc.stderr
     assert "./apps/a0 (kustomize build)" not in proc.stderr, proc.stderr
     assert "./apps/a1 (kustomize build): kustomize build stopped after" in proc.stderr, proc.stderr
