@@ -216,8 +216,8 @@ def report_github(findings: list[Finding]) -> None:
         message = f"{f.field}: {f.message}" if f.field else f.message
         if f.file.endswith(BUILT):  # a line of kustomize's output: the annotation goes on the kustomization file
             folder = os.path.normpath(f.file.removesuffix(BUILT))
-            file = next((os.path.normpath(os.path.join(folder, n)) for n in KUSTOMIZE_FILE_NAMES
-                         if os.path.isfile(os.path.join(folder, n))), folder)  # "." + kustomization.yaml: no "./"
+            named = (os.path.normpath(os.path.join(folder, n)) for n in KUSTOMIZE_FILE_NAMES)  # "." + a name: no "./"
+            file = next((path for path in named if os.path.isfile(path)), folder)
             where, message = "line=1", f"{message} (line {f.line} of its kustomize build)" if f.line else message
         props = f"file={esc(file, True)},{where},title={esc(f.ref or NAME, True)}"
         echo(f"::{level} {props}::{esc(message)}")
