@@ -428,6 +428,20 @@ def test_reconcile_writes_its_answers_through_to_the_cache_and_counts_the_correc
     assert c.metrics.value("memcached_gitops_drift_corrections_total", {"field": ".spec.replicas"}) == 1
 
 
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_dry_run_controller_counts_what_it_found_as_detected_never_as_corrected(dry_run: bool) -> None:
+    """The controller hands its reconciler's --dry-run to the metrics: a dry run wrote nothing, so the
+    dashboard's corrections counter must not move (its drift is counted as detected)."""
+    c = make(dry_run=dry_run)
+    drift = Drift(REPLICAS, 5, 1, ("kubectl",))
+    c.reconciler.reconcile_cr = Recorder(lambda *a, **k: CROutcome(  # type: ignore[method-assign]
+        "default", "a", Action.CORRECTED, drift=[drift]))
+    store(c, "Memcached", cr("a"))
+    c.reconcile(("default", "a"), 100.0)
+    counted = [c.metrics.value(f"memcached_gitops_drift_{name}_total", {"field": ".spec.replicas"}) for name in ("corrections", "detected")]
+    assert counted == ([0, 1] if dry_run else [1, 0]), counted
+
+
 def test_reconcile_finds_the_companions_in_the_cache_and_writes_their_answers_through() -> None:
     """The step finds the cached Service and budget by kind, namespace and name (no GET), and what its
     applies of them returned replaces the cached ones."""

@@ -1,0 +1,85 @@
+"""What one cycle reports, in-process (the command's runs in test_reconciler.py and test_modes.py are
+subprocesses): the cycle's summary line and exit code (loop.py), and the metrics one outcome counts
+(metrics.py), for a cycle that writes and for a dry run that only says what it would write."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from memcached_gitops.reconciler.orchestration.loop import run_once
+from memcached_gitops.reconciler.orchestration.metrics import Metrics
+
+from fakeapi.server import FakeAPIServer
+from tests.support.fakecluster import make_cr, reconciler_for
+
+CORRECTED = "memcached_gitops_drift_corrections_total"
+DETECTED = "memcached_gitops_drift_detected_total"
+
+
+@pytest.mark.parametrize(("dry_run", "code", "counted"), [(False, 0, "1 corrected"), (True, 1, "1 to correct (dry run)")])
+def test_the_cycle_line_and_exit_code_say_what_was_written(cluster: FakeAPIServer, caplog, dry_run: bool, code: int,
+                                                          counted: str) -> None:
+    caplog.set_level(logging.INFO)
+    make_cr(cluster, "a", size=1)
+    assert run_once(reconciler_for(cluster, dry_run=dry_run)) == code
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("cycle done")]
+    assert line.endswith(f": 1 CRs, {counted}, 0 failed"), line
+    said = [r.getMessage() for r in caplog.records]
+    assert ("default/a: not written (dry run): created the Deployment" in said) is dry_run, said
+    assert ("default/a: created the Deployment" in said) is not dry_run, said
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_an_outcomes_drift_is_counted_as_corrected_only_when_written(cluster: FakeAPIServer, dry_run: bool) -> None:
+    make_cr(cluster, "a", size=1)
+    [outcome] = reconciler_for(cluster, dry_run=dry_run).run_cycle().outcomes
+    metrics = Metrics()
+    metrics.observe_outcome(outcome, dry_run)
+    found = {"field": "<object>"}
+    assert (metrics.value(CORRECTED, found), metrics.value(DETECTED, found)) == ((0, 1) if dry_run else (1, 0))
+    assert metrics.value("controller_runtime_reconcile_total", {"controller": "memcached", "result": "success"}) == 1
+
+
+def test_a_companions_drift_and_a_refused_write_are_counted_by_kind(cluster: FakeAPIServer, caplog) -> None:
+    """A Service's drift is counted under "Service <field>", each refused write by its kind and HTTP
+    status, and the cycle's log names the CR that failed and why."""
+    from fakeapi.server import Fault
+    from tests.support.fakecluster import patch
+
+    caplog.set_level(logging.INFO)
+    make_cr(cluster, "a", size=1)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    patch(cluster, "/api/v1/namespaces/default/services/a-memcached", {"metadata": {"labels": {"app.kubernetes.io/part-of": "x"}}},
+          "application/merge-patch+json")
+    patch(cluster, "/apis/apps/v1/namespaces/default/deployments/a", {"spec": {"replicas": 3}}, "application/merge-patch+json")
+    cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=422, times=1))
+    report = rec.run_cycle()
+    metrics = Metrics()
+    for outcome in report.outcomes:
+        metrics.observe_outcome(outcome)
+    service_fields = [labels["field"] for name, labels in _samples(metrics, CORRECTED) if labels["field"].startswith("Service ")]
+    assert service_fields == ["Service .metadata.labels.app.kubernetes.io/part-of"], service_fields
+    assert metrics.value("memcached_gitops_write_failures_total", {"kind": "Deployment", "code": "422"}) == 1
+    caplog.clear()
+    from memcached_gitops.reconciler.orchestration.loop import log_report
+
+    log_report(report)
+    said = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("failed default/a: Deployment default/a: apply refused: HTTP 422") for m in said), said
+
+
+def _samples(metrics: Metrics, name: str) -> list[tuple[str, dict[str, str]]]:
+    return [(s.name, s.labels) for family in metrics.registry.collect() for s in family.samples if s.name == name]
+
+
+def test_a_cycle_that_could_not_read_the_crs_says_it_is_incomplete(cluster: FakeAPIServer, caplog) -> None:
+    from fakeapi.server import Fault
+
+    caplog.set_level(logging.INFO)
+    make_cr(cluster, "a", size=1)
+    cluster.faults.append(Fault(method="GET", path_contains="/memcacheds", status=403, times=50))
+    assert run_once(reconciler_for(cluster)) == 2
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("cycle done")]
+    assert ", 0 failed (incomplete: " in line and "403" in line, line
