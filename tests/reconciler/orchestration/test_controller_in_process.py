@@ -442,6 +442,24 @@ def test_a_dry_run_controller_counts_what_it_found_as_detected_never_as_correcte
     assert counted == ([0, 1] if dry_run else [1, 0]), counted
 
 
+def test_a_write_refused_for_good_is_one_warning_naming_the_cr_and_is_not_retried_at_once(caplog) -> None:
+    """A 422 (refused for good): one warning with the CR's namespace/name and the refusal, the key done
+    (retried at the resync or on a change), never put back at the backoff's pace."""
+    from memcached_gitops.reconciler.orchestration.write_apply import WriteFailure
+
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    c = make()
+    failure = WriteFailure("Deployment", "default/a", "apply", 422, "spec.template: Invalid value")
+    c.reconciler.reconcile_cr = Recorder(lambda *a, **k: CROutcome(  # type: ignore[method-assign]
+        "default", "a", Action.FAILED, error=failure.describe(), failures=[failure]))
+    store(c, "Memcached", cr("a"))
+    result = c.reconcile(("default", "a"), 100.0)
+    assert result.done and not result.retry
+    assert [r.getMessage() for r in caplog.records if r.name == LOGGER] == [
+        "default/a: Deployment default/a: apply refused: HTTP 422: spec.template: Invalid value; "
+        "retried at the resync or when the CR or its objects change"]
+
+
 def test_reconcile_finds_the_companions_in_the_cache_and_writes_their_answers_through() -> None:
     """The step finds the cached Service and budget by kind, namespace and name (no GET), and what its
     applies of them returned replaces the cached ones."""
