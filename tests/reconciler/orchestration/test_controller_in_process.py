@@ -460,6 +460,18 @@ def test_a_write_refused_for_good_is_one_warning_naming_the_cr_and_is_not_retrie
         "retried at the resync or when the CR or its objects change"]
 
 
+def test_an_unlabelled_companion_read_by_a_get_stays_out_of_an_unsharded_cache() -> None:
+    """A foreign Service without our labels, found by a GET of its name: the labelled informers never
+    see it, so an unsharded controller never caches it (it would stay there after it is deleted)."""
+    c = make()
+    foreign = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a-memcached", "namespace": "default", "resourceVersion": "5"}}
+    c.reconciler.reconcile_cr = Recorder(lambda *a, **k: CROutcome(  # type: ignore[method-assign]
+        "default", "a", Action.UNCHANGED, companions=CompanionOutcome(read=[("Service", foreign)])))
+    store(c, "Memcached", cr("a"))
+    c.reconcile(("default", "a"), 100.0)
+    assert c.caches.cached("Service", ("default", "a-memcached")) is None
+
+
 def test_reconcile_finds_the_companions_in_the_cache_and_writes_their_answers_through() -> None:
     """The step finds the cached Service and budget by kind, namespace and name (no GET), and what its
     applies of them returned replaces the cached ones."""
