@@ -83,3 +83,39 @@ def test_a_cycle_that_could_not_read_the_crs_says_it_is_incomplete(cluster: Fake
     assert run_once(reconciler_for(cluster)) == 2
     [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("cycle done")]
     assert ", 0 failed (incomplete: " in line and "403" in line, line
+
+
+@pytest.mark.parametrize(("complete", "drifted", "failed", "dry_run", "code"), [
+    (True, False, False, False, 0), (True, True, False, False, 0), (True, True, True, False, 1), (False, False, False, False, 2),
+    (True, False, False, True, 0), (True, True, False, True, 1), (False, True, False, True, 2)])
+def test_the_exit_code_of_a_cycle(complete: bool, drifted: bool, failed: bool, dry_run: bool, code: int) -> None:
+    """0 nothing failed (a dry run: nothing to correct), 1 a failure (a dry run: drift), 2 the cycle did
+    not look at every CR: what a CronJob's and CI's check reads."""
+    from types import SimpleNamespace
+
+    from memcached_gitops.reconciler.orchestration.loop import exit_code
+
+    report = SimpleNamespace(complete=complete, drifted=["a"] if drifted else [], failed=["a"] if failed else [])
+    assert exit_code(report, dry_run) == code  # type: ignore[arg-type]
+
+
+def test_the_cycle_logs_each_drift_it_corrected_and_a_missing_companion_counts_as_its_object(cluster: FakeAPIServer,
+                                                                                              caplog) -> None:
+    from memcached_gitops.reconciler.orchestration.loop import log_report
+
+    from tests.support.fakecluster import patch
+
+    make_cr(cluster, "a", size=1)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    patch(cluster, "/apis/apps/v1/namespaces/default/deployments/a", {"spec": {"replicas": 3}}, "application/merge-patch+json")
+    cluster.handle("DELETE", "/api/v1/namespaces/default/services/a-memcached", {}, b"")
+    caplog.set_level(logging.INFO)
+    report = rec.run_cycle()
+    caplog.clear()
+    log_report(report)
+    said = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("drift default/a .spec.replicas: live 3, desired 1") for m in said), said
+    metrics = Metrics()
+    metrics.observe_outcome(report.outcomes[0])
+    assert metrics.value(CORRECTED, {"field": "Service <object>"}) == 1
