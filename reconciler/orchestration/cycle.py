@@ -510,23 +510,26 @@ class Reconciler:
         ``ours`` already); the Deployment as the apply left it. A refused apply is recorded
         (``_failed``) and leaves the action FAILED."""
         result = visit.result
-        if result.action is not Action.FAILED:  # a companion written beside a new Deployment may have failed first
-            result.action = Action.CREATED if live is None else Action.ADOPTED if applied_by else Action.CORRECTED
+        # what this apply does, told as such even when a companion written beside it failed first (the
+        # outcome then stays FAILED)
+        action = Action.CREATED if live is None else Action.ADOPTED if applied_by else Action.CORRECTED
+        if result.action is not Action.FAILED:
+            result.action = action
         if self.options.dry_run:  # said as not done: an on-call reading the log must not take it for a write
-            log.info("%s: not written (dry run): %s", visit, _summary(result.action, drift, desired, applied_by, inherited))
+            log.info("%s: not written (dry run): %s", visit, _summary(action, drift, desired, applied_by, inherited))
             return live
         taken = self._revocation(live, drift, pointers, ours)
         try:
             live = correct(self.api, DEPLOYMENTS, visit.namespace, visit.name, desired, drift, live, self.options.field_manager, taken)
         except APIError as exc:
             self._failed(visit, WriteFailure(DEPLOYMENTS.kind, f"{visit.namespace}/{visit.name}", "apply", exc.status, exc.message),
-                         f" (to do: {_summary(result.action, drift, desired, applied_by, inherited)})")
+                         f" (to do: {_summary(action, drift, desired, applied_by, inherited)})")
             return live
         result.deployment, result.applied_at = live, self.process_clock.monotonic().seconds
-        done = _summary(result.action, drift, desired, applied_by, inherited)
+        done = _summary(action, drift, desired, applied_by, inherited)
         log.info("%s: %s", visit, done)
         reason = {Action.CREATED: EventReason.DEPLOYMENT_CREATED,
-                  Action.ADOPTED: EventReason.ADOPTED}.get(result.action, EventReason.DRIFT_CORRECTED)
+                  Action.ADOPTED: EventReason.ADOPTED}.get(action, EventReason.DRIFT_CORRECTED)
         corrections = _corrections(drift) if applied_by else []
         details = "; corrected " + "; ".join(d.describe() for d in corrections) if corrections else ""
         visit.tell(reason, done + details)

@@ -584,13 +584,16 @@ def test_once_whose_list_of_crs_fails_exits_2_even_as_a_dry_run(cluster: FakeAPI
     assert deployment(cluster, "m") is None
 
 
-def test_every_refused_write_of_a_reconcile_is_in_its_error_and_logged_once_as_it_was(cluster: FakeAPIServer, caplog) -> None:
+@pytest.mark.parametrize("service_first", [False, True])
+def test_every_refused_write_of_a_reconcile_is_in_its_error_and_logged_once_as_it_was(cluster: FakeAPIServer, caplog,
+                                                                                     service_first: bool) -> None:
     """The Deployment's apply and the Service's both refused: the CR's error names both, "; " between
     them (the status message and the Warning Event carry it); each is logged once, the Deployment's with
-    what it was to do, the Service's as refused, nothing appended."""
+    what it was to do, the Service's as refused, nothing appended; the Deployment's to-do is its creation
+    whichever refusal comes first (the Service's apply runs beside it)."""
     caplog.set_level(logging.WARNING)
     make_cr(cluster, "a", size=1)
-    cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=422, times=1))
+    cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=422, times=1, delay=0.3 if service_first else 0))
     cluster.faults.append(Fault(method="PATCH", path_contains="/services/a-memcached", status=422, times=1))
     [outcome] = reconciler_for(cluster).run_cycle().outcomes
     assert outcome.action == "failed"
