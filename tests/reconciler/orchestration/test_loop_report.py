@@ -97,6 +97,8 @@ def test_the_exit_code_of_a_cycle(complete: bool, drifted: bool, failed: bool, d
 
     report = SimpleNamespace(complete=complete, drifted=["a"] if drifted else [], failed=["a"] if failed else [])
     assert exit_code(report, dry_run) == code  # type: ignore[arg-type]
+    if not dry_run:
+        assert exit_code(report) == code, "a cycle that may write is the default"  # type: ignore[arg-type]
 
 
 def test_the_cycle_logs_each_drift_it_corrected_and_a_missing_companion_counts_as_its_object(cluster: FakeAPIServer,
@@ -116,6 +118,7 @@ def test_the_cycle_logs_each_drift_it_corrected_and_a_missing_companion_counts_a
     log_report(report)
     said = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("drift default/a .spec.replicas: live 3, desired 1") for m in said), said
+    assert any(m.startswith("cycle done") and ": 1 CRs, 1 corrected, 0 failed" in m for m in said), "a cycle that wrote is the default"
     metrics = Metrics()
     metrics.observe_outcome(report.outcomes[0])
     assert metrics.value(CORRECTED, {"field": "Service <object>"}) == 1
