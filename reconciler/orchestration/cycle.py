@@ -384,13 +384,13 @@ class Reconciler:
         Deployment's apply on the pool; the Event names the Deployment first, as in sequence. The
         Deployment as its apply left it, and the report of a foreign companion ("" when none). With no
         live Deployment, nothing is taken over or taken back: its apply needs neither the CR's ignored
-        paths of the Deployment nor an owner (``_correct``'s defaults); the companions' ignored paths
+        paths of the Deployment (no pointers), and it is ours from its first apply; the companions' ignored paths
         still hold (a Service may be there)."""
         visit.result.action = Action.CREATED
         told = len(visit.told)
         both: list[Any] = concurrently([
             partial(reconcile_companions, self, visit, companions, False, None, ignored, False),
-            partial(self._correct, visit, desired, drift, None, "", False)])
+            partial(self._correct, visit, desired, drift, None, "", False, (), True)])
         foreign, live = both
         visit.told[told:] = sorted(visit.told[told:], key=lambda said: said[0] != EventReason.DEPLOYMENT_CREATED)
         return live, foreign
@@ -504,7 +504,7 @@ class Reconciler:
         return self._refuse(visit, Reason.DRIFT_DETECTED, message, size, live, Action.DRIFTED, failed=False)
 
     def _correct(self, visit: Visit, desired: dict[str, Any], drift: list[Drift], live: dict[str, Any] | None,
-                 applied_by: str, inherited: bool, pointers: tuple[Pointer, ...] = (), ours: bool = True) -> dict[str, Any] | None:
+                 applied_by: str, inherited: bool, pointers: tuple[Pointer, ...], ours: bool) -> dict[str, Any] | None:
         """Apply the rendering (the apply goes first: the drift's latency is the time to it), after
         taking back a person's fields (revoke.py; an unknown updater's only when the Deployment is
         ``ours`` already); the Deployment as the apply left it. A refused apply is recorded
