@@ -24,6 +24,9 @@ def log_report(report: CycleReport, dry_run: bool = False) -> None:
         if o.action in WRITES:
             for d in o.drift:
                 log.info("drift %s/%s %s", o.namespace, o.name, d.describe())
+        elif o.action is Action.DRIFTED:  # --detect-only: the same lines, said as left as they are
+            for d in o.drift:
+                log.warning("drift %s/%s %s (left uncorrected: --detect-only)", o.namespace, o.name, d.describe())
         elif o.action not in (Action.UNCHANGED, Action.OBSERVED, Action.SUSPENDED):  # observed: the cycle logged what differs
             log.warning("%s %s/%s: %s", o.action, o.namespace, o.name, o.error)
     log.info("cycle done in %.3fs: %d CRs, %d %s, %d failed%s", report.duration, len(report.outcomes),

@@ -122,3 +122,19 @@ def test_the_cycle_logs_each_drift_it_corrected_and_a_missing_companion_counts_a
     metrics = Metrics()
     metrics.observe_outcome(report.outcomes[0])
     assert metrics.value(CORRECTED, {"field": "Service <object>"}) == 1
+
+
+def test_a_detect_only_cycle_logs_each_drift_it_left(cluster: FakeAPIServer, caplog) -> None:
+    """The cycle's lines of a CR whose drift ``--detect-only`` left name each drifted field, as a
+    correcting cycle's do, said as left uncorrected (not an empty "drifted default/a: ")."""
+    from tests.support.fakecluster import scale
+
+    make_cr(cluster, "a", size=1)
+    reconciler_for(cluster).run_cycle()
+    scale(cluster, "a", 3)
+    caplog.set_level(logging.INFO)
+    assert run_once(reconciler_for(cluster, detect_only=True)) == 0
+    said = [f"{r.levelname} {r.getMessage()}" for r in caplog.records]
+    left = "WARNING drift default/a .spec.replicas: live 3, desired 1 (set by kubectl (scale)) (left uncorrected: --detect-only)"
+    assert left in said, said
+    assert not [line for line in said if line.endswith(": ")], said
