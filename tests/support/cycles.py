@@ -1,0 +1,351 @@
+"""The recorded cycles: every output of one ``reconcile --once`` cycle, for each cluster state and
+each mode, in a form that can be compared byte for byte with the one recorded in
+tests/golden/cycles/ (tests/reconciler/orchestration/test_recorded_cycles.py compares,
+``python -m tests.record_cycles`` records).
+
+A cell is a cluster state (``STATES``: what kubectl, Argo CD, an HPA or the Go operator left in the
+fake API server, and the faults it answers with) run under a mode (``MODES``: the command's options).
+The cycle runs in-process as ``reconcile --once`` runs it (loop.run_once), and the cell records what
+a user can see of it:
+
+- the exit code and the log lines (the cycle's line, each CR's, warnings; the lines of one CR sorted,
+  as its Deployment and companions are written on a pool);
+- the requests the reconciler sent (method, path, query, content type, body), in order per object:
+  the companions are written beside the Deployment on a pool, so only each object's own order is fixed;
+- every object of the cluster afterwards: the CRs' status, the Events (type, reason, message, count),
+  the Deployments, Services and budgets (labels, annotations, owners, spec, and who manages which
+  part: managedFields' manager, operation and subresource).
+
+Normalised, because they differ from run to run and nobody reads them as a result: resourceVersion,
+uid, generated Event names, and timestamps (each replaced by ``<time>``); durations in the log
+(``<seconds>``). Nothing else is: a changed word, count, field, request or exit code is a difference.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from memcached_gitops.reconciler.client.api import USER_AGENT
+from memcached_gitops.reconciler.orchestration.loop import run_once
+
+from fakeapi.server import FakeAPIServer, Fault
+from tests.support.fakecluster import (
+    CR_PATH,
+    DEP_PATH,
+    annotate,
+    argocd_applies,
+    argocd_applies_service,
+    create_hpa,
+    foreign_service,
+    hpa_scales,
+    make_cr,
+    patch,
+    reconciler_for,
+    scale,
+)
+from tests.support.go_operator import go_operator_deployment, seed_000_labels
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "cycles"
+MERGE, JSON_PATCH, STRATEGIC = "application/merge-patch+json", "application/json-patch+json", "application/strategic-merge-patch+json"
+SERVICE = "/api/v1/namespaces/{ns}/services/{name}"
+TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+SECONDS, SECONDS_SAID = re.compile(r"\b\d+(\.\d+)?( ?)s\b"), r"<seconds>\2s"
+CR_LINE = re.compile(r"^[A-Z]+ ([a-z0-9-]+/[a-z0-9.-]+): ")
+VOLATILE = {"resourceVersion", "uid"}
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+EVENT_NAME = re.compile(r"\.[0-9a-f]{16}$")  # client-go's name of an Event: the object's and a hex time
+
+
+def _ours(api: FakeAPIServer, name: str = "a", size: int = 1, ns: str = "default") -> None:
+    """A CR reconciled once already: its Deployment and companions ours, as a cycle left them."""
+    make_cr(api, name, ns, size=size)
+    reconciler_for(api).run_cycle()
+
+
+def _scaled(api: FakeAPIServer) -> None:
+    _ours(api)
+    scale(api, "a", 3)
+
+
+def _image_set(api: FakeAPIServer) -> None:
+    _ours(api)
+    body = {"spec": {"template": {"spec": {"containers": [{"image": "memcached:1.5", "name": "memcached"}]}}}}
+    patch(api, DEP_PATH.format(ns="default", name="a"), body, STRATEGIC, "?fieldManager=kubectl-set")
+
+
+def _port_patched(api: FakeAPIServer) -> None:
+    _ours(api)
+    ops = [{"op": "replace", "path": "/spec/template/spec/containers/0/ports/0/containerPort", "value": 9999}]
+    patch(api, DEP_PATH.format(ns="default", name="a"), ops, JSON_PATCH, "?fieldManager=kubectl-patch")
+
+
+def _env_added(api: FakeAPIServer) -> None:
+    """kubectl set env: an item of its own in a keyed list of ours."""
+    _ours(api)
+    body = {"spec": {"template": {"spec": {"containers": [{"name": "memcached", "env": [{"name": "DEBUG", "value": "1"}]}]}}}}
+    patch(api, DEP_PATH.format(ns="default", name="a"), body, STRATEGIC, "?fieldManager=kubectl-set")
+
+
+def _service_port_edited(api: FakeAPIServer) -> None:
+    _ours(api, size=2)
+    ops = [{"op": "replace", "path": "/spec/ports/0/port", "value": 11311}]
+    patch(api, SERVICE.format(ns="default", name="a-memcached"), ops, JSON_PATCH, "?fieldManager=kubectl-edit")
+
+
+def _service_labelled(api: FakeAPIServer) -> None:
+    _ours(api)
+    patch(api, SERVICE.format(ns="default", name="a-memcached"), {"metadata": {"labels": {"team": "x"}}}, MERGE,
+          "?fieldManager=kubectl-label")
+
+
+def _ignored_replicas(api: FakeAPIServer) -> None:
+    _ours(api)
+    annotate(api, "a", "spec.replicas")
+    scale(api, "a", 4)
+
+
+def _argocd(api: FakeAPIServer) -> None:
+    argocd_applies(api, "a", size=2)
+    argocd_applies_service(api, "a")
+    make_cr(api, "a", size=3)
+
+
+def _go_operator(api: FakeAPIServer) -> None:
+    cr = make_cr(api, "a", size=3)
+    go_operator_deployment(api, cr, seed_000_labels("a"))
+
+
+def _hpa(api: FakeAPIServer) -> None:
+    _ours(api, size=2)
+    create_hpa(api, "a", min_replicas=2)
+    hpa_scales(api, 4)
+
+
+def _foreign_service(api: FakeAPIServer) -> None:
+    foreign_service(api, "a-memcached")
+    make_cr(api, "a", size=2)
+
+
+def _two_namespaces(api: FakeAPIServer) -> None:
+    make_cr(api, "a", "default", size=1)
+    make_cr(api, "b", "shop", size=2)
+
+
+def _deleting(api: FakeAPIServer) -> None:
+    """A CR deleted while a finalizer of another controller holds it: deletionTimestamp set."""
+    make_cr(api, "a", size=1)
+    patch(api, CR_PATH.format(ns="default") + "/a", {"metadata": {"finalizers": ["example.com/hold"]}}, MERGE)
+    code, _, body = api.handle("DELETE", CR_PATH.format(ns="default") + "/a", {"User-Agent": "kubectl/v1.37.1"}, b"")
+    assert code in (200, 202), body
+
+
+def _faulted(method: str, path: str, status: int, times: int = 10) -> Callable[[FakeAPIServer], None]:
+    def state(api: FakeAPIServer) -> None:
+        _scaled(api)
+        api.faults.append(Fault(method=method, path_contains=path, status=status, times=times))
+    return state
+
+
+def _new(api: FakeAPIServer) -> None:
+    make_cr(api, "a", size=2)
+
+
+#: the cluster states, each named for what a person or a tool did before the cycle
+STATES: dict[str, Callable[[FakeAPIServer], None]] = {
+    "new-cr": _new,
+    "in-sync": _ours,
+    "scaled-by-kubectl": _scaled,
+    "image-set-by-kubectl": _image_set,
+    "port-json-patched": _port_patched,
+    "env-added-by-kubectl": _env_added,
+    "service-port-edited": _service_port_edited,
+    "service-labelled": _service_labelled,
+    "replicas-ignored-by-annotation": _ignored_replicas,
+    "applied-by-argocd": _argocd,
+    "left-by-go-operator": _go_operator,
+    "scaled-by-hpa": _hpa,
+    "foreign-service": _foreign_service,
+    "two-namespaces": _two_namespaces,
+    "cr-being-deleted": _deleting,
+    "list-forbidden": _faulted("GET", "/memcacheds", 403),
+    "apply-refused-422": _faulted("PATCH", "/deployments/a", 422),
+    "apply-conflict-409": _faulted("PATCH", "/deployments/a", 409, times=1),
+    "status-write-500": _faulted("PATCH", "/memcacheds/a/status", 500),
+    "event-post-403": _faulted("POST", "/events", 403),
+}
+
+#: the modes: the options of ``reconcile --once`` each cell runs under
+MODES: dict[str, dict[str, Any]] = {
+    "once": {},
+    "dry-run": {"dry_run": True},
+    "detect-only": {"detect_only": True},
+    "adopt": {"adopt": True},
+    "field-manager-and-image": {"field_manager": "team-cache", "image": "memcached:1.6.99"},
+    "namespace-shop": {"namespaces": ("shop",)},
+}
+#: the modes beyond the three every state runs under, and the states they run on
+EXTRA_MODES: dict[str, tuple[str, ...]] = {
+    "adopt": ("applied-by-argocd", "left-by-go-operator", "foreign-service", "new-cr", "scaled-by-kubectl"),
+    "field-manager-and-image": ("new-cr", "scaled-by-kubectl", "applied-by-argocd", "left-by-go-operator", "scaled-by-hpa",
+                                "env-added-by-kubectl"),
+    "namespace-shop": ("two-namespaces",),
+}
+
+
+class _Said(logging.Handler):
+    """The product's log lines, as ``LEVEL message``."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith("memcached_gitops"):
+            self.lines.append(f"{record.levelname} {UUID.sub('<uid>', SECONDS.sub(SECONDS_SAID, record.getMessage()))}")
+
+
+def scrub(value: Any) -> Any:
+    """``value`` with what differs from run to run replaced (see the module's docstring); managedFields
+    as ``manager operation [subresource]: N fields`` (N the leaves of fieldsV1: a field more or less in
+    an apply changes it)."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key in VOLATILE:
+                continue
+            out[UUID.sub("<uid>", key)] = [_managed(m) for m in item] if key == "managedFields" else scrub(item)
+        return out
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    if isinstance(value, str) and TIME.match(value):
+        return "<time>"
+    if isinstance(value, str):
+        return UUID.sub("<uid>", EVENT_NAME.sub(".<id>", value))
+    return value
+
+
+def _managed(entry: dict[str, Any]) -> str:
+    def leaves(node: Any) -> int:
+        return sum(leaves(v) for v in node.values()) if isinstance(node, dict) and node else 1
+    where = f" {entry['subresource']}" if entry.get("subresource") else ""
+    return f"{entry.get('manager')} {entry.get('operation')}{where}: {leaves(entry.get('fieldsV1', {}))} fields"
+
+
+def flatten(value: Any, path: str = "") -> dict[str, str]:
+    """``{".spec.replicas": "3", ...}``: each leaf as JSON, by its path (list items by index)."""
+    if isinstance(value, dict) and value:
+        return {k: v for key, item in value.items() for k, v in flatten(item, f"{path}.{key}").items()}
+    if isinstance(value, list) and value:
+        return {k: v for i, item in enumerate(value) for k, v in flatten(item, f"{path}[{i}]").items()}
+    return {path: json.dumps(value, sort_keys=True)}
+
+
+def _request(r: Any) -> str:
+    """A request in one line: method, path, query, content type, status, and its body (inline when
+    short; else its size and digest: what it did shows in the cluster's changes)."""
+    query = "&".join(f"{k}={v}" for k, v in sorted(r.query.items()) if k != "resourceVersion")
+    line = f"{r.method} {r.path}" + (f"?{query}" if query else "") + f" -> {r.status}"
+    if r.body:
+        body = json.dumps(scrub(json.loads(r.body)), sort_keys=True, separators=(",", ":"))
+        line += f" [{r.content_type}] " + (body if len(body) <= 1200 else
+                                            f"<{len(body)} bytes, sha256 {hashlib.sha256(body.encode()).hexdigest()[:16]}>")
+    return line
+
+
+def _requests(api: FakeAPIServer, start: int) -> dict[str, list[str]]:
+    """The reconciler's requests after ``start``, by object (a collection's path for a LIST or an
+    Event's POST), each object's in the order sent."""
+    by_path: dict[str, list[str]] = {}
+    for r in api.log[start:]:
+        if r.user_agent == USER_AGENT:
+            by_path.setdefault(r.path, []).append(_request(r))
+    return dict(sorted(by_path.items()))
+
+
+def snapshot(api: FakeAPIServer) -> dict[str, dict[str, str]]:
+    """Every object of the cluster but namespaces, Leases and CRDs, flattened, by ``plural/ns/name``;
+    the Events as a person reads them (``kubectl get events``), one line each."""
+    found: dict[str, dict[str, str]] = {}
+    with api.lock:
+        held = sorted(api.objects.items())
+    for (_, plural, ns, name), obj in held:
+        if plural in ("namespaces", "leases", "customresourcedefinitions"):
+            continue
+        if plural == "events":
+            line = (f"{obj.get('type')} {obj.get('reason')} {obj['involvedObject'].get('kind')}/{obj['involvedObject'].get('name')}"
+                    f" x{obj.get('count', 1)}: {obj.get('message')}")
+            found.setdefault(f"events/{ns}", {})[scrub(line)] = ""
+            continue
+        found[f"{plural}/{ns}/{name}"] = flatten(scrub({k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}))
+    return found
+
+
+def changes(before: dict[str, dict[str, str]], after: dict[str, dict[str, str]]) -> dict[str, list[str]]:
+    """What the cycle changed, by object: ``+ path: value`` added, ``- path: value`` removed,
+    ``~ path: old -> new``; an Event as ``+ line``."""
+    out: dict[str, list[str]] = {}
+    for key in sorted(set(before) | set(after)):
+        old, new = before.get(key, {}), after.get(key, {})
+        if key.startswith("events/"):
+            said = [f"+ {line}" for line in new if line not in old]
+        else:
+            said = [f"- {p}: {old[p]}" if p not in new else f"+ {p}: {new[p]}" if p not in old else f"~ {p}: {old[p]} -> {new[p]}"
+                    for p in sorted(set(old) | set(new)) if old.get(p) != new.get(p)]
+        if said:
+            out[key] = said
+    return out
+
+
+def _by_cr(lines: list[str]) -> list[str]:
+    """The log in order, but the lines of one CR (``LEVEL ns/name: ...``) together, sorted, where its
+    first line was: its Deployment's and its companions' lines come from writes on a pool."""
+    groups: dict[str, list[str]] = {}
+    out: list[str | list[str]] = []
+    for line in lines:
+        cr = CR_LINE.match(line)
+        if cr is None:
+            out.append(line)
+        elif cr[1] in groups:
+            groups[cr[1]].append(line)
+        else:
+            groups[cr[1]] = [line]
+            out.append(groups[cr[1]])
+    return [said for item in out for said in (sorted(item) if isinstance(item, list) else [item])]
+
+
+def run_cell(state: str, mode: str) -> dict[str, Any]:
+    """One cell: the state made, one cycle run under the mode, everything it showed."""
+    with FakeAPIServer(namespaces=("default", "shop")) as api:
+        STATES[state](api)
+        start, before = len(api.log), snapshot(api)
+        said = _Said()
+        logger = logging.getLogger("memcached_gitops")
+        level = logger.level
+        logger.addHandler(said)
+        logger.setLevel(logging.INFO)
+        try:
+            code = run_once(reconciler_for(api, **MODES[mode]))
+        finally:
+            logger.removeHandler(said)
+            logger.setLevel(level)
+        return {"mode": mode, "exit": code, "log": _by_cr(said.lines), "requests": _requests(api, start),
+                "changes": changes(before, snapshot(api))}
+
+
+def record(state: str) -> str:
+    """The golden text of one state: each of its modes' cell."""
+    return yaml.safe_dump({"state": state, "cells": [run_cell(state, mode) for mode in modes_of(state)]},
+                          sort_keys=False, width=200, allow_unicode=True)
+
+
+def modes_of(state: str) -> list[str]:
+    """Every state under the three ways a cycle can go (write, dry run, detect only); the other modes
+    where the state gives them something to decide."""
+    return ["once", "dry-run", "detect-only"] + [m for m, states in EXTRA_MODES.items() if state in states]
