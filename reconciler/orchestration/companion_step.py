@@ -77,14 +77,14 @@ def reconcile_companions(rec: Reconciler, visit: Visit, lookup: CompanionLookup,
             continue
         result.companions.drift += [(step.describe(), d) for d in step.drift or _created(step)]
         if rec.options.dry_run or rec.options.detect_only or detect_only:
-            log.info("%s: %s %s (not written: %s)", visit, step.describe(), step.move.value,
-                     "dry run" if rec.options.dry_run else "detect-only")
+            found = "; ".join(d.describe() for d in step.drift) if step.move is Move.CORRECT else ""
+            log.info("%s: %s %s (not written: %s)%s", visit, step.describe(), step.move.value,
+                     "dry run" if rec.options.dry_run else "detect-only", for_log(f": {found}") if found else "")
             if not rec.options.dry_run:
-                result.companions.detected.append(
-                    f"{step.describe()}: " + "; ".join(d.describe() for d in step.drift) if step.move is Move.CORRECT
-                    else f"{step.describe()} would be {step.move.value}d")
-            if not rec.options.dry_run and result.action == Action.UNCHANGED:
-                result.action = Action.DRIFTED  # counted as detected, as a Deployment's drift is
+                result.companions.detected.append(f"{step.describe()}: {found}" if found
+                                                  else f"{step.describe()} would be {step.move.value}d")
+            if result.action == Action.UNCHANGED:  # a dry run's is the correction the run would make, counted so
+                result.action = Action.CORRECTED if rec.options.dry_run else Action.DRIFTED
             continue
         sending.append(step)
     # the Service's and the budget's writes overlap; their outcomes are recorded in the plan's order

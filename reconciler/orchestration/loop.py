@@ -37,8 +37,8 @@ def log_report(report: CycleReport, dry_run: bool = False) -> None:
 def exit_code(report: CycleReport, dry_run: bool = False) -> int:
     if not report.complete:
         return 2
-    if dry_run:
-        return 1 if report.drifted else 0
+    if dry_run:  # a CR it could not judge is an error, not "no drift"
+        return 2 if report.failed else 1 if report.drifted else 0
     return 1 if report.failed else 0
 
 

@@ -87,10 +87,12 @@ def test_a_cycle_that_could_not_read_the_crs_says_it_is_incomplete(cluster: Fake
 
 @pytest.mark.parametrize(("complete", "drifted", "failed", "dry_run", "code"), [
     (True, False, False, False, 0), (True, True, False, False, 0), (True, True, True, False, 1), (False, False, False, False, 2),
-    (True, False, False, True, 0), (True, True, False, True, 1), (False, True, False, True, 2)])
+    (True, False, False, True, 0), (True, True, False, True, 1), (False, True, False, True, 2),
+    (True, False, True, True, 2), (True, True, True, True, 2)])
 def test_the_exit_code_of_a_cycle(complete: bool, drifted: bool, failed: bool, dry_run: bool, code: int) -> None:
     """0 nothing failed (a dry run: nothing to correct), 1 a failure (a dry run: drift), 2 the cycle did
-    not look at every CR: what a CronJob's and CI's check reads."""
+    not look at every CR (a dry run: or a CR it could not judge, which is not "no drift"): what a
+    CronJob's and CI's check reads."""
     from types import SimpleNamespace
 
     from memcached_gitops.reconciler.orchestration.loop import exit_code
@@ -138,3 +140,19 @@ def test_a_detect_only_cycle_logs_each_drift_it_left(cluster: FakeAPIServer, cap
     left = "WARNING drift default/a .spec.replicas: live 3, desired 1 (set by kubectl (scale)) (left uncorrected: --detect-only)"
     assert left in said, said
     assert not [line for line in said if line.endswith(": ")], said
+
+
+def test_a_dry_run_counts_a_companions_drift_as_a_correction_it_would_make(cluster: FakeAPIServer, caplog) -> None:
+    """A Service a person edited is corrected by the cycle ("1 corrected"): the dry run of that
+    cycle says it would correct it, with what, and exits 1 (drift), not 0."""
+    from tests.support.fakecluster import patch
+
+    make_cr(cluster, "a", size=1)
+    reconciler_for(cluster).run_cycle()
+    patch(cluster, "/api/v1/namespaces/default/services/a-memcached", [{"op": "replace", "path": "/spec/ports/0/port", "value": 1}],
+          "application/json-patch+json", "?fieldManager=kubectl-edit")
+    caplog.set_level(logging.INFO)
+    assert run_once(reconciler_for(cluster, dry_run=True)) == 1
+    said = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("default/a: Service a-memcached correct (not written: dry run): .spec.ports[port=11211") for m in said), said
+    assert any(m.endswith(": 1 CRs, 1 to correct (dry run), 0 failed") for m in said), said
