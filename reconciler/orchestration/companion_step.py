@@ -77,11 +77,11 @@ def reconcile_companions(rec: Reconciler, visit: Visit, lookup: CompanionLookup,
             continue
         result.companions.drift += [(step.describe(), d) for d in step.drift or _created(step)]
         if rec.options.dry_run or rec.options.detect_only or detect_only:
-            found = "; ".join(d.describe() for d in step.drift) if step.move is Move.CORRECT else ""
+            changed = "; ".join(d.describe() for d in step.drift) if step.move is Move.CORRECT else ""
             log.info("%s: %s %s (not written: %s)%s", visit, step.describe(), step.move.value,
-                     "dry run" if rec.options.dry_run else "detect-only", for_log(f": {found}") if found else "")
+                     "dry run" if rec.options.dry_run else "detect-only", for_log(f": {changed}") if changed else "")
             if not rec.options.dry_run:
-                result.companions.detected.append(f"{step.describe()}: {found}" if found
+                result.companions.detected.append(f"{step.describe()}: {changed}" if changed
                                                   else f"{step.describe()} would be {step.move.value}d")
             if result.action == Action.UNCHANGED:  # a dry run's is the correction the run would make, counted so
                 result.action = Action.CORRECTED if rec.options.dry_run else Action.DRIFTED
