@@ -4,7 +4,9 @@ tests/golden/cycles/ (tests/reconciler/orchestration/test_recorded_cycles.py com
 ``python -m tests.record_cycles`` records).
 
 A cell is a cluster state (``STATES``: what kubectl, Argo CD, an HPA or the Go operator left in the
-fake API server, and the faults it answers with) run under a mode (``MODES``: the command's options).
+fake API server, and the faults it answers with) run under a mode (``MODES``: the command's options);
+some states also run in the event-driven mode (``EVENT_DRIVEN``: one worker until idle, a person's
+``kubectl scale``, idle again; its writes kept, not its reads, which follow the informers' timing).
 The cycle runs in-process as ``reconcile --once`` runs it (loop.run_once), and the cell records what
 a user can see of it:
 
@@ -27,12 +29,12 @@ import hashlib
 import json
 import logging
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
-from memcached_gitops.reconciler.client.api import USER_AGENT
 from memcached_gitops.reconciler.orchestration.loop import run_once
 
 from fakeapi.server import FakeAPIServer, Fault
@@ -58,6 +60,7 @@ SERVICE = "/api/v1/namespaces/{ns}/services/{name}"
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 SECONDS, SECONDS_SAID = re.compile(r"\b\d+(\.\d+)?( ?)s\b"), r"<seconds>\2s"
 CR_LINE = re.compile(r"^[A-Z]+ ([a-z0-9-]+/[a-z0-9.-]+): ")
+OURS = "memcached-gitops/"  # the User-Agent of every request of the reconciler's (api.py USER_AGENT, a replica's)
 VOLATILE = {"resourceVersion", "uid"}
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 EVENT_NAME = re.compile(r"\.[0-9a-f]{16}$")  # client-go's name of an Event: the object's and a hex time
@@ -190,6 +193,9 @@ MODES: dict[str, dict[str, Any]] = {
     "field-manager-and-image": {"field_manager": "team-cache", "image": "memcached:1.6.99"},
     "namespace-shop": {"namespaces": ("shop",)},
 }
+#: the states also run in the event-driven mode (not those a Deployment of another's is observed in:
+#: whether the observation of a change is logged again depends on when the event comes)
+EVENT_DRIVEN = ("new-cr", "scaled-by-kubectl", "service-port-edited", "scaled-by-hpa", "foreign-service", "two-namespaces")
 #: the modes beyond the three every state runs under, and the states they run on
 EXTRA_MODES: dict[str, tuple[str, ...]] = {
     "adopt": ("applied-by-argocd", "left-by-go-operator", "foreign-service", "new-cr", "scaled-by-kubectl"),
@@ -264,7 +270,7 @@ def _requests(api: FakeAPIServer, start: int) -> dict[str, list[str]]:
     Event's POST), each object's in the order sent."""
     by_path: dict[str, list[str]] = {}
     for r in api.log[start:]:
-        if r.user_agent == USER_AGENT:
+        if r.user_agent.startswith(OURS):
             by_path.setdefault(r.path, []).append(_request(r))
     return dict(sorted(by_path.items()))
 
@@ -339,10 +345,61 @@ def run_cell(state: str, mode: str) -> dict[str, Any]:
                 "changes": changes(before, snapshot(api))}
 
 
+def run_event_driven(state: str) -> dict[str, Any]:
+    """The event-driven mode (one worker, no Lease) on the same state: started, left until no write
+    has come for a while, then a person scales the Deployment (an event the watch brings), left
+    again. Only the writes are kept of its requests: its reads follow the informers' timing."""
+    from memcached_gitops.reconciler.orchestration.controller import Settings
+
+    from tests.support.controller import running
+
+    with FakeAPIServer(namespaces=("default", "shop")) as api:
+        STATES[state](api)
+        start, before = len(api.log), snapshot(api)
+        said = _Said()
+        logger = logging.getLogger("memcached_gitops")
+        level = logger.level
+        logger.addHandler(said)
+        logger.setLevel(logging.INFO)
+        try:
+            with running(api, settings=Settings(workers=1, resync=3600, watch_timeout=30, silence_grace=1)) as controller:
+                _idle(api, controller)
+                if api.get("apps", "deployments", "default", "a") is not None:
+                    scale(api, "a", 5)
+                    _idle(api, controller)
+                controller.stop.set()
+        finally:
+            logger.removeHandler(said)
+            logger.setLevel(level)
+        writes = {path: [line for line in lines if not line.startswith("GET ")] for path, lines in _requests(api, start).items()}
+        return {"mode": "event-driven", "log": _by_cr([line for line in said.lines if CR_LINE.match(line)]),
+                "writes": {path: lines for path, lines in writes.items() if lines and "/leases/" not in path},
+                "changes": changes(before, snapshot(api))}
+
+
+def _idle(api: FakeAPIServer, controller: Any, quiet: float = 0.3, timeout: float = 15.0) -> None:
+    """Until the work queue has held nothing (waiting, in a worker, or delayed) and no write has
+    come, for ``quiet`` seconds: the events of the last writes have been served."""
+    deadline, since = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        held = controller.queue.pending()
+        last = max((r.received for r in api.writes() if "/leases/" not in r.path), default=0.0)
+        if held.queued or held.processing or held.delayed or time.monotonic() - last < quiet:
+            since = None
+        elif since is None:
+            since = time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the controller never went idle: {controller.queue.pending()}")
+
+
 def record(state: str) -> str:
     """The golden text of one state: each of its modes' cell."""
-    return yaml.safe_dump({"state": state, "cells": [run_cell(state, mode) for mode in modes_of(state)]},
-                          sort_keys=False, width=200, allow_unicode=True)
+    cells = [run_cell(state, mode) for mode in modes_of(state)]
+    if state in EVENT_DRIVEN:
+        cells.append(run_event_driven(state))
+    return yaml.safe_dump({"state": state, "cells": cells}, sort_keys=False, width=200, allow_unicode=True)
 
 
 def modes_of(state: str) -> list[str]:
