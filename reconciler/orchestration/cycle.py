@@ -331,6 +331,10 @@ class Reconciler:
     def _reconcile(self, visit: Visit, live: dict[str, Any] | None) -> CROutcome:
         """reconcile_cr's step, its Events kept in ``visit`` for one POST at the end."""
         cr, pods, companions = visit.cr, visit.pods, visit.lookup
+        if cr["metadata"].get("deletionTimestamp"):  # being deleted, held by a finalizer: its objects go with it
+            # (the garbage collector's); creating or correcting them would undo a foreground deletion
+            log.info("%s: being deleted: nothing created or corrected", visit)
+            return visit.result
         mode = (cr["metadata"].get("annotations") or {}).get(RECONCILE_ANNOTATION) or "enabled"
         if mode == "disabled":  # a person paused this cache: nothing written but the status that says so
             visit.result.action = Action.SUSPENDED

@@ -195,7 +195,8 @@ MODES: dict[str, dict[str, Any]] = {
 }
 #: the states also run in the event-driven mode (not those a Deployment of another's is observed in:
 #: whether the observation of a change is logged again depends on when the event comes)
-EVENT_DRIVEN = ("new-cr", "scaled-by-kubectl", "service-port-edited", "scaled-by-hpa", "foreign-service", "two-namespaces")
+EVENT_DRIVEN = ("new-cr", "scaled-by-kubectl", "service-port-edited", "scaled-by-hpa", "foreign-service", "two-namespaces",
+                "cr-being-deleted")
 #: the modes beyond the three every state runs under, and the states they run on
 EXTRA_MODES: dict[str, tuple[str, ...]] = {
     "adopt": ("applied-by-argocd", "left-by-go-operator", "foreign-service", "new-cr", "scaled-by-kubectl"),

@@ -156,3 +156,22 @@ def test_a_dry_run_counts_a_companions_drift_as_a_correction_it_would_make(clust
     said = [r.getMessage() for r in caplog.records]
     assert any(m.startswith("default/a: Service a-memcached correct (not written: dry run): .spec.ports[port=11211") for m in said), said
     assert any(m.endswith(": 1 CRs, 1 to correct (dry run), 0 failed") for m in said), said
+
+
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_a_cr_being_deleted_gets_nothing_created_or_corrected(cluster: FakeAPIServer, caplog, dry_run: bool) -> None:
+    """A CR a finalizer of another controller holds after ``kubectl delete`` (its deletionTimestamp
+    set): its Deployment and companions go with it, so none is created (with
+    ``--cascade=foreground`` the garbage collector deletes them first: a new one would undo it)."""
+    from tests.support.fakecluster import CR_PATH, patch
+
+    make_cr(cluster, "a", size=2)
+    patch(cluster, CR_PATH.format(ns="default") + "/a", {"metadata": {"finalizers": ["example.com/hold"]}},
+          "application/merge-patch+json")
+    code, _, body = cluster.handle("DELETE", CR_PATH.format(ns="default") + "/a", {"User-Agent": "kubectl/v1.37.1"}, b"")
+    assert code == 200, body
+    cluster.reset_log()
+    caplog.set_level(logging.INFO)
+    assert run_once(reconciler_for(cluster, dry_run=dry_run)) == 0
+    assert [f"{r.method} {r.path}" for r in cluster.writes()] == []
+    assert "default/a: being deleted: nothing created or corrected" in [r.getMessage() for r in caplog.records]
