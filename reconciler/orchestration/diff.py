@@ -1,5 +1,5 @@
-"""The diff verb against a cluster: rendered Deployments compared with the live ones as the
-reconciler would compare them (plan.py), and the drift printed."""
+"""The diff verb against a cluster: the rendered Deployments, Services and budgets compared with
+the live ones as the reconciler would compare them (plan.py), and the drift printed."""
 
 from __future__ import annotations
 
@@ -10,15 +10,14 @@ from .main import connect
 
 
 def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | None, context: str | None,
-              host: str | None = None, ignores: dict[tuple[str, str], tuple[tuple[str, ...], ...]] | None = None) -> int:
-    """Compare rendered Deployments with the cluster as the reconciler would (plan.py: a kept
-    selector, an HPA's replicas, the CR's ignored paths, keyed by (namespace, name) in ``ignores``);
-    print the drift report; 0 none, 1 drift, 2 error. Ignored drift is listed and does not count."""
-    from ..client.api import APIError, collection_path, is_forbidden, is_not_found, object_path
+              host: str | None = None, ignores: dict[tuple[str, str], dict[str, tuple[tuple[str, ...], ...]]] | None = None) -> int:
+    """Compare rendered objects with the cluster as the reconciler would (plan.py: a kept selector,
+    an HPA's replicas, the CR's ignored paths of each kind, keyed by the CR's (namespace, name) in
+    ``ignores``); print the drift report, each line named by the CR; 0 none, 1 drift, 2 error.
+    Ignored drift is listed and does not count."""
+    from ..client.api import APIError, collection_path, is_forbidden, is_not_found
     from ..decisions.autoscalers import autoscalers_by_target
-    from ..decisions.plan import plan
-    from ..decisions.vocabulary import AUTOSCALERS, DEPLOYMENTS, IGNORE_PATHS_ANNOTATION
-    from .cycle import Options
+    from ..decisions.vocabulary import AUTOSCALERS
 
     api = connect(kubeconfig, context, host)
     if api is None:
@@ -32,20 +31,55 @@ def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | 
                 print(f"error: {ns}: {exc}", file=sys.stderr)
                 return 2
     drifted = False
-    for desired in (m for m in rendered if m["kind"] == DEPLOYMENTS.kind):  # what the reconciler corrects
-        ns = desired["metadata"].get("namespace") or namespace
-        name = desired["metadata"]["name"]
-        try:
-            live = api.request("GET", object_path(*DEPLOYMENTS.gvr, ns, name))
-        except APIError as exc:
-            if not is_not_found(exc):
-                print(f"error: {ns}/{name}: {exc}", file=sys.stderr)
-                return 2
-            live = None
-        planned = plan(desired, live, Options().field_manager, autoscalers.get((ns, name), ""), (ignores or {}).get((ns, name), ()))
-        for d in planned.drift:
-            drifted = True
-            print(f"{ns}/{name}: " + ("missing: the Deployment does not exist" if live is None else d.describe()))
-        for d in planned.ignored:
-            print(f"{ns}/{name}: ignored ({IGNORE_PATHS_ANNOTATION}): {d.describe()}")
+    kept: dict[tuple[str, str], dict[str, Any]] = {}  # the live selector of a Deployment taken over, by CR
+    for desired in rendered:  # each CR's Deployment first (render's order): its companions select as it does
+        found = _compare(api, desired, namespace, autoscalers, ignores or {}, kept)
+        if found is None:
+            return 2
+        for line, counts in found:
+            drifted = drifted or counts
+            print(line)
     return 1 if drifted else 0
+
+
+def _compare(api: Any, desired: dict[str, Any], namespace: str, autoscalers: dict[tuple[str, str], str],
+             ignores: dict[tuple[str, str], dict[str, tuple[tuple[str, ...], ...]]],
+             kept: dict[tuple[str, str], dict[str, Any]]) -> list[tuple[str, bool]] | None:
+    """The report lines of one rendered object (each with whether it counts as drift), None on an
+    error; objects the reconciler does not write (another kind passed through) have none."""
+    from memcached_gitops.render import INSTANCE_LABEL
+    from memcached_gitops.render.companions import BY_KIND
+
+    from ..client.api import APIError, is_not_found, object_path
+    from ..decisions.companions import selecting
+    from ..decisions.plan import ignoring, plan
+    from ..decisions.selectors import has_kept_selector, selector_of
+    from ..decisions.vocabulary import COMPANIONS, DEPLOYMENTS, IGNORE_PATHS_ANNOTATION
+    from .cycle import Options
+
+    kind, name = desired["kind"], desired["metadata"]["name"]
+    resource = next((r for r in (DEPLOYMENTS, *COMPANIONS) if r.kind == kind), None)
+    if resource is None:
+        return []
+    ns = desired["metadata"].get("namespace") or namespace
+    cr = desired["metadata"].get("labels", {}).get(INSTANCE_LABEL, name)
+    try:
+        live = api.request("GET", object_path(*resource.gvr, ns, name))
+    except APIError as exc:
+        if not is_not_found(exc):
+            print(f"error: {ns}/{name}: {exc}", file=sys.stderr)
+            return None
+        live = None
+    pointers = ignores.get((ns, cr), {}).get(kind, ())
+    field_manager = Options().field_manager
+    if kind == DEPLOYMENTS.kind:
+        planned, what = plan(desired, live, field_manager, autoscalers.get((ns, name), ""), pointers), ""
+        if live is not None and has_kept_selector(live) and (selector := selector_of(live)) is not None:
+            kept[(ns, cr)] = selector
+    else:
+        planned = ignoring(selecting(desired, kept.get((ns, cr))), live, field_manager, pointers, BY_KIND[kind].rules)
+        what = f"{kind} {name}: "
+    if live is None:
+        return [(f"{ns}/{cr}: missing: the {kind if kind == DEPLOYMENTS.kind else f'{kind} {name}'} does not exist", True)]
+    return ([(f"{ns}/{cr}: {what}{d.describe()}", True) for d in planned.drift]
+            + [(f"{ns}/{cr}: {what}ignored ({IGNORE_PATHS_ANNOTATION}): {d.describe()}", False) for d in planned.ignored])

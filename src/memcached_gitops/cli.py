@@ -358,13 +358,13 @@ def diff(
         raise typer.Exit(2)
     _setup_logging("warning")
     from memcached_gitops.reconciler import diff_live
-    from memcached_gitops.reconciler.decisions.ignore import IgnoreError, pointers_of
+    from memcached_gitops.reconciler.decisions.ignore import IgnoreError, ignored_paths
 
     ignores = {}
     for cr in result.crs:
         meta = cr["metadata"]
         try:
-            ignores[(meta.get("namespace") or namespace, meta["name"])] = pointers_of(cr)
+            ignores[(meta.get("namespace") or namespace, meta["name"])] = ignored_paths(cr)
         except IgnoreError as exc:
             print(f"error: {meta.get('namespace') or namespace}/{meta['name']}: {exc}", file=sys.stderr)
             raise typer.Exit(2) from None

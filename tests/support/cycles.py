@@ -28,7 +28,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -51,6 +55,7 @@ from tests.support.fakecluster import (
     patch,
     reconciler_for,
     scale,
+    write_kubeconfig,
 )
 from tests.support.go_operator import go_operator_deployment, seed_000_labels
 
@@ -197,6 +202,9 @@ MODES: dict[str, dict[str, Any]] = {
 #: whether the observation of a change is logged again depends on when the event comes)
 EVENT_DRIVEN = ("new-cr", "scaled-by-kubectl", "service-port-edited", "scaled-by-hpa", "foreign-service", "two-namespaces",
                 "cr-being-deleted")
+#: the states ``diff`` is run on
+DIFFED = ("new-cr", "in-sync", "scaled-by-kubectl", "port-json-patched", "service-port-edited", "replicas-ignored-by-annotation",
+          "applied-by-argocd", "left-by-go-operator", "scaled-by-hpa", "two-namespaces", "list-forbidden")
 #: the modes beyond the three every state runs under, and the states they run on
 EXTRA_MODES: dict[str, tuple[str, ...]] = {
     "adopt": ("applied-by-argocd", "left-by-go-operator", "foreign-service", "new-cr", "scaled-by-kubectl"),
@@ -395,11 +403,33 @@ def _idle(api: FakeAPIServer, controller: Any, quiet: float = 0.3, timeout: floa
     raise AssertionError(f"the controller never went idle: {controller.queue.pending()}")
 
 
+def run_diff(state: str) -> dict[str, Any]:
+    """``memcached-gitops diff`` (the command, in a process of its own, as a person runs it in a pull
+    request) of each CR of the state, as its file in Git says it: the CR's spec as the cluster holds it."""
+    with FakeAPIServer(namespaces=("default", "shop")) as api, tempfile.TemporaryDirectory() as tmp:
+        STATES[state](api)
+        start = len(api.log)
+        with api.lock:
+            crs = [obj for (_, plural, _, _), obj in sorted(api.objects.items()) if plural == "memcacheds"]
+        texts = [yaml.safe_dump({"apiVersion": cr["apiVersion"], "kind": cr["kind"], "spec": cr["spec"],
+                                 "metadata": {k: cr["metadata"][k] for k in ("name", "namespace", "annotations") if k in cr["metadata"]}})
+                 for cr in crs]
+        (Path(tmp) / "crs.yaml").write_text("---\n".join(texts))
+        kubeconfig = write_kubeconfig(Path(tmp), api.url)
+        proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(kubeconfig), "crs.yaml"],
+                              cwd=tmp, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "100"})
+        return {"mode": "diff", "exit": proc.returncode, "stdout": UUID.sub("<uid>", proc.stdout),
+                "stderr": UUID.sub("<uid>", proc.stderr.replace(tmp, "<tmp>")),
+                "requests": _requests(api, start)}
+
+
 def record(state: str) -> str:
     """The golden text of one state: each of its modes' cell."""
     cells = [run_cell(state, mode) for mode in modes_of(state)]
     if state in EVENT_DRIVEN:
         cells.append(run_event_driven(state))
+    if state in DIFFED:
+        cells.append(run_diff(state))
     return yaml.safe_dump({"state": state, "cells": cells}, sort_keys=False, width=200, allow_unicode=True)
 
 

@@ -26,6 +26,7 @@ from tests.conftest import REPO, transcript
 from tests.support.fakecluster import (
     CR_PATH,
     DEP_PATH,
+    call,
     condition,
     cr_status,
     deployment,
@@ -638,3 +639,21 @@ def test_a_persisting_failure_is_one_warning_and_a_new_one_of_the_same_reason_is
     said = warnings()
     assert len(said) == 2 and "HTTP 422" in said[0] and "HTTP 400" in said[1], said
     assert condition(cluster, "a", "Degraded")["reason"] == "ApplyFailed" and "HTTP 400" in condition(cluster, "a", "Degraded")["message"]
+
+
+def test_diff_compares_the_service_and_budget_too(cluster: FakeAPIServer, tmp_path: Path) -> None:
+    """A person's edit of the Service is drift the reconciler corrects: ``diff`` in the pull request
+    says so (exit 1, the line named by the CR and the object), as it does for the Deployment."""
+    make_cr(cluster, "a", size=2)
+    reconciler_for(cluster).run_cycle()
+    patch(cluster, "/api/v1/namespaces/default/services/a-memcached", [{"op": "replace", "path": "/spec/ports/0/port", "value": 1}],
+          "application/json-patch+json", "?fieldManager=kubectl-edit")
+    cr = tmp_path / "a.yaml"
+    cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 2}\n")
+    cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url)), str(cr)]
+    diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert diff.returncode == 1, diff.stdout + diff.stderr
+    assert diff.stdout.startswith('default/a: Service a-memcached: .spec.ports[port=11211,protocol="TCP"]: live <absent>'), diff.stdout
+    call(cluster, "DELETE", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/a-memcached")
+    diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert "default/a: missing: the PodDisruptionBudget a-memcached does not exist\n" in diff.stdout, diff.stdout
