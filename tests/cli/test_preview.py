@@ -13,6 +13,7 @@ import pytest
 
 from memcached_gitops.preview_report import GITHUB_COMMENT_LIMIT, markdown_report
 from memcached_gitops.rendered_diff import AppPreview, ObjectChange, find_renames
+from tests.support.gitrepo import git, two_commits, write
 
 CR = """apiVersion: cache.example.com/v1alpha1
 kind: Memcached
@@ -30,36 +31,6 @@ BASE = "resources:\n- cache.yaml\n"
 
 def cr(name: str = "cache", size: int = 1, memory: str = "128Mi") -> str:
     return CR.format(name=name, size=size, memory=memory)
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
-
-
-def two_commits(repo: Path, base: dict[str, str], change: dict[str, str | None]) -> Path:
-    """A repository whose ``main`` holds ``base`` and whose checked-out branch ``pr`` changes it (None deletes a file)."""
-    repo.mkdir(exist_ok=True)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "ci@example.com")
-    git(repo, "config", "user.name", "ci")
-    write(repo, base)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "base")
-    git(repo, "checkout", "-qb", "pr")
-    write(repo, change)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "pull request")
-    return repo
-
-
-def write(repo: Path, files: dict[str, str | None]) -> None:
-    for name, text in files.items():
-        path = repo / name
-        if text is None:
-            path.unlink()
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
 
 
 def preview(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
