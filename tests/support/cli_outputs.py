@@ -26,6 +26,7 @@ import yaml
 
 from tests.conftest import REPO
 from tests.support.argocd import generate, repo_server_env, run_like_cmp_server
+from tests.support.gitrepo import two_commits
 from tests.support.layouts import LAYOUTS, lay_out
 
 GOLDEN = REPO / "tests" / "golden" / "cli"
@@ -63,8 +64,12 @@ class Run:
     where: str = "repo"
     files: dict[str, str] = field(default_factory=dict)
     argocd: str = ""  # "generate" or "discover": run as the sidecar runs the plugin
+    change: dict[str, str | None] | None = None  # where="git": ``files`` on main, this on the branch (None: deleted)
 
 
+OVERLAY = "namespace: prod\nnamePrefix: dev-\nresources:\n- ../../base\n"
+GIT_BASE = {"apps/cache/cr.yaml": CR.format(name="cache", ns="shop", size=1), "apps/cache/kustomization.yaml": "resources:\n- cr.yaml\n",
+            "overlays/prod/kustomization.yaml": OVERLAY.replace("../../base", "../../apps/cache")}
 APP = {"cr.yaml": CR.format(name="cache", ns="shop", size=2), "README.md": "# notes\n"}
 
 RUNS: dict[str, dict[str, Run]] = {
@@ -116,6 +121,21 @@ RUNS: dict[str, dict[str, Run]] = {
                                     env={"plugin": json.dumps({"parameters": [{"name": "image", "string": "mirror.example/m:2"}]})}),
         "generate, an invalid CR": Run((), where="files", files={**APP, "bad.yaml": BAD}, argocd="generate"),
     },
+    "preview": {
+        "a size change": Run(("preview", "--base", "main", "apps", "overlays"), where="git", files=GIT_BASE,
+                             change={"apps/cache/cr.yaml": CR.format(name="cache", ns="shop", size=2)}),
+        "a size change, markdown": Run(("preview", "--base", "main", "--format", "markdown", "apps"), where="git", files=GIT_BASE,
+                                       change={"apps/cache/cr.yaml": CR.format(name="cache", ns="shop", size=2)}),
+        "a CR added": Run(("preview", "--base", "main", "apps"), where="git", files=GIT_BASE,
+                          change={"apps/new/cr.yaml": CR.format(name="new", ns="shop", size=1)}),
+        "an application deleted": Run(("preview", "--base", "main", "apps"), where="git", files=GIT_BASE,
+                                      change={"apps/cache/cr.yaml": None, "apps/cache/kustomization.yaml": None}),
+        "a CR made invalid": Run(("preview", "--base", "main", "apps"), where="git", files=GIT_BASE,
+                                 change={"apps/cache/cr.yaml": BAD}),
+        "no change": Run(("preview", "--base", "main", "apps"), where="git", files=GIT_BASE, change={"README.md": "# notes\n"}),
+        "an unknown base": Run(("preview", "--base", "no-such-branch", "apps"), where="git", files=GIT_BASE,
+                              change={"README.md": "# notes\n"}),
+    },
     "other": {
         "--version": Run(("--version",)),
         "schema": Run(("schema",)),
@@ -145,6 +165,8 @@ def _place(run: Run, tmp: Path) -> Path:
         return REPO
     if run.where in LAYOUTS:
         return lay_out(tmp, run.where)
+    if run.where == "git":
+        return two_commits(tmp / "repo", dict(run.files), run.change or {})
     for name, text in run.files.items():
         (tmp / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp / name).write_text(text)

@@ -3,12 +3,17 @@ checked-out branch ``pr`` that changes it (for ``preview --base main``)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
+#: commits of a fixed time and author: the same files make the same commit ids, which reports print
+FIXED = {"GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z", "GIT_AUTHOR_NAME": "ci",
+         "GIT_AUTHOR_EMAIL": "ci@example.com", "GIT_COMMITTER_NAME": "ci", "GIT_COMMITTER_EMAIL": "ci@example.com"}
+
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True, env={**os.environ, **FIXED}).stdout
 
 
 def two_commits(repo: Path, base: dict[str, str], change: dict[str, str | None]) -> Path:
