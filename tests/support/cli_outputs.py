@@ -4,7 +4,9 @@ module in a process of its own; ``argocd-*`` as Argo CD's sidecar runs them, tes
 in a form compared byte for byte with tests/golden/cli/COMMAND.yaml
 (tests/cli/test_recorded_outputs.py compares, ``python -m tests.record_cli_outputs`` records).
 
-Normalised: the temporary folder a run is given (``<tmp>``) and the product's version (``<version>``).
+Normalised: the temporary folder a run is given (``<tmp>``) and the product's version (``<version>``);
+a usage error is kept as its usage line and its message (typer draws it in a box where rich is
+installed, plain where not: the test lock has no rich).
 An output longer than ``SHOWN`` lines is kept as its first lines, its line count and its digest.
 """
 
@@ -147,8 +149,9 @@ RUNS: dict[str, dict[str, Run]] = {
 
 def _shown(text: str, tmp: str) -> str | dict[str, Any]:
     text = text.replace(tmp, "<tmp>").replace(str(REPO), "<repo>").replace(_version(), "<version>")
-    if "\u256d" in text:  # a usage error drawn in a box by typer's rich: its words, not its drawing
-        text = "".join(f"{kept}\n" for line in text.splitlines() if (kept := line.strip(BOX + " ")))
+    if text.startswith("Usage: "):  # click's usage error, drawn by rich where installed: its usage line and its error
+        lines = [kept for line in text.splitlines() if (kept := line.strip(BOX + " ")) not in ("", "Error")]
+        text = "".join(f"{line.removeprefix('Error: ')}\n" for line in lines if not line.startswith("Try "))
     lines = text.splitlines()
     if len(lines) <= SHOWN:
         return text
