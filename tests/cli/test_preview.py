@@ -406,3 +406,16 @@ def test_a_pull_request_that_deletes_what_is_named_previews_its_removal(tmp_path
     proc = preview(repo, "apps/never")
     assert proc.returncode == 2 and proc.stderr.startswith("error: apps/never: no such file or directory"), proc.stderr
 
+
+
+def test_an_object_of_another_kind_beside_the_cr_is_previewed_too(tmp_path: Path) -> None:
+    """Argo CD deploys what ``argocd-generate`` emits: the CRs' rendering and every other object of the
+    application (a ConfigMap beside the cache). A pull request that changes only that ConfigMap
+    changes what is deployed: its preview says so (exit 1, the ConfigMap's diff), not "no change"."""
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  k: '{value}'\n"
+    base = {"apps/cache/cache.yaml": cr(), "apps/cache/settings.yaml": cm.format(value=1)}
+    repo = two_commits(tmp_path / "repo", base, {"apps/cache/settings.yaml": cm.format(value=2)})
+    proc = preview(repo, "apps")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert summary(proc.stdout)[1] == "apps/cache: changed ConfigMap 1", proc.stdout
+    assert "-  k: '1'\n+  k: '2'\n" in proc.stdout, proc.stdout

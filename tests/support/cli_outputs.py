@@ -72,6 +72,7 @@ class Run:
 OVERLAY = "namespace: prod\nnamePrefix: dev-\nresources:\n- ../../base\n"
 GIT_BASE = {"apps/cache/cr.yaml": CR.format(name="cache", ns="shop", size=1), "apps/cache/kustomization.yaml": "resources:\n- cr.yaml\n",
             "overlays/prod/kustomization.yaml": OVERLAY.replace("../../base", "../../apps/cache")}
+CONFIG_MAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\ndata:\n  k: '{value}'\n"
 APP = {"cr.yaml": CR.format(name="cache", ns="shop", size=2), "README.md": "# notes\n"}
 
 RUNS: dict[str, dict[str, Run]] = {
@@ -134,6 +135,10 @@ RUNS: dict[str, dict[str, Run]] = {
                                       change={"apps/cache/cr.yaml": None, "apps/cache/kustomization.yaml": None}),
         "a CR made invalid": Run(("preview", "--base", "main", "apps"), where="git", files=GIT_BASE,
                                  change={"apps/cache/cr.yaml": BAD}),
+        "a ConfigMap beside the CR changed": Run(("preview", "--base", "main", "apps"), where="git",
+                                                 files={**GIT_BASE, "apps/cache/kustomization.yaml": "resources:\n- cr.yaml\n- cm.yaml\n",
+                                                        "apps/cache/cm.yaml": CONFIG_MAP.format(value=1)},
+                                                 change={"apps/cache/cm.yaml": CONFIG_MAP.format(value=2)}),
         "no change": Run(("preview", "--base", "main", "apps"), where="git", files=GIT_BASE, change={"README.md": "# notes\n"}),
         "an unknown base": Run(("preview", "--base", "no-such-branch", "apps"), where="git", files=GIT_BASE,
                               change={"README.md": "# notes\n"}),
