@@ -667,10 +667,13 @@ def test_apparmor_unconfined_through_the_template_annotation_is_refused(profile:
     assert admit("CREATE", obj) is None
 
 
-@pytest.mark.parametrize("name", ["cache.v2", "9cache", "c" * 60])
+@pytest.mark.parametrize("name", ["cache.v2", "9cache", "c", "c" * 52, "c" * 53, "c" * 54, "c" * 60, "c" * 63])
 def test_a_memcached_whose_companions_names_are_hashed_is_rendered_and_admitted(name: str) -> None:
     """A CR name that is no DNS-1035 label, or too long for one with -memcached, gives its Service and
-    budget a name with a hash of it (render/companions.py): the policy admits that shape, not another."""
+    budget a name with a hash of it (render/companions.py): the policy admits that shape, not another.
+    Every length where the renderer's choice turns (53 characters and -memcached make 63, a DNS-1035
+    label's limit) and the ends (1, and 63: the longest name a label carries) is tried: the policy and
+    the renderer decide alike."""
     cr = copy.deepcopy(CR)
     cr["metadata"]["name"] = name
     owner = {**OWNER, "name": name}
