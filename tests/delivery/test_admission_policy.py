@@ -14,6 +14,8 @@ import functools
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.render import render
 
@@ -693,3 +695,43 @@ def test_an_event_speaks_as_the_reconciler_and_no_one_else(spoof: dict[str, Any]
     body.update(spoof)
     body = {k: v for k, v in body.items() if v is not None}
     assert admit("CREATE", body) == EVENTS
+
+
+# -- the renderer and the policy, on random Memcacheds -------------------------------------------
+
+NAMES = st.from_regex(r"[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?)?", fullmatch=True).filter(
+    lambda n: len(n) <= 63)
+
+
+def admitted_whole(name: str, spec: dict[str, Any]) -> bool:
+    """Every object the reconciler would create for a CR of ``name`` and ``spec`` is admitted; False
+    when the CR is not valid (nothing is created for it)."""
+    from memcached_gitops.schemas import Validator, load_crd
+
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": name, "namespace": "shop"},
+          "spec": spec}
+    checked = Validator(load_crd()).validate(cr)
+    if checked.errors:
+        return False
+    owner = {**OWNER, "name": name}
+    for obj in render(checked.obj):
+        if obj["kind"] in RESOURCES:
+            obj["metadata"]["ownerReferences"] = [dict(owner)]
+            assert admit("CREATE", obj) is None, (obj["kind"], obj["metadata"]["name"], admit("CREATE", obj))
+    return True
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=NAMES, size=st.integers(1, 3), port=st.integers(1, 65535), metrics=st.booleans())
+def test_whatever_a_valid_memcached_renders_the_policy_admits(name: str, size: int, port: int, metrics: bool) -> None:
+    """The reconciler creates what the renderer makes of any valid CR (a name of any shape, any size,
+    port, exporter): the policy, written apart from the renderer, must admit every object of it, or a
+    cluster with the policy leaves that CR without its Deployment, Service or budget."""
+    assume(admitted_whole(name, {"size": size, "containerPort": port, "metrics": {"enabled": metrics}}))
+
+
+@pytest.mark.parametrize("length", range(1, 64))
+def test_a_memcached_of_every_name_length_is_admitted_whole(length: int) -> None:
+    """Every length a CR name can have (a label carries 63 characters at most): the renderer's names
+    turn at lengths the policy must follow exactly."""
+    assert admitted_whole("m" * length, {"size": 2})
