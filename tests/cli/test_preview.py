@@ -419,3 +419,29 @@ def test_an_object_of_another_kind_beside_the_cr_is_previewed_too(tmp_path: Path
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert summary(proc.stdout)[1] == "apps/cache: changed ConfigMap 1", proc.stdout
     assert "-  k: '1'\n+  k: '2'\n" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("layout", ["files", "kustomization"])
+def test_a_new_applications_preview_lists_what_argo_cd_would_deploy(tmp_path: Path, layout: str) -> None:
+    """Two clients, one truth: the preview of a pull request that adds an application lists as added
+    exactly the objects ``argocd-generate`` emits for it (run as Argo CD's sidecar runs it, letting
+    every kind through): the CR, its rendering, and the objects beside it."""
+    import yaml
+
+    from tests.support.argocd import generate, repo_server_env
+
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  k: v\n"
+    app = {"apps/new/cache.yaml": cr(size=2), "apps/new/settings.yaml": cm}
+    if layout == "kustomization":
+        app["apps/new/kustomization.yaml"] = "namespace: shop\nresources:\n- cache.yaml\n- settings.yaml\n"
+    repo = two_commits(tmp_path / "repo", {"README.md": "# caches\n"}, app)
+    proc = preview(repo, "apps")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    added = [line for line in proc.stdout.splitlines() if line.startswith("+++ pr/apps/new: ")]
+    previewed = sorted(line.removeprefix("+++ pr/apps/new: ") for line in added)
+    plugin = {"parameters": [{"name": "include-input", "string": "true"}]}
+    out = generate(repo / "apps" / "new", repo_server_env(plugin), {"MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH": "*"})
+    assert out.returncode == 0, out.stderr.decode()
+    emitted = sorted(f"{o['kind']} {o['metadata'].get('namespace', '') + '/' if o['metadata'].get('namespace') else ''}"
+                     f"{o['metadata']['name']}" for o in yaml.safe_load_all(out.stdout) if o)
+    assert previewed == emitted, (previewed, emitted)
