@@ -11,27 +11,10 @@ product's behaviour, reviewed.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 
 from tests.support.cli_outputs import GOLDEN, RUNS, record
-
-
-def main(names: list[str]) -> int:
-    unknown = [n for n in names if n not in RUNS]
-    if unknown:
-        print(f"no such command: {', '.join(unknown)} (known: {', '.join(RUNS)})", file=sys.stderr)
-        return 2
-    GOLDEN.mkdir(parents=True, exist_ok=True)
-    for name in names or list(RUNS):
-        fd, tmp = tempfile.mkstemp(dir=GOLDEN, prefix=f".{name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(record(name))
-        os.replace(tmp, GOLDEN / f"{name}.yaml")
-        print(f"recorded {GOLDEN / name}.yaml")
-    return 0
-
+from tests.support.golden import record_main
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(record_main(GOLDEN, RUNS, record, sys.argv[1:]))

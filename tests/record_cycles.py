@@ -1,5 +1,5 @@
-"""Record the outputs of ``reconcile --once`` in each cluster state and mode (tests/support/cycles.py)
-as tests/golden/cycles/STATE.yaml, which tests/reconciler/orchestration/test_recorded_cycles.py
+"""Record the outputs of ``reconcile`` in each cluster state and mode (tests/support/cycles.py) as
+tests/golden/cycles/STATE.yaml, which tests/reconciler/orchestration/test_recorded_cycles.py
 compares each run with.
 
     python -m tests.record_cycles            # every state
@@ -12,27 +12,10 @@ product's behaviour, reviewed.
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 
 from tests.support.cycles import GOLDEN, STATES, record
-
-
-def main(names: list[str]) -> int:
-    unknown = [n for n in names if n not in STATES]
-    if unknown:
-        print(f"no such state: {', '.join(unknown)} (known: {', '.join(STATES)})", file=sys.stderr)
-        return 2
-    GOLDEN.mkdir(parents=True, exist_ok=True)
-    for name in names or list(STATES):
-        fd, tmp = tempfile.mkstemp(dir=GOLDEN, prefix=f".{name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(record(name))
-        os.replace(tmp, GOLDEN / f"{name}.yaml")
-        print(f"recorded {GOLDEN / name}.yaml")
-    return 0
-
+from tests.support.golden import record_main
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(record_main(GOLDEN, STATES, record, sys.argv[1:]))

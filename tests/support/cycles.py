@@ -25,6 +25,7 @@ uid, generated Event names, and timestamps (each replaced by ``<time>``); durati
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -34,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -335,21 +336,27 @@ def _by_cr(lines: list[str]) -> list[str]:
     return [said for item in out for said in (sorted(item) if isinstance(item, list) else [item])]
 
 
+@contextlib.contextmanager
+def _said() -> Iterator[_Said]:
+    """The product's log lines at INFO while the block runs."""
+    said, logger = _Said(), logging.getLogger("memcached_gitops")
+    level = logger.level
+    logger.addHandler(said)
+    logger.setLevel(logging.INFO)
+    try:
+        yield said
+    finally:
+        logger.removeHandler(said)
+        logger.setLevel(level)
+
+
 def run_cell(state: str, mode: str) -> dict[str, Any]:
     """One cell: the state made, one cycle run under the mode, everything it showed."""
     with FakeAPIServer(namespaces=("default", "shop")) as api:
         STATES[state](api)
         start, before = len(api.log), snapshot(api)
-        said = _Said()
-        logger = logging.getLogger("memcached_gitops")
-        level = logger.level
-        logger.addHandler(said)
-        logger.setLevel(logging.INFO)
-        try:
+        with _said() as said:
             code = run_once(reconciler_for(api, **MODES[mode]))
-        finally:
-            logger.removeHandler(said)
-            logger.setLevel(level)
         return {"mode": mode, "exit": code, "log": _by_cr(said.lines), "requests": _requests(api, start),
                 "changes": changes(before, snapshot(api))}
 
@@ -365,21 +372,12 @@ def run_event_driven(state: str) -> dict[str, Any]:
     with FakeAPIServer(namespaces=("default", "shop")) as api:
         STATES[state](api)
         start, before = len(api.log), snapshot(api)
-        said = _Said()
-        logger = logging.getLogger("memcached_gitops")
-        level = logger.level
-        logger.addHandler(said)
-        logger.setLevel(logging.INFO)
-        try:
-            with running(api, settings=Settings(workers=1, resync=3600, watch_timeout=30, silence_grace=1)) as controller:
+        with _said() as said, running(api, settings=Settings(workers=1, resync=3600, watch_timeout=30, silence_grace=1)) as controller:
+            _idle(api, controller)
+            if api.get("apps", "deployments", "default", "a") is not None:
+                scale(api, "a", 5)
                 _idle(api, controller)
-                if api.get("apps", "deployments", "default", "a") is not None:
-                    scale(api, "a", 5)
-                    _idle(api, controller)
-                controller.stop.set()
-        finally:
-            logger.removeHandler(said)
-            logger.setLevel(level)
+            controller.stop.set()
         writes = {path: [line for line in lines if not line.startswith("GET ")] for path, lines in _requests(api, start).items()}
         return {"mode": "event-driven", "log": _by_cr([line for line in said.lines if CR_LINE.match(line)]),
                 "writes": {path: lines for path, lines in writes.items() if lines and "/leases/" not in path},
