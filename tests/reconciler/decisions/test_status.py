@@ -240,3 +240,24 @@ def test_a_paused_cr_has_one_condition_that_says_so_and_its_column() -> None:
     assert [(c["type"], c["status"], c["reason"], c["message"]) for c in status["conditions"]] == [
         ("Ready", "False", "ReconcileDisabled", "reconciliation is paused")]
     assert (status["reason"], status["ready"]) == ("ReconcileDisabled", "2/2")
+
+
+NOW, THEN = "2026-11-28T12:00:00Z", "2026-11-01T08:00:00Z"
+
+
+@pytest.mark.parametrize(("previous", "expected"), [
+    ({"type": "Ready", "status": "True", "lastTransitionTime": THEN}, THEN),  # unchanged: kept
+    ({"type": "Ready", "status": "False", "lastTransitionTime": THEN}, NOW),  # flipped: now
+    ({"type": "Ready", "status": "True"}, NOW),  # another writer's, without one: now, never absent
+    ({"type": "Ready", "status": "True", "lastTransitionTime": None}, NOW),
+    ({"type": "Ready", "status": "True", "lastTransitionTime": ""}, NOW),
+    (None, NOW),  # a new condition
+])
+def test_every_condition_carries_a_transition_time(previous: dict | None, expected: str) -> None:
+    """metav1.Condition's lastTransitionTime is required (a date-time): the status apply must never send
+    it null or empty, even when the live condition came without one (another writer, an older CRD)."""
+    from memcached_gitops.reconciler.decisions.status import with_transition_times
+
+    [out] = with_transition_times([{"type": "Ready", "status": "True", "reason": "R", "message": "m"}],
+                                  [previous] if previous else [], NOW)
+    assert out["lastTransitionTime"] == expected
