@@ -18,9 +18,10 @@ a user can see of it:
   the Deployments, Services and budgets (labels, annotations, owners, spec, and who manages which
   part: managedFields' manager, operation and subresource).
 
-Normalised, because they differ from run to run and nobody reads them as a result: resourceVersion,
-uid, generated Event names, and timestamps (each replaced by ``<time>``); durations in the log
-(``<seconds>``). Nothing else is: a changed word, count, field, request or exit code is a difference.
+Normalised, because they differ from run to run and nobody reads them as a result: resourceVersion
+and uid (each kept as ``<resourceVersion>``, ``<uid>``: a field dropped still shows), generated Event
+names, and timestamps (each replaced by ``<time>``); durations in the log (``<seconds>``). Nothing
+else is: a changed word, count, field, request or exit code is a difference.
 """
 
 from __future__ import annotations
@@ -234,7 +235,8 @@ def scrub(value: Any) -> Any:
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
-            if key in VOLATILE:
+            if key in VOLATILE:  # kept as a mark: a field dropped from a request or an object shows
+                out[key] = f"<{key}>"
                 continue
             out[UUID.sub("<uid>", key)] = [_managed(m) for m in item] if key == "managedFields" else scrub(item)
         return out
