@@ -175,3 +175,18 @@ def test_a_cr_being_deleted_gets_nothing_created_or_corrected(cluster: FakeAPISe
     assert run_once(reconciler_for(cluster, dry_run=dry_run)) == 0
     assert [f"{r.method} {r.path}" for r in cluster.writes()] == []
     assert "default/a: being deleted: nothing created or corrected" in [r.getMessage() for r in caplog.records]
+
+
+def test_every_event_names_its_cr_as_kubectl_describe_finds_it(cluster: FakeAPIServer) -> None:
+    """``kubectl describe memcached`` lists the Events whose involvedObject has the CR's uid (its
+    field selector is kind, name, namespace and uid): every Event of ours carries all of them."""
+    import json
+
+    cr = make_cr(cluster, "a", size=1)
+    reconciler_for(cluster).run_cycle()
+    _, _, body = cluster.handle("GET", "/api/v1/namespaces/default/events", {}, b"")
+    events = json.loads(body)["items"]
+    assert events
+    for e in events:
+        assert e["involvedObject"] == {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "a",
+                                       "namespace": "default", "uid": cr["metadata"]["uid"]}, e["involvedObject"]
