@@ -149,3 +149,14 @@ def test_who_added_or_replaced_a_port_is_named_on_its_drift() -> None:
     assert any("kubectl-edit" in m for m in added.managers), added
     [missing] = [d for d in compare(deployment(11211), edited(9150)) if "11211" in d.field]
     assert any("kubectl-edit" in m for m in missing.managers), missing
+
+
+def test_a_port_switched_to_another_protocol_is_ours_missing_and_theirs_unwanted() -> None:
+    """A port's key is its number and protocol, TCP when unsaid (the API server's default): a port a
+    person switched to UDP is another item, so ours is missing and theirs is removed, not one field of
+    ours changed (an apply alone would leave the UDP port beside ours)."""
+    desired = deployment([{"containerPort": 11211, "name": "memcached"}])  # rendered without protocol: TCP
+    live = deployment([{"containerPort": 11211, "protocol": "UDP", "name": "memcached"}])
+    found = {(d.field, d.live is ABSENT, d.desired is ABSENT) for d in compare(desired, live)}
+    assert found == {('.spec.template.spec.containers[name="memcached"].ports[containerPort=11211,protocol="TCP"]', True, False),
+                     ('.spec.template.spec.containers[name="memcached"].ports[containerPort=11211,protocol="UDP"]', False, True)}, found
