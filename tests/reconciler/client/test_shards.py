@@ -138,6 +138,26 @@ def test_a_reconcile_in_flight_holds_the_view_until_it_ends(server: FakeAPIServe
     assert not b.may_write(), "no write outside a reconcile that holds its CR"
 
 
+def test_a_third_replica_waits_for_every_member_not_one(server: FakeAPIServer, clock: ManualClock) -> None:
+    """A replica joining two writes nothing until both have published a view with it: one
+    acknowledgement is not all of them (the one that has not seen it yet still writes its share)."""
+    a, b = start(server, clock, "a", "b")
+    c = replica(server, clock, "c")
+    c.join()
+    sync(server, c)
+    c.step()
+    sync(server, a)
+    a.step()  # a publishes {a, b, c}; b's watch has not delivered c's Lease
+    sync(server, c)
+    assert not c.acknowledged(), "only a has acknowledged c"
+    assert no_two_writers([a, b, c])["c"] == 0
+    sync(server, b)
+    b.step()
+    sync(server, c)
+    assert c.acknowledged()
+    assert no_two_writers([a, b, c])["c"] > 0
+
+
 def test_a_replica_stopped_with_sigterm_hands_over_at_once(server: FakeAPIServer, clock: ManualClock) -> None:
     a, b, c = start(server, clock, "a", "b", "c")
     before = no_two_writers([a, b, c])
