@@ -218,3 +218,14 @@ def test_taking_one_over_keeps_what_an_unknown_updater_set_until_ours(cluster: F
     assert [p["containerPort"] for p in template["spec"]["containers"][0]["ports"]] == [11211]
     kept = (template["metadata"].get("annotations") or {}).get("bot.example.com/touched")
     assert kept == (None if owned_before else "yes"), template["metadata"]
+
+
+@pytest.mark.parametrize(("manager", "expected"), [("team-cache", Ownership.OWNED), ("memcached-gitops", Ownership.INHERITED)])
+def test_an_adoption_is_ours_under_the_field_manager_that_applied_it(manager: str, expected: Ownership) -> None:
+    """``reconcile --adopt --field-manager team-cache`` took the Go operator's Deployment over: its
+    Apply is by team-cache, so the next cycle under that manager finds it ours (and corrects its
+    drift without --adopt); under the default manager it is still the operator's, inherited."""
+    taken = _dep(OURS, [{"uid": "u-1", "controller": True}], {"app.kubernetes.io/name": "project"},
+                 (("manager", "Update", ""), ("team-cache", "Apply", "")))
+    assert classify(taken, CR, "team-cache") is Ownership.OWNED
+    assert classify(taken, CR, manager) is expected
