@@ -6,7 +6,8 @@ tests/golden/cycles/ (tests/reconciler/orchestration/test_recorded_cycles.py com
 A cell is a cluster state (``STATES``: what kubectl, Argo CD, an HPA or the Go operator left in the
 fake API server, and the faults it answers with) run under a mode (``MODES``: the command's options);
 some states also run in the event-driven mode (``EVENT_DRIVEN``: one worker until idle, a person's
-``kubectl scale``, idle again; its writes kept, not its reads, which follow the informers' timing).
+``kubectl scale``, idle again; its writes kept, not its reads, which follow the informers' timing;
+and its ``/metrics`` scrape, values that follow the timing as ``<varies>``).
 The cycle runs in-process as ``reconcile --once`` runs it (loop.run_once), and the cell records what
 a user can see of it:
 
@@ -379,11 +380,41 @@ def run_event_driven(state: str) -> dict[str, Any]:
             if api.get("apps", "deployments", "default", "a") is not None:
                 scale(api, "a", 5)
                 _idle(api, controller)
+            exposition = controller.metrics.render().decode()
             controller.stop.set()
         writes = {path: [line for line in lines if not line.startswith("GET ")] for path, lines in _requests(api, start).items()}
         return {"mode": "event-driven", "log": _by_cr([line for line in said.lines if CR_LINE.match(line)]),
                 "writes": {path: lines for path, lines in writes.items() if lines and "/leases/" not in path},
-                "changes": changes(before, snapshot(api))}
+                "changes": changes(before, snapshot(api)), "metrics": metrics(exposition, api.url)}
+
+
+#: samples whose value follows the timing of the run, kept as ``<varies>``: the reads and the
+#: reconciles, which follow the informers' and the queue's timing (two events before a worker takes
+#: the key are one reconcile), and the gauges of durations. Every other value is a count of what was
+#: done, or a state. Durations' buckets and sums and the series' creation times are left out (their
+#: bounds: test_modes.py).
+VARYING = re.compile(r"^(memcached_gitops_watch_events_total|workqueue_adds_total|controller_runtime_reconcile_total"
+                     r"|(memcached_gitops_work_duration|controller_runtime_reconcile_time|workqueue_(queue|work)_duration)_seconds_count"
+                     r"|workqueue_(unfinished_work|longest_running_processor)_seconds)\b"
+                     r'|^rest_client_requests_total\{.*method="GET"|^memcached_gitops_api_requests_total\{.*verb="(get|list|watch)"')
+LEFT_OUT = re.compile(r"^[^{ ]*(_created|_seconds_bucket|_seconds_sum)\b")
+
+
+def metrics(exposition: str, url: str) -> list[str]:
+    """The scrape's lines: HELP and TYPE as they are, each family's samples sorted (the registry
+    lists label sets in the order they were first seen) with their value, or ``<varies>``
+    (``VARYING``); the fake API server's address as ``<host>``."""
+    out: list[str] = []
+    samples: list[str] = []
+    for line in exposition.replace(url.split("//", 1)[1], "<host>").splitlines() + ["# end"]:
+        if line.startswith("#"):
+            out += sorted(samples)
+            samples = []
+            out.append(line)
+        elif line and not LEFT_OUT.match(line):
+            series, _, value = line.rpartition(" ")
+            samples.append(f"{series} {'<varies>' if VARYING.search(series) else value}")
+    return out[:-1]
 
 
 def _idle(api: FakeAPIServer, controller: Any, quiet: float = 0.3, timeout: float = 15.0) -> None:
@@ -403,9 +434,11 @@ def _idle(api: FakeAPIServer, controller: Any, quiet: float = 0.3, timeout: floa
     raise AssertionError(f"the controller never went idle: {controller.queue.pending()}")
 
 
-def run_diff(state: str) -> dict[str, Any]:
+def run_diff(state: str, in_process: bool = False) -> dict[str, Any]:
     """``memcached-gitops diff`` (the command, in a process of its own, as a person runs it in a pull
-    request) of each CR of the state, as its file in Git says it: the CR's spec as the cluster holds it."""
+    request) of each CR of the state, as its file in Git says it: the CR's spec as the cluster holds it.
+    ``in_process`` runs the same command in this process (typer's runner): the same cell, where a
+    mutated ``diff.py`` is the one that runs."""
     with FakeAPIServer(namespaces=("default", "shop")) as api, tempfile.TemporaryDirectory() as tmp:
         STATES[state](api)
         start = len(api.log)
@@ -416,11 +449,36 @@ def run_diff(state: str) -> dict[str, Any]:
                  for cr in crs]
         (Path(tmp) / "crs.yaml").write_text("---\n".join(texts))
         kubeconfig = write_kubeconfig(Path(tmp), api.url)
-        proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(kubeconfig), "crs.yaml"],
-                              cwd=tmp, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "100"})
-        return {"mode": "diff", "exit": proc.returncode, "stdout": UUID.sub("<uid>", proc.stdout),
-                "stderr": UUID.sub("<uid>", proc.stderr.replace(tmp, "<tmp>")),
+        args = ["diff", "--kubeconfig", str(kubeconfig), "crs.yaml"]
+        code, stdout, stderr = (_in_process if in_process else _in_subprocess)(args, tmp)
+        return {"mode": "diff", "exit": code, "stdout": UUID.sub("<uid>", stdout),
+                "stderr": UUID.sub("<uid>", stderr.replace(tmp, "<tmp>")),
                 "requests": _requests(api, start)}
+
+
+def _in_subprocess(args: list[str], cwd: str) -> tuple[int, str, str]:
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", *args], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "100"})
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def _in_process(args: list[str], cwd: str) -> tuple[int, str, str]:
+    """The command run by typer's test runner in ``cwd``; the root logger (which the command
+    configures) and the working directory are put back as they were."""
+    from typer.testing import CliRunner
+
+    from memcached_gitops.cli import app
+
+    root = logging.getLogger()
+    handlers, level, here = root.handlers[:], root.level, os.getcwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(app, args, env={"COLUMNS": "100"})
+    finally:
+        os.chdir(here)
+        root.handlers[:], root.level = handlers, level
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout, result.stderr
 
 
 def record(state: str) -> str:

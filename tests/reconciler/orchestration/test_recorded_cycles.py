@@ -9,8 +9,9 @@ records it again when the change is intended."""
 from __future__ import annotations
 
 import pytest
+import yaml
 
-from tests.support.cycles import GOLDEN, STATES, record
+from tests.support.cycles import DIFFED, GOLDEN, STATES, record, run_diff
 from tests.support.golden import assert_all_recorded, assert_recorded
 
 
@@ -21,3 +22,12 @@ def test_the_cycle_shows_what_was_recorded(state: str) -> None:
 
 def test_every_state_is_recorded_and_every_recording_is_a_state() -> None:
     assert_all_recorded(GOLDEN, STATES)
+
+
+@pytest.mark.parametrize("state", DIFFED)
+def test_diff_in_this_process_shows_what_the_command_recorded(state: str) -> None:
+    """The recorded ``diff`` cell, run by typer's runner in this process rather than in a process
+    of its own: the same exit, lines and requests (and what the mutation tests of diff.py read)."""
+    recorded = yaml.safe_load((GOLDEN / f"{state}.yaml").read_text())
+    [cell] = [c for c in recorded["cells"] if c["mode"] == "diff"]
+    assert run_diff(state, in_process=True) == cell, "python -m tests.record_cycles " + state
