@@ -123,6 +123,17 @@ RUNS: dict[str, dict[str, Run]] = {
         "generate, parameters": Run((), where="files", files=APP, argocd="generate",
                                     env={"plugin": json.dumps({"parameters": [{"name": "image", "string": "mirror.example/m:2"}]})}),
         "generate, an invalid CR": Run((), where="files", files={**APP, "bad.yaml": BAD}, argocd="generate"),
+        "generate, a kustomization": Run((), where="files", argocd="generate", files={
+            **APP, "kustomization.yaml": "namePrefix: dev-\nresources:\n- cr.yaml\n"}),
+        "generate, a kustomization reaching out": Run((), where="files", argocd="generate", files={
+            **APP, "kustomization.yaml": "resources:\n- cr.yaml\n- ../../etc/passwd\n"}),
+        "generate, a ConfigMap passed through": Run((), where="files", files={**APP, "cm.yaml": CONFIG_MAP.format(value=1)},
+                                                    argocd="generate", env={"plugin": json.dumps(
+                                                        {"parameters": [{"name": "pass-through-kinds", "string": "ConfigMap"}]})}),
+        "generate, the Deployments alone": Run((), where="files", files=APP, argocd="generate", env={"plugin": json.dumps(
+            {"parameters": [{"name": "include-input", "string": "false"}]})}),
+        **{f"generate, layout: {name}": Run((), where=name, argocd="generate") for name in LAYOUTS},
+        **{f"discover, layout: {name}": Run((), where=name, argocd="discover") for name in LAYOUTS},
     },
     "preview": {
         "a size change": Run(("preview", "--base", "main", "apps", "overlays"), where="git", files=GIT_BASE,
