@@ -62,9 +62,9 @@ def reconcile_companions(rec: Reconciler, visit: Visit, lookup: CompanionLookup,
     live = {key: found for key, found in cached.items() if found is not None}
     foreign = []
     planned = steps(cr, desired, live, names, rec.options.adopt, kept_selector, ignored, rec.options.field_manager)
-    writing = not (rec.options.dry_run or rec.options.detect_only or detect_only)
-    if writing and not withhold and kept_selector is None and any(s.move is Move.CREATE for s in planned):
+    if not withhold and kept_selector is None and any(s.move is Move.CREATE for s in planned):
         # our selector is unique per CR, but a foreign Pod may carry its labels: looked for once, before creating
+        # (or, in a dry run or detect-only, before saying what would be created: what the run itself would do)
         visit.shared = rec._shared(visit.namespace, visit.name, {"matchLabels": selector_labels(visit.name)}, True, kept=False)
         withhold = bool(visit.shared)
     sending: list[Step] = []

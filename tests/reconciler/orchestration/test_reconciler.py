@@ -657,3 +657,22 @@ def test_diff_compares_the_service_and_budget_too(cluster: FakeAPIServer, tmp_pa
     call(cluster, "DELETE", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/a-memcached")
     diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert "default/a: missing: the PodDisruptionBudget a-memcached does not exist\n" in diff.stdout, diff.stdout
+
+
+@pytest.mark.parametrize("mode", [{"dry_run": True}, {"detect_only": True}])
+def test_a_dry_run_says_of_the_companions_what_the_run_does(cluster: FakeAPIServer, caplog, mode: dict) -> None:
+    """A foreign Pod carries the labels a new CR's selector selects: the run creates the Deployment
+    but not the Service and budget (they would send clients to, or count, that Pod). A dry run and
+    detect-only look for such Pods too, and so do not say the two would be created."""
+    post(cluster, "/api/v1/namespaces/default/pods",
+         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stray", "labels": {"app.kubernetes.io/name": "memcached",
+                                                                                      "app.kubernetes.io/instance": "a"}},
+          "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}})
+    make_cr(cluster, "a", size=2)
+    caplog.set_level(logging.INFO)
+    reconciler_for(cluster, **mode).run_cycle()
+    said = [r.getMessage() for r in caplog.records]
+    assert not [m for m in said if "a-memcached create" in m], said
+    reconciler_for(cluster).run_cycle()
+    assert deployment(cluster, "a") is not None and condition(cluster, "a", "Degraded")["reason"] == "SelectorOverlap"
+    assert cluster.get("", "services", "default", "a-memcached") is None
