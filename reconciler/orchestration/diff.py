@@ -79,7 +79,25 @@ def _compare(api: Any, desired: dict[str, Any], namespace: str, autoscalers: dic
     else:
         planned = ignoring(selecting(desired, kept.get((ns, cr))), live, field_manager, pointers, BY_KIND[kind].rules)
         what = f"{kind} {name}: "
+    the = kind if kind == DEPLOYMENTS.kind else f"{kind} {name}"
     if live is None:
-        return [(f"{ns}/{cr}: missing: the {kind if kind == DEPLOYMENTS.kind else f'{kind} {name}'} does not exist", True)]
+        return [(f"{ns}/{cr}: missing: the {the} does not exist", True)]
+    if _left_alone(live, kind, cr):  # the reconciler's Degraded ResourceNotOwned: no field of it is corrected
+        return [(f"{ns}/{cr}: the {the} exists and is not controlled by this Memcached; the reconciler leaves it alone", True)]
     return ([(f"{ns}/{cr}: {what}{d.describe()}", True) for d in planned.drift]
             + [(f"{ns}/{cr}: {what}ignored ({IGNORE_PATHS_ANNOTATION}): {d.describe()}", False) for d in planned.ignored])
+
+
+def _left_alone(live: dict[str, Any], kind: str, cr: str) -> bool:
+    """Whether the reconciler leaves ``live`` alone as another's (ownership.classify for the
+    Deployment, companions.relation for the others): controlled by anything but the Memcached named
+    ``cr``, or by nothing and not labelled as its rendering. diff reads no CR, so a controller that
+    is a Memcached of that name is taken for this one."""
+    from ..decisions.companions import Move, relation
+    from ..decisions.ownership import Ownership, classify, controller_of
+    from ..decisions.vocabulary import DEPLOYMENTS
+
+    controller = controller_of(live) or {}
+    uid = controller.get("uid") if (controller.get("kind"), controller.get("name")) == ("Memcached", cr) else None
+    ref = {"metadata": {"name": cr, "uid": uid}}
+    return classify(live, ref) is Ownership.FOREIGN if kind == DEPLOYMENTS.kind else relation(live, ref) is Move.FOREIGN

@@ -56,6 +56,7 @@ from tests.support.fakecluster import (
     hpa_scales,
     make_cr,
     patch,
+    post,
     reconciler_for,
     scale,
     write_kubeconfig,
@@ -65,6 +66,7 @@ from tests.support.go_operator import go_operator_deployment, seed_000_labels
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "cycles"
 MERGE, JSON_PATCH, STRATEGIC = "application/merge-patch+json", "application/json-patch+json", "application/strategic-merge-patch+json"
 SERVICE = "/api/v1/namespaces/{ns}/services/{name}"
+BUDGET = "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets/{name}"
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 SECONDS, SECONDS_SAID = re.compile(r"\b\d+(\.\d+)?( ?)s\b"), r"<seconds>\2s"
 CR_LINE = re.compile(r"^[A-Z]+ ([a-z0-9-]+/[a-z0-9.-]+): ")
@@ -157,6 +159,54 @@ def _deleting(api: FakeAPIServer) -> None:
     assert code in (200, 202), body
 
 
+def _service_edited_twice(api: FakeAPIServer) -> None:
+    """Two fields of the Service changed in one edit: its port and one of our labels."""
+    _ours(api, size=2)
+    ops = [{"op": "replace", "path": "/spec/ports/0/port", "value": 11311},
+           {"op": "replace", "path": "/metadata/labels/app.kubernetes.io~1component", "value": "db"}]
+    patch(api, SERVICE.format(ns="default", name="a-memcached"), ops, JSON_PATCH, "?fieldManager=kubectl-edit")
+
+
+def _companions_ignored(api: FakeAPIServer) -> None:
+    """The CR's annotation leaves the Service's ports and the budget's maxUnavailable to others, who
+    changed both."""
+    _ours(api, size=2)
+    annotate(api, "a", "Service:/spec/ports, PodDisruptionBudget:/spec/maxUnavailable")
+    patch(api, SERVICE.format(ns="default", name="a-memcached"), [{"op": "replace", "path": "/spec/ports/0/port", "value": 11311}],
+          JSON_PATCH, "?fieldManager=kubectl-edit")
+    patch(api, BUDGET.format(ns="default", name="a-memcached"), [{"op": "replace", "path": "/spec/maxUnavailable", "value": 2}],
+          JSON_PATCH, "?fieldManager=kubectl-edit")
+
+
+def _foreign_companions(api: FakeAPIServer) -> None:
+    """A person's Service and budget hold both names before the CR is made."""
+    foreign_service(api, "a-memcached")
+    post(api, "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+         {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "a-memcached", "namespace": "default"},
+          "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"a": "b"}}}}, "?fieldManager=someone")
+    make_cr(api, "a", size=2)
+
+
+def _foreign_deployment(api: FakeAPIServer) -> None:
+    """A person's Deployment holds the CR's name: not ours, not our labels."""
+    post(api, "/apis/apps/v1/namespaces/default/deployments",
+         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "a", "namespace": "default"},
+          "spec": {"selector": {"matchLabels": {"app": "a"}},
+                   "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}}}},
+         "?fieldManager=kubectl-create")
+    make_cr(api, "a", size=2)
+
+
+def _foreign_pod(api: FakeAPIServer) -> None:
+    """A Pod of someone else's carries the labels the new CR's selector selects: its Service and
+    budget would send clients to, or count, that Pod."""
+    post(api, "/api/v1/namespaces/default/pods",
+         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stray", "namespace": "default",
+                                                          "labels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}},
+          "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}, "?fieldManager=kubectl-run")
+    make_cr(api, "a", size=2)
+
+
 def _faulted(method: str, path: str, status: int, times: int = 10) -> Callable[[FakeAPIServer], None]:
     def state(api: FakeAPIServer) -> None:
         _scaled(api)
@@ -183,6 +233,11 @@ STATES: dict[str, Callable[[FakeAPIServer], None]] = {
     "left-by-go-operator": _go_operator,
     "scaled-by-hpa": _hpa,
     "foreign-service": _foreign_service,
+    "service-edited-twice": _service_edited_twice,
+    "companions-ignored-by-annotation": _companions_ignored,
+    "foreign-service-and-budget": _foreign_companions,
+    "foreign-pod-shares-the-selector": _foreign_pod,
+    "foreign-deployment": _foreign_deployment,
     "two-namespaces": _two_namespaces,
     "cr-being-deleted": _deleting,
     "list-forbidden": _faulted("GET", "/memcacheds", 403),
@@ -207,6 +262,7 @@ EVENT_DRIVEN = ("new-cr", "scaled-by-kubectl", "service-port-edited", "scaled-by
                 "cr-being-deleted")
 #: the states ``diff`` is run on
 DIFFED = ("new-cr", "in-sync", "scaled-by-kubectl", "port-json-patched", "service-port-edited", "replicas-ignored-by-annotation",
+          "service-edited-twice", "companions-ignored-by-annotation", "foreign-service-and-budget", "foreign-deployment",
           "applied-by-argocd", "left-by-go-operator", "scaled-by-hpa", "two-namespaces", "list-forbidden")
 #: the modes beyond the three every state runs under, and the states they run on
 EXTRA_MODES: dict[str, tuple[str, ...]] = {
