@@ -1,0 +1,303 @@
+"""The rules of one kustomize build, called in this process: the refusal of YAML that our reader and
+kustomize's could read differently (kustomize_yaml.py), the operator's options and numbers, the
+bounded error line, the confinement root, and ``build`` itself run on a stand-in kustomize (a shell
+script named by $MEMCACHED_GITOPS_KUSTOMIZE, as an operator names theirs) that answers as kustomize
+does. The CLI tests run the same rules through the commands, in processes of their own."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from memcached_gitops.foundation import kustomize
+from memcached_gitops.foundation.kustomize import (
+    BUILD_OPTIONS_ENV,
+    DEADLINE_ENV,
+    KUSTOMIZE_ENV,
+    MAX_BUILDS_ENV,
+    BuildRefused,
+    Builds,
+    KustomizeError,
+    bounded_error,
+    build,
+    confinement_root,
+    is_kustomization_root,
+    parse_build_options,
+)
+from memcached_gitops.foundation.kustomize_yaml import DivergentYAML, read_plain
+from memcached_gitops.foundation.yamlreader import NodeBudget, YAMLInputError
+
+
+# ---- kustomize_yaml.read_plain: what either reader could read differently is refused, with its place
+@pytest.mark.parametrize(("text", "where", "what"), [
+    ("a: &x 1\nb: 2\n", "1:4", "an anchor"),
+    ("a: !!str 1\n", "1:4", "the tag 'tag:yaml.org,2002:str'"),
+    ("a: !custom {b: 1}\n", "1:4", "the tag '!custom'"),
+    ("kind: A\n<<: {kind: B}\n", "2:1", "a merge key '<<'"),
+    ("kind: A\nkind: B\n", "2:1", "the duplicate key 'kind'"),
+    ("resources:\n- path: a\n  path: b\n", "3:3", "the duplicate key 'path'"),
+    ("a:\n  b: 1\n  c: {d: 1, d: 2}\n", "3:13", "the duplicate key 'd'"),
+])
+def test_a_construct_the_readers_could_differ_on_is_refused_at_its_place(text: str, where: str, what: str) -> None:
+    with pytest.raises(DivergentYAML) as caught:
+        read_plain(text)
+    assert str(caught.value) == f"{where}: {what}: YAML readers could differ on it; refused"
+    line, column = where.split(":")
+    assert (caught.value.line, caught.value.column) == (int(line), int(column))
+
+
+@pytest.mark.parametrize("text", [
+    "resources:\n- a.yaml\n- b.yaml\n",
+    "a: {b: 1}\nc: {b: 2}\n",             # the same key in two mappings
+    "a: '<<'\nb: ['<<', x]\n",             # '<<' as a value, never a key
+    "- {a: 1}\n- {a: 2}\n",                # each item a mapping of its own
+    "a:\n- b: 1\n  c: 2\n- b: 3\nd: 4\n",  # a key after a sequence of mappings
+    "a: 1\n---\na: 2\n",                   # the same key in two documents
+])
+def test_plain_yaml_is_read_whole(text: str) -> None:
+    import yaml
+    assert [d.value for d in read_plain(text)] == list(yaml.safe_load_all(text))
+
+
+def test_plain_yaml_counts_its_nodes_in_the_runs_budget() -> None:
+    budget = NodeBudget(10)
+    read_plain("a: 1\nb: 2\n", budget)
+    assert 0 < budget.used <= 10
+    with pytest.raises(YAMLInputError):
+        read_plain("[" + ", ".join(["1"] * 20) + "]\n", NodeBudget(10))
+
+
+@pytest.mark.parametrize("text", ["? [a, b]\n: 1\n", "a: 1\nb: *x\n"])
+def test_what_the_bounded_reader_refuses_is_an_input_error_first(text: str) -> None:
+    """A key that is a collection, an alias to nothing: the bounded reader's refusals, before the scan."""
+    with pytest.raises(YAMLInputError):
+        read_plain(text)
+
+
+def test_yaml_that_does_not_parse_is_an_input_error_at_its_place() -> None:
+    with pytest.raises(YAMLInputError) as caught:
+        read_plain("a: [1, 2\nb: 3\n")
+    assert caught.value.line >= 1 and caught.value.column >= 1 and caught.value.message
+
+
+# ---- the operator's build options
+@pytest.mark.parametrize(("text", "argv"), [
+    (None, []),
+    ("", []),
+    ("--enable-helm", ["--enable-helm"]),
+    ("--enable-helm=true --helm-debug=false", ["--enable-helm=true", "--helm-debug=false"]),
+    ("--helm-kube-version 1.31.0", ["--helm-kube-version=1.31.0"]),
+    ("--helm-kube-version=v1.31.0 --helm-api-versions apps/v1", ["--helm-kube-version=v1.31.0", "--helm-api-versions=apps/v1"]),
+    ("--enable-managedby-label", ["--enable-managedby-label"]),
+])
+def test_allowed_build_options_become_argv(text: str | None, argv: list[str]) -> None:
+    assert parse_build_options(text) == argv
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("-o /tmp/x", "kustomize build option '-o' is not allowed (allowed: --enable-helm, --enable-managedby-label, "
+                  "--helm-api-versions, --helm-debug, --helm-kube-version)"),
+    ("--output=/tmp/x", "kustomize build option '--output=/tmp/x' is not allowed"),
+    ("--load-restrictor LoadRestrictionsNone", "kustomize build option '--load-restrictor' is not allowed"),
+    ("--enable-exec", "kustomize build option '--enable-exec' is not allowed"),
+    ("overlays/prod", "kustomize build option 'overlays/prod' is not allowed"),
+    ("--enable-helm=yes", "--enable-helm takes true or false, not 'yes'"),
+    ("--helm-kube-version --enable-exec", "--helm-kube-version: value '--enable-exec' is not a version; refused"),
+    ("--helm-kube-version", "--helm-kube-version: value '' is not a version; refused"),
+    ("--helm-api-versions=-x", "--helm-api-versions: value '-x' is not a version; refused"),
+    ("--enable-helm 'unclosed", "cannot be read: No closing quotation"),
+])
+def test_every_other_option_is_refused_naming_it(text: str, said: str) -> None:
+    with pytest.raises(BuildRefused) as caught:
+        parse_build_options(text)
+    assert str(caught.value).startswith(f"{BUILD_OPTIONS_ENV}: {said}"), str(caught.value)
+
+
+# ---- numbers of the environment, the run's cap and deadline
+@pytest.mark.parametrize(("value", "expected"), [(None, 60.0), ("", 60.0), ("2.5", 2.5), ("30", 30.0)])
+def test_a_deadline_is_the_operators_number_or_the_default(value: str | None, expected: float) -> None:
+    environ = {} if value is None else {DEADLINE_ENV: value}
+    assert Builds(environ=environ).deadline() == expected
+
+
+@pytest.mark.parametrize(("value", "said"), [("soon", "not a number: 'soon'"), ("0", "must be more than 0, not '0'"),
+                                             ("-1", "must be more than 0, not '-1'"), ("nan", "must be more than 0, not 'nan'")])
+def test_a_number_that_is_none_is_refused(value: str, said: str) -> None:
+    with pytest.raises(BuildRefused) as caught:
+        Builds(environ={DEADLINE_ENV: value}).deadline()
+    assert str(caught.value) == f"{DEADLINE_ENV}: {said}"
+
+
+def test_the_deadline_is_checked_against_the_runs_clock() -> None:
+    now = [100.0]
+    builds = Builds(environ={DEADLINE_ENV: "10"}, clock=lambda: now[0])
+    now[0] = 109.9
+    builds.check_time("apps/a")  # within the deadline
+    now[0] = 110.0
+    with pytest.raises(BuildRefused) as caught:
+        builds.check_time("apps/a")
+    assert str(caught.value) == f"apps/a: not read: the run's deadline of 10 s passed ({DEADLINE_ENV}); cut"
+
+
+# ---- kustomize's error line, bounded
+def test_klogs_header_and_quotes_are_taken_off_kustomizes_error() -> None:
+    line = 'E1128 00:42:02.882520    5573 run.go:72] "command failed" err="accumulating resources: missing file"'
+    assert bounded_error(line) == "accumulating resources: missing file"
+
+
+def test_a_quoted_span_keeps_sixteen_characters() -> None:
+    assert bounded_error("no file 'abcdefghijklmnopqrstuvwxyz'") == "no file 'abcdefghijklmnop…'"
+    assert bounded_error('at "short"') == 'at "short"'
+
+
+def test_a_long_error_keeps_its_start_and_end_in_64_characters() -> None:
+    said = bounded_error("accumulating resources: " + "x" * 200 + " no such file or directory")
+    assert len(said) == 64 and said.startswith("accumulating resou") and said.endswith("no such file or directory")
+    assert " … " in said
+
+
+# ---- the root a build is confined to
+def test_a_folder_under_the_current_one_is_confined_to_the_current_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "apps" / "a").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert confinement_root("apps/a") == str(tmp_path.resolve())
+    assert confinement_root(".") == str(tmp_path.resolve())
+    elsewhere = tmp_path.parent / (tmp_path.name + "-other")
+    elsewhere.mkdir()
+    assert confinement_root(str(elsewhere)) == str(elsewhere.resolve()), "a folder outside: itself"
+    monkeypatch.chdir("/")
+    assert confinement_root(str(tmp_path / "apps")) == str((tmp_path / "apps").resolve()), "never /"
+
+
+@pytest.mark.parametrize("name", ["kustomization.yaml", "kustomization.yml", "Kustomization"])
+def test_a_kustomization_root_is_a_folder_holding_one_of_the_three_names(tmp_path: Path, name: str) -> None:
+    assert not is_kustomization_root(str(tmp_path))
+    (tmp_path / name).write_text("resources: []\n")
+    assert is_kustomization_root(str(tmp_path))
+    assert not is_kustomization_root(str(tmp_path / name)), "a file is not a root"
+
+
+# ---- build, on a stand-in kustomize
+@pytest.fixture
+def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Install a script as the kustomize binary: its body is given, it records its argv and environment."""
+    def install(body: str) -> Path:
+        script = tmp_path / "kustomize"
+        script.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {tmp_path}/argv\nenv > {tmp_path}/env\n{body}\n")
+        script.chmod(script.stat().st_mode | stat.S_IEXEC)
+        monkeypatch.setenv(KUSTOMIZE_ENV, str(script))
+        return tmp_path
+    return install
+
+
+def test_build_runs_kustomize_on_the_folders_absolute_path_with_the_options(stand_in, tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    where = stand_in("echo 'kind: ConfigMap'")
+    (tmp_path / "app").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert build("app", ["--enable-helm"], 1000) == b"kind: ConfigMap\n"
+    assert (where / "argv").read_text().splitlines() == ["build", "--enable-helm", str(tmp_path / "app")]
+    env = dict(line.split("=", 1) for line in (where / "env").read_text().splitlines() if "=" in line)
+    assert env["GIT_ALLOW_PROTOCOL"] == "", "no git transport unless remote bases are allowed"
+    build("app", [], 1000, remote=True)
+    env = dict(line.split("=", 1) for line in (where / "env").read_text().splitlines() if "=" in line)
+    assert env["GIT_ALLOW_PROTOCOL"] == "https:ssh"
+
+
+def test_build_holds_the_child_to_the_memory_bound(stand_in, tmp_path: Path) -> None:
+    where = stand_in("ulimit -d > " + str(tmp_path / "limit"))
+    build(str(tmp_path), [], 1000, memory=64 * 2**20)
+    assert (where / "limit").read_text().strip() == str(64 * 1024), "RLIMIT_DATA in KiB, as ulimit -d says it"
+    env = dict(line.split("=", 1) for line in (where / "env").read_text().splitlines() if "=" in line)
+    assert env["GOMEMLIMIT"] == str(64 * 2**20 * 3 // 4)
+
+
+def test_output_over_the_limit_is_refused(stand_in, tmp_path: Path) -> None:
+    stand_in("printf '0123456789'")
+    assert build(str(tmp_path), [], 10) == b"0123456789"
+    with pytest.raises(KustomizeError) as caught:
+        build(str(tmp_path), [], 9)
+    assert str(caught.value).endswith("kustomize build wrote more than the limit of 9 bytes; refused")
+
+
+def test_a_failed_build_says_kustomizes_error_block(stand_in, tmp_path: Path) -> None:
+    stand_in("echo 'some warning' >&2; echo 'Error: accumulating resources:' >&2; echo '  git said no' >&2; exit 1")
+    with pytest.raises(KustomizeError) as caught:
+        build(str(tmp_path), [], 1000)
+    assert str(caught.value).endswith("kustomize build failed: Error: accumulating resources:   git said no")
+
+
+def test_a_crash_is_said_by_its_cause_not_its_last_frame(stand_in, tmp_path: Path) -> None:
+    stand_in("echo 'panic: nil map' >&2; echo 'goroutine 1 [running]:' >&2; echo 'gs 0x0' >&2; exit 2")
+    with pytest.raises(KustomizeError) as caught:
+        build(str(tmp_path), [], 1000)
+    assert str(caught.value).endswith("kustomize build failed: panic: nil map")
+
+
+def test_a_build_out_of_memory_is_cut_naming_the_bound(stand_in, tmp_path: Path) -> None:
+    stand_in("echo 'fatal error: runtime: out of memory' >&2; exit 2")
+    with pytest.raises(BuildRefused) as caught:
+        build(str(tmp_path), [], 1000, name="apps/a", memory=96 * 2**20)
+    assert str(caught.value) == "apps/a: kustomize build needed more than 96 MiB (MEMCACHED_GITOPS_KUSTOMIZE_MAX_MEMORY_MIB); cut"
+    with pytest.raises(KustomizeError) as caught:  # without a bound, the same words are just a failure
+        build(str(tmp_path), [], 1000, name="apps/a")
+    assert not isinstance(caught.value, BuildRefused) and "fatal error: runtime: out of memory" in str(caught.value)
+
+
+def test_a_silent_failure_says_its_exit_code(stand_in, tmp_path: Path) -> None:
+    stand_in("exit 3")
+    with pytest.raises(KustomizeError) as caught:
+        build(str(tmp_path), [], 1000)
+    assert str(caught.value).endswith("kustomize build failed: exit code 3 (stopped after 60 s?)")
+
+
+def test_a_build_that_hangs_is_stopped_at_its_timeout(stand_in, tmp_path: Path) -> None:
+    stand_in("sleep 30")
+    with pytest.raises(BuildRefused) as caught:
+        build(str(tmp_path), [], 1000, timeout=0.3, name="apps/slow")
+    assert str(caught.value).startswith("apps/slow: kustomize build stopped after 0 s (the run's deadline")
+
+
+def test_a_program_that_cannot_run_is_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KUSTOMIZE_ENV, str(tmp_path / "absent"))
+    with pytest.raises(KustomizeError) as caught:
+        build(str(tmp_path), [], 1000)
+    assert f"cannot run {tmp_path / 'absent'}: No such file or directory" in str(caught.value)
+
+
+def test_builds_cap_their_number_in_one_run(stand_in, tmp_path: Path) -> None:
+    stand_in("echo 'kind: ConfigMap'")
+    (tmp_path / "kustomization.yaml").write_text("resources: []\n")
+    builds = Builds(root=str(tmp_path), environ={**os.environ, MAX_BUILDS_ENV: "2"})
+    assert builds.build("a", str(tmp_path), 1000) == b"kind: ConfigMap\n"
+    builds.build("b", str(tmp_path), 1000)
+    with pytest.raises(BuildRefused) as caught:
+        builds.build("c", str(tmp_path), 1000)
+    assert str(caught.value) == f"c: not built: more than 2 kustomize builds in one run ({MAX_BUILDS_ENV}); cut"
+
+
+def test_builds_refuse_a_graph_beyond_the_root_before_running_anything(stand_in, tmp_path: Path) -> None:
+    where = stand_in("echo ran")
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "kustomization.yaml").write_text("resources:\n- ../../outside\n")
+    with pytest.raises(BuildRefused) as caught:
+        Builds(root=str(app), environ=dict(os.environ)).build("app", str(app), 1000)
+    assert str(caught.value).startswith("app: ") and "leaves the root" in str(caught.value)
+    assert not (where / "argv").exists(), "kustomize never ran"
+
+
+def test_the_run_passes_its_remaining_time_to_the_build(stand_in, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stand_in("echo 'kind: ConfigMap'")
+    (tmp_path / "kustomization.yaml").write_text("resources: []\n")
+    seen: list[float] = []
+    monkeypatch.setattr(kustomize, "build", lambda path, options, limit, timeout, *rest: seen.append(timeout) or b"")
+    now = [0.0]
+    builds = Builds(root=str(tmp_path), environ={**os.environ, DEADLINE_ENV: "100"}, clock=lambda: now[0])
+    now[0] = 70.0
+    builds.build("a", str(tmp_path), 1000)
+    now[0] = 10.0
+    builds.build("a", str(tmp_path), 1000)
+    assert seen == [30.0, 60.0], "the rest of the run's deadline, at most a build's 60 s"
