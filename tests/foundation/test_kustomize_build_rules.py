@@ -11,12 +11,14 @@ import stat
 from pathlib import Path
 
 import pytest
-from memcached_gitops.foundation import kustomize
+from memcached_gitops.foundation import kustomize, kustomize_yaml
 from memcached_gitops.foundation.kustomize import (
+    ALLOW_REMOTE_ENV,
     BUILD_OPTIONS_ENV,
     DEADLINE_ENV,
     KUSTOMIZE_ENV,
     MAX_BUILDS_ENV,
+    MEMORY_ENV,
     BuildRefused,
     Builds,
     KustomizeError,
@@ -24,9 +26,10 @@ from memcached_gitops.foundation.kustomize import (
     build,
     confinement_root,
     is_kustomization_root,
+    kustomize_command,
     parse_build_options,
 )
-from memcached_gitops.foundation.kustomize_yaml import DivergentYAML, read_plain
+from memcached_gitops.foundation.kustomize_yaml import DivergentYAML, _scan, read_plain
 from memcached_gitops.foundation.yamlreader import NodeBudget, YAMLInputError
 
 
@@ -80,6 +83,30 @@ def test_yaml_that_does_not_parse_is_an_input_error_at_its_place() -> None:
     with pytest.raises(YAMLInputError) as caught:
         read_plain("a: [1, 2\nb: 3\n")
     assert caught.value.line >= 1 and caught.value.column >= 1 and caught.value.message
+
+
+@pytest.mark.parametrize(("text", "said"), [("b: *x\n", "1:4: an alias"), ("? [a]\n: 1\n", "1:3: a key that is not a scalar")])
+def test_the_scan_alone_refuses_what_the_bounded_reader_refuses_first(text: str, said: str) -> None:
+    """The scan is the second guard: it refuses an alias and a collection as a key by itself, should
+    the bounded reader ever take them."""
+    with pytest.raises(DivergentYAML) as caught:
+        _scan(text)
+    assert str(caught.value) == f"{said}: YAML readers could differ on it; refused"
+
+
+def test_a_long_duplicate_key_is_named_by_its_first_64_characters() -> None:
+    key = "k" * 100
+    with pytest.raises(DivergentYAML) as caught:
+        read_plain(f"{key}: 1\n{key}: 2\n")
+    assert str(caught.value) == f"2:1: the duplicate key {'k' * 64!r}: YAML readers could differ on it; refused"
+
+
+def test_what_the_bounded_reader_took_and_libyaml_did_not_is_an_input_error_at_libyamls_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should the two readers ever disagree on what parses, libyaml's error is said with its place (1-based)."""
+    monkeypatch.setattr(kustomize_yaml, "iter_documents", lambda text, nodes=None: iter(()))
+    with pytest.raises(YAMLInputError) as caught:
+        read_plain("a: [1, 2\nb: 3\n")
+    assert (caught.value.message, caught.value.line, caught.value.column) == ("did not find expected ',' or ']'", 2, 2)
 
 
 # ---- the operator's build options
@@ -301,3 +328,85 @@ def test_the_run_passes_its_remaining_time_to_the_build(stand_in, tmp_path: Path
     now[0] = 10.0
     builds.build("a", str(tmp_path), 1000)
     assert seen == [30.0, 60.0], "the rest of the run's deadline, at most a build's 60 s"
+
+
+def _env_of(where: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in (where / "env").read_text().splitlines() if "=" in line)
+
+
+@pytest.mark.parametrize(("value", "protocols"), [(None, ""), ("1", "https:ssh"), ("true", "https:ssh"), ("True", "https:ssh"),
+                                                  ("TRUE", "https:ssh"), ("yes", ""), ("0", "")])
+def test_remote_bases_are_the_operators_switch(stand_in, tmp_path: Path, value: str | None, protocols: str) -> None:
+    where = stand_in("echo 'kind: ConfigMap'")
+    (tmp_path / "kustomization.yaml").write_text("resources: []\n")
+    environ = {k: v for k, v in os.environ.items() if k != ALLOW_REMOTE_ENV} | ({ALLOW_REMOTE_ENV: value} if value else {})
+    Builds(root=str(tmp_path), environ=environ).build("a", str(tmp_path), 1000)
+    assert _env_of(where)["GIT_ALLOW_PROTOCOL"] == protocols
+
+
+@pytest.mark.parametrize(("mib", "kib"), [(None, 192 * 1024), ("64", 64 * 1024), ("0.5", 512)])
+def test_a_runs_build_holds_the_operators_memory_bound(stand_in, tmp_path: Path, mib: str | None, kib: int) -> None:
+    where = stand_in("ulimit -d > " + str(tmp_path / "limit"))
+    (tmp_path / "kustomization.yaml").write_text("resources: []\n")
+    environ = {k: v for k, v in os.environ.items() if k != MEMORY_ENV} | ({MEMORY_ENV: mib} if mib else {})
+    Builds(root=str(tmp_path), environ=environ).build("a", str(tmp_path), 1000)
+    assert (where / "limit").read_text().strip() == str(kib)
+
+
+def test_a_runs_build_is_named_by_the_name_it_was_given(stand_in, tmp_path: Path) -> None:
+    stand_in("echo 'fatal error: runtime: out of memory' >&2; exit 2")
+    (tmp_path / "kustomization.yaml").write_text("resources: []\n")
+    with pytest.raises(BuildRefused) as caught:
+        Builds(root=str(tmp_path), environ={**os.environ, MEMORY_ENV: "96"}).build("apps/a", str(tmp_path), 1000)
+    assert str(caught.value).startswith("apps/a: kustomize build needed more than 96 MiB")
+
+
+def test_a_long_path_or_name_is_said_by_its_end(stand_in, tmp_path: Path) -> None:
+    """Every message names the folder by its last 64 characters, where its name is."""
+    deep = tmp_path / ("d" * 80) / "the-app"
+    deep.mkdir(parents=True)
+    stand_in("echo 'Error: bad' >&2; exit 1")
+    with pytest.raises(KustomizeError) as caught:
+        build(str(deep), [], 1000)
+    assert str(caught.value) == f"…{str(deep)[-64:]}: kustomize build failed: Error: bad"
+    stand_in("printf '0123456789'")
+    with pytest.raises(KustomizeError) as caught:
+        build(str(deep), [], 5)
+    assert str(caught.value).startswith(f"…{str(deep)[-64:]}: kustomize build wrote more")
+    name = "n" * 70 + "/app"
+    builds = Builds(environ={DEADLINE_ENV: "1"}, clock=iter([0.0, 5.0]).__next__)
+    with pytest.raises(BuildRefused) as caught:
+        builds.check_time(name)
+    assert str(caught.value).startswith(f"…{name[-64:]}: not read")
+
+
+def test_an_error_without_an_error_line_is_said_by_its_last_line(stand_in, tmp_path: Path) -> None:
+    stand_in("echo 'first' >&2; echo 'the last one' >&2; exit 1")
+    with pytest.raises(KustomizeError) as caught:
+        build(str(tmp_path), [], 1000)
+    assert str(caught.value).endswith("kustomize build failed: the last one")
+
+
+def test_a_lone_quote_is_kept() -> None:
+    assert bounded_error('"') == '"'
+
+
+def test_a_fraction_is_a_number() -> None:
+    assert Builds(environ={DEADLINE_ENV: "0.5"}).deadline() == 0.5
+
+
+def test_kustomize_is_found_on_path_else_kubectl_else_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KUSTOMIZE_ENV, raising=False)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    monkeypatch.setenv("PATH", str(bin_dir))
+    with pytest.raises(KustomizeError) as caught:
+        kustomize_command()
+    assert str(caught.value).startswith("kustomize is not on PATH (nor kubectl, which embeds it)")
+    for program in ("kubectl", "kustomize"):
+        (bin_dir / program).write_text("#!/bin/sh\n")
+        (bin_dir / program).chmod(0o755)
+        expected = [str(bin_dir / program), "kustomize" if program == "kubectl" else "build"]
+        assert kustomize_command() == expected
+    monkeypatch.setenv(KUSTOMIZE_ENV, "/opt/kustomize")
+    assert kustomize_command() == ["/opt/kustomize", "build"]
