@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from memcached_gitops.foundation import kustomize, kustomize_yaml
+from memcached_gitops.foundation.excerpt import excerpt
 from memcached_gitops.foundation.kustomize import (
     ALLOW_REMOTE_ENV,
     BUILD_OPTIONS_ENV,
@@ -410,3 +411,25 @@ def test_kustomize_is_found_on_path_else_kubectl_else_said(tmp_path: Path, monke
         assert kustomize_command() == expected
     monkeypatch.setenv(KUSTOMIZE_ENV, "/opt/kustomize")
     assert kustomize_command() == ["/opt/kustomize", "build"]
+
+
+def test_a_remote_base_is_built_only_when_the_operator_allows_it(stand_in, tmp_path: Path) -> None:
+    where = stand_in("echo 'kind: ConfigMap'")
+    (tmp_path / "kustomization.yaml").write_text("resources:\n- https://github.com/example/cache//base?ref=v1.0.0\n")
+    environ = {k: v for k, v in os.environ.items() if k != ALLOW_REMOTE_ENV}
+    with pytest.raises(BuildRefused) as caught:
+        Builds(root=str(tmp_path), environ=environ).build("app", str(tmp_path), 1000)
+    assert str(caught.value).startswith("app: ") and not (where / "argv").exists()
+    assert Builds(root=str(tmp_path), environ={**environ, ALLOW_REMOTE_ENV: "1"}).build("app", str(tmp_path), 1000) == b"kind: ConfigMap\n"
+
+
+def test_a_build_kustomize_would_refuse_is_a_failed_build_named_by_its_folder(stand_in, tmp_path: Path) -> None:
+    where = stand_in("echo 'kind: ConfigMap'")
+    (tmp_path / "kustomization.yaml").write_text("resources: []\n")
+    (tmp_path / "kustomization.yml").write_text("resources: []\n")
+    with pytest.raises(KustomizeError) as caught:
+        Builds(root=str(tmp_path), environ=dict(os.environ)).build("app", str(tmp_path), 1000)
+    assert not isinstance(caught.value, BuildRefused)
+    said = str(caught.value)
+    assert said.startswith(f"{excerpt(str(tmp_path), end=True)}: kustomize build failed: ") and "more than one kustomization file" in said
+    assert not (where / "argv").exists()
