@@ -234,6 +234,23 @@ def test_the_self_signed_certificate_names_the_host_and_is_kept_in_memory(tmp_pa
         server.server_close()
 
 
+def wait_ready(proc: subprocess.Popen, port: int, path: str, timeout: float = 30) -> None:
+    """Until the process's readiness probe answers 200, as the kubelet asks it (plain HTTP); fails with
+    its stderr if it ended."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", path)
+            if conn.getresponse().status == 200:
+                return
+        except OSError:
+            pass
+        why = proc.stderr.read().decode() if proc.poll() is not None and proc.stderr else "not ready"
+        assert time.monotonic() < deadline and proc.poll() is None, why
+        time.sleep(0.2)
+
+
 def test_the_reconcile_command_serves_probes_plain_and_metrics_behind_the_reviews(cluster, tmp_path: Path) -> None:
     """The whole command: its defaults are kubebuilder's layout (a probe port and an HTTPS metrics port)."""
     from tests.support.fakecluster import write_kubeconfig  # the fake's kubeconfig, as the other command tests write it
@@ -246,18 +263,7 @@ def test_the_reconcile_command_serves_probes_plain_and_metrics_behind_the_review
                              "--metrics-bind-address", "127.0.0.1", "--health-probe-bind-address", "127.0.0.1"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", probe, timeout=2)
-                conn.request("GET", "/readyz")
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            why = proc.stderr.read().decode() if proc.poll() is not None else "not ready"
-            assert time.monotonic() < deadline and proc.poll() is None, why
-            time.sleep(0.2)
+        wait_ready(proc, probe, "/readyz")
         conn = http.client.HTTPConnection("127.0.0.1", probe, timeout=2)
         conn.request("GET", "/metrics")
         assert conn.getresponse().status == 404, "the probe port serves the probes only"
@@ -339,18 +345,7 @@ def test_prometheus_scrapes_the_shipped_deployment_as_the_shipped_servicemonitor
     proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", *args, *local, *config],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", int(moved[str(probe_port)]), timeout=2)
-                conn.request("GET", container["readinessProbe"]["httpGet"]["path"])
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                pass
-            why = proc.stderr.read().decode() if proc.poll() is not None else "not ready"
-            assert time.monotonic() < deadline and proc.poll() is None, why
-            time.sleep(0.2)
+        wait_ready(proc, int(moved[str(probe_port)]), container["readinessProbe"]["httpGet"]["path"])
         assert endpoint["tlsConfig"]["insecureSkipVerify"] is True or endpoint["scheme"] == "http"
         port = int(moved[str(metrics_port)])
         conn = (http.client.HTTPSConnection("127.0.0.1", port, context=ssl._create_unverified_context(), timeout=10)  # noqa: S323
