@@ -93,11 +93,13 @@ def _left_alone(live: dict[str, Any], kind: str, cr: str) -> bool:
     Deployment, companions.relation for the others): controlled by anything but the Memcached named
     ``cr``, or by nothing and not labelled as its rendering. diff reads no CR, so a controller that
     is a Memcached of that name is taken for this one."""
+    from memcached_gitops.foundation.identities import KIND
+
     from ..decisions.companions import Move, relation
     from ..decisions.ownership import Ownership, classify, controller_of
     from ..decisions.vocabulary import DEPLOYMENTS
 
     controller = controller_of(live) or {}
-    uid = controller.get("uid") if (controller.get("kind"), controller.get("name")) == ("Memcached", cr) else None
+    uid = controller.get("uid") if (controller.get("kind"), controller.get("name")) == (KIND, cr) else None
     ref = {"metadata": {"name": cr, "uid": uid}}
     return classify(live, ref) is Ownership.FOREIGN if kind == DEPLOYMENTS.kind else relation(live, ref) is Move.FOREIGN
