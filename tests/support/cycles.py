@@ -200,9 +200,9 @@ def _foreign_deployment(api: FakeAPIServer) -> None:
 def _foreign_pod(api: FakeAPIServer) -> None:
     """A Pod of someone else's carries the labels the new CR's selector selects: its Service and
     budget would send clients to, or count, that Pod."""
+    labels = {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}
     post(api, "/api/v1/namespaces/default/pods",
-         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stray", "namespace": "default",
-                                                          "labels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}},
+         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stray", "namespace": "default", "labels": labels},
           "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}, "?fieldManager=kubectl-run")
     make_cr(api, "a", size=2)
 
