@@ -44,6 +44,15 @@ def test_transcript_25s_quantities(text: str, stored: str) -> None:
     assert canonical_quantity(text) == stored
 
 
+@pytest.mark.parametrize("text,stored", [("1.0Ki", "1Ki"), ("-1.0Ki", "-1Ki"), ("0.9990234375Ki", "1023"), ("0.5Ki", "512"),
+                                         ("1.5Ki", "1536"), ("2.0Mi", "2Mi"), ("1024.0", "1024")])
+def test_a_binary_quantity_rewritten_keeps_its_binary_form_from_1ki_on(text: str, stored: str) -> None:
+    """apimachinery quantity.go CanonicalizeBytes: a BinarySI quantity strictly between -1024 and
+    1024 is written in DecimalSI; from 1024 (1Ki) on, binary by the largest power that divides it.
+    A decimal one stays decimal at 1024."""
+    assert canonical_quantity(text) == stored
+
+
 def test_quantities_are_numbers() -> None:
     assert quantity("128Mi") == 128 * MIB and quantity("500m") == Decimal("0.5") and quantity("1e3") == 1000
     assert quantity("1E3") == 1000 and quantity("2e-3") == Decimal("0.002") and quantity("1E") == 10**18
