@@ -178,6 +178,16 @@ def _companions_ignored(api: FakeAPIServer) -> None:
           JSON_PATCH, "?fieldManager=kubectl-edit")
 
 
+def _service_partly_ignored(api: FakeAPIServer) -> None:
+    """The CR leaves the Service's ports to others; a person changed the port and one of our labels:
+    the label is corrected, the port kept."""
+    _ours(api, size=2)
+    annotate(api, "a", "Service:/spec/ports")
+    ops = [{"op": "replace", "path": "/spec/ports/0/port", "value": 11311},
+           {"op": "replace", "path": "/metadata/labels/app.kubernetes.io~1component", "value": "db"}]
+    patch(api, SERVICE.format(ns="default", name="a-memcached"), ops, JSON_PATCH, "?fieldManager=kubectl-edit")
+
+
 def _foreign_companions(api: FakeAPIServer) -> None:
     """A person's Service and budget hold both names before the CR is made."""
     foreign_service(api, "a-memcached")
@@ -235,6 +245,7 @@ STATES: dict[str, Callable[[FakeAPIServer], None]] = {
     "foreign-service": _foreign_service,
     "service-edited-twice": _service_edited_twice,
     "companions-ignored-by-annotation": _companions_ignored,
+    "service-partly-ignored": _service_partly_ignored,
     "foreign-service-and-budget": _foreign_companions,
     "foreign-pod-shares-the-selector": _foreign_pod,
     "foreign-deployment": _foreign_deployment,
