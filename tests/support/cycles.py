@@ -21,7 +21,7 @@ a user can see of it:
 
 Normalised, because they differ from run to run and nobody reads them as a result: resourceVersion
 and uid (each kept as ``<resourceVersion>``, ``<uid>``: a field dropped still shows), generated Event
-names, and timestamps (each replaced by ``<time>``); durations in the log (``<seconds>``). Nothing
+names, and timestamps (each replaced by ``<time>``, a JSON log line's too); durations in the log (``<seconds>``). Nothing
 else is: a changed word, count, field, request or exit code is a difference.
 """
 
@@ -73,6 +73,7 @@ CR_LINE = re.compile(r"^[A-Z]+ ([a-z0-9-]+/[a-z0-9.-]+): ")
 OURS = "memcached-gitops/"  # the User-Agent of every request of the reconciler's (api.py USER_AGENT, a replica's)
 VOLATILE = {"resourceVersion", "uid"}
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+LOG_TIME = re.compile(r'"time": "[^"]*"')  # a JSON log line's time (the command logs JSON when not on a terminal)
 EVENT_NAME = re.compile(r"\.[0-9a-f]{16}$")  # client-go's name of an Event: the object's and a hex time
 
 
@@ -256,6 +257,9 @@ STATES: dict[str, Callable[[FakeAPIServer], None]] = {
     "apply-conflict-409": _faulted("PATCH", "/deployments/a", 409, times=1),
     "status-write-500": _faulted("PATCH", "/memcacheds/a/status", 500),
     "event-post-403": _faulted("POST", "/events", 403),
+    "autoscalers-forbidden": _faulted("GET", "/horizontalpodautoscalers", 403),
+    "autoscalers-500": _faulted("GET", "/horizontalpodautoscalers", 500),
+    "deployment-read-500": _faulted("GET", "/deployments/a", 500),
 }
 
 #: the modes: the options of ``reconcile --once`` each cell runs under
@@ -274,6 +278,7 @@ EVENT_DRIVEN = ("new-cr", "scaled-by-kubectl", "service-port-edited", "scaled-by
 #: the states ``diff`` is run on
 DIFFED = ("new-cr", "in-sync", "scaled-by-kubectl", "port-json-patched", "service-port-edited", "replicas-ignored-by-annotation",
           "service-edited-twice", "companions-ignored-by-annotation", "foreign-service-and-budget", "foreign-deployment",
+          "autoscalers-forbidden", "autoscalers-500", "deployment-read-500",
           "applied-by-argocd", "left-by-go-operator", "scaled-by-hpa", "two-namespaces", "list-forbidden")
 #: the modes beyond the three every state runs under, and the states they run on
 EXTRA_MODES: dict[str, tuple[str, ...]] = {
@@ -519,7 +524,7 @@ def run_diff(state: str, in_process: bool = False) -> dict[str, Any]:
         args = ["diff", "--kubeconfig", str(kubeconfig), "crs.yaml"]
         code, stdout, stderr = (_in_process if in_process else _in_subprocess)(args, tmp)
         return {"mode": "diff", "exit": code, "stdout": UUID.sub("<uid>", stdout),
-                "stderr": UUID.sub("<uid>", stderr.replace(tmp, "<tmp>")),
+                "stderr": SECONDS.sub(SECONDS_SAID, LOG_TIME.sub('"time": "<time>"', UUID.sub("<uid>", stderr.replace(tmp, "<tmp>")))),
                 "requests": _requests(api, start)}
 
 
