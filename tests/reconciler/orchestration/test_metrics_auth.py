@@ -125,6 +125,20 @@ def test_plain_http_to_the_metrics_port_gets_nothing(secure) -> None:
         conn.getresponse().read()
 
 
+def test_a_scraper_offering_http2_is_served_http_1_1(secure) -> None:
+    """Prometheus's Go client offers h2 first in the TLS handshake (enable_http2 defaults to true) and
+    speaks what the server selects; the server speaks HTTP/1.1 alone, so that is what it selects
+    (controller-runtime turns HTTP/2 off on its metrics server for the same reason)."""
+    server, *_ = secure
+    context = ssl._create_unverified_context()  # noqa: S323
+    context.set_alpn_protocols(["h2", "http/1.1"])
+    with socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5) as raw, \
+            context.wrap_socket(raw, server_hostname="localhost") as tls:
+        assert tls.selected_alpn_protocol() == "http/1.1"
+        tls.sendall(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer scraper-token\r\nConnection: close\r\n\r\n")
+        assert tls.recv(64).startswith(b"HTTP/1.")
+
+
 def test_answers_are_kept_as_controller_runtime_keeps_them(secure, cluster) -> None:
     """Tokens one minute, an allowed user five minutes, a denied one thirty seconds."""
     server, folder, clock, _ = secure
