@@ -126,9 +126,10 @@ def test_plain_http_to_the_metrics_port_gets_nothing(secure) -> None:
 
 
 def test_a_scraper_offering_http2_is_served_http_1_1(secure) -> None:
-    """Prometheus's Go client offers h2 first in the TLS handshake (enable_http2 defaults to true) and
-    speaks what the server selects; the server speaks HTTP/1.1 alone, so that is what it selects
-    (HTTP/2 off, as kubebuilder's --enable-http2=false leaves it: tls.py)."""
+    """A scraper whose HTTP/2 is on offers h2 first in the TLS handshake and speaks what the server
+    selects (Grafana Alloy's prometheus.scrape: enable_http2 defaults to true, grafana.com/docs/alloy
+    reference/components/prometheus/prometheus.scrape); the server speaks HTTP/1.1 alone, so that is
+    what it selects (HTTP/2 off, as kubebuilder's --enable-http2=false leaves it: tls.py)."""
     server, *_ = secure
     context = ssl._create_unverified_context()  # noqa: S323
     context.set_alpn_protocols(["h2", "http/1.1"])
