@@ -249,3 +249,15 @@ def test_ignoring_keeps_the_kinds_list_rules_after_following_the_pointers_and_ne
     assert planned.drift == [] and planned.ignored == []
     created = ignoring(desired, None, "memcached-gitops", (("spec", "publishNotReadyAddresses"),), BY_KIND[SERVICES.kind].rules)
     assert created.desired == desired and created.drift
+
+
+def test_a_kept_selectors_expressions_reach_the_budget_and_its_labels_the_service() -> None:
+    """A Deployment taken over with ``matchExpressions`` in its selector: the budget (a LabelSelector)
+    selects by all of it, narrowed to the instance label; the Service (a label map) by its labels."""
+    kept = {"matchLabels": {"app": "x"}, "matchExpressions": [{"key": "tier", "operator": "In", "values": ["cache"]}]}
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "a", "namespace": "default"},
+          "spec": {"size": 2}}
+    objects = {o["kind"]: o for o in render(cr)}
+    budget = selecting(objects["PodDisruptionBudget"], kept)["spec"]["selector"]
+    assert budget == {"matchLabels": {"app.kubernetes.io/instance": "a", "app": "x"}, "matchExpressions": kept["matchExpressions"]}
+    assert selecting(objects["Service"], kept)["spec"]["selector"] == {"app.kubernetes.io/instance": "a", "app": "x"}
