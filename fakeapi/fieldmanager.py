@@ -34,7 +34,7 @@ from memcached_gitops.schemas.structural import prune_and_default
 
 from . import fields as F
 from .admission import _undeclared_in_deployment
-from .errors import APIError, bad_request, conflict_modified, status_body
+from .errors import APIError, bad_request, conflict_modified, not_found, status_body
 from .resources import KEY_DEFAULTS, Resource
 from .storage import _same
 
@@ -106,6 +106,11 @@ class FieldManager:
         self._check_field_manager(query, "")
         dry_run = self._check_dry_run(query)
         force = query.get("force") == "true"
+        if sub and self._key(res, ns, name) not in self.objects:
+            # a subresource never creates: StatusREST.Update passes forceAllowCreate=false to the store
+            # (apiextensions-apiserver registry/customresource/etcd.go), whose Update answers NotFound
+            # before the patch is decoded (apiserver registry/generic/registry/store.go)
+            raise not_found(res, name)
         try:
             docs = list(iter_documents(body))
         except YAMLInputError:

@@ -262,6 +262,28 @@ def test_a_failing_cr_is_reported_and_the_cycle_goes_on(cluster: FakeAPIServer) 
     assert condition(cluster, "a", "Degraded")["reason"] == "ApplyFailed"
 
 
+def test_a_cr_deleted_before_its_status_is_written_is_no_failure(cluster: FakeAPIServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``kubectl delete memcached a`` lands between the cycle's LIST and the status write: the status
+    apply answers 404 (a subresource never creates), and the CR is gone, not failed: the cycle says what
+    it did, posts no Warning on a deleted object and exits 0 (a CronJob's run is not red for it)."""
+    make_cr(cluster, "a")
+    status_path = CR_PATH.format(ns="default") + "/a/status"
+    handle = cluster.handle
+
+    def deleted_meanwhile(method: str, raw_path: str, headers: dict[str, str], body: bytes):  # noqa: ANN202
+        if method == "PATCH" and raw_path.startswith(status_path):
+            assert handle("DELETE", CR_PATH.format(ns="default") + "/a", {}, b"")[0] == 200
+        return handle(method, raw_path, headers, body)
+
+    monkeypatch.setattr(cluster, "handle", deleted_meanwhile)
+    report = reconciler_for(cluster).run_cycle()
+    assert [(o.name, o.action, o.error) for o in report.outcomes] == [("a", "created", "")]
+    assert exit_code(report) == 0
+    assert [r.status for r in cluster.log if r.method == "PATCH" and r.path == status_path] == [404]
+    events = [o for k, o in cluster.objects.items() if k[1] == "events"]
+    assert [e["reason"] for e in events if e.get("type") == "Warning"] == []
+
+
 def test_a_cycle_that_cannot_list_exits_2(cluster: FakeAPIServer) -> None:
     make_cr(cluster, "a")
     cluster.faults.append(Fault(method="GET", path_contains="/memcacheds", status=503, times=100))
