@@ -22,7 +22,14 @@ import json
 import re
 
 import pytest
-from memcached_gitops.reconciler.decisions.selectors import describe, has_kept_selector, keep_live_selector, matches, overlapping
+from memcached_gitops.reconciler.decisions.selectors import (
+    describe,
+    foreign_owners,
+    has_kept_selector,
+    keep_live_selector,
+    matches,
+    overlapping,
+)
 
 from fakeapi.server import DeploymentController, FakeAPIServer
 from tests.conftest import REPO
@@ -253,6 +260,35 @@ def test_describe_spells_a_selector_as_kubectl_get_l_takes_it() -> None:
         {"key": "tier", "operator": "In", "values": ["cache", "db"]}, {"key": "env", "operator": "NotIn", "values": ["dev"]},
         {"key": "owned", "operator": "Exists"}, {"key": "legacy", "operator": "DoesNotExist"}]}) == (
         "a=1,b=2,tier in (cache,db),env notin (dev),owned,!legacy")
+
+
+def _pod(name: str, labels: dict[str, str], *refs: dict[str, object]) -> dict:
+    return {"metadata": {"namespace": "ns", "name": name, "labels": labels, "ownerReferences": list(refs)}}
+
+
+@pytest.mark.parametrize(("pod", "owner"), [
+    pytest.param(_pod("b-5d9c-x", {"pod-template-hash": "5d9c"}, {"kind": "ReplicaSet", "name": "b-5d9c", "controller": True}),
+                 ["Deployment ns/b"], id="another-deployments-replicaset"),
+    pytest.param(_pod("a-5d9c-x", {"pod-template-hash": "5d9c"}, {"kind": "ReplicaSet", "name": "a-5d9c", "controller": True}),
+                 [], id="our-own-deployments-pod"),
+    pytest.param(_pod("cache-x7k2p", {}, {"kind": "ReplicaSet", "name": "cache", "controller": True}),
+                 ["ReplicaSet ns/cache"], id="a-replicaset-made-by-hand-no-hash-label"),
+    pytest.param(_pod("w-0", {"pod-template-hash": "5d9c"}, {"kind": "ReplicaSet", "name": "x-1", "controller": True}),
+                 ["ReplicaSet ns/x-1"], id="a-hash-label-its-replicaset-name-does-not-end-with"),
+    pytest.param(_pod("b-5d9c-x", {"pod-template-hash": "5d9c"}, {"kind": "ConfigMap", "name": "c"},
+                      {"kind": "ReplicaSet", "name": "b-5d9c", "controller": True}),
+                 ["Deployment ns/b"], id="the-controller-reference-not-the-first"),
+    pytest.param(_pod("p", {}, {"kind": "ConfigMap", "name": "c"}, {"kind": "StatefulSet", "name": "s", "controller": False}),
+                 ["Pod ns/p"], id="references-none-a-controller"),
+    pytest.param(_pod("s-0", {}, {"kind": "StatefulSet", "name": "s", "controller": True}), ["StatefulSet ns/s"], id="statefulset"),
+    pytest.param(_pod("p", {}), ["Pod ns/p"], id="a-bare-pod"),
+])
+def test_a_foreign_pod_is_named_by_its_controller_as_kubectl_would_trace_it(pod: dict, owner: list[str]) -> None:
+    """The owner a SelectorOverlap message names. Only the reference with ``controller: true`` is the
+    owner (apimachinery ``metav1.GetControllerOf``: other references are mere dependents); a ReplicaSet
+    is a Deployment's only when the Pod carries ``pod-template-hash`` and the ReplicaSet is named
+    ``<deployment>-<hash>`` (transcript 35), so one made by hand is named as itself."""
+    assert foreign_owners("a", [pod]) == owner
 
 
 def test_diff_after_adoption_sees_no_selector_drift(cluster: FakeAPIServer, tmp_path) -> None:

@@ -64,6 +64,16 @@ def test_classify(deployment_: dict, expected: Ownership) -> None:
     assert classify(deployment_, CR) is expected
 
 
+@pytest.mark.parametrize("cr", [{"metadata": {"name": "m"}}, {"metadata": {"name": "m", "uid": None}},
+                                {"metadata": {"name": "m", "uid": ""}}], ids=["no-uid", "uid-none", "uid-empty"])
+def test_a_controlled_deployment_is_never_ours_for_a_cr_without_a_uid(cr: dict) -> None:
+    """``diff`` reads no CR: it asks with no uid when the controller is not a Memcached of that name.
+    A controller reference is ours only when its uid is the CR's, so no uid matches none."""
+    other = _dep(OURS, [{"kind": "MemcachedCluster", "name": "m", "uid": "u-9", "controller": True}],
+                 {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "m"})
+    assert classify(other, cr) is Ownership.FOREIGN
+
+
 def test_spec_manager_is_who_applied_the_spec_not_who_scaled_it() -> None:
     managed = [
         {"manager": "kubectl", "operation": "Update", "subresource": "scale", "fieldsV1": {"f:spec": {"f:replicas": {}}}},
