@@ -17,7 +17,7 @@ def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | 
     Ignored drift is listed and does not count."""
     from ..client.api import APIError, collection_path, is_forbidden, is_not_found
     from ..decisions.autoscalers import autoscalers_by_target
-    from ..decisions.vocabulary import AUTOSCALERS
+    from ..decisions.vocabulary import AUTOSCALERS, DEPLOYMENTS
 
     api = connect(kubeconfig, context, host)
     if api is None:
@@ -31,9 +31,15 @@ def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | 
                 print(f"error: {ns}: {exc}", file=sys.stderr)
                 return 2
     drifted = False
-    kept: dict[tuple[str, str], dict[str, Any]] = {}  # the live selector of a Deployment taken over, by CR
+    deployments: dict[tuple[str, str], dict[str, Any] | None] = {}  # each CR's live Deployment, as read
+    wanted = _rendered_by_cr(rendered, namespace)
     for desired in rendered:  # each CR's Deployment first (render's order): its companions select as it does
-        found = _compare(api, desired, namespace, autoscalers, ignores or {}, kept)
+        found = _compare(api, desired, namespace, autoscalers, ignores or {}, deployments)
+        ns, cr = _cr_of(desired, namespace)
+        live = deployments.get((ns, cr))
+        if found is not None and desired["kind"] == DEPLOYMENTS.kind and not (live and _left_alone(live, DEPLOYMENTS.kind, cr)):
+            extra = _no_longer_wanted(api, ns, cr, wanted)  # a Deployment left alone: so are its companions
+            found = None if extra is None else found + extra
         if found is None:
             return 2
         for line, counts in found:
@@ -44,10 +50,9 @@ def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | 
 
 def _compare(api: Any, desired: dict[str, Any], namespace: str, autoscalers: dict[tuple[str, str], str],
              ignores: dict[tuple[str, str], dict[str, tuple[tuple[str, ...], ...]]],
-             kept: dict[tuple[str, str], dict[str, Any]]) -> list[tuple[str, bool]] | None:
+             deployments: dict[tuple[str, str], dict[str, Any] | None]) -> list[tuple[str, bool]] | None:
     """The report lines of one rendered object (each with whether it counts as drift), None on an
     error; objects the reconciler does not write (another kind passed through) have none."""
-    from memcached_gitops.render import INSTANCE_LABEL
     from memcached_gitops.render.companions import BY_KIND
 
     from ..client.api import APIError, is_not_found, object_path
@@ -61,8 +66,7 @@ def _compare(api: Any, desired: dict[str, Any], namespace: str, autoscalers: dic
     resource = next((r for r in (DEPLOYMENTS, *COMPANIONS) if r.kind == kind), None)
     if resource is None:
         return []
-    ns = desired["metadata"].get("namespace") or namespace
-    cr = desired["metadata"].get("labels", {}).get(INSTANCE_LABEL, name)
+    ns, cr = _cr_of(desired, namespace)
     try:
         live = api.request("GET", object_path(*resource.gvr, ns, name))
     except APIError as exc:
@@ -74,10 +78,11 @@ def _compare(api: Any, desired: dict[str, Any], namespace: str, autoscalers: dic
     field_manager = Options().field_manager
     if kind == DEPLOYMENTS.kind:
         planned, what = plan(desired, live, field_manager, autoscalers.get((ns, name), ""), pointers), ""
-        if live is not None and has_kept_selector(live) and (selector := selector_of(live)) is not None:
-            kept[(ns, cr)] = selector
+        deployments[(ns, cr)] = live
     else:
-        planned = ignoring(selecting(desired, kept.get((ns, cr))), live, field_manager, pointers, BY_KIND[kind].rules)
+        ours = deployments.get((ns, cr))
+        kept = selector_of(ours) if ours is not None and has_kept_selector(ours) else None
+        planned = ignoring(selecting(desired, kept), live, field_manager, pointers, BY_KIND[kind].rules)
         what = f"{kind} {name}: "
     the = kind if kind == DEPLOYMENTS.kind else f"{kind} {name}"
     if live is None:
@@ -88,18 +93,69 @@ def _compare(api: Any, desired: dict[str, Any], namespace: str, autoscalers: dic
             + [(f"{ns}/{cr}: {what}ignored ({IGNORE_PATHS_ANNOTATION}): {d.describe()}", False) for d in planned.ignored])
 
 
+def _cr_of(rendered: dict[str, Any], namespace: str) -> tuple[str, str]:
+    """The (namespace, name) of the CR a rendered object is of: its instance label names it."""
+    from memcached_gitops.render import INSTANCE_LABEL
+
+    meta = rendered["metadata"]
+    return meta.get("namespace") or namespace, (meta.get("labels") or {}).get(INSTANCE_LABEL, meta["name"])
+
+
+def _rendered_by_cr(rendered: list[dict[str, Any]], namespace: str) -> dict[tuple[str, str], set[tuple[str, str]]]:
+    """The (kind, name) of each object rendered, by the CR it is of."""
+    out: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for obj in rendered:
+        out.setdefault(_cr_of(obj, namespace), set()).add((obj["kind"], obj["metadata"]["name"]))
+    return out
+
+
+def _no_longer_wanted(api: Any, ns: str, cr: str, wanted: dict[tuple[str, str], set[tuple[str, str]]]) -> list[tuple[str, bool]] | None:
+    """The lines of the companions the reconciler deletes (decisions/companions.steps): one of the
+    CR's name that its rendering no longer has (a budget once spec.size is 1), live and controlled by
+    the Memcached; None on an error. A budget Argo CD applied is its to prune, not the reconciler's."""
+    from memcached_gitops.render.companions import object_name
+
+    from ..client.api import APIError, is_not_found, object_path
+    from ..decisions.companions import Move, relation
+    from ..decisions.vocabulary import COMPANIONS
+
+    lines = []
+    name = object_name(cr)
+    for resource in COMPANIONS:
+        if (resource.kind, name) in wanted.get((ns, cr), set()):
+            continue
+        try:
+            live = api.request("GET", object_path(*resource.gvr, ns, name))
+        except APIError as exc:
+            if is_not_found(exc):
+                continue
+            print(f"error: {ns}/{name}: {exc}", file=sys.stderr)
+            return None
+        if relation(live, _as_this_cr(live, cr)) is Move.KEEP:
+            lines.append((f"{ns}/{cr}: {resource.kind} {name}: not in the rendering; the reconciler deletes it", True))
+    return lines
+
+
+def _as_this_cr(live: dict[str, Any], cr: str) -> dict[str, Any]:
+    """The CR ``cr`` as far as diff knows it (it reads no CR): a controller that is a Memcached of that
+    name is taken for this one, so its uid is the CR's."""
+    from memcached_gitops.foundation.identities import KIND
+
+    from ..decisions.ownership import controller_of
+
+    controller = controller_of(live) or {}
+    uid = controller.get("uid") if (controller.get("kind"), controller.get("name")) == (KIND, cr) else None
+    return {"metadata": {"name": cr, "uid": uid}}
+
+
 def _left_alone(live: dict[str, Any], kind: str, cr: str) -> bool:
     """Whether the reconciler leaves ``live`` alone as another's (ownership.classify for the
     Deployment, companions.relation for the others): controlled by anything but the Memcached named
     ``cr``, or by nothing and not labelled as its rendering. diff reads no CR, so a controller that
     is a Memcached of that name is taken for this one."""
-    from memcached_gitops.foundation.identities import KIND
-
     from ..decisions.companions import Move, relation
-    from ..decisions.ownership import Ownership, classify, controller_of
+    from ..decisions.ownership import Ownership, classify
     from ..decisions.vocabulary import DEPLOYMENTS
 
-    controller = controller_of(live) or {}
-    uid = controller.get("uid") if (controller.get("kind"), controller.get("name")) == (KIND, cr) else None
-    ref = {"metadata": {"name": cr, "uid": uid}}
+    ref = _as_this_cr(live, cr)
     return classify(live, ref) is Ownership.FOREIGN if kind == DEPLOYMENTS.kind else relation(live, ref) is Move.FOREIGN

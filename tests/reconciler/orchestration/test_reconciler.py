@@ -36,6 +36,7 @@ from tests.support.fakecluster import (
     patch,
     post,
     reconciler_for,
+    scale,
     write_kubeconfig,
     writes,
 )
@@ -679,6 +680,44 @@ def test_diff_compares_the_service_and_budget_too(cluster: FakeAPIServer, tmp_pa
     call(cluster, "DELETE", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/a-memcached")
     diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert "default/a: missing: the PodDisruptionBudget a-memcached does not exist\n" in diff.stdout, diff.stdout
+
+
+@pytest.mark.parametrize(("owner", "deleted"), [
+    ("ours", True),
+    ("applied-by-argocd", False),  # our labels, no owner: Argo CD prunes it, the reconciler does not
+    ("another-controller", False),
+    ("a-person", False),
+])
+def test_diff_and_a_dry_run_agree_on_a_budget_no_longer_wanted(cluster: FakeAPIServer, tmp_path: Path, owner: str,
+                                                               deleted: bool) -> None:
+    """Git's size goes to 1: the rendering has no budget. The reconciler deletes the budget only when
+    the Memcached controls it; ``diff`` says so (one line, counted as drift) exactly when the dry run
+    says it would delete it, and else says nothing of it."""
+    make_cr(cluster, "a", size=2)
+    reconciler_for(cluster).run_cycle()
+    path = "/apis/policy/v1/namespaces/default/poddisruptionbudgets/a-memcached"
+    ours = call(cluster, "GET", path)
+    if owner != "ours":
+        call(cluster, "DELETE", path)
+        body = {k: ours[k] for k in ("apiVersion", "kind", "spec")} | {"metadata": {"name": "a-memcached", "namespace": "default"}}
+        if owner != "a-person":
+            body["metadata"]["labels"] = ours["metadata"]["labels"]
+        if owner == "another-controller":
+            body["metadata"]["ownerReferences"] = [{"apiVersion": "cache.other.io/v1", "kind": "MemcachedCluster", "name": "a",
+                                                    "uid": "0b6c2f1e-3d4a-4e5f-8a9b-1c2d3e4f5a6b", "controller": True}]
+        post(cluster, "/apis/policy/v1/namespaces/default/poddisruptionbudgets", body, "?fieldManager=someone")
+    scale(cluster, "a", 1)
+    patch(cluster, CR_PATH.format(ns="default") + "/a", {"spec": {"size": 1}}, "application/merge-patch+json")
+    cr = tmp_path / "a.yaml"
+    cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 1}\n")
+    cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url)), str(cr)]
+    diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    said = "default/a: PodDisruptionBudget a-memcached: not in the rendering; the reconciler deletes it\n"
+    assert (diff.returncode, diff.stdout) == ((1, said) if deleted else (0, "")), diff.stdout + diff.stderr
+    dry = reconciler_for(cluster, dry_run=True).run_cycle()
+    assert [o.action for o in dry.outcomes] == (["corrected"] if deleted else ["unchanged"])
+    reconciler_for(cluster).run_cycle()
+    assert (cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is None) is deleted
 
 
 @pytest.mark.parametrize("mode", [{"dry_run": True}, {"detect_only": True}])
