@@ -43,8 +43,10 @@ from typing import Any
 
 import yaml
 from memcached_gitops.reconciler.orchestration.loop import run_once
+from memcached_gitops.render import render
+from memcached_gitops.schemas import Validator, load_crd
 
-from fakeapi.server import FakeAPIServer, Fault
+from fakeapi.server import DeploymentController, FakeAPIServer, Fault
 from tests.support.fakecluster import (
     CR_PATH,
     DEP_PATH,
@@ -61,7 +63,7 @@ from tests.support.fakecluster import (
     scale,
     write_kubeconfig,
 )
-from tests.support.go_operator import go_operator_deployment, seed_000_labels
+from tests.support.go_operator import go_operator_deployment, seed_000_labels, seed_002_labels
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "cycles"
 MERGE, JSON_PATCH, STRATEGIC = "application/merge-patch+json", "application/json-patch+json", "application/strategic-merge-patch+json"
@@ -150,6 +152,47 @@ def _foreign_service(api: FakeAPIServer) -> None:
 def _two_namespaces(api: FakeAPIServer) -> None:
     make_cr(api, "a", "default", size=1)
     make_cr(api, "b", "shop", size=2)
+
+
+def _same_name_twice(api: FakeAPIServer) -> None:
+    """A CR ``a`` in two namespaces, both reconciled and their Pods running; shop's replicas left to a
+    person (ignore-paths) and scaled by them: each CR's nodes and ignored fields are its namespace's."""
+    _ours(api, "a", size=1)
+    _ours(api, "a", size=2, ns="shop")
+    DeploymentController(api).sync(available=True)
+    annotate(api, "a", "/spec/replicas", ns="shop")
+    scale(api, "a", 3, ns="shop")
+
+
+def _scaled_down_to_one(api: FakeAPIServer) -> None:
+    """Git's size goes from 2 to 1 after a person already scaled the Deployment to 1: the budget no
+    longer wanted is the cycle's one write."""
+    _ours(api, size=2)
+    scale(api, "a", 1)
+    patch(api, CR_PATH.format(ns="default") + "/a", {"spec": {"size": 1}}, MERGE, "?fieldManager=kubectl-edit")
+
+
+def _taken_over_then_scaled(api: FakeAPIServer) -> None:
+    """Seed 002's Go operator Deployment taken over with --adopt (its selector kept), then scaled by
+    kubectl: the companions select by the kept selector, so only replicas drift."""
+    cr = make_cr(api, "a", size=2)
+    go_operator_deployment(api, cr, seed_002_labels("a"))
+    DeploymentController(api).sync(available=True)
+    reconciler_for(api, adopt=True).run_cycle()
+    DeploymentController(api).sync(available=True)
+    scale(api, "a", 3)
+
+
+def _deployment_of_another_controller(api: FakeAPIServer) -> None:
+    """A Deployment in the CR's name, with the CR's labels, controlled by another operator's object:
+    not ours, whatever its labels say."""
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "a", "namespace": "default"},
+          "spec": {"size": 2}}
+    rendered = render(Validator(load_crd()).validate(cr).obj)[0]
+    rendered["metadata"]["ownerReferences"] = [{"apiVersion": "cache.other.io/v1", "kind": "MemcachedCluster", "name": "a",
+                                                "uid": "0b6c2f1e-3d4a-4e5f-8a9b-1c2d3e4f5a6b", "controller": True}]
+    post(api, "/apis/apps/v1/namespaces/default/deployments", rendered, "?fieldManager=other-operator")
+    make_cr(api, "a", size=2)
 
 
 def _deleting(api: FakeAPIServer) -> None:
@@ -251,6 +294,10 @@ STATES: dict[str, Callable[[FakeAPIServer], None]] = {
     "foreign-pod-shares-the-selector": _foreign_pod,
     "foreign-deployment": _foreign_deployment,
     "two-namespaces": _two_namespaces,
+    "same-name-in-two-namespaces": _same_name_twice,
+    "scaled-down-to-one-in-git": _scaled_down_to_one,
+    "go-operator-taken-over-then-scaled": _taken_over_then_scaled,
+    "deployment-of-another-controller": _deployment_of_another_controller,
     "cr-being-deleted": _deleting,
     "list-forbidden": _faulted("GET", "/memcacheds", 403),
     "apply-refused-422": _faulted("PATCH", "/deployments/a", 422),
@@ -279,7 +326,9 @@ EVENT_DRIVEN = ("new-cr", "scaled-by-kubectl", "service-port-edited", "scaled-by
 DIFFED = ("new-cr", "in-sync", "scaled-by-kubectl", "port-json-patched", "service-port-edited", "replicas-ignored-by-annotation",
           "service-edited-twice", "companions-ignored-by-annotation", "foreign-service-and-budget", "foreign-deployment",
           "autoscalers-forbidden", "autoscalers-500", "deployment-read-500",
-          "applied-by-argocd", "left-by-go-operator", "scaled-by-hpa", "two-namespaces", "list-forbidden")
+          "applied-by-argocd", "left-by-go-operator", "scaled-by-hpa", "two-namespaces", "list-forbidden",
+          "same-name-in-two-namespaces", "scaled-down-to-one-in-git", "go-operator-taken-over-then-scaled",
+          "deployment-of-another-controller")
 #: the modes beyond the three every state runs under, and the states they run on
 EXTRA_MODES: dict[str, tuple[str, ...]] = {
     "adopt": ("applied-by-argocd", "left-by-go-operator", "foreign-service", "new-cr", "scaled-by-kubectl"),

@@ -117,14 +117,14 @@ def hpa_scales(api: FakeAPIServer, replicas: int, target: str = "a") -> None:
                             "spec": {"replicas": replicas}}, ua=KCM_UA)
 
 
-def annotate(api: FakeAPIServer, name: str, value: str | None) -> None:
+def annotate(api: FakeAPIServer, name: str, value: str | None, ns: str = "default") -> None:
     body = {"metadata": {"annotations": {ANNOTATION: value}}}
-    patch(api, CR_PATH.format(ns="default") + f"/{name}", body, "application/merge-patch+json")
+    patch(api, CR_PATH.format(ns=ns) + f"/{name}", body, "application/merge-patch+json")
 
 
-def scale(api: FakeAPIServer, name: str, replicas: int) -> None:
+def scale(api: FakeAPIServer, name: str, replicas: int, ns: str = "default") -> None:
     # kubectl scale: a merge patch to /scale without fieldManager (transcript 04)
-    path = DEP_PATH.format(ns="default", name=name) + "/scale"
+    path = DEP_PATH.format(ns=ns, name=name) + "/scale"
     patch(api, path, {"spec": {"replicas": replicas}}, "application/merge-patch+json")
 
 
