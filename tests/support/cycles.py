@@ -187,12 +187,12 @@ def _deployment_of_another_controller(api: FakeAPIServer) -> None:
     """A Deployment in the CR's name, with the CR's labels, controlled by another operator's object:
     not ours, whatever its labels say."""
     cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "a", "namespace": "default"},
-          "spec": {"size": 2}}
+          "spec": {"size": 1}}
     rendered = render(Validator(load_crd()).validate(cr).obj)[0]
     rendered["metadata"]["ownerReferences"] = [{"apiVersion": "cache.other.io/v1", "kind": "MemcachedCluster", "name": "a",
                                                 "uid": "0b6c2f1e-3d4a-4e5f-8a9b-1c2d3e4f5a6b", "controller": True}]
     post(api, "/apis/apps/v1/namespaces/default/deployments", rendered, "?fieldManager=other-operator")
-    make_cr(api, "a", size=2)
+    make_cr(api, "a", size=1)
 
 
 def _deleting(api: FakeAPIServer) -> None:
@@ -307,6 +307,7 @@ STATES: dict[str, Callable[[FakeAPIServer], None]] = {
     "autoscalers-forbidden": _faulted("GET", "/horizontalpodautoscalers", 403),
     "autoscalers-500": _faulted("GET", "/horizontalpodautoscalers", 500),
     "deployment-read-500": _faulted("GET", "/deployments/a", 500),
+    "budget-read-500": _faulted("GET", "/poddisruptionbudgets/a-memcached", 500),
 }
 
 #: the modes: the options of ``reconcile --once`` each cell runs under
@@ -328,7 +329,7 @@ DIFFED = ("new-cr", "in-sync", "scaled-by-kubectl", "port-json-patched", "servic
           "autoscalers-forbidden", "autoscalers-500", "deployment-read-500",
           "applied-by-argocd", "left-by-go-operator", "scaled-by-hpa", "two-namespaces", "list-forbidden",
           "same-name-in-two-namespaces", "scaled-down-to-one-in-git", "go-operator-taken-over-then-scaled",
-          "deployment-of-another-controller")
+          "deployment-of-another-controller", "budget-read-500")
 #: the modes beyond the three every state runs under, and the states they run on
 EXTRA_MODES: dict[str, tuple[str, ...]] = {
     "adopt": ("applied-by-argocd", "left-by-go-operator", "foreign-service", "new-cr", "scaled-by-kubectl"),
@@ -557,7 +558,8 @@ def _idle(api: FakeAPIServer, controller: Any, quiet: float = 0.3, timeout: floa
 
 def run_diff(state: str, in_process: bool = False) -> dict[str, Any]:
     """``memcached-gitops diff`` (the command, in a process of its own, as a person runs it in a pull
-    request) of each CR of the state, as its file in Git says it: the CR's spec as the cluster holds it.
+    request) of each CR of the state, as its file in Git says it: the CR's spec as the cluster holds it,
+    its namespace left out when it is ``default`` (where ``--namespace`` puts a CR that names none).
     ``in_process`` runs the same command in this process (typer's runner): the same cell, where a
     mutated ``diff.py`` is the one that runs."""
     with FakeAPIServer(namespaces=("default", "shop")) as api, tempfile.TemporaryDirectory() as tmp:
@@ -565,9 +567,9 @@ def run_diff(state: str, in_process: bool = False) -> dict[str, Any]:
         start = len(api.log)
         with api.lock:
             crs = [obj for (_, plural, _, _), obj in sorted(api.objects.items()) if plural == "memcacheds"]
-        texts = [yaml.safe_dump({"apiVersion": cr["apiVersion"], "kind": cr["kind"], "spec": cr["spec"],
-                                 "metadata": {k: cr["metadata"][k] for k in ("name", "namespace", "annotations") if k in cr["metadata"]}})
-                 for cr in crs]
+        texts = [yaml.safe_dump({"apiVersion": cr["apiVersion"], "kind": cr["kind"], "spec": cr["spec"], "metadata": {
+            k: cr["metadata"][k] for k in ("name", "namespace", "annotations") if k in cr["metadata"]
+            and (k, cr["metadata"][k]) != ("namespace", "default")}}) for cr in crs]
         (Path(tmp) / "crs.yaml").write_text("---\n".join(texts))
         kubeconfig = write_kubeconfig(Path(tmp), api.url)
         args = ["diff", "--kubeconfig", str(kubeconfig), "crs.yaml"]
