@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -279,6 +280,45 @@ def test_a_build_that_hangs_is_stopped_at_its_timeout(stand_in, tmp_path: Path) 
     with pytest.raises(BuildRefused) as caught:
         build(str(tmp_path), [], 1000, timeout=0.3, name="apps/slow")
     assert str(caught.value).startswith("apps/slow: kustomize build stopped after 0 s (the run's deadline")
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (gone, or a zombie its new parent has not reaped yet)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_a_stopped_build_takes_what_it_started_with_it(stand_in, tmp_path: Path) -> None:
+    """kustomize starts programs of its own (helm with --enable-helm, git for a remote base): a build
+    stopped at its timeout is killed with its whole process group, or they would run on in the
+    sidecar after the plugin gave up, each holding memory and a connection."""
+    stand_in(f"sleep 30 >/dev/null 2>&1 & echo $! > {tmp_path}/child; wait")
+    with pytest.raises(BuildRefused):
+        build(str(tmp_path), [], 1000, timeout=0.5, name="apps/helm")
+    child = int((tmp_path / "child").read_text())
+    deadline = time.monotonic() + 5
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(child), "the program kustomize started still runs"
+
+
+def test_a_build_reads_nothing_of_the_callers_stdin(stand_in, tmp_path: Path) -> None:
+    """The KRM function's stdin is the ResourceList kpt sends, the plugin's is Argo CD's: kustomize is
+    handed an empty stdin, so nothing of the caller's input becomes its output."""
+    stand_in("cat")
+    reader, writer = os.pipe()
+    os.write(writer, b"kind: Secret\n")
+    os.close(writer)
+    saved = os.dup(0)
+    os.dup2(reader, 0)
+    try:
+        assert build(str(tmp_path), [], 1000) == b""
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.close(reader)
 
 
 def test_a_program_that_cannot_run_is_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
