@@ -53,6 +53,7 @@ from tests.support.fakecluster import (
     annotate,
     argocd_applies,
     argocd_applies_service,
+    call,
     create_hpa,
     foreign_service,
     hpa_scales,
@@ -156,12 +157,15 @@ def _two_namespaces(api: FakeAPIServer) -> None:
 
 def _same_name_twice(api: FakeAPIServer) -> None:
     """A CR ``a`` in two namespaces, both reconciled and their Pods running; shop's replicas left to a
-    person (ignore-paths) and scaled by them: each CR's nodes and ignored fields are its namespace's."""
+    person (ignore-paths) and scaled by them, default's to an HPA: each CR's nodes, ignored fields and
+    HPA are its namespace's."""
     _ours(api, "a", size=1)
     _ours(api, "a", size=2, ns="shop")
     DeploymentController(api).sync(available=True)
     annotate(api, "a", "/spec/replicas", ns="shop")
     scale(api, "a", 3, ns="shop")
+    create_hpa(api, "a", min_replicas=1)  # default's replicas are its HPA's, in the first namespace read
+    hpa_scales(api, 2)
 
 
 def _scaled_down_to_one(api: FakeAPIServer) -> None:
@@ -193,6 +197,14 @@ def _deployment_of_another_controller(api: FakeAPIServer) -> None:
                                                 "uid": "0b6c2f1e-3d4a-4e5f-8a9b-1c2d3e4f5a6b", "controller": True}]
     post(api, "/apis/apps/v1/namespaces/default/deployments", rendered, "?fieldManager=other-operator")
     make_cr(api, "a", size=1)
+
+
+def _persons_service_beside_ours(api: FakeAPIServer) -> None:
+    """The Deployment and budget ours and in sync; the Service deleted and made again by a person:
+    theirs, left alone, the one thing that differs from Git."""
+    _ours(api, size=2)
+    call(api, "DELETE", SERVICE.format(ns="default", name="a-memcached"))
+    foreign_service(api, "a-memcached")
 
 
 def _deleting(api: FakeAPIServer) -> None:
@@ -293,6 +305,7 @@ STATES: dict[str, Callable[[FakeAPIServer], None]] = {
     "foreign-service-and-budget": _foreign_companions,
     "foreign-pod-shares-the-selector": _foreign_pod,
     "foreign-deployment": _foreign_deployment,
+    "persons-service-beside-ours": _persons_service_beside_ours,
     "two-namespaces": _two_namespaces,
     "same-name-in-two-namespaces": _same_name_twice,
     "scaled-down-to-one-in-git": _scaled_down_to_one,
@@ -306,6 +319,7 @@ STATES: dict[str, Callable[[FakeAPIServer], None]] = {
     "event-post-403": _faulted("POST", "/events", 403),
     "autoscalers-forbidden": _faulted("GET", "/horizontalpodautoscalers", 403),
     "autoscalers-500": _faulted("GET", "/horizontalpodautoscalers", 500),
+    "autoscalers-not-served": _faulted("GET", "/horizontalpodautoscalers", 404),
     "deployment-read-500": _faulted("GET", "/deployments/a", 500),
     "budget-read-500": _faulted("GET", "/poddisruptionbudgets/a-memcached", 500),
 }
@@ -329,7 +343,9 @@ DIFFED = ("new-cr", "in-sync", "scaled-by-kubectl", "port-json-patched", "servic
           "autoscalers-forbidden", "autoscalers-500", "deployment-read-500",
           "applied-by-argocd", "left-by-go-operator", "scaled-by-hpa", "two-namespaces", "list-forbidden",
           "same-name-in-two-namespaces", "scaled-down-to-one-in-git", "go-operator-taken-over-then-scaled",
-          "deployment-of-another-controller", "budget-read-500")
+          "deployment-of-another-controller", "budget-read-500", "persons-service-beside-ours", "autoscalers-not-served",
+          "service-partly-ignored", "image-set-by-kubectl", "env-added-by-kubectl", "service-labelled", "foreign-service",
+          "foreign-pod-shares-the-selector")
 #: the modes beyond the three every state runs under, and the states they run on
 EXTRA_MODES: dict[str, tuple[str, ...]] = {
     "adopt": ("applied-by-argocd", "left-by-go-operator", "foreign-service", "new-cr", "scaled-by-kubectl"),
