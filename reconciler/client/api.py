@@ -161,9 +161,12 @@ class KubeAPI:
         # The client serializes JSON bodies itself; an apply body (JSON is YAML) is sent as text.
         data = json.dumps(body) if isinstance(body, (dict, list)) and not content_type.endswith("json") else body
         verb = verb or method.lower()
-        if method != "GET" and self.may_write is not None and not self.may_write():
-            raise APIError(0, "writes are stopped: not the leader, or not this replica's CR")
+        def stopped() -> bool:  # a write only while this replica leads (or holds the CR's shard)
+            return method != "GET" and self.may_write is not None and not self.may_write()
+
         for attempt in range(self.retry.attempts):
+            if stopped():  # before every attempt: the Lease can be lost while a retry waits out its backoff
+                raise APIError(0, "writes are stopped: not the leader, or not this replica's CR")
             self.requests[verb] += 1
             status, payload, retry_after = self._send(method, url, headers, data)
             self.count_result(status, method)
@@ -172,8 +175,7 @@ class KubeAPI:
             if status and not _transient(status, payload):
                 message = payload.get("message", "") if isinstance(payload, dict) else str(payload)[:200]
                 raise APIError(status, message, payload)
-            if (attempt + 1 == self.retry.attempts or (self.stop is not None and self.stop.is_set())
-                    or (method != "GET" and self.may_write is not None and not self.may_write())):
+            if attempt + 1 == self.retry.attempts or (self.stop is not None and self.stop.is_set()) or stopped():
                 message = payload.get("message", "") if isinstance(payload, dict) else str(payload)[:200]
                 raise APIError(status, message or "no answer", payload)
             delay = self.retry.delay(attempt, retry_after)

@@ -53,3 +53,31 @@ def test_a_transient_answer_is_tried_again_and_a_lasting_one_is_not(status: int)
         with pytest.raises(APIError):
             list(api.list_all(LEASES))
         assert len(slept) == 1, "a 400 is not tried again"
+
+
+@pytest.mark.parametrize("lost", ["before-the-answer", "while-waiting"])
+def test_a_write_is_not_tried_again_once_writes_are_stopped(lost: str) -> None:
+    """A write answered 503 waits and is sent again, but only while this replica may write: the Lease
+    (or the shard's hold) can be lost before the answer comes or while the backoff waits, and a retry
+    sent then would be a write by a replica that no longer leads, beside the new leader's."""
+    leading = [True]
+
+    def sleep(_: float) -> None:
+        if lost == "while-waiting":
+            leading[0] = False
+
+    with FakeAPIServer(namespaces=("default",)) as server:
+        server.faults.append(Fault(method="POST", path_contains="/leases", status=503, times=1))
+        if lost == "before-the-answer":
+            answer = server.handle
+
+            def losing(method: str, raw_path: str, headers: dict[str, str], body: bytes):  # noqa: ANN202
+                leading[0] = False  # the renewal failed while the request was on the wire
+                return answer(method, raw_path, headers, body)
+
+            server.handle = losing  # type: ignore[method-assign]
+        api = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=3, base=0.01, cap=5.0, sleep=sleep))
+        api.may_write = lambda: leading[0]
+        with pytest.raises(APIError):
+            api.request("POST", LEASES, body=_lease("l", {}))
+        assert [r.method for r in server.log if "/leases" in r.path] == ["POST"], "sent once, never again"
