@@ -1,4 +1,5 @@
-"""What the fake answers where no transcript records the exchange, read in kube-apiserver's source.
+"""What the fake answers where the transcripts record no exchange, read in kube-apiserver's source or
+following a recorded rule past the values it was recorded with.
 
 A write to a subresource (``/status``, ``/scale``) never creates the object: the CR's StatusREST.Update
 passes ``forceAllowCreate=false`` to the store ("subresources should never allow create on update",
@@ -6,6 +7,9 @@ apiextensions-apiserver pkg/registry/customresource/etcd.go), and the store's Up
 for a missing object before it decodes the patch (apiserver pkg/registry/generic/registry/store.go,
 ``Update``: ``!e.UpdateStrategy.AllowCreateOnUpdate() && !forceAllowCreate``). The body is the store's
 NotFound, the one transcript 12 records for a GET of a missing Memcached.
+
+A resourceVersion is opaque (API conventions, "Concurrency Control and Consistency"): a precondition
+matches only the stored value, whatever the two look like as text.
 """
 
 from __future__ import annotations
@@ -38,3 +42,32 @@ def test_a_status_write_to_a_missing_cr_is_not_found_and_creates_nothing(headers
         assert (code, json.loads(data)) == (404, _recorded_not_found("gone"))
         code, _, _ = api.handle("GET", f"{CR}/gone", {}, b"")
         assert code == 404, "nothing was created"
+
+
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+
+
+@pytest.mark.parametrize("write", ["put", "merge-patch", "apply"])
+@pytest.mark.parametrize("sent", ["stale", "future"])
+def test_a_resource_version_is_an_opaque_value_matched_exactly_past_a_digit_boundary(write: str, sent: str) -> None:
+    """A write that carries metadata.resourceVersion is refused 409 unless it is the stored one
+    (transcript 13): the value is opaque, never ordered, so "996" is stale beside "1001" although it
+    sorts after it as text, and "1002" is refused though it is newer."""
+    with FakeAPIServer(namespaces=("default",)) as api:
+        api.rv = 995
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}, "spec": {"holderIdentity": "a"}}
+        code, _, data = api.handle("POST", LEASES, {"Content-Type": "application/json"}, json.dumps(lease).encode())
+        assert code == 201, data
+        first = json.loads(data)["metadata"]["resourceVersion"]
+        for holder in "bcde":  # the stored version goes past 999
+            code, _, data = api.handle("PATCH", f"{LEASES}/l", MERGE, json.dumps({"spec": {"holderIdentity": holder}}).encode())
+            assert code == 200, data
+        now = json.loads(data)["metadata"]["resourceVersion"]
+        assert len(now) > len(first), (first, now)
+        rv = first if sent == "stale" else str(int(now) + 1)
+        stale = {**lease, "metadata": {"name": "l", "resourceVersion": rv}, "spec": {"holderIdentity": "z"}}
+        method, path, headers = {"put": ("PUT", f"{LEASES}/l", {"Content-Type": "application/json"}),
+                                 "merge-patch": ("PATCH", f"{LEASES}/l", MERGE),
+                                 "apply": ("PATCH", f"{LEASES}/l?fieldManager=x&force=true", APPLY)}[write]
+        code, _, data = api.handle(method, path, headers, json.dumps(stale).encode())
+        assert (code, json.loads(data)["reason"]) == (409, "Conflict"), data
