@@ -120,6 +120,30 @@ def test_only_the_monitoring_namespace_reaches_metrics_and_no_pod_the_probes(ove
     assert "health" in ports, "the probe port exists and is opened to no Pod"
 
 
+@pytest.mark.parametrize("overlay", ["overlays/deployment", "overlays/sharded"])
+def test_the_pods_env_names_itself_and_the_namespace_its_lease_role_grants(overlay: str) -> None:
+    """The reconciler takes its identity from POD_NAME (reconciler/orchestration/main.py) and the Lease's
+    namespace from POD_NAMESPACE (cli.py, ``--lease-namespace``): resolved as the kubelet resolves the
+    downward API for a Pod of the shipped Deployment, they are the Pod's own name and the namespace
+    where the leader-election Role lets it hold the Lease (elsewhere: 403, and no replica ever leads)."""
+    objects = build(K / overlay)
+    [dep] = [o for o in objects if o["kind"] == "Deployment"]
+    pod = {"metadata": {"name": f"{dep['metadata']['name']}-5d9c8b7f6d-x7k2p", "namespace": dep["metadata"]["namespace"]},
+           "spec": dep["spec"]["template"]["spec"]}
+    env = {}
+    for var in dep["spec"]["template"]["spec"]["containers"][0].get("env") or []:
+        field = ((var.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+        if field:  # the downward API: a path into the Pod
+            value: object = pod
+            for step in field.split("."):
+                value = value[step] if isinstance(value, dict) else None
+            env[var["name"]] = value
+    assert env.get("POD_NAME") == pod["metadata"]["name"]
+    lease_roles = {o["metadata"].get("namespace") for o in objects if o["kind"] == "Role"
+                   and any("leases" in r.get("resources", []) for r in o["rules"])}
+    assert env.get("POD_NAMESPACE") == pod["metadata"]["namespace"] and env["POD_NAMESPACE"] in lease_roles, (env, lease_roles)
+
+
 def test_sharded_overlay_grants_the_lease_verbs_a_ring_sends() -> None:
     """Three replicas with --shards; the Lease Role allows exactly what join, renew, watch, expiry and
     release send (a ring run on the fake with that Role enforced; patch stays for leader election)."""

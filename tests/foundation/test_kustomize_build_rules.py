@@ -235,6 +235,22 @@ def test_build_runs_kustomize_on_the_folders_absolute_path_with_the_options(stan
     assert env["GIT_ALLOW_PROTOCOL"] == "https:ssh"
 
 
+@pytest.mark.parametrize("remote", [False, True])
+def test_the_git_transports_are_ours_whatever_the_callers_environment_says(stand_in, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                           remote: bool) -> None:
+    """A job or a sidecar may already set GIT_ALLOW_PROTOCOL (to file:ext:..., ext:: runs a command):
+    the build's own setting replaces it, so git fetches nothing unless the operator allows remote
+    bases, and then over https and ssh only."""
+    monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "file:ext:https:ssh")
+    where = stand_in("true")
+    build(str(tmp_path), [], 1000, remote=remote, memory=64 * 2**20)
+    env = dict(line.split("=", 1) for line in (where / "env").read_text().splitlines() if "=" in line)
+    assert env["GIT_ALLOW_PROTOCOL"] == ("https:ssh" if remote else "")
+    build(str(tmp_path), [], 1000, remote=remote)
+    env = dict(line.split("=", 1) for line in (where / "env").read_text().splitlines() if "=" in line)
+    assert env["GIT_ALLOW_PROTOCOL"] == ("https:ssh" if remote else ""), "without a memory bound too"
+
+
 def test_build_holds_the_child_to_the_memory_bound(stand_in, tmp_path: Path) -> None:
     where = stand_in("ulimit -d > " + str(tmp_path / "limit"))
     build(str(tmp_path), [], 1000, memory=64 * 2**20)

@@ -1032,6 +1032,26 @@ def test_a_chart_schema_helm_would_load_from_elsewhere_is_refused_unread(world: 
         check_graph(str(folder), str(world))
 
 
+@pytest.mark.parametrize(("entry", "folder"), [
+    ("- name: c\n  releaseName: r\n", "c"),
+    ("- name: c\n  releaseName: r\n  version: \"1.0\"\n", "c"),
+    ("- name: c\n  releaseName: r\n  version: \"1.0\"\n", "c-1.0"),
+], ids=["name", "name-with-a-version", "name-version"])
+def test_a_link_out_of_either_folder_kustomize_keeps_a_chart_in_is_refused(world: Path, entry: str, folder: str) -> None:
+    """With a version (and a repo), kustomize keeps the chart in chartHome/NAME-VERSION, else in
+    chartHome/NAME (v5.8.1 HelmChartInflationGenerator.go absChartHome): helm reads whichever holds
+    it, so a link out of the root is refused in both."""
+    from memcached_gitops.foundation.kustomize_graph import GraphRefused, check_graph
+
+    app = kustomization(world, "helmCharts:\n" + entry)
+    chart = app / "charts" / folder
+    chart.mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 1.0.0\n")
+    (chart / "leak").symlink_to(world.parent / "outside" / "passwd")
+    with pytest.raises(GraphRefused, match="symlink leaving the root"):
+        check_graph(str(app), str(world))
+
+
 def test_a_draft_schema_and_in_document_references_pass(world: Path) -> None:
     folder = kustomization(world, "helmCharts:\n- name: c\n  releaseName: r\n")
     _chart(folder)

@@ -682,6 +682,30 @@ def test_diff_compares_the_service_and_budget_too(cluster: FakeAPIServer, tmp_pa
     assert "default/a: missing: the PodDisruptionBudget a-memcached does not exist\n" in diff.stdout, diff.stdout
 
 
+def test_every_printer_column_of_the_shipped_crd_reads_what_the_reconciler_writes(cluster: FakeAPIServer) -> None:
+    """``kubectl get memcached -o wide`` prints each additionalPrinterColumn of the installed CRD
+    (kustomize/base/crd.yaml) by its jsonPath from the stored CR: after a cycle, each has a value (a path
+    to a field the status does not hold prints ``<none>``), and the status columns are exactly the
+    fields the reconciler writes for them."""
+    import yaml
+    from memcached_gitops.reconciler.decisions.status import Observation, columns, desired_conditions
+
+    make_cr(cluster, "a", size=2)
+    reconciler_for(cluster).run_cycle()
+    stored = call(cluster, "GET", CR_PATH.format(ns="default") + "/a")
+    [version] = yaml.safe_load((REPO / "kustomize" / "base" / "crd.yaml").read_text())["spec"]["versions"]
+    printed = {}
+    for column in version["additionalPrinterColumns"]:
+        value: object = stored
+        for step in column["jsonPath"].lstrip(".").split("."):
+            value = value.get(step) if isinstance(value, dict) else None
+        printed[column["name"]] = value
+    assert all(value not in (None, "") for value in printed.values()), printed
+    written = columns(Observation(1, 2, None, ()), desired_conditions(Observation(1, 2, None, ())))
+    status_paths = {c["jsonPath"] for c in version["additionalPrinterColumns"] if c["jsonPath"].startswith(".status.")}
+    assert status_paths == {f".status.{field}" for field in written}
+
+
 @pytest.mark.parametrize(("owner", "deleted"), [
     ("ours", True),
     ("applied-by-argocd", False),  # our labels, no owner: Argo CD prunes it, the reconciler does not
