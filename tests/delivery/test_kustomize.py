@@ -185,10 +185,27 @@ def _rules(where: str = "base", openshift: bool = False) -> list[dict]:
             objects = build(Path(tmp))
     else:
         objects = build(K / where)
+    return _bound_rules(objects)
+
+
+def _bound_rules(objects: list[dict]) -> list[dict]:
+    """The rules the build's reconciler runs with, as the authorizer finds them: through the bindings
+    whose subjects name its ServiceAccount (the Pod template's ``serviceAccountName`` in the Pod's
+    namespace, else the build's one ServiceAccount), a RoleBinding's Role in the binding's namespace."""
+    workloads = [o for o in objects if o["kind"] in ("Deployment", "CronJob")]
+    if workloads:
+        [spec] = _pod_specs(workloads[:1])
+        runner = (workloads[0]["metadata"].get("namespace"), spec.get("serviceAccountName", "default"))
+    else:
+        [runner] = [(o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects if o["kind"] == "ServiceAccount"]
+    roles = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in objects if o["kind"] in ("ClusterRole", "Role")}
     rules = []
-    for obj in objects:
-        if obj["kind"] in ("ClusterRole", "Role"):
-            rules += obj["rules"]
+    for binding in (o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")):
+        if not any(s["kind"] == "ServiceAccount" and (s.get("namespace"), s["name"]) == runner for s in binding.get("subjects") or []):
+            continue
+        ref = binding["roleRef"]
+        where = binding["metadata"].get("namespace") if ref["kind"] == "Role" else None
+        rules += roles[(ref["kind"], where, ref["name"])]["rules"]
     return rules
 
 
