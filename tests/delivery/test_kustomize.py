@@ -144,6 +144,35 @@ def test_the_pods_env_names_itself_and_the_namespace_its_lease_role_grants(overl
     assert env.get("POD_NAMESPACE") == pod["metadata"]["namespace"] and env["POD_NAMESPACE"] in lease_roles, (env, lease_roles)
 
 
+@pytest.mark.parametrize("overlay", ["overlays/cronjob", "overlays/deployment", "overlays/namespaced", "overlays/sharded"])
+def test_the_container_runs_a_command_the_cli_takes_listening_where_its_probes_and_ports_say(overlay: str) -> None:
+    """The image's entry point is ``memcached-gitops`` (Dockerfile): each shipped container's args parse
+    as the CLI parses them (a renamed option would crash-loop the Pod), every env var set is one the
+    product reads (a misspelt one is silently nothing), and the probes and the ``https`` port are the
+    ports the command is told to listen on."""
+    import typer.main
+
+    from memcached_gitops.cli import app
+
+    source = "\n".join(p.read_text() for p in (REPO / "src").rglob("*.py")) + "\n".join(
+        p.read_text() for p in (REPO / "reconciler").rglob("*.py"))
+    [container] = _pod_specs(build(K / overlay))[0]["containers"]
+    group = typer.main.get_command(app)
+    with group.make_context("memcached-gitops", list(container["args"])) as outer:
+        name, command, rest = group.resolve_command(outer, outer.protected_args + outer.args)
+        with command.make_context(name, rest, parent=outer) as ctx:
+            given = ctx.params
+    read = {env for param in command.params for env in ([param.envvar] if isinstance(param.envvar, str) else param.envvar or [])}
+    for var in container.get("env") or []:
+        assert var["name"] in read or f'"{var["name"]}"' in source, f"{var['name']} is read by nothing"
+    ports = {p["name"]: p["containerPort"] for p in container.get("ports") or []}
+    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+        if probe in container:
+            assert ports[container[probe]["httpGet"]["port"]] == given["health_probe_port"], probe
+    if "https" in ports:
+        assert ports["https"] == given["metrics_port"]
+
+
 def test_sharded_overlay_grants_the_lease_verbs_a_ring_sends() -> None:
     """Three replicas with --shards; the Lease Role allows exactly what join, renew, watch, expiry and
     release send (a ring run on the fake with that Role enforced; patch stays for leader election)."""
