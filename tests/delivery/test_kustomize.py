@@ -145,11 +145,12 @@ def test_the_pods_env_names_itself_and_the_namespace_its_lease_role_grants(overl
 
 
 @pytest.mark.parametrize("overlay", ["overlays/cronjob", "overlays/deployment", "overlays/namespaced", "overlays/sharded"])
-def test_the_container_runs_a_command_the_cli_takes_listening_where_its_probes_and_ports_say(overlay: str) -> None:
-    """The image's entry point is ``memcached-gitops`` (Dockerfile): each shipped container's args parse
-    as the CLI parses them (a renamed option would crash-loop the Pod), every env var set is one the
-    product reads (a misspelt one is silently nothing), and the probes and the ``https`` port are the
-    ports the command is told to listen on."""
+def test_the_container_runs_a_command_the_cli_takes_listening_where_its_probes_and_ports_say(
+        overlay: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The image's entry point is ``memcached-gitops`` (Dockerfile): each shipped container's args and
+    env values parse as the CLI parses them (a renamed option would crash-loop the Pod), every env var
+    set is one the product reads (a misspelt one is silently nothing), and the probes and the
+    ``https`` port are the ports the command is told to listen on."""
     import typer.main
 
     from memcached_gitops.cli import app
@@ -157,6 +158,9 @@ def test_the_container_runs_a_command_the_cli_takes_listening_where_its_probes_a
     source = "\n".join(p.read_text() for p in (REPO / "src").rglob("*.py")) + "\n".join(
         p.read_text() for p in (REPO / "reconciler").rglob("*.py"))
     [container] = _pod_specs(build(K / overlay))[0]["containers"]
+    for var in container.get("env") or []:
+        if "value" in var:
+            monkeypatch.setenv(var["name"], var["value"])
     group = typer.main.get_command(app)
     with group.make_context("memcached-gitops", list(container["args"])) as outer:
         name, command, rest = group.resolve_command(outer, outer.protected_args + outer.args)
