@@ -27,7 +27,20 @@ celpy = pytest.importorskip("celpy", reason="cel-python is in the test extra")
 from celpy.adapter import json_to_cel  # noqa: E402
 
 POLICY_FILE = REPO / "kustomize/admission-policy/policy.yaml"
-OURS = "system:serviceaccount:memcached-gitops:memcached-gitops"
+
+
+def _reconcilers_user() -> str:
+    """The user the reconciler's token authenticates as: the base's ServiceAccount in the base's
+    namespace (kustomize/base), so a renamed ServiceAccount is a policy that no longer applies to it."""
+    import yaml
+
+    base = REPO / "kustomize/base"
+    namespace = yaml.safe_load((base / "kustomization.yaml").read_text())["namespace"]
+    name = yaml.safe_load((base / "serviceaccount.yaml").read_text())["metadata"]["name"]
+    return f"system:serviceaccount:{namespace}:{name}"
+
+
+OURS = _reconcilers_user()
 CR = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
       "metadata": {"name": "cache", "namespace": "shop", "uid": "0b7f"}, "spec": {"size": 2}}
 OWNER = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "cache", "uid": "0b7f",
