@@ -95,31 +95,58 @@ def strategic_merge_patch(target: Any, patch: Any, types: F.Types, path: tuple[s
 
 
 def json_patch(target: Any, ops: list[dict[str, Any]]) -> Any:
-    """RFC 6902 (add, remove, replace, test)."""
+    """RFC 6902 (add, remove, replace, test). An operation that cannot apply (a test that fails, a path
+    or an index that is not there) is the API server's answer to any JSON patch error: 422 with the
+    library's words as the one cause (apiserver endpoints/handlers/patch.go ``applyJSPatch``:
+    ``NewGenericServerResponse(http.StatusUnprocessableEntity, ..., err.Error(), 0, false)``)."""
     doc = copy.deepcopy(target)
     for op in ops:
-        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
-        parent = doc
-        for p in parts[:-1]:
-            parent = parent[int(p)] if isinstance(parent, list) else parent[p]
-        last = parts[-1]
-        if op["op"] in ("add", "replace"):
-            if isinstance(parent, list):
-                if last == "-":
-                    parent.append(op["value"])
-                elif op["op"] == "add":
-                    parent.insert(int(last), op["value"])
-                else:
-                    parent[int(last)] = op["value"]
-            else:
-                parent[last] = op["value"]
-        elif op["op"] == "remove":
-            del parent[int(last) if isinstance(parent, list) else last]
-        elif op["op"] == "test":
-            cur = parent[int(last)] if isinstance(parent, list) else parent.get(last)
-            if cur != op["value"]:
-                raise APIError(422, status_body(422, "Invalid", "the test operation failed"))
+        try:
+            _apply_one(doc, op)
+        except (IndexError, KeyError, ValueError, TypeError):
+            raise _patch_failed(f"{op.get('op')} operation does not apply: doc is missing path: \"{op.get('path')}\": missing value") from None
     return doc
+
+
+def _patch_failed(cause: str) -> APIError:
+    """apimachinery errors.NewGenericServerResponse for 422, as kubectl prints it: "The request is invalid:
+    the server rejected our request due to an error in our request"."""
+    return APIError(422, status_body(422, "Invalid", "the server rejected our request due to an error in our request",
+                                     {"causes": [{"reason": "UnexpectedServerResponse", "message": cause}]}))
+
+
+def _index(items: list[Any], token: str, adding: bool = False) -> int:
+    """A list index as RFC 6902 takes it: digits only (Python's ``-1`` is no index), within the list
+    (one past its end where an add inserts)."""
+    if not token.isdigit() or int(token) > len(items) - (0 if adding else 1):
+        raise IndexError(token)
+    return int(token)
+
+
+def _apply_one(doc: Any, op: dict[str, Any]) -> None:
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+    parent = doc
+    for p in parts[:-1]:
+        parent = parent[_index(parent, p)] if isinstance(parent, list) else parent[p]
+    last = parts[-1]
+    if op["op"] in ("add", "replace"):
+        if isinstance(parent, list):
+            if last == "-" and op["op"] == "add":
+                parent.append(op["value"])
+            elif op["op"] == "add":
+                parent.insert(_index(parent, last, adding=True), op["value"])
+            else:
+                parent[_index(parent, last)] = op["value"]
+        else:
+            if op["op"] == "replace" and last not in parent:
+                raise KeyError(last)
+            parent[last] = op["value"]
+    elif op["op"] == "remove":
+        del parent[_index(parent, last) if isinstance(parent, list) else last]
+    elif op["op"] == "test":
+        cur = parent[_index(parent, last)] if isinstance(parent, list) else parent.get(last)
+        if cur != op["value"]:  # evanphx/json-patch: errors.Wrapf(ErrTestFailed, "testing value %s failed", path)
+            raise _patch_failed(f"testing value {op['path']} failed: test failed")
 
 
 class Verbs:

@@ -10,6 +10,8 @@ NotFound, the one transcript 12 records for a GET of a missing Memcached.
 
 A resourceVersion is opaque (API conventions, "Concurrency Control and Consistency"): a precondition
 matches only the stored value, whatever the two look like as text.
+
+A JSON patch that cannot apply is 422, whatever the reason (apiserver endpoints/handlers/patch.go).
 """
 
 from __future__ import annotations
@@ -71,3 +73,33 @@ def test_a_resource_version_is_an_opaque_value_matched_exactly_past_a_digit_boun
                                  "apply": ("PATCH", f"{LEASES}/l?fieldManager=x&force=true", APPLY)}[write]
         code, _, data = api.handle(method, path, headers, json.dumps(stale).encode())
         assert (code, json.loads(data)["reason"]) == (409, "Conflict"), data
+
+
+SERVICES = "/api/v1/namespaces/default/services"
+JSON_PATCH = {"Content-Type": "application/json-patch+json"}
+
+
+@pytest.mark.parametrize("ops", [
+    [{"op": "test", "path": "/spec/ports/5/port", "value": 1}],
+    [{"op": "remove", "path": "/spec/ports/5"}],
+    [{"op": "remove", "path": "/spec/ports/-1"}],
+    [{"op": "add", "path": "/spec/ports/7", "value": {"port": 2}}],
+    [{"op": "replace", "path": "/spec/nothere", "value": 1}],
+    [{"op": "test", "path": "/spec/ports/0/port", "value": 1}, {"op": "remove", "path": "/spec/ports/0"}],
+], ids=["test-past-the-end", "remove-past-the-end", "negative-index", "add-past-the-end", "replace-a-missing-key", "failed-test"])
+def test_a_json_patch_that_cannot_apply_is_422_and_changes_nothing(ops: list[dict]) -> None:
+    """kube-apiserver answers every JSON patch error 422 (patch.go ``applyJSPatch``:
+    ``NewGenericServerResponse(http.StatusUnprocessableEntity, ...)``), the library's words as the one
+    cause; the object stays as it was. The fake used to drop the connection on an index past the end."""
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
+    with FakeAPIServer(namespaces=("default",)) as api:
+        code, _, data = api.handle("POST", SERVICES, {"Content-Type": "application/json"}, json.dumps(service).encode())
+        assert code == 201, data
+        before = json.loads(data)
+        code, _, data = api.handle("PATCH", f"{SERVICES}/s", JSON_PATCH, json.dumps(ops).encode())
+        answer = json.loads(data)
+        assert (code, answer["reason"], answer["message"]) == (
+            422, "Invalid", "the server rejected our request due to an error in our request"), answer
+        [cause] = answer["details"]["causes"]
+        assert cause["reason"] == "UnexpectedServerResponse" and any(op["path"] in cause["message"] for op in ops), cause
+        assert api.get("", "services", "default", "s") == before
