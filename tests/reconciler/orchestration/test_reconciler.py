@@ -381,6 +381,45 @@ def test_cli_once_and_diff_against_the_fake(cluster: FakeAPIServer, tmp_path: Pa
     assert diff.returncode == 1 and b".spec.replicas: live 3, desired 1 (set by kubectl (scale))" in diff.stdout
 
 
+@pytest.mark.parametrize(("args", "resync", "workers", "lease"), [
+    (["--interval", "45s", "--workers", "3", "--lease-namespace", "ops"], 45.0, 3, "ops"),
+    ([], 600.0, 16, "from-env"),
+])
+def test_the_commands_event_driven_options_reach_the_controller(cluster: FakeAPIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                args: list[str], resync: float, workers: int, lease: str) -> None:
+    """``reconcile --interval`` is the controller's resync period (10m when not given), ``--workers`` its
+    workers, and the Lease is held in ``--lease-namespace`` or else POD_NAMESPACE (the shipped
+    Deployment's env): the command as a person types it, the controller it builds."""
+    from memcached_gitops.reconciler.orchestration import controller
+    from typer.testing import CliRunner
+
+    from memcached_gitops.cli import app
+
+    built: list[tuple] = []
+
+    class Recorded:
+        error = None
+
+        def __init__(self, reconciler, metrics, elector, settings, shards=None) -> None:  # noqa: ANN001
+            built.append((settings, elector))
+
+        def run(self) -> int:
+            return 0
+
+    monkeypatch.setattr(controller, "Controller", Recorded)
+    monkeypatch.setenv("POD_NAMESPACE", "from-env")
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        result = CliRunner().invoke(app, ["reconcile", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url)),
+                                          "--metrics-port", "0", "--health-probe-port", "0", *args])
+    finally:
+        root.handlers[:], root.level = handlers, level
+    assert result.exit_code == 0, result.output
+    [(settings, elector)] = built
+    assert (settings.resync, settings.workers, elector.namespace) == (resync, workers, lease)
+
+
 def test_cli_interval_mode_stops_cleanly_on_sigterm(cluster: FakeAPIServer, tmp_path: Path) -> None:
     make_cr(cluster, "a")
     kubeconfig = write_kubeconfig(tmp_path, cluster.url)
