@@ -78,6 +78,44 @@ def test_a_write_is_not_tried_again_once_writes_are_stopped(lost: str) -> None:
             server.handle = losing  # type: ignore[method-assign]
         api = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=3, base=0.01, cap=5.0, sleep=sleep))
         api.may_write = lambda: leading[0]
-        with pytest.raises(APIError):
+        with pytest.raises(APIError) as caught:
             api.request("POST", LEASES, body=_lease("l", {}))
         assert [r.method for r in server.log if "/leases" in r.path] == ["POST"], "sent once, never again"
+        said = {"while-waiting": (0, "writes are stopped: not the leader, or not this replica's CR"),
+                "before-the-answer": (503, "injected fault 503")}[lost]
+        assert (caught.value.status, caught.value.message) == said
+
+
+@pytest.mark.parametrize(("status", "body", "message"), [
+    (422, {"kind": "Status", "message": "spec.size: Invalid value: 4", "reason": "Invalid"}, "spec.size: Invalid value: 4"),
+    (503, {"kind": "Status", "message": "etcd is busy", "reason": "ServiceUnavailable"}, "etcd is busy"),
+    (503, {"kind": "Status", "reason": "ServiceUnavailable"}, "no answer"),
+])
+def test_an_error_carries_the_servers_status_message_and_body(status: int, body: dict, message: str) -> None:
+    """The Status body's message is the error's words (the CR's Degraded condition and the log say them),
+    the body kept for its reason; an answer tried again until the attempts run out keeps its last words,
+    and every attempt is counted once by its verb, as client-go's rest_client_requests_total counts."""
+    with FakeAPIServer(namespaces=("default",)) as server:
+        server.faults.append(Fault(method="POST", path_contains="/leases", status=status, times=3, body=body))
+        api = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=3, base=0.01, cap=5.0, sleep=lambda _: None))
+        with pytest.raises(APIError) as caught:
+            api.request("POST", LEASES, body=_lease("l", {}))
+        tried = 3 if status == 503 else 1
+        assert (caught.value.status, caught.value.message, caught.value.reason) == (status, message, body["reason"])
+        assert str(caught.value) == f"HTTP {status}: {message}"
+        assert api.requests["post"] == tried and len([r for r in server.log if "/leases" in r.path]) == tried
+
+
+def test_a_request_says_who_sends_it_and_what_it_sends_and_takes() -> None:
+    """The User-Agent names the product (the audit log's userAgent, and the field manager the API
+    server derives when none is given: transcript 22); JSON is asked for and sent as JSON, an apply's
+    YAML as its own content type."""
+    with FakeAPIServer(namespaces=("default",)) as server:
+        api = KubeAPI.connect(host=server.url)
+        api.request("POST", LEASES, body=_lease("l", {}))
+        api.request("PATCH", LEASES + "/l?fieldManager=x&force=true", body=_lease("l", {"a": "b"}),
+                    content_type="application/apply-patch+yaml")
+        [post, apply] = [r for r in server.log if "/leases" in r.path]
+        assert post.user_agent == api.user_agent and post.user_agent.startswith("memcached-gitops/")
+        assert (post.content_type, apply.content_type) == ("application/json", "application/apply-patch+yaml")
+        assert server.get("coordination.k8s.io", "leases", "default", "l")["metadata"]["labels"] == {"a": "b"}
