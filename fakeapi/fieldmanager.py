@@ -109,7 +109,8 @@ class FieldManager:
         if sub and self._key(res, ns, name) not in self.objects:
             # a subresource never creates: StatusREST.Update passes forceAllowCreate=false to the store
             # (apiextensions-apiserver registry/customresource/etcd.go), whose Update answers NotFound
-            # before the patch is decoded (apiserver registry/generic/registry/store.go)
+            # before the patch is decoded (apiserver registry/generic/registry/store.go). No transcript records
+            # this exchange: the body is assumed to be the store's NotFound, as transcript 12 records for a GET
             raise not_found(res, name)
         try:
             docs = list(iter_documents(body))

@@ -98,7 +98,9 @@ def json_patch(target: Any, ops: list[dict[str, Any]]) -> Any:
     """RFC 6902 (add, remove, replace, test). An operation that cannot apply (a test that fails, a path
     or an index that is not there) is the API server's answer to any JSON patch error: 422 with the
     library's words as the one cause (apiserver endpoints/handlers/patch.go ``applyJSPatch``:
-    ``NewGenericServerResponse(http.StatusUnprocessableEntity, ..., err.Error(), 0, false)``)."""
+    ``NewGenericServerResponse(http.StatusUnprocessableEntity, ..., err.Error(), 0, false)``). No transcript
+    records a JSON patch that fails: the status, reason and message are read in that source, the cause's
+    words follow evanphx/json-patch and are assumed, not recorded."""
     doc = copy.deepcopy(target)
     for op in ops:
         try:
