@@ -4,9 +4,12 @@ the live ones as the reconciler would compare them (plan.py), and the drift prin
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .main import connect
+
+if TYPE_CHECKING:
+    from ..decisions.vocabulary import Resource
 
 
 def diff_live(rendered: list[dict[str, Any]], namespace: str, kubeconfig: str | None, context: str | None,
@@ -55,7 +58,6 @@ def _compare(api: Any, desired: dict[str, Any], namespace: str, autoscalers: dic
     error; objects the reconciler does not write (another kind passed through) have none."""
     from memcached_gitops.render.companions import BY_KIND
 
-    from ..client.api import APIError, is_not_found, object_path
     from ..decisions.companions import selecting
     from ..decisions.plan import ignoring, plan
     from ..decisions.selectors import has_kept_selector, selector_of
@@ -67,13 +69,9 @@ def _compare(api: Any, desired: dict[str, Any], namespace: str, autoscalers: dic
     if resource is None:
         return []
     ns, cr = _cr_of(desired, namespace)
-    try:
-        live = api.request("GET", object_path(*resource.gvr, ns, name))
-    except APIError as exc:
-        if not is_not_found(exc):
-            print(f"error: {ns}/{name}: {exc}", file=sys.stderr)
-            return None
-        live = None
+    read, live = _read(api, resource, ns, name)
+    if not read:
+        return None
     pointers = ignores.get((ns, cr), {}).get(kind, ())
     field_manager = Options().field_manager
     if kind == DEPLOYMENTS.kind:
@@ -91,6 +89,20 @@ def _compare(api: Any, desired: dict[str, Any], namespace: str, autoscalers: dic
         return [(f"{ns}/{cr}: the {the} exists and is not controlled by this Memcached; the reconciler leaves it alone", True)]
     return ([(f"{ns}/{cr}: {what}{d.describe()}", True) for d in planned.drift]
             + [(f"{ns}/{cr}: {what}ignored ({IGNORE_PATHS_ANNOTATION}): {d.describe()}", False) for d in planned.ignored])
+
+
+def _read(api: Any, resource: Resource, ns: str, name: str) -> tuple[bool, dict[str, Any] | None]:
+    """GET one object: (True, it), (True, None) when it does not exist, (False, None) on any other
+    error, said on stderr as ``error: ns/name: ...``."""
+    from ..client.api import APIError, is_not_found, object_path
+
+    try:
+        return True, api.request("GET", object_path(*resource.gvr, ns, name))
+    except APIError as exc:
+        if is_not_found(exc):
+            return True, None
+        print(f"error: {ns}/{name}: {exc}", file=sys.stderr)
+        return False, None
 
 
 def _cr_of(rendered: dict[str, Any], namespace: str) -> tuple[str, str]:
@@ -115,7 +127,6 @@ def _no_longer_wanted(api: Any, ns: str, cr: str, wanted: dict[tuple[str, str], 
     the Memcached; None on an error. A budget Argo CD applied is its to prune, not the reconciler's."""
     from memcached_gitops.render.companions import object_name
 
-    from ..client.api import APIError, is_not_found, object_path
     from ..decisions.companions import Move, relation
     from ..decisions.vocabulary import COMPANIONS
 
@@ -124,14 +135,10 @@ def _no_longer_wanted(api: Any, ns: str, cr: str, wanted: dict[tuple[str, str], 
     for resource in COMPANIONS:
         if (resource.kind, name) in wanted.get((ns, cr), set()):
             continue
-        try:
-            live = api.request("GET", object_path(*resource.gvr, ns, name))
-        except APIError as exc:
-            if is_not_found(exc):
-                continue
-            print(f"error: {ns}/{name}: {exc}", file=sys.stderr)
+        read, live = _read(api, resource, ns, name)
+        if not read:
             return None
-        if relation(live, _as_this_cr(live, cr)) is Move.KEEP:
+        if live is not None and relation(live, _as_this_cr(live, cr)) is Move.KEEP:
             lines.append((f"{ns}/{cr}: {resource.kind} {name}: not in the rendering; the reconciler deletes it", True))
     return lines
 
