@@ -3,6 +3,11 @@ page, and a 429's Retry-After is the wait (client-go's rest client: ``checkWait`
 
 from __future__ import annotations
 
+import json
+import pathlib
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy, collection_path
 
@@ -119,3 +124,54 @@ def test_a_request_says_who_sends_it_and_what_it_sends_and_takes() -> None:
         assert post.user_agent == api.user_agent and post.user_agent.startswith("memcached-gitops/")
         assert (post.content_type, apply.content_type) == ("application/json", "application/apply-patch+yaml")
         assert server.get("coordination.k8s.io", "leases", "default", "l")["metadata"]["labels"] == {"a": "b"}
+
+
+class _Recorder(ThreadingHTTPServer):
+    """A bare HTTP server that keeps each request's line and headers and answers a JSON body (a WATCH:
+    one event line, then the end of the stream): what the client puts on the wire, read off the wire."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict[str, str]]] = []
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                recorder.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+                watch = "watch=true" in self.path
+                body = b'{"type": "ADDED", "object": {"metadata": {"name": "a"}}}\n' if watch else b'{"items": []}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+def test_the_kubeconfigs_token_and_server_reach_the_wire_on_requests_and_watches(tmp_path: pathlib.Path) -> None:
+    """A kubeconfig's user token is the request's ``Authorization: Bearer`` header (an API server answers
+    401 without it), on a WATCH as on any request, and the kubeconfig's server is where both go."""
+    with _Recorder() as recorder:
+        threading.Thread(target=recorder.serve_forever, daemon=True).start()
+        kubeconfig = tmp_path / "config"
+        kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "k", "cluster": {"server": f"http://127.0.0.1:{recorder.server_port}/"}}],
+            "users": [{"name": "u", "user": {"token": "s3cret-token"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}))
+        api = KubeAPI.connect(kubeconfig=str(kubeconfig))
+        assert api.request("GET", "/api/v1/namespaces/default/pods") == {"items": []}
+        opened: list[bool] = []
+        events = [event for event, _ in api.watch("/api/v1/namespaces/default/pods", {"resourceVersion": "7"}, 5.0,
+                                                  opened=lambda: opened.append(True))]
+        recorder.shutdown()
+    assert events == [{"type": "ADDED", "object": {"metadata": {"name": "a"}}}] and opened == [True]
+    [(get_path, get_headers), (watch_path, watch_headers)] = recorder.seen
+    assert get_path == "/api/v1/namespaces/default/pods"
+    assert watch_path.startswith("/api/v1/namespaces/default/pods?") and "watch=true" in watch_path and "resourceVersion=7" in watch_path
+    for headers in (get_headers, watch_headers):
+        assert headers.get("authorization") == "Bearer s3cret-token"
+        assert headers.get("accept") == "application/json" and headers.get("user-agent", "").startswith("memcached-gitops/")
