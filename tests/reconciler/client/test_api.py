@@ -9,7 +9,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy, collection_path
+from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy, collection_path, object_path
 
 from fakeapi.server import FakeAPIServer, Fault
 
@@ -127,35 +127,48 @@ def test_a_request_says_who_sends_it_and_what_it_sends_and_takes() -> None:
 
 
 class _Recorder(ThreadingHTTPServer):
-    """A bare HTTP server that keeps each request's line and headers and answers a JSON body (a WATCH:
-    one event line, then the end of the stream): what the client puts on the wire, read off the wire."""
+    """A bare HTTP server that keeps each request's line and headers and answers, in order, the
+    ``answers`` given (status, body), then a JSON body (a WATCH: one event line, then the end of the
+    stream): what the client puts on the wire, read off the wire, and answers no API server's code makes
+    (a proxy's text page)."""
 
-    def __init__(self) -> None:
+    def __init__(self, answers: list[tuple[int, bytes]] | None = None) -> None:
         self.seen: list[tuple[str, dict[str, str]]] = []
-        recorder = self
+        recorder, scripted = self, list(answers or [])
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
                 recorder.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 watch = "watch=true" in self.path
-                body = b'{"type": "ADDED", "object": {"metadata": {"name": "a"}}}\n' if watch else b'{"items": []}'
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                status, body = scripted.pop(0) if scripted else (
+                    200, b'{"type": "ADDED", "object": {"metadata": {"name": "a"}}}\n' if watch else b'{"items": []}')
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json" if body[:1] in b"{[" else "text/html")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
+            do_POST = do_GET  # noqa: N815
 
             def log_message(self, *_: object) -> None:
                 pass
 
         super().__init__(("127.0.0.1", 0), Handler)
 
+    def __enter__(self) -> _Recorder:
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+        self.server_close()
+
 
 def test_the_kubeconfigs_token_and_server_reach_the_wire_on_requests_and_watches(tmp_path: pathlib.Path) -> None:
     """A kubeconfig's user token is the request's ``Authorization: Bearer`` header (an API server answers
     401 without it), on a WATCH as on any request, and the kubeconfig's server is where both go."""
     with _Recorder() as recorder:
-        threading.Thread(target=recorder.serve_forever, daemon=True).start()
         kubeconfig = tmp_path / "config"
         kubeconfig.write_text(json.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": "c",
@@ -167,7 +180,6 @@ def test_the_kubeconfigs_token_and_server_reach_the_wire_on_requests_and_watches
         opened: list[bool] = []
         events = [event for event, _ in api.watch("/api/v1/namespaces/default/pods", {"resourceVersion": "7"}, 5.0,
                                                   opened=lambda: opened.append(True))]
-        recorder.shutdown()
     assert events == [{"type": "ADDED", "object": {"metadata": {"name": "a"}}}] and opened == [True]
     [(get_path, get_headers), (watch_path, watch_headers)] = recorder.seen
     assert get_path == "/api/v1/namespaces/default/pods"
@@ -175,3 +187,108 @@ def test_the_kubeconfigs_token_and_server_reach_the_wire_on_requests_and_watches
     for headers in (get_headers, watch_headers):
         assert headers.get("authorization") == "Bearer s3cret-token"
         assert headers.get("accept") == "application/json" and headers.get("user-agent", "").startswith("memcached-gitops/")
+
+
+def test_a_proxys_text_answer_is_the_errors_words_cut_short_and_a_schema_mismatch_is_not_tried_again() -> None:
+    """An answer that is not JSON (a proxy's or a load balancer's page) is the error's words, cut at 200
+    characters for the CR's condition and the log, whether it was tried again or not; a 500 that says a
+    field is not declared in the schema will say it again (kube-apiserver's answer when an apply meets a
+    CRD not yet updated), so it is the answer at once, while any other 500 (here a text one) may pass
+    and is tried again."""
+    page = b"<html>" + b"gateway down " * 40 + b"</html>"
+    schema = json.dumps({"kind": "Status", "message": "failed to create typed patch object: .spec.x: field not declared in schema"})
+    slept: list[float] = []
+    answers = [(502, page), (502, page), (500, schema.encode()), (500, b"etcd leader changed"), (200, b"{}"), (404, page)]
+    with _Recorder(answers) as recorder:
+        api = KubeAPI.connect(host=f"http://127.0.0.1:{recorder.server_port}",
+                              retry=RetryPolicy(attempts=2, base=0.01, cap=5.0, sleep=slept.append))
+        errors = []
+        for _ in range(4):
+            try:
+                api.request("POST", LEASES, body={})
+            except APIError as exc:
+                errors.append((exc.status, exc.message))
+    assert errors == [(502, page.decode()[:200]), (500, json.loads(schema)["message"]), (404, page.decode()[:200])]
+    assert len(recorder.seen) == 6 and len(slept) == 2, "the gateway's and the text 500 tried again, the schema's 500 not"
+
+
+def test_a_standby_reads_but_never_writes() -> None:
+    """A replica that does not lead (or does not hold the CR's shard) keeps its informers filled: a GET
+    or a LIST goes out; a write is refused here, never sent, and counted nowhere."""
+    with FakeAPIServer(namespaces=("default",)) as server:
+        api = KubeAPI.connect(host=server.url)
+        api.may_write = lambda: False
+        assert list(api.list_all(LEASES)) == [] and api.requests["list"] == 1
+        with pytest.raises(APIError) as refused:
+            api.request("POST", LEASES, body=_lease("l", {}))
+        assert (refused.value.status, str(refused.value)) == (0, "writes are stopped: not the leader, or not this replica's CR")
+        assert [r.method for r in server.log if "/leases" in r.path] == ["GET"] and api.requests["post"] == 0
+
+
+def test_a_list_asks_for_what_its_caller_accepts() -> None:
+    """A LIST of metadata only (``as=PartialObjectMetadataList``) says so in its Accept header, page after page."""
+    accept = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+    with _Recorder([(200, b'{"items": [], "metadata": {"continue": "c1"}}')]) as recorder:
+        api = KubeAPI.connect(host=f"http://127.0.0.1:{recorder.server_port}")
+        assert list(api.list_pages("/api/v1/pods", accept=accept))[1] == {"items": []}
+    assert [headers["accept"] for _, headers in recorder.seen] == [accept, accept] and api.requests["list"] == 2
+
+
+@pytest.mark.parametrize("attempt", range(6))
+def test_a_backoff_is_jittered_over_all_of_its_capped_exponential_range(attempt: int) -> None:
+    """Full jitter: a wait anywhere in [0, min(cap, base * 2**attempt)], so that a thousand clients
+    answered 503 together do not come back together (draws from the whole range, never past it); a
+    Retry-After is the wait, up to four caps (a server asking for an hour is not obeyed for an hour),
+    and one that is not a number leaves the jitter."""
+    policy = RetryPolicy(base=0.2, cap=5.0)
+    bound = min(5.0, 0.2 * 2**attempt)
+    draws = [policy.delay(attempt) for _ in range(2000)]
+    assert 0 <= min(draws) < bound * 0.05 and bound * 0.95 < max(draws) <= bound
+    assert (policy.delay(attempt, "3"), policy.delay(attempt, "3600")) == (3.0, 20.0)
+    assert 0 <= policy.delay(attempt, "Wed, 21 Oct 2026 07:28:00 GMT") <= bound
+
+
+def test_a_path_names_the_core_group_or_a_named_one() -> None:
+    """The core group lives under /api, the others under /apis/GROUP; a subresource follows the name."""
+    assert collection_path("", "v1", "services", "ns") == "/api/v1/namespaces/ns/services"
+    assert collection_path("apps", "v1", "deployments") == "/apis/apps/v1/deployments"
+    assert object_path("cache.example.com", "v1alpha1", "memcacheds", "ns", "c", "status") == \
+        "/apis/cache.example.com/v1alpha1/namespaces/ns/memcacheds/c/status"
+    assert str(APIError(0, "no answer")) == "no answer"
+
+
+def test_a_watch_reads_every_event_line_and_says_why_it_was_refused() -> None:
+    """A WATCH's body is one JSON event a line, several to a read (transcripts 30-33); an answer other
+    than 200 is the server's Status (an expired version, 410, whose reason the informer reads to LIST
+    again) or a proxy's text page, cut at 200 characters; each WATCH opened is counted once."""
+    events = [{"type": "ADDED", "object": {"metadata": {"name": n, "resourceVersion": str(i)}}} for i, n in enumerate("abc")]
+    expired = {"kind": "Status", "status": "Failure", "message": "too old resource version: 1 (7)", "reason": "Expired", "code": 410}
+    page = b"<html>" + b"upstream reset " * 30 + b"</html>"
+    answers = [(200, b"".join(json.dumps(e).encode() + b"\n" for e in events)), (410, json.dumps(expired).encode()), (503, page)]
+    with _Recorder(answers) as recorder:
+        api = KubeAPI.connect(host=f"http://127.0.0.1:{recorder.server_port}")
+        assert [event for event, _ in api.watch("/api/v1/pods", {}, 5.0)] == events
+        refused = []
+        for _ in range(2):
+            with pytest.raises(APIError) as caught:
+                list(api.watch("/api/v1/pods", {"resourceVersion": "1"}, 5.0))
+            refused.append((caught.value.status, caught.value.message, caught.value.reason))
+    assert refused == [(410, expired["message"], "Expired"), (503, page.decode()[:200], "")]
+    assert api.requests["watch"] == 3 and sum(n for (code, method, _), n in api.results.items() if method == "GET") == 3
+
+
+def test_an_apply_is_forced_under_its_field_manager_and_a_dry_run_stores_nothing() -> None:
+    """Server-side apply with force (ours takes the fields a person set; the drift is theirs to lose),
+    the manager named in the query (the owner of the fields in managedFields), and ``dryRun=All`` for
+    ``diff`` and ``--dry-run``: answered as if written, nothing stored."""
+    with FakeAPIServer(namespaces=("default",)) as server:
+        api = KubeAPI.connect(host=server.url)
+        lease = _lease("l", {"a": "b"})
+        assert api.apply(LEASES + "/l", lease, "our-manager", dry_run=True)["metadata"]["labels"] == {"a": "b"}
+        assert server.get("coordination.k8s.io", "leases", "default", "l") is None
+        applied = api.apply(LEASES + "/l", lease, "our-manager")
+        assert [(f["manager"], f["operation"]) for f in applied["metadata"]["managedFields"]] == [("our-manager", "Apply")]
+        [dry, real] = [r for r in server.log if "/leases" in r.path]
+        assert dry.query == {"fieldManager": "our-manager", "force": "true", "dryRun": "All"}
+        assert real.query == {"fieldManager": "our-manager", "force": "true"}
+        assert (real.method, real.content_type, api.requests["apply"]) == ("PATCH", "application/apply-patch+yaml", 2)
