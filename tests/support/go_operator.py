@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from fakeapi.server import FakeAPIServer
-from tests.upstream import upstream
+from tests.upstream import needs_upstream, upstream
 
 OPERATOR_SDK = upstream("operator-sdk/testdata/go/v4/memcached-operator/internal/controller/memcached_controller.go")
 
@@ -41,6 +43,8 @@ def seed_002_labels(name: str) -> dict[str, str]:
 
 
 SEEDS = {"seed-000": seed_000_labels, "seed-002": seed_002_labels, "operator-sdk": lambda name: operator_sdk_labels()}
+#: the seeds as parameters: operator-sdk's labels are read from its source under ../shared/upstream
+SEED_PARAMS = [pytest.param(s, marks=needs_upstream) if s == "operator-sdk" else s for s in sorted(SEEDS)]
 
 
 def go_operator_deployment(api: FakeAPIServer, cr: dict, labels: dict[str, str], image: str = OPERATOR_SDK_IMAGE) -> dict:

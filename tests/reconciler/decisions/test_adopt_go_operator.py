@@ -35,11 +35,8 @@ from fakeapi.server import DeploymentController, FakeAPIServer
 from tests.conftest import REPO
 from tests.support.controller import running, settle, wait_for
 from tests.support.fakecluster import CR_PATH, condition, deployment, make_cr, patch, reconciler_for, writes
-from tests.support.go_operator import MANAGER_UA, SEEDS, go_operator_deployment, operator_sdk_labels
+from tests.support.go_operator import MANAGER_UA, SEED_PARAMS, SEEDS, go_operator_deployment, operator_sdk_labels
 from tests.upstream import needs_upstream
-
-#: the seeds as parameters: operator-sdk's labels are read from its source under ../shared/upstream
-SEED_PARAMS = [pytest.param(s, marks=needs_upstream) if s == "operator-sdk" else s for s in sorted(SEEDS)]
 
 
 def left_running(api: FakeAPIServer, seed: str, names: tuple[str, ...] = ("a",), size: int = 2) -> dict[str, dict]:
