@@ -216,3 +216,24 @@ def test_a_token_seen_valid_is_reviewed_again_however_many_strangers_spray_token
     user = reviews.authenticate("prometheus-token")
     assert user is not None and user.name == "prometheus"
     assert sum(1 for r in api.requests if r[2]["spec"]["token"] == "prometheus-token") == 2
+
+
+def test_a_token_refused_once_is_a_strangers_however_often_it_comes_back() -> None:
+    """Only a token the API server authenticated is drawn from the known tokens' bucket: bad tokens sent
+    again once their minute is up stay in the new tokens' bucket, so however many come back they never
+    drain the one Prometheus's token is reviewed again from."""
+    from memcached_gitops.reconciler.client.reviews import RateLimited
+
+    clock = ManualClock(1000.0)
+    api = API(token_answer(True, username="prometheus"), *[token_answer(False)] * 3, token_answer(True, username="prometheus"))
+    reviews = AccessReviews(api, clock=clock, review_rate=0.02, review_burst=2)  # type: ignore[arg-type]  # one a 50 s
+    assert reviews.authenticate("prometheus-token") is not None
+    for i in range(3):  # one bad token now, one 50 s later, one 100 s later: each let in by the new tokens' bucket
+        assert reviews.authenticate(f"bad-{i}") is None
+        clock.now += 50
+    clock.now -= 35  # 115 s on: bad-0's and bad-1's answers expired, and Prometheus's
+    for i in range(2):
+        with pytest.raises(RateLimited):
+            reviews.authenticate(f"bad-{i}")
+    user = reviews.authenticate("prometheus-token")
+    assert user is not None and user.name == "prometheus"
