@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import pathlib
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -130,9 +131,10 @@ class _Recorder(ThreadingHTTPServer):
     """A bare HTTP server that keeps each request's line and headers and answers, in order, the
     ``answers`` given (status, body), then a JSON body (a WATCH: one event line, then the end of the
     stream): what the client puts on the wire, read off the wire, and answers no API server's code makes
-    (a proxy's text page)."""
+    (a proxy's text page). A body given in pieces is sent a piece at a time, 0.2 s apart, to the
+    connection's close, as a WATCH's events come: a piece may end inside a line."""
 
-    def __init__(self, answers: list[tuple[int, bytes]] | None = None) -> None:
+    def __init__(self, answers: list[tuple[int, bytes | tuple[bytes, ...]]] | None = None) -> None:
         self.seen: list[tuple[str, dict[str, str]]] = []
         recorder, scripted = self, list(answers or [])
 
@@ -143,11 +145,16 @@ class _Recorder(ThreadingHTTPServer):
                 watch = "watch=true" in self.path
                 status, body = scripted.pop(0) if scripted else (
                     200, b'{"type": "ADDED", "object": {"metadata": {"name": "a"}}}\n' if watch else b'{"items": []}')
+                pieces = body if isinstance(body, tuple) else (body,)
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json" if body[:1] in b"{[" else "text/html")
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Type", "application/json" if pieces[0][:1] in b"{[" else "text/html")
+                if not isinstance(body, tuple):
+                    self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                for i, piece in enumerate(pieces):
+                    time.sleep(0.2 if i else 0)
+                    self.wfile.write(piece)
+                    self.wfile.flush()
 
             do_POST = do_GET  # noqa: N815
 
@@ -292,3 +299,14 @@ def test_an_apply_is_forced_under_its_field_manager_and_a_dry_run_stores_nothing
         assert dry.query == {"fieldManager": "our-manager", "force": "true", "dryRun": "All"}
         assert real.query == {"fieldManager": "our-manager", "force": "true"}
         assert (real.method, real.content_type, api.requests["apply"]) == ("PATCH", "application/apply-patch+yaml", 2)
+
+
+def test_a_watch_event_split_across_reads_is_read_whole() -> None:
+    """TCP gives a stream, not lines: an event whose line ends in the next read is kept until its end
+    comes, and the events after it are read too."""
+    lines = [json.dumps({"type": "MODIFIED", "object": {"metadata": {"name": n}}}).encode() + b"\n" for n in "abc"]
+    stream = lines[0] + lines[1][:20], lines[1][20:] + lines[2][:5], lines[2][5:]
+    with _Recorder([(200, stream)]) as recorder:
+        api = KubeAPI.connect(host=f"http://127.0.0.1:{recorder.server_port}")
+        names = [event["object"]["metadata"]["name"] for event, _ in api.watch("/api/v1/pods", {}, 5.0)]
+    assert names == ["a", "b", "c"]
