@@ -9,6 +9,7 @@ import pty
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,11 +45,11 @@ def test_paint_keeps_the_text_and_marks_place_and_severity() -> None:
     assert painted.replace("\x1b[1m", "").replace("\x1b[31m", "").replace("\x1b[0m", "") == line
 
 
-def run_in_pty(args: list[str], cwd: Path, env: dict[str, str]) -> bytes:
-    """The command's stdout and stderr, as a terminal would show them."""
+def run_in_pty(args: list[str], cwd: Path, env: dict[str, str], **streams: Any) -> bytes:
+    """What the command shows on a terminal: its stdin, stdout and stderr, but those given in ``streams``."""
     primary, secondary = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", *args], stdin=secondary, stdout=secondary,
-                            stderr=secondary, cwd=cwd, env=env, close_fds=True)
+    proc = subprocess.Popen([sys.executable, "-m", "memcached_gitops", *args], cwd=cwd, env=env, close_fds=True,
+                            **{"stdin": secondary, "stdout": secondary, "stderr": secondary, **streams})
     os.close(secondary)
     chunks = []
     while True:
@@ -111,3 +112,16 @@ def test_no_progress_in_a_pipe_or_in_ci(monkeypatch) -> None:
     tty = Tty()
     assert list(with_progress(range(3), "checked", stream=tty, clock=iter([0.0, 5.0, 10.0, 15.0]).__next__)) == [0, 1, 2]
     assert tty.getvalue() == ""
+
+
+@pytest.mark.parametrize("terminal", ["stdout", "stderr"])
+def test_colour_follows_the_stream_the_diagnostics_go_to(bad: Path, terminal: str) -> None:
+    """Diagnostics go to stderr, so stderr's terminal decides: ``validate bad.yaml 2>log`` at a terminal
+    writes no escapes into the log, and ``render apps/ > out.yaml`` still shows its diagnostics coloured."""
+    other = "stderr" if terminal == "stdout" else "stdout"
+    with (bad / "file").open("wb") as file:
+        shown = run_in_pty(["validate", "bad.yaml"], bad, _env(), stdin=subprocess.DEVNULL, **{other: file})
+    written = (bad / "file").read_bytes()
+    diagnostics = shown if terminal == "stderr" else written
+    assert b"bad.yaml:4:" in diagnostics
+    assert (b"\x1b[31m" in diagnostics) is (terminal == "stderr"), diagnostics
