@@ -86,6 +86,18 @@ def test_a_parameter_wins_over_the_plugin_env(app: Path) -> None:
             for d in iter_documents(proc.stdout) if d.value["kind"] == "Deployment"} == {"from-param:2"}
 
 
+def test_a_parameter_listed_without_a_value_is_unset(app: Path) -> None:
+    """An Application may list a parameter by name alone (``- name: image``): Argo CD's MarshalJSON then
+    writes no ``string`` (pkg/apis/application/v1alpha1/types.go:1053-1058 at 37ee0097, ``if p.String_ != nil``) and
+    no PARAM_IMAGE (types.go:1117): the parameter is unset, so the plugin env's value holds."""
+    env = repo_server_env({"env": [{"name": "MEMCACHED_IMAGE", "value": "from-env:1"}], "parameters": [{"name": "image"}]})
+    assert json.loads(env["ARGOCD_APP_PARAMETERS"]) == [{"name": "image"}] and "PARAM_IMAGE" not in env
+    proc = generate(app, env)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert {d.value["spec"]["template"]["spec"]["containers"][0]["image"]
+            for d in iter_documents(proc.stdout) if d.value["kind"] == "Deployment"} == {"from-env:1"}
+
+
 @pytest.mark.parametrize("params, message", [
     ("{not json", "ARGOCD_APP_PARAMETERS is not JSON"),
     ('{"name": "image"}', "is not the list of parameters"),
