@@ -39,6 +39,8 @@ def test_what_passes_is_what_is_listed_as_it_is_listed() -> None:
     ({"pass-through-kinds": "ConfigMap, Secret"}, "ConfigMap,Secret", {"ConfigMap", "Secret"}),
     ({"include-input": "true"}, "*", None),
     ({"pass-through-kinds": "apps/Deployment"}, "*", {"apps/Deployment"}),
+    ({"pass-through-kinds": "Secret"}, "ConfigMap, *", {"Secret"}),  # a "*" among the kinds is any kind
+    ({"include-input": "true"}, " * ,ConfigMap", None),
     ({}, None, set()),
 ])
 def test_the_applications_kinds_within_the_operators_ceiling(settings: dict[str, str], ceiling: str | None,
