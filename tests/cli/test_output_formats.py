@@ -53,13 +53,27 @@ def as_annotation(f: dict[str, Any], cwd: Path) -> str:
         message += f" (line {f['line']} of its kustomize build)" if f["line"] else ""
     else:
         file, where = os.path.normpath(f["file"]), f"line={f['line']},col={f['column']}"
-    return f"::{f['severity']} file={file},{where},title={f['object'] or 'memcached-gitops'}::{message}"
+    return f"::{f['severity']} file={_property(file)},{where},title={_property(f['object'] or 'memcached-gitops')}::{_data(message)}"
 
 
+def _data(value: str) -> str:
+    """A workflow command's message as the Actions toolkit escapes it (@actions/core command.ts ``escapeData``)."""
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(value: str) -> str:
+    """A workflow command's property (file, title): its data escaping, then its own separators ``:`` and
+    ``,`` (command.ts ``escapeProperty``), so that a runner decoding it gets the path back."""
+    return _data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+#: bad-crs.yaml under a name whose characters a workflow command's file property must escape
+NAMED = "apps/cache,eu:west%25.yaml"
 INPUTS = {
     "errors of a file": (["tests/data/bad-crs.yaml"], None),
     "warnings too (--no-strict)": (["--no-strict", "tests/data/bad-crs.yaml"], None),
     "valid CRs and a kustomization": (["examples"], None),
+    "a file named with a comma, a colon and a percent sign": ([NAMED], "named"),
     **{f"layout: {name}": (["."], name) for name in LAYOUTS},
 }
 
@@ -67,7 +81,11 @@ INPUTS = {
 @pytest.mark.parametrize("case", INPUTS)
 def test_the_three_formats_tell_the_same_findings_counts_and_exit(tmp_path: Path, case: str) -> None:
     args, layout = INPUTS[case]
-    cwd = lay_out(tmp_path, layout) if layout else REPO
+    cwd = lay_out(tmp_path, layout) if layout in LAYOUTS else REPO
+    if layout == "named":
+        (tmp_path / NAMED).parent.mkdir()
+        (tmp_path / NAMED).write_text((REPO / "tests/data/bad-crs.yaml").read_text())
+        cwd = tmp_path
     text, as_json, github = (validate(args, cwd, fmt) for fmt in ("text", "json", "github"))
     assert text.returncode == as_json.returncode == github.returncode, (text.returncode, as_json.returncode, github.returncode)
     assert "Traceback" not in text.stderr + as_json.stderr + github.stderr
