@@ -441,6 +441,12 @@ def test_three_shards_each_serve_their_share_and_a_leaving_one_drains_first(clus
         assert_served(cluster, name)
         writer = {s.identity for s in shards for w in s.writes() if f"/{name}" in w.path or f"/{name}-" in w.path}
         assert writer == {owner(f"default/{name}", names)}, f"{name} written by {writer}"
+    # the CR's status names the replica serving it as its shard's Lease does (POD_NAME, not the host's name)
+    holders = {n: cluster.get("coordination.k8s.io", "leases", "default", lease_name(n))["spec"]["holderIdentity"] for n in names}
+    assert holders == {n: n for n in names}
+    wait_for(lambda: all((cluster.get("cache.example.com", "memcacheds", "default", name)["status"].get("servedBy")
+                          == owner(f"default/{name}", names)) for name in crs), what="status.servedBy naming each CR's shard",
+             replicas=tuple(shards))
     assert sum(s.value("memcached_gitops_shard_owned_crs") or 0 for s in shards) == len(crs)
     leaving = next(s for s in shards if s.identity == owner("default/slow", names))
     fault = hold_apply(cluster, "slow")
