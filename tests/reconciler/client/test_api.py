@@ -10,7 +10,16 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from memcached_gitops.reconciler.client.api import APIError, KubeAPI, RetryPolicy, collection_path, object_path
+from memcached_gitops.reconciler.client.api import (
+    APIError,
+    KubeAPI,
+    RetryPolicy,
+    collection_path,
+    is_conflict,
+    is_forbidden,
+    is_not_found,
+    object_path,
+)
 
 from fakeapi.server import FakeAPIServer, Fault
 
@@ -310,3 +319,47 @@ def test_a_watch_event_split_across_reads_is_read_whole() -> None:
         api = KubeAPI.connect(host=f"http://127.0.0.1:{recorder.server_port}")
         names = [event["object"]["metadata"]["name"] for event, _ in api.watch("/api/v1/pods", {}, 5.0)]
     assert names == ["a", "b", "c"]
+
+
+def test_apimachinerys_error_kinds_are_read_from_the_status_code_alone() -> None:
+    """``errors.IsNotFound``, ``IsConflict`` (and ``IsAlreadyExists``), ``IsForbidden``: an APIError of
+    that code, never another code nor an exception that is not an answer."""
+    kinds = {404: is_not_found, 409: is_conflict, 403: is_forbidden}
+    for code in (403, 404, 409, 410, 422, 0):
+        assert {c for c, kind in kinds.items() if kind(APIError(code, "x"))} == ({code} if code in kinds else set())
+    assert not any(kind(ValueError("404")) for kind in kinds.values())
+
+
+def test_a_read_that_timed_out_is_told_from_a_broken_connection() -> None:
+    """A WATCH quiet past its read timeout is WatchSilent (opened again at once, nothing lost), a broken
+    connection WatchDropped: urllib3 wraps the socket's timeout (``ReadTimeoutError``, "Read timed out.")
+    or keeps it as the cause, so the whole chain is read."""
+
+    from memcached_gitops.reconciler.client.api import _is_timeout
+    from urllib3.exceptions import ProtocolError, ReadTimeoutError
+
+    wrapped = ProtocolError("Connection broken")
+    wrapped.__cause__ = TimeoutError("the read")
+    context = ValueError("while reading")
+    context.__context__ = TimeoutError()
+    timed_out = [TimeoutError(), TimeoutError(), ReadTimeoutError(None, "/", "Read timed out."), wrapped, context]  # type: ignore[arg-type]
+    broken = [ProtocolError("Connection broken: IncompleteRead(0 bytes read)"), ConnectionResetError(104, "reset by peer"),
+              ValueError("no cause")]
+    assert [_is_timeout(e) for e in timed_out] == [True] * len(timed_out)
+    assert [_is_timeout(e) for e in broken] == [False] * len(broken)
+
+
+def test_a_status_without_a_message_is_an_error_without_words() -> None:
+    """A Status may come without a message: the error then has none ('HTTP 404: ', never 'None'), on a
+    request and on a WATCH; a 500 without one is tried again like any other 500."""
+    bare = {"kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404}
+    answers = [(404, json.dumps(bare).encode()), (500, b'{"kind": "Status", "code": 500}'), (200, b"{}"), (404, json.dumps(bare).encode())]
+    with _Recorder(answers) as recorder:
+        api = KubeAPI.connect(host=f"http://127.0.0.1:{recorder.server_port}",
+                              retry=RetryPolicy(attempts=2, base=0.01, cap=5.0, sleep=lambda _: None))
+        with pytest.raises(APIError) as request:
+            api.request("GET", LEASES)
+        assert api.request("GET", LEASES) == {}, "the 500 tried again"
+        with pytest.raises(APIError) as watch:
+            list(api.watch("/api/v1/pods", {}, 5.0))
+    assert [(e.value.status, e.value.message, e.value.reason) for e in (request, watch)] == [(404, "", "NotFound")] * 2
