@@ -48,13 +48,14 @@ class Source(NamedTuple):
 def nested_builds(kustomize_files: list[Source], roots: list[Source]) -> list[Source]:
     """The directories of the kustomization files a walk passed over (or a hook named), to build as
     Argo CD and Flux would: what ``validate .`` checks beside the files themselves. A directory that is
-    already a root given on the command line is built once."""
-    given = {os.path.normpath(r.path) for r in roots if r.built}
+    already a root given on the command line is built once: a root is named as typed (``overlays/prod``)
+    and a walk's files by their resolved paths, so both are compared resolved."""
+    given = {os.path.realpath(r.path) for r in roots if r.built}
     out: dict[str, Source] = {}
     for f in kustomize_files:
         folder = os.path.dirname(f.path) or "."
-        if os.path.normpath(folder) not in given:
-            out.setdefault(os.path.normpath(folder), Source(os.path.dirname(f.name) or ".", folder, True, True, True))
+        if os.path.realpath(folder) not in given:
+            out.setdefault(os.path.realpath(folder), Source(os.path.dirname(f.name) or ".", folder, True, True, True))
     return sorted(out.values())
 
 

@@ -83,6 +83,19 @@ def test_each_cr_is_counted_once_whatever_names_it(tmp_path: Path, layout: str, 
     assert f"{crs} Memcached valid," in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize("layout", [name for name, path in APP_PATH.items() if path != "."])
+def test_a_folder_named_beside_the_walk_that_meets_it_is_built_once(tmp_path: Path, layout: str) -> None:
+    """``validate . overlays/prod``: the walk of ``.`` meets the folder the command line names as well;
+    it is one build, its findings said once (the walk knows it by its resolved path, the command line
+    as typed)."""
+    root = lay_out(tmp_path, layout)
+    proc = run([CLI, "validate", "--format", "json", "--", ".", APP_PATH[layout]], root)
+    assert_fails(proc, f". {APP_PATH[layout]}")
+    builds = [(os.path.normpath(f["file"].removesuffix(" (kustomize build)")), f["line"], f["message"])
+              for f in json.loads(proc.stdout)["findings"] if f["file"].endswith(" (kustomize build)")]
+    assert builds and len(builds) == len(set(builds)), builds
+
+
 def action_step() -> str:
     """The Action's validate step, as action.yml has it."""
     action = yaml.safe_load((REPO / "action.yml").read_text())
