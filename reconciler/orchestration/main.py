@@ -24,8 +24,8 @@ def connect(kubeconfig: str | None, context: str | None, host: str | None, **kwa
     try:
         return KubeAPI.connect(kubeconfig, context, host=host, **kwargs)
     except Exception as exc:  # no usable configuration
-        if kubeconfig or host:
-            print(f"error: cannot configure the Kubernetes client: {exc}", file=sys.stderr)
+        if kubeconfig or host:  # the client's words do not name the file (Invalid kube-config file. No configuration found.)
+            print(f"error: cannot configure the Kubernetes client from {kubeconfig or host}: {exc}", file=sys.stderr)
         else:  # client-go's last fallback (in-cluster) speaks of a Service host: say what was looked for instead
             found = os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config"))
             why = f": {exc}" if found else ""

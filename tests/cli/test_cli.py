@@ -205,6 +205,17 @@ def test_diff_without_a_cluster_names_the_kubeconfig_sources_it_tried(tmp_path: 
     assert "$KUBECONFIG unset" in err and f"{tmp_path}/.kube/config not found" in err and "in-cluster" in err
 
 
+@pytest.mark.parametrize("command", [["diff", str(EXAMPLES / "memcached-sample.yaml")], ["reconcile", "--once"]])
+def test_a_kubeconfig_that_cannot_be_read_is_named(tmp_path: Path, command: list[str]) -> None:
+    """The kubernetes client's words ('Invalid kube-config file. No configuration found.') do not say
+    which file: the one line does."""
+    missing = tmp_path / "kube" / "config"
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", *command, "--kubeconfig", str(missing)],
+                          capture_output=True, timeout=120)
+    err = assert_clean_failure(proc, code=2)
+    assert len(err.splitlines()) == 1 and str(missing) in err and "Service host" not in err, err
+
+
 def test_one_output_flag_as_kubectl_and_shell_completion() -> None:
     bad = str(DATA / "bad-crs.yaml")
     for fmt in ("json", "github"):
