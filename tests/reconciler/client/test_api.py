@@ -7,6 +7,7 @@ import json
 import pathlib
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -270,6 +271,7 @@ def test_a_path_names_the_core_group_or_a_named_one() -> None:
     assert collection_path("apps", "v1", "deployments") == "/apis/apps/v1/deployments"
     assert object_path("cache.example.com", "v1alpha1", "memcacheds", "ns", "c", "status") == \
         "/apis/cache.example.com/v1alpha1/namespaces/ns/memcacheds/c/status"
+    assert object_path("apps", "v1", "deployments", "ns", "c") == "/apis/apps/v1/namespaces/ns/deployments/c"
     assert str(APIError(0, "no answer")) == "no answer"
 
 
@@ -363,3 +365,63 @@ def test_a_status_without_a_message_is_an_error_without_words() -> None:
         with pytest.raises(APIError) as watch:
             list(api.watch("/api/v1/pods", {}, 5.0))
     assert [(e.value.status, e.value.message, e.value.reason) for e in (request, watch)] == [(404, "", "NotFound")] * 2
+
+
+def _kubeconfig(path: pathlib.Path, servers: dict[str, str], current: str) -> str:
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": current,
+        "clusters": [{"name": name, "cluster": {"server": server}} for name, server in servers.items()],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": "u"}} for name in servers]}))
+    return str(path)
+
+
+def test_a_context_given_is_the_cluster_talked_to_and_a_kubeconfig_given_must_load(tmp_path: pathlib.Path) -> None:
+    """``--context`` picks the kubeconfig's cluster as kubectl does; a ``--kubeconfig`` that cannot be
+    read is that error, never a quiet fall back to the in-cluster account (which would speak of a
+    Service host and talk to another cluster where it could)."""
+    with _Recorder() as first, _Recorder() as second:
+        config = _kubeconfig(tmp_path / "config", {"first": f"http://127.0.0.1:{first.server_port}",
+                                                   "second": f"http://127.0.0.1:{second.server_port}"}, "first")
+        KubeAPI.connect(kubeconfig=config, context="second").request("GET", "/api/v1/nodes")
+        KubeAPI.connect(kubeconfig=config).request("GET", "/api/v1/pods")
+    assert ([p for p, _ in first.seen], [p for p, _ in second.seen]) == (["/api/v1/pods"], ["/api/v1/nodes"])
+    with pytest.raises(Exception) as missing:
+        KubeAPI.connect(kubeconfig=str(tmp_path / "absent"))
+    assert "kube-config" in str(missing.value) and "Service host" not in str(missing.value), missing.value
+
+
+def test_no_answer_is_an_error_that_says_why_and_a_silent_server_is_given_up_on() -> None:
+    """A refused connection is the error's words (the CR's condition and the log say them, not 'None');
+    a server that accepts and never answers is given up on after the client's timeout, a request or a
+    WATCH, rather than holding a worker (or the informer) for ever."""
+    import socket
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    api = KubeAPI.connect(host=f"http://127.0.0.1:{port}", retry=RetryPolicy(attempts=1))
+    with pytest.raises(APIError) as refused:
+        api.request("GET", LEASES)
+    assert refused.value.status == 0 and "refused" in refused.value.message.lower(), refused.value.message
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        api = KubeAPI.connect(host=f"http://127.0.0.1:{silent.getsockname()[1]}", retry=RetryPolicy(attempts=1), timeout=0.3)
+        outcomes: list[BaseException] = []
+
+        def call(what: Callable[[], object]) -> None:
+            try:
+                what()
+            except BaseException as exc:  # noqa: BLE001 (what the call ended with is the test's to read)
+                outcomes.append(exc)
+
+        calls = [threading.Thread(target=call, args=(lambda: api.request("GET", LEASES),), daemon=True),
+                 threading.Thread(target=call, args=(lambda: list(api.watch("/api/v1/pods", {}, 0.3)),), daemon=True)]
+        for thread in calls:
+            thread.start()
+        for thread in calls:
+            thread.join(30)  # a hundred timeouts: a call still waiting then waits for ever
+        assert not any(thread.is_alive() for thread in calls), "a call to a silent server never returned"
+    assert sorted(type(e).__name__ for e in outcomes) == ["APIError", "WatchDropped"] or \
+        sorted(type(e).__name__ for e in outcomes) == ["APIError", "WatchSilent"], outcomes
