@@ -16,6 +16,7 @@ from memcached_gitops.foundation.files import (
     expand,
     is_kustomize_file,
     manifest_sources,
+    nested_builds,
     open_sources,
     parse_size,
     write_atomic,
@@ -349,3 +350,23 @@ def test_a_file_exactly_at_the_cap_is_read_and_one_byte_more_is_refused_by_name(
     _, zero = next(zeros)  # no size to check: bounded as it is read
     with pytest.raises(InputError, match=r"^/dev/zero: the input is larger than the limit of 10 bytes"):
         zero.read(100)
+
+
+def test_the_kustomizations_a_walk_meets_are_built_once_each_beside_the_roots_named(tmp_path: Path, monkeypatch) -> None:
+    """``validate . overlays/prod``: every kustomization's folder the walk passes over is a build to
+    check (named as the walk names it, found under a root, its failure said and passed over), but a
+    folder already named on the command line is not built a second time, whatever form names it; a
+    hook's ``kustomization.yaml`` at the root is the folder ``.``."""
+    for folder in ("base", "overlays/prod", "overlays/dev"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "kustomization.yaml").write_text("resources: []\n")
+    monkeypatch.chdir(tmp_path)
+    for named in (["overlays/prod"], ["./overlays/prod/"], [str(tmp_path / "overlays" / "prod")]):
+        manifests, kustomize_files = manifest_sources([".", *named])
+        builds = nested_builds(kustomize_files, manifests)
+        assert [(b.name, b.in_root, b.built, b.nested) for b in builds] == [
+            ("./base", True, True, True), ("./overlays/dev", True, True, True)], named
+        assert [os.path.realpath(b.path) for b in builds] == [str(tmp_path / "base"), str(tmp_path / "overlays/dev")]
+    (tmp_path / "kustomization.yaml").write_text("resources: [base]\n")
+    manifests, kustomize_files = manifest_sources(["kustomization.yaml", "base/kustomization.yaml"])
+    assert [(b.name, b.path) for b in nested_builds(kustomize_files, manifests)] == [(".", "."), ("base", "base")]
