@@ -57,6 +57,19 @@ def test_every_object_with_an_items_list_is_flattened_as_kubectl_does() -> None:
     assert len(valid.crs) == 1 and not valid.errors and valid.others == [], "the container itself is not an object sent"
 
 
+def test_a_kindless_item_takes_its_containers_kind_less_a_list_suffix_only_where_there_is_one() -> None:
+    """apimachinery's TrimSuffix (helpers.go:494, the rule ``item_kind`` follows; this case is not in the
+    recorded ones): a ``Memcached`` document with an items list gives a kindless item the kind
+    ``Memcached`` whole, as ``MemcachedList`` does; never the kind cut short."""
+    for kind, meta in (("Memcached", "metadata: {name: m}\n"), ("MemcachedList", "")):  # a list's ListMeta has no name
+        text = f"apiVersion: cache.example.com/v1alpha1\nkind: {kind}\n{meta}items:\n"
+        refused = run(("l.yaml", text + LIST_ITEM))
+        assert [f"{f.field}: {f.message}" for f in refused.errors] == [
+            "spec.size: Invalid value: 9: spec.size in body should be less than or equal to 3"], kind
+        valid = run(("l.yaml", text + LIST_ITEM.replace("9", "2")))
+        assert [c["kind"] for c in valid.crs] == ["Memcached"] and not valid.errors, kind
+
+
 def test_a_v1_lists_items_inherit_nothing() -> None:
     """kind List less List is nothing to inherit, and kubectl validates a v1 List's items as written
     before it decodes them: an item without kind and apiVersion is refused with "[apiVersion not set,
