@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memcached_gitops.preview_report import GITHUB_COMMENT_LIMIT, markdown_report
-from memcached_gitops.rendered_diff import AppPreview, ObjectChange, find_renames
+from memcached_gitops.rendered_diff import AppPreview, ObjectChange, Side, compare, find_renames
 from tests.support.gitrepo import git, two_commits, write
 
 CR = """apiVersion: cache.example.com/v1alpha1
@@ -445,3 +445,18 @@ def test_a_new_applications_preview_lists_what_argo_cd_would_deploy(tmp_path: Pa
     emitted = sorted(f"{o['kind']} {o['metadata'].get('namespace', '') + '/' if o['metadata'].get('namespace') else ''}"
                      f"{o['metadata']['name']}" for o in yaml.safe_load_all(out.stdout) if o)
     assert previewed == emitted, (previewed, emitted)
+
+
+def test_a_rename_found_in_one_namespace_leaves_the_others_alone() -> None:
+    """A namePrefix change in team1 (dev- to prod-) is not one in team2: team2's dev-web, with no
+    prod-web beside it, is removed, not renamed into team1 (two removed objects paired with one added)."""
+    def deployment(namespace: str, name: str) -> dict:
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"namespace": namespace, "name": name}, "spec": {"replicas": 1}}
+
+    base = Side([deployment("team1", "dev-web"), deployment("team1", "dev-api"), deployment("team2", "dev-web")], [])
+    head = Side([deployment("team1", "prod-web"), deployment("team1", "prod-api")], [])
+    [app] = compare({"app": base}, {"app": head})
+    assert [(c.action, c.key[2:], c.old and c.old[2:]) for c in app.changes] == [
+        ("renamed", ("team1", "prod-api"), ("team1", "dev-api")), ("renamed", ("team1", "prod-web"), ("team1", "dev-web")),
+        ("removed", ("team2", "dev-web"), None)]
+    assert app.renames == ["renamed by namePrefix 'dev-' -> 'prod-': 2 objects"]
