@@ -102,6 +102,7 @@ def test_a_parameter_listed_without_a_value_is_unset(app: Path) -> None:
     ("{not json", "ARGOCD_APP_PARAMETERS is not JSON"),
     ('{"name": "image"}', "is not the list of parameters"),
     ('[{"name": "image", "array": ["a"]}]', 'parameter "image" must be a string'),
+    ('[{"name": "image", "string": "x:1", "map": {"a": "b"}}]', 'parameter "image" must be a string'),  # both set: Go writes both
     ('[{"name": "include-input", "string": "maybe"}]', 'include-input: must be true or false, not "maybe"'),
     ('[{"name": "imag", "string": "x:1"}]',
      'unknown parameter "imag" (the plugin\'s parameters: image, include-input, pass-through-kinds)'),
