@@ -375,3 +375,37 @@ def test_prometheus_scrapes_the_shipped_deployment_as_the_shipped_servicemonitor
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_each_server_listens_where_its_own_flag_says_and_the_reviews_speak_as_the_process(cluster, certificate) -> None:
+    """The wiring of ``reconcile``'s servers (main.py ``start_servers``): the probes on
+    --health-probe-bind-address, /metrics on --metrics-bind-address (metrics on loopback behind a
+    proxy while the kubelet probes the Pod's address), and the TokenReviews and SubjectAccessReviews a
+    scrape makes sent with the replica's own User-Agent, as its other requests are (the audit log's
+    userAgent, and API Priority and Fairness rules keyed on it)."""
+    from memcached_gitops.reconciler.orchestration.main import Serving, start_servers
+
+    folder, _ = certificate
+    api = KubeAPI.connect(host=cluster.url, user_agent="memcached-gitops/0 (python kubernetes client) replica-7")
+    metrics = Metrics()
+    metrics.ready = True
+    probe_port, metrics_port = free_port(), free_port()
+    servers = start_servers(api, metrics, Serving(metrics_port=metrics_port, metrics_bind_address="127.0.0.1",
+                                                  metrics_cert_dir=str(folder), health_probe_port=probe_port,
+                                                  health_probe_bind_address="127.0.0.2"))
+    try:
+        probe = http.client.HTTPConnection("127.0.0.2", probe_port, timeout=10)
+        probe.request("GET", "/healthz")
+        assert probe.getresponse().status == 200
+        probe.close()
+        with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", probe_port), timeout=10):
+            pass
+        assert scrape(metrics_port, "scraper-token", folder / "tls.crt")[0] == 200
+        with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.2", metrics_port), timeout=10):
+            pass
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+    agents = {r.user_agent for r in cluster.log if r.path.endswith("reviews")}
+    assert agents == {api.user_agent}, agents
