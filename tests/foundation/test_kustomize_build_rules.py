@@ -428,6 +428,24 @@ def test_a_long_path_or_name_is_said_by_its_end(stand_in, tmp_path: Path) -> Non
     with pytest.raises(BuildRefused) as caught:
         builds.check_time(name)
     assert str(caught.value).startswith(f"…{name[-64:]}: not read")
+    stand_in("echo 'fatal error: runtime: out of memory' >&2; exit 2")
+    (deep / "kustomization.yaml").write_text("resources: []\n")
+    builds = Builds(root=str(tmp_path), environ={**os.environ, MEMORY_ENV: "96", MAX_BUILDS_ENV: "1"})
+    with pytest.raises(BuildRefused) as caught:
+        builds.build(name, str(deep), 1000)
+    assert str(caught.value).startswith(f"…{name[-64:]}: kustomize build needed more than 96 MiB")
+    with pytest.raises(BuildRefused) as caught:
+        builds.build(name + "/again", str(deep), 1000)
+    assert str(caught.value).startswith(f"…{(name + '/again')[-64:]}: not built: more than 1 kustomize builds")
+
+
+def test_a_program_that_cannot_run_is_said_with_the_end_of_a_long_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    deep = tmp_path / ("d" * 80) / "the-app"
+    deep.mkdir(parents=True)
+    monkeypatch.setenv(KUSTOMIZE_ENV, str(tmp_path / "absent"))
+    with pytest.raises(KustomizeError) as caught:
+        build(str(deep), [], 1000)
+    assert str(caught.value).startswith(f"…{str(deep)[-64:]}: cannot run {tmp_path / 'absent'}: No such file or directory")
 
 
 def test_a_lone_quote_is_kept() -> None:
