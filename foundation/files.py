@@ -54,8 +54,9 @@ def nested_builds(kustomize_files: list[Source], roots: list[Source]) -> list[So
     out: dict[str, Source] = {}
     for f in kustomize_files:
         folder = os.path.dirname(f.path) or "."
-        if os.path.realpath(folder) not in given:
-            out.setdefault(os.path.realpath(folder), Source(os.path.dirname(f.name) or ".", folder, True, True, True))
+        resolved = os.path.realpath(folder)
+        if resolved not in given:
+            out.setdefault(resolved, Source(os.path.dirname(f.name) or ".", folder, True, True, True))
     return sorted(out.values())
 
 
