@@ -5,6 +5,7 @@ in tests/delivery and tests/cli; these are the tests a mutant can be seen by).""
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 from memcached_gitops.foundation.excerpt import ELLIPSIS, PATH_LIMIT
@@ -12,7 +13,7 @@ from memcached_gitops.foundation.files import InputError
 from memcached_gitops.foundation.yamlreader import NodeBudget
 from memcached_gitops.schemas import Validator, load_crd
 
-from memcached_gitops.argocd import PASS_THROUGH_ENV, PassThrough, PluginInputError, first_memcached, pass_through
+from memcached_gitops.argocd import PASS_THROUGH_ENV, PassThrough, PluginInputError, first_memcached, pass_through, plugin_settings
 from memcached_gitops.pipeline import Finding, kind_as_listed
 from memcached_gitops.preview_report import _cell, text_report
 from memcached_gitops.rendered_diff import AppPreview, ObjectChange
@@ -116,3 +117,23 @@ def test_an_application_that_adds_and_changes_says_both_on_its_line() -> None:
     added = ObjectChange("added", ("policy/v1", "PodDisruptionBudget", "ns", "c"), None, [], "")
     report = text_report([AppPreview("apps/a", [changed, added], [], [])], "main", "0" * 40)
     assert "apps/a: added PodDisruptionBudget 1; changed Deployment 1\n" in report
+
+
+#: strconv.ParseBool's words (Go src/strconv/atob.go, ParseBool: "1", "t", "T", "TRUE", "true", "True"
+#: and their false counterparts; anything else is an error), as Argo CD reads its own boolean settings.
+PARSE_BOOL = {**{w: True for w in ("1", "t", "T", "TRUE", "true", "True")},
+              **{w: False for w in ("0", "f", "F", "FALSE", "false", "False")}}
+
+
+@pytest.mark.parametrize("word", [*PARSE_BOOL, "tRUE", "yes", "on", " true", "2", ""])
+def test_include_input_is_read_as_go_reads_a_bool(word: str) -> None:
+    """include-input takes exactly strconv.ParseBool's twelve words; any other is refused by name, never
+    read as a default (an empty value is unset: plugin.yaml's static default)."""
+    settings = plugin_settings({"ARGOCD_APP_PARAMETERS": json.dumps([{"name": "include-input", "string": word}])})
+    if word == "":
+        assert pass_through(settings, "*") == (True, frozenset())
+    elif word in PARSE_BOOL:
+        assert pass_through(settings, "*") == ((True, None) if PARSE_BOOL[word] else (False, frozenset()))
+    else:
+        with pytest.raises(PluginInputError, match="include-input: must be true or false"):
+            pass_through(settings, "*")

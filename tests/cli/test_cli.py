@@ -140,6 +140,20 @@ def test_empty_or_not_an_object_is_refused_on_stdin_or_with_require_objects(tmp_
     assert message in err
 
 
+CR_ALONE = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 2}\n"
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_input_whose_every_list_is_empty_is_refused_as_kubectl_refuses_it(command: str) -> None:
+    """Documents that are all lists with no items send no object: kubectl apply and create stop with "no
+    objects passed to apply/create" (kubectl's create.go, the check after the visitor), so this is an error
+    too, named as such and never an empty render that an automated sync would apply as nothing."""
+    empty = b"apiVersion: v1\nkind: List\nitems: []\n---\napiVersion: cache.example.com/v1alpha1\nkind: MemcachedList\nitems: []\n"
+    proc = run(command, "-", stdin=empty)
+    err = assert_clean_failure(proc)
+    assert proc.stdout == b"" and err == "error: -: no objects found (every list is empty)\n", err
+
+
 def test_alias_bomb(tmp_path: Path) -> None:
     lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i-1}"] * 9) + "]" for i in range(1, 12)]
@@ -166,6 +180,29 @@ def test_fifty_megabyte_file_is_a_clear_error_in_bounded_memory(tmp_path: Path) 
     # refused by whichever bound it reaches first: the one document over 3 MiB, read line by line as kubectl does
     assert code == "1" and "huge.yaml:1:1: document is larger than 3 MiB" in proc.stderr.decode()
     assert int(rss_kb) < 1024 * 1024, f"peak RSS {int(rss_kb) // 1024} MiB for a 50 MiB file"
+
+
+@pytest.mark.parametrize("command", ["validate", "render"])
+def test_the_input_size_option_outranks_the_environment_both_ways(tmp_path: Path, command: str) -> None:
+    """--max-input-size, when given, is the cap whatever MEMCACHED_GITOPS_MAX_INPUT_SIZE says; the variable is
+    the default of a run that gives no option (the plain form and the typer form alike)."""
+    f = tmp_path / "cr.yaml"
+    f.write_text(CR_ALONE)
+    assert run(command, "--max-input-size", "1M", str(f), env={"MEMCACHED_GITOPS_MAX_INPUT_SIZE": "10"}).returncode == 0
+    err = assert_clean_failure(run(command, "--max-input-size", "10", str(f), env={"MEMCACHED_GITOPS_MAX_INPUT_SIZE": "1M"}))
+    assert "--max-input-size" in err, err
+
+
+def test_a_reader_that_closes_the_pipe_early_ends_the_run_with_1_and_no_traceback(tmp_path: Path) -> None:
+    """``render apps/ | head -1``: the pipe closed under a write is exit 1 and no Python traceback on stderr
+    (commands.guarded), through the plain form and through the typer form (an option)."""
+    (tmp_path / "crs.yaml").write_text("---\n".join(CR_ALONE.replace("name: a", f"name: c{i}") for i in range(400)))
+    for args in (["render", str(tmp_path)], ["render", "-o", "json", str(tmp_path)]):
+        proc = subprocess.run(f"{sys.executable} -m memcached_gitops {' '.join(args)} | head -c 1 >/dev/null; "
+                              "echo \"exit ${PIPESTATUS[0]}\" >&2", shell=True, executable="/bin/bash", capture_output=True,
+                              timeout=120, env={k: v for k, v in os.environ.items() if k != "MEMCACHED_IMAGE"})
+        err = proc.stderr.decode()
+        assert err.splitlines()[-1] == "exit 1" and "Traceback" not in err and "Exception ignored" not in err, err
 
 
 def test_usage_errors_exit_2() -> None:

@@ -39,3 +39,13 @@ def test_the_default_bound_leaves_ordinary_repositories_alone_and_validate_unbou
 def test_a_bad_bound_is_a_usage_error(tmp_path: Path, value: str) -> None:
     (tmp_path / "crs.yaml").write_text(crs(1))
     assert_clean_failure(run("render", str(tmp_path), env={"MEMCACHED_GITOPS_MAX_OBJECTS": value}), code=2)
+
+
+@pytest.mark.parametrize("command", [["render"], ["argocd-generate"]])
+def test_the_option_outranks_the_environment_both_ways(tmp_path: Path, command: list[str]) -> None:
+    """--max-objects, when given, is the bound whatever MEMCACHED_GITOPS_MAX_OBJECTS says (the variable is
+    the default for runs that give no option, as kubectl's flags outrank its KUBECONFIG)."""
+    (tmp_path / "crs.yaml").write_text(crs(30))  # 120 objects
+    assert run(*command, "--max-objects", "120", str(tmp_path), env={"MEMCACHED_GITOPS_MAX_OBJECTS": "1"}).returncode == 0
+    err = assert_clean_failure(run(*command, "--max-objects", "100", str(tmp_path), env={"MEMCACHED_GITOPS_MAX_OBJECTS": "500"}))
+    assert "more than 100 objects" in err, err
