@@ -251,8 +251,16 @@ def _setup_logging(level: str) -> None:
     import logging
 
     class JSONFormatter(logging.Formatter):
+        def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+            """RFC 3339 in UTC with milliseconds (``2026-01-02T03:04:05.678Z``), as Go's time.RFC3339 and log
+            pipelines parse it; strftime's ``%z`` would write ``+0000``, which time.Parse refuses."""
+            from datetime import UTC, datetime
+
+            stamp = datetime.fromtimestamp(record.created, tz=UTC).isoformat(timespec="milliseconds")
+            return stamp.replace("+00:00", "Z")
+
         def format(self, record: logging.LogRecord) -> str:
-            return json.dumps({"time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"), "level": record.levelname.lower(),
+            return json.dumps({"time": self.formatTime(record), "level": record.levelname.lower(),
                                "logger": record.name, "msg": record.getMessage()})
 
     handler = logging.StreamHandler(sys.stderr)

@@ -4,6 +4,7 @@ always got. The terminal cases run the command under a real pseudo-terminal (the
 from __future__ import annotations
 
 import io
+import json
 import os
 import pty
 import subprocess
@@ -125,3 +126,31 @@ def test_colour_follows_the_stream_the_diagnostics_go_to(bad: Path, terminal: st
     diagnostics = shown if terminal == "stderr" else written
     assert b"bad.yaml:4:" in diagnostics
     assert (b"\x1b[31m" in diagnostics) is (terminal == "stderr"), diagnostics
+
+
+def test_off_a_terminal_each_log_line_is_one_json_object_stamped_in_rfc_3339(capsys: pytest.CaptureFixture[str]) -> None:
+    """Off a terminal the reconciler logs one JSON object per line, for log pipelines: its ``time`` is RFC
+    3339 in UTC (what Go's time.Parse(time.RFC3339, ...) and Loki or Fluent Bit's RFC 3339 parsers read),
+    never strftime's ``+0000`` offset, which they refuse."""
+    import logging
+    import re
+    from datetime import UTC, datetime
+
+    from memcached_gitops.cli import _setup_logging
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    before = datetime.now(UTC).replace(microsecond=0)
+    _setup_logging("info")
+    try:
+        logging.getLogger("memcached_gitops.test").warning("a %s", "line")
+    finally:
+        for handler in root.handlers[:]:
+            root.removeHandler(handler)
+        for handler in handlers:
+            root.addHandler(handler)
+        root.setLevel(level)
+    line = json.loads(capsys.readouterr().err)
+    assert {k: line[k] for k in ("level", "logger", "msg")} == {"level": "warning", "logger": "memcached_gitops.test", "msg": "a line"}
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["time"]), line["time"]
+    assert before <= datetime.fromisoformat(line["time"].replace("Z", "+00:00")) <= datetime.now(UTC)
