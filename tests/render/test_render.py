@@ -204,3 +204,32 @@ def test_a_port_that_is_no_int32_port_is_refused(port: object) -> None:
     with pytest.raises(RenderError) as caught:
         render({"metadata": {"name": "x"}, "spec": {"size": 1, "containerPort": port}})
     assert caught.value.path == ("spec", "containerPort")
+
+
+def _maps_and_lists(value: object, where: tuple = ()) -> list[tuple[int, tuple]]:
+    """Every dict and list inside ``value``, by identity, with its place."""
+    if isinstance(value, dict):
+        return [(id(value), where)] + [x for k, v in value.items() for x in _maps_and_lists(v, (*where, k))]
+    if isinstance(value, list):
+        return [(id(value), where)] + [x for i, v in enumerate(value) for x in _maps_and_lists(v, (*where, i))]
+    return []
+
+
+@pytest.mark.parametrize("resources", [None, {"limits": {"memory": "256Mi", "cpu": "2"}}])
+def test_every_map_and_list_of_a_rendering_is_its_own(resources: dict | None) -> None:
+    """The reconciler edits what it renders (ownerReferences added, a live selector kept, ignored
+    paths taken out) and keeps renderings cached: an edit at one place of a rendering changes no other
+    place of it, no later rendering and not the CR. So no map or list is held at two places, among
+    the objects of one rendering, two renderings of a CR, and the CR itself."""
+    spec = {"size": 2, "containerPort": 11211, "nodeSelector": {"disk": "ssd"},
+            "metrics": {"enabled": True, "podMonitor": {"enabled": True, "labels": {"release": "prom"}}}}
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "sessions", "namespace": "shop"},
+          "spec": {**spec, **({"resources": resources} if resources else {})}}
+    outcome = shipped_validator().validate(cr)
+    assert outcome.ok, outcome.errors
+    first, second = render(outcome.obj), render(outcome.obj)
+    places: dict[int, tuple] = {}
+    for source, value in (("first", first), ("second", second), ("cr", outcome.obj)):
+        for identity, where in _maps_and_lists(value):
+            assert identity not in places, f"one object at {places[identity]} and at {(source, *where)}"
+            places[identity] = (source, *where)

@@ -84,3 +84,16 @@ def sha8(text: str) -> str:
 ])
 def test_the_service_name_rule_exactly(cr_name: str, expected: str) -> None:
     assert object_name(cr_name) == expected and len(expected) <= 63
+
+
+@pytest.mark.parametrize("namespace", [None, ""])
+def test_an_empty_namespace_is_no_namespace_on_every_object(namespace: str | None) -> None:
+    """``namespace: ""`` is no namespace (kubectl and the API server take the request's, as for none):
+    no object of the rendering names one, so the Deployment and its companions always land together."""
+    metadata = {"name": "x"} if namespace is None else {"name": "x", "namespace": namespace}
+    cr = {"metadata": metadata, "spec": {"size": 2, "containerPort": 11211,
+                                          "metrics": {"enabled": True, "podMonitor": {"enabled": True}}}}
+    manifests = render(cr)
+    assert [m["kind"] for m in manifests] == ["Deployment", "Service", "PodDisruptionBudget", "PodMonitor"]
+    for manifest in manifests:
+        assert "namespace" not in manifest["metadata"], manifest["kind"]

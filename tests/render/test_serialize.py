@@ -127,3 +127,35 @@ def test_a_float_object_seen_twice_is_written_twice_not_aliased() -> None:
     x = 2.5
     text = to_yaml([{"f": x, "g": [x, x]}])
     assert "&" not in text and "*" not in text and text.count("2.5") == 3
+
+
+@pytest.mark.parametrize("form", ["yaml", "json", "single json", "single yaml"])
+def test_an_object_nested_deeper_than_pythons_recursion_limit_is_written(form: str) -> None:
+    """The reader passes objects nested up to MAX_DEPTH (10,000, kubectl's bound) through to the
+    output: every writer walks them whatever Python's recursion limit is (1,000 by default), and
+    leaves that limit as it found it."""
+    import io
+    import sys
+
+    from memcached_gitops.render import write_json, write_yaml
+    from memcached_gitops.render.serialize import to_single
+
+    depth = 2_500
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "deep"}, "data": value}
+    limit = sys.getrecursionlimit()
+    stream = io.StringIO()
+    if form == "yaml":
+        write_yaml([obj], stream)
+    elif form == "json":
+        write_json([obj], stream)
+    else:
+        stream.write(to_single(obj, form.split()[1]))
+    assert sys.getrecursionlimit() == limit
+    text = stream.getvalue()
+    if "json" in form:  # the v1 List's items are one list more
+        assert text.count("[") == depth + (form == "json")
+    else:
+        assert text.count("- ") == depth

@@ -261,3 +261,25 @@ def test_a_kept_selectors_expressions_reach_the_budget_and_its_labels_the_servic
     budget = selecting(objects["PodDisruptionBudget"], kept)["spec"]["selector"]
     assert budget == {"matchLabels": {"app.kubernetes.io/instance": "a", "app": "x"}, "matchExpressions": kept["matchExpressions"]}
     assert selecting(objects["Service"], kept)["spec"]["selector"] == {"app.kubernetes.io/instance": "a", "app": "x"}
+
+
+@pytest.mark.parametrize("narrowed", [
+    {"matchLabels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "m", "tier": "cache"}},
+    {"matchLabels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "m"},
+     "matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+])
+def test_a_budgets_selector_is_one_value_so_any_key_added_to_it_is_drift(narrowed: dict) -> None:
+    """A PodDisruptionBudget's selector is a LabelSelector, replaced whole (policy/v1
+    ``+patchStrategy=replace``, meta/v1 LabelSelector ``+structType=atomic``): a key or expression
+    someone added narrows what the budget protects, and is drift taken back with the whole selector,
+    not a field of another owner left beside ours."""
+    from memcached_gitops.foundation.identities import BUDGETS
+    from memcached_gitops.reconciler.decisions.plan import ignoring
+    from memcached_gitops.render.companions import BY_KIND
+
+    desired = with_owner(budget(), CR)
+    live = copy.deepcopy(desired)
+    live["spec"]["selector"] = narrowed
+    planned = ignoring(desired, live, "memcached-gitops", (), BY_KIND[BUDGETS.kind].rules)
+    assert [(d.path, d.live, d.desired) for d in planned.drift] == [
+        ((("f", "spec"), ("f", "selector")), narrowed, desired["spec"]["selector"])]
