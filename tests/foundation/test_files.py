@@ -75,10 +75,10 @@ def test_hidden_files_and_directories_under_the_root_are_skipped(tree: Path) -> 
     assert expand([str(root / ".git" / "cr.yaml")]) == [Source(str(root / ".git" / "cr.yaml"), str(root / ".git" / "cr.yaml"))]
 
 
-def test_a_dangling_link_fifo_and_missing_path(tree: Path) -> None:
+def test_a_dangling_link_and_missing_path(tree: Path) -> None:
+    """(A FIFO in the tree: test_walking_past_a_fifo_never_waits_for_a_writer.)"""
     root = tree / "app"
     (root / "gone.yaml").symlink_to(root / "nowhere.yaml")
-    os.mkfifo(root / "pipe.yaml")
     assert names(expand([str(root)]), root) == ["cr.yaml"]
     with pytest.raises(InputError) as caught:
         expand([str(tree / "missing.yaml"), "-"])
@@ -277,30 +277,45 @@ def test_a_file_swapped_after_it_was_opened_is_judged_by_what_was_opened(tree: P
         list(open_sources([Source(str(root / "pipe.yaml"), str(root / "pipe.yaml"), True)], InputBudget(100)))
 
 
+def _never_waiting_on(fifo: Path, call: object) -> object:
+    """``call()``'s result, run in a thread: if it is still blocked after 10 s (an open of ``fifo``
+    waiting for a writer), one writer is opened so that it goes on, and the test fails, not hangs."""
+    import threading
+
+    results: list[object] = []
+
+    def run() -> None:
+        try:
+            results.append(call())  # type: ignore[operator]
+        except InputError as exc:
+            results.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(10)
+    if worker.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY))  # lets the blocked open go on
+        worker.join(10)
+        pytest.fail(f"opening {fifo.name} waited for a writer")
+    return results[0]
+
+
 def test_opening_a_fifo_under_the_root_never_waits_for_a_writer(tree: Path) -> None:
     """O_NONBLOCK: a FIFO is opened at once (and then refused), never left waiting for a writer;
     without it the open blocks until one comes (this test then opens one, so it fails, not hangs)."""
-    import threading
-
     root = tree / "app"
     os.mkfifo(root / "fifo.yaml")
     fifo = Source(str(root / "fifo.yaml"), str(root / "fifo.yaml"), True)
-    errors: list[str] = []
+    error = _never_waiting_on(root / "fifo.yaml", lambda: list(open_sources([fifo], InputBudget(100))))
+    assert isinstance(error, InputError) and "not a regular file" in str(error)
 
-    def read() -> None:
-        try:
-            list(open_sources([fifo], InputBudget(100)))
-        except InputError as exc:
-            errors.append(str(exc))
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(10)
-    if reader.is_alive():
-        os.close(os.open(root / "fifo.yaml", os.O_WRONLY))  # lets the blocked open go on
-        reader.join(10)
-        pytest.fail("opening a FIFO waited for a writer")
-    assert errors and "not a regular file" in errors[0]
+def test_walking_past_a_fifo_never_waits_for_a_writer(tree: Path) -> None:
+    """The walk asks the kernel where each path leads through an O_PATH descriptor (foundation/links.py),
+    which opens nothing for reading: a FIFO in the tree is passed over at once, never waited on."""
+    root = tree / "app"
+    os.mkfifo(root / "pipe.yaml")
+    assert names(_never_waiting_on(root / "pipe.yaml", lambda: expand([str(root)])), root) == ["cr.yaml"]  # type: ignore[arg-type]
 
 
 # --- a kustomization root: built, its output bounded by what is left of the budget ------------------
