@@ -5,6 +5,9 @@ subprocesses): the cycle's summary line and exit code (loop.py), and the metrics
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import threading
 
 import pytest
 from memcached_gitops.reconciler.orchestration.loop import run_once
@@ -190,3 +193,23 @@ def test_every_event_names_its_cr_as_kubectl_describe_finds_it(cluster: FakeAPIS
     for e in events:
         assert e["involvedObject"] == {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "a",
                                        "namespace": "default", "uid": cr["metadata"]["uid"]}, e["involvedObject"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_the_kubelets_sigterm_and_a_terminals_sigint_each_ask_for_a_stop(signum: signal.Signals) -> None:
+    """The kubelet stops a container with SIGTERM, a terminal's Ctrl-C (and ``kill -INT``) sends
+    SIGINT: either sets the stop event (the cycle ends after its current CR, the controller drains
+    and releases its Lease) rather than killing the process or raising KeyboardInterrupt mid-write."""
+    from memcached_gitops.reconciler.orchestration.loop import install_stop_handlers
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    stop = threading.Event()
+    try:
+        for s in saved:
+            signal.signal(s, signal.SIG_IGN)  # what was there before is replaced, not relied on
+        install_stop_handlers(stop)
+        os.kill(os.getpid(), signum)
+        assert stop.wait(0.5), f"{signum.name} did not set the stop event"
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)

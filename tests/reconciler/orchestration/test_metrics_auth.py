@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -409,3 +410,52 @@ def test_each_server_listens_where_its_own_flag_says_and_the_reviews_speak_as_th
             server.server_close()
     agents = {r.user_agent for r in cluster.log if r.path.endswith("reviews")}
     assert agents == {api.user_agent}, agents
+
+
+def test_the_self_signed_certificate_is_valid_from_before_it_was_made_and_for_a_year() -> None:
+    """A scraper whose clock is a little behind the replica's still accepts the certificate made at
+    start: its notBefore is minutes in the past (client-go's certutil backdates its self-signed
+    pairs for the same reason), and it stays valid for the default 365 days of the process's life."""
+    import datetime
+
+    from cryptography import x509
+
+    made = datetime.datetime.now(datetime.UTC)
+    cert = x509.load_pem_x509_certificate(self_signed(("localhost", "127.0.0.1"))[0])
+    assert cert.not_valid_before_utc <= made - datetime.timedelta(minutes=1), cert.not_valid_before_utc
+    assert cert.not_valid_after_utc >= made + datetime.timedelta(days=364), cert.not_valid_after_utc
+
+
+def test_the_metrics_server_speaks_tls_1_2_or_later_only(certificate) -> None:
+    """The serving context refuses TLS 1.0 and 1.1 whatever the system's OpenSSL policy allows
+    (as a Go server's crypto/tls does by default since Go 1.22, controller-runtime's metrics server
+    included): a client offering nothing newer gets no handshake."""
+    from memcached_gitops.reconciler.orchestration.tls import server_context
+
+    _, serving_certificate = certificate
+    assert serving_certificate.context().minimum_version == ssl.TLSVersion.TLSv1_2
+    assert server_context(*self_signed(("localhost",))).minimum_version == ssl.TLSVersion.TLSv1_2
+    server = serve(Metrics(), 0, "127.0.0.1", paths=PROBES, certificate=serving_certificate)
+    try:
+        old = ssl._create_unverified_context()  # noqa: S323
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            old.minimum_version, old.maximum_version = ssl.TLSVersion.TLSv1, ssl.TLSVersion.TLSv1_1
+        with pytest.raises(ssl.SSLError), socket.create_connection(server.server_address, timeout=5) as raw, \
+                old.wrap_socket(raw):
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_only_a_bearer_token_as_the_api_server_splits_it_is_reviewed(cluster) -> None:
+    """The Authorization header read as k8s.io/apiserver's bearertoken authenticator reads it:
+    trimmed, split on single spaces (strings.SplitN(auth, " ", 3)), the scheme compared in lower
+    case and the second field the token: an empty one (two spaces) or a tab after the scheme is no
+    bearer token, 401 with no TokenReview made."""
+    guard = bearer_guard(AccessReviews(KubeAPI.connect(host=cluster.url)))
+    for header in ("Bearer  scraper-token", "Bearer\tscraper-token", "Bearer", "Basic scraper-token", ""):
+        assert guard("GET", "/metrics", header) == (401, "Unauthorized"), repr(header)
+    assert reviews_sent(cluster) == []
+    assert guard("GET", "/metrics", "  Bearer scraper-token ") is None

@@ -8,6 +8,7 @@ import logging
 import socket
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -230,3 +231,51 @@ def test_a_request_line_over_the_cap_is_answered_414(server) -> None:
     s.close()
     assert answer.startswith(b"HTTP/1.0 414 "), answer[:60]
     assert get(server) == 200
+
+
+def test_metrics_are_in_the_text_exposition_format_and_probes_in_plain_text(server) -> None:
+    """/metrics says which exposition format and version its body is in, the one
+    prometheus_client's generate_latest writes (its CONTENT_TYPE_LATEST, ``text/plain;
+    version=...``): a scraper chooses its parser from the answer's Content-Type (Prometheus
+    model/textparse), and a bare ``text/plain`` does not say which text format it is. The probes
+    answer plain UTF-8 text."""
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    port = server.server_address[1]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        assert response.headers["Content-Type"] == CONTENT_TYPE_LATEST
+        assert response.headers["Content-Type"].startswith("text/plain; version=")
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+        assert response.headers["Content-Type"] == "text/plain; charset=utf-8"
+
+
+def test_plain_metrics_beside_a_probe_port_of_their_own_serve_metrics_alone() -> None:
+    """``--no-metrics-secure`` with a probe port (main.py ``start_servers``): the metrics port serves
+    /metrics and nothing else, as controller-runtime's metrics server does; the probes are on
+    --health-probe-port. Only with no probe port does the metrics port answer the probes too."""
+    from memcached_gitops.reconciler.orchestration.main import Serving, start_servers
+
+    from tests.support.metrics_endpoint import free_port
+
+    metrics = Metrics()
+    metrics.ready = True
+    for probe_port, probes_on_metrics_port in ((free_port(), False), (0, True)):
+        metrics_port = free_port()
+        servers = start_servers(None, metrics, Serving(metrics_port=metrics_port, metrics_bind_address="127.0.0.1",
+                                                       metrics_secure=False, health_probe_port=probe_port,
+                                                       health_probe_bind_address="127.0.0.1"))
+        try:
+            url = f"http://127.0.0.1:{metrics_port}"
+            with urllib.request.urlopen(f"{url}/metrics", timeout=5) as response:
+                assert response.status == 200
+            for path in PROBES:
+                try:
+                    with urllib.request.urlopen(f"{url}{path}", timeout=5) as response:
+                        status = response.status
+                except urllib.error.HTTPError as exc:
+                    status = exc.code
+                assert status == (200 if probes_on_metrics_port else 404), (path, probe_port, status)
+        finally:
+            for s in servers:
+                s.shutdown()
+                s.server_close()

@@ -177,3 +177,37 @@ def test_the_component_builds_with_the_deployment_overlay(tmp_path: Path) -> Non
     dashboard = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "memcached-gitops-dashboard")
     assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert json.loads(dashboard["data"]["memcached-gitops.json"]) == DASHBOARD
+
+
+#: The labels that name the reconciler's own parts (a controller, a work queue, a Lease): their
+#: values are fixed by the reconciler, not by the cluster or the CRs.
+IDENTITY_LABELS = ("controller", "name")
+
+
+def exported_identities() -> dict[str, set[str]]:
+    """The values the reconciler's series give each of IDENTITY_LABELS, as scraped."""
+    metrics = Metrics()
+    metrics.workers(1, lambda: 0)
+    metrics.leader = True
+    out: dict[str, set[str]] = {label: set() for label in IDENTITY_LABELS}
+    for family in metrics.registry.collect():
+        for sample in family.samples:
+            for label in IDENTITY_LABELS:
+                if label in sample.labels:
+                    out[label].add(sample.labels[label])
+    return out
+
+
+@pytest.mark.parametrize(("where", "expr"), expressions(), ids=[w for w, _ in expressions()])
+def test_every_controller_and_queue_an_expression_selects_is_one_the_reconciler_names(where: str, expr: str) -> None:
+    """An alert's or a panel's ``controller="..."`` or ``name="..."`` is a value the reconciler
+    exports: the controller and its work queue named as kubebuilder names a controller, its kind in
+    lower case (controller-runtime pkg/builder/controller.go getControllerName:
+    strings.ToLower(gvk.Kind)), the leader series by its Lease. A value nobody exports selects
+    nothing, and the alert never fires."""
+    values = exported_identities()
+    assert "memcached" in values["controller"], values
+    for name, matchers in NAME.findall(expr):
+        for label, value in re.findall(r'(\w+)\s*=\s*"([^"]*)"', matchers or ""):
+            if label in IDENTITY_LABELS:
+                assert value in values[label], f"{where}: {name}{{{label}={value!r}}} selects nothing; exported: {values[label]}"
