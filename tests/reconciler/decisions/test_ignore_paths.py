@@ -168,6 +168,14 @@ def test_pointers_are_rfc_6901_separated_by_commas_or_lines() -> None:
         pointers_of({"metadata": {"annotations": {ANNOTATION: "/spec/replicas,replicas"}}})
 
 
+def test_a_pointer_step_is_unescaped_tilde_one_first_then_tilde_zero() -> None:
+    """RFC 6901 section 4: a reference token is decoded by turning every ``~1`` into ``/`` first, then every
+    ``~0`` into ``~``, so that ``~01`` is the two characters ``~1`` and never a ``/`` (the RFC's own example:
+    ``/m~0n`` is the member ``m~n``). An annotation key holding ``~1`` literally is named as ``~01``."""
+    cr = {"metadata": {"annotations": {ANNOTATION: "/spec/template/metadata/annotations/a~01b,/m~0n,/x~10y"}}}
+    assert pointers_of(cr) == (("spec", "template", "metadata", "annotations", "a~1b"), ("m~n",), ("x/0y",))
+
+
 def test_a_pointer_may_name_the_service_or_the_budget_by_kind_and_a_bare_one_names_the_deployment() -> None:
     text = ("/spec/replicas, Service:/spec/ports/0/targetPort,\nPodDisruptionBudget: /spec/maxUnavailable, "
             "/metadata/annotations/a:b, Deployment:/spec/paused")
@@ -227,6 +235,15 @@ def test_each_bad_pointer_says_why(value: str, message: str) -> None:
     with pytest.raises(IgnoreError) as caught:
         pointers_of({"metadata": {"annotations": {ANNOTATION: value}}})
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("value", ["/spec/replicas~", "Service:/spec/type~", "/spec/template/metadata/annotations/a~"])
+def test_a_tilde_is_followed_by_0_or_1_even_at_the_end_of_a_json_pointer(value: str) -> None:
+    """RFC 6901 section 3: ``escaped = "~" ( "0" / "1" )``; a ``~`` with nothing after it is no more a
+    JSON Pointer than ``~2`` is, refused as the other bad entries are, naming the annotation and the entry."""
+    with pytest.raises(IgnoreError) as caught:
+        pointers_of({"metadata": {"annotations": {ANNOTATION: value}}})
+    assert str(caught.value).startswith(f'annotation {ANNOTATION}: "{value}" is not a JSON Pointer (RFC 6901: ')
 
 
 def test_a_pointer_through_a_list_carries_the_live_value_and_one_at_a_list_item_is_not_followed() -> None:

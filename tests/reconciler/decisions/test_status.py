@@ -261,3 +261,20 @@ def test_every_condition_carries_a_transition_time(previous: dict | None, expect
     [out] = with_transition_times([{"type": "Ready", "status": "True", "reason": "R", "message": "m"}],
                                   [previous] if previous else [], NOW)
     assert out["lastTransitionTime"] == expected
+
+
+def test_a_status_is_written_when_any_field_of_ours_differs_and_only_then() -> None:
+    """The status apply is sent when a field it carries differs from the live status, any one of them:
+    ``nodes`` alone (a Pod replaced by another of a new name: ``kubectl get memcached -o yaml`` lists
+    the Pods there), a column alone. Fields the apply does not carry (another writer's) never make it
+    differ, so an unchanged CR costs no write."""
+    from memcached_gitops.reconciler.decisions.status import status_differs
+
+    obs = Observation(3, 2, dep(gen=3, observed=3, avail=2, upd=2), ("m-1", "m-2"))
+    live = desired_status(obs, None, "2026-11-28T12:00:00Z")
+    assert not status_differs(desired_status(obs, live, "2026-11-28T12:05:00Z"), live)
+    assert not status_differs(live, {**live, "someoneElses": "x"})
+    replaced = Observation(3, 2, dep(gen=3, observed=3, avail=2, upd=2), ("m-1", "m-3"))
+    assert status_differs(desired_status(replaced, live, "2026-11-28T12:05:00Z"), live)
+    assert status_differs(live, {k: v for k, v in live.items() if k != "image"})
+    assert status_differs(live, None)

@@ -800,3 +800,62 @@ def test_a_dry_run_says_of_the_companions_what_the_run_does(cluster: FakeAPIServ
     reconciler_for(cluster).run_cycle()
     assert deployment(cluster, "a") is not None and condition(cluster, "a", "Degraded")["reason"] == "SelectorOverlap"
     assert cluster.get("", "services", "default", "a-memcached") is None
+
+
+def test_status_strings_taken_from_outside_fit_the_crds_max_length(cluster: FakeAPIServer) -> None:
+    """The served CRD bounds ``status.servedBy`` (253: a Pod name, a DNS subdomain) and
+    ``status.lastHandledReconcileAt`` (256) by maxLength, and the API server refuses a whole status
+    apply that breaks one. The replica's identity is cut to the CRD's bound, and the longest
+    reconcile-now request handled is the CRD's bound (schemas/memcached-crd.yaml)."""
+    from memcached_gitops.reconciler.decisions.vocabulary import REQUESTED_AT_LIMIT
+    from memcached_gitops.schemas import load_crd
+
+    [version] = [v for v in load_crd().document["spec"]["versions"] if v["name"] == "v1alpha1"]
+    declared = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+    assert REQUESTED_AT_LIMIT == declared["lastHandledReconcileAt"]["maxLength"]
+    make_cr(cluster, "a")
+    reconciler_for(cluster, served_by="replica-" + "r" * 300).run_cycle()
+    served_by = cr_status(cluster, "a")["servedBy"]
+    assert served_by == ("replica-" + "r" * 300)[:declared["servedBy"]["maxLength"]]
+
+
+def test_the_status_fields_written_are_those_the_served_crds_version_keeps() -> None:
+    """An apply of a status field the served CRD does not declare is an HTTP 500 (transcript 23), so the
+    status carries only the declared fields, read for the version served. A status schema with
+    ``x-kubernetes-preserve-unknown-fields: true`` keeps every field (apiextensions' structural
+    schemas: nothing under it is pruned), so it limits nothing; neither does a version not found.
+    The CRD we ship declares every field the status is built with."""
+    from memcached_gitops.reconciler.decisions.status import Observation, desired_status
+    from memcached_gitops.reconciler.orchestration.write_status import declared_fields
+    from memcached_gitops.schemas import load_crd
+
+    def version(name: str, status: dict) -> dict:
+        return {"name": name, "schema": {"openAPIV3Schema": {"type": "object", "properties": {"status": status}}}}
+
+    crd = {"spec": {"versions": [
+        version("v1alpha1", {"type": "object", "x-kubernetes-preserve-unknown-fields": True}),
+        version("v1beta1", {"type": "object", "properties": {"nodes": {"type": "array"}, "conditions": {
+            "type": "array", "items": {"type": "object", "properties": {"type": {}, "status": {}}}}}})]}}
+    assert declared_fields(crd, "v1alpha1") == (None, None)
+    assert declared_fields(crd, "v1beta1") == (frozenset({"nodes", "conditions"}), frozenset({"type", "status"}))
+    assert declared_fields(crd, "v1") == (None, None)
+    declared, condition_fields = declared_fields(load_crd().document, "v1alpha1")
+    assert declared is not None and condition_fields is not None
+    status = desired_status(Observation(1, 1, None, ("a-0",)), None, "2026-11-28T12:00:00Z")
+    assert set(status) | {"servedBy", "lastHandledReconcileAt"} <= declared
+    assert all(set(c) <= condition_fields for c in status["conditions"])
+
+
+def test_a_budget_deleted_by_someone_else_before_our_delete_is_what_was_asked(cluster: FakeAPIServer) -> None:
+    """A companion no longer wanted (the budget of a CR scaled to one Pod) is deleted; a 404 to that
+    DELETE (someone, or the garbage collector, deleted it first: ``kubectl delete`` reports the same
+    NotFound) is the outcome asked for, not a refused write: the CR is not failed and nothing is retried."""
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is not None
+    patch(cluster, CR_PATH.format(ns="default") + "/a", {"spec": {"size": 1}}, "application/merge-patch+json")
+    cluster.faults.append(Fault(method="DELETE", path_contains="/poddisruptionbudgets/a-memcached", status=404, times=10))
+    [outcome] = rec.run_cycle().outcomes
+    assert outcome.action != "failed" and outcome.failures == [] and outcome.error == "", outcome
+    assert condition(cluster, "a", "Degraded")["status"] == "False"
