@@ -447,11 +447,12 @@ class Reconciler:
     def _plan(self, visit: Visit, desired: dict[str, Any], live: dict[str, Any] | None, pointers: tuple[Pointer, ...],
               size: int) -> tuple[dict[str, Any], list[Drift], int]:
         """What an apply would carry and what differs (plan.py); the size the status reports (the
-        HPA's replicas when one scales the Deployment). The outcome keeps the drift and the ignored."""
+        Deployment's own replicas when an HPA scales it or the CR's ignore-paths leaves them to another).
+        The outcome keeps the drift and the ignored."""
         autoscaler = visit.autoscaler
         planned = plan(desired, live, self.options.field_manager, autoscaler, pointers)
         visit.result.drift, visit.result.ignored = planned.drift, planned.ignored
-        if autoscaler:
+        if autoscaler or ("spec", "replicas") in pointers:  # replicas are another's: the Deployment's own are the size
             size = (live or planned.desired)["spec"].get("replicas", size)
         if planned.ignored:
             log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION, for_log("; ".join(d.describe() for d in planned.ignored)))

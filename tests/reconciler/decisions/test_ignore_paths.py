@@ -159,6 +159,23 @@ def test_the_event_driven_mode_follows_the_annotation(cluster: FakeAPIServer) ->
         wait_for(lambda: deployment(cluster, "m")["spec"]["replicas"] == 1, what="spec.size to rule again")
 
 
+def test_with_replicas_ignored_the_status_counts_the_deployments_own_replicas(cluster: FakeAPIServer) -> None:
+    """With ``/spec/replicas`` ignored the replicas are someone else's, as under an HPA: the rollout is
+    complete when the Deployment's own replicas are (``kubectl rollout status`` compares with the
+    Deployment's spec.replicas), not a rollout waiting for spec.size forever."""
+    from fakeapi.server import DeploymentController
+
+    make_cr(cluster, "m", size=3)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    annotate(cluster, "m", "/spec/replicas")
+    scale(cluster, "m", 1)
+    DeploymentController(cluster).sync()
+    rec.run_cycle()
+    assert (condition(cluster, "m", "Available")["status"], condition(cluster, "m", "Progressing")["reason"]) == (
+        "True", "ReconcileComplete")
+
+
 # ---- the pure rules
 def test_pointers_are_rfc_6901_separated_by_commas_or_lines() -> None:
     cr = {"metadata": {"annotations": {ANNOTATION: " /spec/replicas ,\n/spec/template/metadata/annotations/a~1b~0c,, "}}}
