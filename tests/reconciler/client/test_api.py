@@ -251,6 +251,17 @@ def test_a_list_asks_for_what_its_caller_accepts() -> None:
     assert [headers["accept"] for _, headers in recorder.seen] == [accept, accept] and api.requests["list"] == 2
 
 
+def test_a_watch_asks_for_what_its_caller_accepts() -> None:
+    """A WATCH of metadata only says so in its Accept header (``as=PartialObjectMetadata``, client-go's
+    metadata informer), so the server sends each Pod's metadata, not the whole Pod; without one, JSON."""
+    accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+    with _Recorder([(200, b""), (200, b"")]) as recorder:
+        api = KubeAPI.connect(host=f"http://127.0.0.1:{recorder.server_port}")
+        assert list(api.watch("/api/v1/pods", {}, 5.0, accept=accept)) == []
+        assert list(api.watch("/api/v1/pods", {}, 5.0)) == []
+    assert [headers["accept"] for _, headers in recorder.seen] == [accept, "application/json"]
+
+
 @pytest.mark.parametrize("attempt", range(6))
 def test_a_backoff_is_jittered_over_all_of_its_capped_exponential_range(attempt: int) -> None:
     """Full jitter: a wait anywhere in [0, min(cap, base * 2**attempt)], so that a thousand clients
