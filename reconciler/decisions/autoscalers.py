@@ -50,9 +50,17 @@ def hand_off_replicas(desired: dict[str, Any], live: dict[str, Any] | None, fiel
     if live is None:
         return desired
     spec = dict(desired["spec"])
-    others = [m for m in owners_of((live.get("metadata") or {}).get("managedFields") or [], REPLICAS) if m != field_manager]
-    if others:
+    if replicas_setters(live, field_manager):
         del spec["replicas"]
     else:
         spec["replicas"] = live["spec"]["replicas"]  # the API server defaults it: always there
     return {**desired, "spec": spec}
+
+
+def replicas_setters(live: dict[str, Any], field_manager: str) -> str:
+    """The managers other than ours that own the Deployment's ``spec.replicas`` (``kube-controller-manager
+    (scale)``, ``kubectl (scale)``, ``argocd-controller``), ", " between them; "" when none does. An HPA's
+    hand-off reads it, and so does the status of a CR whose ignore-paths leaves the replicas to others
+    (the Replicas-By column)."""
+    owners = owners_of((live.get("metadata") or {}).get("managedFields") or [], REPLICAS)
+    return ", ".join(dict.fromkeys(m for m in owners if m != field_manager))

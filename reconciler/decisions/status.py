@@ -42,6 +42,7 @@ class Observation:
     inherited_selector: str = ""  # inherited, not adopted (ownership.py): the selector it was created with
     overlap: str = ""  # the other Deployments whose Pods its selector shares (selectors.py)
     autoscaler: str = ""  # the HorizontalPodAutoscaler that owns the Deployment's replicas (autoscalers.py)
+    replicas_by: str = ""  # the CR's ignore-paths leaves the replicas to these managers (ownership.replicas_setters)
     paused: str = ""  # cache.example.com/reconcile: disabled: why nothing is reconciled (one condition says it)
 
 
@@ -124,6 +125,8 @@ def desired_conditions(obs: Observation) -> list[dict[str, Any]]:
             f"waiting for the Deployment controller to observe generation {verdict.generation}")
         if obs.autoscaler:
             avail_message += f"; replicas follow HorizontalPodAutoscaler {obs.autoscaler}, not spec.size"
+        elif obs.replicas_by:
+            avail_message += f"; replicas set by {obs.replicas_by}, not spec.size (ignore-paths)"
     failure = (verdict.failure_reason, verdict.failure_message) if verdict and verdict.failure_reason and not own_failure else None
     if own_failure or verdict is None:
         progressing, prog_reason, prog_message = False, Reason.NOT_PROGRESSING, "no rollout under way"
@@ -221,7 +224,7 @@ def columns(obs: Observation, conditions: list[dict[str, Any]]) -> dict[str, str
     containers = ((((obs.deployment or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
     image = next((c.get("image") for c in containers if c.get("name") == "memcached"), None) or (
         containers[0].get("image") if containers else "")
-    owner = (f"HorizontalPodAutoscaler/{obs.autoscaler}" if obs.autoscaler else obs.applied_by or "spec.size")
+    owner = (f"HorizontalPodAutoscaler/{obs.autoscaler}" if obs.autoscaler else obs.replicas_by or obs.applied_by or "spec.size")
     # ready (at most "2147483647/2147483647") and reason (ours, or a condition's, itself at most 1,024) fit
     # the CRD's maxLength; the image and the owner come from others' objects and are cut to it.
     return {"ready": f"{available}/{obs.size}", "reason": status_reason(conditions),

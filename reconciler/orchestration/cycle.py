@@ -37,7 +37,7 @@ from memcached_gitops.schemas import CRD, Problem, Validator
 
 from ..client.api import APIError, KubeAPI, collection_path, is_forbidden, is_not_found, object_path
 from ..client.events import EventRecorder, now_rfc3339
-from ..decisions.autoscalers import autoscalers_by_target
+from ..decisions.autoscalers import autoscalers_by_target, replicas_setters
 from ..decisions.drift import Drift
 from ..decisions.fights import Correction
 from ..decisions.ignore import Ignored, IgnoreError, Pointer, ignored_paths
@@ -161,6 +161,7 @@ class Visit:
         self.declared, self.condition_fields, self.lazy_served_by = declared, condition_fields, lazy_served_by
         self.degraded, self.neighbours = degraded, neighbours  # the fight detector; the kept selectors of a namespace
         self.autoscaler, self.lookup = autoscaler, lookup  # the HPA that scales the Deployment; the cached companions
+        self.replicas_by = ""  # who sets the replicas that the CR's ignore-paths leaves to others (Reconciler._plan)
         self.namespace, self.name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
         self.generation = cr["metadata"].get("generation", 1)
         self.result = CROutcome(self.namespace, self.name, Action.UNCHANGED)
@@ -441,7 +442,7 @@ class Reconciler:
             # The correction is told by its Event and the log, not by a status message that the next
             # reconcile would have to put back (a second status write per correction).
             visit.status(Observation(visit.generation, size, live, visit.pods, reason, message, overlap=overlap,
-                                     autoscaler=visit.autoscaler))
+                                     autoscaler=visit.autoscaler, replicas_by=visit.replicas_by))
         return visit.result
 
     def _plan(self, visit: Visit, desired: dict[str, Any], live: dict[str, Any] | None, pointers: tuple[Pointer, ...],
@@ -454,6 +455,8 @@ class Reconciler:
         visit.result.drift, visit.result.ignored = planned.drift, planned.ignored
         if autoscaler or ("spec", "replicas") in pointers:  # replicas are another's: the Deployment's own are the size
             size = (live or planned.desired)["spec"].get("replicas", size)
+            if not autoscaler and live is not None:
+                visit.replicas_by = replicas_setters(live, self.options.field_manager)
         if planned.ignored:
             log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION, for_log("; ".join(d.describe() for d in planned.ignored)))
         return planned.desired, planned.drift, size

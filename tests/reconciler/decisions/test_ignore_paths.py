@@ -174,6 +174,14 @@ def test_with_replicas_ignored_the_status_counts_the_deployments_own_replicas(cl
     rec.run_cycle()
     assert (condition(cluster, "m", "Available")["status"], condition(cluster, "m", "Progressing")["reason"]) == (
         "True", "ReconcileComplete")
+    # Who sets them, as the Replicas-By column shows it: the manager of spec.replicas (kubectl scale's
+    # merge patch to /scale), never spec.size.
+    status = cluster.get("cache.example.com", "memcacheds", "default", "m")["status"]
+    managers = [e for e in deployment(cluster, "m")["metadata"]["managedFields"] if "f:replicas" in e["fieldsV1"].get("f:spec", {})]
+    assert [(e["manager"], e.get("subresource")) for e in managers] == [("kubectl", "scale")], managers
+    assert status["replicasOwner"] == "kubectl (scale)", status
+    assert condition(cluster, "m", "Available")["message"] == (
+        "1 of 1 replicas available; replicas set by kubectl (scale), not spec.size (ignore-paths)")
 
 
 # ---- the pure rules
