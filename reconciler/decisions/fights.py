@@ -60,7 +60,8 @@ class Fight:
 
     @property
     def message(self) -> str:
-        return (f"{self.field} of {self.kind} {self.name} was corrected {self.corrections} times in "
+        times = "once" if self.corrections == 1 else f"{self.corrections} times"  # the first after a backoff
+        return (f"{self.field} of {self.kind} {self.name} was corrected {times} in "
                 f"{self.window:g}s and set back each time by field manager {self.manager}; "
                 f"corrections paused for {self.delay:g}s (another controller, an HPA or a script is fighting this Memcached)")
 

@@ -118,3 +118,20 @@ def test_forget_drops_only_that_crs_corrections() -> None:
     d.forget("a")
     assert d.record("a", "ns/a", REPLICAS, "x", M(1)) is None, "a's earlier correction is forgotten"
     assert d.record("b", "ns/b", REPLICAS, "x", M(1)) is not None, "b's is kept"
+
+
+def test_each_fight_counts_the_corrections_since_the_last_and_a_field_left_starts_from_zero() -> None:
+    """A fight's "corrected N times" counts the corrections since that field's last fight: in a row, each
+    fight is the one correction after the backoff. A field fought over, then left while the fight moves
+    to another field, counts from zero when it is corrected again: its old corrections made a fight
+    already, and are never counted twice."""
+    image = '.spec.template.spec.containers[name="memcached"].image'
+    d = FightDetector(threshold=2, window=1000, base=10, cap=300)
+    for t in (0, 1):
+        d.record("k", "ns/a", REPLICAS, "hpa", M(t))
+    first = d.record("k", "ns/a", REPLICAS, "hpa", M(2))
+    second = d.record("k", "ns/a", REPLICAS, "hpa", M(20))
+    assert first is not None and second is not None and (first.corrections, second.corrections) == (3, 1)
+    assert "was corrected once in 1000s" in second.message
+    assert [d.record("k", "ns/a", image, "x", M(t)) is None for t in (60, 61, 62)] == [True, True, False]
+    assert d.record("k", "ns/a", REPLICAS, "hpa", M(200)) is None, "replicas' old corrections made their fights already"
