@@ -105,6 +105,15 @@ def test_warn_once_is_silent_only_while_degraded_says_the_same_reason_and_messag
         ("Warning", "SelectorOverlap", "HTTP 422: refused")]
 
 
+def test_warn_once_is_silent_while_a_degraded_false_condition_says_the_same_news(server: FakeAPIServer) -> None:
+    """News that is no failure (SelectorOverlap on an inherited Deployment, observed without --adopt) is
+    reported on Degraded with status False: while it says the same reason and message, every later
+    reconcile (each event, each resync) adds no Warning, as for a failure on Degraded=True."""
+    news = {"type": "Degraded", "status": "False", "reason": "SelectorOverlap", "message": "its selector takes in b's Pods"}
+    recorder(server).warn_once(cr(conditions=[news]), "SelectorOverlap", "its selector takes in b's Pods")
+    assert posted(server) == []
+
+
 def test_a_disabled_recorder_sends_nothing(server: FakeAPIServer) -> None:
     server.reset_log()
     events = recorder(server, enabled=False)
