@@ -460,3 +460,16 @@ def test_a_rename_found_in_one_namespace_leaves_the_others_alone() -> None:
         ("renamed", ("team1", "prod-api"), ("team1", "dev-api")), ("renamed", ("team1", "prod-web"), ("team1", "dev-web")),
         ("removed", ("team2", "dev-web"), None)]
     assert app.renames == ["renamed by namePrefix 'dev-' -> 'prod-': 2 objects"]
+
+
+def test_a_folder_whose_name_starts_like_a_kustomizations_is_an_application_of_its_own(tmp_path: Path) -> None:
+    """``apps/cache/`` is built by its kustomization; ``apps/cache-staging/`` beside it (plain manifests)
+    only shares the start of its name, and is an application of its own: a change there is previewed."""
+    base = {"apps/cache/kustomization.yaml": "resources:\n- cr.yaml\n", "apps/cache/cr.yaml": cr(),
+            "apps/cache-staging/cr.yaml": cr(name="staging")}
+    repo = two_commits(tmp_path / "repo", base, {"apps/cache-staging/cr.yaml": cr(name="staging", size=3)})
+    proc = preview(repo, "apps")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = summary(proc.stdout)
+    assert lines[0].startswith("1 of 2 application(s) change"), lines
+    assert lines[1] == "apps/cache-staging: added PodDisruptionBudget 1; changed Deployment 1, Memcached 1", lines
