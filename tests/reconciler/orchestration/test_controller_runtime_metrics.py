@@ -236,3 +236,23 @@ def test_the_lease_holder_is_one_series_the_holder_as_last_read() -> None:
     assert holders() == {"replica-2": 1.0}
     metrics.holder = ""
     assert holders() == {}
+
+
+def test_only_a_reconcile_retried_with_backoff_is_controller_runtimes_error() -> None:
+    """controller_runtime_reconcile_total{result="error"} and ..._errors_total count what a kubebuilder
+    Reconcile returns an error for: a write the API server refused or could not take (FAILED, retried
+    with backoff), which MemcachedReconcileErrors and its runbook (docs/guides/operating.md) are about.
+    A CR that cannot be served as written (an invalid spec or annotation, a Deployment not ours) is a
+    reconcile that succeeded in saying so on the CR (Degraded), as a kubebuilder operator returns nil
+    with a condition set: memcached_gitops_errors_total counts it by its action (the reason label), never as a reconcile error."""
+    from memcached_gitops.reconciler.decisions.vocabulary import FAILURES, Action
+    from memcached_gitops.reconciler.orchestration.cycle import CROutcome
+
+    for action in Action:
+        metrics = Metrics()
+        metrics.observe_outcome(CROutcome("default", "a", action))
+        failed = action is Action.FAILED
+        assert metrics.value("controller_runtime_reconcile_total", {"controller": CONTROLLER, "result": "error"}) == failed, action
+        assert metrics.value("controller_runtime_reconcile_total", {"controller": CONTROLLER, "result": "success"}) == (not failed), action
+        assert metrics.value("controller_runtime_reconcile_errors_total", {"controller": CONTROLLER}) == failed, action
+        assert metrics.value("memcached_gitops_errors_total", {"reason": action.value}) == (action in FAILURES), action
