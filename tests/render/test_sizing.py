@@ -153,3 +153,15 @@ def test_connections_and_threads_without_resources_keep_the_seeds_memory(spec: d
     [container] = render(cr)[0]["spec"]["template"]["spec"]["containers"]
     assert container["command"] == ["memcached", *flags]
     assert container["resources"] == {"requests": {"cpu": "100m", "memory": "96Mi"}, "limits": {"memory": "128Mi"}}
+
+
+@pytest.mark.parametrize(("resources", "flags"), [
+    ({"limits": {"cpu": "2"}, "requests": {"memory": "1Gi"}}, ["--memory-limit=819", "--threads=2"]),
+    ({"limits": {"memory": "1Gi"}, "requests": {"cpu": "3"}}, ["--memory-limit=819", "--threads=3"]),
+    ({"limits": {"memory": "1Gi"}, "requests": {"memory": "256Mi", "cpu": "500m"}}, ["--memory-limit=819", "--threads=1"]),
+])
+def test_each_of_memory_and_cpu_is_read_from_the_limit_else_the_request(resources: dict, flags: list[str]) -> None:
+    """Memory and cpu are looked up each on its own, as the kubelet gives a container a limit or a
+    request per resource: a CR that limits only its cpu and requests its memory gets a cache sized from
+    that memory request, never the seeds' 64 MB."""
+    assert container(resources=resources)["command"] == ["memcached", *flags, "-o", "modern", "-v"]
