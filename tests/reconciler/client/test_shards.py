@@ -465,6 +465,29 @@ def test_release_stops_serving_at_once_and_deletes_the_lease_only_after_the_work
     assert after == [False], "nothing is written once the Lease is deleted"
 
 
+def test_a_leaving_replicas_reconcile_in_flight_writes_only_within_its_fence(server: FakeAPIServer, clock: ManualClock) -> None:
+    """While SIGTERM waits for a reconcile in flight, the Lease is no longer renewed: once the renew
+    deadline has passed since the last renewal, the others may take the share over (after a whole
+    lease of silence, as from any replica cut off), so the reconcile in flight writes nothing more,
+    though its Lease is not deleted yet: never two writers of one CR."""
+    import threading
+
+    a, _ = start(server, clock, "a", "b")
+    mine = next(k for k in KEYS if a.allowed(k))
+    with a.serving(mine) as ours:
+        assert ours
+        releasing = threading.Thread(target=a.release, daemon=True)
+        releasing.start()
+        deadline = time.monotonic() + 5
+        while not a.stopping and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert a.stopping and a.may_write(), "within the fence, the reconcile in flight finishes"
+        clock.now += a.renew_deadline
+        assert not a.may_write(), "past the renew deadline, a leaving replica writes nothing"
+    releasing.join(5)
+    assert not releasing.is_alive()
+
+
 def test_release_waits_for_a_renewal_in_flight_and_no_renewal_follows_its_delete(server: FakeAPIServer, clock: ManualClock) -> None:
     """SIGTERM while the Lease thread renews: the DELETE carries the version that renewal wrote (not a
     409 that would leave the Lease to expire), and the thread writes nothing after it."""
