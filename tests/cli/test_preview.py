@@ -473,3 +473,19 @@ def test_a_folder_whose_name_starts_like_a_kustomizations_is_an_application_of_i
     lines = summary(proc.stdout)
     assert lines[0].startswith("1 of 2 application(s) change"), lines
     assert lines[1] == "apps/cache-staging: added PodDisruptionBudget 1; changed Deployment 1, Memcached 1", lines
+
+
+@pytest.mark.parametrize("annotation", ["kubectl.kubernetes.io/last-applied-configuration", "deployment.kubernetes.io/revision"])
+def test_what_kubectl_or_a_controller_writes_is_left_out_even_alone(annotation: str) -> None:
+    """A manifest exported from a cluster and cleaned of its server fields but for an annotation that
+    kubectl apply or the Deployment controller writes: that annotation differing between the sides is
+    no change (it is never what a pull request asks for), and a change elsewhere is shown without it."""
+    def configmap(note: str, data: str = "1") -> dict:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "annotations": {annotation: note, "team": "a"}},
+                "data": {"x": data}}
+
+    [same] = compare({"app": Side([configmap("{\"old\": 1}")], [])}, {"app": Side([configmap("{\"new\": 2}")], [])})
+    assert same.changes == [], same.changes
+    [changed] = compare({"app": Side([configmap("{\"old\": 1}")], [])}, {"app": Side([configmap("{\"new\": 2}", "2")], [])})
+    [change] = changed.changes
+    assert change.action == "changed" and annotation not in change.diff and "team" not in change.diff, change.diff
