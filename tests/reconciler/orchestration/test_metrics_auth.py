@@ -459,3 +459,16 @@ def test_only_a_bearer_token_as_the_api_server_splits_it_is_reviewed(cluster) ->
         assert guard("GET", "/metrics", header) == (401, "Unauthorized"), repr(header)
     assert reviews_sent(cluster) == []
     assert guard("GET", "/metrics", "  Bearer scraper-token ") is None
+
+
+def test_a_stranger_spraying_tokens_past_the_review_rate_gets_429_and_no_error_line(cluster, caplog: pytest.LogCaptureFixture) -> None:
+    """Tokens not reviewed yet beyond the review bucket are answered 429 Too Many Requests (the scraper's
+    own fault, retried later), never a 500 with an ERROR line: the log stays quiet under a token spray,
+    and nothing says the API server or RBAC is broken when it is not."""
+    guard = bearer_guard(AccessReviews(KubeAPI.connect(host=cluster.url), review_rate=0.001, review_burst=2))
+    with caplog.at_level(logging.DEBUG, logger="memcached_gitops"):
+        answers = [guard("GET", "/metrics", f"Bearer stranger-{i}") for i in range(4)]
+    # a token the TokenReview says is invalid: controller-runtime's 500 (the review's error), logged at debug
+    assert answers == [(500, "Authentication failed")] * 2 + [(429, "Too many requests")] * 2, answers
+    assert len(reviews_sent(cluster)) == 2
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
