@@ -92,6 +92,18 @@ def test_a_refused_deployment_apply_does_not_stop_the_companions(cluster: FakeAP
     assert condition(cluster, "m", "Degraded")["message"].startswith("Deployment default/m: apply refused: HTTP 403")
 
 
+@pytest.mark.parametrize(("status", "permanent"), [(400, True), (403, True), (422, True), (409, False), (500, False)])
+def test_a_refusal_the_same_request_would_get_again_waits_for_a_change(cluster: FakeAPIServer, status: int, permanent: bool) -> None:
+    """A 400 (a body the API server cannot decode as sent), a 403 (RBAC, an admission policy) or a 422
+    (invalid) comes back for the same apply until something changes: permanent, retried at the resync or
+    on a change. A conflict or a server error may pass on its own: retried with backoff."""
+    make_cr(cluster, "m", size=2)
+    cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/m", status=status, times=100))
+    [outcome] = reconciler_for(cluster).run_cycle().outcomes
+    assert [(f.kind, f.status) for f in outcome.failures] == [("Deployment", status)]
+    assert outcome.permanent is permanent
+
+
 # ---- revoke.py, pure
 
 
