@@ -165,3 +165,12 @@ def test_each_of_memory_and_cpu_is_read_from_the_limit_else_the_request(resource
     request per resource: a CR that limits only its cpu and requests its memory gets a cache sized from
     that memory request, never the seeds' 64 MB."""
     assert container(resources=resources)["command"] == ["memcached", *flags, "-o", "modern", "-v"]
+
+
+@pytest.mark.parametrize("resources", [{}, {"limits": {}}, {"requests": {}}, {"limits": {}, "requests": {}}])
+def test_resources_that_name_nothing_are_no_resources(resources: dict) -> None:
+    """Empty limits and requests (a patch that emptied them) ask for nothing: the seeds' command and
+    resources, never a container with ``resources: {}`` (a BestEffort Pod with no memory limit at all)."""
+    sized = container(resources=resources)
+    assert sized["command"] == ["memcached", "--memory-limit=64", "-o", "modern", "-v"]
+    assert sized["resources"] == {"requests": {"cpu": "100m", "memory": "96Mi"}, "limits": {"memory": "128Mi"}}
