@@ -480,6 +480,21 @@ def test_once_serves_every_cr_and_exits(cluster: FakeAPIServer, replicas: Callab
     assert not [w for w in cluster.log if "/leases" in w.path], "--once takes no Lease"
 
 
+def test_once_at_sigterm_finishes_the_cr_on_the_wire_and_stops(cluster: FakeAPIServer, replicas: Callable[..., Replica]) -> None:
+    """A CronJob's Pod deleted mid-run (the kubelet's SIGTERM): --once finishes the CR whose apply is on
+    the wire (its status still written: never left half-done), takes no next CR, says the cycle
+    stopped early, and exits by itself with 2 (a cycle that did not handle every CR), not by the signal."""
+    make_cr(cluster, "slow", size=1)
+    make_cr(cluster, "z", size=1)  # after "slow" in the cycle's order
+    fault = hold_apply(cluster, "slow")
+    r = replicas("cronjob", "--once", lease=False)
+    wait_for(lambda: fault.times == 0, what="the apply on the wire", replicas=(r,))
+    assert r.terminate() == 2, r.stderr()
+    assert [w for w in r.writes() if w.path.endswith("/memcacheds/slow/status")], "the CR in flight finished"
+    assert deployment(cluster, "z") is None, "no CR is taken after SIGTERM"
+    assert "stopped before every CR was handled" in r.stderr()
+
+
 def test_detect_only_reports_and_writes_no_deployment(cluster: FakeAPIServer, replicas: Callable[..., Replica]) -> None:
     make_cr(cluster, "a", size=1)
     r = replicas("detector", "--detect-only")
