@@ -32,6 +32,7 @@ import yaml
 from memcached_gitops.reconciler.orchestration.serving import METRICS, serve
 
 from fakeapi.server import FakeAPIServer, Fault
+from tests.conftest import REPO
 from tests.support.controller import SCALE, running, wait_for
 from tests.support.fakecluster import deployment, make_cr, patch
 from tests.support.metrics_endpoint import free_port
@@ -46,6 +47,22 @@ def get(base: str, path: str, **query: str) -> Any:
     url = f"{base}{path}" + ("?" + urllib.parse.urlencode(query) if query else "")
     with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 (a local Prometheus)
         return json.loads(response.read())
+
+
+#: The shipped ServiceMonitor's endpoint (kustomize/components/servicemonitor).
+SERVICE_MONITOR = REPO / "kustomize" / "components" / "servicemonitor" / "servicemonitor.yaml"
+ENDPOINT = yaml.safe_load(SERVICE_MONITOR.read_text())["spec"]["endpoints"][0]
+#: The labels the Prometheus Operator gives every target of a ServiceMonitor (its relabelling of the
+#: endpoints' metadata): the reconciler's own namespace, Service, Pod and container.
+OPERATOR_TARGET_LABELS = {"namespace": "memcached-gitops-system", "service": "memcached-gitops", "pod": "memcached-gitops-7d9f-x2",
+                          "container": "manager", "endpoint": ENDPOINT["port"]}
+
+
+def scrape_config(target: str) -> dict[str, Any]:
+    """The job the Prometheus Operator writes for the shipped ServiceMonitor: its ``honorLabels`` as the
+    job's ``honor_labels``, and its target labels on the target."""
+    return {"job_name": "reconciler", "honor_labels": bool(ENDPOINT.get("honorLabels", False)),
+            "static_configs": [{"targets": [target], "labels": OPERATOR_TARGET_LABELS}]}
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +87,7 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
                 (tmp / "prometheus.yml").write_text(yaml.safe_dump({
                     "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
                     "rule_files": [str(tmp / "rules.yaml")],
-                    "scrape_configs": [{"job_name": "reconciler", "static_configs": [{"targets": [f"127.0.0.1:{port}"]}]}]}))
+                    "scrape_configs": [scrape_config(f"127.0.0.1:{port}")]}))
                 web = free_port()
                 proc = subprocess.Popen([str(PROMETHEUS), f"--config.file={tmp / 'prometheus.yml'}",
                                          f"--storage.tsdb.path={tmp / 'data'}", f"--web.listen-address=127.0.0.1:{web}"],
@@ -174,3 +191,15 @@ def test_a_refused_write_puts_its_alert_in_pending_over_the_real_scrape(promethe
     [alert] = pending()
     assert (alert["kind"], alert["code"], alert["alertstate"]) == ("Service", "403", "pending"), alert
 
+
+
+def test_each_crs_series_keeps_the_crs_namespace_beside_the_targets_labels(prometheus: tuple[str, FakeAPIServer]) -> None:
+    """memcached_gitops_status_condition names each CR's namespace as kube-state-metrics names an
+    object's: scraped through the shipped ServiceMonitor, the series says the CR's namespace, not the
+    reconciler's (which a job without honor_labels would put there, moving the CR's to
+    exported_namespace), so ``kubectl get memcached -n NAMESPACE`` finds what an alert names."""
+    base, _ = prometheus
+    series = get(base, "/api/v1/series", **{"match[]": "memcached_gitops_status_condition"})["data"]
+    assert series, "no condition series scraped"
+    assert {s["namespace"] for s in series} == {"default"}, series
+    assert not [s for s in series if "exported_namespace" in s], series
