@@ -78,7 +78,9 @@ def stage(group: dict, where: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for folder, target in FOLDERS.items():
         shutil.copytree(ROOT / folder, where / target, ignore=ignore, dirs_exist_ok=True)
-    data = ["tests", "fakeapi", "examples", *group.get("data", [])]  # tests read examples/ (the golden render), import fakeapi
+    # tests read examples/ (the golden render), kustomize/ (the shipped CRD and manifests) and docs/ (the guides'
+    # steps), and import fakeapi
+    data = list(dict.fromkeys(["tests", "fakeapi", "examples", "kustomize", "docs", *group.get("data", [])]))
     for folder in data:
         shutil.copytree(ROOT / folder, where / folder, ignore=ignore)
     shutil.copy2(ROOT / "pyproject.toml", where / "pyproject.toml")
