@@ -71,6 +71,25 @@ def test_a_transient_answer_is_tried_again_and_a_lasting_one_is_not(status: int)
         assert len(slept) == 1, "a 400 is not tried again"
 
 
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_request_is_not_tried_again_once_the_process_is_stopping(method: str) -> None:
+    """SIGTERM sets the process's stop event, which the client is given: a request then answered 503
+    (or not at all) is given up at once, read or write, never retried through its backoff and
+    Retry-After while the kubelet's grace period runs out."""
+    import threading
+
+    stop = threading.Event()
+    slept: list[float] = []
+    with FakeAPIServer(namespaces=("default",)) as server:
+        server.faults.append(Fault(method=method, path_contains="/leases", status=503, times=10))
+        api = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=5, base=0.01, cap=5.0, sleep=slept.append), stop=stop)
+        stop.set()
+        with pytest.raises(APIError) as caught:
+            api.request(method, LEASES, body=_lease("l", {}) if method == "POST" else None)
+    assert caught.value.status == 503 and slept == []
+    assert [r.method for r in server.log if "/leases" in r.path] == [method], "sent once, never again"
+
+
 @pytest.mark.parametrize("lost", ["before-the-answer", "while-waiting"])
 def test_a_write_is_not_tried_again_once_writes_are_stopped(lost: str) -> None:
     """A write answered 503 waits and is sent again, but only while this replica may write: the Lease
