@@ -35,8 +35,10 @@ def controller_of(obj: dict[str, Any]) -> dict[str, Any] | None:
     return next((r for r in refs if isinstance(r, dict) and r.get("controller")), None)
 
 
-def classify(deployment: dict[str, Any], cr: dict[str, Any], field_manager: str = MANAGED_BY) -> Ownership:
-    """The relation of a live Deployment to the Memcached of the same name and namespace."""
+def classify(deployment: dict[str, Any], cr: dict[str, Any], field_manager: str) -> Ownership:
+    """The relation of a live Deployment to the Memcached of the same name and namespace, for the
+    reconciler applying as ``field_manager`` (no default: a caller that forgot ``--field-manager``
+    would find its own adoption under another name still inherited)."""
     controller = controller_of(deployment)
     if controller is not None:
         uid = (cr.get("metadata") or {}).get("uid")

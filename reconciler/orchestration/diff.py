@@ -163,6 +163,9 @@ def _left_alone(live: dict[str, Any], kind: str, cr: str) -> bool:
     from ..decisions.companions import Move, relation
     from ..decisions.ownership import Ownership, classify
     from ..decisions.vocabulary import DEPLOYMENTS
+    from .cycle import Options
 
     ref = _as_this_cr(live, cr)
-    return classify(live, ref) is Ownership.FOREIGN if kind == DEPLOYMENTS.kind else relation(live, ref) is Move.FOREIGN
+    if kind == DEPLOYMENTS.kind:
+        return classify(live, ref, Options().field_manager) is Ownership.FOREIGN
+    return relation(live, ref) is Move.FOREIGN

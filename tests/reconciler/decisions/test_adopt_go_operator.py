@@ -35,7 +35,7 @@ from memcached_gitops.reconciler.decisions.selectors import (
 from fakeapi.server import DeploymentController, FakeAPIServer
 from tests.conftest import REPO
 from tests.support.controller import running, settle, wait_for
-from tests.support.fakecluster import CR_PATH, condition, deployment, make_cr, patch, reconciler_for, writes
+from tests.support.fakecluster import CR_PATH, DEP_PATH, condition, deployment, make_cr, patch, reconciler_for, writes
 from tests.support.go_operator import MANAGER_UA, SEED_PARAMS, SEEDS, go_operator_deployment, operator_sdk_labels
 from tests.upstream import needs_upstream
 
@@ -102,6 +102,20 @@ def test_adopt_takes_it_over_in_place_and_a_second_run_writes_nothing(cluster: F
     again = rec.run_cycle()
     assert [o.action for o in again.outcomes] == ["unchanged"]
     assert not [w for w in writes(cluster) if "/deployments/" in w], "a second run writes nothing"
+
+
+def test_a_deployment_adopted_under_another_field_manager_is_ours_under_it_from_then_on(cluster: FakeAPIServer) -> None:
+    """``reconcile --adopt --field-manager team-cache`` takes the Go operator's Deployment over; the next
+    runs under the same manager, without --adopt, find it theirs: a drift is corrected (not observed as
+    the operator's), and nothing is taken over again."""
+    left_running(cluster, "seed-000", size=2)
+    assert [o.action for o in reconciler_for(cluster, adopt=True, field_manager="team-cache").run_cycle().outcomes] == ["adopted"]
+    DeploymentController(cluster).sync(available=True)
+    patch(cluster, DEP_PATH.format(ns="default", name="a") + "/scale", {"spec": {"replicas": 5}}, "application/merge-patch+json")
+    [outcome] = reconciler_for(cluster, field_manager="team-cache").run_cycle().outcomes
+    assert outcome.action == "corrected", outcome
+    assert deployment(cluster, "a")["spec"]["replicas"] == 2
+    assert condition(cluster, "a", "Degraded")["reason"] != "NotAdopted"
 
 
 @pytest.mark.parametrize("seed", ["seed-000", pytest.param("operator-sdk", marks=needs_upstream)])

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from memcached_gitops.reconciler.decisions.ownership import Ownership, classify, spec_manager
+from memcached_gitops.reconciler.decisions.vocabulary import FIELD_MANAGER
 from memcached_gitops.reconciler.orchestration.loop import exit_code
 
 from fakeapi.server import DeploymentController, FakeAPIServer
@@ -61,7 +62,7 @@ OURS = {"app.kubernetes.io/managed-by": "memcached-gitops", "app.kubernetes.io/i
 ], ids=["owned", "owned-unlabelled", "gitops", "gitops-non-controller-owner", "other-controller", "other-instance", "helm", "bare",
         "inherited", "inherited-no-apply-of-ours", "adopted", "their-controller-our-selector"])
 def test_classify(deployment_: dict, expected: Ownership) -> None:
-    assert classify(deployment_, CR) is expected
+    assert classify(deployment_, CR, FIELD_MANAGER) is expected
 
 
 @pytest.mark.parametrize("cr", [{"metadata": {"name": "m"}}, {"metadata": {"name": "m", "uid": None}},
@@ -71,7 +72,7 @@ def test_a_controlled_deployment_is_never_ours_for_a_cr_without_a_uid(cr: dict) 
     A controller reference is ours only when its uid is the CR's, so no uid matches none."""
     other = _dep(OURS, [{"kind": "MemcachedCluster", "name": "m", "uid": "u-9", "controller": True}],
                  {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "m"})
-    assert classify(other, cr) is Ownership.FOREIGN
+    assert classify(other, cr, FIELD_MANAGER) is Ownership.FOREIGN
 
 
 def test_spec_manager_is_who_applied_the_spec_not_who_scaled_it() -> None:
