@@ -78,6 +78,25 @@ def test_an_apply_for_other_reasons_leaves_the_ignored_field_to_its_owner(cluste
     assert "replicas" not in json.loads(apply.body)["spec"]
 
 
+def test_a_companions_ignored_field_survives_the_taking_back_of_a_replaced_port(cluster: FakeAPIServer) -> None:
+    """A person replaces the Service's port with one of their own and, in the same edit, sets a label the
+    CR's ignore-paths leaves to people (``Service:/metadata/labels/team``). Our port is missing, so the
+    reconciler takes the person's fields back before its apply (revoke.py), all but the ignored ones:
+    our port returns, theirs goes, and the label stays theirs."""
+    make_cr(cluster, "m", size=1)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    annotate(cluster, "m", "Service:/metadata/labels/team")
+    body = {"metadata": {"labels": {"team": "payments"}},
+            "spec": {"ports": [{"name": "theirs", "port": 11311, "protocol": "TCP", "targetPort": 11311}]}}
+    patch(cluster, SERVICE.format(name="m"), body, "application/merge-patch+json", "?fieldManager=kubectl-edit")
+    [outcome] = rec.run_cycle().outcomes
+    assert outcome.error == "", outcome.error
+    service = cluster.get("", "services", "default", "m-memcached")
+    assert [p["port"] for p in service["spec"]["ports"]] == [11211], service["spec"]["ports"]
+    assert service["metadata"]["labels"].get("team") == "payments", service["metadata"]["labels"]
+
+
 def test_a_companions_ignored_field_stays_and_is_left_out_of_its_apply(cluster: FakeAPIServer) -> None:
     """``PodDisruptionBudget:/spec/maxUnavailable``: a platform team's budget stays, is not drift (no
     write, no Event) but is listed as ignored; an apply of the budget for another field leaves it out
