@@ -154,3 +154,14 @@ def test_off_a_terminal_each_log_line_is_one_json_object_stamped_in_rfc_3339(cap
     assert {k: line[k] for k in ("level", "logger", "msg")} == {"level": "warning", "logger": "memcached_gitops.test", "msg": "a line"}
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["time"]), line["time"]
     assert before <= datetime.fromisoformat(line["time"].replace("Z", "+00:00")) <= datetime.now(UTC)
+
+
+def test_a_ci_job_with_a_terminal_gets_no_progress_line(tmp_path: Path) -> None:
+    """A CI job run with a pseudo-terminal (``docker run -t``, GitLab's or Jenkins' tty, ``script``) sets
+    ``CI``: the command writes no progress line into the job's log, however long the work takes. The
+    same run without ``CI`` shows one (so the work is long enough to be shown at all)."""
+    cr = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {{name: c{f}-{i}}}\nspec: {{size: 1}}\n"
+    for f in range(3):  # three files of 8,000 CRs: over a second of work, a file at a time
+        (tmp_path / f"crs{f}.yaml").write_text("---\n".join(cr.format(f=f, i=i) for i in range(8000)))
+    assert b" of 3 files" in run_in_pty(["validate", "."], tmp_path, _env()), "a person at a terminal sees progress"
+    assert b"checked" not in run_in_pty(["validate", "."], tmp_path, _env(CI="true"))
