@@ -17,7 +17,7 @@ BUDGET = "/apis/policy/v1/namespaces/default/poddisruptionbudgets/{name}-memcach
 
 
 # the conftest fixture `cluster` serves these namespaces only
-CLUSTER_NAMESPACES = ("default",)
+CLUSTER_NAMESPACES = ("default", "shop")
 
 
 def set_memory(api: FakeAPIServer, name: str, memory: str) -> None:
@@ -327,26 +327,31 @@ def test_follow_handles_every_pointer_past_one_it_cannot_follow_and_never_aliase
     assert carried["resources"]["limits"] is not cached["resources"]["limits"]
 
 
-def test_diff_lists_drift_at_ignored_paths_as_ignored_and_exits_0(cluster: FakeAPIServer, tmp_path) -> None:
+@pytest.mark.parametrize("namespace", ["", "shop"])
+def test_diff_lists_drift_at_ignored_paths_as_ignored_and_exits_0(cluster: FakeAPIServer, tmp_path, namespace: str) -> None:
+    """A CR with no namespace is --namespace's (default); one that names its own is compared in it, with its
+    own ignored paths."""
     import subprocess
     import sys
 
     from tests.support.fakecluster import write_kubeconfig
 
-    make_cr(cluster, "m", size=1)
+    ns = namespace or "default"
+    make_cr(cluster, "m", ns=ns, size=1)
     reconciler_for(cluster).run_cycle()
-    scale(cluster, "m", 3)
+    scale(cluster, "m", 3, ns=ns)
     kubeconfig = write_kubeconfig(tmp_path, cluster.url)
     cr = tmp_path / "m.yaml"
-    cr.write_text(f"apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: m\n"
-                  f"  annotations: {{{ANNOTATION}: /spec/replicas}}\nspec: {{size: 1}}\n")
+    cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata:\n  name: m\n"
+                  + (f"  namespace: {namespace}\n" if namespace else "")
+                  + f"  annotations: {{{ANNOTATION}: /spec/replicas}}\nspec: {{size: 1}}\n")
     cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(kubeconfig), str(cr)]
     diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert diff.returncode == 0, diff.stdout + diff.stderr
-    assert diff.stdout == (f"default/m: ignored ({ANNOTATION}): .spec.replicas: live 3, desired 1 (set by kubectl (scale))\n")
+    assert diff.stdout == (f"{ns}/m: ignored ({ANNOTATION}): .spec.replicas: live 3, desired 1 (set by kubectl (scale))\n")
     cr.write_text(cr.read_text().replace("/spec/replicas", "spec/replicas"))
     bad = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and f"default/m: annotation {ANNOTATION}" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and f"{ns}/m: annotation {ANNOTATION}" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_plan_carries_a_field_we_alone_own_on_an_ignored_path_and_our_replicas_under_an_hpa() -> None:
