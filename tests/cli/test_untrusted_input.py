@@ -330,6 +330,7 @@ def _linked_repository(tmp_path: Path) -> Path:
     outside = tmp_path / "outside" / "sub"
     outside.mkdir(parents=True)
     (outside / "creds.yaml").write_text(f"apiVersion: v1\nkind: Secret\nmetadata: {{name: runner}}\nstringData: {{token: {SECRET}}}\n")
+    (outside / "kustomization.yaml").write_text("resources:\n- creds.yaml\n")  # a build root behind the link, too
     repo = _base_and_branch(tmp_path)
     (repo / "apps").symlink_to(tmp_path / "outside")
     subprocess.run([*GIT, "add", "-A"], cwd=repo, check=True)

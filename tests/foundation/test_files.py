@@ -385,3 +385,18 @@ def test_the_kustomizations_a_walk_meets_are_built_once_each_beside_the_roots_na
     (tmp_path / "kustomization.yaml").write_text("resources: [base]\n")
     manifests, kustomize_files = manifest_sources(["kustomization.yaml", "base/kustomization.yaml"])
     assert [(b.name, b.path) for b in nested_builds(kustomize_files, manifests)] == [(".", "."), ("base", "base")]
+
+
+def test_a_kustomization_behind_a_link_out_of_the_working_directory_is_not_built(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """``apps`` committed as a link to the runner's home, where a kustomization is: the folder named under
+    the working directory is refused for where it leads before it is taken for a build root."""
+    outside = tmp_path / "outside" / "sub"
+    outside.mkdir(parents=True)
+    (outside / "kustomization.yaml").write_bytes(b"resources:\n- creds.yaml\n")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "apps").symlink_to(tmp_path / "outside")
+    monkeypatch.chdir(repo)
+    with pytest.raises(InputError, match="resolves outside the working directory"):
+        expand(["apps/sub"])
