@@ -390,6 +390,18 @@ def test_cel_rules_are_not_evaluated_after_a_blocking_error(spec: str, first: tu
     assert errors_of(cr(f"size: 1\n{spec}"), "all") == [first, NOT_CHECKED]
 
 
+def test_objectmeta_is_judged_first_and_blocks_the_rules_as_a_schema_error_does() -> None:
+    """The API server validates a custom resource's ObjectMeta before its schema and its rules
+    (customresource/strategy.go Validate), and hasBlockingErr reads all the errors so far: a missing name
+    (Required) leaves the rules unchecked, and an ObjectMeta error that does not block comes before the
+    rule's own failure, in the server's order."""
+    assert errors_of(cr("size: 5\ncontainerPort: 80", name=""), "all") == [
+        ("metadata.name", "Required value: name or generateName is required"), NOT_CHECKED]
+    [first, second] = errors_of(cr("size: 5\ncontainerPort: 80", name="Bad_Name"), "all")
+    assert first[0] == "metadata.name" and first[1].startswith('Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain')
+    assert second == ("spec", "Invalid value: sizes above 4 need the default port")
+
+
 def test_cel_rules_are_evaluated_beside_other_schema_errors() -> None:
     # an Invalid value (a bound, a pattern) does not block: the rule's own failure is reported too
     assert errors_of(cr("size: 6\ncontainerPort: 80"), "all") == [
