@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from memcached_gitops.foundation.identities import RECONCILE_ANNOTATION
+from memcached_gitops.foundation.identities import IGNORE_PATHS_ANNOTATION, RECONCILE_ANNOTATION
 from memcached_gitops.reconciler.client.api import APIError
 from memcached_gitops.reconciler.client.leader import LeaderElector
 from memcached_gitops.reconciler.orchestration.loop import exit_code
@@ -859,3 +859,21 @@ def test_a_budget_deleted_by_someone_else_before_our_delete_is_what_was_asked(cl
     [outcome] = rec.run_cycle().outcomes
     assert outcome.action != "failed" and outcome.failures == [] and outcome.error == "", outcome
     assert condition(cluster, "a", "Degraded")["status"] == "False"
+
+
+def test_replicas_ignored_from_the_start_begin_at_the_size_and_stay_while_only_we_set_them(cluster: FakeAPIServer) -> None:
+    """A new CR whose ignore-paths names /spec/replicas: its Deployment starts at spec.size; while no one
+    else has set them, the replicas are still ours (REPLICAS-BY spec.size) and an apply for another
+    change carries them, since dropping a field we alone own would set it back to the default of 1
+    (transcript 21)."""
+    make_cr(cluster, "a", size=3)
+    patch(cluster, CR_PATH.format(ns="default") + "/a", {"metadata": {"annotations": {IGNORE_PATHS_ANNOTATION: "/spec/replicas"}}},
+          "application/merge-patch+json")
+    rec = reconciler_for(cluster)
+    [created] = rec.run_cycle().outcomes
+    assert created.action == "created" and deployment(cluster, "a")["spec"]["replicas"] == 3, created.error
+    patch(cluster, CR_PATH.format(ns="default") + "/a", {"spec": {"containerPort": 11311}}, "application/merge-patch+json")
+    [changed] = rec.run_cycle().outcomes
+    assert changed.action == "corrected", changed.error
+    assert deployment(cluster, "a")["spec"]["replicas"] == 3
+    assert cr_status(cluster, "a")["replicasOwner"] == "spec.size"
