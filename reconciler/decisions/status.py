@@ -42,7 +42,7 @@ class Observation:
     inherited_selector: str = ""  # inherited, not adopted (ownership.py): the selector it was created with
     overlap: str = ""  # the other Deployments whose Pods its selector shares (selectors.py)
     autoscaler: str = ""  # the HorizontalPodAutoscaler that owns the Deployment's replicas (autoscalers.py)
-    replicas_by: str = ""  # the CR's ignore-paths leaves the replicas to these managers (ownership.replicas_setters)
+    replicas_by: str = ""  # the CR's ignore-paths leaves the replicas to these managers (autoscalers.replicas_setters)
     paused: str = ""  # cache.example.com/reconcile: disabled: why nothing is reconciled (one condition says it)
 
 
