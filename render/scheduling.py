@@ -22,10 +22,12 @@ MAPS = frozenset({"nodeSelector", "matchLabels"})
 
 def stored(value: Any, key: str = "") -> Any:
     """``value`` as the API server writes it back: empty strings, lists and maps under a key left
-    out (None), empty structs kept; copied, so the rendered Deployment shares nothing with the CR."""
+    out (None), empty structs kept, a map's entries kept whatever their value (a Go map's ``""`` is an
+    entry, not an omitted field); copied, so the rendered Deployment shares nothing with the CR."""
+    if isinstance(value, dict) and key in MAPS:
+        return dict(value) or None
     if isinstance(value, dict):
-        out = {k: v for k, v in ((k, stored(v, k)) for k, v in value.items()) if v is not None}
-        return None if not out and key in MAPS else out
+        return {k: v for k, v in ((k, stored(v, k)) for k, v in value.items()) if v is not None}
     if isinstance(value, list):
         items = [stored(v) for v in value]
         return items or None

@@ -59,6 +59,15 @@ def cr(spec: dict) -> dict:
 STORED.append(({"affinity": {}}, {"affinity": {}}))
 STORED.append(({"affinity": None, "nodeSelector": None}, {}))
 
+# a map[string]string keeps every entry, an empty value too (omitempty is a struct field's, never a map
+# value's): a node selector on an empty label value selects those nodes, and matchLabels on one selects
+# those Pods, not every Pod
+STORED.append(({"nodeSelector": {"disk": "", "zone": "a"}}, {"nodeSelector": {"disk": "", "zone": "a"}}))
+STORED.append(({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"tier": ""}}}]}}},
+    {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"tier": ""}}}]}}}))
+
 
 @pytest.mark.parametrize(("sent", "kept"), STORED)
 def test_empty_forms_are_rendered_as_the_api_server_stores_them(sent: dict, kept: dict) -> None:
