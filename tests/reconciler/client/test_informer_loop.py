@@ -175,6 +175,9 @@ def test_a_metadata_only_kind_asks_for_partial_object_metadata_everywhere(monkey
     r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [])], kind=PODS)
     r.run()
     assert [c[4] for c in r.api.calls] == [METADATA_WATCH, METADATA_LIST, METADATA_WATCH]
+    # the API server's words for them (client-go metadata informer's Accept), JSON as the fallback
+    assert METADATA_LIST == "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+    assert METADATA_WATCH == "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
     r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [])])
     r.run()
     assert [c[4] for c in r.api.calls] == [None, None, None]
