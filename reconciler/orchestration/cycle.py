@@ -490,9 +490,12 @@ class Reconciler:
     def _refuse(self, visit: Visit, reason: str, message: str, size: int, live: dict[str, Any] | None,
                 action: Action = Action.INVALID, *, pods: tuple[str, ...] | None = None, failed: bool = True) -> CROutcome:
         """A CR not served as it asks: its Degraded condition says why, a Warning Event says it once
-        (while the condition says it), and the outcome carries the action (and, ``failed``, the error)."""
+        (while the condition says it), and the outcome carries the action (and, ``failed``, the error).
+        The columns still name who sets the Deployment's replicas (an HPA, or the managers the CR's
+        ignore-paths leaves them to): that does not change with what this cycle did."""
         message = bounded(message)
-        visit.status(Observation(visit.generation, size, live, visit.pods if pods is None else pods, reason, message))
+        visit.status(Observation(visit.generation, size, live, visit.pods if pods is None else pods, reason, message,
+                                 autoscaler=visit.autoscaler, replicas_by=visit.replicas_by))
         self.events.warn_once(visit.cr, reason, message)
         visit.result.action = action
         if failed:

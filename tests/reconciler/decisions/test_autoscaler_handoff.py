@@ -15,7 +15,7 @@ from memcached_gitops.reconciler.decisions.autoscalers import autoscalers_by_tar
 
 from fakeapi.server import DeploymentController, FakeAPIServer
 from tests.support.controller import running, settle, wait_for
-from tests.support.fakecluster import HPA_PATH, call, condition, create_hpa, deployment, hpa_scales, make_cr, reconciler_for
+from tests.support.fakecluster import HPA_PATH, call, condition, cr_status, create_hpa, deployment, hpa_scales, make_cr, reconciler_for
 
 # the conftest fixture `cluster` serves these namespaces only
 CLUSTER_NAMESPACES = ("default",)
@@ -195,3 +195,18 @@ def test_diff_by_a_person_who_may_not_list_autoscalers(cluster: FakeAPIServer, t
         assert "default/a: .spec.replicas: live 3, desired 1" in diff.stdout and diff.stderr == "", diff.stdout + diff.stderr
     else:
         assert diff.stderr.splitlines()[-1].startswith("error: default: ") and "Traceback" not in diff.stderr, diff.stderr
+
+
+def test_drift_left_alone_under_detect_only_still_names_the_hpa_that_scales_the_deployment(cluster: FakeAPIServer) -> None:
+    """REPLICAS-BY and READY say who sets the Deployment's replicas whatever the cycle does with the
+    drift: under --detect-only (drift reported and left alone) the HPA still scales the Deployment,
+    so the columns name it and count its replicas, not spec.size."""
+    rec = scaled_by_an_hpa(cluster)
+    rec.run_cycle()
+    cr = cluster.objects[("cache.example.com", "memcacheds", "default", "a")]
+    cr["spec"]["containerPort"], cr["metadata"]["generation"] = 11311, cr["metadata"]["generation"] + 1
+    [outcome] = reconciler_for(cluster, detect_only=True).run_cycle().outcomes
+    assert outcome.action == "drifted", outcome
+    status = cr_status(cluster, "a")
+    assert (status["replicasOwner"], status["ready"]) == ("HorizontalPodAutoscaler/a", "0/3"), status
+    assert condition(cluster, "a", "Degraded")["reason"] == "DriftDetected"
