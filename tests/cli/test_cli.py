@@ -275,3 +275,25 @@ def test_the_real_errors_come_before_the_note_that_rules_were_not_checked(tmp_pa
                             capture_output=True, text=True)
     annotations = [line for line in github.stdout.splitlines() if line.startswith("::error")]
     assert "spec.size" in annotations[0] and "not checked" in annotations[1], github.stdout
+
+
+def test_no_cluster_names_what_each_place_kubectl_looks_held(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """client-go's loading rules, in order: $KUBECONFIG, ~/.kube/config, in-cluster. The one line says
+    what each held (a home kubeconfig present, the in-cluster variable set), and adds the client's own
+    reason only when a kubeconfig was there to be read (its words are about that file, not a Service host)."""
+    from memcached_gitops.reconciler.orchestration.main import connect
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".kube").mkdir()
+    (tmp_path / ".kube" / "config").write_text("apiVersion: v1\nkind: Config\nclusters: []\n")
+    assert connect(None, None, None) is None
+    err = capsys.readouterr().err
+    tried = f"(tried $KUBECONFIG unset; {tmp_path}/.kube/config present; in-cluster (KUBERNETES_SERVICE_HOST unset)): "
+    assert len(err.splitlines()) == 1 and tried in err, err
+    (tmp_path / ".kube" / "config").unlink()
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    assert connect(None, None, None) is None
+    err = capsys.readouterr().err
+    assert f"(tried $KUBECONFIG unset; {tmp_path}/.kube/config not found; in-cluster (KUBERNETES_SERVICE_HOST set)); give " in err, err

@@ -1924,3 +1924,17 @@ def test_the_command_lines_default_workers_are_the_controllers() -> None:
     assert isinstance(command, click.Group)
     workers = next(p for p in command.commands["reconcile"].params if p.name == "workers")
     assert workers.default == DEFAULT_WORKERS == Settings().workers
+
+
+def test_ours_is_the_field_manager_the_reconciler_runs_under() -> None:
+    """With --field-manager team-cache, team-cache's corrections are our own (never a fight), and
+    memcached-gitops, the default name, is another manager like any: its undoing is fought."""
+    c = make(field_manager="team-cache", fights=FightDetector(threshold=0, window=60, base=10, cap=10))
+    c.reconciler.events = Events()  # type: ignore[assignment]
+    for _ in range(3):
+        mine = Correction("Deployment", "default/a", Drift(REPLICAS, 5, 1, ("team-cache",)))
+        assert c._fight_check(cr("a"), [mine]) is None, "our own manager is never fought"
+    other = Correction("Deployment", "default/a", Drift(REPLICAS, 5, 1, ("team-cache", "memcached-gitops")))
+    reason, message = c._fight_check(cr("a"), [other])
+    assert reason == "FieldManagerFight" and "by field manager memcached-gitops;" in message
+    assert c.metrics.value("memcached_gitops_fights_total", {"field": ".spec.replicas", "manager": "memcached-gitops"}) == 1

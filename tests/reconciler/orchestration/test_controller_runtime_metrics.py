@@ -256,3 +256,17 @@ def test_only_a_reconcile_retried_with_backoff_is_controller_runtimes_error() ->
         assert metrics.value("controller_runtime_reconcile_total", {"controller": CONTROLLER, "result": "success"}) == (not failed), action
         assert metrics.value("controller_runtime_reconcile_errors_total", {"controller": CONTROLLER}) == failed, action
         assert metrics.value("memcached_gitops_errors_total", {"reason": action.value}) == (action in FAILURES), action
+
+
+def test_the_reconcile_counters_are_exported_at_zero_before_the_first_reconcile() -> None:
+    """As controller-runtime's initMetrics (pkg/internal/controller/controller.go) sets them when a
+    controller starts: controller_runtime_reconcile_total for both results and ..._errors_total are
+    series at 0 before any outcome, so that the first error is a rise rate() and increase() see
+    (an alert on a series that appears at 1 never fires for it)."""
+    metrics = Metrics()
+    metrics.workers(2, lambda: 0)
+    samples = {(s[0], tuple(sorted(s[1].items()))): s[2] for family in scrape(metrics).values() for s in family}
+    for result in ("error", "success"):
+        assert samples[("controller_runtime_reconcile_total", (("controller", CONTROLLER), ("result", result)))] == 0
+    assert samples[("controller_runtime_reconcile_errors_total", (("controller", CONTROLLER),))] == 0
+    assert samples[("controller_runtime_active_workers", (("controller", CONTROLLER),))] == 0

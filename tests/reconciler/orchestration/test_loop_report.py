@@ -213,3 +213,20 @@ def test_the_kubelets_sigterm_and_a_terminals_sigint_each_ask_for_a_stop(signum:
     finally:
         for s, handler in saved.items():
             signal.signal(s, handler)
+
+
+@pytest.mark.parametrize("action", ["unchanged", "observed", "suspended"])
+def test_a_cr_served_as_asked_is_no_warning_in_the_cycles_log(caplog, action: str) -> None:
+    """An unchanged CR, one left to GitOps (observed: the cycle logged what differs) and one whose
+    reconcile annotation says disabled (suspended) are not problems: nothing above INFO about them,
+    so that every cycle of a namespace with a paused CR is not a warning line."""
+    from memcached_gitops.reconciler.decisions.vocabulary import Action
+    from memcached_gitops.reconciler.orchestration.cycle import CROutcome, CycleReport
+    from memcached_gitops.reconciler.orchestration.loop import exit_code, log_report
+
+    caplog.set_level(logging.INFO)
+    report = CycleReport([CROutcome("default", "a", Action(action))])
+    log_report(report)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert exit_code(report) == 0 and exit_code(report, dry_run=True) == 0
+

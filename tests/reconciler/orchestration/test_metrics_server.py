@@ -279,3 +279,98 @@ def test_plain_metrics_beside_a_probe_port_of_their_own_serve_metrics_alone() ->
             for s in servers:
                 s.shutdown()
                 s.server_close()
+
+
+def test_a_newcomer_to_a_full_server_takes_the_oldest_slot_of_the_biggest_holder() -> None:
+    """When every slot is held, a client that holds none takes a slot from the client holding the
+    most (its oldest one), never from a client holding one: the kubelet's probe displaces the
+    stranger with many connections, not another lone client that came first."""
+    from http.server import BaseHTTPRequestHandler
+
+    server = metrics_module.BoundedHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler, max_connections=4, per_client=3)
+    sockets = [socket.socket() for _ in range(6)]
+    lone, first, second, third, newcomer, late = sockets
+    try:
+        assert server._admit(lone, "10.0.0.1")  # the oldest slot of all, held by a client with one
+        for s in (first, second, third):
+            assert server._admit(s, "10.0.0.2")
+        assert server._admit(newcomer, "10.0.0.3")
+        assert list(server.held) == [lone, second, third, newcomer], "the biggest holder's oldest slot was taken"
+        assert server.clients == {"10.0.0.1": 1, "10.0.0.2": 2, "10.0.0.3": 1}
+        assert not server._admit(late, "10.0.0.1"), "full, and this client holds a slot already"
+    finally:
+        for s in sockets:
+            s.close()
+        server.server_close()
+
+
+def test_a_port_that_cannot_be_opened_closes_the_servers_already_started() -> None:
+    """start_servers opens the probe port first: when the metrics port is then refused (ListenError),
+    the probe server is shut down and its port released, so the process that exits 2 (or a caller
+    that tries other ports) holds no listener."""
+    from memcached_gitops.reconciler.orchestration.main import ListenError, Serving, start_servers
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        probe_port = free.getsockname()[1]
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        serving = Serving(metrics_port=taken.getsockname()[1], metrics_bind_address="127.0.0.1", metrics_secure=False,
+                          health_probe_port=probe_port, health_probe_bind_address="127.0.0.1")
+        with pytest.raises(ListenError, match="--metrics-port"):
+            start_servers(None, Metrics(), serving)
+    with socket.socket() as again:
+        again.bind(("127.0.0.1", probe_port))  # EADDRINUSE while the probe server still listens
+
+
+def test_the_request_line_and_headers_may_fill_the_cap_exactly() -> None:
+    """HEADER_LIMIT bytes of request line and headers are read; one byte more is refused (431, or
+    414 when the request line alone is over it)."""
+    import http.client
+    import io
+
+    limit = metrics_module.HEADER_LIMIT
+    line = b"GET /metrics HTTP/1.1\r\n"
+    header = b"X-Fill: " + b"a" * (limit - len(line) - len(b"X-Fill: \r\n") - 2) + b"\r\n"
+    request = line + header + b"\r\n"
+    assert len(request) == limit
+    cap = metrics_module.HeaderCap(io.BytesIO(request), limit)
+    assert [cap.readline(65537) for _ in range(3)] == [line, header, b"\r\n"]
+    over = metrics_module.HeaderCap(io.BytesIO(line + b"X" + header + b"\r\n"), limit)
+    assert [over.readline(65537) for _ in range(2)] == [line, b"X" + header]
+    with pytest.raises(http.client.LineTooLong):  # the blank line that ends the headers is the byte over
+        over.readline(65537)
+    with pytest.raises(metrics_module.RequestLineTooLong):
+        metrics_module.HeaderCap(io.BytesIO(b"GET /" + b"a" * limit + b" HTTP/1.1\r\n"), limit).readline(65537)
+
+
+def test_a_port_of_0_switches_its_server_off() -> None:
+    """--health-probe-port=0 and --metrics-port=0 (kubebuilder's "0" disables the metrics server):
+    no server is started, not one on a port the kernel picks."""
+    from memcached_gitops.reconciler.orchestration.main import Serving, start_servers
+
+    assert start_servers(None, Metrics(), Serving(metrics_port=0, metrics_secure=False, health_probe_port=0)) == []
+    assert start_servers(None, Metrics(), Serving(metrics_port=0, health_probe_port=0)) == [], "secure or not"
+
+
+def test_a_client_whose_connections_all_ended_holds_no_share() -> None:
+    """A client's count of held slots goes when its last connection ends: a scrape from a new Pod
+    address every few seconds leaves nothing behind, and the biggest holder is one that holds slots."""
+    from http.server import BaseHTTPRequestHandler
+
+    server = metrics_module.BoundedHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler, max_connections=4, per_client=3)
+    sockets = [socket.socket() for _ in range(3)]
+    try:
+        for s, client in zip(sockets, ("10.0.0.1", "10.0.0.2", "10.0.0.2"), strict=True):
+            assert server._admit(s, client)
+        server._release(sockets[0])
+        server._release(sockets[1])
+        assert server.clients == {"10.0.0.2": 1}
+        server._release(sockets[2])
+        server._release(sockets[2])  # a connection ended twice (its thread and a failed start) counts once
+        assert (server.clients, server.held) == ({}, {})
+    finally:
+        for s in sockets:
+            s.close()
+        server.server_close()

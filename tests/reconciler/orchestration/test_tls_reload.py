@@ -79,3 +79,25 @@ def test_a_key_written_before_its_certificate_within_one_tick_is_served_once_bot
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_pair_whose_files_are_gone_for_a_moment_keeps_the_last_one_served(tmp_path: Path) -> None:
+    """A Secret volume or cert-manager's writer can leave the directory without tls.crt or tls.key
+    between two checks: the last pair that loaded is served (no error reaches the connection), and
+    the new pair once it is there."""
+    clock = ManualClock(1000.0)
+    first, key = self_signed(("localhost", "127.0.0.1"))
+    write_pair(tmp_path, first, key)
+    cert = ServingCertificate(str(tmp_path), clock=clock)
+    loaded = cert.context()
+    (tmp_path / "tls.key").unlink()
+    clock.now += tls_module.RELOAD_CHECK
+    assert cert.context() is loaded, "a missing key keeps the last pair"
+    (tmp_path / "tls.crt").unlink()
+    clock.now += tls_module.RELOAD_CHECK
+    assert cert.context() is loaded, "a missing certificate keeps the last pair"
+    second, key2 = self_signed(("localhost", "127.0.0.1"))
+    (tmp_path / "tls.crt").write_bytes(second)
+    (tmp_path / "tls.key").write_bytes(key2)
+    clock.now += tls_module.RELOAD_CHECK
+    assert cert.context() is not loaded, "the pair written again is loaded"
