@@ -82,6 +82,8 @@ def start_servers(api: Any, metrics: Any, serving: Serving) -> list[Any]:
     """Start the probe and metrics servers ``serving`` asks for; the TokenReviews and
     SubjectAccessReviews go through a client of their own that may write whoever leads (they are
     reviews, not writes), sharing the connection pool and the request counts. Raises ListenError."""
+    import ssl
+
     from ..client.api import KubeAPI, RetryPolicy
     from ..client.reviews import AccessReviews
     from .serving import METRICS, PROBES, bearer_guard, serve
@@ -89,13 +91,22 @@ def start_servers(api: Any, metrics: Any, serving: Serving) -> list[Any]:
 
     servers: list[Any] = []
     probe_host, metrics_host = serving.health_probe_bind_address, serving.metrics_bind_address
+    certificate = None
+    if serving.metrics_port and serving.metrics_secure:
+        # loaded before any server starts: a folder without its pair (a Secret not mounted, a wrong
+        # --metrics-cert-dir) is one line naming the flag, not a traceback beside a running probe server
+        try:
+            certificate = ServingCertificate(serving.metrics_cert_dir)
+        except (OSError, ssl.SSLError) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise ListenError(f"cannot load the metrics certificate from {serving.metrics_cert_dir} (--metrics-cert-dir): "
+                              f"{reason}") from None
     if serving.health_probe_port:
         _listen(servers, "--health-probe-port", probe_host, serving.health_probe_port,
                 lambda: serve(metrics, serving.health_probe_port, probe_host, paths=PROBES, name="probe-server"))
     if serving.metrics_port and serving.metrics_secure:
         reviewer = KubeAPI(client=api.client, retry=RetryPolicy(attempts=3), timeout=10.0, requests=api.requests,
                            results=api.results, stop=api.stop, user_agent=api.user_agent)
-        certificate = ServingCertificate(serving.metrics_cert_dir)
         _listen(servers, "--metrics-port", metrics_host, serving.metrics_port,
                 lambda: serve(metrics, serving.metrics_port, metrics_host, paths=METRICS, guard=bearer_guard(AccessReviews(reviewer)),
                               certificate=certificate))

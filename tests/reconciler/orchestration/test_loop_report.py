@@ -229,4 +229,3 @@ def test_a_cr_served_as_asked_is_no_warning_in_the_cycles_log(caplog, action: st
     log_report(report)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert exit_code(report) == 0 and exit_code(report, dry_run=True) == 0
-

@@ -374,3 +374,23 @@ def test_a_client_whose_connections_all_ended_holds_no_share() -> None:
         for s in sockets:
             s.close()
         server.server_close()
+
+
+def test_a_certificate_folder_without_its_pair_is_one_line_naming_the_flag(tmp_path) -> None:
+    """--metrics-cert-dir naming a folder without tls.crt and tls.key (a Secret not mounted, a typo)
+    is a ListenError naming the flag (the command's one line and exit 2), not a traceback, and no
+    server is left running."""
+    from memcached_gitops.reconciler.orchestration.main import ListenError, Serving, start_servers
+
+    ports = []
+    for _ in range(2):
+        with socket.socket() as free:
+            free.bind(("127.0.0.1", 0))
+            ports.append(free.getsockname()[1])
+    serving = Serving(metrics_port=ports[0], metrics_bind_address="127.0.0.1", metrics_cert_dir=str(tmp_path),
+                      health_probe_port=ports[1], health_probe_bind_address="127.0.0.1")
+    with pytest.raises(ListenError, match="--metrics-cert-dir"):
+        start_servers(None, Metrics(), serving)
+    for port in ports:
+        with socket.socket() as again:
+            again.bind(("127.0.0.1", port))
