@@ -15,13 +15,18 @@ from memcached_gitops.foundation.files import (
     Source,
     expand,
     is_kustomize_file,
+    linked_out,
+    linked_output,
     manifest_sources,
     nested_builds,
     open_sources,
     parse_size,
+    safe_file_name,
     write_atomic,
+    write_files,
 )
-from memcached_gitops.foundation.kustomize import Builds
+from memcached_gitops.foundation.kustomize import Builds, KustomizeMissing
+from memcached_gitops.foundation.yamlreader import MAX_NODES
 
 CR = b"apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\n"
 
@@ -400,3 +405,102 @@ def test_a_kustomization_behind_a_link_out_of_the_working_directory_is_not_built
     monkeypatch.chdir(repo)
     with pytest.raises(InputError, match="resolves outside the working directory"):
         expand(["apps/sub"])
+
+
+def test_an_output_path_is_checked_for_links_inside_the_working_directory_only(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder is inside the working directory only at a separator: ``../app-out`` beside ``app`` is
+    outside it, the caller's own choice, and its links are not looked at; a link under ``app`` is refused."""
+    (tree / "app-out").symlink_to(tree / "other")
+    (tree / "app" / "rendered").symlink_to(tree / "other")
+    monkeypatch.chdir(tree / "app")
+    assert linked_output(Path("../app-out/manifests")) is None
+    assert linked_output(Path(str(tree / "app-out" / "manifests"))) is None
+    refused = linked_output(Path("rendered/manifests"))
+    assert refused is not None and refused.startswith("rendered/manifests: rendered is a symbolic link")
+
+
+def test_a_file_is_refused_on_its_size_against_what_is_left_of_the_budget(tree: Path) -> None:
+    """A regular file is weighed before a byte of it is read, against what the run has left: the second
+    of two files that together pass the limit is refused as it is opened, never handed to the parser."""
+    cr = tree / "app" / "cr.yaml"
+    opened = open_sources([Source(str(cr), str(cr), True), Source("again.yaml", str(cr), True)], InputBudget(2 * len(CR) - 1))
+    _, first = next(opened)
+    assert first.read() == CR
+    with pytest.raises(InputError, match=rf"^again\.yaml: the input is larger than the limit of {2 * len(CR) - 1} bytes"):
+        next(opened)
+
+
+def test_a_lowered_input_cap_never_lowers_the_node_budget_below_its_default() -> None:
+    """The node budget moves with the input cap above the default (10M) only: a smaller cap keeps
+    MAX_NODES, a doubled one doubles it."""
+    assert InputBudget(parse_size("1M")).nodes().limit == MAX_NODES
+    assert InputBudget(parse_size("10M")).nodes().limit == MAX_NODES
+    assert InputBudget(parse_size("20M")).nodes().limit == 2 * MAX_NODES
+
+
+def test_kustomize_missing_passes_a_nested_build_over_unless_the_build_is_strict(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without kustomize, a kustomization met inside a walk is said and passed over; with --strict-build
+    (``strict``), or for a root named on the command line, the missing install stops the run."""
+    (tree / "app" / "kustomization.yaml").write_bytes(b"resources: [cr.yaml]\n")
+    monkeypatch.delenv("MEMCACHED_GITOPS_KUSTOMIZE", raising=False)
+    monkeypatch.setenv("PATH", str(tree / "other"))
+    nested = Source("app", str(tree / "app"), True, True, True)
+    passed_over: list[str] = []
+    assert list(open_sources([nested], InputBudget(10_000), passed_over=passed_over)) == []
+    assert len(passed_over) == 1 and passed_over[0].startswith("app (kustomize build): not built, so not checked: kustomize is not on PATH")
+    with pytest.raises(KustomizeMissing):
+        list(open_sources([nested], InputBudget(10_000), passed_over=[], strict=True))
+    with pytest.raises(KustomizeMissing):
+        list(open_sources([nested._replace(nested=False)], InputBudget(10_000), passed_over=[]))
+
+
+def test_a_nested_build_refused_before_it_ran_is_an_error_not_passed_over(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed nested build is passed over, but one refused before it ran (reading beyond its root)
+    is always an error: passing it over would let a repository hide its objects from the check."""
+    (tree / "app" / "kustomization.yaml").write_bytes(b"resources: [../app-secrets/token.yaml]\n")
+    monkeypatch.chdir(tree / "app")
+    passed_over: list[str] = []
+    with pytest.raises(InputError, match="app-secrets"):
+        list(open_sources([Source("app", str(tree / "app"), True, True, True)], InputBudget(10_000), passed_over=passed_over))
+    assert passed_over == []
+
+
+def test_two_output_names_equal_but_for_case_are_one_file_and_nothing_is_written(tmp_path: Path) -> None:
+    """macOS's and Windows' file systems ignore case: ``A.yaml`` and ``a.yaml`` are one file there, so the
+    pair is a collision naming both objects, refused before any file is written."""
+    for first, second in (("a", "A"), ("A", "a")):
+        with pytest.raises(InputError, match=rf"/{second}\.yaml: Deployment/{second} and Deployment/{first} map to one output file"):
+            write_files(tmp_path, [(f"{first}.yaml", "x: 1\n", f"Deployment/{first}"),
+                                   (f"{second}.yaml", "x: 2\n", f"Deployment/{second}")])
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("parts", [["", "..", "x"], [".hidden"]])
+def test_an_output_file_name_never_starts_with_a_dot(parts: list[str]) -> None:
+    """A name read from a repository never makes a hidden file or ``..``: a leading dot is written %2E."""
+    name = safe_file_name(parts, "yaml")
+    assert name.startswith("%2E") and "/" not in name
+
+
+def test_a_name_that_leaves_the_working_directory_by_dots_is_the_users_own(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a name written under the working directory must stay under it: ``../x`` (as an absolute
+    path) is read wherever it leads, as ``kubectl apply -f`` reads it; a link under the working
+    directory leading out is refused."""
+    (tree / "app" / "secrets").symlink_to(tree / "app-secrets")
+    monkeypatch.chdir(tree / "app")
+    assert linked_out("../app-secrets/token.yaml") is None
+    assert linked_out(str(tree / "app-secrets" / "token.yaml")) is None
+    assert [s.name for s in expand(["../app-secrets/token.yaml"])] == ["../app-secrets/token.yaml"]
+    assert "resolves outside the working directory" in (linked_out("secrets/token.yaml") or "")
+
+
+def test_a_walks_file_that_resolves_into_git_is_refused_not_read(tree: Path) -> None:
+    """A link under the root leading into ``.git/`` (where a checkout keeps its token, in config) is a
+    problem naming it, never read, although it stays inside the root."""
+    (tree / "app" / ".git").mkdir()
+    (tree / "app" / ".git" / "config").write_bytes(b"[http]\n\textraheader = AUTHORIZATION: basic x\n")
+    (tree / "app" / "leak.yaml").symlink_to(tree / "app" / ".git" / "config")
+    with pytest.raises(InputError) as caught:
+        expand([str(tree / "app")])
+    [problem] = caught.value.problems  # the path excerpted from its end
+    assert problem.endswith("/app/leak.yaml: resolves into .git/ (a checkout's credentials live in its config); not read")

@@ -32,6 +32,16 @@ def test_off_unless_enabled(metrics: dict | None) -> None:
     assert [m["kind"] for m in manifests] == ["Deployment", "Service", "PodDisruptionBudget"]
 
 
+@pytest.mark.parametrize("pod_monitor", [None, {}, {"enabled": False, "labels": {"release": "prom"}}])
+def test_metrics_alone_run_the_sidecar_without_a_pod_monitor(pod_monitor: dict | None) -> None:
+    """The PodMonitor is its own choice (``podMonitor.enabled``): metrics enabled without it add the
+    sidecar only, for a Prometheus that finds the Pods by other means (no prometheus-operator CRD needed)."""
+    metrics = {"enabled": True} if pod_monitor is None else {"enabled": True, "podMonitor": pod_monitor}
+    manifests = render(cr({"metrics": metrics}))
+    assert list(containers(manifests)) == ["memcached", "exporter"]
+    assert [m["kind"] for m in manifests] == ["Deployment", "Service", "PodDisruptionBudget"]
+
+
 def test_the_sidecar_reads_memcached_over_loopback_and_serves_the_metrics_port() -> None:
     both = containers(render(cr({"metrics": {"enabled": True}})))
     exporter, memcached = both["exporter"], both["memcached"]

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.render import DEFAULT_IMAGE, RenderError, render, selector_labels, to_json, to_yaml
+from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import Validator, load_crd
 
 from tests.conftest import REPO, TESTS, transcript
@@ -94,6 +95,17 @@ def test_a_name_that_cannot_label_pods_is_a_render_error() -> None:
     assert info.value.path == ("metadata", "name")
     with pytest.raises(RenderError):
         render({"metadata": {"generateName": "x-"}, "spec": {"size": 1, "containerPort": 1}})
+
+
+def test_a_verdict_without_rendering_renders_nothing() -> None:
+    """``validate`` asks for the verdict alone (``rendering=False``): a valid CR gets no manifests and
+    no render problem, and its verdict is the one a rendering run gives."""
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "x", "namespace": "shop"}}
+    verdict = validate_and_render(shipped_validator(), dict(cr), DEFAULT_IMAGE, rendering=False)
+    assert verdict.ok and verdict.manifests == () and verdict.render_problem is None
+    rendered = validate_and_render(shipped_validator(), dict(cr), DEFAULT_IMAGE)
+    assert [m["kind"] for m in rendered.manifests] == ["Deployment", "Service"]
+    assert verdict.outcome.obj == rendered.outcome.obj
 
 
 def test_json_output_is_a_list() -> None:

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memcached_gitops.render import to_yaml
+from memcached_gitops.render import to_json, to_yaml
 from memcached_gitops.render.serialize import scalar_style
 from yaml.cyaml import CSafeDumper
 
@@ -159,3 +159,11 @@ def test_an_object_nested_deeper_than_pythons_recursion_limit_is_written(form: s
         assert text.count("[") == depth + (form == "json")
     else:
         assert text.count("- ") == depth
+
+
+def test_a_json_list_is_one_item_a_line_and_an_empty_one_has_no_blank_line() -> None:
+    """``to_json`` writes a ``v1 List`` an item a line, a comma ending every line but the last; with no
+    items, the brackets close on the next line, no blank line between (valid JSON either way, but
+    the bytes are what a golden file and a diff compare)."""
+    assert to_json([]) == '{"apiVersion":"v1","kind":"List","items":[\n]}\n'
+    assert to_json([{"a": 1}, {"b": "é"}]) == '{"apiVersion":"v1","kind":"List","items":[\n{"a":1},\n{"b":"é"}\n]}\n'

@@ -174,3 +174,13 @@ def test_resources_that_name_nothing_are_no_resources(resources: dict) -> None:
     sized = container(resources=resources)
     assert sized["command"] == ["memcached", "--memory-limit=64", "-o", "modern", "-v"]
     assert sized["resources"] == {"requests": {"cpu": "100m", "memory": "96Mi"}, "limits": {"memory": "128Mi"}}
+
+
+@pytest.mark.parametrize(("resources", "stored"), [
+    ({"limits": {}, "requests": {"cpu": "0.5", "memory": "256Mi"}}, {"requests": {"cpu": "500m", "memory": "256Mi"}}),
+    ({"limits": {"memory": "1Gi"}, "requests": {}}, {"limits": {"memory": "1Gi"}}),
+])
+def test_an_empty_section_beside_a_named_one_is_left_out_as_the_api_server_stores_it(resources: dict, stored: dict) -> None:
+    """A ResourceList is a Go map with omitempty: the API server stores no empty ``limits`` or ``requests``,
+    so the rendering leaves it out too, and reading the Deployment back is no drift."""
+    assert container(resources=resources)["resources"] == stored

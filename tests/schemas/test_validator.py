@@ -51,6 +51,43 @@ def test_messages_use_the_api_servers_words() -> None:
     assert outcome.errors[0].message == 'Invalid value: "string": spec.containerPort in body must be of type integer: "string"'
 
 
+def _crd_defaulting_its_status() -> Validator:
+    """A team's CRD (Flux-style) whose status is defaulted (``observedGeneration: -1``), with a status
+    subresource, and whose root requires ``spec``."""
+    schema = {"type": "object", "required": ["spec"], "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}},
+        "status": {"type": "object", "default": {}, "properties": {
+            "observedGeneration": {"type": "integer", "format": "int64", "default": -1},
+            "nodes": {"type": "array", "items": {"type": "string"}}}}}}
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "memcacheds.cache.example.com"},
+           "spec": {"group": "cache.example.com", "scope": "Namespaced",
+                    "names": {"kind": "Memcached", "listKind": "MemcachedList", "plural": "memcacheds", "singular": "memcached"},
+                    "versions": [{"name": "v1alpha1", "served": True, "storage": True, "subresources": {"status": {}},
+                                  "schema": {"openAPIV3Schema": schema}}]}}
+    return Validator(parse_crd(json.dumps(crd), "a CRD that defaults its status"))
+
+
+def test_a_status_the_schema_defaults_is_no_status_the_user_gave() -> None:
+    """Only a status written in the CR is warned about: one the CRD's defaults add is dropped silently
+    (the API server drops status on create, then defaults it again when it reads the object)."""
+    outcome = _crd_defaulting_its_status().validate(
+        {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "x", "namespace": "shop"},
+         "spec": {"size": 1}})
+    assert outcome.ok and outcome.warnings == [] and "status" not in outcome.obj
+
+
+def test_a_given_status_is_judged_for_its_own_fields_only() -> None:
+    """A written status is checked alone, as a warning each: what its check would say of the rest of
+    the object (the root's required ``spec``, absent beside the status alone) is no warning."""
+    outcome = _crd_defaulting_its_status().validate(
+        {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "x", "namespace": "shop"},
+         "spec": {"size": 1}, "status": {"nodes": [1]}})
+    assert outcome.ok and "status" not in outcome.obj
+    assert [w.field for w in outcome.warnings] == ["status", "status.nodes[0]"]
+
+
 def test_not_strict_prunes_unknown_fields_with_a_warning() -> None:
     outcome = validate_text(cr("size: 2\nreplicas: 3"), strict=False)
     assert outcome.ok
