@@ -421,6 +421,22 @@ def test_a_context_given_is_the_cluster_talked_to_and_a_kubeconfig_given_must_lo
     assert "kube-config" in str(missing.value) and "Service host" not in str(missing.value), missing.value
 
 
+def test_no_answer_at_all_is_tried_again_like_a_503() -> None:
+    """A connection refused (an API server restarting) may pass: it is tried again with backoff, each
+    attempt counted as client-go counts one without an answer (``<error>``), until the attempts run out."""
+    import socket
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    waits: list[float] = []
+    api = KubeAPI.connect(host=f"http://127.0.0.1:{port}", retry=RetryPolicy(attempts=3, base=0.01, cap=0.01, sleep=waits.append))
+    with pytest.raises(APIError) as refused:
+        api.request("PUT", LEASES, body={})
+    assert refused.value.status == 0 and len(waits) == 2
+    assert api.results == {("<error>", "PUT", f"127.0.0.1:{port}"): 3} and api.requests == {"put": 3}
+
+
 def test_no_answer_is_an_error_that_says_why_and_a_silent_server_is_given_up_on() -> None:
     """A refused connection is the error's words (the CR's condition and the log say them, not 'None');
     a server that accepts and never answers is given up on after the client's timeout, a request or a

@@ -10,10 +10,16 @@ from typing import Any
 
 from memcached_gitops.foundation.identities import MANAGED_BY_LABEL
 from memcached_gitops.reconciler.client.api import KubeAPI
-from memcached_gitops.reconciler.client.caches import Caches
+from memcached_gitops.reconciler.client.caches import Caches, watched_kinds
+from memcached_gitops.reconciler.client.informer import Kind
 from memcached_gitops.reconciler.decisions.autoscalers import autoscalers_by_target
-from memcached_gitops.reconciler.decisions.vocabulary import INSTANCE_LABEL
+from memcached_gitops.reconciler.decisions.vocabulary import DEPLOYMENTS, INSTANCE_LABEL, PODS
 from memcached_gitops.render import MANAGED_BY
+from memcached_gitops.render.deployment import APP_LABELS, selector_labels
+
+from fakeapi.server import FakeAPIServer, Fault
+from tests.support.controller import client, wait_for
+from tests.support.fakecluster import patch, post
 
 
 def caches() -> Caches:
@@ -74,3 +80,97 @@ def test_an_autoscaler_retargeted_or_deleted_no_longer_scales_its_old_deployment
     assert (index.autoscaler_of(("default", "a")), index.autoscaler_of(("default", "b"))) == ("", "scaler")
     gone = index.track_autoscaler("DELETED", hpa("scaler", "b"), hpa("scaler", "b"))
     assert gone == [("default", "b")] and index.autoscaler_of(("default", "b")) == ""
+
+
+def test_the_pods_cache_answers_a_selector_only_once_its_pods_have_listed_without_error(cluster: FakeAPIServer) -> None:
+    """``selected`` answers from the cache only when the Pods' informer has synced and not given up: a
+    Pods LIST the server refused leaves an empty store that knows nothing, and the reconcile LISTs
+    the selector itself (None), never reads "no Pod" from it."""
+    selector = {"matchLabels": {**APP_LABELS, INSTANCE_LABEL: "a"}}
+    for refused in (False, True):
+        if refused:
+            cluster.faults.append(Fault(method="GET", path_contains="/pods", status=404, times=100))
+        kinds = {PODS.kind: watched_kinds(Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds"))[PODS.kind]}
+        index = Caches(client(cluster), kinds, lambda *event: None, (None,))
+        pods = index.informers[PODS.kind][0].start()
+        try:
+            assert pods.synced.wait(10)
+            assert bool(pods.error) is refused
+            assert index.selected("default", selector) == (None if refused else []), f"refused: {refused}"
+        finally:
+            pods.stop.set()
+
+
+def kept(name: str, selector: dict[str, str] | None = None, pod_labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A Deployment whose selector is ``selector`` (the one we render for its name when None)."""
+    selector = selector_labels(name) if selector is None else selector
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"selector": {"matchLabels": selector},
+                     "template": {"metadata": {"labels": {**selector, **(pod_labels or {})}}}}}
+
+
+def test_the_deployments_whose_overlap_report_may_change_are_told_whenever_a_kept_selector_comes_changes_or_goes() -> None:
+    """kept_peers names the other kept-selector Deployments of the namespace when one comes, goes, or
+    changes its selector or its Pods' labels: also when it stops being kept (its selector back to ours,
+    or deleted), since the others' overlap with it ends then; an event that changes neither says nothing."""
+    index = caches()
+    old = {"app": "legacy"}
+    assert index.kept_peers("ADDED", kept("a", old), None) == []
+    assert index.kept_peers("ADDED", kept("b", old), None) == ["a"]
+    assert index.kept_peers("ADDED", kept("c", old), None) == ["a", "b"]
+    assert index.kept_peers("ADDED", kept("ours"), None) == [], "a rendered selector is no kept one"
+    assert index.kept_peers("MODIFIED", kept("b", old), kept("b", old)) == [], "neither selector nor Pod labels changed"
+    assert index.kept_peers("MODIFIED", kept("b", old, {"tier": "x"}), kept("b", old)) == ["a", "c"], "its Pods' labels changed"
+    assert index.kept_peers("MODIFIED", kept("b"), kept("b", old, {"tier": "x"})) == ["a", "c"], "no longer kept"
+    assert index.kept_peers("DELETED", kept("a", old), kept("a", old)) == ["c"], "a kept one deleted"
+    assert index.kept_peers("DELETED", kept("b"), kept("b")) == [], "b had left the kept ones already"
+
+
+def test_what_we_write_goes_only_to_the_store_of_the_informer_that_watches_its_namespace() -> None:
+    """With one informer per namespace in scope, what a write of ours returned (``put``, the write-through)
+    is kept by its own namespace's informer only: another namespace's store never holds it, so each
+    object is counted (and each CR visited) once."""
+    kinds = {DEPLOYMENTS.kind: watched_kinds(Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds"))[DEPLOYMENTS.kind]}
+    index = Caches(KubeAPI(client=None), kinds, lambda *event: None, ("default", "shop"))
+    default, shop = index.informers[DEPLOYMENTS.kind]
+    for i in range(2):
+        index.put(DEPLOYMENTS.kind, {**kept(f"ours-{i}"), "metadata": {"name": f"ours-{i}", "namespace": "shop", "resourceVersion": "7"}})
+    assert sorted(shop.store.keys()) == [("shop", "ours-0"), ("shop", "ours-1")]
+    assert default.store.keys() == [] and index.count(DEPLOYMENTS.kind) == 2
+    assert index.cached(DEPLOYMENTS.kind, ("shop", "ours-1"))["metadata"]["resourceVersion"] == "7"
+
+
+def test_the_pods_a_selector_selects_are_those_whose_labels_it_selects_now(cluster: FakeAPIServer) -> None:
+    """``selected`` answers as a LIST with the selector would: the index finds the Pods ever seen with the
+    CR's instance label, ours and another manager's (a Helm release's copy is selected too), and of
+    those only the ones whose labels, as cached now, the selector selects (a Pod relabelled to another
+    instance is no longer the CR's, though the index still names it)."""
+    for name, manager in (("a-1", MANAGED_BY), ("a-2", MANAGED_BY), ("helm-a-0", "Helm")):
+        post(cluster, "/api/v1/namespaces/default/pods", {"apiVersion": "v1", "kind": "Pod", **pod(name, "a", managed_by=manager),
+                                                           "spec": {"containers": [{"name": "c", "image": "m"}]}})
+    kinds = {PODS.kind: watched_kinds(Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds"))[PODS.kind]}
+    index: Caches = Caches(client(cluster), kinds, lambda kind, type_, obj, old, arrived: index.track_pod(type_, obj), (None,))
+    pods = index.informers[PODS.kind][0].start()
+    try:
+        assert pods.synced.wait(10)
+        selector = {"matchLabels": {**APP_LABELS, INSTANCE_LABEL: "a"}}
+        assert [p["metadata"]["name"] for p in index.selected("default", selector)] == ["a-1", "a-2", "helm-a-0"]
+        patch(cluster, "/api/v1/namespaces/default/pods/a-2", {"metadata": {"labels": {INSTANCE_LABEL: "b"}}},
+              "application/merge-patch+json")
+        wait_for(lambda: index.pods_of(("default", "b")) == ("a-2",), what="the relabelling's MODIFIED")
+        assert [p["metadata"]["name"] for p in index.selected("default", selector)] == ["a-1", "helm-a-0"]
+    finally:
+        pods.stop.set()
+
+
+def test_a_kinds_share_filter_is_the_filter_of_its_store_in_every_namespace() -> None:
+    """``keep`` (reconcile --shards: the CRs this replica serves) filters each store of its kind, in
+    every namespace in scope: an object of another replica's share is never cached here, not even
+    what a write returned; a kind without a filter keeps everything."""
+    kinds = {DEPLOYMENTS.kind: watched_kinds(Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds"))[DEPLOYMENTS.kind]}
+    index = Caches(KubeAPI(client=None), kinds, lambda *event: None, ("default", "shop"),
+                   keep={DEPLOYMENTS.kind: lambda obj: obj["metadata"]["name"].startswith("mine")})
+    for ns in ("default", "shop"):
+        for name in ("mine", "theirs"):
+            index.put(DEPLOYMENTS.kind, {**kept(name), "metadata": {"name": name, "namespace": ns, "resourceVersion": "3"}})
+    assert sorted(k for i in index.informers[DEPLOYMENTS.kind] for k in i.store.keys()) == [("default", "mine"), ("shop", "mine")]

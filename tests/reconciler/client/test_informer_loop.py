@@ -354,6 +354,31 @@ def test_a_bookmark_moves_the_version_and_the_stream_goes_on(monkeypatch) -> Non
     assert r.api.calls[3][2]["resourceVersion"] == "8"
 
 
+def test_a_bookmark_without_a_version_keeps_the_last_one(monkeypatch) -> None:
+    """Only a BOOKMARK that carries a resourceVersion moves the version to resume from: one without
+    it (no metadata, or an empty one) leaves the last event's, so the next WATCH resumes there instead
+    of starting over from a fresh LIST."""
+    bare = {"type": "BOOKMARK", "object": {"kind": "Deployment", "apiVersion": "apps/v1"}}
+    empty = {"type": "BOOKMARK", "object": {"kind": "Deployment", "apiVersion": "apps/v1", "metadata": {"resourceVersion": ""}}}
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [ev("ADDED", dep("a", "6")), bare, empty]), ("watch", [])])
+    r.run()
+    assert r.verbs() == ["watch", "list", "watch", "watch"]
+    assert r.api.calls[3][2]["resourceVersion"] == "6" and r.inf.resource_version == "6"
+
+
+def test_a_watch_ended_by_the_stop_is_no_restart(monkeypatch) -> None:
+    """Stopping the informer (the process's shutdown) ends its watch without a reopening: nothing is
+    counted in memcached_gitops_watch_restarts_total for it, and no other WATCH is opened."""
+    def stop_on_first(*event: Any) -> None:
+        r.inf.stop.set()
+
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [ev("ADDED", dep("a", "6")), ev("ADDED", dep("b", "7"))])],
+            handler=stop_on_first)
+    r.run()
+    assert r.verbs() == ["watch", "list", "watch"]
+    assert r.restarts("closed") == 0 and r.restarts("dropped") == 0
+
+
 def test_the_handler_gets_the_kind_the_previous_object_and_the_arrival_time(monkeypatch) -> None:
     """handler(kind, type, object, previous object or None, the monotonic time the event was read)."""
     r = Run(monkeypatch, [REFUSED, ("list", [page("3", dep("a", "2"))]),

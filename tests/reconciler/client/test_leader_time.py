@@ -206,6 +206,21 @@ def test_a_renewal_that_loses_a_race_rereads_the_lease(server: FakeAPIServer) ->
     assert first.elector.holder == "replica-2" and first.elector.lease is None
 
 
+def test_a_holder_that_reads_its_own_lease_again_keeps_its_acquire_time_and_transitions(server: FakeAPIServer) -> None:
+    """acquireTime says when the holder took the Lease: a renewal by that holder keeps it and the
+    transitions, on the slow path too (a process restarted under the same identity, with no copy,
+    reads the Lease first), as client-go's tryAcquireOrRenew copies both from the old record when the
+    holder is itself (k8s.io/client-go tools/leaderelection/leaderelection.go)."""
+    first = Leader(server)
+    first.step(0.0)
+    again = Leader(server)  # the same identity, no copy of the Lease: GET, then PUT
+    again.step(3.0)
+    assert again.started == 1 and [m for m, _, _ in again.api.sent] == ["GET", "PUT"]
+    spec = _lease(server)["spec"]
+    assert (spec["holderIdentity"], spec["acquireTime"], spec["renewTime"], spec["leaseTransitions"]) == (
+        "replica-1", "2026-11-24T12:00:00.000000Z", "2026-11-24T12:00:03.000000Z", 0)
+
+
 def test_release_hands_the_lease_over_at_once(server: FakeAPIServer) -> None:
     first, second = Leader(server), Leader(server)
     second.elector.identity = "replica-2"

@@ -6,7 +6,7 @@ import threading
 import time
 
 import pytest
-from memcached_gitops.reconciler.client.workqueue import ExponentialBackoff, TokenBucket, WorkQueue
+from memcached_gitops.reconciler.client.workqueue import ExponentialBackoff, Pending, TokenBucket, WorkQueue
 
 from tests.support.clock import ManualClock
 
@@ -94,6 +94,28 @@ def test_shut_down_drains_the_current_item_only() -> None:
     assert q.wait_idle(timeout=1)
 
 
+def test_shut_down_drops_the_keys_waiting_out_a_delay() -> None:
+    """A queue shut down holds no delayed key any more: the backoffs waiting to come due are dropped
+    with it and any added after it is refused, as ``add`` refuses (nothing would ever hand them out),
+    so it reads as empty, a delayed key never returns and no delay thread is started for one."""
+    clock = ManualClock()
+    q = WorkQueue(clock=clock, delay_thread=False)
+    q.add_after("a", 5.0)
+    q.add_rate_limited("b")
+    assert len(q.pending().delayed) == 2
+    q.shut_down()
+    assert q.pending().delayed == () and q.pending().queued == ()
+    q.add_after("c", 1.0)
+    q.add_rate_limited("d")
+    assert q.pending().delayed == ()
+    threaded = WorkQueue()
+    threaded.shut_down()
+    threaded.add_after("e", 1.0)
+    assert threaded.pending() == Pending((), frozenset(), {}, (), False), "no delay thread for a queue shut down"
+    clock.advance(10.0)
+    assert q.release_due() is None and q.get(timeout=0) is None
+
+
 def test_the_token_bucket_refills_by_elapsed_time_and_never_asks_for_a_negative_wait() -> None:
     clock = ManualClock(1024.0)
     bucket = TokenBucket(rate=10.0, burst=2, clock=clock)
@@ -112,6 +134,16 @@ def test_a_key_added_without_an_arrival_time_arrives_by_the_clock() -> None:
     clock.now += 5.0
     assert q.release_due() is None
     assert q.get(timeout=0) == ("a", 1000.0) and q.get(timeout=0) == ("b", 1005.0)
+
+
+def test_an_arrival_time_given_is_kept_even_at_zero() -> None:
+    """Only a key added without an arrival time takes the clock's: an event read at monotonic time 0.0
+    (a clock that starts at zero) arrived then, and its latency counts from then."""
+    clock = ManualClock(1000.0)
+    q = WorkQueue(clock=clock, delay_thread=False)
+    q.add("a", arrived=0.0)
+    q.add("b", arrived=None)
+    assert q.get(timeout=0) == ("a", 0.0) and q.get(timeout=0) == ("b", 1000.0)
 
 
 def test_the_delay_thread_starts_only_when_asked_for_and_never_blocks_exit() -> None:
