@@ -154,25 +154,24 @@ class Caches:
         with self._pods_lock:
             return tuple(sorted(self._pods.get(key, ())))
 
-    def track_pod(self, type_: str, obj: dict[str, Any]) -> Key | None:
+    def track_pod(self, type_: str, obj: dict[str, Any], old: dict[str, Any] | None = None) -> list[Key]:
         """Index a Pod by its CR (its instance label): ours, or another's that carries the CR's
-        selector labels (``selected``); the CR whose Pods changed, or None."""
-        meta = obj.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        instance = labels.get(INSTANCE_LABEL)
-        if not instance:
-            return None
-        key = (meta.get("namespace", ""), instance)
-        index = self._pods if labels.get(MANAGED_BY_LABEL) == MANAGED_BY else self._others
+        selector labels (``selected``); the CRs whose Pods changed. A Pod relabelled (another instance
+        or manager, or no instance label) leaves the entry its ``old`` self was filed under, as a LIST
+        by each CR's selector would show it."""
+        name = (obj.get("metadata") or {}).get("name", "")
+        now = None if type_ == "DELETED" else _pod_entry(obj)
+        was = {_pod_entry(o) for o in (old, obj if type_ == "DELETED" else None) if o is not None} - {None, now}
+        changed: list[Key] = []
         with self._pods_lock:
-            names = index.setdefault(key, set())
-            before = len(names)
-            if type_ == "DELETED":
-                names.discard(meta.get("name", ""))
-            else:
-                names.add(meta.get("name", ""))
-            changed = len(names) != before
-        return key if changed else None
+            for entry, add in [(e, False) for e in sorted(e for e in was if e)] + ([(now, True)] if now else []):
+                ours, key = entry
+                names = (self._pods if ours else self._others).setdefault(key, set())
+                size = len(names)
+                (names.add if add else names.discard)(name)
+                if len(names) != size and key not in changed:
+                    changed.append(key)
+        return changed
 
     def selected(self, ns: str, selector: dict[str, Any]) -> list[dict[str, Any]] | None:
         """The cached Pods of ``ns`` that a CR's own selector (``selector_labels``) selects, ours and any
@@ -229,3 +228,12 @@ class Caches:
         with self._autoscalers_lock:
             names = self._autoscalers.get(key)
             return min(names) if names else ""
+
+
+def _pod_entry(pod: dict[str, Any]) -> tuple[bool, Key] | None:
+    """Where a Pod is filed: whether we manage it, and the key of the CR its instance label names
+    (None without one)."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    instance = labels.get(INSTANCE_LABEL)
+    return (labels.get(MANAGED_BY_LABEL) == MANAGED_BY, (meta.get("namespace", ""), instance)) if instance else None

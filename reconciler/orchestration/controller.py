@@ -176,8 +176,7 @@ class Controller:
             for target in self.caches.track_autoscaler(type_, obj, old):
                 self.queue.add(target, arrived)
         else:
-            pods_changed = self.caches.track_pod(type_, obj)
-            if pods_changed is not None:
+            for pods_changed in self.caches.track_pod(type_, obj, old):
                 self.queue.add(pods_changed, arrived)
 
     # ---- workers

@@ -43,16 +43,33 @@ def test_a_crs_pods_are_the_ones_we_manage_with_its_instance_label() -> None:
     """pods_of is the CR's own Pods: a Pod that carries the CR's labels under another manager (a
     copy, a Helm release's) is no Pod of ours, though ``selected`` lists it beside ours."""
     index = caches()
-    assert index.track_pod("ADDED", pod("a-2", "a")) == ("default", "a")
-    assert index.track_pod("ADDED", pod("a-1", "a")) == ("default", "a")
+    assert index.track_pod("ADDED", pod("a-2", "a")) == [("default", "a")]
+    assert index.track_pod("ADDED", pod("a-1", "a")) == [("default", "a")]
     index.track_pod("ADDED", pod("helm-a-0", "a", managed_by="Helm"))
     index.track_pod("ADDED", pod("bare-a-0", "a", managed_by=None))
     index.track_pod("ADDED", pod("a-9", "a", ns="other"))
     assert index.pods_of(("default", "a")) == ("a-1", "a-2")
-    assert index.track_pod("MODIFIED", pod("a-1", "a")) is None, "a Pod already known changes nothing"
-    assert index.track_pod("DELETED", pod("a-2", "a")) == ("default", "a")
+    assert index.track_pod("MODIFIED", pod("a-1", "a"), pod("a-1", "a")) == [], "a Pod already known changes nothing"
+    assert index.track_pod("DELETED", pod("a-2", "a")) == [("default", "a")]
     assert index.pods_of(("default", "a")) == ("a-1",)
-    assert index.track_pod("ADDED", {"metadata": {"name": "x", "namespace": "default", "labels": {}}}) is None
+    assert index.track_pod("ADDED", {"metadata": {"name": "x", "namespace": "default", "labels": {}}}) == []
+
+
+def test_a_pod_relabelled_away_from_its_cr_is_no_longer_one_of_its_pods() -> None:
+    """A Pod whose instance label is changed (or removed, while the app labels still select it)
+    leaves the CR it named, and both CRs are told, as a LIST by each selector would show."""
+    index = caches()
+    index.track_pod("ADDED", pod("a-2", "a"), None)
+    assert index.track_pod("MODIFIED", pod("a-2", "b"), pod("a-2", "a")) == [("default", "a"), ("default", "b")]
+    assert index.pods_of(("default", "a")) == () and index.pods_of(("default", "b")) == ("a-2",)
+    unlabelled = {"metadata": {"name": "a-2", "namespace": "default", "labels": {"app.kubernetes.io/name": "memcached"}}}
+    assert index.track_pod("MODIFIED", unlabelled, pod("a-2", "b")) == [("default", "b")]
+    assert index.pods_of(("default", "b")) == ()
+    index.track_pod("ADDED", pod("h-0", "a", managed_by="Helm"), None)
+    assert index.track_pod("MODIFIED", pod("h-0", "a"), pod("h-0", "a", managed_by="Helm")) == [("default", "a")]
+    assert index.pods_of(("default", "a")) == ("h-0",), "taken over by us: now one of the CR's own Pods"
+    assert index.track_pod("DELETED", pod("h-0", "a"), pod("h-0", "a")) == [("default", "a")]
+    assert index.pods_of(("default", "a")) == ()
 
 
 def test_a_deployments_autoscaler_is_the_one_the_once_mode_picks_whatever_the_event_order() -> None:
@@ -149,7 +166,7 @@ def test_the_pods_a_selector_selects_are_those_whose_labels_it_selects_now(clust
         post(cluster, "/api/v1/namespaces/default/pods", {"apiVersion": "v1", "kind": "Pod", **pod(name, "a", managed_by=manager),
                                                            "spec": {"containers": [{"name": "c", "image": "m"}]}})
     kinds = {PODS.kind: watched_kinds(Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds"))[PODS.kind]}
-    index: Caches = Caches(client(cluster), kinds, lambda kind, type_, obj, old, arrived: index.track_pod(type_, obj), (None,))
+    index: Caches = Caches(client(cluster), kinds, lambda kind, type_, obj, old, arrived: index.track_pod(type_, obj, old), (None,))
     pods = index.informers[PODS.kind][0].start()
     try:
         assert pods.synced.wait(10)
@@ -158,6 +175,7 @@ def test_the_pods_a_selector_selects_are_those_whose_labels_it_selects_now(clust
         patch(cluster, "/api/v1/namespaces/default/pods/a-2", {"metadata": {"labels": {INSTANCE_LABEL: "b"}}},
               "application/merge-patch+json")
         wait_for(lambda: index.pods_of(("default", "b")) == ("a-2",), what="the relabelling's MODIFIED")
+        assert index.pods_of(("default", "a")) == ("a-1",), "relabelled away: no longer one of a's Pods"
         assert [p["metadata"]["name"] for p in index.selected("default", selector)] == ["a-1", "helm-a-0"]
     finally:
         pods.stop.set()
