@@ -151,7 +151,10 @@ def _sizing(spec: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
                  for section in ("limits", "requests") if isinstance(given.get(section), dict) and given[section]}
 
     def first(key: str) -> Any:
-        return next((quantity(s[key]) for s in (resources.get("limits", {}), resources.get("requests", {})) if key in s), None)
+        # a zero limit is none: the kubelet sets a container's memory limit only when it is not 0
+        # (kuberuntime's calculateLinuxResources), so a Pod limited to "0" runs unbounded
+        found = (quantity(s[key]) for s in (resources.get("limits", {}), resources.get("requests", {})) if key in s)
+        return next((q for q in found if q), None)
 
     return ["memcached", *memcached_flags(first("memory"), first("cpu"), connections, threads)], resources
 

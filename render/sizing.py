@@ -12,8 +12,8 @@ filled to eviction with small and large values and 200 idle connections:
   the CR gives one (memcached's default, 4, otherwise); ``spec.threads`` says it outright;
 - ``-c`` (connections) = ``spec.maxConnections`` when given (memcached's default, 1024, otherwise).
 
-Without a memory limit or request the seeds' ``--memory-limit=64`` stays, so a CR without
-``resources`` renders today's Deployment.
+Without a memory limit or request (or with a zero one: the kubelet bounds no container at 0) the
+seeds' ``--memory-limit=64`` stays, so a CR without ``resources`` renders today's Deployment.
 """
 
 from __future__ import annotations

@@ -167,6 +167,15 @@ def test_each_of_memory_and_cpu_is_read_from_the_limit_else_the_request(resource
     assert container(resources=resources)["command"] == ["memcached", *flags, "-o", "modern", "-v"]
 
 
+@pytest.mark.parametrize("resources", [{"limits": {"memory": "0"}}, {"limits": {"memory": "0"}, "requests": {"memory": "0"}},
+                                       {"requests": {"memory": "0", "cpu": "0"}}])
+def test_a_zero_quantity_is_no_quantity(resources: dict) -> None:
+    """A memory of "0" is no bound: the kubelet gives a container a memory limit only when it is not
+    zero (kuberuntime's calculateLinuxResources), so memcached keeps the seeds' 64 MB and its own
+    thread count, never the 16 MB floor a zero-byte container would get."""
+    assert container(resources=resources)["command"] == ["memcached", "--memory-limit=64", "-o", "modern", "-v"]
+
+
 @pytest.mark.parametrize("resources", [{}, {"limits": {}}, {"requests": {}}, {"limits": {}, "requests": {}}])
 def test_resources_that_name_nothing_are_no_resources(resources: dict) -> None:
     """Empty limits and requests (a patch that emptied them) ask for nothing: the seeds' command and
