@@ -137,3 +137,20 @@ def test_include_input_is_read_as_go_reads_a_bool(word: str) -> None:
     else:
         with pytest.raises(PluginInputError, match="include-input: must be true or false"):
             pass_through(settings, "*")
+
+
+@pytest.mark.parametrize("variable", ["ARGOCD_ENV_KUSTOMIZE_BUILD_OPTIONS", "PARAM_KUSTOMIZE_BUILD_OPTIONS"])
+def test_the_operators_build_options_are_refused_from_the_plugin_env_as_from_a_parameter(variable: str) -> None:
+    """kustomize-build-options is the sidecar operator's alone: an Application (or the repository,
+    through .argocd-source.yaml) that sets it as a plugin env is refused as one that lists it as a
+    parameter, before any other setting is read."""
+    with pytest.raises(PluginInputError, match=r"^kustomize-build-options: refused: .*MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS"):
+        plugin_settings({variable: "--enable-helm", "ARGOCD_ENV_MEMCACHED_IMAGE": "memcached:1"})
+
+
+def test_a_parameter_sent_only_as_its_param_variable_is_read_before_the_plugin_env() -> None:
+    """The repo-server sends each parameter as PARAM_<NAME> too (types.go Environ, ``escaped``):
+    without ARGOCD_APP_PARAMETERS that variable is the parameter, and it wins over the plugin env."""
+    environ = {"PARAM_IMAGE": "memcached:1.6.29", "ARGOCD_ENV_MEMCACHED_IMAGE": "memcached:1.5",
+               "PARAM_INCLUDE_INPUT": "false", "ARGOCD_ENV_INCLUDE_INPUT": "true"}
+    assert plugin_settings(environ) == {"image": "memcached:1.6.29", "include-input": "false"}

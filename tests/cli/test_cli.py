@@ -140,6 +140,18 @@ def test_empty_or_not_an_object_is_refused_on_stdin_or_with_require_objects(tmp_
     assert message in err
 
 
+def test_files_of_no_kubernetes_object_are_passed_over_not_refused_as_empty(tmp_path: Path) -> None:
+    """A repository holds Helm values and empty files: named as files (not stdin, no --require-objects),
+    files whose documents are no Kubernetes object, or that have none, are passed over and the run
+    succeeds; only stdin and --require-objects refuse them as empty input."""
+    (tmp_path / "values.yaml").write_bytes(b"replicaCount: 2\nimage: {tag: '1.6'}\n")
+    (tmp_path / "empty.yaml").write_bytes(b"# nothing yet\n")
+    proc = run("validate", "-v", str(tmp_path))
+    err = proc.stderr.decode()
+    assert proc.returncode == 0 and proc.stdout == b"", err
+    assert "2 document(s) that are not Kubernetes objects passed over" in err and "no objects found" not in err, err
+
+
 CR_ALONE = "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 2}\n"
 
 

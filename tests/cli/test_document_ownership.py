@@ -17,6 +17,7 @@ from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.render import DEFAULT_IMAGE
 from memcached_gitops.schemas import Validator
 
+from memcached_gitops.krm import transform
 from memcached_gitops.pipeline import process
 from tests.conftest import crd_named, transcript
 from tests.support.cli import docs, run
@@ -161,3 +162,31 @@ def test_owner_api_versions_parse_as_parse_group_version(api_version: str, expec
     from memcached_gitops.schemas.objectmeta import _group_version
 
     assert _group_version(api_version) == expected
+
+
+def test_a_configmap_function_config_without_an_image_keeps_the_default_image() -> None:
+    """A ConfigMap functionConfig overrides the image only with a non-empty ``data.image``: one without
+    it (no data, or an empty image) leaves the image the function was started with."""
+    item = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "c"}, "spec": {"size": 1}}
+    for config in ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fn"}},
+                   {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fn"}, "data": {"image": ""}}):
+        out, failed = transform({"items": [item], "functionConfig": config}, Validator(crd_named("builtin")), "memcached:1.6.29")
+        images = [o["spec"]["template"]["spec"]["containers"][0]["image"] for o in out["items"] if o["kind"] == "Deployment"]
+        assert not failed and images == ["memcached:1.6.29"], out
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fn"}, "data": {"image": "mirror/memcached:1"}}
+    out, _ = transform({"items": [item], "functionConfig": config}, Validator(crd_named("builtin")), "memcached:1.6.29")
+    assert [o["spec"]["template"]["spec"]["containers"][0]["image"] for o in out["items"] if o["kind"] == "Deployment"] == [
+        "mirror/memcached:1"]
+
+
+def test_a_results_file_index_is_given_only_when_the_annotation_is_a_number() -> None:
+    """A result names its item's file from the path annotation, and its index only when the index
+    annotation is a whole number (the specification's ``file.index``); any other value is left out."""
+    def item(index: str) -> dict:
+        notes = {"config.kubernetes.io/path": "apps/c.yaml", "config.kubernetes.io/index": index}
+        return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "c", "annotations": notes},
+                "spec": {"size": 9}}
+
+    files = [transform({"items": [item(index)]}, Validator(crd_named("builtin")), "memcached:1.6.29")[0]["results"][0]["file"]
+             for index in ("2", "second", "-1")]
+    assert files == [{"path": "apps/c.yaml", "index": 2}, {"path": "apps/c.yaml"}, {"path": "apps/c.yaml"}]

@@ -116,3 +116,26 @@ def test_a_list_of_a_kind_another_crd_of_the_file_serves_is_not_judged() -> None
     assert [f.text() for f in found if f.severity == "error"] == []
     alone = process([("l.yaml", text)], Validator(crd_named("builtin")), DEFAULT_IMAGE, do_render=False).findings
     assert [f.message.split(":")[0] for f in alone] == ["resource mapping not found"]
+
+
+def test_an_item_with_a_kind_or_an_apiversion_of_its_own_inherits_neither() -> None:
+    """apimachinery fills in a list item's kind and apiVersion only when both are missing (helpers.go:492-509,
+    ``lists.list_items``): an item of a MemcachedList that names its kind but not its apiVersion, or the
+    reverse, is sent as written and refused for what it lacks, never completed from the list."""
+    head = "apiVersion: cache.example.com/v1alpha1\nkind: MemcachedList\nitems:\n"
+    kind_only = run(("l.yaml", head + "- kind: Memcached\n  metadata: {name: a}\n  spec: {size: 2}\n"))
+    assert not kind_only.crs and [f.message for f in kind_only.errors] == ["apiVersion not set"], kind_only.findings
+    version_only = run(("l.yaml", head + "- apiVersion: cache.example.com/v1alpha1\n  metadata: {name: a}\n  spec: {size: 2}\n"))
+    assert not version_only.crs and [f.message for f in version_only.errors] == ["kind not set"], version_only.findings
+
+
+def test_an_apiversion_without_kind_or_metadata_is_no_object_but_with_metadata_it_is_judged() -> None:
+    """A repository's Helm Chart.yaml has an apiVersion and neither kind nor metadata, and a values file may
+    have a metadata map and no apiVersion: both are passed over, counted, never refused. An apiVersion with
+    a metadata map (a ConfigMap that lost its kind) was meant as an object, and is refused with kubectl's words."""
+    chart = run(("Chart.yaml", "apiVersion: v2\nname: cache\nversion: 0.1.0\n"))
+    assert not chart.findings and chart.not_objects == ["Chart.yaml:1: not a Kubernetes object (no kind)"], chart.findings
+    kindless = run(("cm.yaml", "apiVersion: v1\nmetadata: {name: settings}\ndata: {a: b}\n"))
+    assert [f.message for f in kindless.errors] == ["kind not set"] and not kindless.not_objects
+    values = run(("values.yaml", "metadata: {name: settings}\ndata: {a: b}\n"))
+    assert not values.findings and len(values.not_objects) == 1, "a metadata map alone is no object either"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memcached_gitops.preview_report import GITHUB_COMMENT_LIMIT, markdown_report
-from memcached_gitops.rendered_diff import AppPreview, ObjectChange, Side, compare, find_renames
+from memcached_gitops.rendered_diff import AppPreview, ObjectChange, Side, Transform, compare, find_renames
 from tests.support.gitrepo import git, two_commits, write
 
 CR = """apiVersion: cache.example.com/v1alpha1
@@ -489,3 +489,39 @@ def test_what_kubectl_or_a_controller_writes_is_left_out_even_alone(annotation: 
     [changed] = compare({"app": Side([configmap("{\"old\": 1}")], [])}, {"app": Side([configmap("{\"new\": 2}", "2")], [])})
     [change] = changed.changes
     assert change.action == "changed" and annotation not in change.diff and "team" not in change.diff, change.diff
+
+
+def test_an_object_is_traced_to_a_cr_only_when_we_made_it() -> None:
+    """A change is explained by a CR's field only for the CR itself and what this tool rendered from it
+    (managed-by memcached-gitops and its instance label): another tool's ConfigMap that carries the same
+    instance label (Helm's, here) changes on its own account, with no CR named as its cause."""
+    def memcached(size: int) -> dict:
+        return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "cache"}, "spec": {"size": size}}
+
+    def configmap(value: str) -> dict:
+        labels = {"app.kubernetes.io/instance": "cache", "app.kubernetes.io/managed-by": "Helm"}
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cache-settings", "labels": labels}, "data": {"x": value}}
+
+    [app] = compare({"app": Side([memcached(1), configmap("1")], [])}, {"app": Side([memcached(2), configmap("2")], [])})
+    assert sorted((c.key[1], c.cause) for c in app.changes) == [
+        ("ConfigMap", ""), ("Memcached", "Memcached cache: spec.size: 1 -> 2")], app.changes
+
+
+def test_a_name_that_is_only_the_old_prefix_is_no_rename_of_it() -> None:
+    """A namePrefix change renames a name made of the prefix and a core of at least one character: a name
+    that is the old prefix alone (``dev-``) has no core, so it is not renamed into the new prefix."""
+    change = Transform("dev-", "", "prod-", "")
+    assert change.apply("dev-cache") == "prod-cache"
+    assert change.apply("dev-") is None and Transform("", "-a", "", "-b").apply("-a") is None
+
+
+def test_a_cause_shows_four_fields_and_counts_the_rest() -> None:
+    """A CR changed in more than four fields is named with its first four (in key order), then
+    how many more: the summary line stays short, and never reads as if those four were all."""
+    def memcached(value: int) -> dict:
+        return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "cache"},
+                "spec": {key: value for key in "abcdef"}}
+
+    [app] = compare({"app": Side([memcached(1)], [])}, {"app": Side([memcached(2)], [])})
+    assert [c.cause for c in app.changes] == [
+        "Memcached cache: spec.a: 1 -> 2; spec.b: 1 -> 2; spec.c: 1 -> 2; spec.d: 1 -> 2; and 2 more"]

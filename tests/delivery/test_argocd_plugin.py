@@ -370,3 +370,14 @@ def test_no_memcached_and_nothing_listed_generates_nothing(tmp_path: Path) -> No
     proc = generate(tmp_path, repo_server_env({}))
     assert proc.returncode == 1 and proc.stdout == b""
     assert "no Memcached" in proc.stderr.decode() and "held back" in proc.stderr.decode()
+
+
+def test_an_application_of_listed_kinds_alone_is_generated(tmp_path: Path) -> None:
+    """generate refuses only an empty set (which an automated sync with prune would apply as "delete
+    everything"): a directory with no Memcached but objects of a kind the Application lists is those
+    objects, exit 0, with the missing Memcached said on stderr."""
+    (tmp_path / "settings.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n")
+    proc = generate(tmp_path, repo_server_env({"parameters": [{"name": "pass-through-kinds", "string": "ConfigMap"}]}),
+                    {"MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH": "ConfigMap"})
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert _kinds(proc.stdout) == ["ConfigMap"] and "no Memcached found" in proc.stderr.decode()
