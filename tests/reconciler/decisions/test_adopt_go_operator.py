@@ -228,6 +228,22 @@ def test_keep_live_selector_labels_the_template_as_the_selector_needs() -> None:
     assert keep_live_selector(desired, same) is desired
 
 
+def test_a_kept_selectors_expression_on_a_label_we_render_keeps_the_live_value() -> None:
+    """A kept selector's matchExpression may name a label the rendering sets too (the image's version):
+    the Pod template carries the live value, the one the selector was made for, not the rendered one,
+    or the template would no longer match its immutable selector (the API server refuses a Deployment
+    whose selector does not select its template)."""
+    version = "app.kubernetes.io/version"
+    desired = {"spec": {"selector": {"matchLabels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a"}},
+                        "template": {"metadata": {"labels": {"app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": "a",
+                                                             version: "1.6.29"}}}}}
+    live = {"spec": {"selector": {"matchExpressions": [{"key": version, "operator": "In", "values": ["1.6.22"]}]},
+                     "template": {"metadata": {"labels": {version: "1.6.22"}}}}}
+    kept = keep_live_selector(desired, live)
+    assert kept["spec"]["template"]["metadata"]["labels"][version] == "1.6.22"
+    assert matches(kept["spec"]["selector"], kept["spec"]["template"]["metadata"]["labels"])
+
+
 @pytest.mark.parametrize(("selector", "labels", "expected"), [
     (None, {"a": "1"}, False),
     ({}, {}, True),
@@ -284,6 +300,10 @@ def _pod(name: str, labels: dict[str, str], *refs: dict[str, object]) -> dict:
                  ["Deployment ns/b"], id="another-deployments-replicaset"),
     pytest.param(_pod("a-5d9c-x", {"pod-template-hash": "5d9c"}, {"kind": "ReplicaSet", "name": "a-5d9c", "controller": True}),
                  [], id="our-own-deployments-pod"),
+    pytest.param(_pod("ab-5d9c-x", {"pod-template-hash": "5d9c"}, {"kind": "ReplicaSet", "name": "ab-5d9c", "controller": True}),
+                 ["Deployment ns/ab"], id="a-deployment-whose-name-begins-with-ours"),
+    pytest.param(_pod("a-b-5d9c-x", {"pod-template-hash": "5d9c"}, {"kind": "ReplicaSet", "name": "a-b-5d9c", "controller": True}),
+                 ["Deployment ns/a-b"], id="a-deployment-named-ours-then-a-dash"),
     pytest.param(_pod("cache-x7k2p", {}, {"kind": "ReplicaSet", "name": "cache", "controller": True}),
                  ["ReplicaSet ns/cache"], id="a-replicaset-made-by-hand-no-hash-label"),
     pytest.param(_pod("w-0", {"pod-template-hash": "5d9c"}, {"kind": "ReplicaSet", "name": "x-1", "controller": True}),

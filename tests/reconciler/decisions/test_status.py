@@ -123,6 +123,15 @@ def test_the_verdict_counts_only_for_the_observed_generation() -> None:
             verdict.failure_message) == (4, 0, 0, "", "")
 
 
+def test_an_autoscaler_is_the_one_named_for_the_replicas_even_when_others_set_them() -> None:
+    """An HPA that scales the Deployment is who sets its replicas: the Available message names it alone,
+    not the managers an ignore-paths would leave them to (the column says the same)."""
+    obs = Observation(3, 4, dep(avail=4, upd=4), (), autoscaler="web", replicas_by="kubectl (scale)")
+    [available, *_] = desired_conditions(obs)
+    assert available["message"] == "4 of 4 replicas available; replicas follow HorizontalPodAutoscaler web, not spec.size"
+    assert columns(obs, desired_conditions(obs))["replicasOwner"] == "HorizontalPodAutoscaler/web"
+
+
 @pytest.mark.parametrize(("progressing", "failure", "expected"), [
     ({"status": "False", "reason": "ProgressDeadlineExceeded"}, None, ("ProgressDeadlineExceeded", "")),
     ({"status": "True", "reason": "ProgressDeadlineExceeded"}, None, ("", "")),
@@ -209,6 +218,25 @@ def test_the_columns_are_written_only_where_the_crd_declares_them() -> None:
     assert set(tutorial) == {"conditions", "nodes"}
     ours = desired_status(obs, None, "2026-01-01T00:00:00Z")
     assert {"ready", "reason", "image", "replicasOwner"} <= set(ours)
+
+
+def test_a_condition_carries_only_the_fields_the_served_crd_declares_for_one() -> None:
+    """A served CRD whose condition items declare fewer fields (an older Memcached CRD without
+    observedGeneration or lastTransitionTime) gets conditions of those fields alone: an undeclared
+    field is a 500 for the whole status apply (transcript 23)."""
+    obs = Observation(3, 2, dep(avail=2, upd=2), ())
+    status = desired_status(obs, None, "2026-01-01T00:00:00Z", condition_fields=frozenset({"type", "status", "reason", "message"}))
+    assert status["conditions"] and all(set(c) == {"type", "status", "reason", "message"} for c in status["conditions"])
+
+
+def test_the_nodes_kept_are_the_first_by_name_whatever_order_the_pods_come_in() -> None:
+    """status.nodes is bounded after sorting: the same Pods give the same list in any order (a cache's
+    order is not a status change), and the names kept are the first MAX_NODES by name."""
+    from memcached_gitops.reconciler.decisions.status import MAX_NODES
+
+    pods = tuple(f"pod-{i:05d}" for i in range(MAX_NODES + 10))
+    status = desired_status(Observation(3, 2, dep(avail=2, upd=2), pods[::-1]), None, "2026-01-01T00:00:00Z")
+    assert status["nodes"] == list(pods[:MAX_NODES])
 
 
 def test_status_nodes_is_bounded() -> None:

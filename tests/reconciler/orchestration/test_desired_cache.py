@@ -83,3 +83,13 @@ def test_the_kept_set_is_bounded_least_recently_used_first(rec: Reconciler, monk
     rec.desired_for(cr("a", uid="u-a"))  # dropped first
     assert calls == [5]
     assert list(rec.desired.kept) == [("default", "d"), ("default", "b"), ("default", "a")]
+
+
+def test_the_cr_given_is_never_changed_by_its_validation(rec: Reconciler) -> None:
+    """The validator defaults the CR it checks in place (spec.containerPort), but the CR given is the
+    informer cache's, read by every worker and the next compare: its rendering works on a copy."""
+    given = cr()
+    before = copy.deepcopy(given)
+    desired, problems = rec.desired_for(given)
+    assert desired is not None and not problems
+    assert given == before

@@ -231,6 +231,30 @@ def test_taking_one_over_keeps_what_an_unknown_updater_set_until_ours(cluster: F
     assert kept == (None if owned_before else "yes"), template["metadata"]
 
 
+def test_taking_a_gitops_applied_service_over_keeps_what_an_unknown_updater_set_until_ours(cluster: FakeAPIServer) -> None:
+    """As for the Deployment: an updater we do not know replaced the port of the Service Argo CD applied
+    and set an annotation of its own in the same edit. Taking the Service over (--adopt) puts our port
+    back and leaves that updater's port and annotation with it: a Service not yet ours keeps what its
+    previous world set (companion_step.send passes whether it is ours to cycle.py ``_revocation``)."""
+    from tests.support.fakecluster import argocd_applies, argocd_applies_service
+
+    make_cr(cluster, "m", size=1)
+    argocd_applies(cluster, "m", 1)
+    argocd_applies_service(cluster, "m")
+    path = "/api/v1/namespaces/default/services/m-memcached"
+    edit = [{"op": "replace", "path": "/spec/ports", "value": [{"port": 11311, "name": "other", "protocol": "TCP",
+                                                                 "targetPort": 11311}]},
+            {"op": "add", "path": "/metadata/annotations", "value": {"bot.example.com/touched": "yes"}}]
+    code, _, data = cluster.handle("PATCH", path + "?fieldManager=platform-bot", {"Content-Type": "application/json-patch+json"},
+                                   json.dumps(edit).encode())
+    assert code == 200, data
+    reconciler_for(cluster, adopt=True).run_cycle()
+    service = cluster.get("", "services", "default", "m-memcached")
+    assert service["metadata"]["ownerReferences"][0]["controller"] is True
+    assert sorted(p["port"] for p in service["spec"]["ports"]) == [11211, 11311], "ours back, theirs left with them"
+    assert (service["metadata"].get("annotations") or {}).get("bot.example.com/touched") == "yes", service["metadata"]
+
+
 @pytest.mark.parametrize(("manager", "expected"), [("team-cache", Ownership.OWNED), ("memcached-gitops", Ownership.INHERITED)])
 def test_an_adoption_is_ours_under_the_field_manager_that_applied_it(manager: str, expected: Ownership) -> None:
     """``reconcile --adopt --field-manager team-cache`` took the Go operator's Deployment over: its

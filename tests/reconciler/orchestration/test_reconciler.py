@@ -634,6 +634,25 @@ def test_a_deployment_created_again_beside_its_service_leaves_the_services_ignor
     assert cluster.get("", "services", "default", "a-memcached")["metadata"]["labels"]["app.kubernetes.io/part-of"] == "checkout"
 
 
+def test_a_services_ignored_field_that_only_our_field_manager_set_is_kept_by_its_correction(cluster: FakeAPIServer) -> None:
+    """Under --field-manager team-cache, a Service field the CR's ignore-paths names and that only
+    team-cache has set is ours alone: a correction of another field of that Service carries its live
+    value (leaving it out would remove it), as it does for the Deployment (ignore.follow)."""
+    make_cr(cluster, "a", size=1)
+    annotation = {"cache.example.com/ignore-paths": "Service:/metadata/labels/app.kubernetes.io~1part-of"}
+    patch(cluster, "/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/a", {"metadata": {"annotations": annotation}},
+          "application/merge-patch+json")
+    rec = reconciler_for(cluster, field_manager="team-cache")
+    assert [o.action for o in rec.run_cycle().outcomes] == ["created"]
+    service = "/api/v1/namespaces/default/services/a-memcached"
+    patch(cluster, service, {"metadata": {"labels": {"app.kubernetes.io/name": "other"}}}, "application/merge-patch+json",
+          "?fieldManager=kubectl-patch")
+    [outcome] = rec.run_cycle().outcomes
+    assert outcome.action == "corrected", outcome
+    live = cluster.get("", "services", "default", "a-memcached")
+    assert live["metadata"]["labels"].get("app.kubernetes.io/part-of") == "memcached", live["metadata"]["labels"]
+
+
 @pytest.mark.parametrize("dry_run", [False, True])
 def test_once_whose_list_of_crs_fails_exits_2_even_as_a_dry_run(cluster: FakeAPIServer, tmp_path: Path, dry_run: bool) -> None:
     """A CronJob's cycle that could not read the CRs (the LIST refused, once retried) did not look:
