@@ -29,7 +29,7 @@ from .drift import Drift, compare
 from .ignore import Ignored
 from .ownership import controller_of
 from .plan import ignoring
-from .vocabulary import COMPANIONS, FIELD_MANAGER, Resource
+from .vocabulary import COMPANIONS, Resource
 
 
 class Move(enum.Enum):
@@ -99,8 +99,8 @@ def relation(obj: dict[str, Any], cr: dict[str, Any]) -> Move:
 
 
 def steps(cr: dict[str, Any], desired: list[dict[str, Any]], live: dict[tuple[str, str], dict[str, Any]], names: list[str],
-          adopt: bool = False, kept_selector: dict[str, Any] | None = None, ignored: Ignored | None = None,
-          field_manager: str = FIELD_MANAGER) -> list[Step]:
+          field_manager: str, adopt: bool = False, kept_selector: dict[str, Any] | None = None,
+          ignored: Ignored | None = None) -> list[Step]:
     """The move for each companion: ``desired`` as rendered (without owner), ``live`` the objects
     of ``names`` found, by (kind, name); ``names`` every companion name the CR may have;
     ``kept_selector`` the Deployment's selector when it was kept from one taken over; ``ignored``

@@ -61,7 +61,7 @@ def reconcile_companions(rec: Reconciler, visit: Visit, lookup: CompanionLookup,
             cached[(resource.kind, name)] = found
     live = {key: found for key, found in cached.items() if found is not None}
     foreign = []
-    planned = steps(cr, desired, live, names, rec.options.adopt, kept_selector, ignored, rec.options.field_manager)
+    planned = steps(cr, desired, live, names, rec.options.field_manager, rec.options.adopt, kept_selector, ignored)
     if not withhold and kept_selector is None and any(s.move is Move.CREATE for s in planned):
         # our selector is unique per CR, but a foreign Pod may carry its labels: looked for once, before creating
         # (or, in a dry run or detect-only, before saying what would be created: what the run itself would do)

@@ -6,6 +6,7 @@ import copy
 
 import pytest
 from memcached_gitops.reconciler.decisions.companions import Move, relation, selecting, steps, with_owner
+from memcached_gitops.reconciler.decisions.vocabulary import FIELD_MANAGER
 from memcached_gitops.render import render
 
 CR = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
@@ -56,19 +57,19 @@ def test_a_budget_no_longer_wanted_is_deleted_only_when_ours() -> None:
     assert [o["kind"] for o in one_pod] == ["Service"]
     service = with_owner(one_pod[0], CR)
     ours = {("Service", "m-memcached"): service, ("PodDisruptionBudget", "m-memcached"): with_owner(budget(), CR)}
-    assert [(s.resource.kind, s.move) for s in steps(CR, one_pod, ours, NAMES)] == [
+    assert [(s.resource.kind, s.move) for s in steps(CR, one_pod, ours, NAMES, FIELD_MANAGER)] == [
         ("Service", Move.KEEP), ("PodDisruptionBudget", Move.DELETE)]
     for theirs in (controlled_by(budget(), "u-2"), unlabelled(budget()), budget()):
         live = {("Service", "m-memcached"): service, ("PodDisruptionBudget", "m-memcached"): theirs}
-        assert [s.move for s in steps(CR, one_pod, live, NAMES)] == [Move.KEEP], "never someone else's"
+        assert [s.move for s in steps(CR, one_pod, live, NAMES, FIELD_MANAGER)] == [Move.KEEP], "never someone else's"
 
 
 def test_missing_ones_are_created_and_gitops_applied_ones_observed_unless_adopted() -> None:
     wanted = companions()
-    assert [s.move for s in steps(CR, wanted, {}, NAMES)] == [Move.CREATE, Move.CREATE]
+    assert [s.move for s in steps(CR, wanted, {}, NAMES, FIELD_MANAGER)] == [Move.CREATE, Move.CREATE]
     applied = {("Service", "m-memcached"): wanted[0], ("PodDisruptionBudget", "m-memcached"): wanted[1]}
-    assert [s.move for s in steps(CR, wanted, applied, NAMES)] == [Move.OBSERVE, Move.OBSERVE]
-    adopted = steps(CR, wanted, applied, NAMES, adopt=True)
+    assert [s.move for s in steps(CR, wanted, applied, NAMES, FIELD_MANAGER)] == [Move.OBSERVE, Move.OBSERVE]
+    adopted = steps(CR, wanted, applied, NAMES, FIELD_MANAGER, adopt=True)
     assert [s.move for s in adopted] == [Move.CORRECT, Move.CORRECT]
     assert all(s.body is not None and s.body["metadata"]["ownerReferences"][0]["uid"] == "u-1" for s in adopted)
     assert [d.field for d in adopted[0].drift] == [".metadata.ownerReferences[uid=\"u-1\"]"]
@@ -104,22 +105,22 @@ def _described(plan: list) -> list[tuple]:
 
 def test_each_step_names_its_object_and_carries_what_to_write_or_what_is_there() -> None:
     wanted = companions()
-    created = steps(CR, wanted, {}, NAMES)
+    created = steps(CR, wanted, {}, NAMES, FIELD_MANAGER)
     assert _described(created) == [("Service", "m-memcached", Move.CREATE, []), ("PodDisruptionBudget", "m-memcached", Move.CREATE, [])]
     assert [s.body for s in created] == [with_owner(o, CR) for o in wanted]
     theirs = controlled_by(wanted[0], "u-2")
-    foreign = steps(CR, wanted[:1], {("Service", "m-memcached"): theirs}, NAMES)
+    foreign = steps(CR, wanted[:1], {("Service", "m-memcached"): theirs}, NAMES, FIELD_MANAGER)
     assert foreign[0].body is theirs and foreign[0].move is Move.FOREIGN and foreign[0].resource.kind == "Service"
     assert foreign[0].drift == ()  # what differs from the rendering is reported, never written: here nothing
     ours = with_owner(wanted[1], CR)
     drifted = copy.deepcopy(ours)
     drifted["spec"]["maxUnavailable"] = 2
     [kept, corrected] = steps(CR, wanted, {("Service", "m-memcached"): with_owner(wanted[0], CR),
-                                          ("PodDisruptionBudget", "m-memcached"): drifted}, NAMES)
+                                          ("PodDisruptionBudget", "m-memcached"): drifted}, NAMES, FIELD_MANAGER)
     assert _described([kept, corrected]) == [("Service", "m-memcached", Move.KEEP, []),
                                              ("PodDisruptionBudget", "m-memcached", Move.CORRECT, [".spec.maxUnavailable"])]
     assert kept.body == with_owner(wanted[0], CR) and corrected.body == ours
-    gone = steps(CR, companions(size=1), {("PodDisruptionBudget", "m-memcached"): ours}, NAMES)
+    gone = steps(CR, companions(size=1), {("PodDisruptionBudget", "m-memcached"): ours}, NAMES, FIELD_MANAGER)
     assert _described(gone)[-1] == ("PodDisruptionBudget", "m-memcached", Move.DELETE, []) and gone[-1].body is ours
 
 
@@ -127,14 +128,14 @@ def test_a_port_a_person_added_to_our_service_is_theirs_not_drift() -> None:
     """A Service's ports are a map by port and protocol (transcript 42): an extra one is not ours to remove."""
     service = with_owner(companions()[0], CR)
     service["spec"]["ports"].append({"name": "metrics", "port": 9150, "protocol": "TCP", "targetPort": 9150})
-    assert _described(steps(CR, companions()[:1], {("Service", "m-memcached"): service}, NAMES)) == [
+    assert _described(steps(CR, companions()[:1], {("Service", "m-memcached"): service}, NAMES, FIELD_MANAGER)) == [
         ("Service", "m-memcached", Move.KEEP, [])]
 
 
 def test_a_kept_selector_reaches_the_steps_and_is_never_shared() -> None:
     kept = {"matchLabels": {"app.kubernetes.io/name": "memcached-operator", "app.kubernetes.io/instance": "m"}}
     wanted = companions()
-    [service, pdb] = steps(CR, wanted, {}, NAMES, kept_selector=kept)
+    [service, pdb] = steps(CR, wanted, {}, NAMES, FIELD_MANAGER, kept_selector=kept)
     assert service.body["spec"]["selector"] == kept["matchLabels"] and pdb.body["spec"]["selector"] == kept
     pdb.body["spec"]["selector"]["matchLabels"]["x"] = "y"
     assert "x" not in kept["matchLabels"] and wanted[1]["spec"]["selector"]["matchLabels"].get("x") is None
@@ -152,15 +153,15 @@ def test_kept_live_objects_and_observed_drift() -> None:
     wanted = companions()
     live_service = with_owner(wanted[0], CR)
     live_service["status"] = {"loadBalancer": {}}
-    [kept] = steps(CR, wanted[:1], {("Service", "m-memcached"): live_service}, NAMES)
+    [kept] = steps(CR, wanted[:1], {("Service", "m-memcached"): live_service}, NAMES, FIELD_MANAGER)
     assert kept.move is Move.KEEP and kept.body is live_service, "a kept one is the live object, not a write"
     applied = copy.deepcopy(wanted[0])  # Argo CD's copy, with a person's port beside ours and a changed type
     applied["spec"]["ports"].append({"name": "metrics", "port": 9150, "protocol": "TCP", "targetPort": 9150})
     applied["spec"]["type"] = "NodePort"
-    [observed] = steps(CR, wanted[:1], {("Service", "m-memcached"): applied}, NAMES)
+    [observed] = steps(CR, wanted[:1], {("Service", "m-memcached"): applied}, NAMES, FIELD_MANAGER)
     assert (observed.move, observed.name, [d.field for d in observed.drift]) == (Move.OBSERVE, "m-memcached", [".spec.type"])
     theirs = controlled_by(wanted[0], "u-2")
-    [foreign] = steps(CR, wanted[:1], {("Service", "m-memcached"): theirs}, NAMES)
+    [foreign] = steps(CR, wanted[:1], {("Service", "m-memcached"): theirs}, NAMES, FIELD_MANAGER)
     assert (foreign.move, foreign.name) == (Move.FOREIGN, "m-memcached")
 
 
@@ -182,22 +183,22 @@ def test_ignored_paths_of_a_companion_are_left_to_their_owner_and_listed_apart()
                                                  "fieldsV1": {"f:spec": {"f:maxUnavailable": {}}}}]
     live = {("Service", "m-memcached"): with_owner(wanted[0], CR), ("PodDisruptionBudget", "m-memcached"): live_budget}
     ignored = {"PodDisruptionBudget": (("spec", "maxUnavailable"),)}
-    [_, kept] = steps(CR, wanted, live, NAMES, ignored=ignored)
+    [_, kept] = steps(CR, wanted, live, NAMES, FIELD_MANAGER, ignored=ignored)
     assert (kept.move, kept.drift, [d.field for d in kept.ignored]) == (Move.KEEP, (), [".spec.maxUnavailable"])
     assert kept.body is live_budget
-    other_kind = steps(CR, wanted, live, NAMES, ignored={"Service": (("spec", "maxUnavailable"),)})[1]
+    other_kind = steps(CR, wanted, live, NAMES, FIELD_MANAGER, ignored={"Service": (("spec", "maxUnavailable"),)})[1]
     assert (other_kind.move, other_kind.ignored) == (Move.CORRECT, ()), "a Service pointer is not the budget's"
     live_budget["metadata"]["labels"]["app.kubernetes.io/name"] = "x"
-    [_, corrected] = steps(CR, wanted, live, NAMES, ignored=ignored)
+    [_, corrected] = steps(CR, wanted, live, NAMES, FIELD_MANAGER, ignored=ignored)
     assert corrected.move is Move.CORRECT and [d.field for d in corrected.drift] == [".metadata.labels.app.kubernetes.io/name"]
     assert "maxUnavailable" not in corrected.body["spec"], "another manager's: left out of our apply"
     live_budget["metadata"]["managedFields"] = [{"manager": "shop-gitops", "operation": "Apply",
                                                  "fieldsV1": {"f:spec": {"f:maxUnavailable": {}}}}]
-    [_, carried] = steps(CR, wanted, live, NAMES, ignored=ignored, field_manager="shop-gitops")
+    [_, carried] = steps(CR, wanted, live, NAMES, "shop-gitops", ignored=ignored)
     assert carried.body["spec"]["maxUnavailable"] == 2, "ours alone (our field manager's name given): the live value"
     applied = copy.deepcopy(wanted[1])
     applied["spec"]["maxUnavailable"] = 2
-    [_, observed] = steps(CR, wanted, {("PodDisruptionBudget", "m-memcached"): applied}, NAMES, ignored=ignored)
+    [_, observed] = steps(CR, wanted, {("PodDisruptionBudget", "m-memcached"): applied}, NAMES, FIELD_MANAGER, ignored=ignored)
     assert (observed.move, observed.drift, [d.field for d in observed.ignored]) == (Move.OBSERVE, (), [".spec.maxUnavailable"])
 
 
@@ -216,7 +217,7 @@ def test_a_foreign_service_is_compared_with_a_services_list_rules_and_the_budget
     theirs = controlled_by(with_extra_port(service()), "u-2")
     theirs["spec"]["selector"] = {"app": "theirs"}
     live = {("Service", "m-memcached"): theirs, ("PodDisruptionBudget", "m-memcached"): with_owner(budget(), CR)}
-    found = steps(CR, companions(), live, NAMES)
+    found = steps(CR, companions(), live, NAMES, FIELD_MANAGER)
     assert [(s.resource.kind, s.move) for s in found] == [("Service", Move.FOREIGN), ("PodDisruptionBudget", Move.KEEP)]
     assert [d.field for d in found[0].drift] == [".spec.selector"], "their extra port is no drift: ports are keyed"
 
@@ -225,7 +226,7 @@ def test_an_observed_service_is_compared_with_its_kinds_rules_and_kept_as_it_is(
     live_service = with_extra_port(service())
     live_service["spec"]["selector"] = {"app": "changed"}
     live = {("Service", "m-memcached"): live_service}
-    [step, _] = steps(CR, companions(), live, NAMES, ignored={"Service": (("spec", "publishNotReadyAddresses"),)})
+    [step, _] = steps(CR, companions(), live, NAMES, FIELD_MANAGER, ignored={"Service": (("spec", "publishNotReadyAddresses"),)})
     assert step.resource.kind == "Service" and step.move is Move.OBSERVE and step.body is live_service
     assert [d.field for d in step.drift] == [".spec.selector"]
 
