@@ -518,3 +518,60 @@ def test_release_waits_for_a_renewal_in_flight_and_no_renewal_follows_its_delete
     released.join(5)
     thread.join(5)
     assert not thread.is_alive() and lease(server, a) is None, "deleted on the renewal's version; not re-created"
+
+
+def test_a_leaving_replica_the_ring_has_not_acknowledged_writes_nothing_more(server: FakeAPIServer, clock: ManualClock) -> None:
+    """SIGTERM lets a reconcile in flight end with its own writes only when the others counted this
+    replica as a member (then none of them owns its CRs). One back from a lapse as a new incarnation
+    that the others have not acknowledged yet may already have had its share taken over: once it
+    starts leaving, its reconcile in flight writes nothing more, fenced or not."""
+    import threading
+
+    a, b = start(server, clock, "a", "b")
+    mine = next(k for k in KEYS if a.allowed(k))
+    with a.serving(mine) as ours:
+        assert ours and a.may_write()
+        server.faults.append(Fault(path_contains=f"/leases/{a.name}", method="PUT", status=500, times=1000))
+        while lease(server, a) is not None:  # a is cut off; b confirms its Lease ran out and deletes it
+            clock.now += 2.0
+            for ring in (a, b):
+                sync(server, ring)
+                ring.step()
+            no_two_writers([a, b])
+            assert clock.now < 200.0
+        assert b.allowed(mine), "b serves every CR, a's too"
+        server.faults.clear()
+        while not a.fenced():  # a gets through again: its renewal finds no Lease, it joins as a new incarnation
+            a.step()
+        assert a.token != "a#0" and a.token in a.view and not a.acknowledged()
+        assert b.allowed(mine), "b's watch has not delivered a's new Lease: b still writes a's CRs"
+        releasing = threading.Thread(target=a.release, daemon=True)
+        releasing.start()
+        deadline = time.monotonic() + 5
+        while not a.stopping and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert a.stopping and a.fenced()
+        assert not a.may_write(), "not acknowledged when it began leaving: the reconcile in flight writes nothing"
+    releasing.join(5)
+    assert not releasing.is_alive() and lease(server, a) is None
+
+
+def test_taking_over_a_lease_never_moves_the_incarnation_backwards(server: FakeAPIServer, clock: ManualClock) -> None:
+    """A replica whose renewals are refused (409: written by someone else) comes back as a new
+    incarnation each time it tries, taking over its Lease of the same name: when its incarnation is
+    already above the old Lease's transitions, it keeps its own (the token and the Lease never go
+    back to an incarnation it has been before)."""
+    a, b = start(server, clock, "a", "b")
+    assert a.token == "a#0"
+    server.faults.append(Fault(path_contains=f"/leases/{a.name}", method="PUT", status=409, times=2))
+    seen = [a.incarnation]
+    for _ in range(3):  # the refused renewal; a take-over refused too; a take-over that goes through
+        clock.now += 2.0
+        a.step()
+        seen.append(a.incarnation)
+    assert seen == [0, 0, 1, 2], "each try after a refusal is the next incarnation; the take-over keeps a#2, above the Lease's 0 + 1"
+    assert a.token == "a#2" and a.fenced() and a.holds_lease
+    assert lease(server, a)["spec"]["leaseTransitions"] == 2, "the Lease says the incarnation the replica took over as"
+    settle_ring(server, [a, b])
+    shares = no_two_writers([a, b])
+    assert shares["a"] > 0 and shares["a"] + shares["b"] == len(KEYS)
