@@ -203,6 +203,30 @@ def test_with_replicas_ignored_the_status_counts_the_deployments_own_replicas(cl
         "1 of 1 replicas available; replicas set by kubectl (scale), not spec.size (ignore-paths)")
 
 
+def test_drift_left_alone_keeps_naming_the_replicas_setters_and_the_pods(cluster: FakeAPIServer) -> None:
+    """Under --detect-only the columns and status.nodes say what the cluster runs, as a served CR's do:
+    REPLICAS-BY the managers the CR's ignore-paths leaves the replicas to, READY the Deployment's own
+    replicas, ``nodes`` its Pods; only the Degraded condition tells the drift left alone."""
+    from fakeapi.server import DeploymentController
+
+    make_cr(cluster, "m", size=3)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    annotate(cluster, "m", "/spec/replicas")
+    scale(cluster, "m", 2)
+    DeploymentController(cluster).sync()
+    rec.run_cycle()
+    served = cluster.get("cache.example.com", "memcacheds", "default", "m")["status"]
+    assert len(served["nodes"]) == 2, served
+    set_memory(cluster, "m", "1Gi")
+    DeploymentController(cluster).sync()  # the drifted template rolled out
+    [outcome] = reconciler_for(cluster, detect_only=True).run_cycle().outcomes
+    assert outcome.action == "drifted", outcome
+    status = cluster.get("cache.example.com", "memcacheds", "default", "m")["status"]
+    assert condition(cluster, "m", "Degraded")["reason"] == "DriftDetected"
+    assert (status["replicasOwner"], status["ready"], status["nodes"]) == ("kubectl (scale)", "2/2", served["nodes"]), status
+
+
 # ---- the pure rules
 def test_pointers_are_rfc_6901_separated_by_commas_or_lines() -> None:
     cr = {"metadata": {"annotations": {ANNOTATION: " /spec/replicas ,\n/spec/template/metadata/annotations/a~1b~0c,, "}}}
