@@ -172,6 +172,7 @@ def test_foreign_deployments_stay_foreign_with_or_without_adopt(cluster: FakeAPI
             "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
                      "spec": {"containers": [{"name": "x", "image": "nginx:1"}]}}}}
     post(cluster, "/apis/apps/v1/namespaces/default/deployments", bare, "?fieldManager=someone")
+    DeploymentController(cluster).sync()  # their Pods run: m's carry our labels, yet are no Pods of the CR's
     before = {n: deployment(cluster, n) for n in ("m", "bare")}
     cluster.reset_log()
     report = reconciler_for(cluster, adopt=adopt).run_cycle()
@@ -180,6 +181,7 @@ def test_foreign_deployments_stay_foreign_with_or_without_adopt(cluster: FakeAPI
     assert {n: deployment(cluster, n) for n in ("m", "bare")} == before
     for name in ("m", "bare"):
         assert condition(cluster, name, "Degraded")["reason"] == "ResourceNotOwned"
+        assert cluster.get("cache.example.com", "memcacheds", "default", name)["status"]["nodes"] == [], "another's Pods are not the CR's"
 
 
 def test_cli_adopt_flag_and_its_environment_variable(cluster: FakeAPIServer, tmp_path) -> None:
