@@ -380,6 +380,25 @@ def test_the_run_passes_its_remaining_time_to_the_build(stand_in, tmp_path: Path
     assert seen == [30.0, 60.0], "the rest of the run's deadline, at most a build's 60 s"
 
 
+def test_the_time_the_graph_check_took_is_not_given_to_kustomize(stand_in, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check walks the graph on the run's clock: kustomize is given what is left of the deadline once
+    the check is done, never what was left before it (a 70 s walk of a 100 s deadline leaves the build
+    30 s, not 60, or the run would end 30 s after its deadline)."""
+    stand_in("echo 'kind: ConfigMap'")
+    (tmp_path / "kustomization.yaml").write_text("resources: []\n")
+    seen: list[float] = []
+    monkeypatch.setattr(kustomize, "build", lambda path, options, limit, timeout, *rest: seen.append(timeout) or b"")
+    now = [0.0]
+
+    def slow_check(*args: object) -> None:
+        now[0] += 70.0
+
+    monkeypatch.setattr(kustomize, "check_graph", slow_check)
+    builds = Builds(root=str(tmp_path), environ={**os.environ, DEADLINE_ENV: "100"}, clock=lambda: now[0])
+    builds.build("a", str(tmp_path), 1000)
+    assert seen == [30.0], "the deadline less the check's 70 s"
+
+
 def _env_of(where: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in (where / "env").read_text().splitlines() if "=" in line)
 

@@ -237,3 +237,24 @@ def test_a_token_refused_once_is_a_strangers_however_often_it_comes_back() -> No
             reviews.authenticate(f"bad-{i}")
     user = reviews.authenticate("prometheus-token")
     assert user is not None and user.name == "prometheus"
+
+
+def test_a_token_authenticated_again_stays_known_for_known_ttl_from_its_last_review() -> None:
+    """Each time the API server authenticates a token again, it is remembered for ``known_ttl`` from then: Prometheus's
+    token, re-reviewed every minute from the known tokens' bucket, never becomes a stranger's however long the process
+    runs, so strangers spraying tokens never get its scrapes answered 429."""
+    from memcached_gitops.reconciler.client.reviews import RateLimited
+
+    clock = ManualClock(1000.0)
+    api = API(token_answer(True, username="prometheus"), token_answer(False), *[token_answer(True, username="prometheus")] * 2)
+    reviews = AccessReviews(api, clock=clock, review_rate=0.001, review_burst=2, known_ttl=100.0)  # type: ignore[arg-type]
+    assert reviews.authenticate("prometheus-token") is not None
+    assert reviews.authenticate("random-0") is None
+    with pytest.raises(RateLimited):
+        reviews.authenticate("random-1")  # the new tokens' bucket is empty from here on
+    clock.now += 61  # 1061: its answer expired, it is known (until 1100): reviewed again from its own bucket
+    assert reviews.authenticate("prometheus-token") is not None
+    clock.now += 61  # 1122: past the first known_ttl, within the one its second review started
+    user = reviews.authenticate("prometheus-token")
+    assert user is not None and user.name == "prometheus"
+    assert sum(1 for r in api.requests if r[2]["spec"]["token"] == "prometheus-token") == 3

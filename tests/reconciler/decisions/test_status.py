@@ -148,6 +148,24 @@ def test_the_deployment_controllers_failure_reasons(progressing: dict | None, fa
     assert (verdict.failure_reason, verdict.failure_message) == expected
 
 
+def test_a_progress_deadline_exceeded_is_the_verdict_even_beside_a_replica_failure() -> None:
+    """A rollout the Deployment controller gave up on (Progressing=False, ProgressDeadlineExceeded) while
+    ReplicaFailure=True still says why (a quota that refused its Pods until the deadline passed): the
+    verdict is the deadline's, as the Deployment itself says. Progressing=False, and Degraded and Stalled
+    with its reason and message, not a rollout still under way."""
+    conds = [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded",
+              "message": 'ReplicaSet "a-5d4f" has timed out progressing.'},
+             {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": "exceeded quota: pods"}]
+    for order in (conds, conds[::-1]):
+        verdict = deployment_verdict(dep(upd=1, conds=order))
+        assert (verdict.failure_reason, verdict.failure_message) == (
+            "ProgressDeadlineExceeded", 'ReplicaSet "a-5d4f" has timed out progressing.')
+        by_type = {c["type"]: c for c in desired_conditions(Observation(3, 2, dep(upd=1, conds=order), ()))}
+        assert (by_type["Progressing"]["status"], by_type["Progressing"]["reason"]) == ("False", "ProgressDeadlineExceeded")
+        assert (by_type["Degraded"]["status"], by_type["Degraded"]["reason"]) == ("True", "ProgressDeadlineExceeded")
+        assert (by_type["Stalled"]["reason"], by_type["Ready"]["reason"]) == ("ProgressDeadlineExceeded", "ProgressDeadlineExceeded")
+
+
 def test_spec_manager_counts_leaves_and_keeps_the_first_of_equals() -> None:
     def entry(manager: str | None, spec: dict, subresource: str = "") -> dict:
         named = {"manager": manager} if manager else {}

@@ -101,3 +101,33 @@ def test_a_pair_whose_files_are_gone_for_a_moment_keeps_the_last_one_served(tmp_
     (tmp_path / "tls.key").write_bytes(key2)
     clock.now += tls_module.RELOAD_CHECK
     assert cert.context() is not loaded, "the pair written again is loaded"
+
+
+def test_a_rotation_that_lands_while_the_pair_is_read_is_loaded_at_the_next_check(tmp_path: Path, monkeypatch) -> None:
+    """The modification times kept as loaded are the ones seen before the pair was read: a rotation
+    that lands while the files are being read (the kubelet swapping a Secret volume's ..data) is
+    loaded at the next check, never taken as the pair already served."""
+    clock = ManualClock(1000.0)
+    first, key = self_signed(("localhost", "127.0.0.1"))
+    write_pair(tmp_path, first, key)
+    os.utime(tmp_path / "tls.crt", (TICK - 60, TICK - 60))
+    os.utime(tmp_path / "tls.key", (TICK - 60, TICK - 60))
+    second, key2 = self_signed(("localhost", "127.0.0.1"))
+    real = tls_module.server_context
+    rotations = []
+
+    def rotating(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
+        context = real(cert_pem, key_pem)
+        if not rotations:  # the first pair is read; the rotation lands before it is loaded
+            rotations.append(True)
+            write_pair(tmp_path, second, key2)
+        return context
+
+    monkeypatch.setattr(tls_module, "server_context", rotating)
+    cert = ServingCertificate(str(tmp_path), clock=clock)
+    loaded = cert.context()
+    clock.now += tls_module.RELOAD_CHECK
+    assert cert.context() is not loaded, "the pair that landed during the read is loaded at the next check"
+    reloaded = cert.context()
+    clock.now += tls_module.RELOAD_CHECK
+    assert cert.context() is reloaded, "and then kept: the times did not move again"
