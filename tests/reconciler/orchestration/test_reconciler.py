@@ -821,6 +821,36 @@ def test_a_dry_run_says_of_the_companions_what_the_run_does(cluster: FakeAPIServ
     assert cluster.get("", "services", "default", "a-memcached") is None
 
 
+def test_a_fight_outranks_the_overlap_that_holds_the_companions_back(cluster: FakeAPIServer) -> None:
+    """While the fight detector says a field is fought over (the event-driven mode's DegradedCheck), the CR
+    says FieldManagerFight even when a foreign Pod holds its Service and budget back: the fight is what
+    pauses its corrections, and the person must learn who is undoing them. The overlap is said again
+    once the fight is over."""
+    post(cluster, "/api/v1/namespaces/default/pods",
+         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stray", "labels": {"app.kubernetes.io/name": "memcached",
+                                                                                      "app.kubernetes.io/instance": "a"}},
+          "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}})
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    assert condition(cluster, "a", "Degraded")["reason"] == "SelectorOverlap"
+    declared, condition_fields = rec.status_schema()
+    fight = ("FieldManagerFight", ".spec.replicas of Deployment default/a was corrected 4 times in 120s and set back each "
+                                  "time by field manager kubectl; corrections paused for 10s")
+
+    def reconcile(degraded: tuple[str, str] | None) -> None:
+        cr = cluster.get("cache.example.com", "memcacheds", "default", "a")
+        rec.reconcile_cr(cr, deployment(cluster, "a"), (), declared, condition_fields, degraded=lambda _cr, _corrected: degraded,
+                         companions=rec.companions())
+
+    reconcile(fight)
+    degraded = condition(cluster, "a", "Degraded")
+    assert (degraded["status"], degraded["reason"], degraded["message"]) == ("True", *fight)
+    assert cluster.get("", "services", "default", "a-memcached") is None, "the companions are still held back"
+    reconcile(None)
+    assert condition(cluster, "a", "Degraded")["reason"] == "SelectorOverlap"
+
+
 def test_status_strings_taken_from_outside_fit_the_crds_max_length(cluster: FakeAPIServer) -> None:
     """The served CRD bounds ``status.servedBy`` (253: a Pod name, a DNS subdomain) and
     ``status.lastHandledReconcileAt`` (256) by maxLength, and the API server refuses a whole status
