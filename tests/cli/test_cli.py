@@ -265,6 +265,18 @@ def test_a_kubeconfig_that_cannot_be_read_is_named(tmp_path: Path, command: list
     assert len(err.splitlines()) == 1 and str(missing) in err and "Service host" not in err, err
 
 
+@pytest.mark.parametrize("mode", [["--once"], ["--dry-run"], ["--no-leader-elect"]])
+def test_shards_go_with_the_event_driven_mode_alone(tmp_path: Path, mode: list[str]) -> None:
+    """--shards splits the event-driven mode's CRs among replicas by Leases, each replica writing its
+    share: with --once, --dry-run (which writes nothing, not even a Lease) or --no-leader-elect it is a
+    usage error (exit 2), said before any cluster is reached."""
+    missing = tmp_path / "kube" / "config"
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "reconcile", "--shards", *mode, "--kubeconfig", str(missing)],
+                          capture_output=True, timeout=120)
+    err = assert_clean_failure(proc, code=2)
+    assert err.startswith("error: --shards splits the event-driven mode's CRs") and str(missing) not in err, err
+
+
 def test_one_output_flag_as_kubectl_and_shell_completion() -> None:
     bad = str(DATA / "bad-crs.yaml")
     for fmt in ("json", "github"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from memcached_gitops.foundation.files import BUILT
 from memcached_gitops.render import DEFAULT_IMAGE
 from memcached_gitops.schemas import Validator
 
@@ -38,6 +39,17 @@ def test_the_same_name_in_other_namespaces_or_by_generate_name_is_no_duplicate()
     assert [(f.field, f.severity) for f in result.findings] == [("metadata.generateName", "warning")] * 2  # no duplicate
     assert [f.message.split(":")[0] for f in run(("a.yaml", cr("web", "shop") + "---\n" + cr("web", "shop"))).findings] == [
         "Duplicate value"]
+
+
+def test_each_kustomize_build_is_compared_for_duplicates_within_itself_only() -> None:
+    """Each kustomize build is an application of its own (Argo CD and Flux deploy it alone): two overlays
+    named in one run (one per cluster, keeping the base's names and namespace) hold no duplicate of each
+    other, nor of the files they are built from; a CR twice in one build is one."""
+    eu, us = "apps/overlays/eu" + BUILT, "apps/overlays/us" + BUILT
+    apart = run(("apps/base/cr.yaml", cr("web", "shop")), (eu, cr("web", "shop")), (us, cr("web", "shop", size=2)))
+    assert apart.findings == [] and len(apart.crs) == 3
+    twice = run((eu, cr("web", "shop") + "---\n" + cr("web", "shop")), (us, cr("web", "shop")))
+    assert [(f.file, f.message.split(":")[0]) for f in twice.findings] == [(eu, "Duplicate value")]
 
 
 LIST_ITEM = "- metadata: {name: l, namespace: default}\n  spec: {size: 9}\n"

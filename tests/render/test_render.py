@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import kubernetes_validate
 import pytest
@@ -12,6 +13,7 @@ from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.render import DEFAULT_IMAGE, RenderError, render, selector_labels, to_json, to_yaml
 from memcached_gitops.render.desired import validate_and_render
 from memcached_gitops.schemas import Validator, load_crd
+from memcached_gitops.schemas.crd import builtin_crd_text, parse_crd
 
 from tests.conftest import REPO, TESTS, transcript
 
@@ -106,6 +108,19 @@ def test_a_verdict_without_rendering_renders_nothing() -> None:
     rendered = validate_and_render(shipped_validator(), dict(cr), DEFAULT_IMAGE)
     assert [m["kind"] for m in rendered.manifests] == ["Deployment", "Service"]
     assert verdict.outcome.obj == rendered.outcome.obj
+
+
+def test_a_valid_cr_no_deployment_can_be_made_of_is_not_ok() -> None:
+    """A team's CRD (``--crd``) may accept a name no Deployment can carry (64 characters: no label value).
+    The verdict is then not ok, its one problem is the name's and nothing is rendered: a caller that
+    asks ``ok`` (the reconciler) says why on the CR instead of taking a rendering that is not there."""
+    text, cut = re.subn(r"\n\s*maxLength: 63\n", "\n", builtin_crd_text(), count=1)
+    assert cut == 1, "the shipped CRD bounds the name; the team's does not"
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "a" * 64, "namespace": "shop"}}
+    verdict = validate_and_render(Validator(parse_crd(text, "team-crd.yaml")), cr, DEFAULT_IMAGE)
+    assert verdict.outcome.ok, verdict.outcome.errors
+    assert not verdict.ok and verdict.manifests == ()
+    assert [p.path for p in verdict.problems] == [("metadata", "name")] and verdict.problems == [verdict.render_problem]
 
 
 def test_json_output_is_a_list() -> None:

@@ -192,3 +192,29 @@ def test_a_kinds_share_filter_is_the_filter_of_its_store_in_every_namespace() ->
         for name in ("mine", "theirs"):
             index.put(DEPLOYMENTS.kind, {**kept(name), "metadata": {"name": name, "namespace": ns, "resourceVersion": "3"}})
     assert sorted(k for i in index.informers[DEPLOYMENTS.kind] for k in i.store.keys()) == [("default", "mine"), ("shop", "mine")]
+
+
+def test_a_get_read_is_cached_only_as_new_as_the_watch_and_never_after_the_watch_saw_it_go() -> None:
+    """``fill`` (reconcile --shards: what a GET read for a CR just handed over, before the LIST that follows)
+    keeps the answer as the store's ``fill`` does: only an object the watch has seen, no older than the
+    version it delivered last, and never one it has seen deleted since, whose ghost would keep the CR's
+    Deployment from being created again."""
+    share: set[str] = set()
+    kinds = {DEPLOYMENTS.kind: watched_kinds(Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds"))[DEPLOYMENTS.kind]}
+    index = Caches(KubeAPI(client=None), kinds, lambda *event: None, (None,),
+                   keep={DEPLOYMENTS.kind: lambda obj: obj["metadata"]["name"] in share})
+    store = index.informers[DEPLOYMENTS.kind][0].store
+
+    def deployment(name: str, rv: str) -> dict[str, Any]:
+        return {"metadata": {"name": name, "namespace": "shop", "resourceVersion": rv}}
+
+    for name in ("gone", "newer", "same"):
+        store.put(deployment(name, "7"))  # the watch's events while another replica served them
+    store.remove(("shop", "gone"))  # its DELETED
+    share.update({"gone", "newer", "same", "unseen"})
+    for name, rv in (("gone", "7"), ("newer", "5"), ("same", "7"), ("unseen", "9")):
+        index.fill(DEPLOYMENTS.kind, deployment(name, rv))
+    assert index.cached(DEPLOYMENTS.kind, ("shop", "gone")) is None, "deleted since the GET: not brought back"
+    assert index.cached(DEPLOYMENTS.kind, ("shop", "newer")) is None, "older than what the watch delivered"
+    assert index.cached(DEPLOYMENTS.kind, ("shop", "unseen")) is None, "not seen yet: its ADDED is still to come"
+    assert index.cached(DEPLOYMENTS.kind, ("shop", "same"))["metadata"]["resourceVersion"] == "7"

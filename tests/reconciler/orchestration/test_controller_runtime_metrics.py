@@ -270,3 +270,17 @@ def test_the_reconcile_counters_are_exported_at_zero_before_the_first_reconcile(
         assert samples[("controller_runtime_reconcile_total", (("controller", CONTROLLER), ("result", result)))] == 0
     assert samples[("controller_runtime_reconcile_errors_total", (("controller", CONTROLLER),))] == 0
     assert samples[("controller_runtime_active_workers", (("controller", CONTROLLER),))] == 0
+
+
+def test_the_cached_count_is_every_cr_in_the_cache_whatever_share_this_replica_serves() -> None:
+    """memcached_gitops_crs counts every CR in the cache, also on a shard that serves only some of
+    them: MemcachedCRsNotServed compares the largest count with the sum of the shares, so a count of
+    the share alone could never show a CR that no replica serves."""
+    from tests.support.unwired import cr, make, store
+
+    c = make()
+    store(c, "Memcached", cr("a"), cr("b"), cr("c"))
+    c.owned_keys = lambda: [("default", "b")]  # type: ignore[method-assign]  # a shard that serves b only
+    assert c.metrics.value("memcached_gitops_crs") == 3
+    c.owned_keys = lambda: []  # type: ignore[method-assign]  # a shard that serves none yet
+    assert c.metrics.value("memcached_gitops_crs") == 3
