@@ -252,6 +252,8 @@ def test_two_replicas_never_both_write(cluster: FakeAPIServer) -> None:
     with running(cluster, identity="replica-1", elect=True, lease=lease) as one:
         with running(cluster, identity="replica-2", elect=True, lease=lease, wait_leader=False) as two:
             wait_for(lambda: two.metrics.ready)
+            # the leader creates the Deployment on its own time: scaling it before then is a 404 (a busy machine)
+            wait_for(lambda: deployment(cluster, "a"), what="the leader's Deployment")
             for n in range(3):
                 patch(cluster, SCALE, {"spec": {"replicas": 3 + n}}, "application/merge-patch+json")
                 wait_for(lambda: replicas(cluster) == 1)
