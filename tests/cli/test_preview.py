@@ -142,6 +142,15 @@ def test_no_change_exits_0_and_the_working_tree_is_left_alone(tmp_path: Path) ->
     assert len(git(repo, "worktree", "list").splitlines()) == 1, "the base's worktree is removed"
 
 
+def test_a_preview_that_fails_once_the_base_is_checked_out_leaves_no_worktree(tmp_path: Path) -> None:
+    """The base is checked out in a worktree of the repository: whatever ends the preview after that (here a
+    path on neither side, found only then), the worktree is removed, and git lists none."""
+    repo = overlay_repo(tmp_path, {"README.md": "x\n"})
+    proc = preview(repo, "apps/never")
+    assert proc.returncode == 2 and proc.stderr.startswith("error: apps/never: no such file or directory"), proc.stderr
+    assert len(git(repo, "worktree", "list").splitlines()) == 1, git(repo, "worktree", "list")
+
+
 def test_the_working_tree_as_it_is_is_the_pull_request_side(tmp_path: Path) -> None:
     repo = overlay_repo(tmp_path, {"README.md": "docs only\n"})
     write(repo, {"base/cache.yaml": cr(size=3)})  # not committed
