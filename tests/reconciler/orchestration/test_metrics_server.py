@@ -4,6 +4,7 @@ debug line, never a traceback in the JSON log."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
@@ -394,3 +395,29 @@ def test_a_certificate_folder_without_its_pair_is_one_line_naming_the_flag(tmp_p
     for port in ports:
         with socket.socket() as again:
             again.bind(("127.0.0.1", port))
+
+
+def test_a_connection_whose_thread_cannot_start_gives_its_slot_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A connection admitted but whose thread cannot be started (the process out of threads) gives
+    its slot and its client's share back at once: failures to start never add up to a server that
+    refuses the kubelet's probes."""
+    from http.server import BaseHTTPRequestHandler
+
+    server = metrics_module.BoundedHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler, max_connections=4, per_client=3)
+    sockets = [socket.socket() for _ in range(5)]
+
+    def cannot_start(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    try:
+        monkeypatch.setattr(threading.Thread, "start", cannot_start)
+        for s in sockets:  # more than the client's share: each slot given back, none refused
+            with contextlib.suppress(RuntimeError):
+                server.process_request(s, ("10.0.0.1", 40000))
+        assert (server.clients, server.held) == ({}, {}), "no slot held by a connection that was never served"
+        monkeypatch.undo()
+        assert server._admit(sockets[0], "10.0.0.1"), "the client still has its whole share"
+    finally:
+        for s in sockets:
+            s.close()
+        server.server_close()

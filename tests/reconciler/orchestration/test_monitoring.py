@@ -211,3 +211,18 @@ def test_every_controller_and_queue_an_expression_selects_is_one_the_reconciler_
         for label, value in re.findall(r'(\w+)\s*=\s*"([^"]*)"', matchers or ""):
             if label in IDENTITY_LABELS:
                 assert value in values[label], f"{where}: {name}{{{label}={value!r}}} selects nothing; exported: {values[label]}"
+
+
+@pytest.mark.parametrize(("where", "expr"), [(w, e) for w, e in expressions() if "histogram_quantile" in e],
+                         ids=[w for w, e in expressions() if "histogram_quantile" in e])
+def test_every_quantile_keeps_the_le_label_of_its_buckets(where: str, expr: str) -> None:
+    """histogram_quantile reads each bucket's ``le``: an aggregation inside it that drops ``le``
+    (a plain sum, or a by() without it) leaves no bucket to read, and the panel shows no data, with
+    no error from Prometheus."""
+    for inner in re.findall(r"histogram_quantile\(\s*[\d.]+\s*,\s*(.*)\)\s*$", expr):
+        aggregation = re.match(r"(sum|max|min|avg)\s*(by|without)?\s*(\(([^)]*)\))?\s*\(", inner)
+        assert aggregation, f"{where}: no aggregation of the buckets: {inner}"
+        op, mode, _, labels = aggregation.groups()
+        kept = {g.strip() for g in (labels or "").split(",") if g.strip()}
+        assert (mode == "by" and "le" in kept) or (mode == "without" and "le" not in kept), \
+            f"{where}: {op} drops le: {expr}"
