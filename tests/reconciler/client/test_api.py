@@ -281,6 +281,17 @@ def test_a_watch_asks_for_what_its_caller_accepts() -> None:
     assert [headers["accept"] for _, headers in recorder.seen] == [accept, "application/json"]
 
 
+def test_a_watch_says_who_sends_it_as_every_other_request_of_that_client() -> None:
+    """A replica's client carries its identity in its User-Agent (the audit log's userAgent): its WATCHes
+    send that User-Agent as its other requests do, so each replica's watches are told apart."""
+    agent = "memcached-gitops/0.0.0 (python kubernetes client) replica-7"
+    with _Recorder([(200, b"{}"), (200, b"")]) as recorder:
+        api = KubeAPI.connect(host=f"http://127.0.0.1:{recorder.server_port}", user_agent=agent)
+        api.request("GET", "/api/v1/pods")
+        assert list(api.watch("/api/v1/pods", {}, 5.0)) == []
+    assert [headers["user-agent"] for _, headers in recorder.seen] == [agent, agent]
+
+
 @pytest.mark.parametrize("attempt", range(6))
 def test_a_backoff_is_jittered_over_all_of_its_capped_exponential_range(attempt: int) -> None:
     """Full jitter: a wait anywhere in [0, min(cap, base * 2**attempt)], so that a thousand clients
