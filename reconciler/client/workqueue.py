@@ -49,7 +49,9 @@ class ExponentialBackoff(Generic[K]):
     def when(self, key: K) -> float:
         n = self.failures.get(key, 0)
         self.failures[key] = n + 1
-        delay: float = self.base * 2**n  # int ** int is typed Any: n is never negative
+        # the exponent held below a float's range: after ~1,075 failures base * 2**n would overflow
+        # (client-go's limiter returns its maxDelay there); 2**62 times the 5 ms base is far past any cap
+        delay: float = self.base * 2 ** min(n, 62)  # int ** int is typed Any: n is never negative
         return min(self.cap, delay)
 
     def forget(self, key: K) -> None:

@@ -58,6 +58,14 @@ def test_failures_back_off_exponentially_per_key_and_forget_resets() -> None:
     assert max(b.when("c") for _ in range(20)) == 1.0, "capped"
 
 
+def test_a_key_that_fails_for_ever_stays_at_the_cap() -> None:
+    """A CR refused every time for weeks (1,100 failures at the 1,000 s cap is 12 days) still gets
+    the cap, as client-go's ItemExponentialFailureRateLimiter returns its maxDelay once the delay
+    would overflow: never an error out of the queue's rate limiting."""
+    b = ExponentialBackoff(base=0.005, cap=1000.0)
+    assert [b.when("a") for _ in range(1100)][-3:] == [1000.0, 1000.0, 1000.0]
+
+
 def test_the_overall_bucket_limits_the_rate_after_its_burst() -> None:
     now = [0.0]
     bucket = TokenBucket(rate=10, burst=3, clock=lambda: now[0])
