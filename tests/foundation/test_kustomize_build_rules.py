@@ -355,6 +355,23 @@ def test_builds_cap_their_number_in_one_run(stand_in, tmp_path: Path) -> None:
     assert str(caught.value) == f"c: not built: more than 2 kustomize builds in one run ({MAX_BUILDS_ENV}); cut"
 
 
+def test_a_build_whose_check_finds_it_fails_counts_against_the_cap(stand_in, tmp_path: Path) -> None:
+    """Every build a run asks for counts, also one the graph check finds would fail (a missing resource,
+    said as a failed build): the cap bounds the builds tried, or a repository of broken kustomizations is
+    walked whole and never cut."""
+    stand_in("echo 'kind: ConfigMap'")
+    for folder, resources in (("broken", "[missing.yaml]"), ("good", "[]")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "kustomization.yaml").write_text(f"resources: {resources}\n")
+    builds = Builds(root=str(tmp_path), environ={**os.environ, MAX_BUILDS_ENV: "1"})
+    with pytest.raises(KustomizeError) as failed:
+        builds.build("broken", str(tmp_path / "broken"), 1000)
+    assert not isinstance(failed.value, BuildRefused) and "kustomize build failed" in str(failed.value)
+    with pytest.raises(BuildRefused) as caught:
+        builds.build("good", str(tmp_path / "good"), 1000)
+    assert str(caught.value) == f"good: not built: more than 1 kustomize builds in one run ({MAX_BUILDS_ENV}); cut"
+
+
 def test_builds_refuse_a_graph_beyond_the_root_before_running_anything(stand_in, tmp_path: Path) -> None:
     where = stand_in("echo ran")
     app = tmp_path / "app"
@@ -363,6 +380,21 @@ def test_builds_refuse_a_graph_beyond_the_root_before_running_anything(stand_in,
     with pytest.raises(BuildRefused) as caught:
         Builds(root=str(app), environ=dict(os.environ)).build("app", str(app), 1000)
     assert str(caught.value).startswith("app: ") and "leaves the root" in str(caught.value)
+    assert not (where / "argv").exists(), "kustomize never ran"
+
+
+def test_a_root_given_under_the_working_directory_is_the_root(stand_in, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A caller's root (the application's directory, as ``repository_root`` gives it) confines the build
+    itself, never widened to the working directory above it: a sibling folder of the checkout is beyond it."""
+    where = stand_in("echo ran")
+    app = tmp_path / "apps" / "cache"
+    app.mkdir(parents=True)
+    (tmp_path / "apps" / "secrets").mkdir()
+    (app / "kustomization.yaml").write_text("resources:\n- ../secrets\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BuildRefused) as caught:
+        Builds(root=str(app), environ=dict(os.environ)).build("apps/cache", str(app), 1000)
+    assert str(caught.value).startswith("apps/cache: ") and "leaves the root" in str(caught.value)
     assert not (where / "argv").exists(), "kustomize never ran"
 
 
