@@ -178,19 +178,25 @@ def test_the_event_driven_mode_follows_the_annotation(cluster: FakeAPIServer) ->
         wait_for(lambda: deployment(cluster, "m")["spec"]["replicas"] == 1, what="spec.size to rule again")
 
 
-def test_with_replicas_ignored_the_status_counts_the_deployments_own_replicas(cluster: FakeAPIServer) -> None:
-    """With ``/spec/replicas`` ignored the replicas are someone else's, as under an HPA: the rollout is
-    complete when the Deployment's own replicas are (``kubectl rollout status`` compares with the
-    Deployment's spec.replicas), not a rollout waiting for spec.size forever."""
+def scaled_by_kubectl_with_replicas_ignored(cluster: FakeAPIServer, replicas: int) -> None:
+    """A CR of size 3 whose ignore-paths leaves ``/spec/replicas`` to others, scaled by kubectl to
+    ``replicas``, rolled out and reconciled."""
     from fakeapi.server import DeploymentController
 
     make_cr(cluster, "m", size=3)
     rec = reconciler_for(cluster)
     rec.run_cycle()
     annotate(cluster, "m", "/spec/replicas")
-    scale(cluster, "m", 1)
+    scale(cluster, "m", replicas)
     DeploymentController(cluster).sync()
     rec.run_cycle()
+
+
+def test_with_replicas_ignored_the_status_counts_the_deployments_own_replicas(cluster: FakeAPIServer) -> None:
+    """With ``/spec/replicas`` ignored the replicas are someone else's, as under an HPA: the rollout is
+    complete when the Deployment's own replicas are (``kubectl rollout status`` compares with the
+    Deployment's spec.replicas), not a rollout waiting for spec.size forever."""
+    scaled_by_kubectl_with_replicas_ignored(cluster, 1)
     assert (condition(cluster, "m", "Available")["status"], condition(cluster, "m", "Progressing")["reason"]) == (
         "True", "ReconcileComplete")
     # Who sets them, as the Replicas-By column shows it: the manager of spec.replicas (kubectl scale's
@@ -209,13 +215,7 @@ def test_drift_left_alone_keeps_naming_the_replicas_setters_and_the_pods(cluster
     replicas, ``nodes`` its Pods; only the Degraded condition tells the drift left alone."""
     from fakeapi.server import DeploymentController
 
-    make_cr(cluster, "m", size=3)
-    rec = reconciler_for(cluster)
-    rec.run_cycle()
-    annotate(cluster, "m", "/spec/replicas")
-    scale(cluster, "m", 2)
-    DeploymentController(cluster).sync()
-    rec.run_cycle()
+    scaled_by_kubectl_with_replicas_ignored(cluster, 2)
     served = cluster.get("cache.example.com", "memcacheds", "default", "m")["status"]
     assert len(served["nodes"]) == 2, served
     set_memory(cluster, "m", "1Gi")
