@@ -17,6 +17,7 @@ import http.server
 import json
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -228,15 +229,18 @@ def test_with_remote_bases_on_a_ref_is_never_an_option_and_no_repository_of_the_
 
 
 class _Listener:
-    """An HTTP server on 127.0.0.1 that records each request and answers a ConfigMap."""
+    """An HTTP server on 127.0.0.1 that records each request under its own URL and answers a ConfigMap.
+    Only paths under the URL's random prefix are recorded: on a busy machine another process's poller
+    may still knock on a port this listener was given after it (a stray ``/readyz``)."""
 
     def __init__(self) -> None:
         self.requests: list[str] = []
-        seen = self.requests
+        seen, prefix = self.requests, f"/{secrets.token_hex(8)}"
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-                seen.append(self.path)
+                if self.path.startswith(prefix):
+                    seen.append(self.path)
                 body = SECRET_CM.encode()
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
@@ -247,7 +251,7 @@ class _Listener:
                 pass
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}{prefix}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
