@@ -265,16 +265,22 @@ def test_a_kubeconfig_that_cannot_be_read_is_named(tmp_path: Path, command: list
     assert len(err.splitlines()) == 1 and str(missing) in err and "Service host" not in err, err
 
 
-@pytest.mark.parametrize("mode", [["--once"], ["--dry-run"], ["--no-leader-elect"]])
-def test_shards_go_with_the_event_driven_mode_alone(tmp_path: Path, mode: list[str]) -> None:
+@pytest.mark.parametrize(("options", "refusal"), [
+    (["--shards", "--once"], "--shards splits the event-driven mode's CRs"),
+    (["--shards", "--dry-run"], "--shards splits the event-driven mode's CRs"),
+    (["--shards", "--no-leader-elect"], "--shards splits the event-driven mode's CRs"),
+    (["--once", "--interval", "5m"], "--interval is the resync period of the event-driven mode"),
+], ids=["shards-once", "shards-dry-run", "shards-no-leader-elect", "once-interval"])
+def test_reconcile_refuses_the_options_that_do_not_go_together(tmp_path: Path, options: list[str], refusal: str) -> None:
     """--shards splits the event-driven mode's CRs among replicas by Leases, each replica writing its
     share: with --once, --dry-run (which writes nothing, not even a Lease) or --no-leader-elect it is a
-    usage error (exit 2), said before any cluster is reached."""
+    usage error; so is --interval (the event-driven mode's resync) with --once. Exit 2, said before any
+    cluster is reached."""
     missing = tmp_path / "kube" / "config"
-    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "reconcile", "--shards", *mode, "--kubeconfig", str(missing)],
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "reconcile", *options, "--kubeconfig", str(missing)],
                           capture_output=True, timeout=120)
     err = assert_clean_failure(proc, code=2)
-    assert err.startswith("error: --shards splits the event-driven mode's CRs") and str(missing) not in err, err
+    assert err.startswith(f"error: {refusal}") and str(missing) not in err, err
 
 
 def test_one_output_flag_as_kubectl_and_shell_completion() -> None:
