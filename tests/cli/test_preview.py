@@ -254,6 +254,17 @@ def test_the_markdown_never_passes_its_limit(limit: int) -> None:
     assert shown + int(left[2].replace(",", "")) == 40 * 303, "what is shown and what is said to be left out add up"
 
 
+def test_the_table_cut_to_fit_says_how_many_applications_it_left_out() -> None:
+    """Thousands of applications: the table is cut to fit, and its rows shown (less its two header rows)
+    plus the rows it says it left out are every application changed, not one more or less."""
+    previews = [app_preview(f"apps/{i}", 1) for i in range(3000)]
+    text = markdown_report(previews, "main", "0" * 40, "memcached-gitops preview --base main", limit=20_000)
+    rows = [line for line in text.split("\n\n<details>")[0].splitlines() if line.startswith("| ")]
+    left = re.search(r"_(\d+) more row\(s\) left out\._", text)
+    assert left is not None and 0 < len(rows) - 2 < 3000, text[:500]
+    assert len(rows) - 2 + int(left[1]) == 3000
+
+
 def test_a_backtick_fence_or_markup_in_the_input_cannot_break_out() -> None:
     """A value of a ConfigMap holding ``` or </details>, an application folder named with | and <: all stay text."""
     evil = app_preview("apps/a|b<script>", 3, text="``` </details><img src=x>")
