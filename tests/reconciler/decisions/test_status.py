@@ -4,6 +4,8 @@ The reasons and messages are what ``kubectl describe``, kstatus and Argo CD show
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from memcached_gitops.reconciler.decisions.ownership import spec_manager
 from memcached_gitops.reconciler.decisions.status import (
@@ -164,6 +166,35 @@ def test_a_progress_deadline_exceeded_is_the_verdict_even_beside_a_replica_failu
         assert (by_type["Progressing"]["status"], by_type["Progressing"]["reason"]) == ("False", "ProgressDeadlineExceeded")
         assert (by_type["Degraded"]["status"], by_type["Degraded"]["reason"]) == ("True", "ProgressDeadlineExceeded")
         assert (by_type["Stalled"]["reason"], by_type["Ready"]["reason"]) == ("ProgressDeadlineExceeded", "ProgressDeadlineExceeded")
+
+
+#: What can hold at once, highest first: a person's pause, the reconciler's own failure, the
+#: Deployment controller's give-up, a ReplicaFailure, a rollout under way, a selector overlap (news).
+PRECEDENCE = ("paused", "own", "deadline", "replica-failure", "rolling", "overlap")
+
+
+def _observation(states: tuple[str, ...]) -> Observation:
+    conds = ([{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "timed out"}]
+             if "deadline" in states else [])
+    conds += ([{"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": "quota"}]
+              if "replica-failure" in states else [])
+    deployment = dep(avail=1 if "rolling" in states else 2, upd=2, conds=conds)
+    own = ("ApplyFailed", "HTTP 422") if "own" in states else ("", "")
+    return Observation(3, 2, deployment, (), *own, overlap="shares Pods" if "overlap" in states else "",
+                       paused="paused by a person" if "paused" in states else "")
+
+
+@pytest.mark.parametrize("states", list(itertools.combinations(PRECEDENCE, 2)), ids="+".join)
+def test_of_any_two_states_at_once_the_higher_is_the_crs_reason(states: tuple[str, ...]) -> None:
+    """Each pair of states that can hold together, both ways of reading it: the STATUS column and Ready
+    say the higher of the two (PRECEDENCE), as each alone would say it; never the lower, never news."""
+    def told(conditions: list[dict]) -> tuple[str, str]:
+        return status_reason(conditions), next(c["reason"] for c in conditions if c["type"] == "Ready")
+
+    alone = {state: told(desired_conditions(_observation((state,)))) for state in states}
+    assert len({column for column, _ in alone.values()}) == 2, alone  # the two are told apart when alone
+    higher = min(states, key=PRECEDENCE.index)
+    assert told(desired_conditions(_observation(states))) == alone[higher], alone
 
 
 def test_spec_manager_counts_leaves_and_keeps_the_first_of_equals() -> None:
