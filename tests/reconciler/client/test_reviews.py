@@ -258,3 +258,19 @@ def test_a_token_authenticated_again_stays_known_for_known_ttl_from_its_last_rev
     user = reviews.authenticate("prometheus-token")
     assert user is not None and user.name == "prometheus"
     assert sum(1 for r in api.requests if r[2]["spec"]["token"] == "prometheus-token") == 3
+
+
+@pytest.mark.parametrize("authn_ttl", [60.0, 5.0])
+def test_a_refused_tokens_answer_is_kept_as_long_as_an_authenticated_ones(authn_ttl: float) -> None:
+    """A TokenReview's answer is kept for one TTL whatever it said (controller-runtime's authentication CacheTTL): a
+    token the API server refused is answered from the cache for ``authn_ttl``, not asked again sooner; the shorter
+    ``deny_ttl`` is the authorizer's, for SubjectAccessReviews. A stranger re-sending a refused token costs one review
+    a minute, not two."""
+    clock = ManualClock(1000.0)
+    api = API(token_answer(False), token_answer(False))
+    r = reviews(api, clock, authn_ttl=authn_ttl)
+    assert r.authenticate("refused") is None
+    clock.now += authn_ttl - 0.001
+    assert r.authenticate("refused") is None and len(api.requests) == 1
+    clock.now += 0.001
+    assert r.authenticate("refused") is None and len(api.requests) == 2
