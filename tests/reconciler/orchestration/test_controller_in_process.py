@@ -269,6 +269,21 @@ def test_a_pod_event_queues_its_cr_only_when_the_set_of_its_pods_changes() -> No
     assert queued(c) == [(("shop", "a"), 6.0)] and c.caches.pods_of(("shop", "a")) == ("p1",) and c.caches.pods_of(("default", "b")) == ()
 
 
+def test_a_pod_relabelled_to_another_cr_queues_both_and_leaves_the_first() -> None:
+    """A Pod given another CR's instance label (or losing its label) moves: the informer hands the controller the Pod's
+    old self, the CR it left is queued (its status.nodes drops the Pod) as well as the CR it joined, with the event's
+    arrival."""
+    c = make()
+    c.on_event("Pod", "ADDED", pod("p1", "a"), None, 1.0)
+    c.on_event("Pod", "ADDED", pod("p2", "a"), None, 1.0)
+    assert keys(c) == [("default", "a")]
+    c.on_event("Pod", "MODIFIED", pod("p1", "b"), pod("p1", "a"), 2.0)
+    assert sorted(queued(c)) == [(("default", "a"), 2.0), (("default", "b"), 2.0)]
+    assert c.caches.pods_of(("default", "a")) == ("p2",) and c.caches.pods_of(("default", "b")) == ("p1",)
+    c.on_event("Pod", "MODIFIED", pod("p2", None), pod("p2", "a"), 3.0)
+    assert queued(c) == [(("default", "a"), 3.0)] and c.caches.pods_of(("default", "a")) == ()
+
+
 def test_pods_of_lists_names_sorted() -> None:
     c = make()
     for name in ("p3", "p1", "p2"):
