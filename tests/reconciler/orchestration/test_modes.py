@@ -27,6 +27,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -79,6 +80,14 @@ def wait_for(predicate: Callable[[], object], timeout: float = 20.0, what: str =
 HANDED: set[int] = set()
 
 
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
 def port() -> int:
     """A free port no replica of this session was given yet (a port just freed is often handed again)."""
     while (found := free_port()) in HANDED:
@@ -92,16 +101,36 @@ class Replica:
 
     def __init__(self, cluster: FakeAPIServer, folder: Path, identity: str, *args: str, lease: bool = True) -> None:
         self.cluster, self.identity = cluster, identity
-        self.started = time.monotonic()  # every duration the process exports lies within its life
-        self.probe, self.metrics = port(), port()
         self.err = folder / f"{identity}.log"
         env = {**os.environ, "POD_NAME": identity, "MODES_LEASE": ",".join(map(str, LEASE)) if lease else ""}
-        command = [sys.executable, "-m", "tests.modes_launcher", "reconcile", "--kubeconfig", str(write_kubeconfig(folder, cluster.url)),
-                   "--lease-namespace", "default", "--workers", "2", "--metrics-port", str(self.metrics),
-                   "--health-probe-port", str(self.probe), "--metrics-bind-address", "127.0.0.1",
-                   "--health-probe-bind-address", "127.0.0.1", *args]
-        with self.err.open("wb") as err:
-            self.proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        kubeconfig = str(write_kubeconfig(folder, cluster.url))
+        for _ in range(5):  # a port found free may be taken by another process before ours binds it: start again
+            self.started = time.monotonic()  # every duration the process exports lies within its life
+            self.probe, self.metrics = port(), port()
+            command = [sys.executable, "-m", "tests.modes_launcher", "reconcile", "--kubeconfig", kubeconfig,
+                       "--lease-namespace", "default", "--workers", "2", "--metrics-port", str(self.metrics),
+                       "--health-probe-port", str(self.probe), "--metrics-bind-address", "127.0.0.1",
+                       "--health-probe-bind-address", "127.0.0.1", *args]
+            with self.err.open("wb") as err:
+                self.proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=err)
+            if not self._lost_a_port(command):
+                return
+
+    def _lost_a_port(self, command: list[str]) -> bool:
+        """Whether the process exited because a port it was given was taken meanwhile; False once every port it asks
+        for accepts connections (a TCP connect, as a kubelet's tcpSocket probe), or when it exits for another reason.
+        ``--once`` (a CronJob's cycle) opens no port."""
+        if "--once" in command:
+            return False
+        ports = [int(command[len(command) - 1 - command[::-1].index(flag) + 1]) for flag in ("--metrics-port", "--health-probe-port")]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return "Address already in use" in self.stderr()
+            if all(_accepts(p) for p in ports if p):
+                return False
+            time.sleep(0.05)
+        return False
 
     def stderr(self) -> str:
         return self.err.read_text(errors="replace")
