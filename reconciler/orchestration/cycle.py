@@ -450,16 +450,25 @@ class Reconciler:
         """What an apply would carry and what differs (plan.py); the size the status reports (the
         Deployment's own replicas when an HPA scales it or the CR's ignore-paths leaves them to another).
         The outcome keeps the drift and the ignored."""
-        autoscaler = visit.autoscaler
-        planned = plan(desired, live, self.options.field_manager, autoscaler, pointers)
+        planned = plan(desired, live, self.options.field_manager, visit.autoscaler, pointers)
         visit.result.drift, visit.result.ignored = planned.drift, planned.ignored
-        if autoscaler or ("spec", "replicas") in pointers:  # replicas are another's: the Deployment's own are the size
-            size = (live or planned.desired)["spec"].get("replicas", size)
-            if not autoscaler and live is not None:
-                visit.replicas_by = replicas_setters(live, self.options.field_manager)
+        _, visit.replicas_by, size = self._replicas_owner(visit, live or planned.desired, live, pointers, size)
         if planned.ignored:
             log.info("%s: ignored (%s): %s", visit, IGNORE_ANNOTATION, for_log("; ".join(d.describe() for d in planned.ignored)))
         return planned.desired, planned.drift, size
+
+    def _replicas_owner(self, visit: Visit, deployment: dict[str, Any], live: dict[str, Any] | None,
+                        pointers: tuple[Pointer, ...], size: int) -> tuple[str, str, int]:
+        """Who sets the replicas of the CR's Deployment and the size its status counts: the HPA that
+        scales it, else the managers of ``live``'s replicas when the CR's ignore-paths leaves
+        /spec/replicas to others, each with ``deployment``'s own replicas as the size; else nobody
+        and ``size`` (spec.size)."""
+        if not visit.autoscaler and ("spec", "replicas") not in pointers:
+            return "", "", size
+        own = (deployment.get("spec") or {}).get("replicas", size)
+        if visit.autoscaler:
+            return visit.autoscaler, "", own
+        return "", replicas_setters(live, self.options.field_manager) if live is not None else "", own
 
     def _check(self, visit: Visit, mode: str, live: dict[str, Any] | None) -> tuple[dict[str, Any], int, Ignored] | None:
         """What the CR asks for: its Deployment, its size and its ignored paths (by kind); None after
@@ -491,11 +500,20 @@ class Reconciler:
                 action: Action = Action.INVALID, *, pods: tuple[str, ...] | None = None, failed: bool = True) -> CROutcome:
         """A CR not served as it asks: its Degraded condition says why, a Warning Event says it once
         (while the condition says it), and the outcome carries the action (and, ``failed``, the error).
-        The columns still name who sets the Deployment's replicas (an HPA, or the managers the CR's
-        ignore-paths leaves them to): that does not change with what this cycle did."""
+        The columns still name who sets the CR's Deployment's replicas and count them, as a served CR's
+        do (``_replicas_owner``), also when the CR is refused before its plan (an annotation, its spec,
+        its ignore-paths): that does not change with what this cycle did. Without a Deployment of the
+        CR's (``live`` None: none yet, or a foreign one of its name) nobody's replicas are named: spec.size."""
         message = bounded(message)
+        autoscaler, replicas_by = "", ""
+        if live is not None:
+            try:
+                pointers = ignored_paths(visit.cr).get(DEPLOYMENTS.kind, ())
+            except IgnoreError:  # the refusal's own reason: no pointer to follow
+                pointers = ()
+            autoscaler, replicas_by, size = self._replicas_owner(visit, live, live, pointers, size)
         visit.status(Observation(visit.generation, size, live, visit.pods if pods is None else pods, reason, message,
-                                 autoscaler=visit.autoscaler, replicas_by=visit.replicas_by))
+                                 autoscaler=autoscaler, replicas_by=replicas_by))
         self.events.warn_once(visit.cr, reason, message)
         visit.result.action = action
         if failed:

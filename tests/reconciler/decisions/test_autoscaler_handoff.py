@@ -210,3 +210,38 @@ def test_drift_left_alone_under_detect_only_still_names_the_hpa_that_scales_the_
     status = cr_status(cluster, "a")
     assert (status["replicasOwner"], status["ready"]) == ("HorizontalPodAutoscaler/a", "0/3"), status
     assert condition(cluster, "a", "Degraded")["reason"] == "DriftDetected"
+
+
+def test_a_cr_refused_before_its_plan_counts_the_replicas_its_hpa_sets(cluster: FakeAPIServer) -> None:
+    """A CR whose annotation is refused still names the HPA that scales its Deployment, and READY and
+    Available count that Deployment's own replicas, as a served CR's do: never "3 of 1 replicas
+    available; replicas follow HorizontalPodAutoscaler a, not spec.size"."""
+    from tests.support.fakecluster import patch
+
+    rec = scaled_by_an_hpa(cluster)
+    DeploymentController(cluster).sync()
+    rec.run_cycle()
+    patch(cluster, "/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/a",
+          {"metadata": {"annotations": {"cache.example.com/reconcile": "bogus"}}}, "application/merge-patch+json")
+    [outcome] = rec.run_cycle().outcomes
+    assert outcome.action == "invalid", outcome
+    status = cr_status(cluster, "a")
+    assert (status["replicasOwner"], status["ready"], status["reason"]) == ("HorizontalPodAutoscaler/a", "3/3", "InvalidAnnotation")
+    assert condition(cluster, "a", "Available")["message"].startswith("3 of 3 replicas available"), condition(cluster, "a", "Available")
+
+
+def test_a_foreign_deployment_scaled_by_an_hpa_is_no_replicas_of_the_crs(cluster: FakeAPIServer) -> None:
+    """A Deployment that is not the CR's (ResourceNotOwned) has no replicas the CR's status may name an
+    HPA for: REPLICAS-BY is spec.size, as for any CR without a Deployment of its own."""
+    from tests.support.fakecluster import post
+
+    bare = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "a", "namespace": "default"},
+            "spec": {"replicas": 4, "selector": {"matchLabels": {"x": "y"}}, "template": {"metadata": {"labels": {"x": "y"}},
+                     "spec": {"containers": [{"name": "x", "image": "nginx:1"}]}}}}
+    post(cluster, "/apis/apps/v1/namespaces/default/deployments", bare, "?fieldManager=someone")
+    create_hpa(cluster)
+    make_cr(cluster, "a", size=1)
+    [outcome] = reconciler_for(cluster).run_cycle().outcomes
+    assert outcome.action == "not-owned", outcome
+    status = cr_status(cluster, "a")
+    assert (status["replicasOwner"], status["ready"], status["reason"]) == ("spec.size", "0/1", "ResourceNotOwned")

@@ -401,3 +401,17 @@ def test_pointers_are_separated_by_commas_or_new_lines() -> None:
     second line became part of the first pointer, and the fields it names were corrected again."""
     cr = {"metadata": {"annotations": {ANNOTATION: "/spec/replicas\nService:/spec/ports/0/appProtocol\n"}}}
     assert ignored_paths(cr) == {"Deployment": (("spec", "replicas"),), "Service": (("spec", "ports", "0", "appProtocol"),)}
+
+
+def test_a_cr_refused_before_its_plan_keeps_naming_the_replicas_setters(cluster: FakeAPIServer) -> None:
+    """A refused annotation changes nothing of who sets the replicas: REPLICAS-BY stays the managers the
+    CR's ignore-paths leaves them to, and READY counts the Deployment's own replicas."""
+    from tests.support.fakecluster import cr_status
+
+    scaled_by_kubectl_with_replicas_ignored(cluster, 2)
+    patch(cluster, "/apis/cache.example.com/v1alpha1/namespaces/default/memcacheds/m",
+          {"metadata": {"annotations": {"cache.example.com/reconcile": "bogus"}}}, "application/merge-patch+json")
+    [outcome] = reconciler_for(cluster).run_cycle().outcomes
+    assert outcome.action == "invalid", outcome
+    status = cr_status(cluster, "m")
+    assert (status["replicasOwner"], status["ready"], status["reason"]) == ("kubectl (scale)", "2/2", "InvalidAnnotation")
