@@ -385,7 +385,9 @@ class Informer:
             self.metrics.watch_restarts.labels(self.kind.name, reason).inc()
 
     def _backoff(self, exc: BaseException) -> None:
-        delay = min(self.backoff_cap, self.backoff_base * 2**self._failures) * random.uniform(0.5, 1.5)
+        # the exponent held in a float's range (as workqueue.ExponentialBackoff): from 1,024 failures in a
+        # row 2**n is an OverflowError that would end the informer's thread
+        delay = min(self.backoff_cap, self.backoff_base * 2 ** min(self._failures, 62)) * random.uniform(0.5, 1.5)
         self._failures += 1
         log.warning("%s: %s; retrying in %.2fs", self.kind.plural, exc, delay)
         self.stop.wait(delay)

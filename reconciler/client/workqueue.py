@@ -49,7 +49,7 @@ class ExponentialBackoff(Generic[K]):
     def when(self, key: K) -> float:
         n = self.failures.get(key, 0)
         self.failures[key] = n + 1
-        # the exponent held below a float's range: after ~1,075 failures base * 2**n would overflow
+        # the exponent held below a float's range: from 1,024 failures base * 2**n would overflow
         # (client-go's limiter returns its maxDelay there); 2**62 times the 5 ms base is far past any cap
         delay: float = self.base * 2 ** min(n, 62)  # int ** int is typed Any: n is never negative
         return min(self.cap, delay)

@@ -937,3 +937,14 @@ def test_the_loop_moves_the_liveness_clock_when_the_server_answered_and_only_the
     monkeypatch.setattr(r.inf, "_restarted", noted)
     r.run()
     assert seen == [("closed", 1007.0), ("silent", 1010.0), ("expired", 1012.0)], seen
+
+
+def test_an_informer_failing_for_ever_waits_at_the_cap(monkeypatch) -> None:
+    """A watch refused for hours (RBAC not granted yet, say): past 1,024 failures in a row the wait is
+    still the cap (jittered), never an OverflowError that ends the informer's thread."""
+    r = Run(monkeypatch, [REFUSED, ("list", [page("3")]), ("watch", [])], backoff_base=0.2, backoff_cap=30.0)
+    r.inf._failures = 1100
+    waits: list[float] = []
+    monkeypatch.setattr(r.inf.stop, "wait", lambda delay: waits.append(delay))
+    r.inf._backoff(WatchDropped("reset by peer"))
+    assert len(waits) == 1 and 15.0 <= waits[0] <= 45.0

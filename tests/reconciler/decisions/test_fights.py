@@ -135,3 +135,15 @@ def test_each_fight_counts_the_corrections_since_the_last_and_a_field_left_start
     assert "was corrected once in 1000s" in second.message
     assert [d.record("k", "ns/a", image, "x", M(t)) is None for t in (60, 61, 62)] == [True, True, False]
     assert d.record("k", "ns/a", REPLICAS, "hpa", M(200)) is None, "replicas' old corrections made their fights already"
+
+
+def test_a_fight_that_never_ends_stays_at_the_cap() -> None:
+    """Another manager undoing the same field for days: each fight after the backoff is one level up,
+    and past 1,024 levels the delay is still the cap, never an OverflowError out of the reconcile."""
+    d = FightDetector(threshold=0, window=120.0, base=10.0, cap=300.0)  # floats, as the defaults
+    now = 0.0
+    for _ in range(1100):
+        fight = d.record("k", "ns/a", REPLICAS, "hpa-script", M(now))
+        assert fight is not None
+        now += fight.delay + 1
+    assert fight.delay == 300
