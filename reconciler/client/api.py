@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+from memcached_gitops.foundation.backoff import doubled
 from memcached_gitops.foundation.clocks import SYSTEM_CLOCK
 from memcached_gitops.foundation.product import NAME, version
 
@@ -92,7 +93,7 @@ class RetryPolicy:
                 return min(float(retry_after), self.cap * 4)
             except ValueError:
                 pass
-        return random.uniform(0, min(self.cap, self.base * 2**attempt))
+        return random.uniform(0, doubled(self.base, attempt, self.cap))
 
 
 def _transient(status: int, body: Any) -> bool:

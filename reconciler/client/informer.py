@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from memcached_gitops.foundation.backoff import doubled
 from memcached_gitops.foundation.clocks import monotonic_seconds
 
 from .api import APIError, KubeAPI, WatchDropped, WatchSilent, collection_path, is_not_found
@@ -385,9 +386,7 @@ class Informer:
             self.metrics.watch_restarts.labels(self.kind.name, reason).inc()
 
     def _backoff(self, exc: BaseException) -> None:
-        # the exponent held in a float's range (as workqueue.ExponentialBackoff): from 1,024 failures in a
-        # row 2**n is an OverflowError that would end the informer's thread
-        delay = min(self.backoff_cap, self.backoff_base * 2 ** min(self._failures, 62)) * random.uniform(0.5, 1.5)
+        delay = doubled(self.backoff_base, self._failures, self.backoff_cap) * random.uniform(0.5, 1.5)
         self._failures += 1
         log.warning("%s: %s; retrying in %.2fs", self.kind.plural, exc, delay)
         self.stop.wait(delay)

@@ -31,6 +31,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
+from memcached_gitops.foundation.backoff import doubled
 from memcached_gitops.foundation.clocks import monotonic_seconds
 
 #: the type of a queue's keys (the controller's: namespace and name)
@@ -49,10 +50,7 @@ class ExponentialBackoff(Generic[K]):
     def when(self, key: K) -> float:
         n = self.failures.get(key, 0)
         self.failures[key] = n + 1
-        # the exponent held below a float's range: from 1,024 failures base * 2**n would overflow
-        # (client-go's limiter returns its maxDelay there); 2**62 times the 5 ms base is far past any cap
-        delay: float = self.base * 2 ** min(n, 62)  # int ** int is typed Any: n is never negative
-        return min(self.cap, delay)
+        return doubled(self.base, n, self.cap)
 
     def forget(self, key: K) -> None:
         self.failures.pop(key, None)

@@ -25,6 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from memcached_gitops.foundation.backoff import doubled
 from memcached_gitops.foundation.clocks import Monotonic
 
 from .drift import Drift
@@ -96,9 +97,7 @@ class FightDetector:
             return None
         state = state or self._states.setdefault(key, _State())
         state.level += 1
-        # the exponent held in a float's range: a fight that never ends reaches level 1,025 in ~85 h at
-        # the 300 s cap, where base * 2**1024 is an OverflowError out of every reconcile of the CR
-        delay = min(self.cap, self.base * 2 ** min(state.level - 1, 62))
+        delay = doubled(self.base, state.level - 1, self.cap)
         state.until = now + delay
         state.last = Fight(path, manager, len(times), self.window, delay, name, kind)
         times.clear()  # the next fight needs new corrections after the backoff
