@@ -160,8 +160,9 @@ def test_what_we_write_goes_only_to_the_store_of_the_informer_that_watches_its_n
 def test_the_pods_a_selector_selects_are_those_whose_labels_it_selects_now(cluster: FakeAPIServer) -> None:
     """``selected`` answers as a LIST with the selector would: the index finds the Pods ever seen with the
     CR's instance label, ours and another manager's (a Helm release's copy is selected too), and of
-    those only the ones whose labels, as cached now, the selector selects (a Pod relabelled to another
-    instance is no longer the CR's, though the index still names it)."""
+    those only the ones whose labels, as cached now, the selector selects: a Pod relabelled to another
+    instance leaves the index, and even while the index still names it (its store updated before the
+    handler ran) it is no longer the CR's."""
     for name, manager in (("a-1", MANAGED_BY), ("a-2", MANAGED_BY), ("helm-a-0", "Helm")):
         post(cluster, "/api/v1/namespaces/default/pods", {"apiVersion": "v1", "kind": "Pod", **pod(name, "a", managed_by=manager),
                                                            "spec": {"containers": [{"name": "c", "image": "m"}]}})
@@ -177,6 +178,10 @@ def test_the_pods_a_selector_selects_are_those_whose_labels_it_selects_now(clust
         wait_for(lambda: index.pods_of(("default", "b")) == ("a-2",), what="the relabelling's MODIFIED")
         assert index.pods_of(("default", "a")) == ("a-1",), "relabelled away: no longer one of a's Pods"
         assert [p["metadata"]["name"] for p in index.selected("default", selector)] == ["a-1", "helm-a-0"]
+        index.track_pod("ADDED", pod("a-2", "a"))  # the index lagging the store: it names a-2 under a again
+        assert index.pods_of(("default", "a")) == ("a-1", "a-2")
+        assert [p["metadata"]["name"] for p in index.selected("default", selector)] == ["a-1", "helm-a-0"], \
+            "the cached labels decide, not the index"
     finally:
         pods.stop.set()
 
