@@ -219,7 +219,9 @@ def test_every_quantile_keeps_the_le_label_of_its_buckets(where: str, expr: str)
     """histogram_quantile reads each bucket's ``le``: an aggregation inside it that drops ``le``
     (a plain sum, or a by() without it) leaves no bucket to read, and the panel shows no data, with
     no error from Prometheus."""
-    for inner in re.findall(r"histogram_quantile\(\s*[\d.]+\s*,\s*(.*)\)\s*$", expr):
+    quantiles = re.findall(r"histogram_quantile\(\s*[\d.]+\s*,\s*(.*)\)\s*$", expr)
+    assert len(quantiles) == expr.count("histogram_quantile("), f"{where}: a quantile this check cannot read: {expr}"
+    for inner in quantiles:
         aggregation = re.match(r"(sum|max|min|avg)\s*(by|without)?\s*(\(([^)]*)\))?\s*\(", inner)
         assert aggregation, f"{where}: no aggregation of the buckets: {inner}"
         op, mode, _, labels = aggregation.groups()
