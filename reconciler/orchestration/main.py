@@ -99,6 +99,8 @@ def start_servers(api: Any, metrics: Any, serving: Serving) -> list[Any]:
             certificate = ServingCertificate(serving.metrics_cert_dir)
         except (OSError, ssl.SSLError) as exc:
             reason = getattr(exc, "strerror", None) or str(exc)
+            if getattr(exc, "filename", None):  # which of the pair: tls.crt or tls.key
+                reason = f"{exc.filename}: {reason}"
             raise ListenError(f"cannot load the metrics certificate from {serving.metrics_cert_dir} (--metrics-cert-dir): "
                               f"{reason}") from None
     if serving.health_probe_port:

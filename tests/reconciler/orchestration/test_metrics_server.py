@@ -390,8 +390,9 @@ def test_a_certificate_folder_without_its_pair_is_one_line_naming_the_flag(tmp_p
             ports.append(free.getsockname()[1])
     serving = Serving(metrics_port=ports[0], metrics_bind_address="127.0.0.1", metrics_cert_dir=str(tmp_path),
                       health_probe_port=ports[1], health_probe_bind_address="127.0.0.1")
-    with pytest.raises(ListenError, match="--metrics-cert-dir"):
+    with pytest.raises(ListenError, match="--metrics-cert-dir") as refused:
         start_servers(None, Metrics(), serving)
+    assert f"{tmp_path / 'tls.crt'}: No such file or directory" in str(refused.value), "which file of the pair is missing"
     for port in ports:
         with socket.socket() as again:
             again.bind(("127.0.0.1", port))
