@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 from memcached_gitops.reconciler.client.api import (
@@ -390,6 +391,35 @@ def test_a_read_that_timed_out_is_told_from_a_broken_connection() -> None:
               ValueError("no cause")]
     assert [_is_timeout(e) for e in timed_out] == [True] * len(timed_out)
     assert [_is_timeout(e) for e in broken] == [False] * len(broken)
+
+
+def test_a_watch_closes_its_connection_however_it_ends() -> None:
+    """A WATCH's connection is closed when the watch ends, on every way out: a refusal (404), a stream
+    gone quiet past its read timeout (WatchSilent) and a caller that stops reading early (the informer's
+    stop), as well as the server's close. A response left open holds its socket, and the informer
+    reopens a quiet watch every heartbeat, so one kept per reopening would pile up for as long as it runs."""
+    from memcached_gitops.reconciler.client.api import WatchSilent
+
+    with FakeAPIServer(namespaces=("default",)) as server:
+        api = KubeAPI.connect(host=server.url)
+        responses: list[Any] = []
+        send = api.client.rest_client.request
+
+        def kept(*args: Any, **kwargs: Any) -> Any:  # the kubernetes client's own request, its answers kept
+            responses.append(send(*args, **kwargs))
+            return responses[-1]
+
+        api.client.rest_client.request = kept
+        namespaces = "/api/v1/namespaces"
+        with pytest.raises(APIError):
+            list(api.watch("/apis/example.com/v1/nothings", {}, 5.0))
+        stream = api.watch(namespaces, {"timeoutSeconds": "30"}, 5.0)
+        assert next(stream)[0]["type"] == "ADDED"
+        stream.close()  # the caller stopped reading
+        with pytest.raises(WatchSilent):
+            list(api.watch(namespaces, {"timeoutSeconds": "30", "resourceVersion": str(server.rv)}, 0.2))
+        assert [e["type"] for e, _ in api.watch(namespaces, {"timeoutSeconds": "1", "resourceVersion": str(server.rv)}, 5.0)] == []
+    assert [r.response.closed for r in responses] == [True] * 4
 
 
 def test_a_status_without_a_message_is_an_error_without_words() -> None:

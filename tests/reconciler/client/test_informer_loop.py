@@ -230,6 +230,35 @@ def test_a_refused_streaming_list_says_why_and_falls_back_to_list_for_good(monke
     assert r.inf.store.keys() == [], "the refused stream's objects are not kept"
 
 
+class SyncedAt(threading.Event):
+    """An informer's ``synced`` that notes, when it is set, what the store held and how many events the handler had."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__()
+        self.run = run
+        self.seen: tuple[list[Any], int] | None = None
+
+    def set(self) -> None:
+        if self.seen is None:
+            self.seen = (sorted(self.run.inf.store.keys()), len(self.run.events))
+        super().set()
+
+
+@pytest.mark.parametrize("initial", ["list", "streaming list"])
+def test_an_informer_says_synced_only_once_its_store_holds_the_initial_state_and_its_handler_was_told(monkeypatch, initial) -> None:
+    """``synced`` is what a reader waits for before trusting the store (Caches.absent reads a name missing from
+    a synced name index as no such object): it is set only after the whole initial state is in the store and
+    each object was handed to the handler, as client-go's registration HasSynced is true only once the initial
+    list's items were delivered (tools/cache shared_informer.go), by a LIST as by a streaming list's end marker."""
+    items = [dep("a", "5"), dep("b", "6")]
+    script = ([("list", [page("7", *items)])] if initial == "list" else
+              [("watch", [ev("ADDED", items[0]), ev("ADDED", items[1]), bookmark("7", end=True)])])
+    r = Run(monkeypatch, [*script, ("watch", [])], streaming_list=initial != "list")
+    r.inf.synced = SyncedAt(r)
+    r.run()
+    assert r.inf.synced.seen == ([("ns", "a"), ("ns", "b")], 2)
+
+
 # ---- closing, resuming, backing off
 def test_a_stream_closed_within_a_second_of_timeout_seconds_is_the_servers_close(monkeypatch, caplog) -> None:
     """Transcripts 30, 33: the server closes at timeoutSeconds; a close more than 1 s earlier is a
@@ -895,6 +924,28 @@ def test_stalled_past_the_limit_only_by_the_clock_given(monkeypatch) -> None:
     said = r.inf.stalled(now=1000.0 + limit + 1)
     assert said == f"deployments informer: no event, LIST or reconnection for {limit + 1:.0f}s (limit {limit:.0f}s)"
     assert r.inf.stalled() is None, "without a time given: the informer's own clock (1000 here)"
+
+
+@pytest.mark.parametrize(("started", "stopping", "gave_up", "stalled"), [
+    (True, False, False, True),
+    (False, False, False, False),  # never started (a kind this mode does not watch)
+    (True, True, False, False),  # stopping: the process is on its way out
+    (True, False, True, False),  # gave up on a request the server refuses (404): logged, and a restart would not help
+    (True, True, True, False),
+    (False, False, True, False),
+])
+def test_only_a_running_informer_that_has_not_given_up_is_stalled_when_quiet(monkeypatch, started, stopping, gave_up, stalled) -> None:
+    """Quiet past ``stall_limit``, an informer is stalled (the liveness probe restarts the process) only while it
+    runs: one not started, stopping, or that gave up on a request the API server will never accept is not, so a
+    cluster without the CRD is one error line, not a restart loop. Each condition alone is enough."""
+    r = Run(monkeypatch, [("list", APIError(404, "the server could not find the requested resource"))] if gave_up else [],
+            streaming_list=False)
+    r.run()
+    assert bool(r.inf.error) is gave_up
+    r.inf.started = started
+    if stopping:
+        r.inf.stop.set()
+    assert (r.inf.stalled(now=r.inf.active_at + r.inf.stall_limit + 1) is not None) is stalled
 
 
 def test_the_client_says_a_watch_is_open_only_when_the_server_answered_200() -> None:

@@ -34,12 +34,15 @@ class InFlight:
     def __init__(self, api: KubeAPI) -> None:
         self.api = api
         self.during_put: Any = None
+        self.during_patch: Any = None  # run while a release (a PATCH) is in flight
         self.sent: list[tuple[str, str, dict[str, Any]]] = []
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         self.sent.append((method, path, kwargs))
         if method == "PUT" and self.during_put is not None:
             self.during_put()
+        if method == "PATCH" and self.during_patch is not None:
+            self.during_patch()
         return self.api.request(method, path, **kwargs)
 
 
@@ -232,6 +235,23 @@ def test_release_hands_the_lease_over_at_once(server: FakeAPIServer) -> None:
     assert second.started == 1 and _lease(server)["spec"]["leaseTransitions"] == 1
     first.elector.release()  # nothing held: nothing sent
     assert first.api.api.requests["patch"] == 1
+
+
+@pytest.mark.parametrize("refused", [False, True])
+def test_a_releasing_leader_stops_leading_before_its_lease_is_given_up(server: FakeAPIServer, refused: bool) -> None:
+    """Release is announced before it is sent: while the PATCH that clears holderIdentity is in flight
+    (another replica may take the Lease the moment it lands), this one already says it does not lead,
+    so no write of its own can start beside the next leader's; a release the server refuses too. As
+    client-go's ReleaseOnCancel asks (tools/leaderelection/leaderelection.go, LeaderElectionConfig: the code
+    the lease protects must end before the release)."""
+    leader = Leader(server)
+    leader.step(0.0)
+    seen: list[bool] = []
+    leader.api.during_patch = lambda: seen.append(leader.elector.is_leader())
+    if refused:
+        server.faults.append(Fault(method="PATCH", path_contains="/leases/", status=500, times=1))
+    leader.elector.release()
+    assert seen == [False] and not leader.elector.is_leader() and leader.elector.lease is None
 
 
 def test_a_release_with_a_stale_copy_is_refused_and_changes_nothing(server: FakeAPIServer) -> None:

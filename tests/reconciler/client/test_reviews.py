@@ -18,7 +18,7 @@ from tests.support.clock import ManualClock
 
 
 class API:
-    """Records each request; answers with the next of ``answers``."""
+    """Records each request; answers with the next of ``answers`` (raised when it is an exception)."""
 
     def __init__(self, *answers: Any) -> None:
         self.answers = list(answers)
@@ -26,7 +26,10 @@ class API:
 
     def request(self, method: str, path: str, body: Any = None, verb: str = "") -> Any:
         self.requests.append((method, path, body, verb))
-        return self.answers.pop(0)
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
 
 def token_answer(authenticated: Any = True, **user: Any) -> dict[str, Any]:
@@ -274,3 +277,28 @@ def test_a_refused_tokens_answer_is_kept_as_long_as_an_authenticated_ones(authn_
     assert r.authenticate("refused") is None and len(api.requests) == 1
     clock.now += 0.001
     assert r.authenticate("refused") is None and len(api.requests) == 2
+
+
+def test_a_review_the_api_server_fails_is_not_kept_and_still_spends_a_permit() -> None:
+    """While the API server refuses our TokenReviews (403: no RBAC for them, or a 500), no answer is kept, so the same
+    token is reviewed again next time, and each failed review spends its permit as an answered one does: the
+    reviews sent stay within the bucket's rate however many scrapes (or strangers) keep coming."""
+    from memcached_gitops.reconciler.client.api import APIError
+    from memcached_gitops.reconciler.client.reviews import RateLimited
+
+    clock = ManualClock(1000.0)
+    api = API(*[APIError(403, "tokenreviews.authentication.k8s.io is forbidden")] * 3, APIError(500, "etcd"), token_answer(username="p"))
+    r = reviews(api, clock, review_rate=1.0, review_burst=3)
+    for _ in range(3):
+        with pytest.raises(APIError):
+            r.authenticate("prometheus-token")
+    with pytest.raises(RateLimited):
+        r.authenticate("prometheus-token")
+    assert len(api.requests) == 3 and not r.tokens.entries and not r.known.entries
+    clock.now += 1.0  # one permit more
+    with pytest.raises(APIError):
+        r.authenticate("another-token")
+    with pytest.raises(RateLimited):
+        r.authenticate("prometheus-token")
+    clock.now += 1.0
+    assert r.authenticate("prometheus-token") == User("p", "", (AUTHENTICATED,), ()) and len(api.requests) == 5

@@ -138,6 +138,25 @@ def test_a_reconcile_in_flight_holds_the_view_until_it_ends(server: FakeAPIServe
     assert not b.may_write(), "no write outside a reconcile that holds its CR"
 
 
+def test_a_reconcile_that_fails_lets_its_cr_go_as_one_that_ends(server: FakeAPIServer, clock: ManualClock) -> None:
+    """A reconcile that raises gives its hold back as one that returns: the view it held is drained (the next
+    member is acknowledged without waiting for a reconcile that will never end) and the failed reconcile's
+    context writes nothing more."""
+    [a] = start(server, clock, "a")
+    b = replica(server, clock, "b")
+    b.join()
+    moving = next(k for k in KEYS if owner(key_text(k), ["a", "b"]) == "b")
+    with pytest.raises(RuntimeError), a.serving(moving) as ours:
+        assert ours and a.may_write()
+        sync(server, a)
+        raise RuntimeError("the reconcile failed")
+    assert a.drained() and not a.may_write() and not any(a._holds.values())
+    a.step()
+    assert lease(server, a)["metadata"]["annotations"][VIEW_ANNOTATION] == "a#0,b#0", "published at once: nothing held"
+    sync(server, b)
+    assert b.allowed(moving) and not a.allowed(moving)
+
+
 def test_a_third_replica_waits_for_every_member_not_one(server: FakeAPIServer, clock: ManualClock) -> None:
     """A replica joining two writes nothing until both have published a view with it: one
     acknowledgement is not all of them (the one that has not seen it yet still writes its share)."""
@@ -202,6 +221,31 @@ def test_a_partitioned_replica_stops_writing_before_its_share_moves(server: Fake
         assert clock.now - cut_at < 30
     assert fenced_out - cut_at <= 10.0, "b stops at its renew deadline"
     assert taken - fenced_out >= 4.5, "a takes over only once b has been silent for a whole lease"
+
+
+def test_a_members_fence_counts_from_when_its_renewal_was_sent_not_answered(server: FakeAPIServer, clock: ManualClock) -> None:
+    """A renewal answered late (sent at t, answered 9 s later) carries renewTime t, from which the others count
+    the Lease's 15 s: its sender stops writing 10 s after t, whatever the answer's delay, as leader.py's fence."""
+    (a,) = start(server, clock, "a")
+    mine = [k for k in KEYS if a.allowed(k)]
+    assert mine
+
+    class Slow:
+        def request(self, method: str, path: str, **kwargs: Any) -> Any:
+            if method == "PUT":
+                clock.now += 9.0  # in flight for nine seconds
+            return api.request(method, path, **kwargs)
+
+    api, a.api = a.api, Slow()
+    clock.now += 2.0
+    sent = clock.now
+    a.step()
+    a.api = api
+    assert a.renewed_at == sent and clock.now == sent + 9.0
+    clock.now = sent + 9.999
+    assert a.fenced() and all(a.allowed(k) for k in mine)
+    clock.now = sent + 10.0
+    assert not a.fenced() and not any(a.allowed(k) for k in mine)
 
 
 def test_a_lagging_watch_does_not_kill_a_live_member(server: FakeAPIServer, clock: ManualClock) -> None:
@@ -463,6 +507,22 @@ def test_release_stops_serving_at_once_and_deletes_the_lease_only_after_the_work
     while not after and time.monotonic() < deadline:
         time.sleep(0.01)
     assert after == [False], "nothing is written once the Lease is deleted"
+
+
+def test_a_reconcile_still_running_when_release_stops_waiting_writes_nothing_more_though_its_fence_holds(
+        server: FakeAPIServer, clock: ManualClock) -> None:
+    """Release's wait and the fence are two bounds: whichever ends first ends the writes of a reconcile in flight.
+    With a wait shorter than the fence's time left, the Lease's DELETE goes out while the fence still holds, and
+    from then on the reconcile writes nothing (the others take its CRs the moment they see the DELETE)."""
+    a, b = start(server, clock, "a", "b")
+    mine = next(k for k in KEYS if a.allowed(k))
+    with a.serving(mine) as ours:
+        assert ours and a.may_write()
+        a.release(timeout=0.0)  # stops waiting at once: the reconcile is still running
+        assert lease(server, a) is None and a.fenced(), "the DELETE is sent, the fence has time left"
+        assert not a.may_write()
+    sync(server, b)
+    assert b.allowed(mine)
 
 
 def test_a_leaving_replicas_reconcile_in_flight_writes_only_within_its_fence(server: FakeAPIServer, clock: ManualClock) -> None:

@@ -115,7 +115,9 @@ def test_shut_down_drops_the_keys_waiting_out_a_delay() -> None:
     assert q.pending().delayed == () and q.pending().queued == ()
     q.add_after("c", 1.0)
     q.add_rate_limited("d")
-    assert q.pending().delayed == ()
+    q.add("e")
+    q.add_after("f", 0.0)  # due at once: an add
+    assert q.pending().delayed == () and q.pending().queued == () and q.pending().dirty == {} and len(q) == 0
     threaded = WorkQueue()
     threaded.shut_down()
     threaded.add_after("e", 1.0)
