@@ -166,9 +166,12 @@ class Caches:
         with self._pods_lock:
             for entry, add in [(e, False) for e in sorted(e for e in was if e)] + ([(now, True)] if now else []):
                 ours, key = entry
-                names = (self._pods if ours else self._others).setdefault(key, set())
+                index = self._pods if ours else self._others
+                names = index.setdefault(key, set())
                 size = len(names)
                 (names.add if add else names.discard)(name)
+                if not names:  # an entry per CR with Pods only: names come and go, memory does not grow with them
+                    del index[key]
                 if len(names) != size and key not in changed:
                     changed.append(key)
         return changed

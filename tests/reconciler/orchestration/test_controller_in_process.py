@@ -284,6 +284,19 @@ def test_a_pod_relabelled_to_another_cr_queues_both_and_leaves_the_first() -> No
     assert queued(c) == [(("default", "a"), 3.0)] and c.caches.pods_of(("default", "a")) == ()
 
 
+def test_the_pod_index_holds_entries_only_for_crs_that_have_pods() -> None:
+    """CRs come and go by name (a preview environment per pull request): once a CR's last Pod is deleted or
+    relabelled away, its entry goes too, so the index grows with the Pods that exist, not with every name seen."""
+    c = make()
+    for i in range(50):
+        c.on_event("Pod", "ADDED", pod(f"p{i}", f"pr-{i}"), None, 1.0)
+        c.on_event("Pod", "MODIFIED", pod(f"p{i}", None), pod(f"p{i}", f"pr-{i}"), 2.0)
+    c.on_event("Pod", "ADDED", pod("q", "kept"), None, 3.0)
+    c.on_event("Pod", "ADDED", pod("r", "gone"), None, 3.0)
+    c.on_event("Pod", "DELETED", pod("r", "gone"), pod("r", "gone"), 4.0)
+    assert list(c.caches._pods) == [("default", "kept")] and not c.caches._others
+
+
 def test_pods_of_lists_names_sorted() -> None:
     c = make()
     for name in ("p3", "p1", "p2"):
