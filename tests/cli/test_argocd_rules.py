@@ -154,3 +154,27 @@ def test_a_parameter_sent_only_as_its_param_variable_is_read_before_the_plugin_e
     environ = {"PARAM_IMAGE": "memcached:1.6.29", "ARGOCD_ENV_MEMCACHED_IMAGE": "memcached:1.5",
                "PARAM_INCLUDE_INPUT": "false", "ARGOCD_ENV_INCLUDE_INPUT": "true"}
     assert plugin_settings(environ) == {"image": "memcached:1.6.29", "include-input": "false"}
+
+
+@pytest.mark.parametrize("listed", [
+    [{"name": "kustomize-build-options", "string": "--enable-helm"}],
+    [{"name": "image", "string": "memcached:1.6.29"}, {"name": "kustomize-build-options", "string": "--enable-helm"}],
+    [{"name": "kustomize-build-options", "array": ["--enable-helm"]}],
+    [{"name": "kustomize-build-options", "map": {"helm": "true"}}],
+])
+def test_the_operators_setting_listed_as_a_parameter_is_refused_as_the_operators_whatever_else_holds(listed: list) -> None:
+    """kustomize-build-options is the sidecar operator's: listed among the Application's parameters (beside
+    others, or as an array or a map) it is refused by that name, saying who sets it, never as an unknown
+    parameter or as a parameter of the wrong type (which would send its author to plugin.yaml instead)."""
+    with pytest.raises(PluginInputError, match=r"^kustomize-build-options: refused: .*MEMCACHED_GITOPS_KUSTOMIZE_BUILD_OPTIONS"):
+        plugin_settings({"ARGOCD_APP_PARAMETERS": json.dumps(listed)})
+
+
+@pytest.mark.parametrize("ceiling", [None, "", "ConfigMap", "*"])
+@pytest.mark.parametrize("kinds", ["", "ConfigMap", "Secret, rbac.authorization.k8s.io/ClusterRoleBinding"])
+def test_include_input_false_outranks_the_kinds_listed_beside_it_under_any_ceiling(ceiling: str | None, kinds: str) -> None:
+    """``include-input: false`` emits the Deployments alone: kinds listed beside it in pass-through-kinds pass
+    nothing, so they are never held to the operator's ceiling (no refusal for a kind that cannot pass)."""
+    wanted = pass_through({"include-input": "false", "pass-through-kinds": kinds}, ceiling)
+    assert wanted == PassThrough(False, frozenset())
+    assert not any(wanted.passes(o) for o in (CORE, CRD_KIND, NETPOL))

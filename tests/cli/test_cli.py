@@ -327,3 +327,15 @@ def test_no_cluster_names_what_each_place_kubectl_looks_held(tmp_path: Path, mon
     assert connect(None, None, None) is None
     err = capsys.readouterr().err
     assert f"(tried $KUBECONFIG unset; {tmp_path}/.kube/config not found; in-cluster (KUBERNETES_SERVICE_HOST set)); give " in err, err
+
+
+@pytest.mark.parametrize(("options", "note"), [([], True), (["--include-input"], False)])
+def test_other_objects_are_said_to_be_ignored_only_when_they_are(options: list[str], note: bool) -> None:
+    """Beside the CRs, objects of other kinds are left out of a render unless --include-input passes them:
+    stderr says so (naming the option) exactly when they were left out, never when they were emitted."""
+    text = (EXAMPLES / "variants.yaml").read_bytes() + b"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+    proc = run("render", *options, "-", stdin=text)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert ("ConfigMap" in [d["kind"] for d in docs(proc.stdout)]) is not note
+    said = "1 object(s) of other kinds ignored (use --include-input to pass them through): ConfigMap/c"
+    assert (said in proc.stderr.decode()) is note, proc.stderr.decode()

@@ -190,3 +190,20 @@ def test_a_results_file_index_is_given_only_when_the_annotation_is_a_number() ->
     files = [transform({"items": [item(index)]}, Validator(crd_named("builtin")), "memcached:1.6.29")[0]["results"][0]["file"]
              for index in ("2", "second", "-1")]
     assert files == [{"path": "apps/c.yaml", "index": 2}, {"path": "apps/c.yaml"}, {"path": "apps/c.yaml"}]
+
+
+@pytest.mark.parametrize(("extra", "failed"), [
+    ({"status": {"nodes": []}}, False),
+    ({"status": {"nodes": []}, "spec": {"size": -1}}, True),
+    ({}, False),
+])
+def test_krm_fails_only_for_an_error_result_never_for_a_warning(extra: dict, failed: bool) -> None:
+    """The KRM function exits non-zero only when a result is an error (the functions spec: kustomize and kpt
+    stop the pipeline on it): a warning (a status the API server would drop) is a result, the CR's
+    Deployment is still generated, and the function succeeds."""
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "web"}, "spec": {"size": 1}}
+    resource_list = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [{**cr, **extra}]}
+    out, got = transform(resource_list, Validator(crd_named("builtin")), DEFAULT_IMAGE)
+    assert got is failed, out.get("results")
+    assert [r["severity"] for r in out.get("results", [])][:1] == ["warning"] * bool(extra), out.get("results")
+    assert ("Deployment" in [i["kind"] for i in out["items"]]) is not failed

@@ -37,3 +37,15 @@ def test_every_option_an_error_names_is_an_option_of_its_command(args: list[str]
     named = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", proc.stderr))
     options = set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", cli([args[0], "--help"], {"COLUMNS": "200"}).stdout))
     assert named <= options, f"{args[0]} names {sorted(named - options)}, which it does not have: {proc.stderr}"
+
+
+@pytest.mark.parametrize("paths", [["-"], ["cr.yaml", "-"], ["-", "cr.yaml"], ["a.yaml", "-", "b.yaml"]])
+def test_the_crd_and_a_path_never_both_read_standard_input(paths: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """``--crd -`` and a path ``-`` both read standard input: given together, wherever ``-`` stands among
+    the paths, the run is refused as a usage error (2) before anything is read."""
+    from memcached_gitops.commands import make_validator
+
+    with pytest.raises(SystemExit) as exc:
+        make_validator("-", True, paths)
+    assert exc.value.code == 2
+    assert "--crd - and a path - both read standard input" in capsys.readouterr().err

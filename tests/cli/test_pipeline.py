@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from memcached_gitops.foundation.files import BUILT
 from memcached_gitops.render import DEFAULT_IMAGE
@@ -151,3 +153,48 @@ def test_an_apiversion_without_kind_or_metadata_is_no_object_but_with_metadata_i
     assert [f.message for f in kindless.errors] == ["kind not set"] and not kindless.not_objects
     values = run(("values.yaml", "metadata: {name: settings}\ndata: {a: b}\n"))
     assert not values.findings and len(values.not_objects) == 1, "a metadata map alone is no object either"
+
+
+@pytest.mark.parametrize("config", [
+    "apiVersion: kustomize.config.k8s.io/v1beta1\nmetadata: {name: overlay}\nresources: [cr.yaml]\n",
+    "apiVersion: kustomize.config.k8s.io/v1beta1\nmetadata: {}\nnamespace: shop\n",
+    "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nmetadata: {}\npatches: []\n",
+])
+def test_kustomizes_configuration_is_passed_over_before_its_kind_is_asked_for(config: str) -> None:
+    """kustomize's own configuration (kustomize.config.k8s.io) is never a manifest: kustomize reads it
+    without a kind (a Kustomization is assumed), so it is passed over as such, counted, before kubectl's
+    "kind not set" is asked of it, and never judged for a name."""
+    result = run(("apps/a.yaml", config + "---\n" + cr("web")))
+    assert result.findings == [], [f.text() for f in result.findings]
+    assert len(result.passed_over) == 1 and result.passed_over[0].startswith("apps/a.yaml: "), result.passed_over
+    assert len(result.crs) == 1 and result.others == []
+
+
+@pytest.mark.parametrize("field", ["labels", "annotations"])
+def test_a_list_kubectl_refuses_on_the_client_sends_none_of_its_items(field: str) -> None:
+    """kubectl validates a v1 List on the client before it sends any item (NoDoubleKeySchema, KC
+    pkg/validation/schema.go:42-55): a key written twice in the list's own metadata refuses the whole
+    list, so none of its items (valid as they are) is judged, counted as valid, or rendered."""
+    item = '{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "web"}, "spec": {"size": 1}}'
+    doc = f'{{"apiVersion": "v1", "kind": "List", "metadata": {{"{field}": {{"a": "1", "a": "2"}}}}, "items": [{item}]}}\n'
+    result = run(("list.json", doc))
+    assert [(f.field, f.message) for f in result.findings] == [(f"metadata.{field}", "duplicate key: a")], result.findings
+    assert result.crs == [] and result.rendered == []
+
+
+def test_a_build_checked_only_for_its_errors_spends_the_runs_yaml_nodes_too() -> None:
+    """validate reads each kustomization's build for its problems alone (its objects are the files' again),
+    but its nodes are parsed all the same: they come out of the run's one budget, so files and builds
+    that fit it apart but not together are refused where the budget ran out."""
+    from memcached_gitops.foundation.yamlreader import NodeBudget
+
+    from memcached_gitops.pipeline import TooManyObjects
+
+    maps = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\nx: [" + "{}," * 179 + "{}]\n"
+    build = "apps" + BUILT
+    sources = [("apps/maps.yaml", maps), (build, maps)]
+    validator = Validator(crd_named("builtin"))
+    apart = process(sources[:1], validator, DEFAULT_IMAGE, False, checked_only=frozenset({build}), nodes=NodeBudget(300))
+    assert apart.findings == [] and len(apart.others) == 1
+    with pytest.raises(TooManyObjects, match=rf"^{re.escape(build)}:5:\d+: more than 300 YAML nodes"):
+        process(sources, validator, DEFAULT_IMAGE, False, checked_only=frozenset({build}), nodes=NodeBudget(300))

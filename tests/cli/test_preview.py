@@ -545,3 +545,85 @@ def test_a_cause_shows_four_fields_and_counts_the_rest() -> None:
     [app] = compare({"app": Side([memcached(1)], [])}, {"app": Side([memcached(2)], [])})
     assert [c.cause for c in app.changes] == [
         "Memcached cache: spec.a: 1 -> 2; spec.b: 1 -> 2; spec.c: 1 -> 2; spec.d: 1 -> 2; and 2 more"]
+
+
+def test_bad_input_anywhere_outranks_a_change_elsewhere_in_the_exit_code(tmp_path: Path) -> None:
+    """The exit code CI reads is that of the whole preview: 2 when any application's side cannot be read,
+    even beside another application's change, which is still shown (diff's codes, the worst one winning)."""
+    bad = cr("b") + "  sizee: 3\n"
+    repo = two_commits(tmp_path / "repo", {"apps/a/cache.yaml": cr("a"), "apps/b/cache.yaml": cr("b")},
+                       {"apps/a/cache.yaml": cr("a", size=3), "apps/b/cache.yaml": bad})
+    proc = preview(repo, "apps")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = summary(proc.stdout)
+    assert any(line.startswith("apps/a: ") and "changed" in line for line in lines), lines
+    assert any(line.startswith("apps/b: error (pull request): ") for line in lines), lines
+
+
+def test_the_cap_on_kustomize_builds_is_each_sides_across_all_its_applications(tmp_path: Path) -> None:
+    """Each side's applications share one cap on builds (MEMCACHED_GITOPS_KUSTOMIZE_MAX_BUILDS), as one
+    render of the repository would: under a cap of 1, the second kustomization of a side is refused by
+    name on that side (exit 2), and the first still builds; each side has a cap of its own."""
+    app = {f"apps/{n}/{f}": text for n in ("a", "b") for f, text in (("cache.yaml", cr(n)), ("kustomization.yaml", BASE))}
+    repo = two_commits(tmp_path / "repo", app, {"apps/a/cache.yaml": cr("a", size=3)})
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "preview", "--base", "main", "apps"], cwd=repo,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "MEMCACHED_GITOPS_KUSTOMIZE_MAX_BUILDS": "1"})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = summary(proc.stdout)
+    assert any(line.startswith("apps/a: ") and "changed" in line for line in lines), lines
+    refused = [line for line in lines if line.startswith("apps/b: error (")]
+    assert [line.split(": ")[1] for line in refused] == ["error (base)", "error (pull request)"], lines
+    assert all("more than 1 kustomize builds in one run" in line for line in refused), lines
+
+
+def test_an_application_over_the_object_cap_is_its_own_error_and_the_others_are_still_previewed(tmp_path: Path) -> None:
+    """--max-objects (here MEMCACHED_GITOPS_MAX_OBJECTS) bounds each application's rendering: the one past
+    it is reported on each side as refused, and every application after it is still read and compared."""
+    base = {"apps/a/one.yaml": cr("one"), "apps/a/two.yaml": cr("two"), "apps/b/cache.yaml": cr("b")}
+    repo = two_commits(tmp_path / "repo", base, {"apps/b/cache.yaml": cr("b", memory="256Mi")})
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "preview", "--base", "main", "apps"], cwd=repo,
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "MEMCACHED_GITOPS_MAX_OBJECTS": "4"})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = summary(proc.stdout)
+    assert [line.split(": ")[:2] for line in lines if line.startswith("apps/a: ")] == [["apps/a", "error (base)"],
+                                                                                      ["apps/a", "error (pull request)"]], lines
+    assert any(line.startswith("apps/b: changed ") for line in lines), lines
+
+
+def test_the_base_side_is_read_in_its_checkout_and_the_working_directory_is_given_back_whatever_happens(
+        tmp_path: Path) -> None:
+    """``inside`` is where the base side is read: the working directory is the checkout's within it, and
+    the caller's again after it, also when the reading raises (the pull request's side is read next,
+    from the caller's folder)."""
+    from memcached_gitops.preview import inside
+
+    here = os.getcwd()
+    with inside(str(tmp_path)):
+        assert os.getcwd() == str(tmp_path.resolve())
+    assert os.getcwd() == here
+    with pytest.raises(KeyError), inside(str(tmp_path)):
+        raise KeyError("a reading that fails")
+    assert os.getcwd() == here
+
+
+
+def test_each_sides_applications_share_one_budget_of_yaml_nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A side reads its applications within one budget of YAML nodes, as one render of the repository
+    would (MAX_NODES at the default input cap, here made small): two applications that each fit it but
+    not together have the second refused, with its file and line; never a fresh budget per application."""
+    from memcached_gitops.foundation import files
+    from memcached_gitops.foundation.files import InputBudget
+    from memcached_gitops.render import DEFAULT_IMAGE
+    from memcached_gitops.schemas import Validator, load_crd
+
+    from memcached_gitops.preview import read_side
+
+    monkeypatch.setattr(files, "MAX_NODES", 300)
+    maps = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\nx: [" + "{}," * 179 + "{}]\n"
+    write(tmp_path, {"apps/a/maps.yaml": maps, "apps/b/maps.yaml": maps})
+    monkeypatch.chdir(tmp_path)
+    sides = read_side(["apps"], Validator(load_crd()), DEFAULT_IMAGE, InputBudget(10_000_000), 20_000)
+    assert sides["apps/a"].problems == [] and len(sides["apps/a"].objects) == 1, sides["apps/a"].problems
+    assert len(sides["apps/b"].problems) == 1 and sides["apps/b"].problems[0].startswith("apps/b/maps.yaml:5:"), sides["apps/b"]
+    assert "more than 300 YAML nodes" in sides["apps/b"].problems[0], sides["apps/b"].problems
