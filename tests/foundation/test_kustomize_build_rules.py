@@ -6,6 +6,7 @@ does. The CLI tests run the same rules through the commands, in processes of the
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 import time
@@ -544,3 +545,94 @@ def test_a_build_kustomize_would_refuse_is_a_failed_build_named_by_its_folder(st
     said = str(caught.value)
     assert said.startswith(f"{excerpt(str(tmp_path), end=True)}: kustomize build failed: ") and "more than one kustomization file" in said
     assert not (where / "argv").exists()
+
+
+#: Why a run's build is not run, in the order ``Builds.build`` checks them: the operator's options, the cap
+#: on builds, the run's deadline, then the kustomization graph (a path beyond the root, a build that would fail).
+_REFUSALS = ("options", "cap", "deadline", "graph", "fails")
+_SAID = {"options": f"{BUILD_OPTIONS_ENV}: kustomize build option '--enable-exec' is not allowed",
+         "cap": "app: not built: more than 1 kustomize builds in one run",
+         "deadline": "app: not read: the run's deadline of 10 s passed",
+         "graph": "app: ", "fails": "kustomize build failed: "}
+
+
+@pytest.mark.parametrize("holding", [pair for pair in itertools.combinations(_REFUSALS, 2) if pair != ("graph", "fails")],
+                         ids="+".join)
+def test_of_two_reasons_not_to_build_the_first_checked_is_said_and_kustomize_never_runs(stand_in, tmp_path: Path,
+                                                                                        holding: tuple[str, str]) -> None:
+    """Each pair of reasons holding at once: the options refuse before anything is counted or walked, the
+    cap before the clock is read, the deadline before the graph is walked (a run past its deadline walks
+    nothing more), so the message is the first one's, whatever the second, and kustomize is never run."""
+    where = stand_in("echo 'kind: ConfigMap'")
+    (tmp_path / "kustomization.yaml").write_text("resources: []\n")
+    app = tmp_path / "apps" / "app"
+    app.mkdir(parents=True)
+    resources = "[../../../outside]" if "graph" in holding else "[missing.yaml]" if "fails" in holding else "[]"
+    (app / "kustomization.yaml").write_text(f"resources: {resources}\n")
+    now = [0.0]
+    environ = {**os.environ, DEADLINE_ENV: "10", MAX_BUILDS_ENV: "1" if "cap" in holding else "5"}
+    builds = Builds(root=str(tmp_path), environ=environ, clock=lambda: now[0])
+    builds.build("first", str(tmp_path), 1000)  # a build of the run, within its cap and deadline
+    (where / "argv").unlink()
+    if "options" in holding:
+        environ[BUILD_OPTIONS_ENV] = "--enable-exec"
+    if "deadline" in holding:
+        now[0] = 10.0
+    with pytest.raises(KustomizeError) as caught:
+        builds.build("app", str(app), 1000)
+    first = holding[0]
+    said = str(caught.value)
+    assert said.startswith(_SAID[first]) if first != "fails" else _SAID[first] in said, said
+    if first == "graph":
+        assert "leaves the root" in said, said
+    assert not (where / "argv").exists(), "kustomize never ran"
+
+
+def test_a_graph_check_that_spends_the_rest_of_the_deadline_leaves_no_build(stand_in, tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The clock is read again once the graph is checked: a walk that took what was left of the run's
+    deadline ends the run there, said as the deadline, and kustomize is never started with no time."""
+    where = stand_in("echo 'kind: ConfigMap'")
+    (tmp_path / "kustomization.yaml").write_text("resources: []\n")
+    now = [0.0]
+
+    def slow_check(*args: object) -> None:
+        now[0] += 100.0
+
+    monkeypatch.setattr(kustomize, "check_graph", slow_check)
+    builds = Builds(root=str(tmp_path), environ={**os.environ, DEADLINE_ENV: "100"}, clock=lambda: now[0])
+    with pytest.raises(BuildRefused) as caught:
+        builds.build("a", str(tmp_path), 1000)
+    assert str(caught.value) == f"a: not read: the run's deadline of 100 s passed ({DEADLINE_ENV}); cut"
+    assert not (where / "argv").exists(), "kustomize never ran"
+
+
+def test_the_childs_go_soft_limit_is_ours_whatever_the_callers_environment_says(stand_in, tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Go's collector must work before the hard bound is met: a GOMEMLIMIT of the caller's (a CI job's
+    8 GiB) above RLIMIT_DATA would let the heap grow into the bound and the build die instead of collecting."""
+    where = stand_in("echo 'kind: ConfigMap'")
+    monkeypatch.setenv("GOMEMLIMIT", "8GiB")
+    build(str(tmp_path), [], 1000, memory=64 * 2**20)
+    assert _env_of(where)["GOMEMLIMIT"] == str(64 * 2**20 * 3 // 4)
+
+
+def test_a_build_that_writes_past_the_limit_and_goes_on_is_stopped_at_once(stand_in, tmp_path: Path) -> None:
+    """Output past the limit kills the build as soon as it is seen, never once its timeout comes: a build
+    that writes too much and then hangs is refused for its size at once, not stopped for its time."""
+    stand_in("printf '0123456789'; sleep 30")
+    started = time.monotonic()
+    with pytest.raises(KustomizeError) as caught:
+        build(str(tmp_path), [], 5, timeout=3)
+    assert "kustomize build wrote more than the limit of 5 bytes" in str(caught.value)
+    assert time.monotonic() - started < 2.5
+
+
+def test_a_go_crash_out_of_memory_is_the_bound_met_whatever_follows_it(stand_in, tmp_path: Path) -> None:
+    """Go says it met the bound on one line and then dumps its goroutines and registers: the output is
+    searched as a whole, so the crash's last line (``gs 0x0``) does not hide it (kustomize.py ``_CRASH``)."""
+    stand_in("printf 'fatal error: runtime: out of memory\\n\\ngoroutine 1 [running]:\\nruntime.throw()\\n"
+             "\\t/usr/local/go/src/runtime/panic.go:1023 +0x5c\\nrip    0x46c2e1\\ngs     0x0\\n' >&2; exit 2")
+    with pytest.raises(BuildRefused) as caught:
+        build(str(tmp_path), [], 1000, name="apps/a", memory=96 * 2**20)
+    assert str(caught.value) == "apps/a: kustomize build needed more than 96 MiB (MEMCACHED_GITOPS_KUSTOMIZE_MAX_MEMORY_MIB); cut"

@@ -242,3 +242,38 @@ def test_what_a_remote_problem_says() -> None:
     assert kustomize_graph.remote_problem("file:///x") == "a repository of this machine (file://, ext::, a path), not a remote one"
     assert kustomize_graph.remote_problem("github.com/a/b?ref=-x") == (
         "the query value '-x' is not a plain branch, tag or commit name (git would read one starting with '-' as an option)")
+
+
+def test_the_walks_yaml_nodes_are_counted_over_all_its_kustomization_files(graph_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``MAX_GRAPH_NODES`` bounds the nodes one walk parses, every kustomization file of the build
+    together: a chain of files each well under the bound passes it together, and the file that does is
+    named (lowered here: 30 nodes, files of 12 each)."""
+    app = graph_root / "app"
+    folders = [app, app / "b", app / "b" / "c"]
+    for folder, child in zip(folders, ["[b]", "[c]", "[]"], strict=True):
+        folder.mkdir(exist_ok=True)
+        (folder / "kustomization.yaml").write_text(f"resources: {child}\ncommonLabels: {{a: x, b: y, c: z, d: w}}\n")
+    kustomize_graph.check_graph(str(app), str(graph_root))  # within the default bound
+    monkeypatch.setattr(kustomize_graph, "MAX_GRAPH_NODES", 30)
+    with pytest.raises(kustomize_graph.GraphRefused, match=r"^app/b/c/kustomization\.yaml:\d+:\d+: more than 30 YAML nodes"):
+        kustomize_graph.check_graph(str(app), str(graph_root))
+
+
+def test_a_charts_folder_of_many_files_reads_the_runs_deadline_within_it(graph_root: Path) -> None:
+    """The chart walk reads the run's deadline at each folder and again every 1,000 entries within one:
+    a single folder of 1,000 files more reads it once more than the folder alone, so a chart of 600,000
+    files in one folder cannot outlast the deadline."""
+    app = graph_root / "app"
+    chart = app / "charts" / "c"
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: c\nversion: 0.1.0\n")
+    (app / "kustomization.yaml").write_text("helmCharts: [{name: c}]\n")
+
+    def readings() -> int:
+        calls: list[None] = []
+        kustomize_graph.check_graph(str(app), str(graph_root), check_time=lambda: calls.append(None))
+        return len(calls)
+
+    few = readings()
+    for i in range(1000):
+        (chart / f"t{i}.yaml").write_bytes(b"")
+    assert readings() >= few + 1
