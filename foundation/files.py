@@ -216,6 +216,7 @@ def expand(paths: list[str]) -> list[Source]:
     """
     out: list[Source] = []
     problems: list[str] = []
+    walked: list[Source] = []  # every root's files, so MAX_FILES bounds them all together
     for p in paths:
         if p == "-":
             out.append(Source(p, p))
@@ -224,9 +225,9 @@ def expand(paths: list[str]) -> list[Source]:
         elif kustomize.is_kustomization_root(p):
             out.append(Source(p, p, True, True))
         elif os.path.isdir(p):
-            found: list[Source] = []
-            _walk_root(p, found, problems)
-            out += sorted(found)
+            start = len(walked)
+            _walk_root(p, walked, problems)
+            out += sorted(walked[start:])
         elif os.path.exists(p):
             out.append(Source(p, p))
         else:

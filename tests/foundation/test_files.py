@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from memcached_gitops.foundation.files import (
@@ -504,3 +505,67 @@ def test_a_walks_file_that_resolves_into_git_is_refused_not_read(tree: Path) -> 
         expand([str(tree / "app")])
     [problem] = caught.value.problems  # the path excerpted from its end
     assert problem.endswith("/app/leak.yaml: resolves into .git/ (a checkout's credentials live in its config); not read")
+
+
+@pytest.mark.parametrize(("nested", "outcome", "strict", "expected"), [
+    (True, "fails", False, "passed over"), (False, "fails", False, InputError),
+    (True, "refused", False, InputError), (False, "refused", False, InputError),
+    (True, "missing", False, "passed over"), (True, "missing", True, KustomizeMissing), (False, "missing", False, KustomizeMissing),
+])
+def test_a_build_is_passed_over_only_when_met_inside_a_walk_and_it_failed(tree: Path, monkeypatch: pytest.MonkeyPatch, nested: bool,
+                                                                          outcome: str, strict: bool, expected: Any) -> None:
+    """Each pair of where a kustomization was met and how its build ended: only one met inside a walk whose
+    build ran and failed, or could not run without --strict-build, is said and passed over; a root named on
+    the command line that fails, and any build refused before it ran, stop the run."""
+    app = tree / "app"
+    resources = b"[../app-secrets/token.yaml]" if outcome == "refused" else b"[cr.yaml]"
+    (app / "kustomization.yaml").write_bytes(b"resources: " + resources + b"\n")
+    if outcome == "missing":
+        monkeypatch.delenv("MEMCACHED_GITOPS_KUSTOMIZE", raising=False)
+        monkeypatch.setenv("PATH", str(tree / "other"))
+    else:
+        script = tree / "kustomize"
+        script.write_text("#!/bin/sh\necho 'Error: boom' >&2\nexit 1\n")
+        script.chmod(0o755)
+        monkeypatch.setenv("MEMCACHED_GITOPS_KUSTOMIZE", str(script))
+    source = Source("app", str(app), True, True, nested)
+    passed_over: list[str] = []
+    run = lambda: list(open_sources([source], InputBudget(10_000), Builds(root=str(app)), passed_over=passed_over, strict=strict))  # noqa: E731
+    if expected == "passed over":
+        assert run() == [] and len(passed_over) == 1 and passed_over[0].startswith("app (kustomize build): not built, so not checked: ")
+    else:
+        with pytest.raises(expected):
+            run()
+        assert passed_over == []
+
+
+def test_a_name_written_under_the_working_directory_that_a_link_takes_into_git_is_refused(tree: Path,
+                                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name on the command line must resolve under the working directory and, once there, not into git's
+    folder (a checkout's token is in .git/config): both hold at once, or it is not read."""
+    (tree / ".git").mkdir()
+    (tree / ".git" / "config").write_text("[http]\n\textraheader = AUTHORIZATION: basic x\n")
+    (tree / "config.yaml").symlink_to(tree / ".git" / "config")
+    (tree / "cr.yaml").symlink_to(tree / "app" / "cr.yaml")
+    monkeypatch.chdir(tree)
+    assert linked_out("cr.yaml") is None
+    assert linked_out("config.yaml") == "config.yaml: resolves into .git/ (a checkout's credentials live in its config); not read"
+    with pytest.raises(InputError, match=r"config\.yaml: resolves into \.git/"):
+        expand(["config.yaml"])
+
+
+def test_the_files_of_every_folder_named_count_together_against_the_runs_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MAX_FILES bounds the files one run takes from all the folders it walks: two folders under the cap
+    each are over it together (``validate apps/a apps/b`` holds them all at once). Held with the cap lowered."""
+    from memcached_gitops.foundation import files
+
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        for i in range(6):
+            (tmp_path / folder / f"{i}.yaml").write_text("")
+    roots = [str(tmp_path / "a"), str(tmp_path / "b")]
+    monkeypatch.setattr(files, "MAX_FILES", 10)
+    with pytest.raises(InputError, match="more than 10 YAML or JSON files to read in one run"):
+        expand(roots)
+    monkeypatch.setattr(files, "MAX_FILES", 12)
+    assert names(expand(roots), tmp_path) == [f"{folder}/{i}.yaml" for folder in ("a", "b") for i in range(6)]
