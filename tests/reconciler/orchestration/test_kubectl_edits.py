@@ -104,6 +104,25 @@ def test_a_refusal_the_same_request_would_get_again_waits_for_a_change(cluster: 
     assert outcome.permanent is permanent
 
 
+
+@pytest.mark.parametrize(("deployment_status", "service_status", "permanent"),
+                         [(422, 403, True), (422, 500, False), (409, 403, False), (None, None, False)])
+def test_a_reconcile_waits_for_a_change_only_when_every_refusal_would_come_again(
+        cluster: FakeAPIServer, deployment_status: int | None, service_status: int | None, permanent: bool) -> None:
+    """Two writes of one reconcile refused at once (the new Deployment's and its Service's): the
+    reconcile waits for a change (permanent) only when each refusal is one the same request would get
+    again; one that may pass on its own (a conflict, a server error) has the whole reconcile retried
+    with backoff. A reconcile that nothing refused is not permanent."""
+    make_cr(cluster, "m", size=2)
+    for path, status in (("/deployments/m", deployment_status), ("/services/m-memcached", service_status)):
+        if status is not None:
+            cluster.faults.append(Fault(method="PATCH", path_contains=path, status=status, times=100))
+    [outcome] = reconciler_for(cluster).run_cycle().outcomes
+    refused = [status for status in (deployment_status, service_status) if status is not None]
+    assert sorted(f.status for f in outcome.failures) == sorted(refused)
+    assert outcome.permanent is permanent
+
+
 # ---- revoke.py, pure
 
 

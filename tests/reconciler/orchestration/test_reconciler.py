@@ -6,6 +6,7 @@ recorded kube-apiserver behaviour (tests/fake_apiserver/test_fake_apiserver_repl
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import signal
@@ -14,6 +15,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from memcached_gitops.foundation.identities import IGNORE_PATHS_ANNOTATION, RECONCILE_ANNOTATION
@@ -32,6 +34,7 @@ from tests.support.fakecluster import (
     deployment,
     drift_image,
     drift_port,
+    foreign_service,
     make_cr,
     patch,
     post,
@@ -926,3 +929,159 @@ def test_replicas_ignored_from_the_start_begin_at_the_size_and_stay_while_only_w
     assert changed.action == "corrected", changed.error
     assert deployment(cluster, "a")["spec"]["replicas"] == 3
     assert cr_status(cluster, "a")["replicasOwner"] == "spec.size"
+
+
+#: What can hold at once in one reconcile, highest first: drift left uncorrected (--detect-only: nothing
+#: is written, so nothing of the rest can be done or fail), a refused write, a fight over a field, a
+#: selector that takes in another owner's Pods (the companions held back), a foreign companion.
+CYCLE_PRECEDENCE = ("detect", "failure", "fight", "shared", "foreign")
+
+
+def _degraded_after(api: FakeAPIServer, recs: dict[bool, Any], name: str, states: tuple[str, ...]) -> tuple[str, ...]:
+    """One reconcile of the CR ``name`` (two Pods, its objects created) with ``states`` holding together:
+    its Degraded condition (status, reason, message) and its STATUS column, the CR's name said as NAME."""
+    if "foreign" in states:  # a person's Service holds the name of ours
+        call(api, "DELETE", f"/api/v1/namespaces/default/services/{name}-memcached")
+        foreign_service(api, f"{name}-memcached")
+    if "shared" in states:  # the budget to create again, and a Pod of no one's with the labels our selector selects
+        call(api, "DELETE", f"/apis/policy/v1/namespaces/default/poddisruptionbudgets/{name}-memcached")
+        post(api, "/api/v1/namespaces/default/pods",
+             {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"stray-{name}", "labels": {
+                 "app.kubernetes.io/name": "memcached", "app.kubernetes.io/instance": name}},
+              "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}})
+    if "failure" in states or "detect" in states:  # the image set by a person
+        patch(api, DEP_PATH.format(ns="default", name=name), {"spec": {"template": {"spec": {"containers": [
+            {"image": "memcached:1.6.27-alpine3.19", "name": "memcached"}]}}}}, "application/strategic-merge-patch+json",
+              "?fieldManager=kubectl-set")
+    if "failure" in states:
+        api.faults.append(Fault(method="PATCH", path_contains=f"/deployments/{name}", status=422, times=10))
+    rec = recs["detect" in states]
+    declared, condition_fields = rec.status_schema()
+    fight = ("FieldManagerFight", f".spec.replicas of Deployment default/{name} was corrected 4 times in 120s and set back "
+                                  "each time by field manager kubectl; corrections paused for 10s") if "fight" in states else None
+    rec.reconcile_cr(api.get("cache.example.com", "memcacheds", "default", name), deployment(api, name), (), declared,
+                     condition_fields, degraded=lambda _cr, _corrected: fight, companions=rec.companions())
+    api.faults.clear()
+    degraded = condition(api, name, "Degraded")
+    told = (degraded["status"], degraded["reason"], degraded["message"], cr_status(api, name)["reason"])
+    return tuple(str(said).replace(name, "NAME") for said in told)
+
+
+def test_of_any_two_things_a_reconcile_meets_at_once_the_higher_is_the_crs_degraded_reason(cluster: FakeAPIServer) -> None:
+    """Every pair of what one reconcile can meet together (CYCLE_PRECEDENCE): the CR is Degraded with the
+    higher one's reason and message, word for word as that one alone says it, and so is its STATUS
+    column; never the lower. (The Deployment-derived states are ordered in decisions/test_status.py.)"""
+    recs = {False: reconciler_for(cluster), True: reconciler_for(cluster, detect_only=True)}
+    cases = [(state,) for state in CYCLE_PRECEDENCE] + list(itertools.combinations(CYCLE_PRECEDENCE, 2))
+    for i in range(len(cases)):
+        make_cr(cluster, f"c{i:02d}", size=2)
+    recs[False].run_cycle()
+    told = {states: _degraded_after(cluster, recs, f"c{i:02d}", states) for i, states in enumerate(cases)}
+    assert [told[(state,)][:2] for state in CYCLE_PRECEDENCE] == [
+        ("True", "DriftDetected"), ("True", "ApplyFailed"), ("True", "FieldManagerFight"), ("True", "SelectorOverlap"),
+        ("True", "ResourceNotOwned")], told
+    for pair in itertools.combinations(CYCLE_PRECEDENCE, 2):
+        assert told[pair] == told[pair[:1]], pair
+
+
+#: Why a CR is not served as it asks, highest first: it is being deleted (nothing at all), a person
+#: paused it (one condition says so), then what the reconciler refuses, in its order: the reconcile
+#: annotation, the reconcile-now request, the spec, the ignore-paths.
+REFUSAL_PRECEDENCE = ("deleting", "paused", "bad-mode", "long-request", "invalid-spec", "bad-ignore")
+
+
+def test_of_any_two_reasons_not_to_serve_a_cr_the_higher_is_what_it_says(cluster: FakeAPIServer) -> None:
+    """Every pair of reasons a new CR is not served as it asks (REFUSAL_PRECEDENCE) that can hold together
+    (a pause and an unsupported mode are one annotation): the CR says the higher one, word for word as
+    that one alone says it (its action, error, and Ready condition), and nothing of it is written but
+    its status; never the lower, never a mix."""
+    from memcached_gitops.reconciler.decisions.vocabulary import REQUESTED_AT_ANNOTATION
+
+    rec = reconciler_for(cluster)
+    declared, condition_fields = rec.status_schema()
+
+    def refused(name: str, states: tuple[str, ...]) -> tuple[Any, ...]:
+        make_cr(cluster, name, size=2)
+        cr = cluster.get("cache.example.com", "memcacheds", "default", name)
+        annotations = cr["metadata"].setdefault("annotations", {})
+        if "deleting" in states:
+            cr["metadata"] |= {"deletionTimestamp": "2026-11-28T12:00:00Z", "finalizers": ["example.com/hold"]}
+        if "paused" in states or "bad-mode" in states:
+            annotations[RECONCILE_ANNOTATION] = "disabled" if "paused" in states else "maybe"
+        if "long-request" in states:
+            annotations[REQUESTED_AT_ANNOTATION] = "r" * 300
+        if "invalid-spec" in states:
+            cr["spec"]["size"] = 7
+        if "bad-ignore" in states:
+            annotations[IGNORE_PATHS_ANNOTATION] = "spec/replicas"
+        cluster.reset_log()
+        outcome = rec.reconcile_cr(cr, None, (), declared, condition_fields, companions=rec.companions())
+        ready = condition(cluster, name, "Ready")
+        others = [w for w in writes(cluster) if not w.endswith("/status") and "/events" not in w]
+        return outcome.action, outcome.error, ready.get("reason", ""), ready.get("message", ""), others
+
+    cases = [(state,) for state in REFUSAL_PRECEDENCE] + [
+        pair for pair in itertools.combinations(REFUSAL_PRECEDENCE, 2) if pair != ("paused", "bad-mode")]
+    told = {states: refused(f"r{i:02d}", states) for i, states in enumerate(cases)}
+    assert [told[(state,)][0::2][:2] for state in REFUSAL_PRECEDENCE] == [
+        ("unchanged", ""), ("suspended", "ReconcileDisabled"), ("invalid", "InvalidAnnotation"), ("invalid", "InvalidAnnotation"),
+        ("invalid", "InvalidSpec"), ("invalid", "InvalidIgnorePaths")], told
+    assert all(said[4] == [] for said in told.values()), told
+    for pair in cases[len(REFUSAL_PRECEDENCE):]:
+        assert told[pair] == told[pair[:1]], pair
+
+
+def test_a_cycles_duration_counts_its_lists_and_an_apply_is_stamped_when_its_answer_came() -> None:
+    """The process clock is read before the work it measures and after the work it stamps: a cycle's
+    duration includes its LISTs (a slow LIST of the CRs counts), and a correction's applied_at (the
+    fight detector's and the drift latency's time) is when the API server's answer came, not before
+    the apply was sent."""
+    with FakeAPIServer(namespaces=("default",)) as api:
+        make_cr(api, "m", size=2)
+        rec = reconciler_for(api)
+        rec.run_cycle()
+        drift_image(api)
+        api.faults += [Fault(method="GET", path_contains="/memcacheds", status=0, delay=0.2),
+                       Fault(method="PATCH", path_contains="/deployments/m", status=0, delay=0.2)]
+        sent = rec.process_clock.monotonic().seconds
+        report = rec.run_cycle()
+        [outcome] = report.outcomes
+        assert outcome.action == "corrected", outcome.error
+        assert report.duration >= 0.4, report.duration
+        assert outcome.applied_at >= sent + 0.4, (sent, outcome.applied_at)
+
+
+def test_what_a_reconcile_wrote_is_told_even_when_a_later_step_fails() -> None:
+    """A reconcile that created the Deployment and its companions and then failed (its status write
+    refused after the retries) still posts its one Normal Event naming what it created, beside the
+    Warning that says the reconcile failed: the objects exist whatever happened after."""
+    with FakeAPIServer(namespaces=("default",)) as api:
+        make_cr(api, "m", size=2)
+        api.faults.append(Fault(method="PATCH", path_contains="/memcacheds/m/status", status=500, times=100))
+        [outcome] = reconciler_for(api).run_cycle().outcomes
+        assert outcome.action == "failed" and deployment(api, "m") is not None
+        events = sorted((e["type"], e["reason"]) for k, e in api.objects.items() if k[1] == "events")
+        assert events == [("Normal", "DeploymentCreated"), ("Warning", "ReconcileFailed")], events
+
+
+@pytest.mark.parametrize(("moved", "other_change", "lazy", "written", "deferred"), [
+    (True, False, True, False, True), (True, False, False, True, False), (False, False, True, False, False),
+    (True, True, True, True, False), (False, True, True, True, False)])
+def test_a_status_whose_only_change_is_served_by_waits_only_when_asked_to(
+        moved: bool, other_change: bool, lazy: bool, written: bool, deferred: bool) -> None:
+    """status.servedBy (the replica that serves the CR) is written with any other change of the status
+    at once; alone, it waits when the caller asks for it (lazy_served_by: the outcome says it waits, and
+    the caller writes it later), and is written at once otherwise. Nothing to write is not a wait."""
+    with FakeAPIServer(namespaces=("default",)) as api:
+        make_cr(api, "m", size=1)
+        reconciler_for(api, served_by="replica-a").run_cycle()
+        rec = reconciler_for(api, served_by="replica-b" if moved else "replica-a")
+        declared, condition_fields = rec.status_schema()
+        pods = ("m-5d4f-x",) if other_change else ()
+        api.reset_log()
+        outcome = rec.reconcile_cr(api.get("cache.example.com", "memcacheds", "default", "m"), deployment(api, "m"), pods,
+                                   declared, condition_fields, lazy_served_by=lazy, companions=rec.companions())
+        assert (bool([w for w in writes(api) if w.endswith("/status")]), outcome.served_by_deferred) == (written, deferred)
+        status = cr_status(api, "m")
+        assert status["servedBy"] == ("replica-b" if moved and written else "replica-a")
+        assert status["nodes"] == (list(pods) if written else [])
