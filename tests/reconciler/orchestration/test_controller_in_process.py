@@ -27,7 +27,7 @@ from memcached_gitops.reconciler.client.shards import RING_LABEL, VIEW_ANNOTATIO
 from memcached_gitops.reconciler.decisions.drift import Drift
 from memcached_gitops.reconciler.decisions.fights import Correction, FightDetector
 from memcached_gitops.reconciler.decisions.vocabulary import INSTANCE_LABEL, MANAGED_BY_LABEL, SELECTOR, Action
-from memcached_gitops.reconciler.orchestration.controller import DEFAULT_RESYNC, Controller, Settings, lease_client
+from memcached_gitops.reconciler.orchestration.controller import DEFAULT_RESYNC, Controller, Result, Settings, lease_client
 from memcached_gitops.reconciler.orchestration.cycle import CompanionOutcome, CROutcome, Options, Reconciler
 from memcached_gitops.reconciler.orchestration.metrics import Metrics
 from memcached_gitops.render import selector_labels
@@ -556,6 +556,32 @@ def test_a_cr_no_longer_cached_is_done_and_its_failures_are_forgotten() -> None:
     assert result.outcome is None and result.done and result.retry is None and result.after is None
     c._requeue(key, result)
     assert c.queue.failures(key) == 0
+
+
+@pytest.mark.parametrize(("result", "delayed", "failures", "counted"), [
+    (Result(after=7.0), [7.0], 1, 0),
+    (Result(retry="apply refused"), ["backoff"], 2, 1),
+    (Result(done=True), [], 0, 0),
+    (Result(after=7.0, retry="apply refused"), [7.0, "backoff"], 2, 1),
+    (Result(after=7.0, done=True), [7.0], 0, 0),
+], ids=["after", "retry", "done", "after-and-retry", "after-and-done"])
+def test_each_thing_a_served_key_asks_of_the_queue_is_done_also_beside_another(
+        result: Result, delayed: list[Any], failures: int, counted: int) -> None:
+    """A key's result may ask two things at once (a sharded CR whose servedBy write waits for its slot
+    and whose apply failed: again at the slot, and again at the backoff's pace). Each is done: the
+    delay is scheduled, the failure is counted (workqueue_retries_total) and grows the key's
+    backoff, and a served key's past failures are forgotten; a delay never stands in for a retry."""
+    c = make()
+    clock = ManualClock(100.0)
+    c.queue.clock = clock
+    key = ("default", "a")
+    c.queue.add_rate_limited(key)  # one failure before: the key's backoff is under way
+    already = c.queue.pending().delayed
+    c._requeue(key, result)
+    added = [due - clock.now for due, k in c.queue.pending().delayed if k == key and (due, k) not in already]
+    assert sorted(added.count(7.0) * [7.0] + (len(added) - added.count(7.0)) * ["backoff"], key=str) == sorted(delayed, key=str)
+    assert c.queue.failures(key) == failures
+    assert retries(c) == counted
 
 
 # ---- fights

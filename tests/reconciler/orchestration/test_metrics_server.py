@@ -355,6 +355,38 @@ def test_a_port_of_0_switches_its_server_off() -> None:
     assert start_servers(None, Metrics(), Serving(metrics_port=0, health_probe_port=0)) == [], "secure or not"
 
 
+
+
+def free_port() -> int:
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        return int(free.getsockname()[1])
+
+@pytest.mark.parametrize(("metrics_on", "secure", "probes_on"), [
+    (m, s, p) for m in (True, False) for s in (True, False) for p in (True, False)])
+def test_the_certificate_is_read_only_for_a_secure_metrics_server_that_is_on(tmp_path, metrics_on: bool, secure: bool,
+                                                                              probes_on: bool) -> None:
+    """--metrics-cert-dir is read by the HTTPS metrics server alone: with --metrics-port=0 or
+    --no-metrics-secure a folder without its pair (a Secret mounted for later) is no error and the
+    servers asked for start; with both on, it is the one line naming the flag, and nothing starts."""
+    from memcached_gitops.reconciler.orchestration.main import ListenError, Serving, start_servers
+
+    serving = Serving(metrics_port=free_port() if metrics_on else 0, metrics_bind_address="127.0.0.1", metrics_secure=secure,
+                      metrics_cert_dir=str(tmp_path), health_probe_port=free_port() if probes_on else 0,
+                      health_probe_bind_address="127.0.0.1")
+    if metrics_on and secure:
+        with pytest.raises(ListenError, match="--metrics-cert-dir"):
+            start_servers(None, Metrics(), serving)
+        return
+    servers = start_servers(None, Metrics(), serving)
+    try:
+        assert len(servers) == metrics_on + probes_on
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+
+
 def test_a_client_whose_connections_all_ended_holds_no_share() -> None:
     """A client's count of held slots goes when its last connection ends: a scrape from a new Pod
     address every few seconds leaves nothing behind, and the biggest holder is one that holds slots."""

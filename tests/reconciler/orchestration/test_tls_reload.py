@@ -131,3 +131,65 @@ def test_a_rotation_that_lands_while_the_pair_is_read_is_loaded_at_the_next_chec
     reloaded = cert.context()
     clock.now += tls_module.RELOAD_CHECK
     assert cert.context() is reloaded, "and then kept: the times did not move again"
+
+
+def test_the_folder_is_looked_at_once_per_check_whether_or_not_its_pair_loaded(tmp_path: Path, monkeypatch) -> None:
+    """Every connection asks for the context: the pair is read at most once per RELOAD_CHECK, also
+    while the folder holds a pair that does not load (a key rotated beside the old certificate, files
+    gone for a while), so that a scraper's connections cannot each make the process read and parse
+    the files again; the next check tries again and loads the pair once it is whole."""
+    clock = ManualClock(1000.0)
+    first, key = self_signed(("localhost", "127.0.0.1"))
+    write_pair(tmp_path, first, key)
+    os.utime(tmp_path / "tls.crt", (TICK - 60, TICK - 60))
+    os.utime(tmp_path / "tls.key", (TICK - 60, TICK - 60))
+    real = tls_module.server_context
+    reads: list[bytes] = []
+
+    def counted(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
+        reads.append(cert_pem)
+        return real(cert_pem, key_pem)
+
+    monkeypatch.setattr(tls_module, "server_context", counted)
+    cert = ServingCertificate(str(tmp_path), clock=clock)
+    loaded = cert.context()
+    assert len(reads) == 1
+    second, key2 = self_signed(("localhost", "127.0.0.1"))
+    cases = [("a key that does not match its certificate", lambda: write_pair(tmp_path, first, key2)),
+             ("a certificate gone", lambda: (tmp_path / "tls.crt").unlink())]
+    for why, damage in cases:
+        damage()
+        clock.now += tls_module.RELOAD_CHECK
+        tried = len(reads)
+        assert cert.context() is loaded, why
+        for _ in range(5):  # more connections within the same check
+            clock.now += tls_module.RELOAD_CHECK / 10
+            assert cert.context() is loaded, why
+        assert len(reads) - tried <= 1, f"{why}: read again for each connection"
+        write_pair(tmp_path, first, key)
+    write_pair(tmp_path, second, key2)
+    clock.now += tls_module.RELOAD_CHECK
+    assert cert.context() is not loaded, "the whole pair is loaded at the next check"
+
+
+def test_a_pair_that_does_not_load_leaves_no_descriptor_open(tmp_path: Path) -> None:
+    """The pair reaches ssl through descriptors of its own (an in-memory file each, or a temporary
+    directory): a pair that fails to load, checked again every RELOAD_CHECK for as long as a broken
+    rotation lasts (days, at 8,640 checks a day), closes them as a pair that loads does, so the
+    process never runs out of descriptors."""
+    clock = ManualClock(1000.0)
+    first, key = self_signed(("localhost", "127.0.0.1"))
+    write_pair(tmp_path, first, key)
+    cert = ServingCertificate(str(tmp_path), clock=clock)
+    _, key2 = self_signed(("localhost", "127.0.0.1"))
+
+    def descriptors() -> int:
+        return len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else 0
+
+    before = descriptors()
+    (tmp_path / "tls.key").write_bytes(key2)  # a key that does not match the certificate
+    for n in range(20):  # its time moved at each check: each check tries the pair
+        os.utime(tmp_path / "tls.key", (TICK + n, TICK + n))
+        clock.now += tls_module.RELOAD_CHECK
+        cert.context()
+    assert descriptors() == before
