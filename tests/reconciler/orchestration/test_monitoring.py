@@ -228,3 +228,48 @@ def test_every_quantile_keeps_the_le_label_of_its_buckets(where: str, expr: str)
         kept = {g.strip() for g in (labels or "").split(",") if g.strip()}
         assert (mode == "by" and "le" in kept) or (mode == "without" and "le" not in kept), \
             f"{where}: {op} drops le: {expr}"
+
+
+def top_level_or(expr: str) -> list[str]:
+    """``expr``'s operands of ``or`` outside any parentheses (one operand: no ``or``)."""
+    parts, depth, start = [], 0, 0
+    for match in re.finditer(r"[()]|\bor\b", expr):
+        if match.group() == "(":
+            depth += 1
+        elif match.group() == ")":
+            depth -= 1
+        elif depth == 0:
+            parts.append(expr[start:match.start()].strip())
+            start = match.end()
+    return [*parts, expr[start:].strip()]
+
+
+@needs_promtool
+def test_each_panels_or_adds_a_fallback_never_hides_a_second_quantity(tmp_path: Path) -> None:
+    """PromQL's ``a or b`` keeps b's series only where a has none with the same labels: two
+    aggregations with no labels left (``max(x) or sum(y)``) show one number, the second hidden
+    whenever the first has data. In a panel, ``or`` only gives a fallback for no data
+    (``or vector(0)``); two quantities are two targets. Evaluated by promtool over series for
+    every metric the target names: the target's result has the series of each operand that is not
+    a fallback."""
+    checks, series = [], {}
+    for panel in DASHBOARD["panels"]:
+        for target in panel["targets"]:
+            operands = top_level_or(target["expr"])
+            if len(operands) == 1:
+                continue
+            counted = [o for o in operands if not re.fullmatch(r"vector\(.*\)", o)]
+            checks.append((panel["title"], target["expr"], f"count({target['expr']}) - ({' + '.join(f'count({o})' for o in counted)})"))
+            for name, matchers in NAME.findall(target["expr"]):
+                labels = ",".join(f'{k}="{v}"' for k, v in re.findall(r'(\w+)\s*=\s*"([^"]*)"', matchers or ""))
+                for pod in ("a", "b"):
+                    selector = "{" + ",".join(x for x in (labels, f'namespace="shop",memcached="carts",pod="{pod}"') if x) + "}"
+                    series[name + selector] = {"series": name + selector, "values": "1+1x10"}
+    assert checks, "no panel has a fallback to check"
+    unit = tmp_path / "unit.yaml"
+    unit.write_text(yaml.safe_dump({"evaluation_interval": "1m", "tests": [
+        {"interval": "1m", "input_series": list(series.values()),
+         "promql_expr_test": [{"expr": expr, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 0}]}
+                              for _, _, expr in checks]}]}))
+    proc = subprocess.run([PROMTOOL, "test", "rules", str(unit)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, "a panel's or hides a series:\n" + "\n".join(f"{t}: {e}" for t, e, _ in checks) + proc.stdout + proc.stderr
