@@ -133,6 +133,7 @@ class Controller:
             self.leading.set()
         else:
             self.api.may_write = elector.is_leader
+            self.metrics.leader = False  # exported at 0 until it leads, as client-go's NewLeaderElector does (leaderOff)
         self.metrics.health_checks.append(self.caches.stalled)
         self.metrics.crs.set_function(lambda: len(self.caches.cr_keys()))
         self.metrics.conditions.source = self.served_crs

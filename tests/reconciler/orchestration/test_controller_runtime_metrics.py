@@ -284,3 +284,19 @@ def test_the_cached_count_is_every_cr_in_the_cache_whatever_share_this_replica_s
     assert c.metrics.value("memcached_gitops_crs") == 3
     c.owned_keys = lambda: []  # type: ignore[method-assign]  # a shard that serves none yet
     assert c.metrics.value("memcached_gitops_crs") == 3
+
+
+
+def test_a_replica_that_holds_no_lease_exports_the_leader_series_at_0() -> None:
+    """client-go's NewLeaderElector sets leader_election_master_status to 0 before its first try
+    (tools/leaderelection/leaderelection.go: ``le.metrics.leaderOff(le.config.Name)``), so a standby
+    exports the series from the start: when no replica can take the Lease (its writes refused), the
+    shipped MemcachedNoLeader alert (``max(...) < 1``) has series to read, and fires."""
+    with FakeAPIServer(namespaces=("default",)) as cluster:
+        for method in ("POST", "PUT"):
+            cluster.faults.append(Fault(method=method, path_contains="/leases", status=403, times=100_000))
+        with running(cluster, elect=True, lease=(15, 10, 0.1), wait_leader=False) as c:
+            wait_for(lambda: any("/leases" in r.path and r.status == 403 for r in cluster.log), what="a refused try for the Lease")
+            samples = scrape(c.metrics)["leader_election_master_status"]
+            assert ("leader_election_master_status", {"name": LEASE_NAME}, 0.0) in samples, samples
+            assert not c.leading.is_set()
