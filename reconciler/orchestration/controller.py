@@ -56,6 +56,10 @@ log = logging.getLogger("memcached_gitops.controller")
 #: interval and well under the 5-minute compaction window times two, so a missed event is repaired
 #: quickly; controller-runtime's 10-hour default trusts the watch more than we need to.
 DEFAULT_RESYNC = 600.0
+#: SIGTERM's bound on each wait for the reconciles in flight (with --shards, the ring's release, then the
+#: work queue's): the Deployment's terminationGracePeriodSeconds outlasts them, so the Lease is released
+#: before the kubelet's SIGKILL and the standby or the other shards take over at once.
+DRAIN_SECONDS = 30.0
 #: CRs reconciled at once. A worker spends its time waiting on the API server (each request 8-60 ms on a
 #: loaded one, four round trips for a new CR), not on the CPU: 16 serve a burst of 1,000 new CRs against
 #: the fake in 20 s where 4 took 34 s (bench/new_cr_requests.py); the work queue never gives one CR
@@ -377,9 +381,9 @@ class Controller:
     def _shutdown(self, started: Monotonic, code: int) -> int:
         self.stop.set()
         if self.shards is not None:
-            self.shards.release()  # no new CR; the ones in flight end; the others take over at once
+            self.shards.release(DRAIN_SECONDS)  # no new CR; the ones in flight end; the others take over at once
         self.queue.shut_down()
-        self.queue.wait_idle(timeout=30)  # the current CR of each worker is finished
+        self.queue.wait_idle(timeout=DRAIN_SECONDS)  # the current CR of each worker is finished
         for informer in self.caches.all():
             informer.stop.set()
         if self.elector is not None:

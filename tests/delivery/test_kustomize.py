@@ -177,6 +177,20 @@ def test_the_container_runs_a_command_the_cli_takes_listening_where_its_probes_a
         assert ports["https"] == given["metrics_port"]
 
 
+@pytest.mark.parametrize("overlay", ["deployment", "sharded"])
+def test_the_grace_period_outlasts_the_drain_so_the_lease_is_released(overlay: str) -> None:
+    """On SIGTERM the reconciler waits for the CRs in flight (with --shards, the ring's release first, then the work
+    queue: each up to DRAIN_SECONDS), then releases its Lease, so a standby or the other shards take over at once. The
+    kubelet SIGKILLs the container after terminationGracePeriodSeconds (30 s when unset): the Pod's must outlast every
+    wait, with time left for the Lease's request, or a drain that uses its bound leaves the Lease held until it expires."""
+    from memcached_gitops.reconciler.orchestration.controller import DRAIN_SECONDS
+
+    [dep] = [o for o in build(K / "overlays" / overlay) if o["kind"] == "Deployment"]
+    pod = dep["spec"]["template"]["spec"]
+    waits = 2 if "--shards" in pod["containers"][0]["args"] else 1
+    assert pod.get("terminationGracePeriodSeconds", 30) >= waits * DRAIN_SECONDS + 10, pod.get("terminationGracePeriodSeconds")
+
+
 def test_sharded_overlay_grants_the_lease_verbs_a_ring_sends() -> None:
     """Three replicas with --shards; the Lease Role allows exactly what join, renew, watch, expiry and
     release send (a ring run on the fake with that Role enforced; patch stays for leader election)."""
