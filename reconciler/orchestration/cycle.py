@@ -162,6 +162,7 @@ class Visit:
         self.degraded, self.neighbours = degraded, neighbours  # the fight detector; the kept selectors of a namespace
         self.autoscaler, self.lookup = autoscaler, lookup  # the HPA that scales the Deployment; the cached companions
         self.replicas_by = ""  # who sets the replicas that the CR's ignore-paths leaves to others (Reconciler._plan)
+        self.corrected = False  # the Deployment's drift corrected by our apply (Reconciler._correct), whatever else failed
         self.namespace, self.name = cr["metadata"].get("namespace", ""), cr["metadata"]["name"]
         self.generation = cr["metadata"].get("generation", 1)
         self.result = CROutcome(self.namespace, self.name, Action.UNCHANGED)
@@ -426,7 +427,7 @@ class Reconciler:
         """The status of a CR served as asked: Available from its Deployment, Degraded while a fight
         lasts or a foreign object holds a companion's name, the overlap of a kept selector, the HPA that scales it."""
         ours = f"{visit.namespace}/{visit.name}"
-        corrected = [Correction(DEPLOYMENTS.kind, ours, d) for d in drift] if visit.result.action == Action.CORRECTED else []
+        corrected = [Correction(DEPLOYMENTS.kind, ours, d) for d in drift] if visit.corrected else []
         corrected += visit.result.companions.corrected
         degraded, neighbours = visit.degraded, visit.neighbours
         reason, message = ((degraded(visit.cr, corrected) if degraded else None)
@@ -545,6 +546,7 @@ class Reconciler:
         if result.action is not Action.FAILED:
             result.action = action
         if self.options.dry_run:  # said as not done: an on-call reading the log must not take it for a write
+            visit.corrected = action is Action.CORRECTED
             log.info("%s: not written (dry run): %s", visit, _summary(action, drift, desired, applied_by, inherited))
             return live
         taken = self._revocation(live, drift, pointers, ours)
@@ -555,6 +557,7 @@ class Reconciler:
                          f" (to do: {_summary(action, drift, desired, applied_by, inherited)})")
             return live
         result.deployment, result.applied_at = live, self.process_clock.monotonic().seconds
+        visit.corrected = action is Action.CORRECTED  # a fight's evidence even when a companion's write failed
         done = _summary(action, drift, desired, applied_by, inherited)
         log.info("%s: %s", visit, done)
         reason = {Action.CREATED: EventReason.DEPLOYMENT_CREATED,

@@ -854,6 +854,26 @@ def test_a_fight_outranks_the_overlap_that_holds_the_companions_back(cluster: Fa
     assert condition(cluster, "a", "Degraded")["reason"] == "SelectorOverlap"
 
 
+def test_a_deployment_correction_counts_for_the_fight_check_even_when_a_companion_write_is_refused(cluster: FakeAPIServer) -> None:
+    """A correction of the Deployment that went through is one, whatever else the reconcile failed: a Service whose
+    write an admission policy refuses every time must not hide a fight over the Deployment, or the reconciler
+    corrects it at every retry for ever, and the CR never names who undoes it."""
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    declared, condition_fields = rec.status_schema()
+    scale(cluster, "a", 5)
+    call(cluster, "DELETE", "/api/v1/namespaces/default/services/a-memcached")  # written again: an admission policy refuses it
+    cluster.faults.append(Fault(method="PATCH", path_contains="/services/a-memcached", status=422, times=100))
+    seen: list[Any] = []
+    cr = cluster.get("cache.example.com", "memcacheds", "default", "a")
+    outcome = rec.reconcile_cr(cr, deployment(cluster, "a"), (), declared, condition_fields,
+                               degraded=lambda _cr, corrected: seen.extend(corrected), companions=rec.companions())
+    assert outcome.action == "failed" and deployment(cluster, "a")["spec"]["replicas"] == 2, outcome
+    replicas = ("Deployment", "default/a", (("f", "spec"), ("f", "replicas")))
+    assert [(c.kind, c.name, c.drift.path) for c in seen if c.kind == "Deployment"] == [replicas], seen
+
+
 def test_status_strings_taken_from_outside_fit_the_crds_max_length(cluster: FakeAPIServer) -> None:
     """The served CRD bounds ``status.servedBy`` (253: a Pod name, a DNS subdomain) and
     ``status.lastHandledReconcileAt`` (256) by maxLength, and the API server refuses a whole status
