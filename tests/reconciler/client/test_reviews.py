@@ -144,6 +144,26 @@ def test_an_allowed_answer_is_kept_five_minutes_a_denied_one_thirty_seconds_per_
     assert r.authorize(alice, "get", "/metrics")[0] and len(api.requests) == 7, "allowed: asked again after 300 s"
 
 
+def test_an_access_decision_is_kept_for_the_whole_user_its_groups_and_extra_included() -> None:
+    """Two tokens of one user name and uid may carry other groups or extra (an OIDC token minted before
+    and after a change of groups): the SubjectAccessReview judged the user it was sent, so each is asked
+    for, and one's answer is never the other's (k8s.io/apiserver's webhook authorizer keys its cache on
+    the whole SubjectAccessReview spec)."""
+    clock = ManualClock(1000.0)
+    api = API(access_answer(True), access_answer(False), access_answer(False), access_answer(True))
+    r = reviews(api, clock)
+    readers = User("jane", "u-1", ("metrics-readers", AUTHENTICATED))
+    assert r.authorize(readers, "get", "/metrics")[0]
+    assert not r.authorize(User("jane", "u-1", (AUTHENTICATED,)), "get", "/metrics")[0], "other groups: asked again"
+    scoped = User("jane", "u-1", ("metrics-readers", AUTHENTICATED), (("scopes", ("none",)),))
+    assert not r.authorize(scoped, "get", "/metrics")[0], "other extra: asked again"
+    assert r.authorize(User("jane", "u-1", ("metrics-readers", "admins", AUTHENTICATED)), "get", "/metrics")[0]
+    assert [body["spec"]["groups"] for _, _, body, _ in api.requests] == [
+        ["metrics-readers", AUTHENTICATED], [AUTHENTICATED], ["metrics-readers", AUTHENTICATED],
+        ["metrics-readers", "admins", AUTHENTICATED]]
+    assert r.authorize(readers, "get", "/metrics")[0] and len(api.requests) == 4, "the same user again: from the cache"
+
+
 def test_the_ttls_given_are_the_ones_kept() -> None:
     clock = ManualClock(1000.0)
     api = API(token_answer(username="a"), token_answer(username="a"), access_answer(True), access_answer(True),
