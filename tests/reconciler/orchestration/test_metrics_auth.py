@@ -472,3 +472,28 @@ def test_a_stranger_spraying_tokens_past_the_review_rate_gets_429_and_no_error_l
     assert answers == [(500, "Authentication failed")] * 2 + [(429, "Too many requests")] * 2, answers
     assert len(reviews_sent(cluster)) == 2
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+
+
+def test_the_reviews_a_scrape_makes_are_counted_with_the_processs_requests(cluster, certificate) -> None:
+    """The TokenReview and SubjectAccessReview a scrape makes go through a client of their own (main.py
+    ``start_servers``), but are requests of this replica all the same: counted in the process's own
+    counts by verb (memcached_gitops_api_requests_total) and by code, method and host (client-go's
+    rest_client_requests_total), as the API server and its Priority and Fairness count them."""
+    from memcached_gitops.reconciler.orchestration.main import Serving, start_servers
+
+    folder, _ = certificate
+    api = KubeAPI.connect(host=cluster.url)
+    metrics = Metrics()
+    metrics.ready = True
+    metrics_port = free_port()
+    servers = start_servers(api, metrics, Serving(metrics_port=metrics_port, metrics_bind_address="127.0.0.1",
+                                                  metrics_cert_dir=str(folder), health_probe_port=0))
+    try:
+        assert scrape(metrics_port, "scraper-token", folder / "tls.crt")[0] == 200
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+    assert reviews_sent(cluster) == ["tokenreviews", "subjectaccessreviews"]
+    assert (api.requests["tokenreview"], api.requests["subjectaccessreview"]) == (1, 1), api.requests
+    assert sum(n for (code, method, _), n in api.results.items() if method == "POST" and code.startswith("2")) == 2, api.results
