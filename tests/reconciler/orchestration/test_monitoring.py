@@ -158,6 +158,26 @@ def test_promtool_unit_tests_fire_each_alert_and_leave_it_quiet(tmp_path: Path, 
     assert "SUCCESS" in proc.stdout
 
 
+@needs_promtool
+def test_the_degraded_alert_fires_once_per_cr_whatever_replicas_and_conditions_export_it(tmp_path: Path) -> None:
+    """Every replica (the leader and each standby) exports the conditions of the CRs it caches, and a
+    Degraded CR is Stalled beside it for most reasons: MemcachedDegraded still fires, once for the CR,
+    when two replicas export it with Degraded and Stalled both true."""
+    alert = "MemcachedDegraded"
+    _, _, minutes, labels = CASES[alert]
+    rule = alerts()[alert]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": RULES["spec"]["groups"]}))
+    rendered = {k: re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels[m.group(1)], v) for k, v in rule["annotations"].items()}
+    series = [{"series": f'memcached_gitops_status_condition{{namespace="shop",memcached="carts",condition="{c}",status="true",pod="{p}"}}',
+               "values": "1x30"} for p in ("a", "b") for c in ("Degraded", "Stalled")]
+    unit = tmp_path / "unit.yaml"
+    unit.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": [
+        {"interval": "1m", "input_series": series, "alert_rule_test": [{"eval_time": f"{minutes}m", "alertname": alert, "exp_alerts": [
+            {"exp_labels": {"severity": rule["labels"]["severity"], **labels}, "exp_annotations": rendered}]}]}]}))
+    proc = subprocess.run([PROMTOOL, "test", "rules", str(unit)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_the_component_builds_with_the_deployment_overlay(tmp_path: Path) -> None:
     kubectl = shutil.which("kubectl", path=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
     if kubectl is None:
