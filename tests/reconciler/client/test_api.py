@@ -56,6 +56,19 @@ def test_a_429s_retry_after_is_the_wait() -> None:
     assert slept == [3.0]
 
 
+@pytest.mark.parametrize("status", [429, 500, 502, 503, 504])
+def test_a_retry_after_is_the_wait_on_every_answer_tried_again(status: int) -> None:
+    """client-go's rest client waits a Retry-After on a 429 and on any 5xx it tries again (rest/request.go
+    ``checkWait``): an API server shutting down, an aggregated API or a load balancer answers 503 with it,
+    and milliseconds of backoff would spend every attempt before the time it asked for."""
+    slept: list[float] = []
+    with FakeAPIServer(namespaces=("default",)) as server:
+        server.faults.append(Fault(method="GET", path_contains="/leases", status=status, retry_after=2, times=1))
+        api = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=3, base=0.01, cap=5.0, sleep=slept.append))
+        assert list(api.list_all(LEASES)) == []
+    assert slept == [2.0]
+
+
 @pytest.mark.parametrize("status", [429, 502, 503, 504])
 def test_a_transient_answer_is_tried_again_and_a_lasting_one_is_not(status: int) -> None:
     """client-go's rest client retries 429 and the gateway's 5xx answers (a proxy or an aggregated API in
