@@ -49,3 +49,13 @@ def test_the_crd_and_a_path_never_both_read_standard_input(paths: list[str], cap
         make_validator("-", True, paths)
     assert exc.value.code == 2
     assert "--crd - and a path - both read standard input" in capsys.readouterr().err
+
+
+def test_a_run_interrupted_by_sigint_exits_130_with_one_line() -> None:
+    """Ctrl-C (SIGINT, also what a cancelled CI job or a hook runner's timeout sends) ends a command with
+    130, 128 + SIGINT as a shell reports it, so a script tells a cancel from invalid input (1) or a usage
+    error (2); one line on stderr, no traceback (commands.guarded, which every command runs under)."""
+    script = ("import os, signal\nfrom memcached_gitops.commands import guarded\n"
+              "guarded(lambda: [os.kill(os.getpid(), signal.SIGINT), sum(range(10 ** 6))])\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert (proc.returncode, proc.stderr, proc.stdout) == (130, b"interrupted\n", b""), proc.stderr

@@ -198,3 +198,14 @@ def test_a_build_checked_only_for_its_errors_spends_the_runs_yaml_nodes_too() ->
     assert apart.findings == [] and len(apart.others) == 1
     with pytest.raises(TooManyObjects, match=rf"^{re.escape(build)}:5:\d+: more than 300 YAML nodes"):
         process(sources, validator, DEFAULT_IMAGE, False, checked_only=frozenset({build}), nodes=NodeBudget(300))
+
+
+@pytest.mark.parametrize(("items", "word"), [("5", "number"), ("1.5", "number"), ("true", "bool"), ("false", "bool"),
+                                             ("x", "string"), ("{a: 1}", "object")])
+def test_items_that_are_no_array_are_refused_in_encoding_jsons_words(items: str, word: str) -> None:
+    """A list whose ``items`` is no array is refused before any item is sent, in kubectl's words: the
+    UnmarshalTypeError of encoding/json, which names the JSON type it met (a YAML ``true`` is a bool,
+    never a number, though Python counts it among the ints)."""
+    result = run(("l.yaml", f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\nitems: {items}\n"))
+    assert [(f.field, f.message) for f in result.errors] == [
+        ("items", f"cannot unmarshal {word} into Go struct field decodeList.items of type []json.RawMessage")]

@@ -547,6 +547,22 @@ def test_a_cause_shows_four_fields_and_counts_the_rest() -> None:
         "Memcached cache: spec.a: 1 -> 2; spec.b: 1 -> 2; spec.c: 1 -> 2; spec.d: 1 -> 2; and 2 more"]
 
 
+def test_a_field_given_on_one_side_only_is_named_as_the_cause() -> None:
+    """A CR field the pull request adds (or takes away) is a cause as a changed one is: named with
+    ``(none)`` for the side without it, so the summary says why the objects it made changed."""
+    def memcached(**spec: object) -> dict:
+        return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "cache"},
+                "spec": {"size": 1, **spec}}
+
+    limits = {"limits": {"memory": "256Mi"}}
+    [added] = compare({"app": Side([memcached()], [])}, {"app": Side([memcached(resources=limits)], [])})
+    assert [c.cause for c in added.changes] == ["Memcached cache: spec.resources: (none) -> {\"limits\": {\"memory\": \"256Mi\"}}"]
+    [deeper] = compare({"app": Side([memcached(resources={"limits": {}})], [])}, {"app": Side([memcached(resources=limits)], [])})
+    assert [c.cause for c in deeper.changes] == ["Memcached cache: spec.resources.limits.memory: (none) -> 256Mi"]
+    [removed] = compare({"app": Side([memcached(maxConnections=512)], [])}, {"app": Side([memcached()], [])})
+    assert [c.cause for c in removed.changes] == ["Memcached cache: spec.maxConnections: 512 -> (none)"]
+
+
 def test_bad_input_anywhere_outranks_a_change_elsewhere_in_the_exit_code(tmp_path: Path) -> None:
     """The exit code CI reads is that of the whole preview: 2 when any application's side cannot be read,
     even beside another application's change, which is still shown (diff's codes, the worst one winning)."""
@@ -627,3 +643,26 @@ def test_each_sides_applications_share_one_budget_of_yaml_nodes(tmp_path: Path, 
     assert sides["apps/a"].problems == [] and len(sides["apps/a"].objects) == 1, sides["apps/a"].problems
     assert len(sides["apps/b"].problems) == 1 and sides["apps/b"].problems[0].startswith("apps/b/maps.yaml:5:"), sides["apps/b"]
     assert "more than 300 YAML nodes" in sides["apps/b"].problems[0], sides["apps/b"].problems
+
+
+def test_the_command_a_cut_comment_names_runs_the_same_preview_in_a_shell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The comment cut to fit names the command that shows everything locally: pasted into a shell, it
+    is the same preview, its base and paths quoted where a space or shell syntax would split or run them."""
+    import functools
+    import html
+    import shlex
+
+    from memcached_gitops.render import DEFAULT_IMAGE
+    from memcached_gitops.schemas import Validator, load_crd
+
+    from memcached_gitops import preview as preview_command
+
+    repo = two_commits(tmp_path / "repo", {"apps/my cache/cache.yaml": cr()}, {"apps/my cache/cache.yaml": cr(size=3)})
+    git(repo, "branch", "fix;id", "main")
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(preview_command, "markdown_report", functools.partial(markdown_report, limit=1_000))
+    code = preview_command.run_preview("fix;id", ["apps/my cache"], "markdown", Validator(load_crd()), DEFAULT_IMAGE, None)
+    said = re.search(r"See everything locally with <code>(.*)</code>\._$", capsys.readouterr().out)
+    assert code == 1 and said is not None
+    assert shlex.split(html.unescape(said[1])) == ["memcached-gitops", "preview", "--base", "fix;id", "apps/my cache"]
