@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shlex
 import stat
 import time
 from pathlib import Path
@@ -143,6 +144,15 @@ def test_every_other_option_is_refused_naming_it(text: str, said: str) -> None:
     with pytest.raises(BuildRefused) as caught:
         parse_build_options(text)
     assert str(caught.value).startswith(f"{BUILD_OPTIONS_ENV}: {said}"), str(caught.value)
+
+
+@pytest.mark.parametrize("value", ["1.31.0,--enable-exec", "v1.31.0 --load-restrictor=LoadRestrictionsNone", "apps/v1;x", "1.31\n"])
+def test_a_flags_value_is_a_version_to_its_last_character(value: str) -> None:
+    """A value is refused unless all of it reads as a version: one that starts like a version and goes on
+    with anything else (a comma list that carries an option, a space, a semicolon) is not passed on."""
+    for text in (f"--helm-kube-version={shlex.quote(value)}", f"--helm-api-versions {shlex.quote(value)}"):
+        with pytest.raises(BuildRefused, match="is not a version; refused"):
+            parse_build_options(text)
 
 
 # ---- numbers of the environment, the run's cap and deadline
