@@ -9,7 +9,9 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -421,6 +423,43 @@ def test_the_commands_event_driven_options_reach_the_controller(cluster: FakeAPI
     assert result.exit_code == 0, result.output
     [(settings, elector)] = built
     assert (settings.resync, settings.workers, elector.namespace) == (resync, workers, lease)
+
+
+def test_without_pod_name_two_processes_on_one_host_are_two_identities(cluster: FakeAPIServer, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside a Pod (no POD_NAME), the identity that holds the Lease names the host and the process: two
+    reconcilers started on one machine (two terminals, two units) are two candidates, never one holder
+    that both take for themselves."""
+    from memcached_gitops.reconciler.orchestration import controller
+    from typer.testing import CliRunner
+
+    from memcached_gitops.cli import app
+
+    identities: list[str] = []
+
+    class Recorded:
+        error = None
+
+        def __init__(self, reconciler, metrics, elector, settings, shards=None) -> None:  # noqa: ANN001
+            identities.append(elector.identity)
+
+        def run(self) -> int:
+            return 0
+
+    monkeypatch.setattr(controller, "Controller", Recorded)
+    monkeypatch.delenv("POD_NAME", raising=False)
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        for pid in (4101, 4102):  # two processes of one host
+            monkeypatch.setattr(os, "getpid", lambda pid=pid: pid)
+            result = CliRunner().invoke(app, ["reconcile", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url)),
+                                              "--metrics-port", "0", "--health-probe-port", "0", "--lease-namespace", "default"])
+            assert result.exit_code == 0, result.output
+    finally:
+        root.handlers[:], root.level = handlers, level
+    assert len(set(identities)) == 2, identities
+    assert all(i.startswith(socket.gethostname()) for i in identities), identities
 
 
 def test_cli_interval_mode_stops_cleanly_on_sigterm(cluster: FakeAPIServer, tmp_path: Path) -> None:
