@@ -570,3 +570,15 @@ def test_the_plugins_scratch_space_is_bounded() -> None:
     sidecar = next(iter_documents((K / "components/argocd-cmp/repo-server-sidecar.yaml").read_text())).value
     [tmp] = [v for v in sidecar["spec"]["template"]["spec"]["volumes"] if v["name"] == "memcached-gitops-tmp"]
     assert tmp["emptyDir"]["sizeLimit"] == "256Mi"
+
+
+def test_a_cronjob_run_ends_before_the_next_is_due() -> None:
+    """With concurrencyPolicy Forbid, a run still going when the next is due makes the CronJob controller skip that one
+    (and past startingDeadlineSeconds it is not made up): a hung --once must be ended by activeDeadlineSeconds within
+    one period of the schedule, so drift waits at most one period more, never two or more."""
+    [cron] = [o for o in build(K / "overlays/cronjob") if o["kind"] == "CronJob"]
+    minute = cron["spec"]["schedule"].split()[0]
+    assert re.fullmatch(r"\*/\d+", minute), f"a schedule every N minutes: {minute}"
+    period = int(minute[2:]) * 60
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    assert 0 < cron["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] < period
