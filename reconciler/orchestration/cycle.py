@@ -422,8 +422,8 @@ class Reconciler:
             result.failures.append(failure)
             result.action, result.error = Action.FAILED, bounded("; ".join(f.describe() for f in result.failures))
 
-    def _settle(self, visit: Visit, drift: list[Drift], live: dict[str, Any] | None, size: int, foreign: str = "",
-                shared: str = "") -> CROutcome:
+    def _settle(self, visit: Visit, drift: list[Drift], live: dict[str, Any] | None, size: int, foreign: str,
+                shared: str) -> CROutcome:
         """The status of a CR served as asked: Available from its Deployment, Degraded while a fight
         lasts or a foreign object holds a companion's name, the overlap of a kept selector, the HPA that scales it."""
         ours = f"{visit.namespace}/{visit.name}"
@@ -546,7 +546,6 @@ class Reconciler:
         if result.action is not Action.FAILED:
             result.action = action
         if self.options.dry_run:  # said as not done: an on-call reading the log must not take it for a write
-            visit.corrected = action is Action.CORRECTED
             log.info("%s: not written (dry run): %s", visit, _summary(action, drift, desired, applied_by, inherited))
             return live
         taken = self._revocation(live, drift, pointers, ours)
@@ -557,7 +556,8 @@ class Reconciler:
                          f" (to do: {_summary(action, drift, desired, applied_by, inherited)})")
             return live
         result.deployment, result.applied_at = live, self.process_clock.monotonic().seconds
-        visit.corrected = action is Action.CORRECTED  # a fight's evidence even when a companion's write failed
+        # a fight's evidence even when a companion's write failed; a creation, an adoption or a dry run is none
+        visit.corrected = action is Action.CORRECTED
         done = _summary(action, drift, desired, applied_by, inherited)
         log.info("%s: %s", visit, done)
         reason = {Action.CREATED: EventReason.DEPLOYMENT_CREATED,

@@ -913,6 +913,28 @@ def test_a_deployment_correction_counts_for_the_fight_check_even_when_a_companio
     assert [(c.kind, c.name, c.drift.path) for c in seen if c.kind == "Deployment"] == [replicas], seen
 
 
+@pytest.mark.parametrize("dry_run", [False, True])
+def test_only_a_correction_written_is_a_fights_evidence(cluster: FakeAPIServer, dry_run: bool) -> None:
+    """The fight check counts the corrections our apply wrote: a Deployment created for a new CR undoes nobody's
+    change, and a dry run writes nothing, so the drift it finds again at each reconcile is not set back by anyone."""
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster, dry_run=dry_run)
+    declared, condition_fields = rec.status_schema()
+    seen: list[Any] = []
+
+    def reconcile() -> Any:
+        cr = cluster.get("cache.example.com", "memcacheds", "default", "a")
+        return rec.reconcile_cr(cr, deployment(cluster, "a"), (), declared, condition_fields,
+                                degraded=lambda _cr, corrected: seen.extend(corrected), companions=rec.companions())
+
+    if dry_run:
+        reconciler_for(cluster).run_cycle()
+        scale(cluster, "a", 5)
+    outcome = reconcile()
+    assert outcome.action == ("corrected" if dry_run else "created"), outcome
+    assert [c for c in seen if c.kind == "Deployment"] == [], seen
+
+
 def test_status_strings_taken_from_outside_fit_the_crds_max_length(cluster: FakeAPIServer) -> None:
     """The served CRD bounds ``status.servedBy`` (253: a Pod name, a DNS subdomain) and
     ``status.lastHandledReconcileAt`` (256) by maxLength, and the API server refuses a whole status
