@@ -55,7 +55,9 @@ def test_a_run_interrupted_by_sigint_exits_130_with_one_line() -> None:
     """Ctrl-C (SIGINT, also what a cancelled CI job or a hook runner's timeout sends) ends a command with
     130, 128 + SIGINT as a shell reports it, so a script tells a cancel from invalid input (1) or a usage
     error (2); one line on stderr, no traceback (commands.guarded, which every command runs under)."""
+    # a background job of a non-interactive shell (CI's) starts with SIGINT ignored: Python's own handler put back first
     script = ("import os, signal\nfrom memcached_gitops.commands import guarded\n"
+              "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
               "guarded(lambda: [os.kill(os.getpid(), signal.SIGINT), sum(range(10 ** 6))])\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
     assert (proc.returncode, proc.stderr, proc.stdout) == (130, b"interrupted\n", b""), proc.stderr
