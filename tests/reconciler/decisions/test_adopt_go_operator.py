@@ -23,6 +23,8 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memcached_gitops.reconciler.decisions.selectors import (
     describe,
     foreign_owners,
@@ -456,3 +458,51 @@ def test_a_kept_selectors_overlap_is_told_word_for_word(cluster: FakeAPIServer, 
             "kubectl delete deployment -n default a, and the reconciler creates ours (docs/guides/migrate-from-go-operator.md)")
     message = condition(cluster, "a", "Degraded")["message"]
     assert message == told if adopt else message.startswith(told + "; the Deployment was created for this Memcached"), message
+
+
+# ---- properties: a selector against every label set, not one per operator
+_LABEL_KEYS = ("app", "tier", "app.kubernetes.io/name", "a/b")
+_LABEL_VALUES = ("", "1", "2", "project")
+
+
+def _requirement_holds(expression: dict, labels: dict[str, str]) -> bool:
+    """k8s.io/apimachinery pkg/labels/selector.go, Requirement.Matches: In needs the key and one of the
+    values; NotIn holds when the key is absent or its value is none of them; Exists and DoesNotExist
+    look at the key alone."""
+    key, values = expression["key"], expression.get("values") or []
+    return {"In": key in labels and labels.get(key) in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels}[expression["operator"]]
+
+
+@st.composite
+def _selectors(draw: st.DrawFn) -> dict:
+    selector: dict = {}
+    if draw(st.booleans()):
+        selector["matchLabels"] = draw(st.dictionaries(st.sampled_from(_LABEL_KEYS), st.sampled_from(_LABEL_VALUES), max_size=3))
+    if draw(st.booleans()):
+        selector["matchExpressions"] = draw(st.lists(st.builds(
+            lambda key, op, values: {"key": key, "operator": op, **({"values": values} if op in ("In", "NotIn") else {})},
+            st.sampled_from(_LABEL_KEYS), st.sampled_from(("In", "NotIn", "Exists", "DoesNotExist")),
+            st.lists(st.sampled_from(_LABEL_VALUES), min_size=1, max_size=3, unique=True)), max_size=3))
+    return selector
+
+
+@settings(max_examples=100, deadline=None)
+@given(_selectors(), st.dictionaries(st.sampled_from(_LABEL_KEYS), st.sampled_from(_LABEL_VALUES), max_size=4))
+def test_a_selector_selects_exactly_the_labels_every_requirement_holds_for(selector: dict, labels: dict) -> None:
+    """metav1.LabelSelectorAsSelector: the selector is the conjunction of one Equals requirement per
+    matchLabels pair and one requirement per matchExpression; an empty selector selects everything."""
+    expected = all(labels.get(k) == v and k in labels for k, v in (selector.get("matchLabels") or {}).items()) and all(
+        _requirement_holds(e, labels) for e in selector.get("matchExpressions") or [])
+    assert matches(selector, labels) is expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(_selectors(), st.dictionaries(st.sampled_from(_LABEL_KEYS), st.sampled_from(_LABEL_VALUES), max_size=4),
+       st.sampled_from(("other", "pod-template-hash")), st.sampled_from(_LABEL_VALUES))
+def test_a_label_no_requirement_names_never_changes_the_match(selector: dict, labels: dict, key: str, value: str) -> None:
+    """A Pod's labels are the union of ours and whatever others add (pod-template-hash): a key the selector
+    does not name changes nothing, however the selector's requirements are spelt."""
+    assert matches(selector, {**labels, key: value}) is matches(selector, labels)

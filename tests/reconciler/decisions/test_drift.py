@@ -3,8 +3,13 @@ set them, and the JSON patch that removes unwanted list items."""
 
 from __future__ import annotations
 
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memcached_gitops.reconciler.decisions.drift import Drift, compare, removal_patch
 from memcached_gitops.reconciler.decisions.managedfields import describe_manager, owners_of
+from memcached_gitops.schemas.list_rules import ListRules
 
 ABSENT = compare({}, None)[0].live  # how a drift says "not there"
 PORTS = (("f", "spec"), ("f", "template"), ("f", "spec"), ("f", "containers"), ("k", (("name", "memcached"),)), ("f", "ports"))
@@ -160,3 +165,113 @@ def test_a_port_switched_to_another_protocol_is_ours_missing_and_theirs_unwanted
     found = {(d.field, d.live is ABSENT, d.desired is ABSENT) for d in compare(desired, live)}
     assert found == {('.spec.template.spec.containers[name="memcached"].ports[containerPort=11211,protocol="TCP"]', True, False),
                      ('.spec.template.spec.containers[name="memcached"].ports[containerPort=11211,protocol="UDP"]', False, True)}, found
+
+
+# ---- properties: a field on either side only, at any depth, under any name
+_NAMES = ("metadata", "name", "namespace", "kind", "apiVersion", "image", "x")
+_SCALARS = st.one_of(st.integers(0, 2), st.sampled_from(("a", "b", "")), st.none(), st.lists(st.integers(0, 1), max_size=2))
+
+
+def _maps(depth: int) -> st.SearchStrategy:
+    value = _SCALARS if depth == 0 else st.one_of(_SCALARS, _maps(depth - 1))
+    return st.dictionaries(st.sampled_from(_NAMES), value, min_size=1, max_size=3)
+
+
+@st.composite
+def _desired_and_live(draw: st.DrawFn, desired: dict, top: bool = False) -> dict:
+    """A live object from a desired one: each field kept, changed, dropped or replaced by a scalar,
+    and fields of others added beside them (the object's metadata stays a map, as every object's is)."""
+    live: dict = {}
+    for k, v in desired.items():
+        move = "keep" if top and k == "metadata" else draw(st.sampled_from(("keep", "keep", "change", "drop")))
+        if move == "keep":
+            live[k] = draw(_desired_and_live(v)) if isinstance(v, dict) else v
+        elif move == "change":
+            live[k] = draw(st.one_of(_SCALARS, _maps(0)))
+    for k, v in draw(st.dictionaries(st.sampled_from(("y", "z", "status")), _SCALARS, max_size=2)).items():
+        live.setdefault(k, v)
+    return live
+
+
+def _lookup(obj: object, path: tuple[str, ...]) -> tuple[bool, object]:
+    for step in path:
+        if not isinstance(obj, dict) or step not in obj:
+            return False, None
+        obj = obj[step]
+    return True, obj
+
+
+def _differences(desired: dict, live: dict) -> set[tuple[str, ...]]:
+    """The oracle, from the definition: each leaf the desired object sets, read at the same path of the
+    live one; the drift is named at the shallowest step where the live object stops being a map
+    (or has nothing), else at the leaf when the values differ. Never the object's own apiVersion,
+    kind, metadata.name or metadata.namespace."""
+
+    def leaves(obj: dict, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], object]]:
+        return [leaf for k, v in obj.items() for leaf in (leaves(v, path + (k,)) if isinstance(v, dict) else [(path + (k,), v)])]
+
+    found = set()
+    for path, value in leaves(desired):
+        if path[:1] in (("apiVersion",), ("kind",)) or path[:2] in (("metadata", "name"), ("metadata", "namespace")):
+            continue
+        for n in range(1, len(path) + 1):
+            present, live_value = _lookup(live, path[:n])
+            if n < len(path) and not (present and isinstance(live_value, dict)):
+                found.add(path[:n])
+                break
+            if n == len(path) and (not present or live_value != value or type(live_value) is not type(value)):
+                found.add(path)
+    return found
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.fixed_dictionaries({"apiVersion": st.just("apps/v1"), "kind": st.just("Deployment"), "metadata": _maps(1), "spec": _maps(2)})
+       .flatmap(lambda d: st.tuples(st.just(d), _desired_and_live(d, top=True))))
+def test_drift_is_every_field_we_set_that_the_live_object_lacks_or_differs_on_and_nothing_else(pair: tuple) -> None:
+    """Server-side apply semantics: a field only the desired object has is drift, a field only the live
+    object has (another manager's) is not, a map replaced by a scalar is one drift, and a field called
+    ``name`` or ``kind`` is compared like any other except the object's own identity."""
+    desired, live = pair
+    drifts = compare(desired, live, ListRules({}, frozenset(), frozenset()))
+    assert {tuple(v for _, v in d.path) for d in drifts} == _differences(desired, live)
+    assert len(drifts) == len({d.path for d in drifts}), "each field once"
+
+
+# ---- property: who owns a path, for several managers whose trees overlap
+_STEPS = (("f", "spec"), ("f", "template"), ("f", "ports"), ("f", "name"),
+          ("k", (("containerPort", 80), ("protocol", "TCP"))), ("k", (("protocol", "TCP"), ("containerPort", 80))),
+          ("k", (("containerPort", 81), ("protocol", "TCP"))))
+_PATHS = st.lists(st.sampled_from(_STEPS), min_size=1, max_size=4).map(tuple)
+
+
+def _same_step(a: tuple, b: tuple) -> bool:
+    """A keyed item is one item whatever the order its key fields are listed in."""
+    return a[0] == b[0] and (a[1] == b[1] if a[0] == "f" else dict(a[1]) == dict(b[1]))
+
+
+def _fields_v1(paths: list[tuple]) -> dict:
+    """fieldsV1 as the API server writes it (Kubernetes docs, Server-Side Apply): ``f:<name>`` and
+    ``k:<the item's key as JSON, keys sorted>``, an empty object at each owned leaf."""
+    tree: dict = {}
+    for path in paths:
+        node = tree
+        for kind, value in path:
+            node = node.setdefault(f"f:{value}" if kind == "f" else "k:" + json.dumps(dict(sorted(value)), separators=(",", ":")), {})
+    return tree
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(("kubectl", "kubectl-edit", "hpa")), st.sampled_from(("", "scale")),
+                          st.lists(_PATHS, max_size=3)), max_size=4), _PATHS)
+def test_a_path_is_owned_by_every_manager_whose_fields_reach_it_or_an_atomic_parent(entries: list, path: tuple) -> None:
+    """A manager owns a path when its fieldsV1 reach it, or reach one of its ancestors as a leaf (a value
+    owned whole); every such manager is named, in managedFields order, each with its subresource."""
+    managed = [{"manager": m, **({"subresource": sub} if sub else {}), "fieldsV1": _fields_v1(paths)} for m, sub, paths in entries]
+
+    def owns(paths: list[tuple]) -> bool:
+        leaves = [p for p in paths if not any(len(q) > len(p) and all(map(_same_step, p, q[:len(p)])) for q in paths)]
+        return any(all(map(_same_step, path[:len(p)], p)) and len(p) <= len(path) for p in leaves) or any(
+            len(p) >= len(path) and all(map(_same_step, path, p[:len(path)])) for p in paths)
+
+    expected = tuple(f"{m} ({sub})" if sub else m for m, sub, paths in entries if owns(paths))
+    assert owners_of(managed, path) == expected

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memcached_gitops.foundation.clocks import Monotonic as M
 from memcached_gitops.reconciler.decisions.fights import FightDetector
 
@@ -147,3 +149,43 @@ def test_a_fight_that_never_ends_stays_at_the_cap() -> None:
         assert fight is not None
         now += fight.delay + 1
     assert fight.delay == 300
+
+
+# ---- properties: a second writer beside the first, differing in one thing only
+_FIRST = ("k", "Deployment", "ns/a", REPLICAS, "hpa-script")
+#: what may differ: the CR, the kind (a Service and a budget may share a name), the object, the field, the manager
+_SECOND = {0: "k2", 1: "PodDisruptionBudget", 2: "ns/b", 3: ".spec.template.metadata.labels.team", 4: "kubectl-edit"}
+
+
+def _first_fight(times: list[int], threshold: int, window: int) -> tuple[int, int] | None:
+    """The instant of the first correction with more than ``threshold`` of its stream within the
+    ``window`` seconds up to it (both ends included), and that count."""
+    for i, now in enumerate(times):
+        count = sum(1 for t in times[:i + 1] if t >= now - window)
+        if count > threshold:
+            return now, count
+    return None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 400), unique=True, min_size=1, max_size=25).map(sorted), st.data(),
+       st.sampled_from(sorted(_SECOND)), st.integers(1, 4), st.integers(10, 200))
+def test_corrections_of_another_cr_kind_object_field_or_manager_never_add_up(times: list[int], data, differs: int,
+                                                                            threshold: int, window: int) -> None:
+    """A fight is counted per CR, kind, object, field and manager: with a second stream of corrections
+    interleaved that differs from the first in one of these, the first fight is the one either stream
+    alone would have had first, counted from its own corrections only."""
+    second = tuple(_SECOND[i] if i == differs else v for i, v in enumerate(_FIRST))
+    streams = data.draw(st.lists(st.sampled_from((_FIRST, second)), min_size=len(times), max_size=len(times)))
+    d = FightDetector(threshold=threshold, window=window)
+    alone = {s: _first_fight([t for t, w in zip(times, streams, strict=True) if w == s], threshold, window) for s in (_FIRST, second)}
+    expected = min(((f[0], f[1], s) for s, f in alone.items() if f), default=None)
+    for t, (key, kind, name, path, manager) in zip(times, streams, strict=True):
+        fight = d.record(key, name, path, manager, M(t), kind=kind)
+        if expected is not None and t == expected[0]:
+            s = expected[2]
+            assert fight is not None and (fight.kind, fight.name, fight.field, fight.manager, fight.corrections) == (
+                s[1], s[2], s[3], s[4], expected[1])
+            return
+        assert fight is None, (t, fight)
+    assert expected is None

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memcached_gitops.reconciler.decisions.ignore import ANNOTATION, IgnoreError, follow, ignored_paths, pointers_of
 
 from fakeapi.server import FakeAPIServer
@@ -415,3 +417,41 @@ def test_a_cr_refused_before_its_plan_keeps_naming_the_replicas_setters(cluster:
     assert outcome.action == "invalid", outcome
     status = cr_status(cluster, "m")
     assert (status["replicasOwner"], status["ready"], status["reason"]) == ("kubectl (scale)", "2/2", "InvalidAnnotation")
+
+
+# ---- properties: every pointer RFC 6901 can spell, with or without a kind, among others
+_STEP = st.text(st.sampled_from("ab~/:0é1-._"), min_size=1, max_size=6)
+#: what makes each object this Memcached's (the module's docstring): never ignorable, nor anything below it
+_PROTECTED = {"Deployment": (("metadata", "ownerReferences"), ("spec", "selector")),
+              "Service": (("metadata", "ownerReferences"), ("spec", "selector")),
+              "PodDisruptionBudget": (("metadata", "ownerReferences"), ("spec", "selector"))}
+_IDENTITY = {("apiVersion",), ("kind",), ("metadata",), ("metadata", "name"), ("metadata", "namespace"), ("spec",)}
+
+
+def _encode(steps: tuple[str, ...]) -> str:
+    """RFC 6901 section 3: ``~`` is written ``~0`` and ``/`` is written ``~1`` in a reference token."""
+    return "".join("/" + s.replace("~", "~0").replace("/", "~1") for s in steps)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(("", "Deployment", "Service", "PodDisruptionBudget")),
+                          st.tuples(st.sampled_from(("spec", "metadata", "kind", "x:y")),
+                                    st.sampled_from(("selector", "ownerReferences", "annotations", "replicas", "name")))
+                          .flatmap(lambda head: st.lists(_STEP, max_size=3).map(lambda rest: (*head, *rest))),
+                          st.sampled_from(("", " ")), st.sampled_from((",", "\n", " ,\n"))), min_size=1, max_size=5))
+def test_every_pointer_reads_back_as_written_under_its_kind_in_order(entries: list) -> None:
+    """Each entry is ``[<Kind>:]<RFC 6901 pointer>``: read back, each pointer is the steps it encodes,
+    under its kind (the Deployment when bare), in the annotation's order, whatever separates them; the
+    whole annotation is refused when one entry names what makes its object this Memcached's."""
+    text = "".join(f"{pad}{kind + ':' + pad if kind else ''}{_encode(steps)}{pad}{sep}" for kind, steps, pad, sep in entries)
+    cr = {"metadata": {"annotations": {ANNOTATION: text}}}
+    refused = [steps for kind, steps, _, _ in entries
+               if steps in _IDENTITY or any(steps[:len(p)] == p for p in _PROTECTED[kind or "Deployment"])]
+    if refused:
+        with pytest.raises(IgnoreError, match=ANNOTATION):
+            ignored_paths(cr)
+        return
+    expected: dict[str, tuple] = {}
+    for kind, steps, _, _ in entries:
+        expected[kind or "Deployment"] = expected.get(kind or "Deployment", ()) + (steps,)
+    assert ignored_paths(cr) == expected

@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memcached_gitops.reconciler.decisions.ownership import spec_manager
 from memcached_gitops.reconciler.decisions.status import (
     Observation,
@@ -355,3 +357,39 @@ def test_a_status_is_written_when_any_field_of_ours_differs_and_only_then() -> N
     assert status_differs(desired_status(replaced, live, "2026-11-28T12:05:00Z"), live)
     assert status_differs(live, {k: v for k, v in live.items() if k != "image"})
     assert status_differs(live, None)
+
+
+# ---- properties: the transition time of each condition against every previous status, in any order
+_TYPES = ("Available", "Progressing", "Degraded", "Ready", "Reconciling", "Stalled")
+_STATUSES = ("True", "False", "Unknown")
+_TIMES = (THEN, "2026-10-01T00:00:00Z", "", None)
+
+
+@st.composite
+def _previous_conditions(draw: st.DrawFn) -> list:
+    types = draw(st.lists(st.sampled_from(_TYPES), unique=True, max_size=len(_TYPES)))
+    out = []
+    for t in types:
+        c = {"type": t, "status": draw(st.sampled_from(_STATUSES)), "reason": draw(st.sampled_from(("A", "B"))), "message": "m"}
+        time = draw(st.sampled_from((*_TIMES, "absent")))
+        out.append(c if time == "absent" else {**c, "lastTransitionTime": time})
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_TYPES), st.sampled_from(_STATUSES), st.sampled_from(("A", "B"))),
+                unique_by=lambda c: c[0], min_size=1, max_size=len(_TYPES)),
+       _previous_conditions(), st.randoms(use_true_random=False))
+def test_each_condition_keeps_its_own_types_time_while_its_status_stays(now_conditions: list, previous: list, rnd) -> None:
+    """API conventions: a condition's lastTransitionTime is the previous one of the same type when its
+    status did not change (whatever its reason, message or place in the list), and now otherwise."""
+    from memcached_gitops.reconciler.decisions.status import with_transition_times
+
+    conditions = [{"type": t, "status": s, "reason": r, "message": "x", "observedGeneration": 2} for t, s, r in now_conditions]
+    rnd.shuffle(previous)
+    out = with_transition_times(conditions, previous, NOW)
+    by_type = {p["type"]: p for p in previous}
+    for c, o in zip(conditions, out, strict=True):
+        old = by_type.get(c["type"])
+        kept = old is not None and old["status"] == c["status"] and old.get("lastTransitionTime")
+        assert o == {**c, "lastTransitionTime": old["lastTransitionTime"] if kept else NOW}, (c, old)

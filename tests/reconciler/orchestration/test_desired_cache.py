@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from memcached_gitops.reconciler.orchestration import desired_cache
 from memcached_gitops.reconciler.orchestration.cycle import Reconciler
 
@@ -93,3 +95,41 @@ def test_the_cr_given_is_never_changed_by_its_validation(rec: Reconciler) -> Non
     desired, problems = rec.desired_for(given)
     assert desired is not None and not problems
     assert given == before
+
+
+# ---- property: any sequence of CRs, namespaces and names shared, uids and generations moving
+_SIZES = {None: 1, 1: 1, 2: 3, 3: 2}  # the spec a generation carries (a new spec is a new generation)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(("default", "other")), st.sampled_from(("a", "b")), st.sampled_from((1, 2)),
+                          st.sampled_from((1, 2, 3, None))), min_size=1, max_size=12))
+def test_each_cr_is_rendered_once_per_uid_and_generation_and_always_its_own(rec: Reconciler, visits: list) -> None:
+    """What comes back is always the CR's own rendering (its namespace, name, uid and generation's
+    spec), and a CR is validated again only when its uid or generation moved since its last visit, or
+    when it has no generation: two CRs of one name in two namespaces are two CRs."""
+    cache = desired_cache.DesiredCache(rec.validator, rec.options.image)
+    calls = [0]
+    validate = rec.validator.validate
+
+    def counted(obj):
+        calls[0] += 1
+        return validate(obj)
+
+    cache.validator = type("Counting", (), {"validate": staticmethod(counted)})()
+    last: dict = {}
+    expected_calls = 0
+    for namespace, name, incarnation, generation in visits:
+        uid = f"{namespace}/{name}/{incarnation}"  # deleted and created again: another uid
+        given = memcached_cr(name, namespace, {"size": _SIZES[generation]}, resourceVersion="7")
+        given["metadata"].update({"uid": uid, **({"generation": generation} if generation is not None else {})})
+        version = (uid, generation)
+        if last.get((namespace, name)) != version or None in version:
+            expected_calls += 1
+        last[(namespace, name)] = version
+        desired, problems = cache.desired_for(given)
+        assert desired is not None and not problems
+        assert (desired["metadata"]["namespace"], desired["metadata"]["name"], desired["spec"]["replicas"]) == (
+            namespace, name, _SIZES[generation])
+        assert desired["metadata"]["ownerReferences"][0]["uid"] == uid
+        assert calls[0] == expected_calls, (namespace, name, version)

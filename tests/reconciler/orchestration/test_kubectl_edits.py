@@ -13,7 +13,9 @@ import time
 from typing import Any
 
 import pytest
-from memcached_gitops.reconciler.decisions.revoke import revocation, revoked, split
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from memcached_gitops.reconciler.decisions.revoke import revocation, revoked, split, union
 from memcached_gitops.render import render
 
 from fakeapi.server import FakeAPIServer, Fault
@@ -185,6 +187,46 @@ def test_an_index_in_an_ignored_pointer_keeps_that_field_in_every_item() -> None
         {"f:spec": {"f:ports": {'k:{"port":1}': {"f:appProtocol": {}}}}}, {"f:spec": {"f:ports": {'k:{"port":1}': {"f:name": {}}}}})
     assert split({"f:spec": {"f:selector": {}}}, (("spec", "selector", "matchLabels"),)) == ({"f:spec": {"f:selector": {}}}, None), \
         "an atomic value is kept whole"
+
+
+#: fieldsV1 keys (Kubernetes docs, Server-Side Apply): a field, an item of a list keyed by merge key, an item of a set
+_KEYS = ("f:spec", "f:ports", "f:appProtocol", "f:name", 'k:{"port":1}', 'k:{"port":2}', 'v:"a"')
+_STEP_NAMES = ("spec", "ports", "appProtocol", "name", "0", "3")
+_LEAF_PATHS = st.one_of(st.lists(st.sampled_from(_KEYS), min_size=1, max_size=4).map(tuple),
+                        st.lists(st.sampled_from(_KEYS), max_size=2).map(lambda rest: ("f:spec", "f:ports", *rest)))  # siblings
+
+
+def _tree(paths: list[tuple]) -> dict:
+    tree: dict = {}
+    for path in paths:
+        node = tree
+        for key in path:
+            node = node.setdefault(key, {})
+    return tree
+
+
+def _leaves(tree: dict, path: tuple = ()) -> set[tuple]:
+    return {leaf for k, v in tree.items() for leaf in (_leaves(v, path + (k,)) if v else {path + (k,)})}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_LEAF_PATHS, min_size=1, max_size=5),
+       st.lists(st.one_of(st.lists(st.sampled_from(_STEP_NAMES), max_size=4).map(tuple),
+                          st.lists(st.sampled_from(_STEP_NAMES), max_size=2).map(lambda rest: ("spec", "ports", *rest))), max_size=3))
+def test_a_split_keeps_each_field_a_pointer_reaches_and_moves_every_other(paths: list, pointers: list) -> None:
+    """Each owned field (a leaf of fieldsV1) stays when an ignored pointer reaches it or reaches into it
+    (a pointer's index step stands for every keyed or set item: managedFields never index), and moves
+    otherwise; what stays and what moves are the whole tree again, and nothing is in both."""
+    tree = _tree(paths)
+
+    def step_matches(step: str, key: str) -> bool:
+        return key == f"f:{step}" or (key[:2] in ("k:", "v:") and step.isdigit())
+
+    stays = {leaf for leaf in _leaves(tree) if any(all(map(step_matches, p, leaf)) for p in pointers)}
+    kept, moved = split(tree, tuple(pointers))
+    assert _leaves(kept or {}) == stays
+    assert _leaves(moved or {}) == _leaves(tree) - stays
+    assert union(kept or {}, moved or {}) == tree
 
 
 # ---- the matrix: every field family of each owned kind x every way kubectl changes it
