@@ -12,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memcached_gitops.reconciler.client.api import (
     APIError,
     KubeAPI,
@@ -318,6 +320,33 @@ def test_a_backoff_is_jittered_over_all_of_its_capped_exponential_range(attempt:
     assert 0 <= min(draws) < bound * 0.05 and bound * 0.95 < max(draws) <= bound
     assert (policy.delay(attempt, "3"), policy.delay(attempt, "3600")) == (3.0, 20.0)
     assert 0 <= policy.delay(attempt, "Wed, 21 Oct 2026 07:28:00 GMT") <= bound
+
+
+_policies = st.builds(RetryPolicy, base=st.sampled_from((0.01, 0.2, 1.0)), cap=st.sampled_from((0.5, 5.0, 30.0)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(_policies, st.integers(0, 80), st.integers(0, 10**6), st.integers(0, 3))
+def test_a_retry_after_in_seconds_is_the_wait_up_to_four_caps_at_any_attempt(policy: RetryPolicy, attempt: int, seconds: int,
+                                                                             zeros: int) -> None:
+    """A Retry-After in delay-seconds (RFC 9110 section 10.2.3: ``1*DIGIT``, leading zeros and all) is the
+    wait on every attempt, the first or the eightieth, up to four caps; without one, or with one that is
+    no number of seconds (an HTTP-date), the wait is the full jitter of that attempt, never past its cap."""
+    bound = min(policy.cap, policy.base * 2**attempt)
+    assert policy.delay(attempt, "0" * zeros + str(seconds)) == min(seconds, policy.cap * 4)
+    for header in (None, "", "Wed, 21 Oct 2026 07:28:00 GMT", "soon"):
+        assert 0 <= policy.delay(attempt, header) <= bound
+
+
+@pytest.mark.xfail(strict=True, reason="RetryPolicy.delay returns a negative or NaN wait for such a header (report: D-1)")
+@settings(max_examples=100, deadline=None)
+@given(_policies, st.integers(0, 10), st.one_of(st.text(max_size=12), st.sampled_from(("-1", "-0.5", "nan", "-inf", "NaN"))))
+def test_any_retry_after_is_a_wait_that_sleep_takes(policy: RetryPolicy, attempt: int, header: str) -> None:
+    """Whatever a proxy puts in Retry-After (a negative number, ``nan``, any text), the wait is a number of
+    seconds ``time.sleep`` takes, from none to four caps: a negative or NaN wait makes ``time.sleep`` raise
+    ValueError, which would end the request with neither its answer nor an APIError."""
+    wait = policy.delay(attempt, header)
+    assert 0 <= wait <= max(policy.cap * 4, min(policy.cap, policy.base * 2**attempt))
 
 
 def test_a_path_names_the_core_group_or_a_named_one() -> None:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memcached_gitops.foundation.identities import MANAGED_BY_LABEL
 from memcached_gitops.reconciler.client.api import KubeAPI
-from memcached_gitops.reconciler.client.caches import Caches, watched_kinds
+from memcached_gitops.reconciler.client.caches import Caches, owner_name, watched_kinds
 from memcached_gitops.reconciler.client.informer import Kind
-from memcached_gitops.reconciler.decisions.autoscalers import autoscalers_by_target
+from memcached_gitops.reconciler.decisions.autoscalers import autoscalers_by_target, scale_target
 from memcached_gitops.reconciler.decisions.vocabulary import DEPLOYMENTS, INSTANCE_LABEL, PODS
 from memcached_gitops.render import MANAGED_BY
 from memcached_gitops.render.deployment import APP_LABELS, selector_labels
@@ -223,3 +225,119 @@ def test_a_get_read_is_cached_only_as_new_as_the_watch_and_never_after_the_watch
     assert index.cached(DEPLOYMENTS.kind, ("shop", "newer")) is None, "older than what the watch delivered"
     assert index.cached(DEPLOYMENTS.kind, ("shop", "unseen")) is None, "not seen yet: its ADDED is still to come"
     assert index.cached(DEPLOYMENTS.kind, ("shop", "same"))["metadata"]["resourceVersion"] == "7"
+
+
+# ---- the indexes against a model: any sequence of events, as the informer hands them on
+_POD_NAMES, _NAMESPACES, _INSTANCES = ("p0", "p1", "p2"), ("default", "shop"), (None, "a", "b")
+_MANAGERS = (MANAGED_BY, "Helm", None)
+_pod_moves = st.lists(st.tuples(st.sampled_from(_NAMESPACES), st.sampled_from(_POD_NAMES),
+                                st.one_of(st.none(), st.tuples(st.sampled_from(_INSTANCES), st.sampled_from(_MANAGERS))),
+                                st.booleans()), max_size=25)
+
+
+def _labelled(name: str, ns: str, instance: str | None, manager: str | None) -> dict[str, Any]:
+    labels = {"app.kubernetes.io/name": "memcached"}
+    if instance is not None:
+        labels[INSTANCE_LABEL] = instance
+    if manager is not None:
+        labels[MANAGED_BY_LABEL] = manager
+    return {"metadata": {"name": name, "namespace": ns, "labels": labels}}
+
+
+@settings(max_examples=100, deadline=None)
+@given(_pod_moves)
+def test_a_crs_pods_are_what_the_pods_labels_say_now_after_any_events(moves: list) -> None:
+    """Whatever Pods come, are relabelled (to another instance, to or from our manager, in either
+    namespace) and go, in any order: ``pods_of`` a CR is the Pods its namespace holds now with its
+    instance label and our manager, as a LIST by the CR's selector and our label would show them, and each
+    event names exactly the CRs whose Pods, ours or another manager's, it changed."""
+    index, pods = caches(), {}
+
+    def filed(ours: bool) -> dict[tuple[str, str], set[str]]:
+        by_cr: dict[tuple[str, str], set[str]] = {}
+        for (ns, name), (instance, manager) in pods.items():
+            if instance is not None and (manager == MANAGED_BY) == ours:
+                by_cr.setdefault((ns, instance), set()).add(name)
+        return by_cr
+
+    for ns, name, labels, deleted_with_old in moves:
+        before = (filed(True), filed(False))
+        old = _labelled(name, ns, *pods[(ns, name)]) if (ns, name) in pods else None
+        if labels is None:  # the Pod goes (the DELETED event carries its last state, and ``old`` when stored)
+            if old is None:
+                continue
+            del pods[(ns, name)]
+            changed = index.track_pod("DELETED", old, old if deleted_with_old else None)
+        else:
+            pods[(ns, name)] = labels
+            changed = index.track_pod("ADDED" if old is None else "MODIFIED", _labelled(name, ns, *labels), old)
+        after = (filed(True), filed(False))
+        moved = {key for b, a in zip(before, after, strict=True) for key in set(b) | set(a) if b.get(key, set()) != a.get(key, set())}
+        assert len(changed) == len(set(changed)) and set(changed) == moved, (ns, name, labels)
+    ours = filed(True)
+    for ns in _NAMESPACES:
+        for instance in _INSTANCES[1:]:
+            assert index.pods_of((ns, instance)) == tuple(sorted(ours.get((ns, instance), ()))), (ns, instance)
+
+
+_hpa_moves = st.lists(st.tuples(st.sampled_from(("h0", "h1", "h2")), st.sampled_from(_NAMESPACES),
+                                st.one_of(st.none(), st.sampled_from(("cache-memcached", "web", "pod:x")))), max_size=25)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_hpa_moves)
+def test_a_deployments_autoscaler_is_the_once_modes_choice_after_any_events(moves: list) -> None:
+    """HPAs created, retargeted (to another Deployment, or to something that is no Deployment) and deleted
+    in any order, several naming one Deployment, the same names in two namespaces: ``autoscaler_of`` each
+    Deployment is what ``autoscalers_by_target`` picks from a LIST of the HPAs there are now (the once
+    mode), and each event names the Deployments whose HPA it may have changed."""
+    index, hpas = caches(), {}
+
+    def scaler(name: str, ns: str, target: str) -> dict[str, Any]:
+        h = hpa(name, target.removeprefix("pod:"), ns)
+        if target.startswith("pod:"):
+            h["spec"]["scaleTargetRef"] = {"apiVersion": "v1", "kind": "Pod", "name": target}
+        return h
+
+    for name, ns, target in moves:
+        old = hpas.get((ns, name))
+        if target is None:
+            if old is None:
+                continue
+            del hpas[(ns, name)]
+            told = index.track_autoscaler("DELETED", old, old)
+        else:
+            hpas[(ns, name)] = scaler(name, ns, target)
+            told = index.track_autoscaler("ADDED" if old is None else "MODIFIED", hpas[(ns, name)], old)
+        touched = {scale_target(h) for h in (old, hpas.get((ns, name))) if h is not None} - {None}
+        assert set(told) == touched
+        expected = autoscalers_by_target(hpas.values())
+        for ns_ in _NAMESPACES:
+            for deployment in ("cache-memcached", "web"):
+                assert index.autoscaler_of((ns_, deployment)) == expected.get((ns_, deployment), ""), (ns_, deployment)
+
+
+_other_references = st.lists(st.one_of(
+    st.fixed_dictionaries({"kind": st.sampled_from(("Memcached", "memcached")), "name": st.sampled_from(("y", "z"))},
+                          optional={"controller": st.sampled_from((False, None))}),
+    st.fixed_dictionaries({"kind": st.sampled_from(("ReplicaSet", "memcached")), "name": st.sampled_from(("y", "z")),
+                           "controller": st.just(True)})), max_size=3)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_other_references, st.one_of(st.none(), st.just("x")), st.integers(0, 3), st.one_of(st.none(), st.sampled_from(("", "label"))),
+       st.sampled_from(("", "own")))
+def test_an_objects_cr_is_its_controlling_memcached_whatever_references_sit_beside_it(
+        others: list[dict[str, Any]], controller: str | None, at: int, instance: str | None, name: str) -> None:
+    """The CR an object belongs to is named by its controller reference of kind Memcached wherever it sits
+    among the others (an owner that is no controller, a controller of another kind or of a kind spelt in
+    another case: the API server lets an object have one controller only); without one, our instance
+    label; without that, the object's own name (apimachinery's ``metav1.GetControllerOf`` reads
+    ``controller: true`` alone)."""
+    references = [r for r in others if not r.get("controller")] or others
+    if controller is not None:
+        references = [*references[:at], {"kind": "Memcached", "name": controller, "controller": True}, *references[at:]]
+    meta: dict[str, Any] = {"name": name, "ownerReferences": references}
+    if instance is not None:
+        meta["labels"] = {INSTANCE_LABEL: instance}
+    assert owner_name({"metadata": meta}) == (controller or instance or name)

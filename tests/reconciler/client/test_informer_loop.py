@@ -19,6 +19,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from memcached_gitops.reconciler.client import informer
 from memcached_gitops.reconciler.client.api import APIError, WatchDropped, WatchSilent
 from memcached_gitops.reconciler.client.informer import METADATA_LIST, METADATA_WATCH, Informer, Kind, compact, slim
@@ -592,6 +594,40 @@ def test_an_event_compacted_against_the_stored_version_keeps_its_unchanged_subtr
     odd["spec"]["selector"] = [{"app": "a"}]
     assert compact(odd, like=stored) == odd
     assert compact(deployment_v("5", 1), like={"metadata": [], "spec": 1}) == deployment_v("5", 1), "a stored version of another shape"
+
+
+_leaf = st.sampled_from((None, 0, 1, "memcached:1.6", "x" * 70))
+_maps = st.dictionaries(st.sampled_from(("a", "b", "f:spec")), st.one_of(_leaf, st.lists(_leaf, max_size=3)), max_size=2)
+_nested = st.recursive(_maps, lambda inner: st.dictionaries(st.sampled_from(("a", "containers")),
+                                                            st.one_of(inner, st.lists(inner, max_size=2), _leaf), max_size=2),
+                       max_leaves=4)
+_versions = st.fixed_dictionaries({}, optional={
+    "metadata": st.fixed_dictionaries({"name": st.sampled_from(("d0", "d0", "d1"))}, optional={
+        "labels": _maps, "managedFields": st.lists(st.fixed_dictionaries(
+            {"manager": st.sampled_from(("memcached-gitops", "kubectl"))}, optional={"fieldsV1": _nested}), max_size=3)}),
+    "spec": st.fixed_dictionaries({}, optional={"replicas": _leaf, "template": st.fixed_dictionaries(
+        {}, optional={"metadata": _maps, "spec": _nested}), "selector": st.one_of(_maps, st.lists(_maps, max_size=2))}),
+    "status": _nested})
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_versions, min_size=1, max_size=8))
+@example([{"spec": {"selector": [{"a": 0}, {"b": 1}]}}, {"spec": {"selector": [{"a": 0}]}}])  # an item gone from the end of a list
+def test_a_compacted_event_is_the_events_value_whatever_the_stored_version_and_the_shared_table_hold(versions: list) -> None:
+    """A stream of versions of two objects, each compacted against the one stored before it (as the watch
+    does), their pod specs and managers' ``f:spec`` parts shared between them: each stored version equals
+    its event, whatever the stored version had that the event lacks (a field removed, a label gone, a
+    manager's entry dropped), lacks that it has, or holds at another shape."""
+    from unittest import mock
+
+    with mock.patch.dict(informer._SHARED, clear=True):
+        stored: dict[str, Any] = {}
+        for version in versions:
+            name = (version.get("metadata") or {}).get("name", "")
+            out = compact(version, like=stored.get(name))
+            assert out == version, (version, stored.get(name))
+            stored[name] = out
+        assert all(compact(v) == v for v in versions)
 
 
 def test_a_scalar_is_never_taken_from_the_stored_version() -> None:

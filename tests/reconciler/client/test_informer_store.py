@@ -5,6 +5,8 @@ comparing resourceVersions as integers)."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memcached_gitops.reconciler.client.informer import Store
 
 
@@ -144,3 +146,41 @@ def test_backoff_doubles_from_its_base_to_its_cap_with_jitter_and_names_the_kind
         watcher._backoff(RuntimeError("connection refused"))
     assert waits == [0.5, 3.0, 2.0, 7.5, 2.5], "1, 2, 4, then the cap of 5 (not 8): each times a factor in [0.5, 1.5]"
     assert "deployments: connection refused; retrying in 0.50s" in caplog.text
+
+
+_keys = st.tuples(st.sampled_from(("default", "shop")), st.sampled_from(("a", "b", "c", "d")))
+_listed = st.dictionaries(_keys, st.integers(1, 4), max_size=8)
+
+
+_outside = st.sampled_from((None, "a", "default"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(_listed, _listed, _outside, _outside)
+def test_a_relist_reports_each_object_by_what_the_store_held_and_what_the_list_keeps(
+        held: dict, listed: dict, outside_then: str | None, outside_now: str | None) -> None:
+    """Whatever the store held and the LIST brings (the same names in two namespaces, versions moved or
+    not, and with a share that may have changed in between: objects outside it): an object kept that the
+    store lacked is ADDED, one whose resourceVersion moved MODIFIED with the held one, and every object the
+    store held that the list no longer keeps (gone from the cluster, or gone out of the share) DELETED with
+    its last state; the store is then the objects kept, and nothing else is told."""
+    share = [outside_then]
+
+    def keeps(o: dict) -> bool:
+        return share[0] not in (o["metadata"]["name"], o["metadata"]["namespace"])
+
+    store = Store(None if outside_then is None and outside_now is None else keeps)
+    for (ns, name), rv in held.items():
+        store.put(obj(name, str(rv), ns))
+    before = {k: store.get(k) for k in store.keys()}
+    share[0] = outside_now
+    objects = [obj(name, str(rv), ns) for (ns, name), rv in listed.items()]
+    kept = {(o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objects if store.keep is None or keeps(o)}
+    expected = sorted([("ADDED", k, None) for k in kept if k not in before]
+                      + [("MODIFIED", k, before[k]["metadata"]["resourceVersion"]) for k in kept
+                         if k in before and before[k]["metadata"]["resourceVersion"] != kept[k]["metadata"]["resourceVersion"]]
+                      + [("DELETED", k, before[k]["metadata"]["resourceVersion"]) for k in before if k not in kept])
+    events = store.replace(objects)
+    assert sorted((t, (o["metadata"]["namespace"], o["metadata"]["name"]), old and old["metadata"]["resourceVersion"])
+                  for t, o, old in events) == expected
+    assert {k: store.get(k) for k in store.keys()} == kept

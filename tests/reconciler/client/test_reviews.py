@@ -12,6 +12,8 @@ import hashlib
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memcached_gitops.reconciler.client.reviews import ACCESS_REVIEWS, AUTHENTICATED, TOKEN_REVIEWS, AccessReviews, TTLCache, User
 
 from tests.support.clock import ManualClock
@@ -322,3 +324,29 @@ def test_a_review_the_api_server_fails_is_not_kept_and_still_spends_a_permit() -
         r.authenticate("prometheus-token")
     clock.now += 1.0
     assert r.authenticate("prometheus-token") == User("p", "", (AUTHENTICATED,), ()) and len(api.requests) == 5
+
+
+_steps = st.lists(st.sampled_from((0.0, 0.0, 0.1, 0.25, 0.5, 1.0, 3.0, 30.0)), min_size=1, max_size=40)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from((0.5, 2.0, 5.0)), st.sampled_from((1, 3, 20)), _steps)
+def test_the_review_bucket_grants_at_most_its_burst_and_rate_in_any_window_and_all_of_its_burst_after_a_rest(
+        rate: float, burst: int, steps: list[float]) -> None:
+    """Whatever the spacing of the reviews asked for (at once, a little apart, after a long rest), the
+    permits granted between any two asks are at most ``burst + rate * (time between them)``; and once the
+    bucket has rested ``burst / rate`` seconds, ``burst`` asks at one instant are all granted."""
+    from memcached_gitops.reconciler.client.reviews import TokenBucket
+
+    clock = ManualClock(1000.0)
+    bucket = TokenBucket(rate, burst, clock)
+    granted: list[tuple[float, bool]] = []
+    for step in steps:
+        clock.now += step
+        granted.append((clock.now, bucket.take()))
+    for i, (start, _) in enumerate(granted):
+        for end, _ in granted[i:]:
+            within = sum(ok for t, ok in granted[i:] if t <= end)
+            assert within <= burst + rate * (end - start) + 1e-9, (start, end, granted)
+    clock.now += burst / rate + 1e-6  # (a microsecond more: the clock's floats are not exact)
+    assert all(bucket.take() for _ in range(burst)), "rested: the whole burst is there again"
