@@ -90,9 +90,13 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: str | None = None) -> float:
         if retry_after:
             try:
-                return min(float(retry_after), self.cap * 4)
+                wait = float(retry_after)
             except ValueError:
-                pass
+                wait = -1.0
+            # RFC 9110 delay-seconds are digits: a negative or NaN wait (a proxy's, never an API server's) is
+            # not one time.sleep takes (ValueError), so it leaves the jitter as a header that is no number does
+            if wait >= 0:
+                return min(wait, self.cap * 4)
         return random.uniform(0, doubled(self.base, attempt, self.cap))
 
 
