@@ -4,7 +4,7 @@ It uses the client's configuration loading (kubeconfig, context, in-cluster serv
 authentication, TLS and connection pool, and sends raw requests so that the reconciler works on
 plain dicts (no model classes to deserialize, which also keeps list calls cheap).
 
-Failures that may pass (HTTP 429 with Retry-After, 5xx other than a schema error, connection
+Failures that may pass (HTTP 429, 500 other than a schema error, 502, 503 and 504, connection
 errors and timeouts) are retried with capped exponential backoff and full jitter. Every request is
 counted by verb for the metrics and the benchmarks.
 """
