@@ -84,7 +84,9 @@ def identity_of(token: str) -> str:
 
 def lease_name(identity: str) -> str:
     """A DNS subdomain name for the replica's Lease (Pod names already are; a host-pid identity may not be)."""
-    name = re.sub(r"[^a-z0-9.-]+", "-", identity.lower()).strip("-.")
+    name = re.sub(r"[^a-z0-9.-]+", "-", identity.lower())
+    # every dot-separated part of a DNS subdomain starts and ends with a letter or a digit (transcript 14)
+    name = ".".join(part.strip("-") for part in name.split(".") if part.strip("-"))
     return (LEASE_PREFIX + name)[:253].rstrip("-.")
 
 

@@ -574,7 +574,6 @@ def test_a_pod_names_lease_is_named_after_it_unchanged(pod: str) -> None:
     assert lease_name(pod) == "memcached-gitops-shard-" + pod
 
 
-@pytest.mark.xfail(strict=True, reason="lease_name keeps a dot beside a dash or another dot (report: D-2)")
 @settings(max_examples=100, deadline=None)
 @given(st.one_of(st.text(alphabet="aZ9_.-é ", max_size=12), st.text(max_size=12)))
 def test_any_identity_gets_a_lease_name_the_api_server_accepts(identity: str) -> None:
