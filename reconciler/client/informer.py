@@ -164,8 +164,9 @@ def key_of(obj: dict[str, Any]) -> Key:
 
 
 def _rv(obj: dict[str, Any] | None) -> int | None:
-    value = ((obj or {}).get("metadata") or {}).get("resourceVersion", "")
-    return int(value) if str(value).isdigit() else None
+    value = str(((obj or {}).get("metadata") or {}).get("resourceVersion", ""))
+    # ASCII digits only: str.isdigit takes "²", which int() refuses (ValueError out of every compare)
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 class Store:

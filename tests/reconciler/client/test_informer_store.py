@@ -60,6 +60,9 @@ def test_our_write_goes_through_only_when_newer_compared_as_integers() -> None:
     assert store.put_if_newer(obj("b", "1")), "nothing stored: kept"
     store.put(obj("c", "x"))
     assert store.put_if_newer(obj("c", "3")), "a stored version that is not a number never blocks a write-through"
+    for other in ("\u00b2", "\u0663", "\uff13"):  # digits to str.isdigit, none the API server's decimal
+        store.put(obj("d", other))
+        assert store.put_if_newer(obj("d", "3")), f"a stored version {other!r} is not a number: it never blocks"
 
 
 # ---- the shared subtrees of the cache (compact), and the informer's backoff
