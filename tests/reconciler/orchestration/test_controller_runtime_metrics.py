@@ -30,6 +30,7 @@ When they move (kubernetes/client-go @32ce75a7d6bc6960fd048d3d1e3b34185418d8c8):
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from memcached_gitops.reconciler.orchestration.metrics import CONTROLLER, LEASE_NAME, Metrics
 from prometheus_client.parser import text_string_to_metric_families
@@ -300,3 +301,103 @@ def test_a_replica_that_holds_no_lease_exports_the_leader_series_at_0() -> None:
             samples = scrape(c.metrics)["leader_election_master_status"]
             assert ("leader_election_master_status", {"name": LEASE_NAME}, 0.0) in samples, samples
             assert not c.leading.is_set()
+
+
+# ---- the series each input makes, against reference models
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=100, deadline=None)
+@given(sequence=st.lists(st.sampled_from(["replica-1", "replica-2", "replica-3", ""]), max_size=12))
+def test_the_lease_holder_series_is_the_last_holder_read_whatever_came_before(sequence: list[str]) -> None:
+    """Any sequence of holders read (a hand-over, a Lease found empty, the same holder read again, a
+    holder coming back after another or after none): one series, the last holder read, or none when
+    the last read found no holder."""
+    metrics = Metrics()
+    for identity in sequence:
+        metrics.holder = identity
+        series = {s.labels["identity"]: s.value for f in metrics.lease_holder.collect() for s in f.samples}
+        assert series == ({identity: 1.0} if identity else {}), sequence
+        assert metrics.holder == identity
+
+
+_statuses = st.one_of(st.sampled_from(["True", "False", "Unknown", "TRUE", "false"]), st.just(...))
+_conditions = st.one_of(
+    st.builds(lambda t, s, extra: {"type": t, **({} if s is ... else {"status": s}), **extra},
+              st.sampled_from(["Ready", "Degraded", "Progressing", ""]), _statuses,
+              st.sampled_from([{}, {"reason": "FieldManagerFight", "message": "m"}])),
+    st.sampled_from(["junk", None, 3, ["Ready"]]))
+_crs = st.lists(st.tuples(st.sampled_from(["default", "team-a"]), st.sampled_from(["a", "b"]),
+                          st.one_of(st.none(), st.lists(_conditions, max_size=4)), st.booleans()), max_size=4)
+
+
+@settings(max_examples=100, deadline=None)
+@given(crs=_crs)
+def test_each_condition_of_each_served_cr_is_one_series_in_kube_state_metrics_form(crs: list[tuple[str, str, Any, bool]]) -> None:
+    """Any CRs (the same name in two namespaces, no status, conditions missing or holding junk) with
+    any conditions (a status in any case or none, an empty type): one series per condition that has a
+    type, labelled with its CR's namespace and name, its type, and its status in lower case
+    ("unknown" when it has none), value 1, as kube-state-metrics' kube_deployment_status_condition."""
+    served = []
+    for ns, name, conditions, with_status in crs:
+        cr: dict[str, Any] = {"metadata": {"namespace": ns, "name": name}}
+        if with_status:
+            cr["status"] = {} if conditions is None else {"conditions": conditions}
+        served.append(cr)
+    expected = [{"namespace": ns, "memcached": name, "condition": c["type"], "status": str(c.get("status", "Unknown")).lower()}
+                for ns, name, conditions, with_status in crs if with_status
+                for c in conditions or [] if isinstance(c, dict) and c["type"]]
+    metrics = Metrics()
+    metrics.conditions.source = lambda: served
+    got = [s.labels for f in metrics.conditions.collect() for s in f.samples if s.value == 1.0]
+    assert sorted(sorted(d.items()) for d in got) == sorted(sorted(d.items()) for d in expected)
+
+
+from memcached_gitops.reconciler.decisions.vocabulary import Action  # noqa: E402
+
+_drifts = st.lists(st.sampled_from([(), (("f", "spec"), ("f", "replicas")), (("f", "metadata"), ("f", "labels"))]), max_size=3)
+
+
+@settings(max_examples=50, deadline=None)
+@given(drift=_drifts,
+       companion_drift=st.lists(st.tuples(st.sampled_from(["Service memcached-a", "PodDisruptionBudget memcached-a",
+                                                           "Service memcached-b"]), _drifts.map(lambda d: d[0] if d else ())),
+                                max_size=3),
+       failures=st.lists(st.tuples(st.sampled_from(["Deployment", "Service"]), st.sampled_from([0, 409, 422, 500])), max_size=3))
+def test_each_outcome_counts_its_fields_by_kind_and_its_refused_writes_by_code(
+        drift: list[Any], companion_drift: list[Any], failures: list[tuple[str, int]]) -> None:
+    """Any outcome, of every action, in a dry run or not: each drifted field is counted once, as
+    corrected only when the cycle may write and did not only detect (a dry run or --detect-only
+    count it as detected), the whole object as
+    ``<object>``, a companion's under its kind alone (never its name: one series per kind and
+    field, whatever the CRs); each refused write by its kind and HTTP status; the reconcile is
+    controller-runtime's error only when FAILED."""
+    from collections import Counter as Counted
+
+    from memcached_gitops.reconciler.decisions.drift import Drift, format_drift_path
+    from memcached_gitops.reconciler.decisions.vocabulary import FAILURES
+    from memcached_gitops.reconciler.orchestration.cycle import CompanionOutcome, CROutcome
+    from memcached_gitops.reconciler.orchestration.write_apply import WriteFailure
+
+    for action in Action:
+        for dry_run in (False, True):
+            outcome = CROutcome("default", "a", action, drift=[Drift(p, 1, 2, ("kubectl",)) for p in drift],
+                                companions=CompanionOutcome(drift=[(where, Drift(p, 1, 2, ())) for where, p in companion_drift]),
+                                failures=[WriteFailure(kind, "default/a", "apply", code, "refused") for kind, code in failures])
+            metrics = Metrics()
+            metrics.observe_outcome(outcome, dry_run)
+            fields = Counted([format_drift_path(p) or "<object>" for p in drift] +
+                             [f"{where.split()[0]} {format_drift_path(p) or '<object>'}" for where, p in companion_drift])
+            detected = dry_run or action is Action.DRIFTED
+
+            def series(name: str, metrics: Metrics = metrics) -> dict[str, float]:
+                return {s.labels["field"]: s.value for f in metrics.registry.collect() for s in f.samples if s.name == name}
+
+            assert series("memcached_gitops_drift_detected_total") == (dict(fields) if detected else {}), (action, dry_run)
+            assert series("memcached_gitops_drift_corrections_total") == ({} if detected else dict(fields)), (action, dry_run)
+            for (kind, code), count in Counted(failures).items():
+                assert metrics.value("memcached_gitops_write_failures_total", {"kind": kind, "code": str(code)}) == count
+            assert metrics.value("memcached_gitops_errors_total", {"reason": action.value}) == (action in FAILURES)
+            assert metrics.value("controller_runtime_reconcile_total",
+                                 {"controller": CONTROLLER, "result": "error"}) == (action is Action.FAILED)

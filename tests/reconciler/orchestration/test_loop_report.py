@@ -10,6 +10,8 @@ import signal
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memcached_gitops.reconciler.orchestration.loop import run_once
 from memcached_gitops.reconciler.orchestration.metrics import Metrics
 
@@ -229,3 +231,22 @@ def test_a_cr_served_as_asked_is_no_warning_in_the_cycles_log(caplog, action: st
     log_report(report)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
     assert exit_code(report) == 0 and exit_code(report, dry_run=True) == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(complete=st.booleans(), drifted=st.integers(0, 3), failed=st.integers(0, 3), dry_run=st.booleans())
+def test_the_exit_code_is_the_worst_thing_the_cycle_saw(complete: bool, drifted: int, failed: int, dry_run: bool) -> None:
+    """Any number of drifted and failed CRs, complete or not, dry run or not: 2 when the cycle did not
+    look at every CR (or a dry run could not judge one), else 1 for a failure (a dry run: for drift),
+    else 0; one more drifted or failed CR never lowers the code."""
+    from types import SimpleNamespace
+
+    from memcached_gitops.reconciler.orchestration.loop import exit_code
+
+    def code(complete: bool, drifted: int, failed: int) -> int:
+        return exit_code(SimpleNamespace(complete=complete, drifted=["d"] * drifted, failed=["f"] * failed), dry_run)  # type: ignore[arg-type]
+
+    worst = 2 if not complete or (dry_run and failed) else 1 if (failed if not dry_run else drifted) else 0
+    assert code(complete, drifted, failed) == worst
+    assert code(complete, drifted + 1, failed) >= worst and code(complete, drifted, failed + 1) >= worst
+    assert code(False, drifted, failed) == 2

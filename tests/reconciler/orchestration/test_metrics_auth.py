@@ -497,3 +497,94 @@ def test_the_reviews_a_scrape_makes_are_counted_with_the_processs_requests(clust
     assert reviews_sent(cluster) == ["tokenreviews", "subjectaccessreviews"]
     assert (api.requests["tokenreview"], api.requests["subjectaccessreview"]) == (1, 1), api.requests
     assert sum(n for (code, method, _), n in api.results.items() if method == "POST" and code.startswith("2")) == 2, api.results
+
+
+# ---- the Authorization header and each review's answer, against a reference model
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from memcached_gitops.reconciler.client.api import APIError  # noqa: E402
+from memcached_gitops.reconciler.client.reviews import RateLimited, User  # noqa: E402
+
+
+class ScriptedReviews:
+    """AccessReviews as the guard sees it: each token's review answer (a user, None, or an exception),
+    and the users allowed; records what was asked."""
+
+    def __init__(self, users: dict[str, object], allowed: dict[str, object]) -> None:
+        self.users, self.allowed = users, allowed
+        self.authenticated: list[str] = []
+        self.authorized: list[tuple[str, str, str]] = []
+
+    def authenticate(self, token: str) -> User | None:
+        self.authenticated.append(token)
+        answer = self.users.get(token)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer  # type: ignore[return-value]
+
+    def authorize(self, user: User, verb: str, path: str) -> tuple[bool, str]:
+        self.authorized.append((user.name, verb, path))
+        answer = self.allowed.get(user.name, False)
+        if isinstance(answer, Exception):
+            raise answer
+        return bool(answer), "" if answer else "no RBAC policy matched"
+
+
+def bearer_token(header: str) -> str | None:
+    """k8s.io/apiserver pkg/authentication/request/bearertoken/bearertoken.go (AuthenticateRequest):
+    strings.TrimSpace, strings.SplitN(auth, " ", 3), the scheme compared after strings.ToLower, an
+    empty token refused; what follows the token (parts[2]) is ignored."""
+    auth = header.strip(" \t")
+    if not auth:
+        return None
+    parts = auth.split(" ", 2)
+    if len(parts) < 2 or parts[0].lower() != "bearer" or not parts[1]:
+        return None
+    return parts[1]
+
+
+TOKENS = ("tok-a", "tok-b", "tok-c", "tok-d", "tok-e")
+ANSWERS = {"tok-a": User("alice", "1", ("system:authenticated",)), "tok-b": User("bob", "2", ("system:authenticated",)),
+           "tok-c": None, "tok-d": RateLimited(), "tok-e": APIError(0, "connection refused")}
+_blank = st.one_of(st.just(""), st.sampled_from([" ", "  ", "\t"]))
+_well_formed = st.builds(
+    lambda lead, scheme, sep, token, rest, trail: f"{lead}{scheme}{sep}{token}{rest}{trail}",
+    _blank, st.one_of(st.sampled_from(["Bearer", "bearer", "BEARER", "bEaReR"]), st.sampled_from(["Basic", "Bearer:", "Token", ""])),
+    st.one_of(st.just(" "), st.sampled_from(["  ", "\t", ""])), st.one_of(st.sampled_from(TOKENS), st.sampled_from(["", "unknown"])),
+    st.one_of(st.just(""), st.sampled_from([" ", " extra", " tok-b", "  tok-b"])), _blank)
+_plain = st.builds(lambda scheme, token: f"{scheme} {token}", st.sampled_from(["Bearer", "bearer", "BEARER"]),
+                  st.one_of(st.sampled_from(["tok-a", "tok-b"]), st.sampled_from(TOKENS)))
+headers = st.one_of(_plain, _well_formed, _well_formed, st.text(alphabet=" \tBbearTtok-ae", max_size=20))
+
+
+@settings(max_examples=100, deadline=None)
+@given(header=headers, method=st.sampled_from(["GET", "get", "Head", "pOST"]), path=st.sampled_from(["/metrics", "/other"]),
+       bob_allowed=st.sampled_from([True, False, APIError(503, "unavailable")]))
+def test_the_guard_reads_the_header_as_the_api_server_does_and_answers_each_review_as_controller_runtime(
+        header: str, method: str, path: str, bob_allowed: object) -> None:
+    """Any Authorization header: the token is the one k8s.io/apiserver's bearer authenticator takes
+    (scheme in any case, surrounding blanks trimmed, a single space after the scheme, anything after the
+    token ignored), and nothing is reviewed without one (401). Each review's answer, for each user: a
+    refused token 500 ``Authentication failed``, a review that could not be made 500, a throttled one
+    429, a denied user 403 naming that user, an allowed one served; the verb is the method in lower case."""
+    reviews = ScriptedReviews(dict(ANSWERS), {"alice": True, "bob": bob_allowed})
+    got = bearer_guard(reviews)(method, path, header)  # type: ignore[arg-type]
+    token = bearer_token(header)
+    if token is None:
+        assert got == (401, "Unauthorized") and reviews.authenticated == [], header
+        return
+    assert reviews.authenticated == [token], header
+    answer = ANSWERS.get(token)
+    if isinstance(answer, RateLimited):
+        expected: tuple[int, str] | None = (429, "Too many requests")
+    elif answer is None or isinstance(answer, APIError):
+        expected = (500, "Authentication failed")
+    elif answer.name == "alice" or bob_allowed is True:
+        expected = None
+    elif isinstance(bob_allowed, APIError):
+        expected = (500, "Authorization for user bob failed")
+    else:
+        expected = (403, "Authorization denied for user bob")
+    assert got == expected, header
+    if isinstance(answer, User):
+        assert reviews.authorized == [(answer.name, method.lower(), path)]

@@ -454,3 +454,111 @@ def test_a_connection_whose_thread_cannot_start_gives_its_slot_back(monkeypatch:
         for s in sockets:
             s.close()
         server.server_close()
+
+
+# ---- the connection slots and the header cap, against reference models
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+#: ("admit", client) or ("release", n): the n-th slot held, oldest first (modulo how many are held)
+slot_steps = st.lists(st.one_of(st.tuples(st.just("admit"), st.integers(0, 3)), st.tuples(st.just("release"), st.integers(0, 9))),
+                      max_size=40)
+
+
+@settings(max_examples=100, deadline=None)
+@given(max_connections=st.integers(1, 5), per_client=st.integers(1, 3), steps=slot_steps)
+def test_slots_follow_the_per_client_share_and_a_newcomer_displaces_the_oldest_slot_of_a_biggest_holder(
+        max_connections: int, per_client: int, steps: list[tuple[str, int]]) -> None:
+    """Any sequence of connections and departures from a few addresses, any bounds: a client at its
+    share is refused; a client already holding a slot is refused when every slot is held; a client
+    holding none is admitted, and when every slot is held it takes the oldest slot among those of the
+    clients holding the most (never a slot of a client holding fewer); ``clients`` counts each
+    client's slots and names no client without one."""
+    from http.server import BaseHTTPRequestHandler
+
+    server = metrics_module.BoundedHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler, max_connections=max_connections,
+                                              per_client=per_client)
+    model: list[tuple[socket.socket, str]] = []  # (connection, client), oldest first
+    opened: list[socket.socket] = []
+    try:
+        for op, n in steps:
+            if op == "release":
+                if model:
+                    sock, _ = model.pop(n % len(model))
+                    server._release(sock)
+                continue
+            client, sock = f"10.0.0.{n}", socket.socket()
+            opened.append(sock)
+            counts = {c: sum(1 for _, o in model if o == c) for _, c in model}
+            mine = counts.get(client, 0)
+            expected = mine < per_client and (len(model) < max_connections or mine == 0)
+            assert server._admit(sock, client) == expected, (client, counts)
+            if expected:
+                if len(model) >= max_connections:
+                    most = max(counts.values())
+                    model.remove(next((s, o) for s, o in model if counts[o] == most))
+                model.append((sock, client))
+            assert list(server.held) == [s for s, _ in model]
+            assert server.clients == {c: sum(1 for _, o in model if o == c) for _, c in model}
+    finally:
+        for sock in opened:
+            sock.close()
+        server.server_close()
+
+
+@settings(max_examples=100, deadline=None)
+@given(limit=st.integers(4, 120), sizes=st.lists(st.integers(0, 60), min_size=1, max_size=6))
+def test_the_cap_counts_the_request_line_and_every_header_line_together(limit: int, sizes: list[int]) -> None:
+    """Request line and header lines of any lengths: each is read whole while the bytes read so far,
+    this line included, are within the cap; the first line past it is refused, as 414 when it is the
+    request line (RequestLineTooLong) and as 431 when it is a header line (LineTooLong, never the 414 one)."""
+    import http.client
+    import io
+
+    lines = [b"x" * size + b"\r\n" for size in sizes]
+    cap = metrics_module.HeaderCap(io.BytesIO(b"".join(lines)), limit)
+    read = 0
+    for i, line in enumerate(lines):
+        read += len(line)
+        if read <= limit:
+            assert cap.readline(65537) == line
+            continue
+        with pytest.raises(http.client.LineTooLong) as refused:
+            cap.readline(65537)
+        assert (refused.type is metrics_module.RequestLineTooLong) == (i == 0), (i, refused.type)
+        break
+
+
+@settings(max_examples=100, deadline=None)
+@given(order=st.integers(1, 3).flatmap(lambda k: st.permutations(["10.0.0.1"] * k + ["10.0.0.2"] * k)),
+       churn=st.lists(st.integers(0, 5), max_size=6))
+def test_between_clients_holding_as_many_slots_the_newcomer_takes_the_oldest_slot(order: list[str], churn: list[int]) -> None:
+    """Two clients holding the same number of slots fill the server, in any order, and some of their
+    connections end and come back (which changes which of the two arrived last): a newcomer takes
+    the oldest slot held, whichever of the two holds it."""
+    from http.server import BaseHTTPRequestHandler
+
+    server = metrics_module.BoundedHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler, max_connections=len(order),
+                                              per_client=len(order) // 2)
+    opened: list[socket.socket] = []
+
+    def connect(client: str) -> socket.socket:
+        sock = socket.socket()
+        opened.append(sock)
+        assert server._admit(sock, client)
+        return sock
+
+    try:
+        for client in order:
+            connect(client)
+        for n in churn:
+            sock, (client, _) = list(server.held.items())[n % len(order)]
+            server._release(sock)
+            connect(client)
+        oldest = next(iter(server.held))
+        connect("10.0.0.3")
+        assert oldest not in server.held and len(server.held) == len(order)
+    finally:
+        for sock in opened:
+            sock.close()
+        server.server_close()
