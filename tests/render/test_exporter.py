@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import kubernetes_validate
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memcached_gitops.render import render
 from memcached_gitops.render.exporter import DEFAULT_EXPORTER_IMAGE
 from memcached_gitops.schemas import Validator, load_crd
@@ -102,3 +104,30 @@ def test_the_crd_accepts_the_metrics_settings_and_refuses_their_misspellings() -
     assert validator.validate(cr({"metrics": {"enabled": True, "podMonitor": {"enabled": True, "labels": {"a": "b"}}}})).ok
     errors = validator.validate(cr({"metrics": {"enabled": "yes", "podMonitor": {"enable": True}}})).errors
     assert {".".join(map(str, e.path)) for e in errors} >= {"spec.metrics.enabled", "spec.metrics.podMonitor.enable"}
+
+
+_OURS = ["app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/managed-by", "app.kubernetes.io/version",
+         "app.kubernetes.io/component", "app.kubernetes.io/part-of"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.sampled_from([*_OURS, "release", "team", "app.kubernetes.io/other"]), st.sampled_from(["prom", "x", ""]),
+                       max_size=6))
+def test_the_pod_monitors_labels_are_the_users_with_ours_over_them(asked: dict) -> None:
+    """Whichever of our labels the CR's ``podMonitor.labels`` also names: the PodMonitor carries
+    every label of the Deployment with the Deployment's value, and each other label asked for with
+    its value, nothing else."""
+    deployment, *_, monitor = render(cr({"metrics": {"enabled": True, "podMonitor": {"enabled": True, "labels": dict(asked)}}}))
+    assert monitor["metadata"]["labels"] == {**asked, **deployment["metadata"]["labels"]}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 65535) | st.sampled_from([9150, 9151, 11211]))
+def test_the_exporter_reads_memcacheds_port_and_serves_its_own_whatever_the_port(port: int) -> None:
+    """For every port memcached may listen on, the Pod's ports are distinct, the exporter reads
+    memcached at its containerPort and listens where its own containerPort says."""
+    both = containers(render(cr({"containerPort": port, "metrics": {"enabled": True}})))
+    exporter, memcached = both["exporter"], both["memcached"]
+    own = exporter["ports"][0]["containerPort"]
+    assert own != memcached["ports"][0]["containerPort"] == port
+    assert exporter["args"] == [f"--memcached.address=localhost:{port}", f"--web.listen-address=:{own}"]

@@ -260,3 +260,24 @@ def test_every_map_and_list_of_a_rendering_is_its_own(resources: dict | None) ->
         for identity, where in _maps_and_lists(value):
             assert identity not in places, f"one object at {places[identity]} and at {(source, *where)}"
             places[identity] = (source, *where)
+
+
+#: a label value (apimachinery validation.go, IsValidLabelValue): 63 characters at most, alphanumeric
+#: at both ends, ``-``, ``_`` and ``.`` between
+LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+#: an image reference's tag (distribution's reference grammar: ``[\w][\w.-]{0,127}``)
+tags = st.text(alphabet=st.sampled_from("a1_.-Z"), min_size=1, max_size=127).filter(lambda t: t[0] not in ".-") | \
+    st.sampled_from(["1.6.26-alpine3.19", "latest", "v1", "1.6-", "x" * 63, "x" * 64, "_1"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(registry=st.sampled_from(["", "registry.example/", "localhost:5000/", "registry.example:443/team/", "10.0.0.1:5000/a/b/"]),
+       tag=st.none() | tags, digest=st.booleans())
+def test_the_version_label_is_the_images_tag_when_it_can_be_a_label_value(registry: str, tag: str | None, digest: bool) -> None:
+    """Wherever the image comes from (a registry with a port, a path of several parts), the version
+    label is its tag, exactly, when the tag is a label value; no label for a tag that is none (too
+    long, a ``-`` or ``.`` at its end), for an image without a tag, or for one pinned by digest."""
+    image = f"{registry}memcached" + (f":{tag}" if tag else "") + ("@sha256:" + "a" * 64 if digest else "")
+    labels = render({"metadata": {"name": "x"}, "spec": {"size": 1, "containerPort": 11211}}, image)[0]["metadata"]["labels"]
+    expected = tag if tag and not digest and len(tag) <= 63 and LABEL_VALUE.fullmatch(tag) else None
+    assert labels.get("app.kubernetes.io/version") == expected

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 import kubernetes_validate
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from memcached_gitops.render import render
 from memcached_gitops.render.companions import object_name
 from memcached_gitops.schemas.objectmeta import dns1123_subdomain_errors
@@ -97,3 +101,39 @@ def test_an_empty_namespace_is_no_namespace_on_every_object(namespace: str | Non
     assert [m["kind"] for m in manifests] == ["Deployment", "Service", "PodDisruptionBudget", "PodMonitor"]
     for manifest in manifests:
         assert "namespace" not in manifest["metadata"], manifest["kind"]
+
+
+#: a DNS-1035 label (apimachinery validation.go, IsDNS1035Label): a Service's name
+DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_labels = st.from_regex(r"[a-z0-9]([-a-z0-9]{0,20}[a-z0-9])?", fullmatch=True)
+#: CR names: DNS-1123 subdomains of any length up to 253, short ones and long ones ending alike
+cr_names = st.one_of(
+    st.lists(_labels, min_size=1, max_size=12).map(".".join),
+    st.tuples(_labels, st.integers(40, 250)).map(lambda t: f"{t[0]}.{'a' * t[1]}"[:252]),
+).filter(lambda n: not dns1123_subdomain_errors(n))
+
+
+@st.composite
+def neighbour(draw: st.DrawFn, name: str) -> str:
+    """A second name beside ``name``: a dot and a dash swapped, one character changed or added at the
+    end, a letter put in front, the name doubled."""
+    at = draw(st.integers(0, len(name) - 1))
+    forms = [name.replace(".", "-", 1), name.replace("-", ".", 1), name[:at] + ("b" if name[at] != "b" else "c") + name[at + 1:],
+             name + "x", name + "0", "m" + name, f"{name}.{name}"]
+    return draw(st.sampled_from([f for f in forms if f != name and not dns1123_subdomain_errors(f)] or [name + "x"]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_any_two_cr_names_give_two_valid_service_names(data: st.DataObject) -> None:
+    """For any CR name and a second one beside it (a dot for a dash, one character more or other,
+    past the length where names are cut): each gives a DNS-1035 label of at most 63 characters ending
+    in ``-memcached``, the name itself with the suffix when that is one, and never the other's."""
+    first = data.draw(cr_names)
+    second = data.draw(neighbour(first))
+    for name in (first, second):
+        made = object_name(name)
+        assert len(made) <= 63 and DNS1035.fullmatch(made) and made.endswith("-memcached")
+        if len(name + "-memcached") <= 63 and DNS1035.fullmatch(name + "-memcached"):
+            assert made == name + "-memcached"
+    assert object_name(first) != object_name(second)

@@ -9,8 +9,11 @@ import socket
 import subprocess
 import time
 from decimal import Decimal
+from fractions import Fraction
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from memcached_gitops.render import render
 from memcached_gitops.render.sizing import MIB, cache_megabytes, memcached_flags, thread_count
 from memcached_gitops.schemas.quantities import canonical_quantity, quantity
@@ -193,3 +196,106 @@ def test_an_empty_section_beside_a_named_one_is_left_out_as_the_api_server_store
     """A ResourceList is a Go map with omitempty: the API server stores no empty ``limits`` or ``requests``,
     so the rendering leaves it out too, and reading the Deployment back is no drift."""
     assert container(resources=resources)["resources"] == stored
+
+
+def _cache_mb_reference(limit: Fraction) -> int:
+    """``-m`` in whole MiB by exact rational arithmetic: the limit less max(a fifth, 32 MiB), floored, at least 16."""
+    left = limit - max(Fraction(32 * MIB), limit / 5)
+    return max(16, left.numerator // (left.denominator * MIB))
+
+
+#: quantities in bytes: any whole number, whole MiB, and milli-bytes (``500m`` is a quantity too)
+_memories = st.one_of(st.integers(1, 2**40), st.integers(1, 4096).map(lambda n: n * MIB),
+                      st.integers(1, 2**44).map(lambda n: Fraction(n, 1000)))
+_cpus = st.integers(1, 40_000).map(lambda n: Fraction(n, 1000))
+
+
+def _decimal(value: int | Fraction) -> Decimal:
+    value = Fraction(value)
+    return Decimal(value.numerator) / Decimal(value.denominator)  # exact: a denominator divides 1000
+
+
+@settings(max_examples=100, deadline=None)
+@given(_memories, _memories)
+def test_the_cache_size_is_a_fifth_less_at_least_32_mib_for_any_limit_and_never_shrinks_as_it_grows(a, b) -> None:
+    """Any number of bytes, a whole number of MiB or not, a fraction of a byte (``500m``): the rule
+    exactly, and a larger limit never gives a smaller cache."""
+    for limit in (a, b):
+        assert cache_megabytes(_decimal(limit)) == _cache_mb_reference(Fraction(limit))
+    small, large = sorted((Fraction(a), Fraction(b)))
+    assert cache_megabytes(_decimal(small)) <= cache_megabytes(_decimal(large))
+
+
+@settings(max_examples=100, deadline=None)
+@given(_cpus)
+def test_threads_are_the_cpus_rounded_up_between_1_and_16(cpu: Fraction) -> None:
+    """Any cpu in millicores: its whole cores rounded up (``1001m`` is two), at least one, at most 16."""
+    expected = min(16, max(1, -(-cpu.numerator // cpu.denominator)))
+    assert thread_count(_decimal(cpu)) == expected
+
+
+@st.composite
+def _spelled(draw: st.DrawFn, value: int) -> str:
+    """One of the ways a person writes ``value`` as a quantity (``1Gi``, ``1024Mi``, ``1073741824``, ``1.0Gi``, ``1e0``...)."""
+    forms = [str(value), f"{value}e0", f"{value * 1000}m", f"+{value}", f"{value}.0"]
+    forms += [f"{value // 1024**p}{s}" for p, s in ((1, "Ki"), (2, "Mi"), (3, "Gi")) if value % 1024**p == 0]
+    forms += [f"{value // 1000**p}{s}" for p, s in ((1, "k"), (2, "M"), (3, "G")) if value % 1000**p == 0]
+    forms += [f"{value // 1024**3}.0Gi", f"{value // 1024**2 / 1024}Gi"] if value % 1024**3 == 0 else []
+    return draw(st.sampled_from(forms))
+
+
+_bytes = st.sampled_from([0, 0, 40 * MIB, 128 * MIB, 300_000_000, 1024 * MIB, 3 * 1024**3])
+_millicores = st.sampled_from([0, 0, 1, 500, 1000, 1001, 2500, 64_000])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_each_of_memory_and_cpu_is_the_first_nonzero_of_limit_and_request_however_spelled(data: st.DataObject) -> None:
+    """Limits and requests of memory and cpu, each present or not, zero or not, written in any of a
+    quantity's spellings: memcached's ``-m`` comes from the memory limit, else the memory request,
+    a zero one counting as none (the seeds' 64 without either), ``-t`` likewise from the cpu; and
+    the spelling changes nothing but the text."""
+    asked: dict[str, dict[str, str]] = {section: {} for section in ("limits", "requests")}
+    values: dict[tuple[str, str], int] = {}
+    for section in ("limits", "requests"):
+        for resource, amounts in (("memory", _bytes), ("cpu", _millicores)):
+            if data.draw(st.booleans()):
+                amount = data.draw(amounts)
+                values[section, resource] = amount
+                asked[section][resource] = (data.draw(_spelled(amount)) if resource == "memory"
+                                            else data.draw(st.sampled_from([f"{amount}m", f"{Decimal(amount) / 1000}"])))
+    assume(any(asked.values()))
+    memory = next((values[s, "memory"] for s in ("limits", "requests") if values.get((s, "memory"))), None)
+    cpu = next((values[s, "cpu"] for s in ("limits", "requests") if values.get((s, "cpu"))), None)
+    flags = [f"--memory-limit={64 if memory is None else _cache_mb_reference(Fraction(memory))}"]
+    flags += [] if cpu is None else [f"--threads={min(16, max(1, -(-cpu // 1000)))}"]
+    sized = container(resources={k: v for k, v in asked.items() if v})
+    assert sized["command"] == ["memcached", *flags, "-o", "modern", "-v"]
+    assert {s: {r: quantity(q) for r, q in section.items()} for s, section in sized["resources"].items()} == \
+        {s: {r: quantity(q) for r, q in section.items()} for s, section in asked.items() if section}
+
+
+_SUFFIXES = ["", "n", "u", "m", "k", "M", "G", "T", "Ki", "Mi", "Gi", "Ti", "e3", "E-2", "e0", "e-9"]
+
+
+@st.composite
+def _quantity_texts(draw: st.DrawFn) -> str:
+    """A non-negative quantity as a person may write it: leading zeros, a point with or without
+    digits on either side, any suffix of the three families."""
+    whole = draw(st.sampled_from(["", "0", "00", "1", "7", "10", "128", "1000", "1024", "1536", "999999", "4096000"]))
+    fraction = draw(st.sampled_from([None, "", "0", "5", "25", "125", "001", "9990234375", "000"]))
+    assume(whole or fraction)
+    return draw(st.sampled_from(["", "+"])) + whole + ("" if fraction is None else "." + fraction) + draw(st.sampled_from(_SUFFIXES))
+
+
+@settings(max_examples=100, deadline=None)
+@given(_quantity_texts())
+def test_the_stored_form_of_a_quantity_is_its_value_rounded_up_to_milli_and_is_stored_as_it_is(text: str) -> None:
+    """ParseQuantity and SetDefaults_ResourceList keep a quantity's value, rounded up to a
+    thousandth (resource/quantity.go, core/v1 defaults.go): the stored text reads as that value,
+    and storing the stored text again changes nothing (a re-applied manifest is no drift)."""
+    value = quantity(text)
+    assert value is not None
+    stored = canonical_quantity(text)
+    assert quantity(stored) == value.quantize(Decimal("0.001"), rounding="ROUND_CEILING")
+    assert canonical_quantity(stored) == stored
