@@ -9,6 +9,7 @@ reads as a boolean or a number. Every string is checked with the same resolver t
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from collections.abc import Iterable
 from typing import IO, Any
@@ -96,7 +97,14 @@ def write_yaml(objects: Iterable[dict[str, Any]], stream: IO[str]) -> None:
     """``to_yaml`` written to ``stream`` as it is emitted, without the whole output in memory at
     once (the Argo CD plugin's sidecar has 256Mi for any repository)."""
     with recursion_room():  # passed-through objects may nest as deep as the loader allows
-        yaml.dump_all(objects, stream, Dumper=_Dumper, sort_keys=False, default_flow_style=False, explicit_start=True, width=1 << 16)
+        for empty, run in itertools.groupby(objects, key=lambda obj: obj == {}):
+            if empty:
+                # libyaml writes an empty mapping as "--- {}", a line kubectl's reader refuses as a document
+                # separator followed by text (apimachinery util/yaml YAMLReader.Read): "{}" goes on a line of its own
+                stream.write("---\n{}\n" * sum(1 for _ in run))
+            else:
+                yaml.dump_all(run, stream, Dumper=_Dumper, sort_keys=False, default_flow_style=False, explicit_start=True,
+                              width=1 << 16)
 
 
 def to_json(objects: Iterable[dict[str, Any]]) -> str:
