@@ -178,3 +178,118 @@ def test_include_input_false_outranks_the_kinds_listed_beside_it_under_any_ceili
     wanted = pass_through({"include-input": "false", "pass-through-kinds": kinds}, ceiling)
     assert wanted == PassThrough(False, frozenset())
     assert not any(wanted.passes(o) for o in (CORE, CRD_KIND, NETPOL))
+
+
+# --- the same rules over the neighbours of each example above (hypothesis) ---
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from memcached_gitops.argocd import PARAMETERS, repository_root  # noqa: E402
+
+#: A parameter's value as an Application gives it: empty (plugin.yaml's static default, unset) or not.
+SETTING = st.sampled_from(["", "memcached:1.6.29", "true", "false", "ConfigMap"])
+#: The plugin env variable each parameter falls back to (plugin.yaml's ``env``).
+PLUGIN_ENV = {name: "ARGOCD_ENV_" + env for name, env in PARAMETERS.items()}
+#: The PARAM_ variable the repo-server also sets for each parameter (types.go ``escaped``).
+PARAM_VARIABLE = {"image": "PARAM_IMAGE", "include-input": "PARAM_INCLUDE_INPUT", "pass-through-kinds": "PARAM_PASS_THROUGH_KINDS"}
+
+
+@settings(max_examples=100, deadline=None)
+@given(listed=st.dictionaries(st.sampled_from(sorted(PARAMETERS)), SETTING),
+       plugin_env=st.dictionaries(st.sampled_from(sorted(PARAMETERS)), SETTING),
+       as_json=st.booleans(), order=st.randoms(use_true_random=False),
+       unrelated=st.dictionaries(st.sampled_from(["ARGOCD_ENV_OTHER", "PARAM_OTHER", "ARGOCD_APP_NAME", "MEMCACHED_IMAGE"]), SETTING))
+def test_each_setting_is_its_parameter_else_its_plugin_env_and_an_empty_one_is_unset(
+        listed: dict[str, str], plugin_env: dict[str, str], as_json: bool, order, unrelated: dict[str, str]) -> None:
+    """Each of the plugin's settings, for any mix of the three: the Application's parameter when it is
+    given and not empty, else its plugin env when that is not empty, else unset. A parameter comes as the
+    repo-server sends it (types.go ``Environ``): listed in ARGOCD_APP_PARAMETERS (in any order) with its
+    PARAM_<NAME> beside it, or as PARAM_<NAME> alone. Other variables change nothing."""
+    params = [{"name": name, "string": value} for name, value in listed.items()]
+    order.shuffle(params)
+    environ = {**unrelated, **{PARAM_VARIABLE[name]: value for name, value in listed.items()},
+               **{PLUGIN_ENV[name]: value for name, value in plugin_env.items()}}
+    if as_json:
+        environ["ARGOCD_APP_PARAMETERS"] = json.dumps(params)
+    expected = {}
+    for name in PARAMETERS:
+        if listed.get(name):
+            expected[name] = listed[name]
+        elif plugin_env.get(name):
+            expected[name] = plugin_env[name]
+    assert plugin_settings(environ) == expected
+
+
+#: Kinds as an Application or an operator may spell them: the core group's bare, another group's with it (and
+#: the same kind in a second group, or a core kind wrongly given a group), so a bare kind meets its grouped twin.
+KINDS = ["ConfigMap", "Secret", "Deployment", "apps/Deployment", "v1/ConfigMap", "evil.example.com/Secret"]
+
+
+def _comma_list(draw, words: list[str]) -> str:
+    """``words`` as an operator or an author writes them: commas, spaces around some, empty entries."""
+    spaced = [draw(st.sampled_from(["", " ", "  "])) + w + draw(st.sampled_from(["", " "])) for w in words]
+    return ",".join(spaced + draw(st.lists(st.just(" "), max_size=1)))
+
+
+def _twin(kind: str) -> str:
+    """The same kind spelled for another group: a grouped kind bare, a bare one with a group."""
+    return kind.rpartition("/")[2] if "/" in kind else "apps/" + kind
+
+
+@st.composite
+def _ceiling_case(draw):
+    wanted = draw(st.lists(st.sampled_from(KINDS), max_size=4))
+    # the ceiling an operator wrote beside it: some of the same kinds, some of their twins, others, maybe "*"
+    allowed = [k for k in wanted if draw(st.booleans())] + [_twin(k) for k in wanted if draw(st.booleans())]
+    allowed += draw(st.lists(st.sampled_from(KINDS), max_size=2)) + (["*"] if draw(st.integers(0, 4)) == 0 else [])
+    allowed = draw(st.permutations(allowed))
+    include = draw(st.sampled_from([None, None, None, "true", "false"]))
+    settings_ = {"pass-through-kinds": _comma_list(draw, wanted)} if wanted or draw(st.booleans()) else {}
+    if include is not None:
+        settings_["include-input"] = include
+    ceiling = None if draw(st.integers(0, 4)) == 0 else _comma_list(draw, allowed)
+    return settings_, ceiling, set(wanted), None if ceiling is None else set(allowed), include
+
+
+@settings(max_examples=100, deadline=None)
+@given(_ceiling_case())
+def test_the_ceiling_refuses_exactly_what_it_does_not_allow(case) -> None:
+    """Under any ceiling: ``include-input: false`` is the Deployments alone; ``true`` needs ``*`` in the
+    ceiling; the kinds listed each need the same spelling in the ceiling or a ``*`` there (an unset
+    ceiling allows none). A refusal names a kind the ceiling lacks."""
+    settings_, ceiling, wanted, allowed, include = case
+    star = allowed is not None and "*" in allowed
+    beyond = set() if star else wanted - (allowed or set())
+    if include == "false":
+        assert pass_through(settings_, ceiling) == PassThrough(False, frozenset())
+    elif include == "true" and not star:
+        with pytest.raises(PluginInputError, match='include-input: "true" is beyond'):
+            pass_through(settings_, ceiling)
+    elif include == "true":
+        assert pass_through(settings_, ceiling) == PassThrough(True, None)
+    elif beyond:
+        with pytest.raises(PluginInputError) as refused:
+            pass_through(settings_, ceiling)
+        assert any(str(refused.value).startswith(f"pass-through-kinds: {json.dumps(k)} is beyond") for k in beyond), refused.value
+    else:
+        assert pass_through(settings_, ceiling) == PassThrough(True, frozenset(wanted))
+
+
+SEGMENT = st.text(alphabet="abc-_.", min_size=1, max_size=4).filter(lambda s: s not in (".", ".."))
+
+
+@settings(max_examples=100, deadline=None)
+@given(root=st.lists(SEGMENT, min_size=1, max_size=3), path=st.lists(SEGMENT, min_size=1, max_size=3),
+       spelling=st.sampled_from(["{}", "./{}", "{}/", "./{}/", "{}//"]), doubled=st.booleans())
+def test_the_checkout_root_is_the_application_directory_less_its_source_path_however_spelled(
+        root: list[str], path: list[str], spelling: str, doubled: bool) -> None:
+    """The cmp-server runs generate in ``<workdir>/<app path>``: the root is the work directory for any
+    spelling of the same path (``./`` before it, a ``/`` after it, a doubled ``/`` inside it), and
+    whatever names the work directory's own folders carry (one may repeat the path's last name)."""
+    if doubled:
+        root = [*root, path[-1]]  # /w/caches/apps/caches: only the whole tail is the path
+    workdir = "/nonexistent-cmp-server/" + "/".join(root)
+    app = workdir + "/" + "/".join(path)
+    source_path = spelling.format("/".join(path).replace("/", "//", 1) if "//" in spelling else "/".join(path))
+    assert repository_root({"ARGOCD_APP_SOURCE_PATH": source_path}, app) == workdir

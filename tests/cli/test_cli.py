@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -339,3 +340,32 @@ def test_other_objects_are_said_to_be_ignored_only_when_they_are(options: list[s
     assert ("ConfigMap" in [d["kind"] for d in docs(proc.stdout)]) is not note
     said = "1 object(s) of other kinds ignored (use --include-input to pass them through): ConfigMap/c"
     assert (said in proc.stderr.decode()) is note, proc.stderr.decode()
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+#: A duration as --interval takes it: a decimal number of ASCII digits, then ms, s, m or h (none: seconds).
+DURATION = r"(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<unit>ms|s|m|h)?"
+
+
+@pytest.mark.xfail(strict=True, reason="--interval reads str.isdigit's digits: '²s' is a ValueError traceback, '٥' reads as 5 "
+                                        "(the fix: a fullmatch of ASCII digits)")
+@settings(max_examples=100, deadline=None)
+@given(text=st.one_of(
+    st.builds(lambda n, u: n + u, st.from_regex(r"\A[0-9]{0,3}(\.[0-9]{0,2})?\Z"), st.sampled_from(["", "ms", "s", "m", "h"])),
+    st.text(alphabet="0123456789.smh \u00b2\u0665\uff15_-+eE", max_size=6)))
+def test_a_duration_is_a_decimal_number_and_a_unit_else_a_usage_error(text: str) -> None:
+    """--interval reads a decimal number of ASCII digits and a unit (ms, s, m, h; none is seconds): any
+    other text, a superscript or another script's digit included, is a usage error (exit 2),
+    never a traceback and never a number read from it."""
+    from memcached_gitops.cli import _duration
+
+    match = re.fullmatch(DURATION, text)
+    if match:
+        unit = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}[match["unit"]]
+        assert _duration(text) == float(match["number"]) * unit
+    else:
+        with pytest.raises(SystemExit) as refused:
+            _duration(text)
+        assert refused.value.code == 2, text

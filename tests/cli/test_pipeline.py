@@ -209,3 +209,25 @@ def test_items_that_are_no_array_are_refused_in_encoding_jsons_words(items: str,
     result = run(("l.yaml", f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\nitems: {items}\n"))
     assert [(f.field, f.message) for f in result.errors] == [
         ("items", f"cannot unmarshal {word} into Go struct field decodeList.items of type []json.RawMessage")]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+#: Groups that are kustomize's, and groups that only start or end like it (a CRD's group of its choosing).
+GROUPS = ["kustomize.config.k8s.io", "kustomize.config.k8s.io.example.com", "my.kustomize.config.k8s.io", "config.k8s.io",
+          "kustomize.config.k8s", "kustomize-config.k8s.io"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(group=st.sampled_from(GROUPS), version=st.sampled_from(["v1beta1", "v1alpha1", "v1"]),
+       kind=st.sampled_from(["Kustomization", "Component", "ConfigMap"]))
+def test_only_kustomizes_own_group_is_passed_over_as_its_configuration(group: str, version: str, kind: str) -> None:
+    """An object is kustomize's configuration exactly when its group is kustomize.config.k8s.io, in any
+    version and under any kind; a group that only starts or ends like it is another API's, and its
+    object is emitted as any other (never passed over unseen)."""
+    result = run(("apps/a.yaml", f"apiVersion: {group}/{version}\nkind: {kind}\nmetadata: {{name: x}}\n"))
+    if group == "kustomize.config.k8s.io":
+        assert len(result.passed_over) == 1 and result.others == [], result.passed_over
+    else:
+        assert result.passed_over == [] and [o["apiVersion"] for o in result.others] == [f"{group}/{version}"], result.findings

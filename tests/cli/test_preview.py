@@ -666,3 +666,152 @@ def test_the_command_a_cut_comment_names_runs_the_same_preview_in_a_shell(tmp_pa
     said = re.search(r"See everything locally with <code>(.*)</code>\._$", capsys.readouterr().out)
     assert code == 1 and said is not None
     assert shlex.split(html.unescape(said[1])) == ["memcached-gitops", "preview", "--base", "fix;id", "apps/my cache"]
+
+
+# --- the comparison's rules over any objects (hypothesis) ---
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from memcached_gitops.rendered_diff import changed_fields, transform_between  # noqa: E402
+
+LEAF = st.one_of(st.integers(-3, 3), st.booleans(), st.sampled_from(["", "a", "256Mi"]), st.lists(st.integers(0, 2), max_size=2))
+SPEC = st.recursive(LEAF, lambda inner: st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3), max_leaves=8)
+
+
+def _leaves(value: object, path: str) -> dict[str, object]:
+    """Every leaf of a value by its dotted path: a map is walked (an empty one is a leaf), anything else is a leaf."""
+    if isinstance(value, dict) and value:
+        return {p: v for k, child in value.items() for p, v in _leaves(child, f"{path}.{k}").items()}
+    return {path: value}
+
+
+@settings(max_examples=100, deadline=None)
+@given(old=st.dictionaries(st.sampled_from(["a", "b", "c"]), SPEC, max_size=3),
+       new=st.dictionaries(st.sampled_from(["a", "b", "c"]), SPEC, max_size=3))
+def test_a_cause_names_each_field_that_differs_whichever_side_has_it(old: dict, new: dict) -> None:
+    """Between any two specs, a cause names a field exactly when something under it differs: a field on
+    one side only, a map on one side and a value on the other, a list changed in any item; every leaf
+    that differs is under a field named, and no field named is the same on both sides."""
+    lines = changed_fields(old, new, "spec")
+    named = [line.partition(": ")[0] for line in lines]
+    old_leaves, new_leaves = ({p: v for k, child in spec.items() for p, v in _leaves(child, f"spec.{k}").items()} for spec in (old, new))
+
+    def under(path: str, field: str) -> bool:
+        return path == field or path.startswith(field + ".")
+
+    # an empty map where the other side has a map with fields is no leaf of its own: those fields differ
+    both = set(old_leaves) | set(new_leaves)
+    differing = {p for p in both if (p not in old_leaves or p not in new_leaves or old_leaves[p] != new_leaves[p])
+                 and not any(q != p and under(q, p) for q in both)}
+
+    assert all(any(under(p, n) for n in named) for p in differing), (differing, lines)
+    assert all(any(under(p, n) for p in differing) for n in named), (differing, lines)
+    assert len(named) == len(set(named)) and (lines == []) == (old == new), lines
+
+
+@settings(max_examples=100, deadline=None)
+@given(old=st.text(alphabet="abcd-.", min_size=1, max_size=12), new=st.text(alphabet="abcd-.", min_size=1, max_size=12))
+def test_the_rename_found_between_two_names_turns_the_first_into_the_second(old: str, new: str) -> None:
+    """Any two names that share a run of characters: the prefix/suffix change said between them, applied
+    to the first, gives the second (a prefix only, a suffix only, both, or a separator at either end)."""
+    core, transform = transform_between(old, new)
+    if core:
+        assert transform.apply(old) == new, (old, new, transform)
+        assert old == transform.old_prefix + old[len(transform.old_prefix):len(old) - len(transform.old_suffix)] + transform.old_suffix
+
+
+CORE_NAMES = st.lists(st.text(alphabet="abcxyz", min_size=2, max_size=6), min_size=2, max_size=4, unique=True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(cores=CORE_NAMES, old_fix=st.tuples(st.sampled_from(["", "dev-", "a."]), st.sampled_from(["", "-v1", ".x"])),
+       new_fix=st.tuples(st.sampled_from(["", "prod-", "b."]), st.sampled_from(["", "-v2", ".y"])),
+       namespaces=st.tuples(st.sampled_from(["", "team1"]), st.sampled_from(["", "team1", "team2"])))
+def test_every_object_of_a_build_renamed_alike_is_one_rename(cores: list[str], old_fix: tuple[str, str],
+                                                             new_fix: tuple[str, str], namespaces: tuple[str, str]) -> None:
+    """kustomize's namePrefix, nameSuffix and namespace change every name of a build alike: whichever of
+    them change (and however many objects), each removed object is paired with the one it became, in one
+    rename."""
+    if old_fix == new_fix and namespaces[0] == namespaces[1]:
+        return
+    olds = [(namespaces[0], old_fix[0] + c + old_fix[1]) for c in cores]
+    news = [(namespaces[1], new_fix[0] + c + new_fix[1]) for c in cores]
+    removed = {("v1", "Service", *o): {} for o in olds}
+    added = {("v1", "Service", *n): {} for n in news}
+    renames = find_renames(removed, added)
+    pairs = sorted(pair for _, found in renames for pair in found)
+    assert pairs == sorted((("v1", "Service", *o), ("v1", "Service", *n)) for o, n in zip(olds, news, strict=True)), renames
+    assert len(renames) == 1, renames
+
+
+def _object(kind: str, namespace: str, name: str, value: int, status: bool = False) -> dict:
+    meta: dict = {"name": name, **({"namespace": namespace} if namespace else {})}
+    obj = {"apiVersion": "apps/v1" if kind == "Deployment" else "v1", "kind": kind, "metadata": meta, "data": {"x": value}}
+    if status:
+        obj["status"] = {"seen": value}
+        meta.update(uid=f"uid-{value}", resourceVersion=str(value), managedFields=[{"manager": str(value)}])
+    return obj
+
+
+IDENTITY = st.tuples(st.sampled_from(["ConfigMap", "Deployment"]), st.sampled_from(["", "shop", "cdn"]), st.sampled_from(["web", "api"]))
+SIDE = st.dictionaries(IDENTITY, st.integers(0, 2), max_size=6)
+
+
+@settings(max_examples=100, deadline=None)
+@given(base=SIDE, head=SIDE, written=st.booleans())
+def test_each_object_on_either_side_is_said_once_by_its_whole_identity(base: dict, head: dict, written: bool) -> None:
+    """Objects are told apart by apiVersion, kind, namespace and name (the same name in a second
+    namespace, or of a second kind, is another object): each object on the base side only is removed,
+    on the pull request's side only added, on both with other content changed, with the same content
+    not shown; and what the API server writes (status, uid, managed fields...) on one side changes nothing."""
+    old = [_object(*k, v, status=written) for k, v in base.items()]
+    new = [_object(*k, v) for k, v in head.items()]
+    [app] = compare({"app": Side(old, [])}, {"app": Side(new, [])})
+    said = _said(app)
+    expected = sorted([("removed", k) for k in base.keys() - head.keys()] + [("added", k) for k in head.keys() - base.keys()]
+                      + [("changed", k) for k in base.keys() & head.keys() if base[k] != head[k]])
+    assert said == expected, app.changes
+    assert all(c.old is not None and c.old[:2] == c.key[:2] for c in app.changes if c.action == "renamed"), app.changes
+    [back] = compare({"app": Side(new, [])}, {"app": Side(old, [])})
+    swap = {"added": "removed", "removed": "added", "changed": "changed"}
+    assert sorted((swap[action], key) for action, key in _said(back)) == said, "the other way round, added is removed"
+
+
+def _said(app: AppPreview) -> list[tuple[str, tuple[str, str, str]]]:
+    """(action, (kind, namespace, name)) of each object changed, a rename as its removal and its addition."""
+    said = [(c.action, c.key[1:]) for c in app.changes if c.action != "renamed"]
+    said += [(a, k[1:]) for c in app.changes if c.action == "renamed" and c.old for a, k in (("removed", c.old), ("added", c.key))]
+    return sorted(said)
+
+
+DIFF_LINE = st.text(alphabet="ab `|<\u00e9", min_size=0, max_size=120)
+
+
+@settings(max_examples=60, deadline=None)
+@given(apps=st.lists(st.tuples(st.lists(st.tuples(st.sampled_from("+- "), DIFF_LINE | st.sampled_from(["```", "  ````", "`````` "])),
+                                         min_size=1, max_size=60), st.sampled_from([0, 0, 0, 2, 150])),
+                    min_size=1, max_size=12),
+       limit=st.integers(2_000, 30_000))
+def test_any_comment_fits_its_limit_and_says_what_it_left_out(apps: list[tuple[list[tuple[str, str]], int]], limit: int) -> None:
+    """For any applications (diff lines long or short, holding backticks or markup, an application that
+    cannot be read among them) and any limit: the comment fits the limit, each section is closed, no
+    line of a diff closes its fence, and the lines shown plus the lines said to be left out are all of them."""
+    previews = []
+    for i, (lines, problems) in enumerate(apps):
+        key = ("v1", "ConfigMap", "ns", f"c{i}")
+        diff = ["--- base", "+++ pr", *[sign + line for sign, line in lines]]
+        previews.append(AppPreview(f"apps/{i}", [ObjectChange("changed", key, None, diff, "")] if not problems else [], [],
+                                   [("pr", f"apps/{i}/x.yaml:{n}:1: bad") for n in range(problems)]))
+    text = markdown_report(previews, "main", "0" * 40, "memcached-gitops preview --base main", limit=limit)
+    assert len(text) <= limit
+    assert text.count("<details>") == text.count("</details>")
+    shown = 0
+    for fence, body in re.findall(r"\n(`{3,})diff\n(.*?)\n\1\n", text, flags=re.S):
+        # CommonMark: a closing fence is up to 3 spaces, at least as many backticks as the opening, then spaces
+        assert not any(re.fullmatch(rf" {{0,3}}{fence}`* *", line) for line in body.split("\n")), "a diff line would close the fence"
+        shown += len(body.split("\n"))
+    shown += len(re.findall(r"^- pull request: <code>", text, flags=re.M))
+    total = sum(len(lines) + 2 if not problems else problems for lines, problems in apps)
+    said = re.search(r"and ([\d,]+) line\(s\) left out", text)
+    assert shown + (int(said[1].replace(",", "")) if said else 0) == total, (shown, said and said[0], total)
