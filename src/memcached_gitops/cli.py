@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -268,14 +269,17 @@ def _setup_logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
 
 
+#: A duration: a decimal number of ASCII digits and a unit, none for seconds (str.isdigit would take
+#: "²" and "٥" too, which float() refuses or reads as another number).
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ms|s|m|h)?")
+
+
 def _duration(text: str) -> float:
-    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
-    for unit in ("ms", "s", "m", "h"):
-        if text.endswith(unit) and text[: -len(unit)].replace(".", "", 1).isdigit():
-            return float(text[: -len(unit)]) * units[unit]
-    if text.replace(".", "", 1).isdigit():
-        return float(text)
-    raise _fail(f"invalid duration {text!r} (use e.g. 30s, 5m)")
+    units = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, None: 1}
+    match = _DURATION.fullmatch(text)
+    if match is None:
+        raise _fail(f"invalid duration {text!r} (use e.g. 30s, 5m)")
+    return float(match[1]) * units[match[2]]
 
 
 NamespaceOpt = Annotated[list[str] | None, typer.Option("--namespace", "-n", help="Only this namespace (repeatable; default all).")]

@@ -349,8 +349,6 @@ from hypothesis import strategies as st  # noqa: E402
 DURATION = r"(?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?P<unit>ms|s|m|h)?"
 
 
-@pytest.mark.xfail(strict=True, reason="--interval reads str.isdigit's digits: '²s' is a ValueError traceback, '٥' reads as 5 "
-                                        "(the fix: a fullmatch of ASCII digits)")
 @settings(max_examples=100, deadline=None)
 @given(text=st.one_of(
     st.builds(lambda n, u: n + u, st.from_regex(r"\A[0-9]{0,3}(\.[0-9]{0,2})?\Z"), st.sampled_from(["", "ms", "s", "m", "h"])),
