@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import IO, NamedTuple, NoReturn
 
 from . import kustomize
+from .digits import is_digits
 from .excerpt import excerpt
 from .kustomize_graph import GIT_DIR, in_git_dir
 from .links import real_path
@@ -77,7 +78,7 @@ def parse_size(text: str) -> int:
     """A byte count written as a Kubernetes quantity (``10M``, ``512Mi``, ``1G``) or plain bytes."""
     number = text.rstrip("kKMGTi")
     factor = _SUFFIX_FACTORS.get(text[len(number):])
-    if not number.isdigit() or factor is None:
+    if not is_digits(number) or factor is None:
         raise ValueError(f"invalid size {excerpt(text)!r} (use e.g. 10M, 512Mi, 1G or a number of bytes)")
     return int(number) * factor
 

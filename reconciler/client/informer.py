@@ -38,6 +38,7 @@ from typing import Any
 
 from memcached_gitops.foundation.backoff import doubled
 from memcached_gitops.foundation.clocks import monotonic_seconds
+from memcached_gitops.foundation.digits import is_digits
 
 from .api import APIError, KubeAPI, WatchDropped, WatchSilent, collection_path, is_not_found
 
@@ -165,8 +166,7 @@ def key_of(obj: dict[str, Any]) -> Key:
 
 def _rv(obj: dict[str, Any] | None) -> int | None:
     value = str(((obj or {}).get("metadata") or {}).get("resourceVersion", ""))
-    # ASCII digits only: str.isdigit takes "²", which int() refuses (ValueError out of every compare)
-    return int(value) if value.isascii() and value.isdigit() else None
+    return int(value) if is_digits(value) else None
 
 
 class Store:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from memcached_gitops.foundation.digits import is_digits
 from memcached_gitops.foundation.excerpt import quote_value
 from memcached_gitops.schemas.list_rules import ListRules
 
@@ -101,7 +102,7 @@ def removal_patch(live: dict[str, Any], drifts: list[Drift]) -> list[dict[str, A
                 node = node[index]
         ops.append((pointer, node))
     patch: list[dict[str, Any]] = []
-    for pointer, value in sorted(ops, key=lambda o: [int(p) if p.isdigit() else p for p in o[0].split("/")], reverse=True):
+    for pointer, value in sorted(ops, key=lambda o: [int(p) if is_digits(p) else p for p in o[0].split("/")], reverse=True):
         patch += [{"op": "test", "path": pointer, "value": value}, {"op": "remove", "path": pointer}]
     return patch
 

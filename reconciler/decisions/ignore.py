@@ -36,6 +36,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from memcached_gitops.foundation.digits import is_digits
 from memcached_gitops.foundation.excerpt import quote_value
 from memcached_gitops.foundation.identities import IGNORE_PATHS_ANNOTATION
 from memcached_gitops.render.companions import COMPANIONS as COMPANION_KINDS
@@ -116,7 +117,7 @@ def _lookup(obj: Any, steps: Pointer) -> tuple[bool, Any]:
     for step in steps:
         if isinstance(obj, dict) and step in obj:
             obj = obj[step]
-        elif isinstance(obj, list) and step.isdigit() and int(step) < len(obj):
+        elif isinstance(obj, list) and is_digits(step) and int(step) < len(obj):
             obj = obj[int(step)]
         else:
             return False, None

@@ -38,6 +38,8 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
+from memcached_gitops.foundation.digits import is_digits
+
 from .ignore import Pointer
 
 #: The managers of a person's edits (Update operations): kubectl v1.37's names (transcripts README).
@@ -76,7 +78,7 @@ def split(tree: Tree, pointers: tuple[Pointer, ...]) -> tuple[Tree | None, Tree 
     moved: Tree = {}
     for key, child in tree.items():
         kind, _, name = key.partition(":")
-        below = tuple(p[1:] for p in pointers if (kind == "f" and p[0] == name) or (kind != "f" and p[0].isdigit()))
+        below = tuple(p[1:] for p in pointers if (kind == "f" and p[0] == name) or (kind != "f" and is_digits(p[0])))
         stays, goes = split(child, below)
         if stays is not None:
             kept[key] = stays

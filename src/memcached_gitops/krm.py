@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from memcached_gitops.foundation.digits import is_digits
 from memcached_gitops.foundation.excerpt import excerpt, type_and_length
 from memcached_gitops.foundation.yamlreader import recursion_room
 from memcached_gitops.schemas import Validator
@@ -79,7 +80,7 @@ def transform(resource_list: dict[str, Any], validator: Validator, image: str) -
             if file and file != "functionConfig":
                 entry["file"] = {"path": excerpt(file)}
                 index = _annotation(obj, INDEX_ANNOTATIONS)
-                if index is not None and str(index).isdigit():
+                if index is not None and is_digits(str(index)):
                     entry["file"]["index"] = int(index)
             results.append(entry)
     # an item that is no object (a scalar, a list) is no resource: its result describes it by type and

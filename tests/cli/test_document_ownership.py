@@ -181,15 +181,16 @@ def test_a_configmap_function_config_without_an_image_keeps_the_default_image() 
 
 def test_a_results_file_index_is_given_only_when_the_annotation_is_a_number() -> None:
     """A result names its item's file from the path annotation, and its index only when the index
-    annotation is a whole number (the specification's ``file.index``); any other value is left out."""
+    annotation is a whole number of ASCII digits (the specification's ``file.index``); any other value,
+    another script's digits included, is left out."""
     def item(index: str) -> dict:
         notes = {"config.kubernetes.io/path": "apps/c.yaml", "config.kubernetes.io/index": index}
         return {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "c", "annotations": notes},
                 "spec": {"size": 9}}
 
     files = [transform({"items": [item(index)]}, Validator(crd_named("builtin")), "memcached:1.6.29")[0]["results"][0]["file"]
-             for index in ("2", "second", "-1")]
-    assert files == [{"path": "apps/c.yaml", "index": 2}, {"path": "apps/c.yaml"}, {"path": "apps/c.yaml"}]
+             for index in ("2", "second", "-1", "\u00b2", "\u0663")]
+    assert files == [{"path": "apps/c.yaml", "index": 2}] + [{"path": "apps/c.yaml"}] * 4
 
 
 @pytest.mark.parametrize(("extra", "failed"), [

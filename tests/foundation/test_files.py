@@ -132,7 +132,7 @@ def test_sizes_are_kubernetes_quantities(text: str, size: int) -> None:
     assert parse_size(text) == size
 
 
-@pytest.mark.parametrize("text", ["", "M", "10m", "1.5M", "-1", "10 M", "10MB", "Mi10", "ten", "1K", "1ki"])
+@pytest.mark.parametrize("text", ["", "M", "10m", "1.5M", "-1", "10 M", "10MB", "Mi10", "ten", "1K", "1ki", "\u00b2M", "\u0661\u0660"])
 def test_a_size_that_is_no_quantity_is_refused(text: str) -> None:
     with pytest.raises(ValueError, match="^invalid size .*use e.g. 10M, 512Mi, 1G or a number of bytes"):
         parse_size(text)

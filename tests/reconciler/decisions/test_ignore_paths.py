@@ -328,6 +328,19 @@ def test_a_pointer_through_a_list_carries_the_live_value_and_one_at_a_list_item_
     assert out["spec"]["template"]["spec"]["containers"] == [{"name": "memcached", "image": "memcached:2", "args": ["-v"]}]
 
 
+@pytest.mark.parametrize("index", ["\u00b2", "\u0660", "\uff10"])
+def test_a_list_index_is_ascii_digits_and_any_other_step_through_a_list_is_not_followed(index: str) -> None:
+    """A step through a list is an array index (RFC 6901: ASCII digits). Another script's digit, which
+    str.isdigit takes and int() refuses or reads as a number, names no item: the pointer is not
+    followed, and the rest of the CR is served."""
+    desired = {"spec": {"template": {"spec": {"containers": [{"name": "memcached", "image": "memcached:1"}]}}}}
+    live = {"metadata": {"managedFields": []},
+            "spec": {"template": {"spec": {"containers": [{"name": "memcached", "image": "memcached:2"}]}}}}
+    containers = ("spec", "template", "spec", "containers")
+    out = follow(desired, live, (containers + (index, "image"), ("spec", "replicas")), "memcached-gitops")
+    assert out == desired and out is not desired
+
+
 def test_follow_handles_every_pointer_past_one_it_cannot_follow_and_never_aliases_the_live_object() -> None:
     """The live object is the informers' cache, shared and compacted: what our apply carries is a copy."""
     desired = {"metadata": {"labels": {"x": "ours"}},
