@@ -118,9 +118,9 @@ def _patch_failed(cause: str) -> APIError:
 
 
 def _index(items: list[Any], token: str, adding: bool = False) -> int:
-    """A list index as RFC 6902 takes it: digits only (Python's ``-1`` is no index), within the list
-    (one past its end where an add inserts)."""
-    if not token.isdigit() or int(token) > len(items) - (0 if adding else 1):
+    """A list index as RFC 6902 takes it: ASCII digits only (Python's ``-1`` is no index, nor is "²",
+    which str.isdigit takes), within the list (one past its end where an add inserts)."""
+    if not (token.isascii() and token.isdigit()) or int(token) > len(items) - (0 if adding else 1):
         raise IndexError(token)
     return int(token)
 
