@@ -16,6 +16,9 @@ from typing import Any, NamedTuple
 from memcached_gitops.foundation.identities import KIND
 from memcached_gitops.foundation.yamlreader import YAMLInputError, iter_documents
 
+from .patterns import PatternError
+from .to_jsonschema import to_json_schema
+
 CRD_FILE = "memcached-crd.yaml"
 # The shipped CRD parsed once, as JSON: loading it takes a fraction of a millisecond where the
 # kubectl-faithful YAML loader takes several, and every run of render and validate starts with it
@@ -146,6 +149,10 @@ def _from_document(doc: dict[str, Any], source: str) -> CRD:
         if not schema:
             raise CRDError(f"{source}: version {name!r} has no openAPIV3Schema")
         status = "status" in (_typed(v, "subresources", dict, f"{where}.subresources", source) or {})
+        try:  # the API server refuses a CRD whose pattern is no RE2 (apiextensions validation.go)
+            to_json_schema(schema, where=f"{where}.schema.openAPIV3Schema")
+        except PatternError as exc:
+            raise CRDError(f"{source}: {exc}") from None
         versions[name] = Version(name=name, schema=schema, status_subresource=status)
     if not group or not kind or not versions:
         raise CRDError(f"{source}: the CRD needs spec.group, spec.names.kind and a served version with a schema")

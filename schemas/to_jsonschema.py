@@ -17,12 +17,19 @@ that decide verdicts, each translated here the way the API server reads the CRD:
   so this only matters to editors and other consumers of ``memcached-gitops schema``);
 - the root always admits ``apiVersion``, ``kind`` and ``metadata`` (ObjectMeta is validated by
   objectmeta.py; the CRD may only constrain ``metadata.name`` and ``metadata.generateName``);
-- ``x-kubernetes-validations`` (CEL) are not JSON Schema; cel_rules.py evaluates them.
+- ``pattern`` is RE2 (Go's regexp, as the API server compiles it); patterns.py writes it in the
+  dialect of the engine that runs the schema (``ecma``: jsonschema-rs and editors; ``python``: the
+  ``jsonschema`` package). Where that changes its text, the CRD's own pattern is kept after
+  PATTERN_COMMENT for the messages, which quote it as the server does. A pattern the server would
+  refuse (or that cannot be written for the engine) raises PatternError naming the field.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+from .patterns import PatternError, translate
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 INT_FORMATS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
@@ -33,6 +40,9 @@ FORMAT_COMMENT = "format "  # marks the allOf member that carries a format's bou
 #: (swag.IsFloat64AJSONInteger), so to the server they are "number", not "integer". Its text after
 #: the marker is the types the message names ("integer", "integer,string").
 JSON_INTEGER_COMMENT = "json integer "
+#: marks the CRD's own pattern, where the one written for the engine differs
+PATTERN_COMMENT = "RE2 pattern "
+ROOT_PATH = "openAPIV3Schema"
 
 _COPIED = (
     "description", "title", "default", "enum", "pattern", "minLength", "maxLength", "minItems",
@@ -40,14 +50,32 @@ _COPIED = (
 )
 
 
-def to_json_schema(schema: dict[str, Any], title: str | None = None) -> dict[str, Any]:
-    """The JSON Schema for a whole resource of this CRD version."""
-    out = {"$schema": DIALECT, **({"title": title} if title else {}), **_convert(schema, root=True)}
+def to_json_schema(schema: dict[str, Any], title: str | None = None, regex: str = "ecma",
+                   where: str = ROOT_PATH) -> dict[str, Any]:
+    """The JSON Schema for a whole resource of this CRD version, its patterns in the ``regex``
+    dialect (patterns.DIALECTS); ``where`` is the schema's field path in PatternError messages."""
+    out = {"$schema": DIALECT, **({"title": title} if title else {}), **_convert(schema, regex, where, root=True)}
     return out
 
 
-def _convert(s: dict[str, Any], root: bool = False) -> dict[str, Any]:
+def _pattern(pattern: Any, regex: str, where: str) -> dict[str, Any]:
+    if not isinstance(pattern, str):
+        return {"pattern": pattern}
+    try:
+        written = translate(pattern, regex)
+    except PatternError as exc:
+        if str(exc).startswith("error parsing regexp"):  # the API server refuses the CRD (apiextensions validation.go)
+            raise PatternError(f"{where}.pattern: Invalid value: {json.dumps(pattern)}: must be a valid regular "
+                               f"expression, but isn't: {exc}") from None
+        raise PatternError(f"{where}.pattern: Unsupported value: {json.dumps(pattern)}: a valid RE2 pattern that "
+                           f"cannot be checked here: {exc}") from None
+    return {"pattern": written} if written == pattern else {"pattern": written, "$comment": PATTERN_COMMENT + pattern}
+
+
+def _convert(s: dict[str, Any], regex: str, where: str, root: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {k: s[k] for k in _COPIED if k in s}
+    if "pattern" in s:
+        out.update(_pattern(s["pattern"], regex, where))  # in its place among the copied keywords
     nullable = bool(s.get("nullable"))
     types: list[str] = ["integer", "string"] if s.get("x-kubernetes-int-or-string") else (
         [s["type"]] if "type" in s else []
@@ -61,7 +89,7 @@ def _convert(s: dict[str, Any], root: bool = False) -> dict[str, Any]:
         if bound in s:
             exclusive = "exclusive" + bound[0].upper() + bound[1:]
             out[exclusive if s.get(exclusive) is True else bound] = s[bound]
-    all_of = [_convert(x) for x in s.get("allOf", [])]
+    all_of = [_convert(x, regex, f"{where}.allOf[{i}]") for i, x in enumerate(s.get("allOf", []))]
     fmt = s.get("format")
     if fmt:
         out["format"] = fmt
@@ -76,12 +104,12 @@ def _convert(s: dict[str, Any], root: bool = False) -> dict[str, Any]:
         out["allOf"] = all_of
     for key in ("anyOf", "oneOf"):
         if key in s:
-            out[key] = [_convert(x) for x in s[key]]
+            out[key] = [_convert(x, regex, f"{where}.{key}[{i}]") for i, x in enumerate(s[key])]
     if "not" in s:
-        out["not"] = _convert(s["not"])
+        out["not"] = _convert(s["not"], regex, f"{where}.not")
     if "items" in s:
-        out["items"] = _convert(s["items"])
-    props = {k: _convert(v) for k, v in (s.get("properties") or {}).items()}
+        out["items"] = _convert(s["items"], regex, f"{where}.items")
+    props = {k: _convert(v, regex, f"{where}.properties[{k}]") for k, v in (s.get("properties") or {}).items()}
     embedded = bool(s.get("x-kubernetes-embedded-resource"))
     if root or embedded:
         props.setdefault("apiVersion", {"type": "string"})
@@ -92,7 +120,7 @@ def _convert(s: dict[str, Any], root: bool = False) -> dict[str, Any]:
         out["properties"] = props
     additional = s.get("additionalProperties")
     if isinstance(additional, dict):
-        out["additionalProperties"] = _convert(additional)
+        out["additionalProperties"] = _convert(additional, regex, f"{where}.additionalProperties")
     elif s.get("type") == "object" and not s.get("x-kubernetes-preserve-unknown-fields") and additional is not True:
         if props or additional is False:
             out["additionalProperties"] = False

@@ -19,7 +19,7 @@ reference the tests hold it to, and is used when ``engine="jsonschema"`` is aske
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 from memcached_gitops.foundation.excerpt import excerpt, quote_value
@@ -29,7 +29,7 @@ from .crd import CRD, Version
 from .metadecode import decode_object_meta
 from .objectmeta import validate_object_meta
 from .structural import prune_and_default
-from .to_jsonschema import FORMAT_COMMENT, INT_FORMATS, JSON_INTEGER_COMMENT, to_json_schema
+from .to_jsonschema import FORMAT_COMMENT, INT_FORMATS, JSON_INTEGER_COMMENT, PATTERN_COMMENT, to_json_schema
 
 FieldPath = tuple[str | int, ...]
 
@@ -89,15 +89,15 @@ def _plural(count: Any, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def _valid_alternatives(schemas: list[Any], instance: Any) -> str:
-    """kube-openapi's oneOf detail (validate/schema_props.go): how many alternatives matched."""
-    import jsonschema_rs
-
-    valid = sum(1 for s in schemas if jsonschema_rs.Draft202012Validator(s).is_valid(instance))
+def _valid_alternatives(schemas: list[Any], instance: Any, is_valid: Callable[[Any, Any], bool]) -> str:
+    """kube-openapi's oneOf detail (validate/schema_props.go): how many alternatives matched, each
+    checked by the engine the schema's patterns were written for (``is_valid``)."""
+    valid = sum(1 for s in schemas if is_valid(s, instance))
     return "Found none valid" if valid == 0 else f"Found {valid} valid alternatives"
 
 
-def describe(keyword: str, limit: Any, instance: Any, where: str, subschema: dict[str, Any]) -> str:
+def describe(keyword: str, limit: Any, instance: Any, where: str, subschema: dict[str, Any], *,
+             is_valid: Callable[[Any, Any], bool]) -> str:
     """A schema failure in the API server's words.
 
     kube-openapi (pkg/validation/errors/schema.go) writes the detail; apiextensions-apiserver
@@ -108,6 +108,8 @@ def describe(keyword: str, limit: Any, instance: Any, where: str, subschema: dic
     oneOf, not, the format check) the problem keeps the field's path, so that it can be located.
     """
     comment = subschema.get("$comment", "")
+    if keyword == "pattern" and comment.startswith(PATTERN_COMMENT):
+        limit = comment.removeprefix(PATTERN_COMMENT)  # the CRD's pattern, not the engine's spelling of it
     if comment.startswith(FORMAT_COMMENT) and keyword in ("minimum", "maximum"):
         return _format_check(comment.removeprefix(FORMAT_COMMENT), where)
     if comment.startswith(JSON_INTEGER_COMMENT) and keyword in ("minimum", "maximum"):
@@ -139,7 +141,7 @@ def describe(keyword: str, limit: Any, instance: Any, where: str, subschema: dic
             "uniqueItems": f"{where} in body shouldn't contain duplicates",
         }[keyword]
         if keyword == "oneOf":
-            detail += ". " + _valid_alternatives(limit, instance)
+            detail += ". " + _valid_alternatives(limit, instance, is_valid)
         return f'Invalid value: "": {detail}'
     detail = {
         "maximum": f"should be less than or equal to {limit}",
@@ -247,11 +249,19 @@ def _owner_references_deduplicated(obj: dict[str, Any]) -> list[Problem]:
 class _RustEngine:
     """jsonschema-rs: compiled once per CRD version."""
 
+    REGEX = "ecma"  # patterns.DIALECTS: how the schema's patterns are written for it
+
     def __init__(self, schema: dict[str, Any]) -> None:
         import jsonschema_rs
 
         self.schema = schema
         self.validator = jsonschema_rs.Draft202012Validator(schema)
+
+    @staticmethod
+    def is_valid(schema: dict[str, Any], instance: Any) -> bool:
+        import jsonschema_rs
+
+        return bool(jsonschema_rs.Draft202012Validator(schema).is_valid(instance))
 
     def problems(self, instance: Any) -> Iterable[tuple[FieldPath, str, Any, Any, dict[str, Any]]]:
         if self.validator.is_valid(instance):
@@ -265,17 +275,25 @@ class _RustEngine:
 class _PythonEngine:
     """The reference: the ``jsonschema`` package."""
 
+    REGEX = "python"
+
     def __init__(self, schema: dict[str, Any]) -> None:
         import jsonschema
 
         self.validator = jsonschema.Draft202012Validator(schema)
+
+    @staticmethod
+    def is_valid(schema: dict[str, Any], instance: Any) -> bool:
+        import jsonschema
+
+        return bool(jsonschema.Draft202012Validator(schema).is_valid(instance))
 
     def problems(self, instance: Any) -> Iterable[tuple[FieldPath, str, Any, Any, dict[str, Any]]]:
         for err in self.validator.iter_errors(instance):
             yield tuple(err.absolute_path), str(err.validator), err.validator_value, err.instance, err.schema
 
 
-ENGINES = {"jsonschema-rs": _RustEngine, "jsonschema": _PythonEngine}
+ENGINES: dict[str, type[_RustEngine] | type[_PythonEngine]] = {"jsonschema-rs": _RustEngine, "jsonschema": _PythonEngine}
 
 
 #: kubectl apply's words for a generateName without a name (kubectl pkg/cmd/apply/apply.go).
@@ -301,7 +319,7 @@ class Validator:
 
     def _engine(self, version: Version) -> Any:
         if version.name not in self._engines:
-            self._engines[version.name] = self._engine_cls(to_json_schema(version.schema))
+            self._engines[version.name] = self._engine_cls(to_json_schema(version.schema, regex=self._engine_cls.REGEX))
         return self._engines[version.name]
 
     def claims(self, doc: Any) -> bool:
@@ -393,6 +411,6 @@ class Validator:
                 known = sub.get("properties") or {}
                 found.update(Problem(path + (n,), f'unknown field "{format_path(path + (n,))}"') for n in value if n not in known)
                 continue
-            found.add(Problem(path, describe(keyword, limit, value, format_path(path), sub)))
+            found.add(Problem(path, describe(keyword, limit, value, format_path(path), sub, is_valid=engine.is_valid)))
         # by path, then message: an array's items in index order, as kube-openapi checks them
         return sorted(found)

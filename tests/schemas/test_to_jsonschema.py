@@ -122,6 +122,15 @@ def test_an_embedded_resource_gets_the_resource_fields() -> None:
 ])
 def test_the_shipped_crd_schema_judges_specs_in_the_reference_engine(spec: dict, valid: bool) -> None:
     crd = load_crd()
-    schema = to_json_schema(crd.versions[crd.storage_version].schema)
+    schema = to_json_schema(crd.versions[crd.storage_version].schema, regex="python")
     cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "m"}, "spec": spec}
     assert jsonschema.Draft202012Validator(schema).is_valid(cr) is valid
+
+
+def test_a_pattern_is_written_for_the_engine_and_the_crds_own_is_kept_for_the_messages() -> None:
+    """RE2's ``\\d`` is ASCII and its ``$`` the end of the text: the ``jsonschema`` package (Python's
+    re) reads neither so, and takes ``\\Z`` for the end; schemas/patterns.py writes each engine's."""
+    assert field({"type": "string", "pattern": r"^\d+$"}) == {
+        "type": "string", "pattern": "^[0-9]+$", "$comment": r"RE2 pattern ^\d+$"}
+    python = to_json_schema({"type": "object", "properties": {"f": {"pattern": r"^\d+$"}}}, regex="python")
+    assert python["properties"]["f"] == {"pattern": r"^[0-9]+\Z", "$comment": r"RE2 pattern ^\d+$"}

@@ -1,0 +1,183 @@
+"""A CRD's ``pattern`` is judged as the API server judges it: Go's regexp (RE2 syntax).
+
+Each row of ``RE2_VERDICTS`` is a place where an engine, given the pattern as it is, reads it
+otherwise than RE2 (Go's regexp/syntax doc.go: Perl classes are ASCII, ``\\s`` is
+``[\\t\\n\\f\\r ]``, ``$`` is the end of the text, ``.`` refuses only ``\\n``) or refuses what RE2
+accepts. Every row is checked on both engines through the Validator, and against google-re2 (C++
+RE2, whose syntax Go's copies) where it is installed. The property draws short strings from the
+characters the engines disagree on and holds both engines to a model of RE2's classes.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from memcached_gitops.schemas import Validator
+from memcached_gitops.schemas.crd import CRDError, parse_crd
+from memcached_gitops.schemas.patterns import PatternError, translate
+
+ENGINES = ("jsonschema-rs", "jsonschema")
+
+#: (pattern, value, RE2's verdict): each a difference measured on jsonschema-rs 0.61 or Python's re
+RE2_VERDICTS = [
+    # \s is [\t\n\f\r ]: no \v, no U+00A0, no U+2028
+    (r"^\s$", "\v", False), (r"^\s$", "\u00a0", False), (r"^\s$", "\u2028", False), (r"^[\s]$", "\v", False),
+    (r"^\S$", "\v", True), (r"^[^\s]$", "\u00a0", True),
+    # \d, \w are ASCII
+    (r"^\d+$", "\u0663", False), (r"^\w+$", "é", False), (r"^\W$", "é", True), (r"^\D$", "\u0663", True),
+    # \b, \B: ASCII word boundaries
+    (r"a\b", "aé", True), (r"\bé", "é", False), (r"a\B", "aé", False), (r"^\B$", "", True),
+    # . is anything but \n
+    (r"^.$", "\r", True), (r"^.$", "\u2028", True), (r"^.$", "\u2029", True), (r"(?s)^.$", "\n", True),
+    # $ is the end of the text
+    (r"^a$", "a\n", False),
+    # RE2's own syntax
+    (r"a\z", "a", True), (r"^\pL$", "é", True), (r"^\PL$", "1", True), (r"^\pN$", "\u0663", True),
+    (r"^[\p{Lu}]$", "É", True),
+    (r"^[[:alpha:]]$", "a", True), (r"^[[:^alpha:]]$", "1", True), (r"^[[:space:]]$", "\v", True),
+    (r"^[[:word:]]$", "_", True),
+    (r"^\Qa.b\E$", "a.b", True), (r"^\Qa.b\E$", "axb", False),
+    (r"^\x{41}$", "A", True), (r"^\101$", "A", True), (r"^\0$", "\0", True), (r"^\a$", "\a", True),
+    (r"^(?<n>a)$", "a", True), (r"^a{,2}$", "a{,2}", True), (r"^{$", "{", True), (r"^a{2$", "a{2", True),
+    (r"(?i)a(?-i)b", "AB", False), (r"(?i)a(?-i)b", "Ab", True), (r"(?U)a+", "a", True),
+]
+
+#: patterns the API server refuses (apiextensions validation.go: regexp.Compile), with Go's reason
+RE2_REFUSES = [
+    ("a**", "invalid nested repetition operator: `**`"),
+    ("(?=a)", "invalid or unsupported Perl syntax: `(?=`"),
+    (r"(a)\1", r"invalid escape sequence: `\1`"),
+    (r"\y", r"invalid escape sequence: `\y`"),
+    (r"\C", r"invalid escape sequence: `\C`"),
+    ("a{1001}", "invalid repeat count: `{1001}`"),
+    ("[z-a]", "invalid character class range: `z-a`"),
+    ("(a", "missing closing ): `(a`"),
+    ("[a", "missing closing ]: `[a`"),
+    ("*", "missing argument to repetition operator: `*`"),
+    (r"\p{Foo}", r"invalid character class range: `\p{Foo}`"),
+]
+
+
+def crd(pattern: str) -> str:
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "s": {"type": "string", "pattern": pattern}}}}}
+    return json.dumps({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "names": {"kind": "Widget"}, "versions": [
+            {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}]}})
+
+
+@cache
+def validator(pattern: str, engine: str) -> Validator:
+    return Validator(parse_crd(crd(pattern), "my-crd.yaml"), engine=engine)
+
+
+def verdict(pattern: str, value: str, engine: str) -> bool:
+    outcome = validator(pattern, engine).validate(
+        {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"s": value}})
+    assert all(p.message.endswith(f"should match '{pattern}'") for p in outcome.errors), outcome.errors
+    return outcome.ok
+
+
+def re2_search(pattern: str, value: str) -> bool | None:
+    """C++ RE2's verdict (google-re2), None where it is not installed."""
+    try:
+        import re2  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return re2.search(pattern, value) is not None
+
+
+@pytest.mark.parametrize(("pattern", "value", "expected"), RE2_VERDICTS)
+def test_a_pattern_is_judged_as_re2_judges_it_by_both_engines(pattern: str, value: str, expected: bool) -> None:
+    assert re2_search(pattern, value) in (None, expected), "the table's verdict is RE2's"
+    assert {engine: verdict(pattern, value, engine) for engine in ENGINES} == dict.fromkeys(ENGINES, expected)
+
+
+@pytest.mark.parametrize(("pattern", "reason"), RE2_REFUSES)
+def test_a_pattern_re2_refuses_is_an_error_naming_the_field(pattern: str, reason: str) -> None:
+    with pytest.raises(CRDError) as caught:
+        parse_crd(crd(pattern), "my-crd.yaml")
+    field = "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[s].pattern"
+    assert str(caught.value) == (f"my-crd.yaml: {field}: Invalid value: {json.dumps(pattern)}: must be a valid "
+                                 f"regular expression, but isn't: error parsing regexp: {reason}")
+
+
+def test_a_unicode_script_is_refused_only_by_the_engine_that_cannot_read_it() -> None:
+    """Python's re has no script property: the reference engine says so; jsonschema-rs reads it."""
+    assert translate(r"\p{Greek}", "ecma") == r"\p{Script=Greek}"
+    assert verdict(r"^\p{Greek}$", "α", "jsonschema-rs") and not verdict(r"^\p{Greek}$", "a", "jsonschema-rs")
+    with pytest.raises(PatternError, match="Unicode script"):
+        verdict(r"^\p{Greek}$", "α", "jsonschema")
+
+
+def test_case_folding_is_go_s_simple_folding_applied_before_negation() -> None:
+    assert translate("(?i)k", "ecma") == "[Kk\u212a]"  # U+212A KELVIN SIGN
+    assert translate("(?i)i", "ecma") == "[Ii]"  # the dotless i folds only in Turkic rules
+    assert translate(r"(?i)\W", "python") == "[^0-9A-Z_a-z\u017f\u212a]"
+
+
+def test_what_reads_the_same_everywhere_is_written_as_it_was() -> None:
+    shipped = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+    assert translate(shipped, "ecma") == shipped
+    assert translate(shipped, "python") == shipped[:-1] + r"\Z"
+
+
+#: RE2's classes (doc.go), as sets of characters: the model the property holds both engines to
+WORD = set("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+MODEL = {
+    r"\s": set("\t\n\f\r "), r"\d": set("0123456789"), r"\w": WORD, ".": None,
+    "[[:space:]]": set("\t\n\v\f\r "), "[[:alpha:]]": WORD - set("0123456789_"),
+}
+TRICKY = ["\n", "\r", "\v", "\f", "\t", " ", "\u00a0", "\u2028", "\u0663", "é", "_", "a", "1"]
+
+
+def in_class(token: str, negated: bool, ch: str) -> bool:
+    members = MODEL[token]
+    inside = ch != "\n" if members is None else ch in members
+    return inside is not negated
+
+
+def negated_token(token: str) -> str:
+    if token.startswith("\\"):
+        return token.upper()
+    return r"\n" if token == "." else token.replace("[:", "[:^", 1)
+
+
+def at_boundary(value: str, i: int) -> bool:
+    return (i > 0 and value[i - 1] in WORD) != (i < len(value) and value[i] in WORD)
+
+
+@settings(max_examples=150, deadline=None)
+@given(token=st.sampled_from(sorted(MODEL)), negated=st.booleans(),
+       value=st.text(alphabet=st.sampled_from(TRICKY), max_size=4), engine=st.sampled_from(ENGINES))
+def test_re2_classes_anchors_and_boundaries_on_the_tricky_characters(token: str, negated: bool, value: str,
+                                                                      engine: str) -> None:
+    written = negated_token(token) if negated else token
+    expected = all(in_class(token, negated, ch) for ch in value)
+    assert verdict(f"^{written}*$", value, engine) is expected
+    assert verdict(r"\b", value, engine) is any(at_boundary(value, i) for i in range(len(value) + 1))
+    assert verdict(r"\B", value, engine) is not all(at_boundary(value, i) for i in range(len(value) + 1))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_oneof_of_patterns_counts_its_matches_with_the_engine_they_were_written_for(engine: str) -> None:
+    """kube-openapi's oneOf detail counts the alternatives that match: each is checked by the engine
+    whose dialect its patterns were written in (``$`` is ``\\Z`` to Python's re, no pattern to jsonschema-rs)."""
+    text = json.loads(crd("^x$"))
+    text["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["s"] = {
+        "type": "string", "oneOf": [{"pattern": "^a$"}, {"pattern": "^a|b$"}]}
+    check = Validator(parse_crd(json.dumps(text), "my-crd.yaml"), engine=engine)
+
+    def messages(value: str) -> list[str]:
+        outcome = check.validate({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"s": value}})
+        return [p.message for p in outcome.errors]
+
+    assert messages("b") == []
+    assert [m.rsplit(". ", 1)[-1] for m in messages("c")] == ["Found none valid"]
+    assert [m.rsplit(". ", 1)[-1] for m in messages("a")] == ["Found 2 valid alternatives"]
