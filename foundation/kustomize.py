@@ -21,6 +21,7 @@ one run has one deadline and a cap on its builds (``Builds``).
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -161,6 +162,8 @@ def _number(environ: Mapping[str, str], name: str, default: float) -> float:
         raise BuildRefused(f"{name}: not a number: {excerpt(text or '')!r}") from None
     if not value > 0:
         raise BuildRefused(f"{name}: must be more than 0, not {excerpt(text or '')!r}")
+    if value == math.inf:  # a count or a size of inf is no int (OverflowError out of the build)
+        raise BuildRefused(f"{name}: must be a finite number, not {excerpt(text or '')!r}")
     return value
 
 

@@ -163,7 +163,9 @@ def test_a_deadline_is_the_operators_number_or_the_default(value: str | None, ex
 
 
 @pytest.mark.parametrize(("value", "said"), [("soon", "not a number: 'soon'"), ("0", "must be more than 0, not '0'"),
-                                             ("-1", "must be more than 0, not '-1'"), ("nan", "must be more than 0, not 'nan'")])
+                                             ("-1", "must be more than 0, not '-1'"), ("nan", "must be more than 0, not 'nan'"),
+                                             ("inf", "must be a finite number, not 'inf'"),
+                                             ("1e999", "must be a finite number, not '1e999'")])
 def test_a_number_that_is_none_is_refused(value: str, said: str) -> None:
     with pytest.raises(BuildRefused) as caught:
         Builds(environ={DEADLINE_ENV: value}).deadline()
