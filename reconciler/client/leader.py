@@ -138,14 +138,16 @@ class LeaderElector:
             raise
 
     def _renew(self, now: dt.datetime) -> bool:
-        """The leader's fast path: one PUT of the Lease it holds (a 409 means someone else wrote it)."""
+        """The leader's fast path: one PUT of the Lease it holds. A 409 (someone else wrote it) or a 404
+        (someone deleted it) falls back to the slow path, which reads it and takes or creates it
+        (client-go's tryAcquireOrRenew: "falling back to slow path")."""
         assert self.lease is not None
         body = {**self.lease, "spec": {**self.lease["spec"], "renewTime": micro_time(now)}}
         try:
             self.lease = self.api.request("PUT", self.path, body=body, verb="update")
             return True
         except APIError as exc:
-            if not is_conflict(exc):
+            if not (is_conflict(exc) or is_not_found(exc)):
                 raise
             self.lease = None
             return False

@@ -209,6 +209,23 @@ def test_a_renewal_that_loses_a_race_rereads_the_lease(server: FakeAPIServer) ->
     assert first.elector.holder == "replica-2" and first.elector.lease is None
 
 
+def test_a_lease_deleted_under_its_leader_is_created_again_at_its_next_renewal(server: FakeAPIServer) -> None:
+    """A renewal answered 404 (someone deleted the Lease: an operator's cleanup, a namespace restored)
+    falls back to the slow path, as client-go's tryAcquireOrRenew falls back on any failed fast-path
+    update: the Lease is read, found absent and created again, so the replica still leads, and a
+    lone replica is never left renewing a Lease that no longer exists."""
+    leader = Leader(server)
+    leader.step(0.0)
+    assert leader.elector.is_leader()
+    leader.api.api.request("DELETE", leader.elector.path, verb="delete")
+    leader.api.sent.clear()
+    leader.clocks.now = 2.0
+    assert leader.elector.try_acquire_or_renew()
+    assert [m for m, _, _ in leader.api.sent] == ["PUT", "GET", "POST"]
+    lease = leader.api.api.request("GET", leader.elector.path)
+    assert lease["spec"]["holderIdentity"] == "replica-1" and leader.elector.lease == lease
+
+
 def test_a_holder_that_reads_its_own_lease_again_keeps_its_acquire_time_and_transitions(server: FakeAPIServer) -> None:
     """acquireTime says when the holder took the Lease: a renewal by that holder keeps it and the
     transitions, on the slow path too (a process restarted under the same identity, with no copy,
