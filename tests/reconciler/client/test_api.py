@@ -241,6 +241,21 @@ def test_the_kubeconfigs_token_and_server_reach_the_wire_on_requests_and_watches
         assert headers.get("accept") == "application/json" and headers.get("user-agent", "").startswith("memcached-gitops/")
 
 
+def test_each_request_and_watch_sends_the_token_the_configuration_holds_then(tmp_path: pathlib.Path) -> None:
+    """The kubernetes client refreshes a token when it is asked for one (``refresh_api_key_hook``: the in-cluster
+    loader re-reads the projected ServiceAccount token, an exec plugin runs again), so every request and every
+    WATCH asks for it afresh: a token rotated under a running process is the one sent from then on (the first
+    has expired: an API server answers it 401)."""
+    with _Recorder() as recorder:
+        api = KubeAPI.connect(kubeconfig=_kubeconfig(tmp_path / "config", {"k": f"http://127.0.0.1:{recorder.server_port}"}, "k"))
+        rotations = iter(["second", "third", "fourth"])
+        api.client.configuration.refresh_api_key_hook = lambda c: c.api_key.update(BearerToken=f"Bearer {next(rotations)}")
+        api.request("GET", "/api/v1/pods")
+        api.request("GET", "/api/v1/pods")
+        list(api.watch("/api/v1/pods", {}, 5.0))
+    assert [headers.get("authorization") for _, headers in recorder.seen] == ["Bearer second", "Bearer third", "Bearer fourth"]
+
+
 def test_a_proxys_text_answer_is_the_errors_words_cut_short_and_a_schema_mismatch_is_not_tried_again() -> None:
     """An answer that is not JSON (a proxy's or a load balancer's page) is the error's words, cut at 200
     characters for the CR's condition and the log, whether it was tried again or not; a 500 that says a
@@ -501,6 +516,30 @@ def test_a_context_given_is_the_cluster_talked_to_and_a_kubeconfig_given_must_lo
     with pytest.raises(Exception) as missing:
         KubeAPI.connect(kubeconfig=str(tmp_path / "absent"))
     assert "kube-config" in str(missing.value) and "Service host" not in str(missing.value), missing.value
+
+
+def test_without_a_kubeconfig_a_pod_talks_to_its_own_cluster_with_its_service_account(tmp_path: pathlib.Path,
+                                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no kubeconfig the configuration is the Pod's, as the kubernetes client's in-cluster loader reads it
+    (KUBERNETES_SERVICE_HOST and _PORT, the ServiceAccount's token and CA): the client built from it talks to that
+    server with that token, never to the library's default of http://localhost without one."""
+    from kubernetes import client
+    from kubernetes.config import incluster_config
+
+    token, ca = tmp_path / "token", tmp_path / "ca.crt"
+    token.write_text("sa-token")
+    ca.write_text("-----BEGIN CERTIFICATE-----\n")
+    monkeypatch.setattr(incluster_config, "SERVICE_TOKEN_FILENAME", str(token))
+    monkeypatch.setattr(incluster_config, "SERVICE_CERT_FILENAME", str(ca))
+    monkeypatch.setattr(client.Configuration, "_default", None)  # whatever a loader sets as the library's default goes with the test
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    configuration = KubeAPI.connect().client.configuration
+    assert (configuration.host, configuration.ssl_ca_cert) == ("https://10.96.0.1:443", str(ca))
+    bearer = configuration.auth_settings()["BearerToken"]
+    assert (bearer["in"], bearer["key"], bearer["value"]) == ("header", "authorization", "bearer sa-token")
 
 
 def test_no_answer_at_all_is_tried_again_like_a_503() -> None:

@@ -330,6 +330,39 @@ def test_a_delayed_key_wakes_the_delay_thread_that_sleeps_with_nothing_to_wait_f
     assert item is not None and item[0] == "second"
 
 
+def test_a_key_delayed_less_than_the_one_the_delay_thread_waits_for_comes_back_at_its_own_time() -> None:
+    """The delay thread sleeps until the earliest delayed key; a key added later with a shorter delay is the
+    earliest now and comes back at its own time, not at the other's (a key failing for ever at the 1000 s
+    cap never holds back another key's 5 ms retry)."""
+    q = WorkQueue()
+    q.add_after("later", 60.0)
+    waiting(q, 1)  # the delay thread sleeps until "later" is due
+    q.add_after("sooner", 0.01)
+    start = time.monotonic()
+    item = q.get(timeout=5)
+    assert item is not None and item[0] == "sooner" and time.monotonic() - start < 2
+    q.shut_down()
+
+
+def test_keys_that_come_due_together_each_wake_a_worker_of_their_own() -> None:
+    """Each delayed key that comes due wakes a worker, as ``add`` does: keys due at the same moment (the
+    retries after an outage) go to as many idle workers at once, none left queued while a worker sleeps."""
+    clock = ManualClock(1000.0)
+    q: WorkQueue[str] = WorkQueue(clock=clock, delay_thread=False)
+    got: list[object] = []
+    workers = [threading.Thread(target=lambda: got.append(q.get(timeout=5)), daemon=True) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    waiting(q, 3)
+    for key in "abc":
+        q.add_after(key, 1.0)
+    clock.advance(1.0)
+    assert q.release_due() is None
+    for worker in workers:
+        worker.join(10)
+    assert sorted(item[0] for item in got if item is not None) == ["a", "b", "c"]  # type: ignore[index]
+
+
 def test_the_observer_is_told_of_each_add_take_and_done_as_client_gos_metrics_are() -> None:
     """client-go's queue.go calls its metrics' add for a key newly queued (not one waiting already,
     but one held by a worker: it is queued again at done), get when a worker takes a key, done when
