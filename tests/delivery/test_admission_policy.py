@@ -299,6 +299,7 @@ POD_RULES = [
     ("node", _pod({"runtimeClassName": "unconfined"})),
     ("node", _pod({"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]})),
     ("node", _pod({"priorityClassName": "system-node-critical"})),
+    ("node", _pod({"priorityClassName": "system-cluster-critical"})),
     ("podLabels", lambda o: o["spec"]["template"]["metadata"]["labels"].update({"app.kubernetes.io/instance": "payments"})),
     ("images", _container({"image": "evil.example/memcached:1"})),
     ("images", _container({"image": "memcachedevil:1"})),
@@ -350,6 +351,22 @@ def test_a_digest_is_an_allowed_image_and_a_second_rule_is_named_too() -> None:
     pod(obj)["hostPID"] = True
     pod(obj)["automountServiceAccountToken"] = True
     assert admit("CREATE", obj) in (PODS + "token, hostPID", PODS + "hostPID, token")
+
+
+def test_a_write_the_policy_cannot_judge_is_refused_and_every_refusal_denies() -> None:
+    """The policy fails closed, as the API server reads it: a request whose evaluation errors (a
+    field the expressions read that the object lacks, a cost budget overrun by a huge object, a
+    rule an installer's patch broke) is refused (failurePolicy Fail, not Ignore), and the binding
+    turns every failed validation into a denial (Deny, not Warn or Audit alone). Otherwise a stolen
+    token writes anything whose evaluation it can make fail, and these cases' verdicts are advice."""
+    import yaml
+
+    assert policy()["spec"]["failurePolicy"] == "Fail"
+    [binding] = [d.value for d in iter_documents(POLICY_FILE.read_text()) if d.value["kind"] == "ValidatingAdmissionPolicyBinding"]
+    assert binding["spec"]["policyName"] == policy()["metadata"]["name"]
+    assert "Deny" in binding["spec"]["validationActions"]
+    built = yaml.safe_load((REPO / "kustomize/admission-policy/kustomization.yaml").read_text())
+    assert "policy.yaml" in built["resources"], "the install ships this policy and its binding"
 
 
 def test_nothing_is_written_in_the_system_namespaces() -> None:

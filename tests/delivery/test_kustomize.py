@@ -582,3 +582,15 @@ def test_a_cronjob_run_ends_before_the_next_is_due() -> None:
     period = int(minute[2:]) * 60
     assert cron["spec"]["concurrencyPolicy"] == "Forbid"
     assert 0 < cron["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] < period
+
+
+def test_a_failed_cronjob_run_is_not_run_again_before_the_next_is_due() -> None:
+    """reconcile --once exits 1 when a CR failed (a write refused for good, a routine outcome) and 2 when
+    the cycle could not run: the next scheduled run is the retry. The Job controller must not run the
+    Pod again within the period (its default backoffLimit is 6), or every such run re-applies each CR
+    and re-sends its Warning Events several times, and the Job ends as DeadlineExceeded, not as failed."""
+    for overlay in ("overlays/cronjob", "overlays/namespaced"):
+        [cron] = [o for o in build(K / overlay) if o["kind"] == "CronJob"]
+        job = cron["spec"]["jobTemplate"]["spec"]
+        assert job.get("backoffLimit") == 0, (overlay, job.get("backoffLimit"))
+        assert job["template"]["spec"]["restartPolicy"] == "Never", "no restart in place either"

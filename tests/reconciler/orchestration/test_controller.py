@@ -468,3 +468,21 @@ def test_the_printer_columns_fill_in_once_the_crd_can_be_read_without_a_restart(
         wait_for(lambda: condition(cluster, "a", "Ready"), what="the first status")
         wait_for(lambda: cr_status(cluster, "a").get("ready") == "0/1", what="the READY column, once the CRD is readable")
         assert cr_status(cluster, "a")["reason"]
+
+
+def test_the_crd_once_read_is_not_read_again_and_the_resync_keeps_its_interval(cluster: FakeAPIServer) -> None:
+    """The served CRD is read again only while it could not be read: once read (at the start or by a
+    retry), no more GETs of it every schema_retry, and no extra resync of every CR with them (the
+    resync's period is --interval's, never schema_retry's)."""
+    crd_path = "/customresourcedefinitions/memcacheds.cache.example.com"
+    cluster.faults.append(Fault(method="GET", path_contains=crd_path, status=403, times=1))
+    make_cr(cluster, "a")
+    settings = Settings(workers=1, resync=HOUR, watch_timeout=30, silence_grace=1, schema_retry=0.2)
+    with running(cluster, settings=settings) as controller:
+        wait_for(lambda: cr_status(cluster, "a").get("ready") == "0/1", what="the READY column, once the CRD is readable")
+        read = [r for r in cluster.log if r.method == "GET" and crd_path in r.path]
+        time.sleep(1.5)  # several schema_retry periods
+        again = [r for r in cluster.log if r.method == "GET" and crd_path in r.path]
+        resyncs = controller.resyncs
+    assert len(read) == 2 and len(again) == 2, "refused once, read once, then never again"
+    assert resyncs == 1, "one resync when the CRD became readable, none after"
