@@ -138,6 +138,23 @@ def test_the_first_hpa_by_name_owns_a_target_named_twice() -> None:
     assert autoscalers_by_target([hpa("z", "a"), hpa("b", "a"), hpa("c", "c")]) == {("ns", "a"): "b", ("ns", "c"): "c"}
 
 
+def test_each_other_manager_of_the_replicas_is_named_once() -> None:
+    """The managers that set the replicas (the REPLICAS-BY column, the Available message) name each
+    manager once, ours left out: one manager owns spec.replicas through two managedFields entries when
+    it wrote them by an apply and by an update (``kubectl apply --server-side``, then a kubectl write
+    with no field manager), and its subresource entry is another name (``kubectl (scale)``)."""
+    from memcached_gitops.reconciler.decisions.autoscalers import replicas_setters
+
+    def entry(manager: str, operation: str, subresource: str = "") -> dict:
+        return {"manager": manager, "operation": operation, "fieldsV1": {"f:spec": {"f:replicas": {}}}} | (
+            {"subresource": subresource} if subresource else {})
+
+    managed = [entry("memcached-gitops", "Apply"), entry("kubectl", "Apply"), entry("kubectl", "Update"),
+               entry("kubectl", "Update", "scale")]
+    assert replicas_setters({"metadata": {"managedFields": managed}}, "memcached-gitops") == "kubectl, kubectl (scale)"
+    assert replicas_setters({"metadata": {"managedFields": managed[:1]}}, "memcached-gitops") == ""
+
+
 def test_hand_off_drops_or_keeps_the_live_value_and_never_changes_its_input() -> None:
     desired = {"metadata": {"name": "a"}, "spec": {"replicas": 1, "template": {}}}
     ours = {"manager": "memcached-gitops", "operation": "Apply", "fieldsV1": {"f:spec": {"f:replicas": {}}}}

@@ -319,6 +319,25 @@ def test_an_older_crd_without_observed_generation_gets_no_500() -> None:
         assert condition(api, "a", "Available")["status"] == "True"
 
 
+def test_a_crd_that_cannot_be_read_gets_only_the_fields_every_crd_declares() -> None:
+    """The served CRD cannot be read (an RBAC without get on customresourcedefinitions): the status
+    carries only conditions and nodes, which every version of the CRD declares, so that an older one
+    (the tutorial's: no status.observedGeneration, transcripts 23, 24) still gets its conditions, not
+    an HTTP 500 for each status write and no status at all."""
+    tutorial = transcript("00")["exchanges"][0]["request"]["body"]
+    with FakeAPIServer(crd_texts=[tutorial]) as api:
+        api.faults.append(Fault(method="GET", path_contains="/customresourcedefinitions/", status=403, times=100))
+        make_cr(api, "a")
+        rec = reconciler_for(api)
+        rec.run_cycle()
+        DeploymentController(api).sync()
+        rec.run_cycle()
+        assert not rec.schema_known
+        assert not [r for r in api.log if r.status == 500]
+        assert set(cr_status(api, "a")) == {"conditions", "nodes"}
+        assert condition(api, "a", "Available")["status"] == "True"
+
+
 def test_stop_ends_the_cycle_after_the_current_cr(cluster: FakeAPIServer) -> None:
     for name in ("a", "b", "c"):
         make_cr(cluster, name)
