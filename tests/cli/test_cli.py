@@ -367,3 +367,13 @@ def test_a_duration_is_a_decimal_number_and_a_unit_else_a_usage_error(text: str)
         with pytest.raises(SystemExit) as refused:
             _duration(text)
         assert refused.value.code == 2, text
+
+
+def test_diff_of_invalid_input_is_an_error_never_drift(tmp_path: Path) -> None:
+    """diff exits 0 for no drift, 1 for drift and 2 for an error: a CR the API server would refuse is an
+    error, said before any cluster is asked, and never the 1 that a CI job reads as drift to apply."""
+    bad = tmp_path / "cr.yaml"
+    bad.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 9}\n")
+    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(tmp_path / "none"), str(bad)],
+                          capture_output=True, timeout=120)
+    assert proc.returncode == 2 and b"spec.size" in proc.stderr and proc.stdout == b"", proc.stderr

@@ -231,3 +231,14 @@ def test_only_kustomizes_own_group_is_passed_over_as_its_configuration(group: st
         assert len(result.passed_over) == 1 and result.others == [], result.passed_over
     else:
         assert result.passed_over == [] and [o["apiVersion"] for o in result.others] == [f"{group}/{version}"], result.findings
+
+
+@pytest.mark.parametrize("api_version", ["autoscaling/v1", "autoscaling/v2"])
+def test_every_version_the_server_serves_of_a_built_in_kind_is_mapped(api_version: str) -> None:
+    """A built-in kind is mapped in each group-version kube-apiserver serves it in (its discovery): a
+    HorizontalPodAutoscaler of autoscaling/v1, still served beside v2, is passed through unjudged as
+    kubectl sends it, never refused as a kind with no mapping."""
+    hpa = (f"apiVersion: {api_version}\nkind: HorizontalPodAutoscaler\nmetadata: {{name: h}}\n"
+           "spec: {maxReplicas: 2, scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: d}}\n")
+    result = process([("hpa.yaml", hpa)], Validator(crd_named("builtin")), DEFAULT_IMAGE)
+    assert not result.findings and [o["kind"] for o in result.others] == ["HorizontalPodAutoscaler"], result.findings

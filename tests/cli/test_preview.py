@@ -815,3 +815,25 @@ def test_any_comment_fits_its_limit_and_says_what_it_left_out(apps: list[tuple[l
     total = sum(len(lines) + 2 if not problems else problems for lines, problems in apps)
     said = re.search(r"and ([\d,]+) line\(s\) left out", text)
     assert shown + (int(said[1].replace(",", "")) if said else 0) == total, (shown, said and said[0], total)
+
+
+def test_each_sections_summary_counts_its_objects_of_every_kind() -> None:
+    """An application's collapsed section says how many objects each action touches, every kind counted
+    (as the table and the text summary count them): three Deployments changed are ``3 changed``."""
+    def change(action: str, kind: str, name: str) -> ObjectChange:
+        return ObjectChange(action, ("v1", kind, "ns", name), None, ["--- base", "+++ pr"], "")
+
+    app = AppPreview("apps/a", [change("changed", "Deployment", f"d{i}") for i in range(3)]
+                     + [change("added", "Service", f"s{i}") for i in range(2)] + [change("added", "ConfigMap", "c")], [], [])
+    text = markdown_report([app], "main", "0" * 40, "memcached-gitops preview --base main")
+    assert "<details><summary><code>apps/a</code>: 3 added, 3 changed</summary>" in text, text
+
+
+def test_a_cr_taken_with_a_warning_is_previewed_not_held_back(tmp_path: Path) -> None:
+    """A CR the API server takes with a warning (a status block, which it drops) is previewed as validate
+    and render take it: its change is shown and the exit code is 1 (changes), not 2 (input that cannot be read)."""
+    with_status = cr() + "status: {}\n"
+    repo = two_commits(tmp_path / "repo", {"apps/cache.yaml": with_status}, {"apps/cache.yaml": with_status.replace("size: 1", "size: 3")})
+    proc = preview(repo)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "cannot be read" not in proc.stdout and "spec.size: 1 -> 3" in proc.stdout, proc.stdout
