@@ -48,6 +48,8 @@ def test_a_program_is_found_on_absolute_entries_only(tmp_path: Path, monkeypatch
     assert find_program("tool") is None
     monkeypatch.delenv("PATH")
     assert find_program("sh") in ("/bin/sh", "/usr/bin/sh"), "no PATH: the system's default path"
+    monkeypatch.setenv("PATH", "")
+    assert find_program("sh") is None, "an empty PATH is set: no entry to look in (Go's LookPath), not the default"
 
 
 _ENTRIES = ["a", "b", "c", "d/e"]

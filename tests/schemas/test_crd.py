@@ -76,6 +76,8 @@ def test_status_is_a_subresource_only_when_the_version_says_so() -> None:
     with_status = {"name": "v1", "served": True, "storage": True, "schema": SCHEMA, "subresources": {"status": {}}}
     assert parsed(versions=[with_status]).versions["v1"].status_subresource is True
     assert parsed().versions["v1"].status_subresource is False
+    scale_only = {**with_status, "subresources": {"scale": {"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.size"}}}
+    assert parsed(versions=[scale_only]).versions["v1"].status_subresource is False, "a scale subresource is no status subresource"
 
 
 def test_version_of_reads_group_and_version_of_an_api_version() -> None:
