@@ -156,14 +156,16 @@ def parse_build_options(text: str | None) -> list[str]:
 
 def _number(environ: Mapping[str, str], name: str, default: float) -> float:
     text = environ.get(name)
+    if not text:
+        return default
     try:
-        value = float(text) if text else default
+        value = float(text)
     except ValueError:
-        raise BuildRefused(f"{name}: not a number: {excerpt(text or '')!r}") from None
+        raise BuildRefused(f"{name}: not a number: {excerpt(text)!r}") from None
     if not value > 0:
-        raise BuildRefused(f"{name}: must be more than 0, not {excerpt(text or '')!r}")
+        raise BuildRefused(f"{name}: must be more than 0, not {excerpt(text)!r}")
     if value == math.inf:  # a count or a size of inf is no int (OverflowError out of the build)
-        raise BuildRefused(f"{name}: must be a finite number, not {excerpt(text or '')!r}")
+        raise BuildRefused(f"{name}: must be a finite number, not {excerpt(text)!r}")
     return value
 
 

@@ -165,7 +165,7 @@ def key_of(obj: dict[str, Any]) -> Key:
 
 
 def _rv(obj: dict[str, Any] | None) -> int | None:
-    value = str(((obj or {}).get("metadata") or {}).get("resourceVersion", ""))
+    value = str(((obj or {}).get("metadata") or {}).get("resourceVersion"))  # absent: "None", no number
     return int(value) if is_digits(value) else None
 
 
