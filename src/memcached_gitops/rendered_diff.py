@@ -166,10 +166,33 @@ class Transform(NamedTuple):
 
 
 def transform_between(old: str, new: str) -> tuple[int, Transform]:
-    """The prefix/suffix change that turns ``old`` into ``new`` around their longest common run, and its length."""
-    match = difflib.SequenceMatcher(None, old, new, autojunk=False).find_longest_match(0, len(old), 0, len(new))
-    start_a, start_b, core = match.a, match.b, match.size
-    # "dev-cache" -> "prod-cache" is namePrefix "dev-" -> "prod-": a separator the core starts or ends with goes to the fixes
+    """The prefix/suffix change that turns ``old`` into ``new`` around their longest common core, and its length."""
+    return min(transforms_between(old, new), key=lambda c: (-c[0], c[1]))
+
+
+def transforms_between(old: str, new: str) -> set[tuple[int, Transform]]:
+    """Every prefix/suffix change around a common run of ``old`` and ``new`` that may be the longest core
+    once separators go to the fixes, with its core's length.
+
+    A separator the run starts or ends with goes to the fixes ("dev-cache" -> "prod-cache" is namePrefix
+    "dev-" -> "prod-"), so the longest run is not always the longest core: "a.aa" -> "aa.y" (namePrefix
+    "a." dropped, nameSuffix ".y" added) shares "a." as long as "aa". Every run within two characters of
+    the longest, wherever it occurs in either name, is a candidate."""
+    longest = difflib.SequenceMatcher(None, old, new, autojunk=False).find_longest_match(0, len(old), 0, len(new)).size
+    if longest == 0:
+        return {(0, Transform("", old, "", new))}
+    found = set()
+    for size in range(max(longest - 2, 1), longest + 1):
+        for start_a in range(len(old) - size + 1):
+            start_b = new.find(old[start_a:start_a + size])
+            while start_b != -1:
+                found.add(_around(old, new, start_a, start_b, size))
+                start_b = new.find(old[start_a:start_a + size], start_b + 1)
+    return found
+
+
+def _around(old: str, new: str, start_a: int, start_b: int, core: int) -> tuple[int, Transform]:
+    """The change around a common run, a separator it starts or ends with given to the fixes."""
     if core > 1 and old[start_a] in SEPARATORS and (start_a or start_b):
         start_a, start_b, core = start_a + 1, start_b + 1, core - 1
     end_a, end_b = start_a + core, start_b + core
@@ -212,7 +235,7 @@ def find_renames(removed: dict[Key, Any], added: dict[Key, Any], cr_kind: str = 
 def _best_transform(first: Key, removed: dict[Key, Any], added: dict[Key, Any],
                     cr_kind: str) -> tuple[Transform, list[tuple[Key, Key]]] | None:
     found = {(core, transform._replace(old_namespace=first[2], new_namespace=a[2]))
-             for a in added if a[:2] == first[:2] for core, transform in [transform_between(first[3], a[3])]}
+             for a in added if a[:2] == first[:2] for core, transform in transforms_between(first[3], a[3])}
     candidates = sorted(found, key=lambda c: (-c[0], c[1]))
     for core, transform in candidates[:MAX_CANDIDATES]:
         if core == 0:

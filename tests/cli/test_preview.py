@@ -670,7 +670,7 @@ def test_the_command_a_cut_comment_names_runs_the_same_preview_in_a_shell(tmp_pa
 
 # --- the comparison's rules over any objects (hypothesis) ---
 
-from hypothesis import given, settings  # noqa: E402
+from hypothesis import example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from memcached_gitops.rendered_diff import changed_fields, transform_between  # noqa: E402
@@ -725,6 +725,7 @@ CORE_NAMES = st.lists(st.text(alphabet="abcxyz", min_size=2, max_size=6), min_si
 
 
 @settings(max_examples=100, deadline=None)
+@example(cores=["aa", "ba"], old_fix=("a.", ""), new_fix=("", ".y"), namespaces=("", ""))  # "a." as long a run as "aa"
 @given(cores=CORE_NAMES, old_fix=st.tuples(st.sampled_from(["", "dev-", "a."]), st.sampled_from(["", "-v1", ".x"])),
        new_fix=st.tuples(st.sampled_from(["", "prod-", "b."]), st.sampled_from(["", "-v2", ".y"])),
        namespaces=st.tuples(st.sampled_from(["", "team1"]), st.sampled_from(["", "team1", "team2"])))
