@@ -159,6 +159,22 @@ def test_promtool_unit_tests_fire_each_alert_and_leave_it_quiet(tmp_path: Path, 
 
 
 @needs_promtool
+def test_a_failover_within_the_lease_never_pages_no_leader(tmp_path: Path) -> None:
+    """A leader killed without releasing its Lease (an OOM kill, a node lost): no replica leads until the
+    Lease expires (15 s), its series goes stale, the standby leads a minute later. That is the design
+    working, not an outage: MemcachedNoLeader stays quiet at every evaluation through it."""
+    series = [{"series": 'leader_election_master_status{name="memcached-gitops-leader",pod="a"}', "values": "1 1 1 0 _x6"},
+              {"series": 'leader_election_master_status{name="memcached-gitops-leader",pod="b"}', "values": "0 0 0 0 1x6"}]
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": RULES["spec"]["groups"]}))
+    unit = tmp_path / "unit.yaml"
+    unit.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": [
+        {"interval": "1m", "input_series": series, "alert_rule_test": [
+            {"eval_time": f"{minute}m", "alertname": "MemcachedNoLeader", "exp_alerts": []} for minute in range(11)]}]}))
+    proc = subprocess.run([PROMTOOL, "test", "rules", str(unit)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@needs_promtool
 def test_the_degraded_alert_fires_once_per_cr_whatever_replicas_and_conditions_export_it(tmp_path: Path) -> None:
     """Every replica (the leader and each standby) exports the conditions of the CRs it caches, and a
     Degraded CR is Stalled beside it for most reasons: MemcachedDegraded still fires, once for the CR,
