@@ -509,6 +509,14 @@ def test_what_kubectl_or_a_controller_writes_is_left_out_even_alone(annotation: 
     [changed] = compare({"app": Side([configmap("{\"old\": 1}")], [])}, {"app": Side([configmap("{\"new\": 2}", "2")], [])})
     [change] = changed.changes
     assert change.action == "changed" and annotation not in change.diff and "team" not in change.diff, change.diff
+    # that annotation alone on one side, no annotations on the other: the same object
+    alone = configmap("{}")
+    alone["metadata"]["annotations"] = {annotation: "{}"}
+    bare = configmap("{}")
+    del bare["metadata"]["annotations"]
+    for old, new in ((alone, bare), (bare, alone)):
+        [same] = compare({"app": Side([old], [])}, {"app": Side([new], [])})
+        assert same.changes == [], same.changes
 
 
 def test_an_object_is_traced_to_a_cr_only_when_we_made_it() -> None:
