@@ -193,6 +193,29 @@ def test_a_results_file_index_is_given_only_when_the_annotation_is_a_number() ->
     assert files == [{"path": "apps/c.yaml", "index": 2}] + [{"path": "apps/c.yaml"}] * 4
 
 
+@pytest.mark.parametrize("prefix", ["internal.config.kubernetes.io/", "config.kubernetes.io/"])
+def test_a_results_file_is_read_from_the_current_or_the_legacy_annotations_alone(prefix: str) -> None:
+    """kyaml names an item's file and index ``internal.config.kubernetes.io/path`` and ``/index``; older
+    orchestrators write only the legacy ``config.kubernetes.io/`` names. Either set alone gives the
+    result its file and its index."""
+    notes = {prefix + "path": "apps/c.yaml", prefix + "index": "1"}
+    item = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "c", "annotations": notes},
+            "spec": {"size": 9}}
+    [result] = transform({"items": [item]}, Validator(crd_named("builtin")), "memcached:1.6.29")[0]["results"]
+    assert result["file"] == {"path": "apps/c.yaml", "index": 1}, result
+
+
+def test_an_invalid_function_config_is_reported_without_a_file_it_never_came_from() -> None:
+    """In generator mode the Memcached is the functionConfig (kustomize's ``generators:`` entry, kpt's
+    ``configPath``), which is no item of any file: its error result names the resource and its field,
+    and no ``file`` (the orchestrator would show the user a file called ``functionConfig``)."""
+    config = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "c"}, "spec": {"size": 9}}
+    out, failed = transform({"items": [], "functionConfig": config}, Validator(crd_named("builtin")), "memcached:1.6.29")
+    [result] = out["results"]
+    assert failed and result["severity"] == "error" and result["resourceRef"]["name"] == "c", out
+    assert "file" not in result, result
+
+
 @pytest.mark.parametrize(("extra", "failed"), [
     ({"status": {"nodes": []}}, False),
     ({"status": {"nodes": []}, "spec": {"size": -1}}, True),
