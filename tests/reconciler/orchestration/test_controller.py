@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from memcached_gitops.foundation.clocks import SYSTEM_CLOCK, Monotonic, WallTime
 from memcached_gitops.reconciler.client.informer import Kind
 from memcached_gitops.reconciler.decisions.fights import FightDetector
 from memcached_gitops.reconciler.orchestration.controller import Controller, Settings
@@ -486,3 +487,39 @@ def test_the_crd_once_read_is_not_read_again_and_the_resync_keeps_its_interval(c
         resyncs = controller.resyncs
     assert len(read) == 2 and len(again) == 2, "refused once, read once, then never again"
     assert resyncs == 1, "one resync when the CRD became readable, none after"
+
+
+class _StalledClock:
+    """The system's clocks, the monotonic one moved forward at once by ``stall`` (a paused VM, a node
+    suspended, a CPU-throttled container: the process runs again long after it last looked)."""
+
+    def __init__(self) -> None:
+        self.stall = 0.0
+
+    def monotonic(self) -> Monotonic:
+        return Monotonic(SYSTEM_CLOCK.monotonic().seconds + self.stall)
+
+    def wall(self) -> WallTime:
+        return SYSTEM_CLOCK.wall()
+
+
+def test_after_a_stall_of_many_periods_the_resync_runs_once_and_keeps_its_period(cluster: FakeAPIServer) -> None:
+    """A resync is due one period after the last one ran, not after the last one was due: a process that
+    wakes from a stall of ten periods resyncs once (every CR queued once), never ten times in a row."""
+    make_cr(cluster, "a")
+    clock = _StalledClock()
+    controller = Controller(Reconciler(client(cluster), load_crd(), Options()), Metrics(), None,
+                            Settings(workers=1, resync=60.0, watch_timeout=30, silence_grace=1), clock=clock)
+    thread = threading.Thread(target=controller.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: controller.metrics.ready, what="the first sync")
+        settle(cluster)
+        before = controller.resyncs
+        clock.stall += 600.0
+        wait_for(lambda: controller.resyncs > before, what="the resync due after the stall")
+        time.sleep(2.5)  # the run loop looks at least once a second
+        assert controller.resyncs == before + 1
+    finally:
+        controller.stop.set()
+        thread.join(30)
