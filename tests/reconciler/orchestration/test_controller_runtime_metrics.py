@@ -401,3 +401,23 @@ def test_each_outcome_counts_its_fields_by_kind_and_its_refused_writes_by_code(
             assert metrics.value("memcached_gitops_errors_total", {"reason": action.value}) == (action in FAILURES)
             assert metrics.value("controller_runtime_reconcile_total",
                                  {"controller": CONTROLLER, "result": "error"}) == (action is Action.FAILED)
+
+
+def test_every_seconds_histogram_resolves_a_latency_within_a_factor_of_ten() -> None:
+    """Every histogram exported in seconds has its bucket bounds in seconds: a latency from 10 ms to 10 s
+    falls in a bucket whose bound is at most ten times it, so the quantiles the dashboard computes
+    (histogram_quantile) are of the latency's order, never a bound in another unit."""
+    metrics = Metrics()
+    # the labelled histograms export their buckets once their controller's series exists
+    for labelled in (metrics.reconcile_time.labels(CONTROLLER), metrics.workqueue.latency.labels(CONTROLLER, CONTROLLER),
+                     metrics.workqueue.work.labels(CONTROLLER, CONTROLLER)):
+        labelled.observe(0)
+    bounds: dict[str, list[float]] = {}
+    for family in metrics.registry.collect():
+        for sample in family.samples:
+            if family.type == "histogram" and family.name.endswith("_seconds") and sample.name.endswith("_bucket"):
+                bounds.setdefault(family.name, []).append(float(sample.labels["le"]))
+    assert len(bounds) == 6, sorted(bounds)
+    for name, les in bounds.items():
+        for latency in (0.01, 0.1, 1.0, 10.0):
+            assert min(le for le in les if le >= latency) <= 10 * latency, (name, latency, sorted(les))
