@@ -330,11 +330,27 @@ def test_the_deployment_overlay_wires_kubebuilders_layout_and_grants_exactly_the
         assert granted == set(cluster.authorized_requests), "every grant used, nothing more asked"
 
 
+#: where the kubelet mounts a Pod's service account token: Prometheus' own, in its Pod
+SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+
+
+def _prometheus_authorization(endpoint: dict, token: str) -> dict[str, str]:
+    """The Authorization header Prometheus sends for a ServiceMonitor endpoint (the fields of the vendored
+    monitoring.coreos.com_servicemonitors.yaml): ``bearerTokenFile`` read in Prometheus' Pod (its own
+    service account token, ``token`` here, at the kubelet's mount path), ``authorization`` or
+    ``bearerTokenSecret`` from a Secret (``token`` again); none of them, no header at all."""
+    if endpoint.get("bearerTokenFile") == SERVICE_ACCOUNT_TOKEN or endpoint.get("bearerTokenSecret"):
+        return {"Authorization": f"Bearer {token}"}
+    if (endpoint.get("authorization") or {}).get("credentials"):
+        return {"Authorization": f"{endpoint['authorization'].get('type', 'Bearer')} {token}"}
+    return {}
+
+
 def test_prometheus_scrapes_the_shipped_deployment_as_the_shipped_servicemonitor_says(cluster, tmp_path: Path) -> None:
     """The Deployment overlay with the ServiceMonitor component, built by the real kubectl: the
     reconciler started with the container's own args (its ports moved to free ones), and scraped as
     Prometheus reads the ServiceMonitor (the endpoint's scheme and path, its port name through the
-    Service to the container's port, the bearer token, insecureSkipVerify): 200 and our series."""
+    Service to the container's port, the credentials it names, insecureSkipVerify): 200 and our series."""
     from tests.support.fakecluster import write_kubeconfig
     from tests.support.kustomize import KUBECTL, K, build
 
@@ -367,7 +383,7 @@ def test_prometheus_scrapes_the_shipped_deployment_as_the_shipped_servicemonitor
         conn = (http.client.HTTPSConnection("127.0.0.1", port, context=ssl._create_unverified_context(), timeout=10)  # noqa: S323
                 if endpoint["scheme"] == "https" else http.client.HTTPConnection("127.0.0.1", port, timeout=10))
         try:
-            conn.request("GET", endpoint.get("path", "/metrics"), headers={"Authorization": "Bearer scraper-token"})
+            conn.request("GET", endpoint.get("path", "/metrics"), headers=_prometheus_authorization(endpoint, "scraper-token"))
             response = conn.getresponse()
             status, body = response.status, response.read().decode()
         except (OSError, http.client.HTTPException) as exc:
