@@ -393,6 +393,20 @@ def test_the_kustomizations_a_walk_meets_are_built_once_each_beside_the_roots_na
     assert [(b.name, b.path) for b in nested_builds(kustomize_files, manifests)] == [(".", "."), ("base", "base")]
 
 
+def test_a_root_named_through_a_link_is_not_built_a_second_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkout reached through a link (a shell's logical ``$PWD``, a CI runner's workspace link): a root
+    named through it is the same folder the walk finds, so it is built once, not again as a nested build."""
+    real = tmp_path / "real" / "repo"
+    (real / "overlays" / "prod").mkdir(parents=True)
+    (real / "overlays" / "prod" / "kustomization.yaml").write_text("resources: []\n")
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    monkeypatch.chdir(link)
+    manifests, kustomize_files = manifest_sources([str(link / "overlays" / "prod"), str(link)])
+    assert [m.name for m in manifests if m.built] == [str(link / "overlays" / "prod")]
+    assert nested_builds(kustomize_files, manifests) == []
+
+
 def test_a_kustomization_behind_a_link_out_of_the_working_directory_is_not_built(tmp_path: Path,
                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """``apps`` committed as a link to the runner's home, where a kustomization is: the folder named under
