@@ -844,7 +844,7 @@ def test_an_inline_strategic_patch_is_checked_as_the_path_kustomize_would_read(w
     assert_refused(run(["validate", "."], world), "patchesStrategicMerge[0]", ".git/")
 
 
-@pytest.mark.parametrize("name", [".GIT", ".Git", ".git.", ".git ", ".g\u200cit", "GIT~1"])
+@pytest.mark.parametrize("name", [".GIT", ".Git", ".git.", ".git ", ".g\u200cit", "\u206a.git", ".gi\u206ft", ".g\ufeffit", "GIT~1"])
 def test_gits_folder_is_refused_however_a_file_system_spells_it(tmp_path: Path, name: str) -> None:
     """macOS and Windows fold case (``.GIT/config`` is ``.git/config`` there), Windows drops trailing dots
     and spaces and knows ``GIT~1``, HFS+ ignores some code points: git's own list (CVE-2014-9390)."""
