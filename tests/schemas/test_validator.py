@@ -190,3 +190,14 @@ def test_an_object_another_crd_of_the_file_serves_is_not_claimed() -> None:
     assert not validator.claims(busybox) and validator.claims(memcached)
     assert validator.claims({**memcached, "kind": "Memcache"}), "a kind no CRD of the file serves keeps the server's verdict"
     assert validator.validate({**memcached, "kind": "Memcache"}).errors[0].message.startswith('no matches for kind "Memcache"')
+
+
+@pytest.mark.parametrize("engine", ["jsonschema-rs", "jsonschema"])
+def test_with_a_memory_limit_the_limit_sizes_the_cache_and_any_smaller_request_is_taken(engine: str) -> None:
+    """The 48Mi floor is on what sizes the cache (render/sizing.py): the memory limit when there is one,
+    the request only without one. A request of 32Mi under a limit of 256Mi is a valid CR (the Pod is
+    scheduled on 32Mi and the cache sized from 256Mi); the same request alone is refused."""
+    with_limit = validate_text(cr("resources:\n  limits: {memory: 256Mi}\n  requests: {memory: 32Mi}"), engine=engine)
+    assert with_limit.ok, with_limit.errors
+    alone = validate_text(cr("resources:\n  requests: {memory: 32Mi}"), engine=engine)
+    assert [e.field for e in alone.errors] == ["spec.resources.requests"], alone.errors

@@ -393,3 +393,22 @@ def test_each_condition_keeps_its_own_types_time_while_its_status_stays(now_cond
         old = by_type.get(c["type"])
         kept = old is not None and old["status"] == c["status"] and old.get("lastTransitionTime")
         assert o == {**c, "lastTransitionTime": old["lastTransitionTime"] if kept else NOW}, (c, old)
+
+
+@pytest.mark.parametrize("owner", ["autoscaler", "replicas_by", "applied_by"])
+def test_the_longest_columns_others_names_can_make_pass_the_crds_status_schema(owner: str) -> None:
+    """The image and who sets the replicas come from others' objects: an HPA's name (a DNS subdomain, up to
+    253 characters, behind "HorizontalPodAutoscaler/"), field managers' names (up to 128 each), an image
+    of any length. Whatever they are, the columns written pass the shipped CRD's status schema: the API
+    server would refuse the whole status write (422), and the CR would show nothing at all."""
+    from memcached_gitops.schemas import Validator, load_crd
+
+    live = _with_containers(dep(avail=1, upd=1), {"name": "memcached", "image": "registry.example/" + "i" * 5000})
+    named = {"autoscaler": "h" * 253, "replicas_by": ", ".join(f"{n}" * 128 for n in "abcdef"), "applied_by": "m" * 128}
+    obs = Observation(3, 2, live, (), **{owner: named[owner]})
+    status = desired_status(obs, None, "2026-11-29T12:00:00Z")
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "web", "namespace": "shop"},
+          "spec": {"size": 2}, "status": status}
+    outcome = Validator(load_crd()).validate(cr)
+    # the status is judged as a status a file gives (a warning each); the first says a create would drop it
+    assert outcome.ok and [w.field for w in outcome.warnings] == ["status"], outcome.warnings
