@@ -518,11 +518,20 @@ def test_a_context_given_is_the_cluster_talked_to_and_a_kubeconfig_given_must_lo
     assert "kube-config" in str(missing.value) and "Service host" not in str(missing.value), missing.value
 
 
-def test_without_a_kubeconfig_a_pod_talks_to_its_own_cluster_with_its_service_account(tmp_path: pathlib.Path,
-                                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """With no kubeconfig the configuration is the Pod's, as the kubernetes client's in-cluster loader reads it
-    (KUBERNETES_SERVICE_HOST and _PORT, the ServiceAccount's token and CA): the client built from it talks to that
-    server with that token, never to the library's default of http://localhost without one."""
+def test_a_servers_path_is_the_prefix_of_every_request_and_watch(tmp_path: pathlib.Path) -> None:
+    """A kubeconfig's server may carry a path (Rancher's ``/k8s/clusters/c-1``, ``kubectl proxy
+    --api-prefix``, a gateway): client-go keeps it before every request's path (rest/request.go ``URL``
+    joins the base URL's path with the request's), so a list and a WATCH both go under it."""
+    with _Recorder() as recorder:
+        server = f"http://127.0.0.1:{recorder.server_port}/k8s/clusters/c-1"
+        api = KubeAPI.connect(kubeconfig=_kubeconfig(tmp_path / "config", {"k": server}, "k"))
+        api.request("GET", "/api/v1/pods")
+        list(api.watch("/api/v1/pods", {}, 5.0))
+    assert [path.partition("?")[0] for path, _ in recorder.seen] == ["/k8s/clusters/c-1/api/v1/pods"] * 2
+
+
+def _in_a_pod(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
+    """The environment of a Pod, as the kubernetes client's in-cluster loader reads it; no kubeconfig."""
     from kubernetes import client
     from kubernetes.config import incluster_config
 
@@ -536,6 +545,25 @@ def test_without_a_kubeconfig_a_pod_talks_to_its_own_cluster_with_its_service_ac
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    return ca
+
+
+def test_a_context_that_cannot_be_loaded_is_an_error_even_in_a_pod(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--context prod`` names a cluster of a kubeconfig: where none can be loaded, in a Pod too, that is
+    the error, never the Pod's own cluster and ServiceAccount in its place (another cluster, as another
+    identity, than the one asked for)."""
+    _in_a_pod(tmp_path, monkeypatch)
+    with pytest.raises(Exception) as refused:
+        KubeAPI.connect(context="prod")
+    assert "Service host" not in str(refused.value), refused.value
+
+
+def test_without_a_kubeconfig_a_pod_talks_to_its_own_cluster_with_its_service_account(tmp_path: pathlib.Path,
+                                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no kubeconfig the configuration is the Pod's, as the kubernetes client's in-cluster loader reads it
+    (KUBERNETES_SERVICE_HOST and _PORT, the ServiceAccount's token and CA): the client built from it talks to that
+    server with that token, never to the library's default of http://localhost without one."""
+    ca = _in_a_pod(tmp_path, monkeypatch)
     configuration = KubeAPI.connect().client.configuration
     assert (configuration.host, configuration.ssl_ca_cert) == ("https://10.96.0.1:443", str(ca))
     bearer = configuration.auth_settings()["BearerToken"]
