@@ -292,6 +292,23 @@ def test_after_shut_down_done_queues_nothing_again_and_wait_idle_ends() -> None:
     assert result == [True] and len(q) == 0 and q.get(timeout=0) is None
 
 
+def test_wait_idle_ends_when_the_last_key_processed_is_done_whatever_is_still_queued() -> None:
+    """Idle is nothing being processed: after ``shut_down`` the keys still queued are never taken (a
+    SIGTERM's drain), so the ``done`` of the last key processed ends ``wait_idle`` however many wait."""
+    q = WorkQueue(clock=ManualClock(1000.0))  # a frozen clock: only done's notify can end the wait
+    for key in ("a", "b", "c"):
+        q.add(key)
+    taken, _ = q.get()
+    q.shut_down()
+    result: list[bool] = []
+    waiter = threading.Thread(target=lambda: result.append(q.wait_idle(timeout=1000.0)), daemon=True)
+    waiter.start()
+    waiting(q, 1)
+    q.done(taken)
+    waiter.join(5)
+    assert result == [True] and len(q) == 2
+
+
 def test_every_wait_idle_caller_wakes_when_the_last_key_is_done() -> None:
     q = WorkQueue(clock=ManualClock(1000.0))
     q.add("a")
