@@ -337,6 +337,21 @@ def test_a_backoff_is_jittered_over_all_of_its_capped_exponential_range(attempt:
     assert 0 <= policy.delay(attempt, "Wed, 21 Oct 2026 07:28:00 GMT") <= bound
 
 
+def test_a_requests_waits_double_from_the_base_after_its_first_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first failure waits up to ``base``, each further one up to twice the last (client-go's
+    exponential backoff starts at its base): a 503 four times then an answer costs at most 0.2, 0.4,
+    0.8 and 1.6 s, and a worker is held at most 3 s by one request, never twice that."""
+    from memcached_gitops.reconciler.client import api as api_module
+
+    monkeypatch.setattr(api_module.random, "uniform", lambda low, high: high)  # each wait at its bound
+    slept: list[float] = []
+    with FakeAPIServer(namespaces=("default",)) as server:
+        server.faults.append(Fault(method="GET", path_contains="/leases", status=503, times=4))
+        api = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=5, base=0.2, cap=5.0, sleep=slept.append))
+        assert list(api.list_all(LEASES)) == []
+    assert slept == pytest.approx([0.2, 0.4, 0.8, 1.6])
+
+
 _policies = st.builds(RetryPolicy, base=st.sampled_from((0.01, 0.2, 1.0)), cap=st.sampled_from((0.5, 5.0, 30.0)))
 
 
