@@ -109,6 +109,21 @@ def test_the_service_and_budget_are_corrected_and_the_budget_goes_when_one_pod_i
     assert [o.action for o in rec.run_cycle().outcomes] == ["unchanged"] and writes(cluster) == []
 
 
+@pytest.mark.parametrize("companion", ["services", "poddisruptionbudgets"])
+def test_a_companion_someone_deleted_is_created_again_and_the_cr_counts_as_corrected(cluster: FakeAPIServer, companion: str) -> None:
+    """A Service or budget deleted under a CR whose Deployment is as rendered: the reconcile creates it
+    again, and that is a correction of the CR like any other (its outcome, the cycle's count of corrected
+    CRs, the report), not "unchanged"."""
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    group = "policy/v1" if companion == "poddisruptionbudgets" else "v1"
+    call(cluster, "DELETE", f"/{'apis' if '/' in group else 'api'}/{group}/namespaces/default/{companion}/a-memcached")
+    report = rec.run_cycle()
+    assert [o.action for o in report.outcomes] == ["corrected"], report.outcomes
+    assert cluster.get(group.partition("/")[0] if "/" in group else "", companion, "default", "a-memcached") is not None
+
+
 def test_a_foreign_service_of_the_same_name_is_left_alone_and_reported(cluster: FakeAPIServer) -> None:
     theirs = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a-memcached"},
               "spec": {"selector": {"app": "theirs"}, "ports": [{"port": 80}]}}
@@ -951,6 +966,42 @@ def test_only_a_correction_written_is_a_fights_evidence(cluster: FakeAPIServer, 
         scale(cluster, "a", 5)
     outcome = reconcile()
     assert outcome.action == ("corrected" if dry_run else "created"), outcome
+    assert [c for c in seen if c.kind == "Deployment"] == [], seen
+
+
+def test_a_companions_correction_is_a_fights_evidence_as_the_deployments_is(cluster: FakeAPIServer) -> None:
+    """A script that keeps undoing our Service fights us as one that undoes the Deployment does: each
+    correction of the Service written is handed to the fight check, by kind and name, with the field."""
+    make_cr(cluster, "a", size=2)
+    rec = reconciler_for(cluster)
+    rec.run_cycle()
+    declared, condition_fields = rec.status_schema()
+    patch(cluster, "/api/v1/namespaces/default/services/a-memcached", {"spec": {"selector": {"app.kubernetes.io/instance": "x"}}},
+          "application/merge-patch+json")
+    seen: list[Any] = []
+    cr = cluster.get("cache.example.com", "memcacheds", "default", "a")
+    outcome = rec.reconcile_cr(cr, deployment(cluster, "a"), (), declared, condition_fields,
+                               degraded=lambda _cr, corrected: seen.extend(corrected), companions=rec.companions())
+    assert outcome.action == "corrected", outcome
+    assert [(c.kind, c.name, c.drift.field) for c in seen] == [("Service", "default/a-memcached", ".spec.selector")], seen
+
+
+def test_an_adoption_is_no_fights_evidence(cluster: FakeAPIServer) -> None:
+    """``--adopt`` takes a GitOps-applied Deployment over with one apply that also sets back what differs
+    from the CR: that undoes no change made against us (the fields were never ours), so it is not a
+    correction the fight check counts; only the corrections after it are."""
+    from tests.support.fakecluster import argocd_applies
+
+    make_cr(cluster, "m", size=2)
+    argocd_applies(cluster)
+    patch(cluster, DEP_PATH.format(ns="default", name="m") + "/scale", {"spec": {"replicas": 3}}, "application/merge-patch+json")
+    rec = reconciler_for(cluster, adopt=True)
+    declared, condition_fields = rec.status_schema()
+    seen: list[Any] = []
+    cr = cluster.get("cache.example.com", "memcacheds", "default", "m")
+    outcome = rec.reconcile_cr(cr, deployment(cluster, "m"), (), declared, condition_fields,
+                               degraded=lambda _cr, corrected: seen.extend(corrected), companions=rec.companions())
+    assert outcome.action == "adopted" and deployment(cluster, "m")["spec"]["replicas"] == 2, outcome
     assert [c for c in seen if c.kind == "Deployment"] == [], seen
 
 
