@@ -275,6 +275,17 @@ def test_a_wake_up_before_idle_does_not_give_wait_idle_its_whole_timeout_again()
     assert 0.6 <= time.monotonic() - start < 0.85
 
 
+def _wait_idle_across_done(q: WorkQueue, key: str) -> list[bool]:
+    """What a ``wait_idle`` caller, waiting before ``key`` is done, returns within 5 s of the ``done``."""
+    result: list[bool] = []
+    waiter = threading.Thread(target=lambda: result.append(q.wait_idle(timeout=1000.0)), daemon=True)
+    waiter.start()
+    waiting(q, 1)
+    q.done(key)
+    waiter.join(5)
+    return result
+
+
 def test_after_shut_down_done_queues_nothing_again_and_wait_idle_ends() -> None:
     """A key added while a worker held it waits for ``done``; after ``shut_down`` that ``done``
     queues nothing, and the worker's ``done`` is what ``wait_idle`` waits for."""
@@ -283,13 +294,7 @@ def test_after_shut_down_done_queues_nothing_again_and_wait_idle_ends() -> None:
     key, _ = q.get()
     q.add("a")  # again, while it is processed
     q.shut_down()
-    result: list[bool] = []
-    waiter = threading.Thread(target=lambda: result.append(q.wait_idle(timeout=1000.0)), daemon=True)
-    waiter.start()
-    waiting(q, 1)
-    q.done(key)
-    waiter.join(5)
-    assert result == [True] and len(q) == 0 and q.get(timeout=0) is None
+    assert _wait_idle_across_done(q, key) == [True] and len(q) == 0 and q.get(timeout=0) is None
 
 
 def test_wait_idle_ends_when_the_last_key_processed_is_done_whatever_is_still_queued() -> None:
@@ -300,13 +305,7 @@ def test_wait_idle_ends_when_the_last_key_processed_is_done_whatever_is_still_qu
         q.add(key)
     taken, _ = q.get()
     q.shut_down()
-    result: list[bool] = []
-    waiter = threading.Thread(target=lambda: result.append(q.wait_idle(timeout=1000.0)), daemon=True)
-    waiter.start()
-    waiting(q, 1)
-    q.done(taken)
-    waiter.join(5)
-    assert result == [True] and len(q) == 2
+    assert _wait_idle_across_done(q, taken) == [True] and len(q) == 2
 
 
 def test_every_wait_idle_caller_wakes_when_the_last_key_is_done() -> None:
