@@ -165,11 +165,6 @@ class Transform(NamedTuple):
         return f"{verb} by {', '.join(parts)}"
 
 
-def transform_between(old: str, new: str) -> tuple[int, Transform]:
-    """The prefix/suffix change that turns ``old`` into ``new`` around their longest common core, and its length."""
-    return min(transforms_between(old, new), key=lambda c: (-c[0], c[1]))
-
-
 def transforms_between(old: str, new: str) -> set[tuple[int, Transform]]:
     """Every prefix/suffix change around a common run of ``old`` and ``new`` that may be the longest core
     once separators go to the fixes, with its core's length.
@@ -179,10 +174,8 @@ def transforms_between(old: str, new: str) -> set[tuple[int, Transform]]:
     "a." dropped, nameSuffix ".y" added) shares "a." as long as "aa". Every run within two characters of
     the longest, wherever it occurs in either name, is a candidate."""
     longest = difflib.SequenceMatcher(None, old, new, autojunk=False).find_longest_match(0, len(old), 0, len(new)).size
-    if longest == 0:
-        return {(0, Transform("", old, "", new))}
-    found = set()
-    for size in range(max(longest - 2, 1), longest + 1):
+    found: set[tuple[int, Transform]] = set()
+    for size in range(max(longest - 2, 1), longest + 1):  # none when the names share no character
         for start_a in range(len(old) - size + 1):
             start_b = new.find(old[start_a:start_a + size])
             while start_b != -1:
@@ -237,9 +230,7 @@ def _best_transform(first: Key, removed: dict[Key, Any], added: dict[Key, Any],
     found = {(core, transform._replace(old_namespace=first[2], new_namespace=a[2]))
              for a in added if a[:2] == first[:2] for core, transform in transforms_between(first[3], a[3])}
     candidates = sorted(found, key=lambda c: (-c[0], c[1]))
-    for core, transform in candidates[:MAX_CANDIDATES]:
-        if core == 0:
-            break
+    for _, transform in candidates[:MAX_CANDIDATES]:
         pairs = [(old, new) for old in removed if (new := transform.apply_key(old)) is not None and new in added]
         if len(pairs) >= MIN_RENAMED and not _left_behind(pairs, removed, cr_kind):
             return transform, sorted(pairs)

@@ -681,7 +681,7 @@ def test_the_command_a_cut_comment_names_runs_the_same_preview_in_a_shell(tmp_pa
 from hypothesis import example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from memcached_gitops.rendered_diff import changed_fields, transform_between  # noqa: E402
+from memcached_gitops.rendered_diff import changed_fields, transforms_between  # noqa: E402
 
 LEAF = st.one_of(st.integers(-3, 3), st.booleans(), st.sampled_from(["", "a", "256Mi"]), st.lists(st.integers(0, 2), max_size=2))
 SPEC = st.recursive(LEAF, lambda inner: st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3), max_leaves=8)
@@ -720,13 +720,17 @@ def test_a_cause_names_each_field_that_differs_whichever_side_has_it(old: dict, 
 
 @settings(max_examples=100, deadline=None)
 @given(old=st.text(alphabet="abcd-.", min_size=1, max_size=12), new=st.text(alphabet="abcd-.", min_size=1, max_size=12))
-def test_the_rename_found_between_two_names_turns_the_first_into_the_second(old: str, new: str) -> None:
-    """Any two names that share a run of characters: the prefix/suffix change said between them, applied
-    to the first, gives the second (a prefix only, a suffix only, both, or a separator at either end)."""
-    core, transform = transform_between(old, new)
-    if core:
+def test_every_rename_found_between_two_names_turns_the_first_into_the_second(old: str, new: str) -> None:
+    """Any two names that share a character: every prefix/suffix change said between them, applied to the
+    first, gives the second (a prefix only, a suffix only, both, or a separator at either end), around a
+    core of the length it says that both names hold; names that share none have no rename between them."""
+    candidates = transforms_between(old, new)
+    assert bool(candidates) == bool(set(old) & set(new)), candidates
+    for core, transform in candidates:
         assert transform.apply(old) == new, (old, new, transform)
-        assert old == transform.old_prefix + old[len(transform.old_prefix):len(old) - len(transform.old_suffix)] + transform.old_suffix
+        kept = old[len(transform.old_prefix):len(old) - len(transform.old_suffix)]
+        assert old == transform.old_prefix + kept + transform.old_suffix and len(kept) == core >= 1, (old, new, core, transform)
+        assert new == transform.new_prefix + kept + transform.new_suffix, (old, new, core, transform)
 
 
 CORE_NAMES = st.lists(st.text(alphabet="abcxyz", min_size=2, max_size=6), min_size=2, max_size=4, unique=True)
