@@ -173,7 +173,7 @@ def transforms_between(old: str, new: str) -> set[tuple[int, Transform]]:
     "dev-" -> "prod-"), so the longest run is not always the longest core: "a.aa" -> "aa.y" (namePrefix
     "a." dropped, nameSuffix ".y" added) shares "a." as long as "aa". Every run within two characters of
     the longest, wherever it occurs in either name, is a candidate."""
-    longest = difflib.SequenceMatcher(None, old, new, autojunk=False).find_longest_match(0, len(old), 0, len(new)).size
+    longest = difflib.SequenceMatcher(None, old, new, autojunk=False).find_longest_match().size
     found: set[tuple[int, Transform]] = set()
     for size in range(max(longest - 2, 1), longest + 1):  # none when the names share no character
         for start_a in range(len(old) - size + 1):

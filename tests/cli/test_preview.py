@@ -733,6 +733,26 @@ def test_every_rename_found_between_two_names_turns_the_first_into_the_second(ol
         assert new == transform.new_prefix + kept + transform.new_suffix, (old, new, core, transform)
 
 
+def test_every_place_a_run_occurs_in_the_new_name_is_a_candidate() -> None:
+    """A run the new name holds more than once (overlapping too) gives a candidate at each place: which of
+    them is the rename only the other objects of the build can tell."""
+    found = {t for _, t in transforms_between("ab", "ab.ab.ab")}
+    assert {Transform("", "", "", ".ab.ab"), Transform("", "", "ab.", ".ab"), Transform("", "", "ab.ab.", "")} <= found, found
+    assert {Transform("", "", "", "a"), Transform("", "", "a", "")} <= {t for _, t in transforms_between("aa", "aaa")}
+
+
+def test_names_as_long_as_a_name_may_be_renamed_alike_are_one_rename() -> None:
+    """Names of 240 characters (a DNS subdomain may have 253), where one character fills most of them:
+    difflib's automatic junk heuristic, which drops a character that is in more than one percent of a
+    sequence of 200 or more, must not hide their common core."""
+    olds = [("", "dev-" + "a" * 230 + suffix) for suffix in ("-x1", "-y2")]
+    news = [("", "prod-" + "a" * 230 + suffix) for suffix in ("-x1", "-y2")]
+    renames = find_renames({("v1", "Service", *o): {} for o in olds}, {("v1", "Service", *n): {} for n in news})
+    expected = sorted((("v1", "Service", *o), ("v1", "Service", *n)) for o, n in zip(olds, news, strict=True))
+    assert [sorted(pairs) for _, pairs in renames] == [expected]
+    assert [t for t, _ in renames] == [Transform("dev-", "", "prod-", "")], "said as the namePrefix it is"
+
+
 CORE_NAMES = st.lists(st.text(alphabet="abcxyz", min_size=2, max_size=6), min_size=2, max_size=4, unique=True)
 
 
