@@ -741,6 +741,19 @@ def test_every_place_a_run_occurs_in_the_new_name_is_a_candidate() -> None:
     assert {Transform("", "", "", "a"), Transform("", "", "a", "")} <= {t for _, t in transforms_between("aa", "aaa")}
 
 
+@pytest.mark.parametrize(("olds", "news", "words"), [
+    (["web.x", "api.x"], ["web.y", "api.y"], "renamed by nameSuffix '.x' -> '.y'"),
+    (["a.x", "b.x"], ["a.y", "b.y"], "renamed by nameSuffix '.x' -> '.y'"),
+    (["dev-web", "dev-api"], ["prod-web", "prod-api"], "renamed by namePrefix 'dev-' -> 'prod-'"),
+    (["web", "api"], ["web-v2", "api-v2"], "renamed by nameSuffix '' -> '-v2'"),
+])
+def test_a_rename_is_said_with_the_separator_beside_its_fix(olds: list[str], news: list[str], words: str) -> None:
+    """The rename is said as the kustomization says it: a separator between the fix and the core belongs
+    to the fix (``nameSuffix: .y``), whatever the length of the core."""
+    renames = find_renames({("v1", "Service", "", o): {} for o in olds}, {("v1", "Service", "", n): {} for n in news})
+    assert [t.describe() for t, _ in renames] == [words], renames
+
+
 def test_names_as_long_as_a_name_may_be_renamed_alike_are_one_rename() -> None:
     """Names of 240 characters (a DNS subdomain may have 253), where one character fills most of them:
     difflib's automatic junk heuristic, which drops a character that is in more than one percent of a
