@@ -177,10 +177,11 @@ def transforms_between(old: str, new: str) -> set[tuple[int, Transform]]:
     found: set[tuple[int, Transform]] = set()
     for size in range(max(longest - 2, 1), longest + 1):  # none when the names share no character
         for start_a in range(len(old) - size + 1):
-            start_b = new.find(old[start_a:start_a + size])
+            run = old[start_a:start_a + size]
+            start_b = new.find(run)
             while start_b != -1:
                 found.add(_around(old, new, start_a, start_b, size))
-                start_b = new.find(old[start_a:start_a + size], start_b + 1)
+                start_b = new.find(run, start_b + 1)
     return found
 
 
