@@ -1,9 +1,14 @@
 """Leader election on a coordination.k8s.io/v1 Lease, so that two replicas never reconcile at once.
 
 The algorithm of client-go's leaderelection package: read the Lease; create it when absent; take
-it when it is held by nobody or its holder let it expire (renewTime + leaseDurationSeconds in the
-past); renew it while held. Every write carries the resourceVersion read, so two candidates
-racing get one 200 and one 409 (transcript 15). Times are MicroTime with exactly six fractional
+it when it is held by nobody or its holder let it expire; renew it while held. Expiry is judged as
+client-go judges it, by this replica's own clock: the Lease is valid while the record it read has
+not changed for leaseDurationSeconds since this replica first saw it (client-go's observedTime;
+kubernetes/leaderelection/leaderelection.py ``observed_time_milliseconds`` in the Python client).
+The renewTime a holder writes is another host's wall clock: a holder whose clock runs behind would
+look expired while it renews, and one whose clock runs ahead would hold a dead Lease for as long.
+Every write carries the resourceVersion read, so two candidates racing get one 200 and one 409
+(transcript 15). Times are MicroTime with exactly six fractional
 digits (anything else is a 400). Releasing on shutdown clears holderIdentity with a merge patch
 conditional on the resourceVersion.
 
@@ -20,6 +25,7 @@ is one try of ``run``'s loop, so tests drive time themselves (tests/reconciler/c
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import random
 import threading
@@ -38,10 +44,6 @@ def micro_time(when: dt.datetime) -> str:
     return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def parse_micro_time(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text)  # Python 3.11 reads the "Z" of RFC 3339
-
-
 class LeaderElector:
     def __init__(self, api: KubeAPI, namespace: str, identity: str, name: str = LEADER_LEASE,
                  duration: int = 15, clock: Any = None, renew_deadline: float = 10.0, retry_period: float = 2.0,
@@ -54,6 +56,7 @@ class LeaderElector:
         self.holder = ""  # who held the Lease at the last read
         self._leading = False
         self._renewed_at = 0.0  # monotonic time the last successful renewal was sent
+        self._observed: tuple[str, float] | None = None  # the Lease record last read, and when (monotonic) it was first seen
         self._lock = threading.Lock()
 
     def is_leader(self) -> bool:
@@ -115,10 +118,7 @@ class LeaderElector:
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity")
         self.holder = holder or ""
-        renewed = spec.get("renewTime")
-        duration = dt.timedelta(seconds=spec.get("leaseDurationSeconds", self.duration))
-        expired = not renewed or parse_micro_time(renewed) + duration <= now  # client-go: valid while renew + duration is After(now)
-        if holder and holder != self.identity and not expired:
+        if holder and holder != self.identity and not self._expired(spec):
             self.lease = None
             return False
         new_spec = dict(spec)
@@ -136,6 +136,14 @@ class LeaderElector:
                 self.lease = None
                 return False
             raise
+
+    def _expired(self, spec: dict[str, Any]) -> bool:
+        """True once the record ``spec`` has stayed the same for its leaseDurationSeconds by this
+        replica's monotonic clock (client-go's isLeaseValid: observedTime + duration is not After(now))."""
+        record, now = json.dumps(spec, sort_keys=True), self.monotonic()
+        if self._observed is None or self._observed[0] != record:
+            self._observed = (record, now)
+        return self._observed[1] + spec.get("leaseDurationSeconds", self.duration) <= now
 
     def _renew(self, now: dt.datetime) -> bool:
         """The leader's fast path: one PUT of the Lease it holds. A 409 (someone else wrote it) or a 404

@@ -135,10 +135,11 @@ def test_another_replica_takes_over_only_after_the_lease_expires(server: FakeAPI
     first, second = Leader(server), Leader(server)
     second.elector.identity = "replica-2"
     first.step(0.0)
+    second.step(0.0)  # the standby sees the record as written
     server.faults.append(Fault(method="PUT", path_contains="/leases/", status=500, times=3))
     for at in (2.0, 4.0, 6.0):
         first.step(at)
-    second.step(14.9)  # renewTime 0 + 15 s lease: still held
+    second.step(14.9)  # seen unchanged since 0, a 15 s lease: still held
     assert second.started == 0
     second.step(15.1)
     assert second.started == 1 and not first.leading_at(15.1)
@@ -179,6 +180,7 @@ def test_a_takeover_counts_a_transition_and_the_old_leader_sees_the_new_holder(s
     first, second = Leader(server), Leader(server)
     second.elector.identity = "replica-2"
     first.step(0.0)
+    second.step(0.0)
     first.clocks.now = second.clocks.now = 16.0  # the first replica stopped renewing; its Lease expired at 15
     assert not first.elector.is_leader()
     second.step(16.0)
@@ -200,10 +202,25 @@ def test_a_lease_held_by_a_live_replica_is_left_alone(server: FakeAPIServer) -> 
     assert _lease(server)["spec"]["holderIdentity"] == "replica-1"
 
 
+def test_a_holder_whose_wall_clock_runs_ahead_keeps_its_lease_while_it_renews(server: FakeAPIServer) -> None:
+    """A holder whose host runs an hour ahead writes renewTimes an hour in the future: a standby never
+    reads that as expired (nor as too far off to trust) while the holder renews every retry period."""
+    first, second = Leader(server), Leader(server)
+    second.elector.identity = "replica-2"
+    first.elector.clock = lambda: first.clocks.datetime() + dt.timedelta(hours=1)
+    first.step(0.0)
+    for at in range(2, 40, 2):
+        first.step(float(at))
+        second.step(at + 1.0)
+    assert second.started == 0 and first.leading_at(38.0)
+    assert _lease(server)["spec"]["holderIdentity"] == "replica-1"
+
+
 def test_a_renewal_that_loses_a_race_rereads_the_lease(server: FakeAPIServer) -> None:
     first, second = Leader(server), Leader(server)
     second.elector.identity = "replica-2"
     first.step(0.0)
+    second.step(0.0)
     second.step(16.0)  # took the expired Lease: the first's copy is stale
     assert not first.elector.try_acquire_or_renew()  # its update is a 409, then the read sees replica-2
     assert first.elector.holder == "replica-2" and first.elector.lease is None
@@ -275,17 +292,17 @@ def test_a_release_with_a_stale_copy_is_refused_and_changes_nothing(server: Fake
     first, second = Leader(server), Leader(server)
     second.elector.identity = "replica-2"
     first.step(0.0)
+    second.step(0.0)
     second.step(16.0)
     first.elector.release()  # conditional on the resourceVersion it read: a 409, logged
     assert _lease(server)["spec"]["holderIdentity"] == "replica-2" and first.elector.lease is None
 
 
 def test_micro_time_is_utc_with_six_fractional_digits() -> None:
-    from memcached_gitops.reconciler.client.leader import micro_time, parse_micro_time
+    from memcached_gitops.reconciler.client.leader import micro_time
 
     paris = dt.timezone(dt.timedelta(hours=1))
     assert micro_time(dt.datetime(2026, 11, 24, 13, 0, 0, 5, tzinfo=paris)) == "2026-11-24T12:00:00.000005Z"
-    assert parse_micro_time("2026-11-24T12:00:00.000005Z") == dt.datetime(2026, 11, 24, 12, 0, 0, 5, tzinfo=dt.UTC)
 
 
 LEASE_PATH = "/apis/coordination.k8s.io/v1/namespaces/default/leases/memcached-gitops-leader"
@@ -318,6 +335,7 @@ def test_the_holders_own_lease_duration_decides_expiry(server: FakeAPIServer) ->
     patient.elector.duration = 30  # a holder that asked for 30 s
     other.elector.identity = "replica-2"
     patient.step(0.0)
+    other.step(0.0)
     other.step(29.999)
     assert other.started == 0, "held for the holder's 30 s, not for our 15"
     other.step(30.0)  # client-go: valid while renewTime + duration is After(now); at equality it is not
@@ -331,22 +349,23 @@ def test_a_lease_without_transitions_counts_from_zero(server: FakeAPIServer) -> 
     lease = _lease(server)
     del lease["spec"]["leaseTransitions"]  # as a Lease written by another tool may be
     first.api.api.request("PUT", LEASE_PATH, body=lease)
+    second.step(0.0)
     second.step(16.0)
     assert _lease(server)["spec"]["leaseTransitions"] == 1
 
 
 def test_what_the_log_says(server: FakeAPIServer, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="memcached_gitops.leader")
-    leader = Leader(server)
+    leader, other = Leader(server), Leader(server)
+    other.elector.identity = "replica-2"
     leader.step(0.0)
+    other.step(0.0)
     server.faults.append(Fault(method="PUT", path_contains="/leases/", status=500, times=100))
     leader.step(10.0)
     server.faults.clear()
     leader.elector.lease = None  # no copy held: the next try reads the Lease first
     server.faults.append(Fault(method="GET", path_contains="/leases/", status=500, times=1))
     assert not leader.elector.try_acquire_or_renew()
-    other = Leader(server)
-    other.elector.identity = "replica-2"
     other.step(16.0)
     leader.step(17.0)  # re-reads the Lease: replica-2's now
     leader.elector.lease = {**_lease(server), "metadata": {**_lease(server)["metadata"], "resourceVersion": "1"}}
@@ -370,6 +389,7 @@ def test_a_takeover_counts_on_from_the_leases_transitions_and_survives_a_lost_ra
     lease = _lease(server)
     lease["spec"]["leaseTransitions"] = 5
     first.api.api.request("PUT", LEASE_PATH, body=lease)
+    second.step(0.0)
     second.clocks.now = 16.0
     server.faults.append(Fault(method="PUT", path_contains="/leases/", status=409, times=1))
     assert not second.elector.try_acquire_or_renew() and second.elector.lease is None  # another candidate wrote first
@@ -444,6 +464,7 @@ def test_a_lease_without_a_duration_is_read_with_ours(server: FakeAPIServer) -> 
     lease = _lease(server)
     del lease["spec"]["leaseDurationSeconds"]
     first.api.api.request("PUT", LEASE_PATH, body=lease)
+    second.step(0.0)
     second.step(14.9)
     assert second.started == 0
     second.step(15.0)
@@ -491,3 +512,51 @@ def test_a_failed_renewal_that_returns_past_the_deadline_stops_leadership_in_tha
     assert leader.stopped == 1 and not leader.elector.is_leader() and wait >= 2.0
     leader.step(13.0)
     assert leader.started == 2 and leader.leading_at(13.0)
+
+
+def test_a_holder_whose_wall_clock_runs_behind_keeps_its_lease_while_it_renews(server: FakeAPIServer) -> None:
+    """A standby judges the holder by when it *saw* the Lease change (its own clock), not by the
+    renewTime the holder wrote with another host's clock: client-go's leaderelection keeps an
+    observedTime for the record it read and takes the Lease only once that record has not changed
+    for leaseDurationSeconds (kubernetes/leaderelection/leaderelection.py in the venv:
+    observed_time_milliseconds, ``observed_time_milliseconds + lease_duration * 1000 > now``). A
+    holder whose host runs a minute behind writes renewTimes a minute in the past, and renews every
+    2 s: taking its Lease makes two leaders."""
+    first, second = Leader(server), Leader(server)
+    second.elector.identity = "replica-2"
+    first.elector.clock = lambda: first.clocks.datetime() - dt.timedelta(minutes=1)
+    first.step(0.0)
+    for at in range(2, 40, 2):
+        first.step(float(at))
+        second.step(at + 1.0)
+    assert second.started == 0 and first.leading_at(38.0), "two leaders: the live holder's Lease was taken"
+    assert _lease(server)["spec"]["holderIdentity"] == "replica-1"
+
+
+def test_a_standby_whose_wall_clock_steps_forward_does_not_take_a_live_lease(server: FakeAPIServer) -> None:
+    """An NTP step (or a resume from suspend) that moves the standby's wall clock an hour forward
+    does not make the renewing holder's Lease look expired: expiry is counted on the standby's own
+    observation of the record, as client-go counts it."""
+    first, second = Leader(server), Leader(server)
+    second.elector.identity = "replica-2"
+    first.step(0.0)
+    second.step(1.0)
+    second.elector.clock = lambda: second.clocks.datetime() + dt.timedelta(hours=1)
+    first.step(2.0)
+    second.step(3.0)
+    assert second.started == 0 and _lease(server)["spec"]["holderIdentity"] == "replica-1"
+
+
+def test_a_dead_holder_whose_clock_ran_ahead_is_taken_over_a_lease_after_it_was_last_seen(server: FakeAPIServer) -> None:
+    """A holder that wrote renewTimes an hour in the future and died is taken over once the standby
+    has seen its record unchanged for leaseDurationSeconds, not an hour later: the cluster would be
+    without a leader for as long as the holder's clock was ahead."""
+    first, second = Leader(server), Leader(server)
+    second.elector.identity = "replica-2"
+    first.elector.clock = lambda: first.clocks.datetime() + dt.timedelta(hours=1)
+    first.step(0.0)
+    second.step(0.5)  # the standby sees the record; the holder never renews again
+    second.step(15.0)
+    assert second.started == 0, "still within a lease of when the record was seen"
+    second.step(15.5)
+    assert second.started == 1 and _lease(server)["spec"]["holderIdentity"] == "replica-2"
