@@ -85,7 +85,10 @@ class FightDetector:
 
     def record(self, key: object, name: str, path: str, manager: str, now: Monotonic, kind: str = DEPLOYMENTS.kind) -> Fight | None:
         """A correction of ``path`` of the CR ``key``'s object ``kind`` ``name`` whose live value
-        ``manager`` had set; a Fight when it is one too many. The backoff is the CR's (one key)."""
+        ``manager`` had set; a Fight when it is one too many. The backoff is the CR's (one key).
+        A fight that is over by ``now`` is ended first: whether anyone asked ``active`` in between
+        (nothing need, between two resyncs) must not decide whether this correction is a fight."""
+        self._end_if_over(key, now)
         times = self._corrections.setdefault((key, kind, name, path, manager), deque())
         times.append(now)
         while times and times[0] < now - self.window:
@@ -110,13 +113,16 @@ class FightDetector:
 
     def active(self, key: object, now: Monotonic) -> Fight | None:
         """The fight to report on the CR's status, until it has been quiet for ``window`` after its backoff."""
+        self._end_if_over(key, now)
         state = self._states.get(key)
-        if state is None:
-            return None
-        if now > state.until + self.window:
+        return state.last if state else None
+
+    def _end_if_over(self, key: object, now: Monotonic) -> None:
+        """Forget the CR's fight (its level and its corrections) once it has been quiet for ``window``
+        after its backoff: the next correction counts from nothing again."""
+        state = self._states.get(key)
+        if state is not None and now > state.until + self.window:
             self.forget(key)
-            return None
-        return state.last
 
     def forget(self, key: object) -> None:
         self._states.pop(key, None)

@@ -189,3 +189,17 @@ def test_corrections_of_another_cr_kind_object_field_or_manager_never_add_up(tim
             return
         assert fight is None, (t, fight)
     assert expected is None
+
+
+def test_one_correction_after_a_fight_is_over_is_no_fight_whether_or_not_anyone_asked_in_between() -> None:
+    """The fight is over once the field has stayed corrected for ``window`` after the backoff: a
+    single correction after that (a person's ``kubectl scale`` a few minutes later) starts counting
+    again, as it does when ``active`` happened to be asked in between. The controller asks
+    ``record`` first, at the first reconcile after a quiet spell (controller.py ``_fight_check``),
+    and between two resyncs nothing else may ask: the end of a fight is read by the clock at the
+    next correction, not by whoever last looked."""
+    d = FightDetector(threshold=1, window=60, base=10)
+    d.record("k", "ns/a", REPLICAS, "x", M(0))
+    assert d.record("k", "ns/a", REPLICAS, "x", M(1)) is not None
+    assert d.record("k", "ns/a", REPLICAS, "x", M(200)) is None, "a fight over 129 s ago came back from one correction"
+    assert d.wait("k", M(200)) == 0 and d.active("k", M(200)) is None

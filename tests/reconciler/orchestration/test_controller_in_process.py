@@ -616,6 +616,31 @@ def test_corrections_against_another_manager_become_a_fight(caplog) -> None:
     assert c._fight_check(cr("b"), []) is None
 
 
+def test_one_kubectl_scale_after_a_fight_ended_before_the_next_resync_is_no_fight() -> None:
+    """With the defaults, a fight is over once the field stayed corrected for the window after the
+    backoff (fights.py): a person's single ``kubectl scale`` after that, before the next resync has
+    reconciled the CR, is one correction, not a new fight. The CR must not turn Degraded
+    FieldManagerFight again with a Warning Event saying it was "corrected once", nor wait out a
+    doubled backoff."""
+    c = make()
+    clock = ManualClock(0.0)
+    c.clock = clock  # type: ignore[assignment]
+    c.reconciler.events = Events()  # type: ignore[assignment]
+    theirs = Correction("Deployment", "default/a", Drift(REPLICAS, 5, 1, ("memcached-gitops", "kubectl")))
+    for _ in range(c.fights.threshold):
+        assert c._fight_check(cr("a"), [theirs]) is None
+        clock.advance(1.0)
+    assert c._fight_check(cr("a"), [theirs]) is not None, "the fight"
+    clock.advance(c.fights.base)
+    assert c._fight_check(cr("a"), []) is not None, "the reconcile after the backoff: still Degraded"
+    over = clock.now + c.fights.window
+    clock.now = (over + DEFAULT_RESYNC) / 2
+    assert over < clock.now < DEFAULT_RESYNC
+    assert c._fight_check(cr("a"), [theirs]) is None, "one correction after the fight ended is a fight again"
+    assert [reason for _, _, reason, _ in c.reconciler.events.recorded] == ["FightDetected"]
+    assert c.fights.wait(("default", "a"), clock.monotonic()) == 0
+
+
 def test_a_companions_fight_names_its_object_and_counts_apart_from_the_deployments() -> None:
     """The same field path of the Service and of the Deployment, undone by the same manager, are two
     counts: neither alone is one too many. Once the Service's is, the condition, the Event and the
