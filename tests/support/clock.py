@@ -37,3 +37,25 @@ class ManualClock:
 
     def datetime(self) -> dt.datetime:
         return self.start + dt.timedelta(seconds=self.now)
+
+
+class SteppingBack:
+    """A host whose wall clock an NTP step moves an hour back at every reading, while its monotonic
+    clock moves on by ``tick`` at every reading, from ``start``; ``ticks`` counts the monotonic readings."""
+
+    def __init__(self, start: float = 1000.0, tick: float = 0.25) -> None:
+        self.start, self.tick = start, tick
+        self.ticks = self.walls = 0
+
+    def monotonic(self) -> Monotonic:
+        self.ticks += 1
+        return Monotonic(self.start + self.tick * self.ticks)
+
+    def wall(self) -> WallTime:
+        self.walls += 1
+        return WallTime(EPOCH.timestamp() - 3600.0 * self.walls)
+
+    @property
+    def latest(self) -> float:
+        """The last monotonic reading, in seconds."""
+        return self.start + self.tick * self.ticks

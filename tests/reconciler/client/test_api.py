@@ -26,6 +26,7 @@ from memcached_gitops.reconciler.client.api import (
 )
 
 from fakeapi.server import FakeAPIServer, Fault
+from tests.support.clock import SteppingBack
 
 LEASES = collection_path("coordination.k8s.io", "v1", "leases", "default")
 
@@ -434,6 +435,22 @@ def test_a_watch_event_split_across_reads_is_read_whole() -> None:
         api = KubeAPI.connect(host=f"http://127.0.0.1:{recorder.server_port}")
         names = [event["object"]["metadata"]["name"] for event, _ in api.watch("/api/v1/pods", {}, 5.0)]
     assert names == ["a", "b", "c"]
+
+
+def test_each_watch_event_arrives_at_the_monotonic_instant_it_was_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An event's arrival (from which the work queue's wait and the drift correction latency count) is
+    the monotonic clock's, read as the event is read: a wall clock stepped back an hour at every
+    reading changes nothing, and events read one after the other never arrive out of order."""
+    from memcached_gitops.reconciler.client import api as api_module
+
+    clock = SteppingBack(start=500.0, tick=1.0)
+    monkeypatch.setattr(api_module, "SYSTEM_CLOCK", clock)
+    lines = b"".join(json.dumps({"type": "ADDED", "object": {"metadata": {"name": n}}}).encode() + b"\n" for n in "abc")
+    with _Recorder([(200, lines)]) as recorder:
+        api = KubeAPI.connect(host=f"http://127.0.0.1:{recorder.server_port}")
+        arrivals = [arrived for _, arrived in api.watch("/api/v1/pods", {}, 5.0)]
+    assert len(arrivals) == 3 and arrivals == sorted(arrivals)
+    assert all(clock.start < arrived <= clock.latest for arrived in arrivals), arrivals
 
 
 def test_apimachinerys_error_kinds_are_read_from_the_status_code_alone() -> None:

@@ -10,6 +10,7 @@ at most one replica may write each CR.
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 import time
 from collections.abc import Iterator
@@ -257,6 +258,35 @@ def test_a_lagging_watch_does_not_kill_a_live_member(server: FakeAPIServer, cloc
         a.step()
         assert no_two_writers([a, b]) == shares
     assert lease(server, b) is not None, "the GET showed the renewals the watch missed"
+
+
+def test_a_member_whose_wall_clock_runs_an_hour_behind_is_never_dropped_while_it_renews(server: FakeAPIServer, clock: ManualClock) -> None:
+    """The others judge a member by when *they* first saw each of its renewals (their own monotonic
+    clock), never by the renewTime it wrote: a member whose host's clock is an hour behind (an NTP
+    step back, a VM restored from a snapshot) writes renewTimes an hour in the past, and is as alive
+    as any other, as client-go's leaderelection keeps its own observedTime for the record it read
+    (kubernetes/leaderelection/leaderelection.py in the venv: observed_time_milliseconds)."""
+    a, b = start(server, clock, "a", "b")
+    shares = no_two_writers([a, b])
+    b.clock = lambda: clock.datetime() - dt.timedelta(hours=1)
+    advance(server, clock, [a, b], 60.0)
+    assert no_two_writers([a, b]) == shares, "b's share stays with b"
+    assert lease(server, b) is not None and a.members() == ["a", "b"]
+
+
+def test_a_dead_member_whose_wall_clock_ran_ahead_is_dropped_a_lease_after_last_seen(server: FakeAPIServer, clock: ManualClock) -> None:
+    """A member that wrote renewTimes an hour in the future and then died is dropped 15 s after the
+    others last saw it renew, not an hour later: its renewTime is never compared with their clocks."""
+    a, b = start(server, clock, "a", "b")
+    b.clock = lambda: clock.datetime() + dt.timedelta(hours=1)
+    advance(server, clock, [a, b], 4.0)
+    killed_at = clock.now
+    sync(server, a)  # a sees b's last renewal at once
+    advance(server, clock, [a, b], 14.0, live=[a])
+    assert lease(server, b) is not None, "not before its lease ran out"
+    advance(server, clock, [a, b], 2.0, live=[a])
+    assert clock.now - killed_at <= 16.0 and lease(server, b) is None
+    assert no_two_writers([a, b])["a"] == len(KEYS)
 
 
 def test_a_member_back_from_a_lapse_needs_a_fresh_acknowledgement(server: FakeAPIServer, clock: ManualClock) -> None:

@@ -27,6 +27,7 @@ from memcached_gitops.reconciler.orchestration.loop import exit_code
 
 from fakeapi.server import DeploymentController, FakeAPIServer, Fault
 from tests.conftest import REPO, transcript
+from tests.support.clock import SteppingBack
 from tests.support.fakecluster import (
     CR_PATH,
     DEP_PATH,
@@ -380,13 +381,22 @@ def test_the_lease_is_held_by_one_replica_and_released_to_the_next(cluster: Fake
     assert lease["spec"]["holderIdentity"] == "replica-2" and lease["spec"]["leaseTransitions"] == 1
 
 
-def test_an_expired_lease_is_taken_over(cluster: FakeAPIServer) -> None:
+def test_an_expired_lease_is_taken_over_once_seen_unchanged_for_its_duration(cluster: FakeAPIServer) -> None:
+    """A renewTime five minutes old is another host's clock, not evidence: the new replica takes the
+    Lease once it has itself seen the record unchanged for leaseDurationSeconds (client-go's
+    observedTime), so a holder whose clock runs behind is never taken from while it renews."""
     import datetime as dt
 
     one = reconciler_for(cluster)
     past = lambda: dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)  # noqa: E731
     assert LeaderElector(one.api, "default", "old", clock=past).try_acquire_or_renew()
-    assert LeaderElector(one.api, "default", "new").try_acquire_or_renew()
+    seconds = [100.0]
+    new = LeaderElector(one.api, "default", "new", monotonic=lambda: seconds[0])
+    assert not new.try_acquire_or_renew() and new.holder == "old"
+    seconds[0] += 14.999
+    assert not new.try_acquire_or_renew()
+    seconds[0] += 0.001
+    assert new.try_acquire_or_renew()
 
 
 def test_rbac_denial_is_a_clear_failure() -> None:
@@ -1200,6 +1210,35 @@ def test_a_cycles_duration_counts_its_lists_and_an_apply_is_stamped_when_its_ans
         assert outcome.action == "corrected", outcome.error
         assert report.duration >= 0.4, report.duration
         assert outcome.applied_at >= sent + 0.4, (sent, outcome.applied_at)
+
+
+def test_a_cycles_duration_and_apply_stamps_are_the_monotonic_clocks_whatever_the_wall_clock_does() -> None:
+    """An NTP step back of an hour at every reading of the wall clock during a cycle changes neither
+    its duration (the "cycle done in" line, never negative nor the seconds since 1970) nor a correction's applied_at
+    (the drift latency's and the fight detector's instant): both are read on the monotonic clock."""
+    with FakeAPIServer(namespaces=("default",)) as api:
+        make_cr(api, "m", size=2)
+        rec = reconciler_for(api)
+        rec.run_cycle()
+        drift_image(api)
+        rec.process_clock = clock = SteppingBack()
+        report = rec.run_cycle()
+        [outcome] = report.outcomes
+        assert outcome.action == "corrected", outcome.error
+        assert 0 < report.duration <= clock.latest - clock.start, report.duration
+        assert clock.start < outcome.applied_at <= clock.latest, outcome.applied_at
+
+
+def test_a_cycle_that_could_not_list_reports_its_duration_on_the_monotonic_clock() -> None:
+    """The incomplete cycle's duration (its "cycle done in" line, exit 2) is the monotonic clock's
+    too: the wall clock stepping back while the LIST failed makes it neither negative nor the seconds since 1970."""
+    with FakeAPIServer(namespaces=("default",)) as api:
+        api.faults.append(Fault(method="GET", path_contains="/memcacheds", status=403, times=100))
+        rec = reconciler_for(api)
+        rec.process_clock = clock = SteppingBack()
+        report = rec.run_cycle()
+        assert not report.complete and report.error.startswith("listing failed")
+        assert 0 < report.duration <= clock.latest - clock.start, report.duration
 
 
 def test_what_a_reconcile_wrote_is_told_even_when_a_later_step_fails() -> None:

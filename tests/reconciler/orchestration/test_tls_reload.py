@@ -193,3 +193,65 @@ def test_a_pair_that_does_not_load_leaves_no_descriptor_open(tmp_path: Path) -> 
         clock.now += tls_module.RELOAD_CHECK
         cert.context()
     assert descriptors() == before
+
+
+def rotated(folder: Path, when: float) -> None:
+    """A new pair in ``folder``, both files stamped ``when``."""
+    cert, key = self_signed(("localhost", "127.0.0.1"))
+    write_pair(folder, cert, key)
+    for name in ("tls.crt", "tls.key"):
+        os.utime(folder / name, (when, when))
+
+
+def test_a_rotation_is_looked_for_at_exactly_reload_check_and_not_a_tick_sooner(tmp_path: Path) -> None:
+    """The period is counted on the monotonic clock from the last look: one tick before it the
+    files are not read; at it, the renewed pair is served."""
+    clock = ManualClock(1000.0)
+    rotated(tmp_path, TICK - 60)
+    cert = ServingCertificate(str(tmp_path), clock=clock)
+    loaded = cert.context()
+    rotated(tmp_path, TICK)
+    clock.now = 1000.0 + tls_module.RELOAD_CHECK - 0.001
+    assert cert.context() is loaded, "looked at a tick before the period"
+    clock.now = 1000.0 + tls_module.RELOAD_CHECK
+    assert cert.context() is not loaded, "the renewed pair is served at the period"
+
+
+def test_a_rotation_whose_files_are_older_than_the_pair_served_is_loaded(tmp_path: Path) -> None:
+    """A pair is new when its modification times differ from the ones loaded, not when they are
+    later: files restored from a backup, copied with their times kept (``cp -p``, a Secret volume's
+    atomic swap of a directory written earlier) or written after the wall clock stepped back carry
+    times before the served pair's, and are still served."""
+    clock = ManualClock(1000.0)
+    rotated(tmp_path, TICK)
+    cert = ServingCertificate(str(tmp_path), clock=clock)
+    loaded = cert.context()
+    rotated(tmp_path, TICK - 3600)
+    clock.now += tls_module.RELOAD_CHECK
+    assert cert.context() is not loaded
+
+
+def test_after_a_stall_of_many_periods_the_files_are_looked_at_once_and_then_a_period_later(tmp_path: Path, monkeypatch) -> None:
+    """A process that wakes from a stall (a suspended VM, a paused container: the monotonic clock
+    moves ten periods at once) looks at the files once, and the next look is a whole period after
+    that one, not after the missed ones were due: no burst of reads at each connection after a stall."""
+    clock = ManualClock(1000.0)
+    rotated(tmp_path, TICK - 60)
+    looks: list[float] = []
+    real = tls_module.ServingCertificate._files
+
+    def counted(self: ServingCertificate) -> tuple[Path, Path]:
+        looks.append(clock.now)
+        return real(self)
+
+    monkeypatch.setattr(tls_module.ServingCertificate, "_files", counted)
+    cert = ServingCertificate(str(tmp_path), clock=clock)
+    looks.clear()
+    clock.now += 10 * tls_module.RELOAD_CHECK
+    for _ in range(5):
+        cert.context()
+        clock.now += tls_module.RELOAD_CHECK / 10
+    assert looks == [1000.0 + 10 * tls_module.RELOAD_CHECK], "one look after the stall"
+    clock.now = 1000.0 + 11 * tls_module.RELOAD_CHECK
+    cert.context()
+    assert len(looks) == 2
