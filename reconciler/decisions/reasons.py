@@ -79,7 +79,8 @@ REASONS: dict[Reason, tuple[str, str]] = {
                                  "the Deployment controller gave up on the rollout (progressDeadlineSeconds): look at the "
                                  "Pods' events (image pull, scheduling, crashes)"),
     Reason.REPLICA_FAILURE: ("Degraded=True, Stalled=True", "the Deployment's ReplicaFailure condition without a reason of its "
-                                                      "own (with one, that reason is used, e.g. FailedCreate)"),
+                                                      "own, or with one a Condition cannot carry (then said in the message); "
+                                                      "with one, that reason is used, e.g. FailedCreate"),
     Reason.INVALID_SPEC: ("Degraded=True, Stalled=True, Available=False", "the CR cannot be rendered; the message names the field"),
     Reason.INVALID_ANNOTATION: ("Degraded=True, Stalled=True", "cache.example.com/reconcile has an unsupported value, or "
                                                          "cache.example.com/requestedAt is longer than 256 characters"),

@@ -16,6 +16,7 @@ when a condition's status flips.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,12 @@ class DeploymentVerdict:
     failure_message: str = ""  # an excerpt of the Deployment's message
 
 
+#: metav1.Condition's reason, as the CRD's status schema has it (pattern and maxLength 1024): the
+#: Deployment's own conditions have no such rule, and whoever may write a Deployment's status can
+#: give its ReplicaFailure any text, which copied as it is would make every status write a 422.
+CONDITION_REASON = re.compile(r"[A-Za-z](?:[A-Za-z0-9_,:]{0,1022}[A-Za-z0-9_])?")
+
+
 def deployment_verdict(deployment: dict[str, Any]) -> DeploymentVerdict:
     """Pure: what the Deployment's status says, for the once-per-cycle and event-driven modes alike."""
     generation = (deployment.get("metadata") or {}).get("generation", 1)
@@ -85,7 +92,10 @@ def deployment_verdict(deployment: dict[str, Any]) -> DeploymentVerdict:
     if progressing.get("status") == "False" and progressing.get("reason") == Reason.PROGRESS_DEADLINE_EXCEEDED:
         reason, message = Reason.PROGRESS_DEADLINE_EXCEEDED, progressing.get("message") or ""
     elif failure.get("status") == "True":
-        reason, message = failure.get("reason") or Reason.REPLICA_FAILURE, failure.get("message") or ""
+        given, message = failure.get("reason") or "", failure.get("message") or ""
+        reason = given if CONDITION_REASON.fullmatch(given) else Reason.REPLICA_FAILURE
+        if given and reason != given:
+            message = f"{given}: {message}"  # any text fits a message; a reason must be a Condition's word
     return DeploymentVerdict(generation, True, status.get("availableReplicas", 0), status.get("updatedReplicas", 0),
                              status.get("replicas", 0), reason, one_line_excerpt(message) if reason else "")
 
