@@ -765,3 +765,38 @@ def test_a_memcached_of_every_name_length_is_admitted_whole(length: int) -> None
     """Every length a CR name can have (a label carries 63 characters at most): the renderer's names
     turn at lengths the policy must follow exactly."""
     assert admitted_whole("m" * length, {"size": 2})
+
+
+def served_subresources() -> list[tuple[str, str]]:
+    """Each (kind, subresource) the API server serves for what the reconciler writes, read from the
+    kubernetes client's own request paths (generated from the API server's OpenAPI):
+    ``/namespaces/{namespace}/<resource>/{name}/<subresource>``."""
+    import inspect
+    import re
+
+    from kubernetes.client.api import apps_v1_api, core_v1_api, policy_v1_api
+
+    modules = {"apps": apps_v1_api, "": core_v1_api, "policy": policy_v1_api}
+    found = []
+    for kind, (group, resource) in sorted(RESOURCES.items()):
+        paths = re.findall(r"/namespaces/\{namespace\}/" + resource + r"/\{name\}/(\w+)'", inspect.getsource(modules[group]))
+        found += [(kind, sub) for sub in sorted(set(paths))]
+    return found
+
+
+@pytest.mark.parametrize(("kind", "subresource"), served_subresources(), ids=lambda v: str(v))
+def test_no_subresource_of_what_the_reconciler_writes_is_let_through(kind: str, subresource: str) -> None:
+    """A stolen token with a wider role could scale a Deployment to nothing, or write a Service's or a
+    budget's status (a load balancer's address, a budget's disruptionsAllowed that lets every Pod be
+    evicted): every subresource the API server serves for these kinds is refused by the policy, or,
+    a proxy (a CONNECT, which no write rule sees), is granted by no RBAC rule of ours."""
+    import yaml
+
+    if subresource == "proxy":
+        roles = [d for d in yaml.safe_load_all((REPO / "kustomize/base/rbac.yaml").read_text()) if d["kind"] in ("ClusterRole", "Role")]
+        granted = {r for role in roles for rule in role["rules"] for r in rule["resources"]}
+        assert f"{RESOURCES[kind][1]}/{subresource}" not in granted and "*" not in granted
+        return
+    obj = rendered(kind)
+    refused = admit("UPDATE", obj, obj, subresource=subresource)
+    assert refused == f"memcached-gitops writes no subresource: {RESOURCES[kind][1]}/{subresource}"

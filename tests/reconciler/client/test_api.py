@@ -8,6 +8,7 @@ import pathlib
 import threading
 import time
 from collections.abc import Callable
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -86,6 +87,29 @@ def test_a_transient_answer_is_tried_again_and_a_lasting_one_is_not(status: int)
         with pytest.raises(APIError):
             list(api.list_all(LEASES))
         assert len(slept) == 1, "a 400 is not tried again"
+
+
+#: The answers that may pass (the module's contract, as client-go's rest client reads them): Priority and
+#: Fairness's 429, a 500 (but a schema mismatch), and a gateway's 502, 503 and 504.
+TRANSIENT = {429, 500, 502, 503, 504}
+
+
+@pytest.mark.parametrize("status", [s for s in HTTPStatus if s >= 400], ids=lambda s: str(int(s)))
+def test_every_error_status_is_tried_again_only_when_it_may_pass(status: HTTPStatus) -> None:
+    """Each error status an API server or a proxy in front of it can answer: one that may pass is tried
+    again after a backoff, any other is the answer at once (a 501 or a 505 says the same to every
+    attempt, a 401, 403 or 422 too: retried, it spends the CR's attempts and the API server's
+    budget on a refusal that will not change)."""
+    slept: list[float] = []
+    with FakeAPIServer(namespaces=("default",)) as server:
+        server.faults.append(Fault(method="GET", path_contains="/leases", status=int(status), times=1))
+        api = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=3, base=0.01, cap=5.0, sleep=slept.append))
+        if status in TRANSIENT:
+            assert list(api.list_all(LEASES)) == [] and len(slept) == 1
+        else:
+            with pytest.raises(APIError) as refused:
+                list(api.list_all(LEASES))
+            assert refused.value.status == status and slept == [], f"{int(status)} was tried again"
 
 
 @pytest.mark.parametrize("method", ["GET", "POST"])
@@ -351,6 +375,30 @@ def test_a_requests_waits_double_from_the_base_after_its_first_failure(monkeypat
         api = KubeAPI.connect(host=server.url, retry=RetryPolicy(attempts=5, base=0.2, cap=5.0, sleep=slept.append))
         assert list(api.list_all(LEASES)) == []
     assert slept == pytest.approx([0.2, 0.4, 0.8, 1.6])
+
+
+def test_a_connected_client_tries_five_times_waiting_from_0_2_s_and_at_most_20_s_for_a_retry_after(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client every command connects takes the policy's defaults (``KubeAPI.connect`` without a
+    ``retry``): a lasting 503 is sent five times, waiting at most 0.2, 0.4, 0.8 and 1.6 s between (3 s
+    for a worker, never more), and a Retry-After of an hour is waited 20 s at most, then the CR's own
+    backoff takes over."""
+    from memcached_gitops.reconciler.client import api as api_module
+
+    monkeypatch.setattr(api_module.random, "uniform", lambda low, high: high)  # each wait at its bound
+    slept: list[float] = []
+    with FakeAPIServer(namespaces=("default",)) as server:
+        api = KubeAPI.connect(host=server.url)
+        api.retry.sleep = slept.append
+        server.faults.append(Fault(method="GET", path_contains="/leases", status=503, times=10))
+        with pytest.raises(APIError):
+            list(api.list_all(LEASES))
+        assert len([r for r in server.log if "/leases" in r.path]) == 5
+        assert slept == pytest.approx([0.2, 0.4, 0.8, 1.6])
+        server.faults.clear()
+        server.faults.append(Fault(method="GET", path_contains="/leases", status=429, retry_after=3600, times=1))
+        slept.clear()
+        assert list(api.list_all(LEASES)) == [] and slept == [20.0]
 
 
 _policies = st.builds(RetryPolicy, base=st.sampled_from((0.01, 0.2, 1.0)), cap=st.sampled_from((0.5, 5.0, 30.0)))

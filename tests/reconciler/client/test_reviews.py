@@ -51,6 +51,39 @@ def test_the_defaults_are_controller_runtimes() -> None:
     assert AUTHENTICATED == "system:authenticated"
 
 
+def test_the_served_process_reviews_20_new_tokens_at_once_then_5_a_second_and_knows_a_valid_one_for_an_hour() -> None:
+    """The metrics server's reviews take the defaults (main.py ``AccessReviews(reviewer)``): strangers
+    spraying tokens cost the API server at most 20 TokenReviews at once, then 5 a second, and a token
+    the API server authenticated is reviewed again from a bucket of its own for an hour after its last
+    review (Prometheus scrapes every 30 s: its token is never refused 429 while strangers keep the
+    bucket of new tokens empty), and no longer past that hour."""
+    from memcached_gitops.reconciler.client.reviews import RateLimited
+
+    clock = ManualClock(1000.0)
+    stranger = token_answer(False)
+    api = API(token_answer(username="prom"), *[stranger] * 44, token_answer(username="prom"), *[stranger] * 20,
+              token_answer(username="prom"))
+    r = reviews(api, clock)
+    assert r.authenticate("prometheus") is not None
+
+    def spray(count: int, prefix: str) -> None:
+        for i in range(count):
+            assert r.authenticate(f"{prefix}-{i}") is None
+        with pytest.raises(RateLimited):
+            r.authenticate(f"{prefix}-over")
+
+    spray(19, "burst")
+    clock.now += 1.0
+    spray(5, "second")
+    clock.now = 1000.0 + 3599.0  # the cache's minute long past, the hour not
+    spray(20, "hour")
+    assert r.authenticate("prometheus") is not None, "known: reviewed from its own bucket"
+    clock.now += 3600.5  # an hour and more after its last review
+    spray(20, "later")
+    with pytest.raises(RateLimited):
+        r.authenticate("prometheus")
+
+
 def test_a_token_review_is_sent_as_the_api_server_expects_and_its_user_read() -> None:
     api, clock = API(token_answer(username="system:serviceaccount:monitoring:prometheus", uid="u-1",
                                   groups=["system:serviceaccounts"], extra={"b": ["2", "3"], "a": None})), ManualClock(1000.0)

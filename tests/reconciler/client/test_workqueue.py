@@ -408,3 +408,27 @@ def test_the_observer_is_told_of_each_add_take_and_done_as_client_gos_metrics_ar
     now[0] += 5.0
     q.release_due()
     assert heard == [("added", "a"), ("taken", "a"), ("added", "a"), ("finished", "a"), ("added", "c")]
+
+
+def test_the_controllers_queue_waits_as_client_gos_default_controller_rate_limiter() -> None:
+    """The controller's queue takes the defaults (controller.py ``WorkQueue(observer=...)``), which are
+    client-go's DefaultControllerRateLimiter (util/workqueue/default_rate_limiters.go): a failing key
+    waits 5 ms doubling to 1000 s (``NewItemExponentialFailureRateLimiter(5*time.Millisecond,
+    1000*time.Second)``), and failures together go back at 10 a second after a burst of 100
+    (``rate.NewLimiter(rate.Limit(10), 100)``). A CR refused for a day waits the same here as under
+    the Go operator; a base or cap mistyped hammers the API server or leaves a CR unserved for hours."""
+    clock = ManualClock(0.0)
+    one: WorkQueue[str] = WorkQueue(clock=clock, delay_thread=False)
+    for _ in range(4):
+        one.add_rate_limited("a")
+    assert [due for due, _ in one.pending().delayed] == [0.005, 0.01, 0.02, 0.04]
+    for _ in range(40):
+        one.add_rate_limited("b")
+    assert one.pending().delayed[-1] == (1000.0, "b"), "capped at 1000 s"
+
+    many: WorkQueue[int] = WorkQueue(clock=clock, delay_thread=False)
+    for key in range(102):
+        many.add_rate_limited(key)
+    waits = dict((key, due) for due, key in many.pending().delayed)
+    assert {waits[key] for key in range(100)} == {0.005}, "the burst of 100 waits only its own backoff"
+    assert waits[100] == pytest.approx(0.1) and waits[101] == pytest.approx(0.2), "then 10 a second"

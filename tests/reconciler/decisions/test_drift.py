@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memcached_gitops.reconciler.decisions.drift import Drift, compare, removal_patch
+from memcached_gitops.reconciler.decisions.drift import ATOMIC, MERGE_KEYS, Drift, compare, removal_patch
 from memcached_gitops.reconciler.decisions.managedfields import describe_manager, owners_of
 from memcached_gitops.schemas.list_rules import ListRules
 
@@ -170,6 +171,72 @@ def test_a_port_switched_to_another_protocol_is_ours_missing_and_theirs_unwanted
 # ---- properties: a field on either side only, at any depth, under any name
 _NAMES = ("metadata", "name", "namespace", "kind", "apiVersion", "image", "x")
 _SCALARS = st.one_of(st.integers(0, 2), st.sampled_from(("a", "b", "")), st.none(), st.lists(st.integers(0, 1), max_size=2))
+
+
+#: Whether an item someone else adds to each associative list is drift: the lists we own whole inside
+#: our container (a second port or env entry beside ours: a port renamed by hand keeps the old name, a
+#: duplicate the API server rejects, and an env entry changes what memcached runs with), or someone
+#: else's (a sidecar container, another owner).
+EXTRA_ITEM_IS_DRIFT = {
+    ("spec", "template", "spec", "containers"): False,
+    ("spec", "template", "spec", "containers", "ports"): True,
+    ("spec", "template", "spec", "containers", "env"): True,
+    ("metadata", "ownerReferences"): False,
+}
+
+
+def _at(path: tuple[str, ...], leaf: object) -> dict:
+    """An object holding ``leaf`` at ``path``, each associative list on the way one item of ours."""
+    obj: object = leaf
+    for i in range(len(path) - 1, -1, -1):
+        if path[:i + 1] in MERGE_KEYS and i + 1 < len(path):
+            obj = [{**{k: "ours" for k in MERGE_KEYS[path[:i + 1]]}, **obj}]
+        obj = {path[i]: obj}
+    return obj
+
+
+@pytest.mark.parametrize("path", sorted(MERGE_KEYS), ids=lambda p: ".".join(p))
+def test_an_item_someone_adds_is_drift_only_in_the_lists_we_own_whole(path: tuple[str, ...]) -> None:
+    """Each associative list of the table, matched by its merge keys: an item under keys of its own
+    beside ours is taken off (an unwanted drift, removed before the apply) in a list we own whole, and
+    left to its owner in the others."""
+    assert set(EXTRA_ITEM_IS_DRIFT) == set(MERGE_KEYS), "a list added to the table says here whether it is ours whole"
+    ours = {k: "ours" for k in MERGE_KEYS[path]}
+    theirs = {k: "theirs" for k in MERGE_KEYS[path]}
+    drifts = compare(_at(path, [ours]), _at(path, [theirs, ours]))
+    if EXTRA_ITEM_IS_DRIFT[path]:
+        assert [(d.unwanted, d.live) for d in drifts] == [(True, theirs)], drifts
+    else:
+        assert drifts == [], drifts
+
+
+def test_an_env_entry_is_matched_by_its_name_wherever_it_stands() -> None:
+    """apps/v1 keys a container's env by name: a value changed by hand is drift of that entry's value,
+    named by the entry's name (what the log and the Event show), wherever the entry moved; an entry
+    someone added is drift too."""
+    desired = deployment()
+    desired["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]
+    live = deployment()
+    live["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "C", "value": "3"}, {"name": "B", "value": "2"},
+                                                                {"name": "A", "value": "9"}]
+    env = '.spec.template.spec.containers[name="memcached"].env'
+    assert sorted((d.field, d.live, d.desired) for d in compare(desired, live)) == [
+        (f'{env}[name="A"].value', "9", "1"), (f'{env}[name="C"]', {"name": "C", "value": "3"}, ABSENT)]
+
+
+#: The maps and structs apps/v1 owns whole (+mapType=atomic, +structType=atomic), by the field the
+#: reconciler names: a key someone adds beside ours changes what the object does (a Pod pinned to other
+#: nodes, a selector that picks other Pods), so it is drift though we never set that key.
+ATOMIC_MAPS = {".spec.template.spec.nodeSelector": {"disktype": "ssd"}, ".spec.selector": {"matchLabels": {"app": "a"}}}
+
+
+@pytest.mark.parametrize("field", sorted(ATOMIC_MAPS))
+def test_a_key_added_to_an_atomic_map_is_drift_of_the_whole_map(field: str) -> None:
+    path = tuple(field.strip(".").split("."))
+    ours = ATOMIC_MAPS[field]
+    theirs = {**ours, "zone": "b"} if "matchLabels" not in ours else {"matchLabels": {**ours["matchLabels"], "tier": "x"}}
+    assert [(d.field, d.live, d.desired) for d in compare(_at(path, ours), _at(path, theirs))] == [(field, theirs, ours)]
+    assert {"." + ".".join(p) for p in ATOMIC if p[-1] != "item"} == set(ATOMIC_MAPS), "each atomic map of the table is checked here"
 
 
 def _maps(depth: int) -> st.SearchStrategy:

@@ -203,3 +203,26 @@ def test_one_correction_after_a_fight_is_over_is_no_fight_whether_or_not_anyone_
     assert d.record("k", "ns/a", REPLICAS, "x", M(1)) is not None
     assert d.record("k", "ns/a", REPLICAS, "x", M(200)) is None, "a fight over 129 s ago came back from one correction"
     assert d.wait("k", M(200)) == 0 and d.active("k", M(200)) is None
+
+
+def test_the_controllers_detector_tells_a_person_from_an_hpa_and_backs_off_10_s_doubling_to_300_s() -> None:
+    """The controller takes the detector's defaults (controller.py ``FightDetector()``), which the module
+    sets against the writers it meets: a person running ``kubectl scale`` three times in a minute is no
+    fight, an HPA (15 s sync period) undoing us four times in a minute is; four corrections spread over
+    more than two minutes are none; the CR then waits 10 s, doubling with each fight in a row up to
+    Crossplane's five-minute open period, so a fight costs at most one write per backoff."""
+    person = FightDetector()
+    assert [person.record("k", "ns/a", REPLICAS, "kubectl", M(t)) for t in (0, 20, 40)] == [None, None, None]
+    slow = FightDetector()
+    assert [slow.record("k", "ns/a", REPLICAS, "hpa", M(t)) for t in (0, 41, 82, 123)] == [None] * 4, "the first is past 120 s"
+    hpa = FightDetector()
+    assert [hpa.record("k", "ns/a", REPLICAS, "hpa", M(t)) for t in (0, 15, 30)] == [None, None, None]
+    fight = hpa.record("k", "ns/a", REPLICAS, "hpa", M(45))
+    assert fight is not None and (fight.corrections, fight.window, fight.delay) == (4, 120.0, 10.0)
+    now, delays = 45.0, []
+    for _ in range(7):
+        now += hpa.wait("k", M(now))
+        again = hpa.record("k", "ns/a", REPLICAS, "hpa", M(now))
+        assert again is not None
+        delays.append(again.delay)
+    assert delays == [20.0, 40.0, 80.0, 160.0, 300.0, 300.0, 300.0]

@@ -8,7 +8,16 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memcached_gitops.reconciler.decisions.ignore import ANNOTATION, IgnoreError, follow, ignored_paths, pointers_of
+from memcached_gitops.reconciler.decisions.ignore import (
+    ANNOTATION,
+    IDENTITY,
+    KINDS,
+    PROTECTED,
+    IgnoreError,
+    follow,
+    ignored_paths,
+    pointers_of,
+)
 
 from fakeapi.server import FakeAPIServer
 from tests.support.controller import running, settle, wait_for
@@ -259,6 +268,26 @@ def test_a_pointer_may_name_the_service_or_the_budget_by_kind_and_a_bare_one_nam
     assert ignored_paths({"metadata": {}}) == {}
     with pytest.raises(IgnoreError, match="Service"):  # one bad entry refuses the annotation, the Deployment's pointers too
         pointers_of({"metadata": {"annotations": {ANNOTATION: "/spec/replicas, Service:/spec/selector"}}})
+
+
+#: What makes any object a Memcached owns its own: its identity, the maps that hold it, its owner and
+#: its selector, each named whole and reached into.
+NEVER_IGNORED = ("/apiVersion", "/kind", "/metadata", "/metadata/name", "/metadata/namespace", "/spec",
+                 "/metadata/ownerReferences", "/metadata/ownerReferences/0/uid", "/spec/selector", "/spec/selector/x")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("pointer", NEVER_IGNORED)
+def test_no_kind_lets_its_identity_owner_or_selector_be_ignored(kind: str, pointer: str) -> None:
+    """Left out of our apply, an object's namespace, kind or owner would be whatever someone else
+    wrote, and its selector would serve or guard another CR's Pods: each of the Deployment's, the
+    Service's and the budget's is refused, the annotation with it, while a label beside them is not."""
+    with pytest.raises(IgnoreError, match="it cannot be ignored"):
+        pointers_of({"metadata": {"annotations": {ANNOTATION: f"{kind}:{pointer}"}}}, kind)
+    beside = {"metadata": {"annotations": {ANNOTATION: f"{kind}:/metadata/labels/team"}}}
+    assert pointers_of(beside, kind) == (("metadata", "labels", "team"),)
+    named = {"/" + "/".join(p) for p in (*IDENTITY, *PROTECTED[kind])}
+    assert named <= set(NEVER_IGNORED), f"a {kind} field the table protects and this test does not try: {named - set(NEVER_IGNORED)}"
 
 
 def test_follow_drops_keeps_or_copies_and_never_changes_its_input() -> None:

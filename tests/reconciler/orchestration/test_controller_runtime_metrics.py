@@ -421,3 +421,34 @@ def test_every_seconds_histogram_resolves_a_latency_within_a_factor_of_ten() -> 
     for name, les in bounds.items():
         for latency in (0.01, 0.1, 1.0, 10.0):
             assert min(le for le in les if le >= latency) <= 10 * latency, (name, latency, sorted(les))
+
+
+#: controller-runtime's reconcile_time_seconds buckets (pkg/internal/controller/metrics/metrics.go 63-64, above).
+UPSTREAM_RECONCILE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+                              1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60)
+#: client-go's prometheus.ExponentialBuckets(10e-9, 10, 12) of the queue's durations (pkg/metrics/workqueue.go, above).
+UPSTREAM_QUEUE_BUCKETS = tuple(10e-9 * 10**i for i in range(12))
+
+
+def scraped_bounds(metrics: Metrics, family: str) -> list[float]:
+    """The finite ``le`` bounds of ``family``'s buckets, in the order the scrape gives them."""
+    parsed = {f.name: f for f in text_string_to_metric_families(metrics.render().decode())}
+    return [float(s.labels["le"]) for s in parsed[family].samples
+            if s.name == f"{family}_bucket" and s.labels["le"] != "+Inf"]
+
+
+def test_every_bucket_of_the_reconcile_and_queue_histograms_is_controller_runtimes() -> None:
+    """A dashboard made for a kubebuilder operator reads quantiles and SLO ratios off named buckets
+    (``le="0.15"``): every bound exported is controller-runtime's, none missing and none added, or
+    ``histogram_quantile`` over ours and the Go operator's together mixes two bucket layouts and a
+    ratio over ``le="0.15"`` reads nothing."""
+    metrics = Metrics()
+    metrics.observe_work(0.0)
+    metrics.workqueue.added("k")
+    metrics.workqueue.taken("k")
+    metrics.workqueue.finished("k")
+    assert scraped_bounds(metrics, "controller_runtime_reconcile_time_seconds") == list(UPSTREAM_RECONCILE_BUCKETS)
+    for family in ("workqueue_queue_duration_seconds", "workqueue_work_duration_seconds"):
+        bounds = scraped_bounds(metrics, family)
+        assert len(bounds) == len(UPSTREAM_QUEUE_BUCKETS), family
+        assert all(abs(ours - theirs) <= 1e-9 * theirs for ours, theirs in zip(bounds, UPSTREAM_QUEUE_BUCKETS, strict=True)), family

@@ -562,3 +562,42 @@ def test_between_clients_holding_as_many_slots_the_newcomer_takes_the_oldest_slo
         for sock in opened:
             sock.close()
         server.server_close()
+
+
+
+def shipped_container() -> dict:
+    """The reconciler container of the shipped Deployment (kustomize/overlays/deployment)."""
+    import yaml
+
+    from tests.conftest import REPO
+
+    manifest = yaml.safe_load((REPO / "kustomize" / "overlays" / "deployment" / "deployment.yaml").read_text())
+    [container] = manifest["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+@pytest.mark.parametrize("kind", sorted(k for k in shipped_container() if k.endswith("Probe")))
+def test_each_probe_the_shipped_deployment_sends_is_served_and_can_fail(server, kind: str) -> None:
+    """The kubelet asks the path and port the shipped Deployment names, on the port the process is told
+    to serve its probes on: each path is served (a 404 restarts the process in a loop, or keeps it out
+    of the Service for ever) and answers 503 while its own condition fails: liveness while a health
+    check says why (a stalled informer), readiness before the first sync. 200 to 399 is success to the kubelet."""
+    from urllib.error import HTTPError
+
+    container = shipped_container()
+    probe = container[kind]["httpGet"]
+    args = container["args"]
+    port = next(p["containerPort"] for p in container["ports"] if p["name"] == probe["port"])
+    assert str(port) == args[args.index("--health-probe-port") + 1], f"{kind} asks a port the probes are not served on"
+    metrics = server.served_metrics
+    problem: list[str] = []
+    metrics.health_checks.append(lambda: problem[0] if problem else None)
+    metrics.ready = True
+    assert get(server, probe["path"]) == 200
+    if kind == "livenessProbe":
+        problem.append("deployments informer stalled")
+    else:
+        metrics.ready = False
+    with pytest.raises(HTTPError) as failed:
+        get(server, probe["path"])
+    assert failed.value.code == 503

@@ -309,3 +309,48 @@ def test_each_panels_or_adds_a_fallback_never_hides_a_second_quantity(tmp_path: 
                               for _, _, expr in checks]}]}))
     proc = subprocess.run([PROMTOOL, "test", "rules", str(unit)], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 0, "a panel's or hides a series:\n" + "\n".join(f"{t}: {e}" for t, e, _ in checks) + proc.stdout + proc.stderr
+
+
+def exported_conditions() -> dict[str, set[str]]:
+    """The ``condition`` and ``status`` values the conditions series takes, as scraped: every condition
+    type the reconciler explains (reasons.py ``CONDITIONS``) in every status the shipped CRD allows."""
+    from memcached_gitops.reconciler.decisions.reasons import CONDITIONS
+
+    from tests.conftest import crd_named
+
+    crd = crd_named("builtin").document
+    version = next(v for v in crd["spec"]["versions"] if v.get("storage"))
+    schema = version["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["conditions"]["items"]
+    statuses = schema["properties"]["status"]["enum"]
+    metrics = Metrics()
+    metrics.conditions.source = lambda: [{"metadata": {"namespace": "shop", "name": f"carts-{status}"},
+                                          "status": {"conditions": [{"type": t, "status": status} for t in CONDITIONS]}}
+                                         for status in statuses]
+    out: dict[str, set[str]] = {"condition": set(), "status": set()}
+    for family in metrics.registry.collect():
+        for sample in family.samples:
+            if sample.name == "memcached_gitops_status_condition":
+                for label in out:
+                    out[label].add(sample.labels[label])
+    return out
+
+
+CONDITION_SELECTORS = [(w, e) for w, e in expressions() if "memcached_gitops_status_condition" in e]
+
+
+@pytest.mark.parametrize(("where", "expr"), CONDITION_SELECTORS, ids=[w for w, _ in CONDITION_SELECTORS])
+def test_every_condition_and_status_an_expression_selects_is_one_the_reconciler_exports(where: str, expr: str) -> None:
+    """``condition="Degraded"`` and ``status="true"`` are read off the CRs' conditions at the scrape
+    (kube-state-metrics' spelling: the status in lower case): a condition type the reconciler never
+    writes, or a status spelt as the CR spells it ("True"), selects nothing, and MemcachedDegraded never
+    fires, with no error from Prometheus. Each alternative of a regular expression is checked alone."""
+    values = exported_conditions()
+    selected = 0
+    for name, matchers in NAME.findall(expr):
+        for label, op, value in re.findall(r'(\w+)\s*(=~|=)\s*"([^"]*)"', matchers or ""):
+            if label in values:
+                for alternative in value.split("|") if op == "=~" else [value]:
+                    selected += 1
+                    assert alternative in values[label], \
+                        f"{where}: {name}{{{label}={alternative!r}}} selects nothing; exported: {values[label]}"
+    assert selected, f"{where}: selects no condition or status"
