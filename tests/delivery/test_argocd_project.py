@@ -4,17 +4,14 @@ and the project admits exactly what the plugin emits."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from memcached_gitops.foundation.yamlreader import iter_documents
 from memcached_gitops.schemas import Validator, load_crd
 
+from memcached_gitops.argocd import PARAMETERS
 from tests.conftest import REPO
-from tests.support.argocd import sidecar_env
+from tests.support.argocd import generate, plugin_manifest, repo_server_env
 from tests.upstream import needs_upstream, upstream
 
 ARGOCD = REPO / "examples" / "gitops-repo" / "argocd"
@@ -24,6 +21,12 @@ CRDS = upstream("argocd/crds")
 def one(path: Path) -> dict:
     [doc] = list(iter_documents(path.read_bytes()))
     return doc.value
+
+
+def sent_for(application: dict) -> dict[str, str]:
+    """What the repo-server sends generate for ``application``: its plugin section, and its source's path."""
+    source = application["spec"]["source"]
+    return {**repo_server_env(source["plugin"]), "ARGOCD_APP_SOURCE_PATH": source["path"]}
 
 
 @needs_upstream
@@ -41,11 +44,10 @@ def test_the_project_admits_the_plugins_output_and_nothing_cluster_scoped() -> N
     assert {d["namespace"] for d in spec["destinations"]} == {application["spec"]["destination"]["namespace"]}
     assert spec["clusterResourceWhitelist"] == []
     allowed = {(k["group"], k["kind"]) for k in spec["namespaceResourceWhitelist"]}
-    # what the plugin emits for the example's directory, with the example's parameters
+    # what the plugin emits for the example's directory, sent the example's plugin section as the repo-server sends it
     app_dir = REPO / "examples" / "gitops-repo" / application["spec"]["source"]["path"]
     params = application["spec"]["source"]["plugin"]["parameters"]
-    env = {**os.environ, **sidecar_env(), "ARGOCD_APP_PARAMETERS": json.dumps(params)}  # the sidecar's operator env too
-    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "argocd-generate", "."], cwd=app_dir, env=env, capture_output=True)
+    proc = generate(app_dir, sent_for(application))
     assert proc.returncode == 0, proc.stderr.decode()
     emitted = {(d.value["apiVersion"].rpartition("/")[0], d.value["kind"]) for d in iter_documents(proc.stdout)}
     assert emitted <= allowed, emitted - allowed
@@ -60,11 +62,28 @@ def test_the_project_admits_what_the_readmes_example_renders(tmp_path: Path) -> 
     project, application = one(ARGOCD / "appproject.yaml"), one(ARGOCD / "application.yaml")
     allowed = {(k["group"], k["kind"]) for k in project["spec"]["namespaceResourceWhitelist"]}
     (tmp_path / "cache.yaml").write_text(readme_example())
-    params = application["spec"]["source"]["plugin"]["parameters"]
-    env = {**os.environ, **sidecar_env(), "ARGOCD_APP_PARAMETERS": json.dumps(params)}
-    proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "argocd-generate", "."], cwd=tmp_path, env=env,
-                          capture_output=True)
+    proc = generate(tmp_path, sent_for(application))
     assert proc.returncode == 0, proc.stderr.decode()
     emitted = {(d.value["apiVersion"].rpartition("/")[0], d.value["kind"]) for d in iter_documents(proc.stdout)}
     assert ("monitoring.coreos.com", "PodMonitor") in emitted
     assert emitted <= allowed, emitted - allowed
+
+
+def test_every_setting_the_example_application_gives_is_one_the_plugin_reads() -> None:
+    """The example Application's plugin env and parameters reach generate as ARGOCD_ENV_<name> and in
+    ARGOCD_APP_PARAMETERS (tests/support/argocd.py ``repo_server_env``): a plugin env of a name the plugin
+    does not read, or a parameter its manifest does not announce, is silently nothing (or refused) for
+    every user who copies the example; each is read, and each changes what generate emits."""
+    application = one(ARGOCD / "application.yaml")
+    plugin = application["spec"]["source"]["plugin"]
+    announced = {p["name"] for p in plugin_manifest()["spec"]["parameters"]["static"]}
+    assert {p["name"] for p in plugin.get("parameters") or []} <= announced
+    assert {e["name"] for e in plugin.get("env") or []} <= set(PARAMETERS.values())
+    app_dir = REPO / "examples" / "gitops-repo" / application["spec"]["source"]["path"]
+    given = generate(app_dir, sent_for(application))
+    assert given.returncode == 0, given.stderr.decode()
+    for entry in plugin.get("env") or []:
+        changed = {**plugin, "env": [{**e, "value": "x" + e["value"]} if e is entry else e for e in plugin["env"]]}
+        edited = {**application, "spec": {**application["spec"], "source": {**application["spec"]["source"], "plugin": changed}}}
+        same = generate(app_dir, sent_for(edited)).stdout == given.stdout
+        assert not same, f"plugin env {entry['name']} changes nothing"

@@ -76,6 +76,61 @@ def test_the_crs_flux_applies_build_and_render() -> None:
     assert {h["name"] for h in health} <= names, "the rendered path's health checks name rendered Deployments"
 
 
+def _source_root(namespace: str, source_ref: dict) -> Path:
+    """The tree a Kustomization's sourceRef checks out: ``flux-system`` is the GitRepository ``flux bootstrap``
+    makes for the repository holding clusters/ (the example's own); a GitRepository of the example whose url
+    names this project is this repository."""
+    import tomllib
+
+    if source_ref["name"] == "flux-system":
+        return FLUX
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["name"]
+    [source] = [o for _, o in flux_objects() if o["kind"] == source_ref["kind"] and o["metadata"]["name"] == source_ref["name"]
+                and o["metadata"]["namespace"] == source_ref.get("namespace", namespace)]
+    assert source["spec"]["url"].rstrip("/").removesuffix(".git").rsplit("/", 1)[1] == project, source["spec"]["url"]
+    return REPO
+
+
+def test_each_kustomizations_path_and_dependencies_are_there_for_flux() -> None:
+    """kustomize-controller builds ``spec.path`` in its source's checkout ("kustomization path not found"
+    otherwise) and holds a Kustomization until each ``dependsOn`` (a Kustomization, in its own namespace
+    unless one is named) is ready: a dependency named wrong waits for ever, and the caches' CRs would be
+    applied before the CRD. Each path is a folder of its source that kubectl builds, except the folder the
+    render workflow writes; each dependency is a Kustomization of the example."""
+    from tests.support.kustomize import KUBECTL, build
+
+    workflow = (FLUX / ".github" / "workflows" / "render.yaml").read_text()
+    written = {d.rstrip("/") for d in re.findall(r"render --output-dir (\S+)", workflow)}
+    kustomizations = [o for _, o in flux_objects() if o["kind"] == "Kustomization"]
+    names = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in kustomizations}
+    for obj in kustomizations:
+        namespace, spec = obj["metadata"]["namespace"], obj["spec"]
+        for dependency in spec.get("dependsOn") or []:
+            assert (dependency.get("namespace", namespace), dependency["name"]) in names, (obj["metadata"]["name"], dependency)
+        path = spec["path"].removeprefix("./").rstrip("/")
+        root = _source_root(namespace, spec["sourceRef"])
+        if root == FLUX and path in written:
+            continue
+        assert (root / path).is_dir(), (obj["metadata"]["name"], root / path)
+        if KUBECTL is not None and (root / path / "kustomization.yaml").is_file():
+            assert build(root / path), path
+
+
+@needs_upstream
+def test_the_guides_kustomization_is_valid_for_flux_and_waits_for_the_examples_reconciler() -> None:
+    """docs/guides/flux.md's Kustomization, as a user copies it beside the example: valid under Flux's CRD,
+    and each ``dependsOn`` names a Kustomization of the example (one named wrong is waited for, for ever)."""
+    import yaml
+
+    [snippet] = re.findall(r"```yaml\n(.*?)```", (REPO / "docs/guides/flux.md").read_text(), flags=re.S)
+    guide = yaml.safe_load(snippet)
+    outcome = Validator(load_crd(str(CRDS / KINDS[guide["kind"]]))).validate(guide)
+    assert outcome.ok and not outcome.warnings, (outcome.errors, outcome.warnings)
+    names = {(o["metadata"]["namespace"], o["metadata"]["name"]) for _, o in flux_objects() if o["kind"] == "Kustomization"}
+    namespace = guide["metadata"]["namespace"]
+    assert guide["spec"]["dependsOn"] and {(d.get("namespace", namespace), d["name"]) for d in guide["spec"]["dependsOn"]} <= names
+
+
 @pytest.mark.parametrize("workflow", [FLUX / ".github/workflows/render.yaml",
                                       REPO / "examples/gitops-repo/.github/workflows/memcached.yaml"],
                          ids=["flux", "gitops-repo"])

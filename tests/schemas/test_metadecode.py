@@ -330,3 +330,39 @@ def test_a_long_timestamp_is_quoted_only_up_to_the_excerpt_limit() -> None:
     assert time_parse_error(text) == f"parsing time {shown} as {LAYOUT}: cannot parse {shown} as \"-\""
     assert time_parse_error("2024-01-01T00:00:00Z" + "x" * 64) == (
         f'parsing time "2024-01-01T00:00:00Z{"x" * 44}…": extra text: "{"x" * 64}"')
+
+
+# --- every field of the Go structs, as the Kubernetes client's own models list them ----------------
+
+#: the client's (openapi-generator's) type names -> the Go type encoding/json names in its error
+GO_TYPES = {"int": {"int64"}, "bool": {"bool"}, "datetime": {"string"}, "Dict[str, str]": {"map[string]string"},
+            "List[str]": {"[]string"}, "List[V1OwnerReference]": {"[]v1.OwnerReference"},
+            "List[V1ManagedFieldsEntry]": {"[]v1.ManagedFieldsEntry"},
+            "str": {"string", "types.UID", "v1.ManagedFieldsOperationType"}}
+
+
+def _client_fields() -> list[tuple[str, str, str]]:
+    """(where, JSON field, client type) of ObjectMeta and the two structs it lists, from the client's models."""
+    client = pytest.importorskip("kubernetes.client")
+    fields = []
+    for where, model in (("", client.V1ObjectMeta), ("ownerReferences", client.V1OwnerReference),
+                         ("managedFields", client.V1ManagedFieldsEntry)):
+        fields += [(where, model.attribute_map[attr], kind) for attr, kind in sorted(model.openapi_types.items())]
+    return fields
+
+
+@pytest.mark.parametrize(("where", "field", "kind"), _client_fields())
+def test_every_field_of_object_meta_is_decoded_as_its_go_type(where: str, field: str, kind: str) -> None:
+    """Each field the Kubernetes client knows in ObjectMeta, OwnerReference and ManagedFieldsEntry is
+    decoded as its Go type: a value of another JSON kind is the server's 400 at that very field,
+    naming that type (FieldsV1 takes any JSON)."""
+    wrong = "x" if kind == "bool" else True
+    meta = {field: wrong} if not where else {where: [{field: wrong}]}
+    problems = decode_object_meta({"metadata": meta})
+    if kind == "object":
+        assert problems == []
+        return
+    [(path, message)] = problems
+    assert path == (("metadata", field) if not where else ("metadata", where, 0, field))
+    assert message.startswith(f"json: cannot unmarshal {'string' if wrong == 'x' else 'bool'} into Go struct field ")
+    assert message.rsplit(" of type ", 1)[1] in GO_TYPES[kind]

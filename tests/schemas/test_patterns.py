@@ -11,6 +11,7 @@ characters the engines disagree on and holds both engines to a model of RE2's cl
 from __future__ import annotations
 
 import json
+import unicodedata
 from functools import cache
 
 import pytest
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from memcached_gitops.schemas import Validator
 from memcached_gitops.schemas.crd import CRDError, parse_crd
-from memcached_gitops.schemas.patterns import PatternError, translate
+from memcached_gitops.schemas.patterns import PERL_CLASSES, POSIX_CLASSES, PatternError, translate
 
 ENGINES = ("jsonschema-rs", "jsonschema")
 
@@ -59,6 +60,16 @@ RE2_REFUSES = [
     ("[a", "missing closing ]: `[a`"),
     ("*", "missing argument to repetition operator: `*`"),
     (r"\p{Foo}", r"invalid character class range: `\p{Foo}`"),
+    ("a)", "unexpected ): `a)`"),
+    ("a{2,1}", "invalid repeat count: `{2,1}`"),
+    ("a\\", "trailing backslash at end of expression: ``"),
+    ("(?P<>a)", "invalid named capture: `(?P<>`"),
+    ("(?P<a-b>x)", "invalid named capture: `(?P<a-b>`"),
+    ("(?z)", "invalid or unsupported Perl syntax: `(?z`"),
+    (r"\x{}", r"invalid escape sequence: `\x{}`"),
+    (r"\x{41", r"invalid escape sequence: `\x{41`"),
+    (r"\xZ1", r"invalid escape sequence: `\xZ1`"),
+    ("[[:foo:]]", "invalid character class range: `[:foo:]`"),
 ]
 
 
@@ -181,3 +192,96 @@ def test_a_oneof_of_patterns_counts_its_matches_with_the_engine_they_were_writte
     assert messages("b") == []
     assert [m.rsplit(". ", 1)[-1] for m in messages("c")] == ["Found none valid"]
     assert [m.rsplit(". ", 1)[-1] for m in messages("a")] == ["Found 2 valid alternatives"]
+
+
+#: every ASCII character, and one from outside ASCII of each kind the classes could be widened to
+ASCII_AND_BEYOND = [chr(cp) for cp in range(0x80)] + ["\u00a0", "\u00e9", "\u0663", "\u212a", "\u2028"]
+
+
+def _each_engine_agrees_with_re2(pattern: str, values: list[str]) -> dict[str, list[str]]:
+    """The values on which an engine's verdict differs from C++ RE2's, by engine."""
+    wrong: dict[str, list[str]] = {}
+    for engine in ENGINES:
+        wrong[engine] = [v for v in values if verdict(pattern, v, engine) is not re2_search(pattern, v)]
+    return wrong
+
+
+def _re2_or_skip() -> None:
+    pytest.importorskip("re2", reason="google-re2 (C++ RE2, whose syntax Go's copies) is the reference here")
+
+
+@pytest.mark.parametrize("negated", [False, True], ids=["class", "negated"])
+@pytest.mark.parametrize("name", sorted(POSIX_CLASSES))
+def test_each_ascii_class_takes_exactly_the_characters_re2_takes(name: str, negated: bool) -> None:
+    """A CRD pattern with ``[[:punct:]]`` or ``[[:^xdigit:]]`` takes, on both engines, exactly the
+    characters RE2 takes: every member of the table, checked on all of ASCII and past it."""
+    _re2_or_skip()
+    pattern = f"^[[:{'^' if negated else ''}{name}:]]$"
+    assert _each_engine_agrees_with_re2(pattern, ASCII_AND_BEYOND) == dict.fromkeys(ENGINES, [])
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["bare", "in-brackets"])
+@pytest.mark.parametrize("escape", [c for name in sorted(PERL_CLASSES) for c in (name, name.upper())])
+def test_each_perl_class_takes_exactly_the_characters_re2_takes(escape: str, inside: bool) -> None:
+    """``\\d``, ``\\s``, ``\\w`` and their negations take, on both engines, exactly RE2's ASCII sets,
+    on their own and inside a bracketed class."""
+    _re2_or_skip()
+    pattern = f"^[\\{escape}]$" if inside else f"^\\{escape}$"
+    assert _each_engine_agrees_with_re2(pattern, ASCII_AND_BEYOND) == dict.fromkeys(ENGINES, [])
+
+
+@cache
+def _general_categories() -> dict[str, str]:
+    """Each Unicode general category Go's unicode.Categories names (the two-letter ones but Cn, which
+    is no table there, and their one-letter unions), with the first character of each two-letter one."""
+    first: dict[str, str] = {}
+    for cp in range(0x30000):
+        category = unicodedata.category(chr(cp))
+        if category != "Cn":
+            first.setdefault(category, chr(cp))
+    return first | {letter: "" for letter in {c[0] for c in first}}
+
+
+@pytest.mark.parametrize("category", sorted(_general_categories()))
+def test_each_unicode_category_is_read_as_re2_reads_it(category: str) -> None:
+    """``\\p{Lu}``, ``\\p{Me}``, ``\\P{N}``... are accepted by both engines (RE2 has each) and take
+    the characters RE2 takes: one of each category, surrogates aside (no UTF-8 text holds one)."""
+    _re2_or_skip()
+    samples = [ch for c, ch in sorted(_general_categories().items()) if ch and c != "Cs"]
+    for written in (f"^\\p{{{category}}}$", f"^\\P{{{category}}}$"):
+        assert _each_engine_agrees_with_re2(written, samples) == dict.fromkeys(ENGINES, [])
+
+
+#: characters that would change what a class or a pattern means if one were written unescaped
+PROBES = ["0", "5", "9", "-", "\\", "]", "[", "^", "x", "X", "k", "K", "s", "S", "&", "~", "|", "\n", "\u00e9",
+          "\u212a", "\u017f", "\u0131", "\u0130"]
+
+
+def _engine_verdicts(pattern: str, values: list[str]) -> dict[str, list[bool]]:
+    """Each engine's verdict on each value, given the pattern as the validator writes it for it."""
+    import jsonschema
+    import jsonschema_rs
+
+    rust = jsonschema_rs.Draft202012Validator({"pattern": translate(pattern, "ecma")})
+    python = jsonschema.Draft202012Validator({"pattern": translate(pattern, "python")})
+    return {"jsonschema-rs": [rust.is_valid(v) for v in values], "jsonschema": [python.is_valid(v) for v in values]}
+
+
+@pytest.mark.parametrize("shape", ["^{c}$", "^[{c}]$", "^[{c}0-9]$", "^[0{c}9]$", "^[^{c}]$", "^a{c}*b$",
+                                   "(?i)^{c}$", "(?i)^[^{c}]$"])
+def test_every_ascii_character_written_by_its_code_is_matched_as_re2_matches_it(shape: str) -> None:
+    """Each ASCII character, given to RE2 as ``\\x{HH}``, alone or inside a class beside a range, is
+    written back for each engine (plain, backslashed, or by its code) so that it means itself and
+    nothing else, and under ``(?i)`` its case-folding orbit (KELVIN SIGN and LONG S included): both
+    engines take exactly what RE2 takes, the character and the probes."""
+    _re2_or_skip()
+    wrong = {}
+    for cp in range(0x80):
+        pattern = shape.format(c=f"\\x{{{cp:02X}}}")
+        values = [chr(cp), *PROBES] if "a" not in shape else [f"a{chr(cp) * 2}b", "ab", *(f"a{p}b" for p in PROBES)]
+        expected = [re2_search(pattern, v) for v in values]
+        found = {engine: [v for v, got, want in zip(values, verdicts, expected, strict=True) if got is not want]
+                 for engine, verdicts in _engine_verdicts(pattern, values).items()}
+        if any(found.values()):
+            wrong[pattern] = found
+    assert wrong == {}

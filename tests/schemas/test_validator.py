@@ -201,3 +201,28 @@ def test_with_a_memory_limit_the_limit_sizes_the_cache_and_any_smaller_request_i
     assert with_limit.ok, with_limit.errors
     alone = validate_text(cr("resources:\n  requests: {memory: 32Mi}"), engine=engine)
     assert [e.field for e in alone.errors] == ["spec.resources.requests"], alone.errors
+
+
+def _spec_bounds() -> list[tuple[str, str, int]]:
+    """(field, minimum or maximum, the bound) of every bounded field of the shipped CRD's spec."""
+    from memcached_gitops.schemas import load_crd
+
+    spec = load_crd().document["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    return [(field, bound, schema[bound]) for field, schema in sorted(spec.items())
+            for bound in ("minimum", "maximum") if bound in schema]
+
+
+@pytest.mark.parametrize("engine", ["jsonschema-rs", "jsonschema"])
+@pytest.mark.parametrize(("field", "bound", "value"), _spec_bounds())
+def test_each_bound_of_the_spec_takes_its_value_and_refuses_one_past_it(field: str, bound: str, value: int,
+                                                                       engine: str) -> None:
+    """Every minimum and maximum of the shipped CRD's spec is inclusive, as the API server reads it: the
+    bound itself validates and renders, one past it is refused naming the field."""
+    from memcached_gitops.render import render
+
+    past = value - 1 if bound == "minimum" else value + 1
+    at = validate_text(cr(f"size: 1\n{field}: {value}" if field != "size" else f"size: {value}"), engine=engine)
+    assert at.ok, [(p.field, p.message) for p in at.errors]
+    assert render(at.obj)
+    beyond = validate_text(cr(f"size: 1\n{field}: {past}" if field != "size" else f"size: {past}"), engine=engine)
+    assert [p.field for p in beyond.errors] == [f"spec.{field}"]

@@ -4,7 +4,9 @@ The reasons and messages are what ``kubectl describe``, kstatus and Argo CD show
 
 from __future__ import annotations
 
+import copy
 import itertools
+import json
 
 import pytest
 from hypothesis import given, settings
@@ -18,6 +20,10 @@ from memcached_gitops.reconciler.decisions.status import (
     desired_status,
     status_reason,
 )
+from memcached_gitops.schemas import Validator, load_crd
+from memcached_gitops.schemas.crd import parse_crd
+
+from tests.support.crs import memcached_cr
 
 
 def dep(gen: int = 1, observed: int = 1, avail: int = 0, upd: int = 0, conds: list | None = None) -> dict:
@@ -412,3 +418,52 @@ def test_the_longest_columns_others_names_can_make_pass_the_crds_status_schema(o
     outcome = Validator(load_crd()).validate(cr)
     # the status is judged as a status a file gives (a warning each); the first says a create would drop it
     assert outcome.ok and [w.field for w in outcome.warnings] == ["status"], outcome.warnings
+
+
+def _status_problems(status: dict) -> list[tuple[str, str]]:
+    """What the shipped CRD's schema refuses in ``status``, as the status subresource validates an
+    update of it (the same schema; the validator drops status on create, so the subresource is taken
+    off a copy of the CRD here)."""
+    document = copy.deepcopy(load_crd().document)
+    for version in document["spec"]["versions"]:
+        version.pop("subresources", None)
+    cr = memcached_cr("c", "shop", {"size": 1}) | {"status": status}
+    outcome = Validator(parse_crd(json.dumps(document), "crd.json")).validate(cr)
+    return [(p.field, p.message) for p in outcome.errors if p.field != "<root>"]
+
+
+def _failing(reason: str, image: str = "memcached:1.6") -> dict:
+    failure = {"type": "ReplicaFailure", "status": "True", "reason": reason, "message": "m" * 40000}
+    return _with_containers(dep(conds=[failure]), {"name": "memcached", "image": image})
+
+
+def _declared_status() -> dict:
+    return load_crd().document["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]
+
+
+def test_a_status_built_from_overlong_outside_text_fits_the_crds_bounds() -> None:
+    """The image, the autoscaler's or the applier's name, the Deployment's message and a spec error
+    quoting the CR come from other people's text: what the status carries of each is cut to the
+    bound the shipped CRD declares (maxLength), and no further, or the API server refuses the whole
+    status write."""
+    declared = _declared_status()
+    long_image = _failing("FailedCreate", "r/" + "i" * 9000)
+    for obs in (Observation(3, 2, long_image, (), "InvalidSpec", "x" * 40000, autoscaler="h" * 900),
+                Observation(3, 2, long_image, (), applied_by="m" * 900, inherited_selector="app=x")):
+        status = desired_status(obs, None, "2026-01-01T00:00:00Z")
+        assert _status_problems(status) == []
+        assert (len(status["image"]), len(status["replicasOwner"])) == (
+            declared["image"]["maxLength"], declared["replicasOwner"]["maxLength"])
+    invalid = Observation(3, 2, long_image, (), "InvalidSpec", "x" * 40000)
+    [available, *_] = desired_status(invalid, None, "2026-01-01T00:00:00Z")["conditions"]
+    assert len(available["message"]) == declared["conditions"]["items"]["properties"]["message"]["maxLength"]
+
+
+def test_text_at_the_crds_bound_is_kept_whole() -> None:
+    """An image or a manager's name exactly as long as the CRD allows is written as it is."""
+    declared = _declared_status()
+    image = "r/" + "i" * (declared["image"]["maxLength"] - 2)
+    owner = "m" * declared["replicasOwner"]["maxLength"]
+    status = desired_status(Observation(3, 2, _failing("FailedCreate", image), (), applied_by=owner), None, "2026-01-01T00:00:00Z")
+    assert (status["image"], status["replicasOwner"]) == (image, owner)
+    assert _status_problems(status) == []

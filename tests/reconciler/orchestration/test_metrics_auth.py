@@ -23,6 +23,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from kubernetes.config import incluster_config
 from memcached_gitops.reconciler.client.api import KubeAPI
 from memcached_gitops.reconciler.client.reviews import AccessReviews
 from memcached_gitops.reconciler.orchestration import serving as serving_module
@@ -330,8 +331,9 @@ def test_the_deployment_overlay_wires_kubebuilders_layout_and_grants_exactly_the
         assert granted == set(cluster.authorized_requests), "every grant used, nothing more asked"
 
 
-#: where the kubelet mounts a Pod's service account token: Prometheus' own, in its Pod
-SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+#: where the kubelet mounts a Pod's service account token (Prometheus' own, in its Pod): where the kubernetes
+#: client's in-cluster loader reads it
+SERVICE_ACCOUNT_TOKEN = incluster_config.SERVICE_TOKEN_FILENAME
 
 
 def _prometheus_authorization(endpoint: dict, token: str) -> dict[str, str]:
@@ -475,6 +477,25 @@ def test_only_a_bearer_token_as_the_api_server_splits_it_is_reviewed(cluster) ->
         assert guard("GET", "/metrics", header) == (401, "Unauthorized"), repr(header)
     assert reviews_sent(cluster) == []
     assert guard("GET", "/metrics", "  Bearer scraper-token ") is None
+
+
+def test_a_scraper_built_on_the_kubernetes_clients_in_cluster_loader_is_let_in(cluster, tmp_path: Path) -> None:
+    """A scraper in a Pod that uses the kubernetes client's own in-cluster loader sends its ServiceAccount token
+    as that loader spells it (``bearer <token>``, lower case: incluster_config.py ``_read_token_file``), which
+    the API server's bearertoken authenticator takes, comparing the scheme in lower case: so does /metrics."""
+    from kubernetes import client
+
+    token = tmp_path / "token"
+    token.write_text("scraper-token")
+    (tmp_path / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+    configuration = client.Configuration()
+    incluster_config.InClusterConfigLoader(
+        token_filename=str(token), cert_filename=str(tmp_path / "ca.crt"),
+        environ={incluster_config.SERVICE_HOST_ENV_NAME: "10.96.0.1", incluster_config.SERVICE_PORT_ENV_NAME: "443"},
+    ).load_and_set(configuration)
+    header = configuration.auth_settings()["BearerToken"]
+    assert header["key"].lower() == "authorization"
+    assert bearer_guard(AccessReviews(KubeAPI.connect(host=cluster.url)))("GET", "/metrics", header["value"]) is None
 
 
 def test_a_stranger_spraying_tokens_past_the_review_rate_gets_429_and_no_error_line(cluster, caplog: pytest.LogCaptureFixture) -> None:
