@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import threading
 import time
@@ -117,6 +118,30 @@ def _transient(status: int, body: Any) -> bool:
 KEPT_CONNECTIONS = 128
 
 
+def kubeconfig_list_context(kubeconfig_env: str) -> str | None:
+    """The current-context of a $KUBECONFIG list as kubectl reads it: the first file that sets a
+    non-empty one decides (client-go's loading rules, tools/clientcmd/loader.go, merge the files'
+    non-map fields from the last to the first, never over a value with an empty one). The kubernetes
+    Python client lets each later file overwrite it, even with "" (config/kube_config.py,
+    KubeConfigMerger.load_config), and would talk to another cluster than kubectl. None for a single
+    file, or when no file sets one: the client's own reading is then kubectl's."""
+    import yaml
+
+    paths = [p for p in kubeconfig_env.split(os.pathsep) if p]
+    if len(paths) < 2:
+        return None
+    for path in paths:
+        try:
+            with open(os.path.expanduser(path), encoding="utf-8") as file:
+                document = yaml.safe_load(file)
+        except (OSError, yaml.YAMLError):
+            continue  # a missing or unreadable entry is skipped, as client-go skips it
+        current = document.get("current-context") if isinstance(document, dict) else None
+        if isinstance(current, str) and current:
+            return current
+    return None
+
+
 @dataclass
 class KubeAPI:
     """Raw JSON requests over a kubernetes.client.ApiClient."""
@@ -146,6 +171,8 @@ class KubeAPI:
         if host:
             configuration.host = host
         else:
+            if kubeconfig is None and context is None:
+                context = kubeconfig_list_context(os.environ.get("KUBECONFIG", ""))
             try:
                 config.load_kube_config(  # type: ignore[no-untyped-call]  # the kubernetes client's loaders are unannotated
                     config_file=kubeconfig, context=context, client_configuration=configuration)

