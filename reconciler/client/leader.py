@@ -143,7 +143,8 @@ class LeaderElector:
         record, now = json.dumps(spec, sort_keys=True), self.monotonic()
         if self._observed is None or self._observed[0] != record:
             self._observed = (record, now)
-        return self._observed[1] + spec.get("leaseDurationSeconds", self.duration) <= now
+        duration = float(spec.get("leaseDurationSeconds", self.duration))
+        return self._observed[1] + duration <= now
 
     def _renew(self, now: dt.datetime) -> bool:
         """The leader's fast path: one PUT of the Lease it holds. A 409 (someone else wrote it) or a 404
