@@ -54,6 +54,9 @@ MAX_SURGE, MAX_UNAVAILABLE = "25%", 0
 #: under it.
 UNSET_SIZE = 0
 UNSET_CONTAINER_PORT = 11211
+#: memcached's own ``--port`` when none is given (memcached.c, settings.port); the command names
+#: the port only when the CR's differs, so the tutorial's CRs render the tutorial's command.
+MEMCACHED_DEFAULT_PORT = 11211
 #: Nodes first, then zones (the well-known labels every conformant cluster sets).
 SPREAD_KEYS = ("kubernetes.io/hostname", "topology.kubernetes.io/zone")
 _TAG = re.compile(r":([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})$")
@@ -163,6 +166,10 @@ def render_deployment(cr: dict[str, Any], image: str = DEFAULT_IMAGE) -> dict[st
     """The Deployment for a validated, defaulted Memcached CR."""
     name, size, port = _check_renderable(cr)
     command, resources = _sizing(cr.get("spec") or {})
+    if port != MEMCACHED_DEFAULT_PORT:
+        # memcached listens on 11211 unless told: the probes, the Service's targetPort and the
+        # exporter all reach it at the container port, so a Pod of any other port was never Ready
+        command = [command[0], f"--port={port}", *command[1:]]
     labels = labels_for(name, image)
     container_security = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}, "readOnlyRootFilesystem": True,
                           "runAsNonRoot": True, "runAsUser": RUN_AS_USER}

@@ -7,6 +7,7 @@ import json
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from decimal import Decimal
 from fractions import Fraction
@@ -16,7 +17,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from memcached_gitops.render import render
 from memcached_gitops.render.sizing import MIB, cache_megabytes, memcached_flags, thread_count
-from memcached_gitops.schemas.quantities import canonical_quantity, quantity
+from memcached_gitops.schemas import Validator, load_crd
+from memcached_gitops.schemas.quantities import _BINARY, _DECIMAL, canonical_quantity, quantity
 
 from tests.conftest import TRANSCRIPTS
 from tests.support.crs import memcached_cr
@@ -64,6 +66,20 @@ def test_quantities_are_numbers() -> None:
     assert [quantity(v) for v in (True, 1.5, None, [1], {"a": 1})] == [None] * 5
 
 
+@pytest.mark.parametrize("suffix", [*_BINARY, *_DECIMAL])
+def test_each_suffix_means_what_the_kubernetes_client_reads_it_as(suffix: str) -> None:
+    """Every suffix of the tables (``Pi``, ``P``, ``n``...) scales as the Kubernetes client's own
+    parse_quantity scales it, and the stored form written for it reads back as the same value (rounded
+    up to milli units, as the API server stores a resource) wherever an int64 holds it."""
+    parse_quantity = pytest.importorskip("kubernetes.utils.quantity").parse_quantity
+    for text in (f"3{suffix}", f"1.5{suffix}", f"3000{suffix}", f"1536{suffix}"):
+        value = parse_quantity(text)
+        assert quantity(text) == value, text
+        if value < 2**63:  # past int64, Go's stored forms are its own (see canonical_quantity)
+            stored = canonical_quantity(text)
+            assert parse_quantity(stored) == value.quantize(Decimal("0.001"), rounding="ROUND_CEILING"), (text, stored)
+
+
 def test_what_is_not_a_quantity_is_left_as_it_is() -> None:
     for value in ("abc", "1 Gi", 1.5, True, None):
         assert canonical_quantity(value) is value or canonical_quantity(value) == value
@@ -97,6 +113,40 @@ def test_resources_are_the_crs_in_stored_form_and_size_memcached() -> None:
 
 
 MEMCACHED = shutil.which("memcached")
+SETPRIV = shutil.which("setpriv")
+
+
+def _memcached_settings(command: list[str], uid: int | None = None) -> dict[str, str]:
+    """``stats settings`` of a real memcached running the rendered command on a free loopback port:
+    as root switching to nobody, or (``uid``) started as that user, as the Pod's securityContext starts it."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [MEMCACHED, *command[1:], "-p", str(port), "-U", "0", "-l", "127.0.0.1"]
+    argv = argv + ["-u", "nobody"] if uid is None else [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
+    with tempfile.TemporaryFile() as stderr:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    conn = socket.create_connection(("127.0.0.1", port), timeout=2)
+                    break
+                except OSError:
+                    if proc.poll() is not None:
+                        stderr.seek(0)
+                        pytest.fail(f"memcached exited {proc.returncode}: {stderr.read().decode().strip()}")
+                    assert time.monotonic() < deadline, "memcached did not start"
+                    time.sleep(0.05)
+            conn.sendall(b"stats settings\r\n")
+            data = b""
+            while not data.endswith(b"END\r\n"):
+                data += conn.recv(65536)
+            conn.close()
+            return {p[1]: p[2] for p in (line.split() for line in data.decode().splitlines()) if len(p) == 3}
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
 
 
 @pytest.mark.skipif(MEMCACHED is None, reason="memcached not installed (apt-get install memcached; .ci/run does where it can)")
@@ -108,30 +158,50 @@ MEMCACHED = shutil.which("memcached")
 ])
 def test_a_real_memcached_runs_the_rendered_command_with_the_promised_limits(spec: dict, maxbytes: int, maxconns: int,
                                                                           threads: int) -> None:
-    command = container(**spec)["command"]
+    settings = _memcached_settings(container(**spec)["command"])
+    assert int(settings["maxbytes"]) == maxbytes * MIB
+    assert int(settings["maxconns"]) == maxconns
+    assert int(settings["num_threads"]) == threads
+
+
+def _spec_bounds(field: str) -> list[int]:
+    declared = load_crd().document["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    return [declared[field]["minimum"], declared[field]["maximum"]]
+
+
+@pytest.mark.skipif(MEMCACHED is None, reason="memcached not installed (apt-get install memcached; .ci/run does where it can)")
+@pytest.mark.parametrize("threads", _spec_bounds("threads"))
+def test_memcached_runs_with_as_many_threads_as_each_bound_of_the_crd_allows(threads: int) -> None:
+    """spec.threads at the CRD's minimum and at its maximum (a person's choice, not one derived from
+    the cpu) is the number of worker threads the real memcached runs with."""
+    cr = memcached_cr("c", "shop", {"size": 1, "threads": threads})
+    assert Validator(load_crd()).validate(cr).ok
+    [deployment, *_] = render(cr)
+    [memcached] = deployment["spec"]["template"]["spec"]["containers"]
+    assert int(_memcached_settings(memcached["command"])["num_threads"]) == threads
+
+
+@pytest.mark.skipif(MEMCACHED is None, reason="memcached not installed (apt-get install memcached; .ci/run does where it can)")
+def test_a_real_memcached_listens_on_the_port_the_pod_names() -> None:
+    """The Deployment's probes, its Service (targetPort ``memcached``) and the exporter all reach memcached at
+    the container port the CR sets (``spec.containerPort``): the rendered command, run as the container runs it
+    (only where it listens and as whom added, never its port), serves that port."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([MEMCACHED, *command[1:], "-p", str(port), "-U", "0", "-l", "127.0.0.1", "-u", "nobody"],
+    [memcached] = [c for c in render(cr(containerPort=port))[0]["spec"]["template"]["spec"]["containers"] if c["name"] == "memcached"]
+    [declared] = [p["containerPort"] for p in memcached["ports"] if p["name"] == "memcached"]
+    proc = subprocess.Popen([MEMCACHED, *memcached["command"][1:], "-l", "127.0.0.1", "-u", "nobody"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10
         while True:
             try:
-                conn = socket.create_connection(("127.0.0.1", port), timeout=2)
+                socket.create_connection(("127.0.0.1", declared), timeout=2).close()
                 break
             except OSError:
-                assert time.monotonic() < deadline and proc.poll() is None, "memcached did not start"
+                assert time.monotonic() < deadline and proc.poll() is None, f"nothing listens on the container port {declared}"
                 time.sleep(0.05)
-        conn.sendall(b"stats settings\r\n")
-        data = b""
-        while not data.endswith(b"END\r\n"):
-            data += conn.recv(65536)
-        conn.close()
-        settings = {p[1]: p[2] for p in (line.split() for line in data.decode().splitlines()) if len(p) == 3}
-        assert int(settings["maxbytes"]) == maxbytes * MIB
-        assert int(settings["maxconns"]) == maxconns
-        assert int(settings["num_threads"]) == threads
     finally:
         proc.terminate()
         proc.wait(timeout=10)
