@@ -293,3 +293,45 @@ def test_the_checkout_root_is_the_application_directory_less_its_source_path_how
     app = workdir + "/" + "/".join(path)
     source_path = spelling.format("/".join(path).replace("/", "//", 1) if "//" in spelling else "/".join(path))
     assert repository_root({"ARGOCD_APP_SOURCE_PATH": source_path}, app) == workdir
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1])
+def test_a_message_names_the_objects_up_to_its_bound_and_says_when_there_are_more(extra: int) -> None:
+    """The objects passed over or held back are named in one line: all of them up to ``HELD_LISTED``, and past it
+    the first ``HELD_LISTED`` then ``...``, so a repository of a thousand objects cannot make a line of a thousand."""
+    from memcached_gitops.commands import HELD_LISTED, named
+
+    objects = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"c{i}"}} for i in range(HELD_LISTED + extra)]
+    shown = ", ".join(f"ConfigMap/c{i}" for i in range(min(len(objects), HELD_LISTED)))
+    assert named(objects) == shown + (", ..." if extra > 0 else "")
+
+
+def test_each_kind_of_change_is_counted_on_the_applications_line_and_in_its_column() -> None:
+    """An application whose objects are added, changed, removed and renamed says each, in that order, on its text
+    line, and puts each count under its own column of the comment's table (never a count under another header)."""
+    from memcached_gitops.preview_report import table
+
+    def change(action: str, kind: str) -> ObjectChange:
+        return ObjectChange(action, ("v1", kind, "ns", kind.lower()), ("v1", kind, "ns", "old") if action == "renamed" else None, [], "")
+
+    kinds = {"added": "ConfigMap", "changed": "Secret", "removed": "Service", "renamed": "ServiceAccount"}
+    app = AppPreview("apps/a", [change(a, k) for a, k in reversed(kinds.items())], [], [])
+    line = "apps/a: added ConfigMap 1; changed Secret 1; removed Service 1; renamed ServiceAccount 1\n"
+    assert line in text_report([app], "main", "0" * 40)
+    header, _, row = table([app])
+    cells = dict(zip((h.strip() for h in header.split("|")), (c.strip() for c in row.split("|")), strict=True))
+    assert all(cells[action] == f"{kind} 1" for action, kind in kinds.items()), cells
+
+
+@pytest.mark.parametrize(("raw", "read"), [("", True), ("null", True), (" null\n", True), ("[]", True),
+                                           ("nul", False), ("[null]", False), ("{}", False)])
+def test_an_application_without_parameters_falls_back_to_its_plugin_env(raw: str, read: bool) -> None:
+    """An Application with ``plugin: {}`` (or only ``env``) sends ARGOCD_APP_PARAMETERS as ``null`` (json.Marshal of a
+    nil list), and some shells hand it over blank or padded: each is no parameter at all, so the plugin env applies;
+    anything else that is not Argo CD's list of parameters is refused, never read as none."""
+    environ = {"ARGOCD_APP_PARAMETERS": raw, "ARGOCD_ENV_MEMCACHED_IMAGE": "memcached:1.6.29"}
+    if read:
+        assert plugin_settings(environ) == {"image": "memcached:1.6.29"}
+    else:
+        with pytest.raises(PluginInputError, match="^ARGOCD_APP_PARAMETERS is not"):
+            plugin_settings(environ)

@@ -377,3 +377,46 @@ def test_diff_of_invalid_input_is_an_error_never_drift(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(tmp_path / "none"), str(bad)],
                           capture_output=True, timeout=120)
     assert proc.returncode == 2 and b"spec.size" in proc.stderr and proc.stdout == b"", proc.stderr
+
+
+KRM_LIST = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
+
+
+@pytest.mark.parametrize(("stdin", "said"), [
+    ("", "<stdin>: expected one config.kubernetes.io/v1 ResourceList"),
+    (KRM_LIST + "items: []\n---\n" + KRM_LIST + "items: []\n", "<stdin>: expected one config.kubernetes.io/v1 ResourceList"),
+    ("- " + KRM_LIST.replace("\n", "\n  "), "<stdin>: expected one config.kubernetes.io/v1 ResourceList"),
+    ("apiVersion: v1\nkind: ConfigMap\nitems: []\n", "<stdin>: expected one config.kubernetes.io/v1 ResourceList"),
+    (KRM_LIST + "items: just-a-string\n", "<stdin>: ResourceList: items: must be a list of objects, not "),
+    (KRM_LIST + "items: []\nfunctionConfig: [1, 2]\n", "<stdin>: ResourceList: functionConfig: must be an object, not "),
+    (KRM_LIST + "items: [\n", "<stdin>:"),
+])
+def test_every_way_krm_refuses_its_input_is_one_line_and_exit_1_with_nothing_on_stdout(stdin: str, said: str) -> None:
+    """kustomize and kpt read a KRM function's exit code and stdout (functions spec: a non-zero exit is a failed
+    function): input that is no single readable ResourceList exits 1, says why on one line, and writes no
+    ResourceList a pipeline could take for the function's answer."""
+    proc = run("krm", stdin=stdin.encode())
+    err = assert_clean_failure(proc, 1)
+    assert proc.stdout == b"" and err.startswith("error: " + said) and len(err.splitlines()) == 1, err
+
+
+def test_krm_exits_0_with_its_answer_when_every_item_is_valid() -> None:
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "c"}, "spec": {"size": 1}}
+    proc = run("krm", stdin=json.dumps({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [cr]}).encode())
+    assert proc.returncode == 0, proc.stderr
+    [out] = docs(proc.stdout)
+    assert out["kind"] == "ResourceList" and "results" not in out and "Deployment" in [i["kind"] for i in out["items"]]
+
+
+def test_schema_is_printed_for_each_version_the_crd_serves_and_refused_for_another() -> None:
+    """``schema --version`` takes every version the CRD serves (exit 0, a JSON schema) and refuses any other
+    as a usage error (exit 2) naming the served ones, never printing a schema of a version no server serves."""
+    from memcached_gitops.schemas import load_crd
+
+    crd = load_crd()
+    for version in crd.versions:
+        proc = run("schema", "--version", version)
+        assert proc.returncode == 0 and json.loads(proc.stdout)["type"] == "object", proc.stderr
+    proc = run("schema", "--version", "v9")
+    err = assert_clean_failure(proc, 2)
+    assert proc.stdout == b"" and err == f"error: version 'v9' is not served by the CRD (served: {', '.join(crd.versions)})\n"

@@ -254,3 +254,64 @@ def test_a_version_a_built_in_group_no_longer_serves_is_refused_as_kubectl_refus
     result = process([("old.yaml", doc)], Validator(crd_named("builtin")), DEFAULT_IMAGE)
     assert not result.others, result.others
     assert [f.message for f in result.findings if "resource mapping not found" in f.message], result.findings
+
+
+def _typed_list(field: str, value: object, meta: bool) -> str:
+    import json
+
+    doc = {"apiVersion": "v1", "kind": "ConfigMapList", "metadata": {},
+           "items": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}]}
+    (doc["metadata"] if meta else doc)[field] = value
+    return json.dumps(doc)
+
+
+def _properties(definition: str) -> dict:
+    from tests.core_types import definitions
+
+    return definitions()[definition]["properties"]
+
+
+def test_a_typed_list_with_each_field_the_servers_schema_gives_it_is_taken_and_one_more_is_not() -> None:
+    """kubectl validates a typed list (``ConfigMapList``) against the OpenAPI the API server publishes for it
+    (kubernetes-validate holds the same schema): a list holding every one of its fields is taken, and a field
+    beside them is unknown."""
+    import json
+
+    doc = json.loads(_typed_list("resourceVersion", "1", True))
+    assert set(doc) == set(_properties("io.k8s.api.core.v1.ConfigMapList"))
+    assert run(("l.yaml", json.dumps(doc))).errors == []
+    result = run(("l.yaml", _typed_list("x-extra", 1, False)))
+    assert [(f.field, f.message) for f in result.errors] == [("x-extra", 'unknown field "x-extra"')]
+
+
+#: What kube-apiserver's OpenAPI names with a group-version-kind but serves as no resource of its own: the meta
+#: types every group carries, and the kinds of subresources (deployments/scale, pods/eviction,
+#: serviceaccounts/token) and of admission webhooks' requests.
+NOT_RESOURCES = {"DeleteOptions", "WatchEvent", "Status", "APIGroup", "APIVersions", "Scale", "Eviction", "TokenRequest"}
+
+
+def _served_by_the_servers_schema() -> list[tuple[str, str]]:
+    """(apiVersion, kind) of every resource of a GA group-version (v1, v2: served by default) in the OpenAPI of
+    the API server the product follows, as kubernetes-validate holds it."""
+    from tests.core_types import definitions
+
+    found = set()
+    for definition in definitions().values():
+        for gvk in definition.get("x-kubernetes-group-version-kind", []):
+            kind, version = gvk["kind"], gvk["version"]
+            if version in ("v1", "v2") and gvk["group"] != "admission.k8s.io" and kind not in NOT_RESOURCES and not kind.endswith("List"):
+                found.add((f"{gvk['group']}/{version}".lstrip("/"), kind))
+    return sorted(found)
+
+
+@pytest.mark.parametrize(("api_version", "kind"), _served_by_the_servers_schema())
+def test_each_kind_the_api_server_serves_is_another_object_never_an_unserved_kind(api_version: str, kind: str) -> None:
+    """Every resource kind of a built-in group-version the API server serves by default passes as another object
+    (kubectl would send it), and the same kind misspelt in that group-version is refused as the server refuses a
+    kind it does not serve (``no matches for kind``)."""
+    doc = f"apiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: x}}\n"
+    result = run(("a.yaml", doc), do_render=False)
+    assert result.errors == [] and len(result.others) == 1, [f.text() for f in result.errors]
+    refused = run(("a.yaml", doc.replace(f"kind: {kind}", f"kind: {kind}x")), do_render=False)
+    assert [f.message for f in refused.errors] == [f'resource mapping not found: no matches for kind "{kind}x" in version '
+                                                   f'"{api_version}"; ensure CRDs are installed first']

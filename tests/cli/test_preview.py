@@ -883,3 +883,83 @@ def test_a_cr_taken_with_a_warning_is_previewed_not_held_back(tmp_path: Path) ->
     proc = preview(repo)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "cannot be read" not in proc.stdout and "spec.size: 1 -> 3" in proc.stdout, proc.stdout
+
+
+def _server_written() -> tuple[dict, list[str]]:
+    """A Deployment as kube-apiserver returned it from a server-side apply (transcript 01), and the metadata
+    fields it holds that the applied body did not: what the server writes, by the server's own answer."""
+    import json
+
+    import yaml
+
+    from tests.conftest import TRANSCRIPTS
+
+    recorded = json.loads(next(TRANSCRIPTS.glob("01*.json")).read_text())
+    [apply] = [e for e in recorded["exchanges"] if e["request"]["method"] == "PATCH"]
+    stored, sent = apply["response"]["body"], yaml.safe_load(apply["request"]["body"])
+    return stored, sorted(set(stored["metadata"]) - set(sent["metadata"]))
+
+
+@pytest.mark.parametrize("field", _server_written()[1])
+def test_each_metadata_field_the_api_server_writes_is_no_change(field: str) -> None:
+    """A manifest exported from a cluster beside the same manifest from Git, or two exports of it taken at
+    different times: each field the server wrote (its uid, its resourceVersion, its generation, its creation
+    time, its managed fields) differing, or present on one side only, is no change a pull request asks for."""
+    import copy
+
+    stored, _ = _server_written()
+    other = copy.deepcopy(stored)
+    other["metadata"][field] = {"changed": field}
+    bare = copy.deepcopy(stored)
+    del bare["metadata"][field]
+    for old, new in ((stored, other), (stored, bare), (bare, stored)):
+        [same] = compare({"app": Side([old], [])}, {"app": Side([new], [])})
+        assert same.changes == [], same.changes
+
+
+@pytest.mark.parametrize(("markup", "marks"), [
+    ("[link](https://evil.example)", "[]()"), ("![image](https://evil.example/x.png)", "![]()"), ("*strong*", "*"), ("_em_", "_"),
+    ("`code`", "`"), ("~~struck~~", "~"), ("<https://evil.example>", "<>"), ("<b>bold</b>", "<>"), ("\\| a column", "\\|"),
+    ("#123 an issue", "#"), ("a | b", "|"),
+])
+def test_no_markdown_of_the_input_survives_in_a_table_cell(markup: str, marks: str) -> None:
+    """Each construct GitHub renders inside a pull request comment's table cell (a link, an image that loads
+    a stranger's URL, emphasis, code, strikethrough, an autolink, HTML, an escaped pipe, an issue reference,
+    a column break) reaches the cell with none of its marks as themselves, only as character references, so
+    it is shown as typed."""
+    import html
+
+    from memcached_gitops.preview_report import _cell
+
+    cell = _cell(markup)
+    assert not set(re.sub(r"&#?[0-9a-z]+;", "", cell)) & set(marks), cell
+    assert html.unescape(cell) == markup
+
+
+@pytest.mark.parametrize("extra", [-1, 0])
+def test_a_rename_takes_its_least_number_of_objects_and_one_fewer_is_an_addition_and_a_removal(extra: int) -> None:
+    """A prefix change is told as one rename once MIN_RENAMED objects follow it; with one object fewer, a name
+    that changed is one object removed and another added (a lone renamed object is no namePrefix to name)."""
+    from memcached_gitops.rendered_diff import MIN_RENAMED
+
+    cores = [f"web{i}" for i in range(MIN_RENAMED + extra)]
+    removed = {("v1", "Service", "ns", "dev-" + c): {} for c in cores}
+    renames = find_renames(removed, {("v1", "Service", "ns", "prod-" + c): {} for c in cores})
+    if extra < 0:
+        assert renames == []
+    else:
+        [(transform, pairs)] = renames
+        assert transform.describe() == "renamed by namePrefix 'dev-' -> 'prod-'" and len(pairs) == MIN_RENAMED
+
+
+@pytest.mark.parametrize("extra", [-1, 0])
+def test_the_search_for_a_rename_gives_up_after_its_bound_of_unrelated_names_and_not_before(extra: int) -> None:
+    """Removed objects whose names match nothing added each cost one try; after MAX_MISSES of them the search stops
+    (a repository replacing a thousand CRs stays cheap), and one fewer still finds the rename behind them."""
+    from memcached_gitops.rendered_diff import MAX_MISSES
+
+    unrelated = [f"a{i:02d}" for i in range(MAX_MISSES + extra)]  # sorted before the renamed ones, tried first
+    removed = {("v1", "Service", "ns", n): {} for n in [*unrelated, "dev-web", "dev-api"]}
+    added = {("v1", "Service", "ns", n): {} for n in ["prod-web", "prod-api"]}
+    renames = find_renames(removed, added)
+    assert [t.describe() for t, _ in renames] == ([] if extra == 0 else ["renamed by namePrefix 'dev-' -> 'prod-'"])

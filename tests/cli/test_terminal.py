@@ -165,3 +165,15 @@ def test_a_ci_job_with_a_terminal_gets_no_progress_line(tmp_path: Path) -> None:
         (tmp_path / f"crs{f}.yaml").write_text("---\n".join(cr.format(f=f, i=i) for i in range(8000)))
     assert b" of 3 files" in run_in_pty(["validate", "."], tmp_path, _env()), "a person at a terminal sees progress"
     assert b"checked" not in run_in_pty(["validate", "."], tmp_path, _env(CI="true"))
+
+
+def test_the_progress_line_appears_at_its_delay_and_updates_at_its_interval_to_the_tick() -> None:
+    """The line appears once the work has taken PROGRESS_AFTER seconds, not a tick before, and is rewritten when
+    a tenth of a second has passed since it was last written, not a tick before (ten updates a second at most)."""
+    from memcached_gitops.terminal import PROGRESS_AFTER
+
+    first = 0.125  # a time from which the clock's steps below are exact in binary floating point
+    ticks = iter([first - PROGRESS_AFTER, first - 1e-6, first, first + 0.1 - 1e-6, first + 0.1])
+    out = Tty()
+    assert list(with_progress("abcd", "checked", stream=out, clock=lambda: next(ticks), enabled=True)) == list("abcd")
+    assert out.getvalue() == "\r\x1b[Kchecked 2 files" "\r\x1b[Kchecked 4 files" "\r\x1b[K"

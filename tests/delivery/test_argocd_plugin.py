@@ -394,3 +394,18 @@ def test_an_application_of_listed_kinds_alone_is_generated(tmp_path: Path) -> No
                     {"MEMCACHED_GITOPS_PLUGIN_PASS_THROUGH": "ConfigMap"})
     assert proc.returncode == 0, proc.stderr.decode()
     assert _kinds(proc.stdout) == ["ConfigMap"] and "no Memcached found" in proc.stderr.decode()
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_the_kinds_held_back_are_listed_up_to_the_bound_and_cut_past_it(tmp_path: Path, extra: int) -> None:
+    """generate names the kinds it held back, each spelt as pass-through-kinds takes it, on one line: up to
+    HELD_LISTED of them whole, then the first HELD_LISTED and ``...``, however many kinds a repository holds."""
+    from memcached_gitops.commands import HELD_LISTED
+
+    kinds = [f"Kind{i:02d}" for i in range(HELD_LISTED + extra)]
+    others = "".join(f"---\napiVersion: x.example.com/v1\nkind: {k}\nmetadata: {{name: o}}\n" for k in kinds)
+    (tmp_path / "cr.yaml").write_text(CR.format(name="a") + others)
+    proc = generate(tmp_path, repo_server_env({}))
+    assert proc.returncode == 0, proc.stderr.decode()
+    listed = ", ".join(f"x.example.com/{k}" for k in kinds[:HELD_LISTED]) + (", ..." if extra else "")
+    assert f"(to emit them, list in pass-through-kinds: {listed})\n" in proc.stderr.decode(), proc.stderr.decode()

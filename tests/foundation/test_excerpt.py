@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
 from memcached_gitops.foundation.excerpt import ELLIPSIS, EXCERPT_LIMIT, excerpt, quote_value, type_and_length
 
 
@@ -107,3 +108,52 @@ def test_one_line_escapes_what_would_start_or_hide_a_workflow_command() -> None:
     assert one_line("::error::x") == "\\x3a:error::x"
     assert one_line(" \u3000::warning::x") == " \u3000\\x3a:warning::x"
     assert one_line("a::b: c") == "a::b: c" and one_line(":x") == ":x" and one_line("  indented") == "  indented"
+
+
+def _unicode_controls() -> list[str]:
+    """By Python's own Unicode database, not our table: every control character (category Cc) but the tab,
+    the line and paragraph separators (Zl, Zp), every explicit bidirectional embedding, override and isolate
+    (bidi classes LRE..PDI) and the three implicit marks (LRM, RLM, ALM), Trojan Source's tools."""
+    import sys
+    import unicodedata
+
+    explicit = {"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"}
+    found = [chr(c) for c in range(sys.maxunicode + 1)
+             if unicodedata.category(chr(c)) in ("Cc", "Zl", "Zp") or unicodedata.bidirectional(chr(c)) in explicit]
+    marks = [unicodedata.lookup(n) for n in ("LEFT-TO-RIGHT MARK", "RIGHT-TO-LEFT MARK", "ARABIC LETTER MARK")]
+    return [c for c in found + marks if c != "\t"]
+
+
+@pytest.mark.parametrize("char", _unicode_controls(), ids=lambda c: f"U+{ord(c):04X}")
+def test_every_control_and_bidirectional_character_is_written_escaped(char: str) -> None:
+    """Each one, wherever it sits in a line, is written as an ASCII escape: none can end the line in a CI
+    log, drive a terminal or reorder what a reviewer reads around it."""
+    from memcached_gitops.foundation.excerpt import one_line
+
+    shown = one_line(f"a{char}b")
+    assert char not in shown and shown.isascii() and shown.startswith("a\\") and shown.endswith("b"), repr(shown)
+
+
+@pytest.mark.parametrize("char", ["\t", " ", "~", "\u00a0", "\u00e9", "\u061b", "\u200d", "\u202f", "\u2065", "\u206a"],
+                         ids=lambda c: f"U+{ord(c):04X}")
+def test_the_neighbours_of_those_characters_are_written_as_themselves(char: str) -> None:
+    """The tab, the last printable ASCII, the first printable Latin-1, and the characters just beside each
+    range of bidirectional controls are text, kept as written (a name in Arabic or with a no-break space)."""
+    from memcached_gitops.foundation.excerpt import one_line
+
+    assert one_line(f"a{char}b") == f"a{char}b"
+
+
+@pytest.mark.parametrize("extra", [0, 1, 100])
+def test_excerpt_ends_keeps_a_text_at_its_limit_whole_and_cuts_one_past_it_to_the_limit(extra: int) -> None:
+    """A tool's error line of EXCERPT_LIMIT characters is shown whole; one character longer, it is cut to exactly
+    EXCERPT_LIMIT: its first third, `` … ``, and its end, so no more than that of the input is ever echoed."""
+    from memcached_gitops.foundation.excerpt import MIDDLE, excerpt_ends
+
+    text = "".join(chr(0x4E00 + i) for i in range(EXCERPT_LIMIT + extra))
+    cut = excerpt_ends(text)
+    if not extra:
+        assert cut == text
+    else:
+        head = EXCERPT_LIMIT // 3
+        assert cut == text[:head] + MIDDLE + text[-(EXCERPT_LIMIT - len(MIDDLE) - head):] and len(cut) == EXCERPT_LIMIT

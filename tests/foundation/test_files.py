@@ -583,3 +583,27 @@ def test_the_files_of_every_folder_named_count_together_against_the_runs_cap(tmp
         expand(roots)
     monkeypatch.setattr(files, "MAX_FILES", 12)
     assert names(expand(roots), tmp_path) == [f"{folder}/{i}.yaml" for folder in ("a", "b") for i in range(6)]
+
+
+@pytest.mark.parametrize(("name", "read"), [
+    ("cr.yaml", True), ("cr.yml", True), ("cr.json", True),
+    ("cr.YAML", False), ("cr.Yml", False), ("cr.JSON", False), ("cr.yaml.bak", False), ("cr.yaml~", False), ("cryaml", False),
+    ("cr.jsonl", False), ("cr.txt", False),
+])
+def test_a_walk_reads_the_files_kubectl_reads_from_a_folder(tree: Path, name: str, read: bool) -> None:
+    """``kubectl apply -f DIR`` reads the files whose extension is exactly .json, .yaml or .yml (cli-runtime
+    pkg/resource/visitor.go ``FileExtensions``, compared as written): a walk reads the same ones, so what
+    validate checks is what kubectl would send, and a backup or an upper-case name is passed over by both."""
+    root = tree / "app"
+    (root / "cr.yaml").unlink()
+    (root / name).write_bytes(CR)
+    assert names(expand([str(root)]), root) == ([name] if read else [])
+
+
+@pytest.mark.parametrize("char", [chr(c) for c in range(0x20, 0x7F)], ids=lambda c: f"U+{ord(c):04X}")
+def test_each_ascii_character_of_a_name_is_kept_only_if_letter_digit_dot_dash_or_underscore(char: str) -> None:
+    """An output file name keeps a letter, a digit, ``.``, ``-`` and ``_`` of a kind, namespace or name as they are,
+    and writes every other printable character (a separator, a shell or URL metacharacter, ``~``, a space) as
+    ``%XX``, so a name read from a repository names one plain file and reads the same on every file system."""
+    kept = char.isalnum() or char in "._-"
+    assert safe_file_name(["a" + char + "b"], "yaml") == ("a" + (char if kept else f"%{ord(char):02X}") + "b.yaml")

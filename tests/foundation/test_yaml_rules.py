@@ -863,3 +863,26 @@ def test_keys_equal_only_as_strings_keep_one_of_them_as_kubectl_keeps_one() -> N
     survivor = value("l: {1: x, '1': y, 1.0: z}\n")["l"]
     assert list(survivor) == ["1"] and survivor["1"] in ("x", "y", "z")  # kubectl: any one of them
     assert survivor["1"] == "z"  # ours: the last
+
+
+#: Go's unicode.IsSpace, by Python's own Unicode database: str.isspace is Unicode's White_Space plus the four
+#: information separators U+001C-U+001F (bidirectional class B or S), which Go does not count.
+GO_BLANKS = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace() and not 0x1C <= c <= 0x1F]
+
+
+@pytest.mark.parametrize("blank", GO_BLANKS, ids=lambda c: f"U+{ord(c):04X}")
+def test_each_character_go_reads_as_a_blank_leads_a_json_stream(blank: str) -> None:
+    """kubectl tells JSON from YAML by the first character that unicode.IsSpace does not skip (apimachinery
+    pkg/util/yaml/decoder.go GuessJSONStream): any of Go's blanks before a ``{``, alone or many, leaves it JSON."""
+    from memcached_gitops.foundation.yamlreader.streams import is_json_stream
+
+    assert is_json_stream((blank * 3 + '{"a": 1}').encode())
+
+
+@pytest.mark.parametrize("other", ["\x1c", "\x1d", "\x1e", "\x1f", "\u200b", "\u180e", "\ufeff", "\x00"], ids=lambda c: f"U+{ord(c):04X}")
+def test_a_character_go_does_not_read_as_a_blank_ends_the_look_for_json(other: str) -> None:
+    """The separators Python alone calls space, a zero-width space, the Mongolian vowel separator (no
+    White_Space since Unicode 6.3) and a NUL are not blanks to Go: a ``{`` after one is no JSON stream."""
+    from memcached_gitops.foundation.yamlreader.streams import is_json_stream
+
+    assert not is_json_stream((" " + other + '{"a": 1}').encode())
