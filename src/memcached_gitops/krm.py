@@ -30,8 +30,18 @@ PATH_ANNOTATIONS = ("internal.config.kubernetes.io/path", "config.kubernetes.io/
 INDEX_ANNOTATIONS = ("internal.config.kubernetes.io/index", "config.kubernetes.io/index")
 
 
+#: The longest path a result gives whole (Linux's PATH_MAX): the orchestrator opens it to show the
+#: user the item, so a cut path names no file; anything longer can be no file's and is excerpted.
+PATH_MAX = 4096
+
+
 def _annotation(obj: Any, names: tuple[str, ...]) -> str | None:
-    annotations = ((obj or {}).get("metadata") or {}).get("annotations") or {} if isinstance(obj, dict) else {}
+    """The first of ``names`` among the item's annotations; None where its metadata or annotations are
+    no map (the pipeline reports that item: its annotations must not end the run first)."""
+    metadata = obj.get("metadata") if isinstance(obj, dict) else None
+    annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+    if not isinstance(annotations, dict):
+        return None
     return next((annotations[n] for n in names if n in annotations), None)
 
 
@@ -78,7 +88,7 @@ def transform(resource_list: dict[str, Any], validator: Validator, image: str) -
             if f.field:
                 entry["field"] = {"path": f.field}
             if file and file != "functionConfig":
-                entry["file"] = {"path": excerpt(file)}
+                entry["file"] = {"path": file if len(file) <= PATH_MAX else excerpt(file)}
                 index = _annotation(obj, INDEX_ANNOTATIONS)
                 if index is not None and is_digits(str(index)):
                     entry["file"]["index"] = int(index)

@@ -205,6 +205,32 @@ def test_a_results_file_is_read_from_the_current_or_the_legacy_annotations_alone
     assert result["file"] == {"path": "apps/c.yaml", "index": 1}, result
 
 
+@pytest.mark.parametrize("metadata", ["c", ["c"], {"name": "c", "annotations": "x"}, {"name": "c", "annotations": ["x"]}],
+                         ids=["metadata-text", "metadata-list", "annotations-text", "annotations-list"])
+def test_an_item_whose_metadata_or_annotations_are_no_map_gets_its_result(metadata: object) -> None:
+    """An item's metadata, or its annotations, may be anything in a ResourceList another function or a
+    person wrote; looking for its path and index must not end the function with a traceback before
+    the pipeline has said what is wrong with the item. Through the real command: exit 1, error results
+    for the item, no traceback."""
+    item = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": metadata, "spec": {"size": 1}}
+    out, failed = transform({"items": [item]}, Validator(crd_named("builtin")), "memcached:1.6.29")
+    assert failed and {r["severity"] for r in out["results"]} == {"error"}, out
+    proc = run("krm", stdin=json.dumps({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [item]}).encode())
+    assert proc.returncode == 1 and b"Traceback" not in proc.stderr, proc.stderr
+    assert {r["severity"] for r in docs(proc.stdout)[0]["results"]} == {"error"}
+
+
+def test_a_results_file_path_is_given_whole_however_long() -> None:
+    """kustomize and kpt open a result's ``file.path`` to show the user the item: a path cut to an
+    excerpt names no file. Paths up to Linux's PATH_MAX (4,096) are given whole."""
+    path = "/".join(["a-folder-name-of-forty-characters-in-all"] * 7) + "/memcached.yaml"
+    notes = {"internal.config.kubernetes.io/path": path}
+    item = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "c", "annotations": notes},
+            "spec": {"size": 9}}
+    [result] = transform({"items": [item]}, Validator(crd_named("builtin")), "memcached:1.6.29")[0]["results"]
+    assert len(path) > 256 and result["file"] == {"path": path}
+
+
 def test_an_invalid_function_config_is_reported_without_a_file_it_never_came_from() -> None:
     """In generator mode the Memcached is the functionConfig (kustomize's ``generators:`` entry, kpt's
     ``configPath``), which is no item of any file: its error result names the resource and its field,
