@@ -400,12 +400,21 @@ def write_files(folder: Path, files: list[tuple[str, str, str]]) -> None:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never half."""
+    """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never half.
+
+    The file gets the mode a plain write would give it: the one it had, or else 0666 less the
+    umask. A temporary file is made 0600, and renamed as it was, the next CI step or the Argo CD
+    repo-server running as another user could not read the output."""
     import tempfile  # here, not at the top: it brings shutil and the compression modules, and most runs write to stdout
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
@@ -417,3 +426,10 @@ def write_atomic(path: Path, text: str) -> None:
         except OSError:
             pass
         raise
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it and setting it back: there is no other portable way)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

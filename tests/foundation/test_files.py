@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,26 @@ def test_write_atomic_replaces_whole_or_not_at_all(tmp_path: Path) -> None:
     assert target.read_text() == "first\n" and os.listdir(target.parent) == ["deployment-a.yaml"]
     write_atomic(target, "second\n")
     assert target.read_text() == "second\n"
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_write_atomic_gives_a_new_file_the_mode_a_plain_write_would(tmp_path: Path, umask: int) -> None:
+    """``render --output-dir`` is read by the next CI step or the Argo CD repo-server, often as another
+    user: a new file gets 0666 less the umask, as ``open`` gives it, not the 0600 of a temporary file."""
+    old = os.umask(umask)
+    try:
+        write_atomic(tmp_path / "deployment-a.yaml", "kind: Deployment\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "deployment-a.yaml").stat().st_mode) == 0o666 & ~umask
+
+
+def test_write_atomic_keeps_the_mode_a_file_already_had(tmp_path: Path) -> None:
+    target = tmp_path / "deployment-a.yaml"
+    target.write_text("first\n")
+    target.chmod(0o640)
+    write_atomic(target, "second\n")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640 and target.read_text() == "second\n"
 
 
 @pytest.mark.parametrize(("name", "config"), [
