@@ -53,7 +53,7 @@ BUILTIN_KINDS: dict[str, frozenset[str]] = {
                                     "VolumeAttributesClass")),
 }
 #: The fields of a typed list's metadata (apimachinery's ListMeta), the only ones its OpenAPI v2 schema has.
-LIST_META_FIELDS = frozenset(("selfLink", "resourceVersion", "continue", "remainingItemCount"))
+LIST_META_FIELDS = frozenset(("selfLink", "resourceVersion", "continue", "remainingItemCount", "shardInfo"))
 #: The fields of a typed list (``<Kind>List``) in the OpenAPI v2 schema the server publishes for it.
 TYPED_LIST_FIELDS = frozenset(("apiVersion", "kind", "metadata", "items"))
 #: kubectl's words when the client validation finds no object where one must be (KC pkg/validation/validation.go:65, 113).

@@ -284,6 +284,28 @@ def test_a_typed_list_with_each_field_the_servers_schema_gives_it_is_taken_and_o
     assert [(f.field, f.message) for f in result.errors] == [("x-extra", 'unknown field "x-extra"')]
 
 
+def _example_of(schema: dict) -> object:
+    """A value of an OpenAPI schema node of kubernetes-validate's (its required fields only, for an object)."""
+    from tests.core_types import definitions
+
+    if "$ref" in schema:
+        return _example_of(definitions()[schema["$ref"].rsplit("/", 1)[-1]])
+    kind = schema.get("type")
+    kind = next(t for t in kind if t != "null") if isinstance(kind, list) else kind
+    if kind == "object":
+        return {k: _example_of(schema["properties"][k]) for k in schema.get("required", [])}
+    return {"integer": 1, "array": [], "boolean": True}.get(kind, "x")
+
+
+@pytest.mark.parametrize("field", sorted(_properties("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta")))
+def test_each_field_the_servers_schema_gives_a_lists_metadata_is_no_unknown_field(field: str) -> None:
+    """A typed list's metadata is ListMeta, and kubectl validates it against the OpenAPI of the API server the
+    product follows (v1.36, as kubernetes-validate holds it): each of ListMeta's fields there, set, is taken
+    (``kubectl get -o yaml`` writes them), never said to be an unknown field."""
+    value = _example_of(_properties("io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta")[field])
+    assert run(("l.yaml", _typed_list(field, value, True))).errors == []
+
+
 #: What kube-apiserver's OpenAPI names with a group-version-kind but serves as no resource of its own: the meta
 #: types every group carries, and the kinds of subresources (deployments/scale, pods/eviction,
 #: serviceaccounts/token) and of admission webhooks' requests.
