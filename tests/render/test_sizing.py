@@ -369,3 +369,22 @@ def test_the_stored_form_of_a_quantity_is_its_value_rounded_up_to_milli_and_is_s
     stored = canonical_quantity(text)
     assert quantity(stored) == value.quantize(Decimal("0.001"), rounding="ROUND_CEILING")
     assert canonical_quantity(stored) == stored
+
+
+@pytest.mark.parametrize("cpu", ["1e1.5", "1e.5", "2E+1."])
+def test_a_quantity_the_crd_accepts_renders_to_one_the_api_server_parses_or_is_refused(cpu: str) -> None:
+    """The CRD's quantity pattern (core/v1's, in the shipped CRD) takes a fractional exponent, which
+    resource.ParseQuantity refuses ("quantities must match the regular expression"), and the CRD's
+    rules pass over what is not a quantity (``!isQuantity(...) ||``). A CR the validator accepts must
+    not render a Deployment the API server refuses: either the CR is refused, or each rendered
+    quantity parses."""
+    from memcached_gitops.schemas.quantities import strict_quantity
+
+    cr = memcached_cr("c", "shop", {"size": 1, "resources": {"limits": {"cpu": cpu, "memory": "64Mi"}}})
+    outcome = Validator(load_crd()).validate(cr)
+    if not outcome.ok:
+        return
+    [deployment, *_] = render(outcome.obj)
+    [memcached] = deployment["spec"]["template"]["spec"]["containers"]
+    unparsed = [q for section in memcached["resources"].values() for q in section.values() if strict_quantity(str(q)) is None]
+    assert unparsed == []
