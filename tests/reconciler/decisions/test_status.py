@@ -467,3 +467,13 @@ def test_text_at_the_crds_bound_is_kept_whole() -> None:
     status = desired_status(Observation(3, 2, _failing("FailedCreate", image), (), applied_by=owner), None, "2026-01-01T00:00:00Z")
     assert (status["image"], status["replicasOwner"]) == (image, owner)
     assert _status_problems(status) == []
+
+
+@pytest.mark.parametrize("reason", ["Failed create", "quota:exceeded!", "F" * 2000])
+def test_a_deployments_failure_reason_is_written_only_in_a_form_the_crds_condition_reason_takes(reason: str) -> None:
+    """A Deployment's condition reason is free text to the API server (apps/v1 DeploymentCondition has
+    no pattern or maxLength); the CR's condition reason is a metav1.Condition's (pattern, maxLength
+    1024 in the shipped CRD). Whatever the Deployment says, the status written must be one the API
+    server takes, or every status write for this CR is refused while the Deployment says it."""
+    status = desired_status(Observation(3, 2, _failing(reason), ()), None, "2026-01-01T00:00:00Z")
+    assert _status_problems(status) == []
