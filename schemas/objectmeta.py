@@ -138,6 +138,21 @@ def _name_problems(field: str, value: str, checked: str) -> list[Problem]:
     return [(("metadata", field), f"Invalid value: {_quote(value)}: {e}") for e in dns1123_subdomain_errors(checked)]
 
 
+def generated_name(generate: str) -> str:
+    """The name the server makes of a generateName before it validates the object (its length and
+    its characters; the five random ones stand as ``x``)."""
+    return generate[:_GENERATED_PREFIX_LIMIT] + _GENERATED_SUFFIX
+
+
+def with_generated_name(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as the server validates it on create: named from its generateName when it has no name,
+    so a CRD's own bound on ``metadata.name`` (maxLength, pattern) is held against the generated one."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or meta.get("name") or not isinstance(generate := meta.get("generateName"), str) or not generate:
+        return obj
+    return {**obj, "metadata": {**meta, "name": generated_name(generate)}}
+
+
 def validate_object_meta(meta: Any, namespaced: bool) -> list[Problem]:
     """Problems with a CR's ``metadata``, each as (field path, message), in the server's order
     (ValidateObjectMetaAccessor with NameIsDNSSubdomain, after name generation)."""
@@ -156,7 +171,7 @@ def validate_object_meta(meta: Any, namespaced: bool) -> list[Problem]:
         masked = generate[:-2] + "a" if len(generate) > 1 and generate.endswith("-") else generate
         problems = _name_problems("generateName", generate, masked)
         if not name:  # the server generates the name before it validates it
-            generated = generate[:_GENERATED_PREFIX_LIMIT] + _GENERATED_SUFFIX
+            generated = generated_name(generate)
             problems += _name_problems("name", generated, generated)
     elif not name:
         problems.append((("metadata", "name"), "Required value: name or generateName is required"))

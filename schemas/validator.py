@@ -27,7 +27,7 @@ from memcached_gitops.foundation.excerpt import excerpt, quote_value
 from . import cel_rules
 from .crd import CRD, Version
 from .metadecode import decode_object_meta
-from .objectmeta import validate_object_meta
+from .objectmeta import validate_object_meta, with_generated_name
 from .structural import prune_and_default
 from .to_jsonschema import FORMAT_COMMENT, INT_FORMATS, JSON_INTEGER_COMMENT, PATTERN_COMMENT, to_json_schema
 
@@ -382,7 +382,7 @@ class Validator:
             for problem in self._schema_problems(engine, probe):
                 if problem.path[:1] == ("status",):
                     out.warnings.append(problem)
-        out.errors += self._schema_problems(engine, obj)
+        out.errors += self._schema_problems(engine, with_generated_name(obj))
         out.errors += [Problem(p, m) for p, m in validate_object_meta(obj.get("metadata"), self.crd.namespaced)]
         meta = obj.get("metadata")
         if isinstance(meta, dict) and not meta.get("name") and meta.get("generateName"):

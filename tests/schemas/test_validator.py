@@ -226,3 +226,27 @@ def test_each_bound_of_the_spec_takes_its_value_and_refuses_one_past_it(field: s
     assert render(at.obj)
     beyond = validate_text(cr(f"size: 1\n{field}: {past}" if field != "size" else f"size: {past}"), engine=engine)
     assert [p.field for p in beyond.errors] == [f"spec.{field}"]
+
+
+#: apiserver/pkg/storage/names/generate.go: maxNameLength 63 (a generateName's first 58 and 5 random characters)
+GENERATED_NAME_LENGTH = 63
+
+
+@pytest.mark.parametrize("spare", [0, 1])
+def test_a_generated_name_is_held_against_the_crds_own_bound_on_the_name(spare: int) -> None:
+    """The server generates a name from a generateName (its first 58 characters and 5 random ones:
+    names.SimpleNameGenerator) before it validates the object against the CRD's schema, so a CRD that
+    bounds metadata.name refuses the create whose generated name is too long. A CRD whose bound is
+    the generated name's length takes it; one a character shorter refuses it, naming metadata.name."""
+    from memcached_gitops.schemas import load_crd
+
+    document = load_crd().document
+    name_schema = document["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["metadata"]["properties"]["name"]
+    assert name_schema["maxLength"] >= GENERATED_NAME_LENGTH, "the shipped CRD takes every generated name"
+    generate = "a" * 100 + "-"
+    limited = json.loads(json.dumps(document))
+    limited["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["metadata"]["properties"]["name"][
+        "maxLength"] = GENERATED_NAME_LENGTH - spare
+    text = cr(name="", meta=f"generateName: {generate}")
+    outcome = Validator(parse_crd(json.dumps(limited), "crd.json")).validate(next(iter_documents(text)).value)
+    assert [p.field for p in outcome.errors if p.field != "<root>"] == ([] if not spare else ["metadata.name"])
