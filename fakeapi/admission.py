@@ -132,6 +132,14 @@ class Admission:
                 pruned = prune_and_default(probe, {"type": "object", "properties": {"status": version.schema.get("properties", {}).get("status", {})}})
                 warnings += [f'299 - "unknown field \\"{".".join(map(str, p))}\\""' for p in pruned]
                 if "status" in probe:
+                    # a status the schema refuses is a 422, as any other field; a value the old object
+                    # already had is let through (CRD validation ratcheting, GA since v1.33)
+                    errors = [p for p in validator.status_problems(probe["status"], version)
+                              if old is None or _value_at(probe, p.path) is _ABSENT or _value_at(probe, p.path) != _value_at(old, p.path)]
+                    if errors:
+                        causes = [("FieldValueTypeInvalid" if "must be of type" in p.message else "FieldValueInvalid", p.field, p.message)
+                                  for p in errors]
+                        raise invalid(res, name, sorted(causes, key=lambda c: c[1]))
                     new["status"] = probe["status"]
             return new
         if res.plural == "deployments":
@@ -296,6 +304,21 @@ def _to_utc_micro(value: str) -> str:
     """An offset is converted to UTC; stored with exactly six fractional digits and Z (15)."""
     parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
     return parsed.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+_ABSENT = object()
+
+
+def _value_at(obj: Any, path: tuple[Any, ...]) -> Any:
+    """The value at ``path`` in ``obj``, or _ABSENT."""
+    for step in path:
+        if isinstance(obj, dict) and step in obj:
+            obj = obj[step]
+        elif isinstance(obj, list) and isinstance(step, int) and 0 <= step < len(obj):
+            obj = obj[step]
+        else:
+            return _ABSENT
+    return obj
 
 
 _VALIDATORS: dict[tuple[int, bool], tuple[Any, Validator]] = {}

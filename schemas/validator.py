@@ -336,6 +336,11 @@ class Validator:
         in_group = isinstance(api_version, str) and api_version.startswith(self.crd.group + "/")
         return in_group or (isinstance(kind, str) and kind.lower() in self.crd.spellings())
 
+    def status_problems(self, status: Any, version: Version) -> list[Problem]:
+        """Problems of a CR's ``status`` against ``version``'s schema, as the API server checks every
+        write that carries one (a write to the status subresource is refused with a 422 for them)."""
+        return [p for p in self._schema_problems(self._engine(version), {"status": status}) if p.path[:1] == ("status",)]
+
     def validate(self, obj: dict[str, Any]) -> Outcome:
         """The verdict on ``obj`` (which it takes over and prunes/defaults in place)."""
         out = Outcome(obj=obj)
@@ -378,10 +383,7 @@ class Validator:
             out.warnings.append(
                 Problem(("status",), "ignored: the API server drops status on create and apply (status subresource)")
             )
-            probe = {"status": status}
-            for problem in self._schema_problems(engine, probe):
-                if problem.path[:1] == ("status",):
-                    out.warnings.append(problem)
+            out.warnings += self.status_problems(status, version)
         out.errors += self._schema_problems(engine, with_generated_name(obj))
         out.errors += [Problem(p, m) for p, m in validate_object_meta(obj.get("metadata"), self.crd.namespaced)]
         meta = obj.get("metadata")

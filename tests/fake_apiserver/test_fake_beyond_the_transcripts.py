@@ -103,3 +103,36 @@ def test_a_json_patch_that_cannot_apply_is_422_and_changes_nothing(ops: list[dic
         [cause] = answer["details"]["causes"]
         assert cause["reason"] == "UnexpectedServerResponse" and any(op["path"] in cause["message"] for op in ops), cause
         assert api.get("", "services", "default", "s") == before
+
+
+def _condition(reason: str) -> dict:
+    return {"type": "Ready", "status": "False", "reason": reason, "message": "m", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+
+
+@pytest.mark.parametrize("reason", ["Failed Create", "F" * 1025], ids=["pattern", "maxLength"])
+def test_a_status_the_crds_schema_refuses_is_422_and_one_the_cr_already_had_is_let_through(reason: str) -> None:
+    """The API server validates a CR's status against the CRD's schema on every write that carries it
+    (a status write of a condition reason that is no metav1.Condition word is a 422 naming the field,
+    and the stored status stays), while an invalid value the stored object already had is no error
+    on update (CRD validation ratcheting, GA since v1.33). Beyond the transcripts: none records a 422
+    of a status write."""
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "c"}, "spec": {"size": 1}}
+    with FakeAPIServer(namespaces=("default",)) as api:
+        code, _, _ = api.handle("POST", CR, {"Content-Type": "application/json"}, json.dumps(cr).encode())
+        assert code == 201
+        good = {**cr, "status": {"conditions": [_condition("Good")]}}
+        code, _, _ = api.handle("PATCH", f"{CR}/c/status", MERGE, json.dumps(good).encode())
+        assert code == 200
+        bad = {**cr, "status": {"conditions": [_condition(reason)]}}
+        code, _, data = api.handle("PATCH", f"{CR}/c/status", MERGE, json.dumps(bad).encode())
+        body = json.loads(data)
+        assert (code, body["reason"]) == (422, "Invalid"), body
+        assert [c["field"] for c in body["details"]["causes"]] == ["status.conditions[0].reason"], body
+        assert api.get("cache.example.com", "memcacheds", "default", "c")["status"]["conditions"][0]["reason"] == "Good"
+        with api.lock:  # as a server stored it before the CRD had its bound
+            api.objects[("cache.example.com", "memcacheds", "default", "c")]["status"]["conditions"][0]["reason"] = reason
+        code, _, data = api.handle("PATCH", f"{CR}/c", MERGE, json.dumps({"spec": {"size": 2}}).encode())
+        assert code == 200, data
+        ratcheted = {**cr, "status": {"conditions": [_condition(reason)], "nodes": ["a"]}}
+        code, _, data = api.handle("PATCH", f"{CR}/c/status", MERGE, json.dumps(ratcheted).encode())
+        assert code == 200, data
