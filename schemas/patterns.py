@@ -345,8 +345,7 @@ class _Translator:
         p, start = self.p, self.i
         self.i += 1
         if self.peek() == "?":
-            if p.startswith("?<=", self.i) or p.startswith("?<!", self.i):
-                raise _fail("invalid or unsupported Perl syntax", p[start:self.i + 3])
+            # a look-behind is read as a named capture (Go 1.22+ takes ``(?<name>``): "invalid named capture"
             if p.startswith("?P<", self.i) or p.startswith("?<", self.i):
                 self.i += 3 if p[self.i + 1] == "P" else 2
                 end = p.find(">", self.i)
@@ -503,13 +502,23 @@ class _Translator:
             return value
         if c == "x":
             hexdigits = "0123456789abcdefABCDEF"
-            if self.peek() == "{":
-                end = p.find("}", self.i)
-                digits = p[self.i + 1:end] if end > 0 else ""
-                if not digits or not all(ch in hexdigits for ch in digits) or int(digits, 16) > MAX_CODE_POINT:
-                    raise _fail("invalid escape sequence", p[start:end + 1 if end > 0 else len(p)])
-                self.i = end + 1
-                return int(digits, 16)
+            if self.peek() == "{":  # Go's parseEscape: the refusal quotes the text read up to the character that broke it
+                i, value, count = self.i + 1, 0, 0
+                while True:
+                    if i >= len(p):
+                        raise _fail("invalid escape sequence", p[start:i])
+                    ch, i = p[i], i + 1
+                    if ch == "}":
+                        break
+                    if ch not in hexdigits:
+                        raise _fail("invalid escape sequence", p[start:i])
+                    value, count = value * 16 + int(ch, 16), count + 1
+                    if value > MAX_CODE_POINT:
+                        raise _fail("invalid escape sequence", p[start:i])
+                if not count:
+                    raise _fail("invalid escape sequence", p[start:i])
+                self.i = i
+                return value
             digits = p[self.i:self.i + 2]
             if len(digits) < 2 or not all(ch in hexdigits for ch in digits):
                 raise _fail("invalid escape sequence", p[start:self.i + 2])

@@ -285,3 +285,22 @@ def test_every_ascii_character_written_by_its_code_is_matched_as_re2_matches_it(
         if any(found.values()):
             wrong[pattern] = found
     assert wrong == {}
+
+
+#: refusals whose excerpt Go's parser cuts otherwise than this one does (regexp/syntax parse.go):
+#: parseEscape reports the text read up to the digit that broke ``\x{...}`` (``s[:len(s)-len(t)]``,
+#: C++ RE2 says the same: ``\x{110000``, ``\x{z``); parsePerlFlags takes ``(?<`` for a named capture
+#: since Go 1.22 and, with no ``>``, reports the whole rest of the pattern
+GO_EXCERPTS = [
+    (r"\x{110000}", r"invalid escape sequence: `\x{110000`"),
+    (r"\x{zz}", r"invalid escape sequence: `\x{z`"),
+    ("(?<=a)b", "invalid named capture: `(?<=a)b`"),
+    ("(?<!a)b", "invalid named capture: `(?<!a)b`"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "reason"), GO_EXCERPTS)
+def test_a_refused_pattern_is_quoted_as_go_quotes_it(pattern: str, reason: str) -> None:
+    with pytest.raises(CRDError) as caught:
+        parse_crd(crd(pattern), "my-crd.yaml")
+    assert str(caught.value).endswith(f"error parsing regexp: {reason}")
