@@ -332,6 +332,10 @@ class Controller:
         gc.freeze()
         log.info("caches synced in %.3fs: %d Memcacheds, %d Deployments, %d Pods", self.synced_after,
                  *(self.caches.count(k) for k in (KIND, DEPLOYMENTS.kind, PODS.kind)))
+        # the schedule is set before the process says it is ready: a stall right after (a test's
+        # moved clock, a throttled container) is counted against it, never folded into its start
+        next_resync = self.clock.monotonic() + self.settings.resync
+        next_schema = self.clock.monotonic() + self.settings.schema_retry
         self.metrics.ready = True
         threads = [threading.Thread(target=self._work, daemon=True, name=f"worker-{n}") for n in range(self.settings.workers)]
         for t in threads:
@@ -343,8 +347,6 @@ class Controller:
                              daemon=True, name="leader-election").start()
         else:
             self.started_leading()
-        next_resync = self.clock.monotonic() + self.settings.resync
-        next_schema = self.clock.monotonic() + self.settings.schema_retry
         while not self.stop.is_set():
             if not self.reconciler.schema_known and self.clock.monotonic() >= next_schema:
                 next_schema = self._reread_schema()
