@@ -69,7 +69,11 @@ def test_three_replicas_split_the_crs_and_each_cr_has_one_writer(cluster: FakeAP
         assert r1.metrics.value("memcached_gitops_shard_members") == 3
 
 
-def test_a_replica_stopped_with_sigterm_hands_its_crs_over_within_two_seconds(cluster: FakeAPIServer) -> None:
+def test_a_replica_stopped_with_sigterm_hands_its_crs_over_on_its_release_not_on_expiry(cluster: FakeAPIServer) -> None:
+    """A replica stopped with SIGTERM deletes its own Lease once drained, so its share moves at once:
+    the survivor corrects its CRs without ever having to expire the leaver's Lease (a DELETE the
+    survivor would send itself, after the 3 s lease). Read from the request log, not from a stopwatch:
+    a loaded machine slows both paths alike."""
     for name in CRS:
         make_cr(cluster, name)
     with replica(cluster, "r1") as r1, replica(cluster, "r2") as r2:
@@ -77,12 +81,11 @@ def test_a_replica_stopped_with_sigterm_hands_its_crs_over_within_two_seconds(cl
         theirs = [n for n in CRS if owner(f"default/{n}", ["r1", "r2"]) == "r2"]
         r2.stop.set()
         r2.thread.join(10)
-        stopped = time.monotonic()
         for name in theirs:
             patch(cluster, DEP_PATH.format(ns="default", name=name) + "/scale", {"spec": {"replicas": 4}}, "application/merge-patch+json")
-        wait_for(lambda: all(replicas(cluster, n) == 1 for n in theirs), timeout=5, what="r2's CRs corrected by r1")
-        last = max(r.received for r in cluster.writes() if "/deployments/" in r.path and r.user_agent.endswith(" r1"))
-        assert last - stopped < 2.0, f"handed over in {last - stopped:.2f}s"
+        wait_for(lambda: all(replicas(cluster, n) == 1 for n in theirs), timeout=60, what="r2's CRs corrected by r1")
+        lease_deletes = [r.user_agent.split()[-1] for r in cluster.writes() if r.method == "DELETE" and "/leases/" in r.path]
+        assert lease_deletes == ["r2"], f"released by r2 alone, never expired by r1: {lease_deletes}"
         assert r1.metrics.value("memcached_gitops_shard_handovers_total") >= 2
 
 
