@@ -140,3 +140,68 @@ def test_renders_outputs_carry_the_same_objects(tmp_path: Path, case: str) -> No
         said = written.stderr.decode().splitlines()
         assert f"wrote {len(files)} file(s) to {folder}" in said, said
         assert [line for line in said if not line.startswith("wrote ")] == stream.stderr.decode().splitlines()
+
+
+def runner_reads(line: str) -> tuple[str, dict[str, str], str]:
+    """A workflow command as GitHub's runner reads it (actions/runner src/Runner.Common/ActionCommand.cs
+    ``TryParseV2``): after the leading ``::``, the properties end at the next ``::``; they are split at each
+    ``,`` and each at its first ``=`` (a later key wins), then unescaped (``UnescapeProperty``: %0D %0A %3A
+    %2C, %25 last); the rest is the message (``UnescapeData``: %0D %0A, %25 last)."""
+    assert line.startswith("::"), line
+    end = line.index("::", 2)
+    command, _, properties = line[2:end].partition(" ")
+    read: dict[str, str] = {}
+    for prop in filter(None, properties.strip().split(",")):
+        name, sep, value = prop.partition("=")
+        if sep and name and value:
+            for code, char in (("%0D", "\r"), ("%0A", "\n"), ("%3A", ":"), ("%2C", ","), ("%25", "%")):
+                value = value.replace(code, char)
+            read[name] = value
+    message = line[end + 2:]
+    for code, char in (("%0D", "\r"), ("%0A", "\n"), ("%25", "%")):
+        message = message.replace(code, char)
+    return command, read, message
+
+
+def assert_the_runner_reads_each_finding_where_it_is(args: list[str], cwd: Path) -> list[dict[str, Any]]:
+    """Each annotation of ``-o github``, read as the runner reads it, is the finding JSON holds: on the
+    committed file (its path as the pull request's files are named), line, column, object and message."""
+    as_json, github = validate(args, cwd, "json"), validate(args, cwd, "github")
+    assert as_json.returncode == github.returncode == 1, github.stderr
+    findings: list[dict[str, Any]] = json.loads(as_json.stdout)["findings"]
+    lines = github.stdout.splitlines()
+    assert findings and len(lines) == len(findings), github.stdout
+    for line, f in zip(lines, findings, strict=True):
+        command, read, message = runner_reads(line)
+        assert (command, read) == (f["severity"], {"file": os.path.normpath(f["file"]), "line": str(f["line"]),
+                                                   "col": str(f["column"]), "title": f["object"]}), line
+        assert (cwd / read["file"]).is_file(), read["file"]
+        assert message == (f"{f['field']}: {f['message']}" if f["field"] else f["message"]), line
+    return findings
+
+
+def test_an_annotation_on_a_file_with_a_long_path_names_the_whole_path_github_matches(tmp_path: Path) -> None:
+    """Lines of text show a path longer than PATH_LIMIT by its end (``…`` and the last characters), but an
+    annotation's ``file`` is what GitHub matches against the pull request's files: cut, it names no file
+    and the error shows on no line of the pull request. Deep monorepos and generated folders have such paths."""
+    from memcached_gitops.foundation.excerpt import PATH_LIMIT
+
+    deep = tmp_path / ("a" * (PATH_LIMIT // 2)) / ("b" * (PATH_LIMIT // 2))
+    deep.mkdir(parents=True)
+    (deep / "bad-crs.yaml").write_text((REPO / "tests/data/bad-crs.yaml").read_text())
+    findings = assert_the_runner_reads_each_finding_where_it_is(["."], tmp_path)
+    assert all(len(os.path.normpath(f["file"])) > PATH_LIMIT for f in findings), findings
+
+
+def test_a_cr_named_with_workflow_command_separators_cannot_move_its_annotation(tmp_path: Path) -> None:
+    """A pull request may add a CR whose (invalid) name holds ``,``, ``::``, ``%`` and line breaks, chosen to
+    end the annotation's title early: ``x,file=README.md,line=1::all good`` would put the error on README.md
+    line 1, saying "all good". The title is a property, escaped as one (``%``, CR, LF, ``:`` and ``,``), so
+    the runner reads the finding's own file, line and object back."""
+    (tmp_path / "apps").mkdir()
+    name = r"x%2C,file=README.md,line=1::all good\r\n::error file=README.md::forged"
+    (tmp_path / "README.md").write_text("# readme\n")
+    (tmp_path / "apps" / "cache.yaml").write_text(
+        f'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {{name: "{name}"}}\nspec: {{size: 1}}\n')
+    findings = assert_the_runner_reads_each_finding_where_it_is(["apps"], tmp_path)
+    assert {(f["file"], f["object"][:30]) for f in findings} == {("apps/cache.yaml", "Memcached/x%2C,file=README.md,")}, findings

@@ -350,6 +350,43 @@ def test_a_namespace_change_is_one_summary_line(tmp_path: Path) -> None:
     assert "--- base/overlays/prod: Deployment prod/dev-cache\n+++ pr/overlays/prod: Deployment production/dev-cache" in proc.stdout
 
 
+def test_an_overlay_moved_to_another_namespace_and_prefix_is_said_to_be_moved_and_renamed(tmp_path: Path) -> None:
+    """Promoting an overlay often changes its namespace and its namePrefix together. Each object then gets a
+    new name as well as a new namespace (a new Deployment, Service and budget, the old ones deleted): the
+    summary must say both, not "moved" alone, which would tell the reviewer the objects kept their names."""
+    repo = overlay_repo(tmp_path, {"overlays/prod/kustomization.yaml": OVERLAY.format(namespace="production", prefix="prod-")},
+                        base=cr(size=2))
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 1, proc.stderr
+    assert summary(proc.stdout)[1:] == [
+        "overlays/prod: renamed Deployment 1, Memcached 1, PodDisruptionBudget 1, Service 1",
+        "  moved and renamed by namePrefix 'dev-' -> 'prod-', namespace 'prod' -> 'production': 4 objects"]
+    assert "--- base/overlays/prod: Deployment prod/dev-cache\n+++ pr/overlays/prod: Deployment production/prod-cache" in proc.stdout
+
+
+def test_a_prefix_change_is_one_rename_even_when_the_pull_request_also_deletes_caches_that_sort_around_it(
+        tmp_path: Path) -> None:
+    """A pull request that changes an overlay's namePrefix and retires some of its CRs: the retired CRs'
+    objects (one sorting before the kept CR, one after) match no added object, yet the search for the
+    rename must go past them, so the kept CR's objects are told as one rename and only the retired ones
+    as removed, not every object as removed plus added."""
+    base = {"base/analytics.yaml": cr("analytics", size=2), "base/sessions.yaml": cr("sessions", size=2),
+            "base/web.yaml": cr("web", size=2),
+            "base/kustomization.yaml": "resources:\n- analytics.yaml\n- sessions.yaml\n- web.yaml\n",
+            "overlays/prod/kustomization.yaml": OVERLAY.format(namespace="prod", prefix="dev-")}
+    change = {"base/analytics.yaml": None, "base/web.yaml": None, "base/kustomization.yaml": "resources:\n- sessions.yaml\n",
+              "overlays/prod/kustomization.yaml": OVERLAY.format(namespace="prod", prefix="prod-")}
+    repo = two_commits(tmp_path / "repo", base, change)
+    proc = preview(repo, "overlays/prod")
+    assert proc.returncode == 1, proc.stderr
+    lines = summary(proc.stdout)
+    assert lines[1] == ("overlays/prod: removed Deployment 2, Memcached 2, PodDisruptionBudget 2, Service 2; "
+                        "renamed Deployment 1, Memcached 1, PodDisruptionBudget 1, Service 1"), lines
+    assert [line for line in lines if "renamed by" in line] == ["  renamed by namePrefix 'dev-' -> 'prod-': 4 objects"], lines
+    assert "--- base/overlays/prod: Deployment prod/dev-sessions\n+++ pr/overlays/prod: Deployment prod/prod-sessions" in proc.stdout
+    assert "pr/overlays/prod: Deployment prod/prod-analytics" not in proc.stdout
+
+
 def test_the_base_side_is_the_merge_base_not_the_tip_of_the_base_branch(tmp_path: Path) -> None:
     """As a pull request's "Files changed": main moved on after the branch (another CR's size changed
     there) and the preview shows only what this branch changes, never main's later work undone."""

@@ -7,6 +7,7 @@ import copy
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -652,3 +653,63 @@ def test_a_failed_cronjob_run_is_not_run_again_before_the_next_is_due() -> None:
         job = cron["spec"]["jobTemplate"]["spec"]
         assert job.get("backoffLimit") == 0, (overlay, job.get("backoffLimit"))
         assert job["template"]["spec"]["restartPolicy"] == "Never", "no restart in place either"
+
+
+def dockerfile_pip_commands() -> list[tuple[dict[str, str], list[str]]]:
+    """Each pip command of the Dockerfile's RUN lines (continuations joined, split at ``&&``, ``||`` and
+    ``;``) as its argument list after ``pip``, with the PIP_* variables its stage's ENV lines set before it."""
+    text = re.sub(r"\\\n\s*", " ", (REPO / "Dockerfile").read_text())
+    commands: list[tuple[dict[str, str], list[str]]] = []
+    env: dict[str, str] = {}
+    for line in text.splitlines():
+        word, _, rest = line.strip().partition(" ")
+        if word.upper() == "FROM":
+            env = {}
+        elif word.upper() == "ENV":
+            env.update(dict(item.split("=", 1) for item in shlex.split(rest) if item.startswith("PIP_") and "=" in item))
+        elif word.upper() == "RUN":
+            segment: list[str] = []
+            for token in [*shlex.split(rest), "&&"]:
+                if token not in ("&&", "||", ";"):
+                    segment.append(token)
+                    continue
+                for prefix in (["pip"], ["pip3"], ["python", "-m", "pip"], ["python3", "-m", "pip"]):
+                    if segment[:len(prefix)] == prefix:
+                        commands.append((dict(env), segment[len(prefix):]))
+                segment = []
+    return commands
+
+
+def test_every_pip_install_in_the_image_takes_only_the_locked_hash_checked_wheels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The image must hold exactly what requirements/image.txt locks and hash-checks: each pip command
+    of the Dockerfile either checks every download against the lock (--require-hashes), or reads no
+    index at all (--no-index, only local wheel folders), or fetches nothing (--no-deps of a local
+    path, no build isolation). One that may reach the index beside the wheels installs whatever PyPI
+    holds on the day of the build (the newest release within each range), bypassing the lock and the
+    tested kubectl. The options are read as pip itself parses them, with no pip config or PIP_* of
+    this machine and the Dockerfile's own PIP_* ENV."""
+    from pip._internal.commands import create_command
+
+    commands = dockerfile_pip_commands()
+    assert [args[0] for _, args in commands].count("install") >= 2, "the build stage's and the final stage's install"
+    for name in [n for n in os.environ if n.startswith("PIP_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    for env, args in commands:
+        if args[0] not in ("install", "wheel", "download"):
+            continue
+        with monkeypatch.context() as scoped:
+            for name, value in env.items():
+                scoped.setenv(name, value)
+            options, targets = create_command(args[0]).parse_args(args[1:])
+        command = "pip " + " ".join(args)
+        local = all(not re.match(r"[a-z][a-z0-9+.-]*://", link) or link.startswith("file:") for link in options.find_links)
+        offline = options.no_index and local
+        # a requirements file whose every requirement carries --hash turns hash-checking on as the flag does
+        hashed = options.require_hashes or (options.requirements and not targets and all(
+            all("--hash=" in line for line in re.sub(r"\\\n\s*", " ", (REPO / file).read_text()).splitlines()
+                if line.strip() and not line.lstrip().startswith(("#", "-")))
+            for file in options.requirements))
+        fetches_nothing = (options.ignore_dependencies and not options.build_isolation and not options.requirements
+                           and all(target.startswith((".", "/")) for target in targets))
+        assert hashed or offline or fetches_nothing, f"{command}: may install from the index beside the lock"

@@ -497,3 +497,29 @@ def test_every_pointer_reads_back_as_written_under_its_kind_in_order(entries: li
     for kind, steps, _, _ in entries:
         expected[kind or "Deployment"] = expected.get(kind or "Deployment", ()) + (steps,)
     assert ignored_paths(cr) == expected
+
+
+def test_ignored_replicas_only_we_set_stay_after_a_rollout_restart_when_an_apply_goes_out(cluster: FakeAPIServer) -> None:
+    """ignore-paths ``/spec/replicas`` leaves the replicas to whoever else sets them; while only we have
+    set them, each apply carries the live value (dropping a field we alone own makes the API server
+    delete it, and the Deployment falls to 1 replica: transcript 21). Another manager owning some other
+    field under ``spec`` (``kubectl rollout restart``'s Pod template annotation) does not make the
+    replicas theirs: owners are looked up at the field, not at the map that holds it."""
+    make_cr(cluster, "m", size=3)
+    annotate(cluster, "m", "/spec/replicas")
+    rec = reconciler_for(cluster)
+    [created] = rec.run_cycle().outcomes
+    assert created.action == "created" and deployment(cluster, "m")["spec"]["replicas"] == 3, created.error
+    # kubectl rollout restart: a strategic merge patch of the Pod template's annotations
+    restart = {"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-29T23:00:00Z"}}}}}
+    patch(cluster, DEP_PATH.format(ns="default", name="m"), restart, "application/strategic-merge-patch+json",
+          "?fieldManager=kubectl-rollout")
+    cr = cluster.objects[("cache.example.com", "memcacheds", "default", "m")]
+    cr["spec"]["containerPort"], cr["metadata"]["generation"] = 11311, cr["metadata"]["generation"] + 1  # a change to apply
+    cluster.reset_log()
+    [outcome] = rec.run_cycle().outcomes
+    assert outcome.action == "corrected" and len(deployment_writes(cluster)) >= 1, outcome.error
+    live = deployment(cluster, "m")
+    assert live["spec"]["replicas"] == 3, "the replicas we alone set are kept, not released to the default"
+    assert live["spec"]["template"]["metadata"]["annotations"] == restart["spec"]["template"]["metadata"]["annotations"]
+    assert condition(cluster, "m", "Degraded")["status"] == "False"

@@ -601,3 +601,26 @@ def test_each_probe_the_shipped_deployment_sends_is_served_and_can_fail(server, 
     with pytest.raises(HTTPError) as failed:
         get(server, probe["path"])
     assert failed.value.code == 503
+
+
+def test_a_burst_of_a_full_servers_connections_and_a_probe_is_queued_while_the_server_is_not_accepting(server) -> None:
+    """Connections that arrive while the accept loop is busy wait in the kernel's listen backlog: a
+    burst as large as the server serves at once (scrapers, a token sprayer), plus a kubelet probe, must
+    all be queued. With socketserver's backlog of 5 the kernel drops the SYNs past the sixth, and each
+    dropped client (the probe among them) waits a second or more for a retransmit, past the probe's
+    timeoutSeconds: the admission logic that keeps probes working under a flood never sees them."""
+    server.shutdown()  # the accept loop stops; the socket, still listening, keeps its backlog
+    burst = metrics_module.MAX_CONNECTIONS + 1
+    clients: list[socket.socket] = []
+    try:
+        for n in range(burst):
+            client = socket.socket()
+            clients.append(client)
+            client.settimeout(5)
+            try:
+                client.connect(server.server_address)
+            except OSError as error:
+                pytest.fail(f"connection {n + 1} of a burst of {burst} was not queued: {error!r}")
+    finally:
+        for client in clients:
+            client.close()

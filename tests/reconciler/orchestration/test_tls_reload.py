@@ -255,3 +255,46 @@ def test_after_a_stall_of_many_periods_the_files_are_looked_at_once_and_then_a_p
     clock.now = 1000.0 + 11 * tls_module.RELOAD_CHECK
     cert.context()
     assert len(looks) == 2
+
+
+def publish(volume: Path, stamp: str, cert: bytes, key: bytes, when: float) -> None:
+    """What the kubelet's AtomicWriter does to a Secret volume: the pair written into a new timestamped
+    folder, a ``..data_tmp`` link to it renamed over ``..data`` (one atomic swap), the old folder removed.
+    ``tls.crt`` and ``tls.key`` themselves are links to ``..data/<file>``, made once and never touched."""
+    folder = volume / f"..{stamp}"
+    folder.mkdir()
+    for name, data in (("tls.crt", cert), ("tls.key", key)):
+        (folder / name).write_bytes(data)
+        os.utime(folder / name, (when, when))
+    old = os.readlink(volume / "..data") if (volume / "..data").is_symlink() else None
+    (volume / "..data_tmp").symlink_to(folder.name)
+    os.replace(volume / "..data_tmp", volume / "..data")
+    for name in ("tls.crt", "tls.key"):
+        if not (volume / name).is_symlink():
+            (volume / name).symlink_to(f"..data/{name}")
+    if old is not None:
+        for name in ("tls.crt", "tls.key"):
+            (volume / old / name).unlink()
+        (volume / old).rmdir()
+
+
+def test_a_certificate_renewed_in_a_mounted_secret_volume_is_served_without_a_restart(tmp_path: Path) -> None:
+    """--metrics-cert-dir is a mounted Secret (cert-manager's) in the shipped setup, and the kubelet
+    lays a Secret volume out as links: ``tls.crt -> ..data/tls.crt``, ``..data -> ..<timestamp>``.
+    A renewal swaps ``..data``; the links in the folder keep their own times, so the renewal is seen
+    only through the files they point to. Else the old certificate is served until it expires and
+    every scrape that checks it fails until the Pod is restarted."""
+    clock = ManualClock(1000.0)
+    first, key = self_signed(("localhost", "127.0.0.1"))
+    publish(tmp_path, "2026_01_01_00_00_00.000000001", first, key, TICK - 60)
+    server = serve(Metrics(), 0, "127.0.0.1", paths=PROBES, certificate=ServingCertificate(str(tmp_path), clock=clock))
+    try:
+        assert served(server.server_address) == first.strip()
+        second, key2 = self_signed(("localhost", "127.0.0.1"))
+        publish(tmp_path, "2026_03_01_00_00_00.000000001", second, key2, TICK)  # cert-manager renewed the Secret
+        assert (tmp_path / "tls.crt").read_bytes() == second, "the volume now holds the renewed pair"
+        clock.now += tls_module.RELOAD_CHECK
+        assert served(server.server_address) == second.strip(), "the renewed certificate is served"
+    finally:
+        server.shutdown()
+        server.server_close()
