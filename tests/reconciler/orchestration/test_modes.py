@@ -215,10 +215,11 @@ def assert_probes(r: Replica, ready: str) -> None:
 
 
 def assert_served(cluster: FakeAPIServer, name: str, ns: str = "default") -> None:
-    """The CR's status says Available and Ready, and its Events say what was done."""
+    """The CR's status says Available and Ready, and its Events say what was done (an Event is posted
+    after the status it goes with: awaited, as a loaded machine may post it a moment later)."""
     assert condition(cluster, name, "Available", ns).get("status") == "True", name
     assert condition(cluster, name, "Ready", ns).get("status") == "True", name
-    assert events(cluster, name, ns), f"no Event on {ns}/{name}"
+    assert wait_for(lambda: events(cluster, name, ns), what=f"an Event on {ns}/{name}"), f"no Event on {ns}/{name}"
 
 
 def events(cluster: FakeAPIServer, name: str, ns: str = "default") -> list[dict[str, Any]]:
