@@ -560,3 +560,22 @@ def test_a_dead_holder_whose_clock_ran_ahead_is_taken_over_a_lease_after_it_was_
     assert second.started == 0, "still within a lease of when the record was seen"
     second.step(15.5)
     assert second.started == 1 and _lease(server)["spec"]["holderIdentity"] == "replica-2"
+
+
+def test_a_write_that_leaves_the_record_alone_does_not_restart_its_expiry(server: FakeAPIServer) -> None:
+    """client-go compares the leader-election record it reads (holder, times, transitions, duration),
+    not the object: a dead holder's Lease that someone labels (a metadata write that sends the spec
+    back, its keys in another order) still expires a lease after the record last changed."""
+    first, second = Leader(server), Leader(server)
+    second.elector.identity = "replica-2"
+    first.step(0.0)
+    second.step(0.0)
+    lease = _lease(server)
+    lease["metadata"].setdefault("labels", {})["team"] = "cache"
+    lease["spec"] = dict(reversed(list(lease["spec"].items())))
+    first.api.api.request("PUT", LEASE_PATH, body=lease)
+    assert list(_lease(server)["spec"]) == list(lease["spec"]), "the spec is stored in the order it was sent"
+    second.step(10.0)
+    assert second.started == 0
+    second.step(15.0)
+    assert second.started == 1 and _lease(server)["spec"]["holderIdentity"] == "replica-2"
