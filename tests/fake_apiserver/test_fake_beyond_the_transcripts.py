@@ -115,7 +115,7 @@ def test_a_status_the_crds_schema_refuses_is_422_and_one_the_cr_already_had_is_l
     (a status write of a condition reason that is no metav1.Condition word is a 422 naming the field,
     and the stored status stays), while an invalid value the stored object already had is no error
     on update (CRD validation ratcheting, GA since v1.33). Beyond the transcripts: none records a 422
-    of a status write."""
+    of a status write (the body's form is transcript 12's); an assumption until recorded."""
     cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "c"}, "spec": {"size": 1}}
     with FakeAPIServer(namespaces=("default",)) as api:
         code, _, _ = api.handle("POST", CR, {"Content-Type": "application/json"}, json.dumps(cr).encode())
