@@ -250,3 +250,21 @@ def test_a_generated_name_is_held_against_the_crds_own_bound_on_the_name(spare: 
     text = cr(name="", meta=f"generateName: {generate}")
     outcome = Validator(parse_crd(json.dumps(limited), "crd.json")).validate(next(iter_documents(text)).value)
     assert [p.field for p in outcome.errors if p.field != "<root>"] == ([] if not spare else ["metadata.name"])
+
+
+@pytest.mark.parametrize(("name", "refused"), [("a", []), ("b" * 63, ["metadata.name"])])
+def test_a_cr_with_a_name_is_held_against_the_crds_bound_by_that_name_whatever_its_generate_name(name: str,
+                                                                                              refused: list[str]) -> None:
+    """The server generates a name only when none is given: a CR carrying both is judged by its own
+    name (a short one passes a CRD bounding names to 62 beside a long generateName; a 63-character one
+    is refused beside a short generateName)."""
+    from memcached_gitops.schemas import load_crd
+
+    limited = json.loads(json.dumps(load_crd().document))
+    limited["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["metadata"]["properties"]["name"][
+        "maxLength"] = GENERATED_NAME_LENGTH - 1
+    generate = "g-" if refused else "a" * 100 + "-"
+    text = cr(name=name, meta=f"generateName: {generate}")
+    outcome = Validator(parse_crd(json.dumps(limited), "crd.json")).validate(next(iter_documents(text)).value)
+    assert [p.field for p in outcome.errors if p.field != "<root>"] == refused
+

