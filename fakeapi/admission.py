@@ -139,8 +139,7 @@ class Admission:
                     # status schema (apiextensions' status strategy) and that ratcheting compares
                     # each refused value with the stored one (KEP-4008) are assumptions from upstream
                     # documentation, unverified against a real kube-apiserver here.
-                    errors = [p for p in validator.status_problems(probe["status"], version)
-                              if old is None or _value_at(probe, p.path) is _ABSENT or _value_at(probe, p.path) != _value_at(old, p.path)]
+                    errors = [p for p in validator.status_problems(probe["status"], version) if not _ratcheted(probe, old, p.path)]
                     if errors:
                         causes = [("FieldValueTypeInvalid" if "must be of type" in p.message else "FieldValueInvalid", p.field, p.message)
                                   for p in errors]
@@ -312,6 +311,12 @@ def _to_utc_micro(value: str) -> str:
 
 
 _ABSENT = object()
+
+
+def _ratcheted(new: dict[str, Any], old: dict[str, Any] | None, path: tuple[Any, ...]) -> bool:
+    """Whether the refused value at ``path`` is one the stored object already had (kept on update)."""
+    value = _value_at(new, path)
+    return old is not None and value is not _ABSENT and value == _value_at(old, path)
 
 
 def _value_at(obj: Any, path: tuple[Any, ...]) -> Any:
