@@ -63,12 +63,13 @@ MAX_GRAPH_NODES = 50_000
 PATH_FREE = frozenset(("apiVersion", "kind", "metadata", "namePrefix", "nameSuffix", "namespace", "commonLabels",
                        "labels", "commonAnnotations", "images", "imageTags", "replicas", "vars", "sortOptions",
                        "generatorOptions", "buildMetadata"))
-#: Built-in plugin kinds whose configuration names no file (api/builtins); others are refused.
+#: Built-in plugin kinds whose configuration names no file (api/builtins) and which kubectl's kustomize loads
+#: as a plugin; others are refused. Not ValueAddTransformer: its targetFilePath is loaded, over http(s) too.
+#: Not SortOrderTransformer: kustomize v5.8.1 builds it from ``sortOptions`` only, and as a plugin fails
+#: "unable to load builtin SortOrderTransformer", so letting it through would only move the refusal to kustomize.
 PATH_FREE_BUILTINS = frozenset(("AnnotationsTransformer", "LabelTransformer", "NamespaceTransformer",
                                 "PrefixSuffixTransformer", "PrefixTransformer", "SuffixTransformer",
-                                "ImageTagTransformer", "ReplicaCountTransformer", "HashTransformer",
-                                # not ValueAddTransformer: its targetFilePath is loaded, over http(s) too
-                                "SortOrderTransformer"))
+                                "ImageTagTransformer", "ReplicaCountTransformer", "HashTransformer"))
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 #: A chart version (semver and the like): no separator, so NAME-VERSION stays one folder under chartHome.
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+_~-]{0,63}")

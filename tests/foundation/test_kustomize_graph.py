@@ -306,11 +306,7 @@ PATH_FREE_BUILTIN_EXAMPLES = {
     "ImageTagTransformer": "imageTag: {name: memcached, newTag: '1.6'}",
     "ReplicaCountTransformer": "replica: {name: web, count: 2}\nfieldSpecs: [{path: spec/replicas, kind: Deployment}]",
     "HashTransformer": "{}",
-    "SortOrderTransformer": "sortOptions: {order: legacy}",
 }
-#: Let through by the walk, but kustomize v5.8.1 does not load it as a plugin ("unable to load builtin"): the build
-#: fails as kustomize's own, which is no escape.
-NOT_LOADED_AS_PLUGIN = {"SortOrderTransformer"}
 RESOURCES = {
     "cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: '1', b: '2'}\n",
     "web.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 1\n"
@@ -352,10 +348,32 @@ def test_each_path_free_builtin_plugin_is_walked_through_inline_or_from_a_file(g
         config = config[:-3]
     if as_file:
         (graph_root / "app" / "t.yaml").write_text(config)
-        _walked_and_built(graph_root, "transformers: [t.yaml]", kind not in NOT_LOADED_AS_PLUGIN)
+        _walked_and_built(graph_root, "transformers: [t.yaml]")
     else:
-        _walked_and_built(graph_root, "transformers:\n- |\n" + "".join("  " + line + "\n" for line in config.splitlines()),
-                          kind not in NOT_LOADED_AS_PLUGIN)
+        _walked_and_built(graph_root, "transformers:\n- |\n" + "".join("  " + line + "\n" for line in config.splitlines()))
+
+
+@pytest.mark.parametrize("as_file", [False, True], ids=["inline", "file"])
+def test_a_builtin_kustomize_cannot_load_as_a_plugin_is_refused_by_the_walk_naming_the_allowed_ones(
+        graph_root: Path, as_file: bool) -> None:
+    """SortOrderTransformer names no file, but kubectl's kustomize v5.8.1 loads it from ``sortOptions`` only: as a
+    plugin it fails "unable to load builtin". The walk refuses it with the list of what it does allow, rather than
+    let a build through that kustomize itself then fails with an error about its own internals."""
+    config = "apiVersion: builtin\nkind: SortOrderTransformer\nmetadata: {name: t}\nsortOptions: {order: legacy}\n"
+    app = graph_root / "app"
+    for name, content in RESOURCES.items():
+        (app / name).write_text(content)
+    if as_file:
+        (app / "t.yaml").write_text(config)
+        text = "transformers: [t.yaml]"
+    else:
+        text = "transformers:\n- |\n" + "".join("  " + line + "\n" for line in config.splitlines())
+    (app / "kustomization.yaml").write_text("resources: [cm.yaml, web.yaml]\n" + text + "\n")
+    with pytest.raises(Exception, match=r"plugin 'SortOrderTransformer': only path-free built-in plugins \(Annotations"):
+        kustomize_graph.check_graph(str(app), str(graph_root))
+    if KUBECTL is not None:
+        proc = subprocess.run([KUBECTL, "kustomize", str(app)], capture_output=True, text=True)
+        assert proc.returncode != 0 and "unable to load builtin SortOrderTransformer" in proc.stderr, proc.stderr
 
 
 #: Each key kustomize reads in an item of these fields (api/types: GeneratorArgs and SecretArgs, Patch, Replacement
