@@ -40,10 +40,12 @@ def self_signed(hosts: tuple[str, ...], days: int = 365) -> tuple[bytes, bytes]:
             names.append(x509.IPAddress(ipaddress.ip_address(host)))
         except ValueError:
             names.append(x509.DNSName(host))
+    # Backdated an hour, as client-go's certutil does (util/cert/cert.go GenerateSelfSignedCertKeyWithFixtures:
+    # "valid an hour earlier to avoid flakes due to clock skew"): a scraper whose clock is behind ours accepts it.
     now = datetime.datetime.now(datetime.UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=days))
+            .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=days))
             .add_extension(x509.SubjectAlternativeName(names), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=False, content_commitment=False,
