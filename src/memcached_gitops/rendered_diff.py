@@ -155,6 +155,14 @@ class Transform(NamedTuple):
         name = self.apply(key[3]) if key[2] == self.old_namespace else None
         return None if name is None else (key[0], key[1], self.new_namespace, name)
 
+    def spelt_as_usual(self) -> bool:
+        """Whether each fix is spelt as kustomizations spell them: a prefix ending in a separator (``prod-``),
+        a suffix starting with one (``-v2``), or none. Among changes around cores of one length, these come
+        first: a one-character core ("dev-a" to "prod-a") is also "around" its "d" ("" + "d" + "ev-a" to
+        "pro" + "d" + "-a"), and with several objects those spellings alone would fill MAX_CANDIDATES."""
+        prefixes_end = all(not fix or fix[-1] in SEPARATORS for fix in (self.old_prefix, self.new_prefix))
+        return prefixes_end and all(not fix or fix[0] in SEPARATORS for fix in (self.old_suffix, self.new_suffix))
+
     def describe(self) -> str:
         """``renamed by namePrefix 'dev-' -> 'prod-'``, ``moved by namespace 'a' -> 'b'``, or both."""
         parts = [f"{what} {old!r} -> {new!r}" for what, old, new in (
@@ -230,7 +238,7 @@ def _best_transform(first: Key, removed: dict[Key, Any], added: dict[Key, Any],
                     cr_kind: str) -> tuple[Transform, list[tuple[Key, Key]]] | None:
     found = {(core, transform._replace(old_namespace=first[2], new_namespace=a[2]))
              for a in added if a[:2] == first[:2] for core, transform in transforms_between(first[3], a[3])}
-    candidates = sorted(found, key=lambda c: (-c[0], c[1]))
+    candidates = sorted(found, key=lambda c: (-c[0], not c[1].spelt_as_usual(), c[1]))
     for _, transform in candidates[:MAX_CANDIDATES]:
         pairs = [(old, new) for old in removed if (new := transform.apply_key(old)) is not None and new in added]
         if len(pairs) >= MIN_RENAMED and not _left_behind(pairs, removed, cr_kind):

@@ -791,6 +791,21 @@ def test_a_rename_is_said_with_the_separator_beside_its_fix(olds: list[str], new
     assert [t.describe() for t, _ in renames] == [words], renames
 
 
+def test_one_character_cores_renamed_by_a_prefix_are_one_rename_said_as_the_prefix() -> None:
+    """Overlays of CRs named ``a``, ``b`` and ``c`` (dev-a to prod-a): a one-character core is also the run
+    around which "dev-a" becomes "prod-a" by ``"" + "d" + "ev-a"`` to ``"pro" + "d" + "-a"``, and each added
+    name gives such spellings, as long a core as the real one; the namePrefix spelt with its separator is the
+    one tried first, so the preview says one rename, not three caches removed and three added."""
+    olds, news = ["dev-a", "dev-b", "dev-c"], ["prod-a", "prod-b", "prod-c"]
+    removed = {(v, k, "shop", o): {} for o in olds for v, k in (("v1", "Service"), ("apps/v1", "Deployment"))}
+    added = {(v, k, "shop", n): {} for n in news for v, k in (("v1", "Service"), ("apps/v1", "Deployment"))}
+    renames = find_renames(removed, added)
+    assert [t.describe() for t, _ in renames] == ["renamed by namePrefix 'dev-' -> 'prod-'"], renames
+    assert sorted(p for _, pairs in renames for p in pairs) == sorted(
+        ((v, k, "shop", o), (v, k, "shop", n)) for o, n in zip(olds, news, strict=True)
+        for v, k in (("v1", "Service"), ("apps/v1", "Deployment")))
+
+
 def test_names_as_long_as_a_name_may_be_renamed_alike_are_one_rename() -> None:
     """Names of 240 characters (a DNS subdomain may have 253), where one character fills most of them:
     difflib's automatic junk heuristic, which drops a character that is in more than one percent of a
@@ -803,11 +818,12 @@ def test_names_as_long_as_a_name_may_be_renamed_alike_are_one_rename() -> None:
     assert [t for t, _ in renames] == [Transform("dev-", "", "prod-", "")], "said as the namePrefix it is"
 
 
-CORE_NAMES = st.lists(st.text(alphabet="abcxyz", min_size=2, max_size=6), min_size=2, max_size=4, unique=True)
+CORE_NAMES = st.lists(st.text(alphabet="abcxyz", min_size=1, max_size=6), min_size=2, max_size=4, unique=True)
 
 
 @settings(max_examples=100, deadline=None)
 @example(cores=["aa", "ba"], old_fix=("a.", ""), new_fix=("", ".y"), namespaces=("", ""))  # "a." as long a run as "aa"
+@example(cores=["a", "b"], old_fix=("dev-", ""), new_fix=("prod-", ""), namespaces=("", ""))  # one-character cores
 @given(cores=CORE_NAMES, old_fix=st.tuples(st.sampled_from(["", "dev-", "a."]), st.sampled_from(["", "-v1", ".x"])),
        new_fix=st.tuples(st.sampled_from(["", "prod-", "b."]), st.sampled_from(["", "-v2", ".y"])),
        namespaces=st.tuples(st.sampled_from(["", "team1"]), st.sampled_from(["", "team1", "team2"])))
