@@ -806,6 +806,22 @@ def test_one_character_cores_renamed_by_a_prefix_are_one_rename_said_as_the_pref
         for v, k in (("v1", "Service"), ("apps/v1", "Deployment")))
 
 
+@pytest.mark.parametrize(("cores", "old_fix", "new_fix"), [
+    (["a", "b", "c"], ("dev-", "-a"), ("prod-", ".b")),
+    (["b", "v", "d"], ("d-", "-d"), ("dev-", "-ab")),
+    (["ab", "d", "b"], ("d-", "-a"), ("ab-", ".b")),
+])
+def test_one_character_cores_renamed_by_a_prefix_and_a_suffix_are_one_rename_said_as_both(
+        cores: list[str], old_fix: tuple[str, str], new_fix: tuple[str, str]) -> None:
+    """Both fixes changed around short cores: the change tried first is the one with both fixes spelt with
+    their separators (a prefix ending in one, a suffix starting with one), not one where only the prefixes
+    or only the suffixes are."""
+    olds, news = [old_fix[0] + c + old_fix[1] for c in cores], [new_fix[0] + c + new_fix[1] for c in cores]
+    renames = find_renames({("v1", "Service", "", o): {} for o in olds}, {("v1", "Service", "", n): {} for n in news})
+    assert [t for t, _ in renames] == [Transform(old_fix[0], old_fix[1], new_fix[0], new_fix[1])], renames
+    assert len(renames[0][1]) == len(cores)
+
+
 def test_names_as_long_as_a_name_may_be_renamed_alike_are_one_rename() -> None:
     """Names of 240 characters (a DNS subdomain may have 253), where one character fills most of them:
     difflib's automatic junk heuristic, which drops a character that is in more than one percent of a
