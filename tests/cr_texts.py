@@ -439,7 +439,8 @@ def near_valid_document(draw: st.DrawFn) -> Map:
         spec_node.items.append(("resources", Map(sections) if draw(st.integers(0, 5)) else Scalar(draw(st.sampled_from(["~", "1", "[]"])))))
     elif fault == "sizing":
         key = draw(st.sampled_from(["maxConnections", "threads"]))
-        spec_node.items.append((key, Scalar(draw(st.sampled_from(["0", "1", "4", "64", "65", "65536", "65537", "1.5", "'4'", "~", "-1"])))))
+        values = ["0", "1", "4", "13", "14", "25", "43", "44", "64", "65", "65536", "65537", "1.5", "'4'", "~", "-1"]
+        spec_node.items.append((key, Scalar(draw(st.sampled_from(values)))))
     elif fault == "scheduling":
         for key in draw(st.lists(st.sampled_from(sorted(SCHEDULING)), min_size=1, max_size=4, unique=True)):
             spec_node.items.append((key, Scalar(draw(st.sampled_from(SCHEDULING[key])))))

@@ -4,6 +4,7 @@ as render/sizing.py says, and checked by a real memcached (Debian's package) thr
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -16,7 +17,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from memcached_gitops.render import render
-from memcached_gitops.render.sizing import MIB, cache_megabytes, memcached_flags, thread_count
+from memcached_gitops.render.sizing import (
+    MIB,
+    cache_megabytes,
+    memcached_flags,
+    min_connections,
+    thread_count,
+    threads_allowed,
+)
 from memcached_gitops.schemas import Validator, load_crd
 from memcached_gitops.schemas.quantities import _BINARY, _DECIMAL, canonical_quantity, quantity
 
@@ -116,13 +124,14 @@ MEMCACHED = shutil.which("memcached")
 SETPRIV = shutil.which("setpriv")
 
 
-def _memcached_settings(command: list[str], uid: int | None = None) -> dict[str, str]:
+def _memcached_settings(command: list[str], uid: int | None = None, every_address: bool = False) -> dict[str, str]:
     """``stats settings`` of a real memcached running the rendered command on a free loopback port:
-    as root switching to nobody, or (``uid``) started as that user, as the Pod's securityContext starts it."""
+    as root switching to nobody, or (``uid``) started as that user, as the Pod's securityContext starts it;
+    listening on loopback only, or (``every_address``) on every address as in the Pod (a socket for each)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    argv = [MEMCACHED, *command[1:], "-p", str(port), "-U", "0", "-l", "127.0.0.1"]
+    argv = [MEMCACHED, *command[1:], "-p", str(port), "-U", "0", *([] if every_address else ["-l", "127.0.0.1"])]
     argv = argv + ["-u", "nobody"] if uid is None else [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
     with tempfile.TemporaryFile() as stderr:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr)
@@ -208,8 +217,8 @@ def test_a_real_memcached_listens_on_the_port_the_pod_names() -> None:
 
 
 def test_the_flags_are_memcacheds_own_spelling() -> None:
-    assert memcached_flags(Decimal(256 * MIB), Decimal(4), 10, None) == [
-        "--memory-limit=204", "--conn-limit=10", "--threads=4", "-o", "modern", "-v"]
+    assert memcached_flags(Decimal(256 * MIB), Decimal(4), 100, None) == [
+        "--memory-limit=204", "--conn-limit=100", "--threads=4", "-o", "modern", "-v"]
     assert memcached_flags(512 * MIB, None) == ["--memory-limit=409", "-o", "modern", "-v"]
     assert memcached_flags(None, Decimal("0.5"), threads=6) == ["--memory-limit=64", "--threads=6", "-o", "modern", "-v"]
 
@@ -388,3 +397,99 @@ def test_a_quantity_the_crd_accepts_renders_to_one_the_api_server_parses_or_is_r
     [memcached] = deployment["spec"]["template"]["spec"]["containers"]
     unparsed = [q for section in memcached["resources"].values() for q in section.values() if strict_quantity(str(q)) is None]
     assert unparsed == []
+
+
+AS_THE_PODS_USER = pytest.mark.skipif(
+    MEMCACHED is None or SETPRIV is None or os.geteuid() != 0,
+    reason="needs memcached, and setpriv run as root to start it as the Pod's non-root user")
+
+
+def _pods_user_and_command(cr: dict) -> tuple[int, list[str]]:
+    [deployment, *_] = render(cr)
+    pod = deployment["spec"]["template"]["spec"]
+    [memcached] = [c for c in pod["containers"] if c["name"] == "memcached"]
+    uid = (memcached.get("securityContext") or {}).get("runAsUser") or pod["securityContext"]["runAsUser"]
+    return int(uid), memcached["command"]
+
+
+def _least_connections_the_crd_takes(spec: dict) -> int:
+    """The least spec.maxConnections the shipped CRD takes beside ``spec``, found by asking the validator."""
+    validator = Validator(load_crd())
+    low = _spec_bounds("maxConnections")[0]
+    while not validator.validate(memcached_cr("c", "shop", {"size": 1, **spec, "maxConnections": low})).ok:
+        low += 1
+        assert low <= _spec_bounds("maxConnections")[1]
+    return low
+
+
+@AS_THE_PODS_USER
+@pytest.mark.parametrize("threads", range(1, _spec_bounds("threads")[1] + 1))
+def test_memcached_starts_as_the_pods_user_with_the_fewest_connections_the_crd_takes_for_its_threads(threads: int) -> None:
+    """memcached sets its open-files limit (soft and hard) to its connection limit before it opens its
+    sockets and each worker thread's descriptors; started as the Pod's non-root user it cannot raise it
+    again, and exits. A CR the CRD accepts must render a Pod that starts: at every spec.threads the CRD
+    takes, with the least spec.maxConnections the CRD takes beside it, listening on every address."""
+    connections = _least_connections_the_crd_takes({"threads": threads})
+    assert connections == min_connections(threads), "the CRD's rule and the renderer's least disagree"
+    uid, command = _pods_user_and_command(memcached_cr("c", "shop", {"size": 1, "threads": threads, "maxConnections": connections}))
+    settings = _memcached_settings(command, uid=uid, every_address=True)
+    assert (int(settings["maxconns"]), int(settings["num_threads"])) == (connections, threads)
+
+
+@AS_THE_PODS_USER
+@pytest.mark.parametrize(("resources", "derived"), [(None, 4), ({"limits": {"cpu": "16", "memory": "1Gi"}}, 16),
+                                                   ({"requests": {"cpu": "3500m"}}, 4)],
+                         ids=["memcacheds-default-threads", "cpu-16", "cpu-request-3.5"])
+@pytest.mark.parametrize("connections", [14, 17, 25, 26, 50, 83, 84])
+def test_threads_not_given_outright_are_lowered_so_that_memcached_starts_with_the_connections_given(
+        resources: dict | None, derived: int, connections: int) -> None:
+    """Threads derived from the cpu (or memcached's own default, 4) are the tool's choice, not the CR's: with
+    few connections they are lowered to the most memcached starts with as the Pod's user, never refused."""
+    assert _least_connections_the_crd_takes({}) == min_connections(1)
+    spec = {"size": 1, "maxConnections": connections, **({"resources": resources} if resources else {})}
+    assert Validator(load_crd()).validate(memcached_cr("c", "shop", spec)).ok
+    uid, command = _pods_user_and_command(memcached_cr("c", "shop", spec))
+    settings = _memcached_settings(command, uid=uid, every_address=True)
+    assert (int(settings["maxconns"]), int(settings["num_threads"])) == (connections, min(derived, threads_allowed(connections)))
+    assert threads_allowed(connections) == max(t for t in range(1, 65) if min_connections(t) <= connections)
+
+
+def _memcached_version() -> str:
+    return subprocess.run([MEMCACHED, "-V"], capture_output=True, text=True).stdout.strip() if MEMCACHED else ""
+
+
+@AS_THE_PODS_USER
+@pytest.mark.skipif(_memcached_version() != "memcached 1.6.18", reason="the least connections were measured with 1.6.18")
+@pytest.mark.parametrize("threads", [1, 2, 4, 6, 7, 8, 16, 64])
+def test_one_connection_fewer_than_the_least_is_one_memcached_1_6_18_serves_no_client_with(threads: int) -> None:
+    """The least is the least, not a guess with room to spare: one fewer, and the real memcached (Debian's
+    1.6.18, as the Pod's user, listening on every address) either exits at start ("Maxconns setting is too
+    low") or runs with no descriptor left for a client, closing each connection unanswered (the kubelet's
+    probe included), so the CRD refuses no CR whose cache would have served."""
+    uid, _ = _pods_user_and_command(memcached_cr("c", "shop", {"size": 1}))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", MEMCACHED, f"--threads={threads}",
+            f"--conn-limit={min_connections(threads) - 1}", "-p", str(port), "-U", "0"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while proc.poll() is None:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=5)
+            except OSError:
+                assert time.monotonic() < deadline, "memcached neither exited nor listened"
+                time.sleep(0.05)
+                continue
+            with conn:
+                conn.sendall(b"version\r\n")
+                try:
+                    answer = conn.recv(100)
+                except OSError:
+                    answer = b""
+            assert not answer.startswith(b"VERSION"), answer
+            return
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
