@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Callable
 from functools import cache
 
 import pytest
@@ -304,3 +305,73 @@ def test_a_refused_pattern_is_quoted_as_go_quotes_it(pattern: str, reason: str) 
     with pytest.raises(CRDError) as caught:
         parse_crd(crd(pattern), "my-crd.yaml")
     assert str(caught.value).endswith(f"error parsing regexp: {reason}")
+
+
+def _shipped_pattern(*path: str) -> str:
+    """A ``pattern`` of the shipped CRD's storage version, by its property path."""
+    from tests.conftest import crd_named
+
+    version = next(v for v in crd_named("builtin").document["spec"]["versions"] if v.get("storage"))
+    node = version["schema"]["openAPIV3Schema"]
+    for step in path:
+        node = node[step] if step in ("items", "additionalProperties") else node["properties"][step]
+    return node["pattern"]
+
+
+def _mirrors() -> dict[str, tuple[str, Callable[[str], tuple[str, bool]]]]:
+    """Every Python regex of the product that stands for a pattern of the CRD or of Kubernetes, as
+    (the pattern it mirrors, anchored; what the product makes of a value: the text that pattern must
+    judge and the product's own verdict on it). Kubernetes' patterns are apimachinery's
+    (pkg/util/validation/validation.go), as Go's source spells them."""
+    from memcached_gitops.reconciler.client.shards import lease_name
+    from memcached_gitops.reconciler.decisions.status import deployment_verdict
+    from memcached_gitops.render.companions import object_name
+    from memcached_gitops.schemas import objectmeta
+    from memcached_gitops.schemas.quantities import strict_quantity
+
+    label = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+    subdomain = f"^{label}(\\.{label})*$"
+    qualified = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+
+    def reason(value: str) -> tuple[str, bool]:
+        failure = {"type": "ReplicaFailure", "status": "True", "reason": value}
+        dep = {"metadata": {"generation": 1}, "status": {"observedGeneration": 1, "conditions": [failure]}}
+        return value, deployment_verdict(dep).failure_reason == value
+
+    return {
+        "condition-reason": (_shipped_pattern("status", "conditions", "items", "reason"), reason),
+        "condition-type": (_shipped_pattern("status", "conditions", "items", "type"),
+                           lambda v: (v, not objectmeta.qualified_name_errors(v))),
+        "quantity": (_shipped_pattern("spec", "resources", "limits", "additionalProperties"),
+                     lambda v: (v, strict_quantity(v) is not None)),
+        "dns1123-label": (f"^{label}$", lambda v: (v, not objectmeta.dns1123_label_errors(v))),
+        "dns1123-subdomain": (subdomain, lambda v: (v, not objectmeta.dns1123_subdomain_errors(v))),
+        "label-value": (f"^({qualified})?$", lambda v: (v, not objectmeta.label_value_errors(v))),
+        "companion-name": ("^[a-z]([-a-z0-9]*[a-z0-9])?$", lambda v: (object_name(v), True)),  # a Service's: DNS-1035
+        "lease-name": (subdomain, lambda v: (lease_name(v), True)),
+    }
+
+
+#: letters and digits past ASCII that Python's ``\w``, ``\d``, ``str.isalnum`` and ``int`` take
+#: (é, ß, Arabic-Indic 3, Roman numeral eight, fullwidth F, KELVIN SIGN), each where a value starts,
+#: inside it and where it ends; and an ASCII value of each shape beside them
+NON_ASCII = ["\u00e9", "\u00df", "\u0663", "\u2167", "\uff26", "\u212a"]
+SHAPES = ["{c}1", "a{c}1", "a1{c}", "1.{c}", "{c}Gi", "1e{c}", "x.io/{c}a", "a{c}.b"]
+ASCII_SAMPLES = ["a1", "1.5", "128Mi", "1e3", "x.io/Ready", "a-b.c", "FailedCreate", "q:x_1"]
+
+
+@pytest.mark.parametrize("mirror", sorted(_mirrors()))
+def test_each_python_regex_that_mirrors_a_kubernetes_pattern_agrees_with_it_past_ascii(mirror: str) -> None:
+    """Python's ``\\w``, ``\\d`` and ``str.isalnum`` are Unicode; Go's regexp (the API server's) reads
+    ``[A-Za-z0-9_]`` and its own ``\\w`` as ASCII. A mirror that takes ``é`` or ``٣`` passes a value the
+    API server refuses (a status write that is a 422, a resource quantity read as 3Gi, a Service or
+    Lease name no API server admits): each agrees with the pattern it stands for, judged by RE2."""
+    re2 = pytest.importorskip("re2", reason="google-re2 (C++ RE2, whose syntax Go's copies) is the reference here")
+    pattern, product = _mirrors()[mirror]
+    samples = [s.format(c=c) for s in SHAPES for c in NON_ASCII] + ASCII_SAMPLES
+    wrong = {}
+    for value in samples:
+        text, takes = product(value)
+        if takes is not (re2.search(pattern, text) is not None):
+            wrong[value] = (text, takes)
+    assert wrong == {}

@@ -8,13 +8,15 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from memcached_gitops.foundation.identities import MANAGED_BY_LABEL
-from memcached_gitops.reconciler.client.api import KubeAPI
+from memcached_gitops.reconciler.client.api import KubeAPI, collection_path
 from memcached_gitops.reconciler.client.caches import Caches, owner_name, watched_kinds
 from memcached_gitops.reconciler.client.informer import Kind
 from memcached_gitops.reconciler.decisions.autoscalers import autoscalers_by_target, scale_target
+from memcached_gitops.reconciler.decisions.selectors import describe as describe_selector
 from memcached_gitops.reconciler.decisions.vocabulary import DEPLOYMENTS, INSTANCE_LABEL, PODS
 from memcached_gitops.render import MANAGED_BY
 from memcached_gitops.render.deployment import APP_LABELS, selector_labels
@@ -184,6 +186,45 @@ def test_the_pods_a_selector_selects_are_those_whose_labels_it_selects_now(clust
         assert index.pods_of(("default", "a")) == ("a-1", "a-2")
         assert [p["metadata"]["name"] for p in index.selected("default", selector)] == ["a-1", "helm-a-0"], \
             "the cached labels decide, not the index"
+    finally:
+        pods.stop.set()
+
+
+#: Selectors a CR's Deployment may carry: ours, and the kept ones of Deployments taken over (--adopt).
+_SELECTORS = {
+    "ours": {"matchLabels": {**APP_LABELS, INSTANCE_LABEL: "a"}},
+    "instance-only": {"matchLabels": {INSTANCE_LABEL: "a"}},  # a Helm chart's or Go operator's, without our app labels
+    "app-labels-only": {"matchLabels": dict(APP_LABELS)},  # a Go operator's one selector for every CR of a namespace
+    "expressions-only": {"matchExpressions": [{"key": INSTANCE_LABEL, "operator": "In", "values": ["a"]}]},
+    "ours-and-an-expression": {"matchLabels": {**APP_LABELS, INSTANCE_LABEL: "a"},
+                               "matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]},
+}
+
+
+@pytest.mark.parametrize("selector", list(_SELECTORS.values()), ids=list(_SELECTORS))
+def test_a_selector_the_pods_cache_cannot_answer_exactly_is_answered_by_a_list(cluster: FakeAPIServer, selector: dict) -> None:
+    """``selected`` is read instead of a LIST of the selector (cycle ``_shared``: the Pods of other owners
+    that a Service or budget on it would reach). The Pods' cache holds only Pods with our app labels
+    (``POD_SELECTOR``) and indexes them by instance, so for any selector it either answers exactly what
+    the LIST returns, or says it does not know (None): a kept selector without our app labels or without
+    the instance label would otherwise read "no other Pod" while another release's Pods carry its labels."""
+    others = {"helm-a-0": {INSTANCE_LABEL: "a", "app.kubernetes.io/name": "Memcached"},  # seed 002's spelling
+              "tier-a-0": {**APP_LABELS, INSTANCE_LABEL: "a", "tier": "web"}}
+    for name, labels in [(p["metadata"]["name"], p["metadata"]["labels"]) for p in (pod("a-1", "a"), pod("b-1", "b"))] + list(
+            others.items()):
+        post(cluster, "/api/v1/namespaces/default/pods", {"apiVersion": "v1", "kind": "Pod",
+                                                           "metadata": {"name": name, "namespace": "default", "labels": labels},
+                                                           "spec": {"containers": [{"name": "c", "image": "m"}]}})
+    kinds = {PODS.kind: watched_kinds(Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds"))[PODS.kind]}
+    index: Caches = Caches(client(cluster), kinds, lambda kind, type_, obj, old, arrived: index.track_pod(type_, obj, old), (None,))
+    pods = index.informers[PODS.kind][0].start()
+    try:
+        assert pods.synced.wait(10)
+        wait_for(lambda: index.pods_of(("default", "b")) == ("b-1",), what="the Pods' ADDED handed to the index")
+        listed = sorted(p["metadata"]["name"] for p in client(cluster).list_all(collection_path(*PODS.gvr, "default"),
+                                                                                  describe_selector(selector)))
+        answer = index.selected("default", selector)
+        assert answer is None or sorted(p["metadata"]["name"] for p in answer) == listed, (answer, listed)
     finally:
         pods.stop.set()
 

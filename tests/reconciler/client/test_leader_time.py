@@ -471,6 +471,20 @@ def test_a_lease_without_a_duration_is_read_with_ours(server: FakeAPIServer) -> 
     assert second.started == 1
 
 
+def test_a_lease_without_a_spec_is_held_by_nobody_and_taken(server: FakeAPIServer) -> None:
+    """A Lease another tool created bare (``kubectl create`` of one with metadata only, or a Lease
+    whose spec a person removed) names no holder: client-go reads the zero LeaseSpec as held by
+    nobody and takes it, so the replica must too, never stop campaigning on it."""
+    leader = Leader(server)
+    leader.api.api.request("POST", LEASE_PATH.rsplit("/", 1)[0], body={
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": LEASE_PATH.rsplit("/", 1)[1],
+                                                                                "namespace": "default"}})
+    assert "spec" not in _lease(server), "created bare"
+    leader.step(0.0)
+    assert leader.started == 1 and leader.leading_at(0.0)
+    assert _lease(server)["spec"]["holderIdentity"] == "replica-1"
+
+
 def test_a_lost_renewal_race_then_a_lost_create_race_leaves_no_stale_copy(server: FakeAPIServer) -> None:
     leader = Leader(server)
     leader.step(0.0)

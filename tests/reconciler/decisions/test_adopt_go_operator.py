@@ -200,6 +200,32 @@ def test_a_shared_selector_is_reported_before_and_without_adopt(cluster: FakeAPI
     assert not [w for w in writes(cluster) if "/deployments/" in w or "/services/" in w], "observed, never written"
 
 
+def test_the_event_driven_mode_lists_a_kept_selector_without_our_app_labels_and_reports_another_releases_pods_on_it(
+        cluster: FakeAPIServer) -> None:
+    """Seed 002's selector names the CR's instance but spells the app label its own way
+    (``app.kubernetes.io/name: Memcached``). The controller's Pods cache watches only Pods with our app
+    labels (``POD_SELECTOR``), so it cannot hold the Pods such a selector selects: a LIST of the selector
+    must answer. A second release of the same Pods (a copy of the Deployment, run by a person as a
+    canary) is then found, the overlap reported, and no Service or budget is created over both."""
+    left_running(cluster, "seed-002")
+    canary = copy.deepcopy(deployment(cluster, "a"))
+    canary["metadata"] = {"name": "a-canary", "namespace": "default"}
+    canary.pop("status", None)
+    code, _, data = cluster.handle("POST", DEP_PATH.format(ns="default", name="")[:-1], {
+        "User-Agent": "kubectl/v1.37.1", "Content-Type": "application/json"}, json.dumps(canary).encode())
+    assert code == 201, data
+    DeploymentController(cluster).sync(available=True)
+    with running(cluster, adopt=True):
+        wait_for(lambda: any(e["manager"] == "memcached-gitops" for e in deployment(cluster, "a")["metadata"]["managedFields"]),
+                 what="a's Deployment taken over")
+        settle(cluster)
+        degraded = condition(cluster, "a", "Degraded")
+        assert degraded.get("reason") == "SelectorOverlap", degraded
+        assert "also selects Pods of Deployment default/a-canary" in degraded["message"], degraded
+        assert cluster.get("", "services", "default", "a-memcached") is None, "never on a selector that spans the canary"
+        assert cluster.get("policy", "poddisruptionbudgets", "default", "a-memcached") is None
+
+
 @needs_upstream
 def test_the_event_driven_mode_without_adopt_never_writes(cluster: FakeAPIServer) -> None:
     left_running(cluster, "operator-sdk")
@@ -338,6 +364,33 @@ def test_diff_after_adoption_sees_no_selector_drift(cluster: FakeAPIServer, tmp_
     cr = tmp_path / "a.yaml"
     cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a}\nspec: {size: 2}\n")
     cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url)), str(cr)]
+    diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert (diff.returncode, diff.stdout) == (0, ""), diff.stdout + diff.stderr
+
+
+def test_diff_of_a_cr_in_its_own_namespace_compares_its_companions_with_the_kept_selector(cluster: FakeAPIServer, tmp_path) -> None:
+    """A CR file that names its namespace (``shop``, not the command's ``default``), its Go operator's
+    Deployment adopted with its selector kept: the reconciler builds the Service and budget on that
+    selector, so ``diff`` finds them as it would write them and exits 0. The Deployment looked up
+    under the command's default namespace would leave the companions compared with our own labels:
+    a selector "drift" the reconciler never corrects, failing a CI gate for nothing."""
+    import subprocess
+    import sys
+
+    from memcached_gitops.render.companions import object_name
+
+    from tests.support.fakecluster import write_kubeconfig
+
+    cr = make_cr(cluster, "a", ns="shop", size=2)
+    kept = SEEDS["seed-000"]("a")
+    go_operator_deployment(cluster, cr, kept)
+    DeploymentController(cluster).sync(available=True)
+    assert [o.action for o in reconciler_for(cluster, adopt=True).run_cycle().outcomes] == ["adopted"]
+    service = cluster.get("", "services", "shop", object_name("a"))
+    assert service is not None and kept.items() <= service["spec"]["selector"].items(), "the Service selects the kept Pods"
+    path = tmp_path / "a.yaml"
+    path.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a, namespace: shop}\nspec: {size: 2}\n")
+    cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(write_kubeconfig(tmp_path, cluster.url)), str(path)]
     diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert (diff.returncode, diff.stdout) == (0, ""), diff.stdout + diff.stderr
 

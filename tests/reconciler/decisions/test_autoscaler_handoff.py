@@ -262,3 +262,36 @@ def test_a_foreign_deployment_scaled_by_an_hpa_is_no_replicas_of_the_crs(cluster
     assert outcome.action == "not-owned", outcome
     status = cr_status(cluster, "a")
     assert (status["replicasOwner"], status["ready"], status["reason"]) == ("spec.size", "0/1", "ResourceNotOwned")
+
+
+def test_diff_of_a_cr_in_its_own_namespace_finds_the_hpa_that_scales_it_there(tmp_path) -> None:
+    """A CR file that names its namespace (not the kubeconfig's, not ``default``) scaled by an HPA in
+    that namespace: the reconciler leaves the HPA's replicas alone, so ``diff`` reports nothing and
+    exits 0. An HPA looked up under the command's default namespace would make a CI gate on ``diff``
+    fail for replicas nobody will change."""
+    import subprocess
+    import sys
+
+    from tests.support.fakecluster import DEP_PATH, KCM_UA, write_kubeconfig
+
+    with FakeAPIServer(namespaces=("default", "shop")) as api:
+        make_cr(api, "a", ns="shop", size=1)
+        reconciler_for(api).run_cycle()
+        call(api, "POST", HPA_PATH.format(ns="shop"), {
+            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "a"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "a"},
+                     "minReplicas": 3, "maxReplicas": 5}})
+        path = DEP_PATH.format(ns="shop", name="a") + "/scale"
+        scale = call(api, "GET", path, ua=KCM_UA)
+        call(api, "PUT", path, {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale["metadata"],
+                                "spec": {"replicas": 3}}, ua=KCM_UA)
+        assert [o.action for o in reconciler_for(api).run_cycle().outcomes] == ["unchanged"]
+        assert deployment(api, "a", ns="shop")["spec"]["replicas"] == 3
+        cr = tmp_path / "a.yaml"
+        cr.write_text("apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: a, namespace: shop}\nspec: {size: 1}\n")
+        cmd = [sys.executable, "-m", "memcached_gitops", "diff", "--kubeconfig", str(write_kubeconfig(tmp_path, api.url)), str(cr)]
+        diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert (diff.returncode, diff.stdout) == (0, ""), diff.stdout + diff.stderr
+        call(api, "DELETE", HPA_PATH.format(ns="shop") + "/a")
+        diff = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert diff.returncode == 1 and "shop/a: .spec.replicas: live 3, desired 1" in diff.stdout, diff.stdout + diff.stderr

@@ -319,6 +319,42 @@ def test_ready_is_false_while_a_surge_rollouts_new_pods_are_not_ready() -> None:
     assert {c["type"]: c for c in desired_conditions(Observation(3, 2, done, ()))}["Ready"]["status"] == "True"
 
 
+def _kubectl_rollout_status_done(replicas: int, updated: int, available: int, size: int) -> bool:
+    """kubectl's DeploymentStatusViewer (polymorphichelpers/rollout_status.go), once the generation is
+    observed: it waits while "n out of size new replicas have been updated", while "n old replicas are
+    pending termination" and while "n of m updated replicas are available"."""
+    return updated >= size and replicas <= updated and available >= updated
+
+
+#: (status.replicas, updatedReplicas, availableReplicas) with spec.size 2
+ROLLOUT_STATES = {
+    "scale-down-3-to-2-one-updated-pod-not-ready": (3, 3, 2),
+    "scale-down-3-to-2-the-third-pod-terminating": (3, 2, 2),
+    "scale-down-done": (2, 2, 2),
+    "surge-new-pods-pending": (4, 2, 2),
+    "new-pods-not-yet-created": (2, 1, 2),
+    "one-pod-not-ready": (2, 2, 1),
+}
+
+
+@pytest.mark.parametrize("state", sorted(ROLLOUT_STATES))
+def test_ready_is_true_only_where_kubectl_rollout_status_would_return(state: str) -> None:
+    """``kubectl wait --for=condition=Ready`` on the CR and ``kubectl rollout status`` on its
+    Deployment answer the same question: while spec.size goes from 3 to 2 the Deployment can count 3
+    updated Pods of which 2 are available, and kubectl still waits ("2 of 3 updated replicas are
+    available"); a Ready=True (STATUS Available) there lets a pipeline go on while a Pod of the new
+    template has never become ready."""
+    replicas, updated, available = ROLLOUT_STATES[state]
+    deployment = dep(avail=available, upd=updated)
+    deployment["status"]["replicas"] = replicas
+    obs = Observation(3, 2, deployment, ())
+    conditions = {c["type"]: c for c in desired_conditions(obs)}
+    done = _kubectl_rollout_status_done(replicas, updated, available, 2)
+    assert conditions["Ready"]["status"] == ("True" if done else "False"), conditions["Ready"]
+    assert conditions["Progressing"]["status"] == ("False" if done else "True"), conditions["Progressing"]
+    assert columns(obs, list(conditions.values()))["reason"] == ("Available" if done else "Progressing")
+
+
 def test_a_paused_cr_has_one_condition_that_says_so_and_its_column() -> None:
     obs = Observation(3, 2, dep(avail=2, upd=2), (), paused="reconciliation is paused")
     status = desired_status(obs, {"conditions": [{"type": "Degraded", "status": "True", "reason": "DriftDetected"}]}, "now")

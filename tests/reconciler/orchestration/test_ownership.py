@@ -120,6 +120,28 @@ def test_a_gitops_applied_deployment_is_observed_and_never_written(cluster: Fake
     assert degraded["status"] == "False" and ".spec.replicas" in degraded["message"]
 
 
+def test_a_gitops_applied_deployment_whose_managed_fields_were_stripped_is_still_said_applied_by_another_tool(
+        cluster: FakeAPIServer) -> None:
+    """Stripping managedFields (``managedFields: [{}]``, the usual way out of an apply conflict:
+    transcript 19) leaves no field manager to name, but the Deployment is still Argo CD's, observed and
+    never written: the CR says GitOpsApplied (how to take it over), REPLICAS-BY is not spec.size, and
+    ``--adopt`` takes it over as an adoption (Adopted Event), not as a correction of our own object."""
+    make_cr(cluster, "m", size=2)
+    argocd_applies(cluster)
+    patch(cluster, DEP_PATH.format(ns="default", name="m"), {"metadata": {"managedFields": [{}]}}, "application/merge-patch+json")
+    assert spec_manager(deployment(cluster, "m")) == "", "no manager left to name"
+    cluster.reset_log()
+    assert [o.action for o in reconciler_for(cluster).run_cycle().outcomes] == ["observed"]
+    assert not [w for w in writes(cluster) if "/deployments/" in w]
+    degraded = condition(cluster, "m", "Degraded")
+    assert (degraded["status"], degraded["reason"]) == ("False", "GitOpsApplied"), degraded
+    assert "--adopt" in degraded["message"] and "applied by  " not in degraded["message"], degraded["message"]
+    assert cr_status(cluster, "m")["replicasOwner"] not in ("", "spec.size"), cr_status(cluster, "m")
+    assert [o.action for o in reconciler_for(cluster, adopt=True).run_cycle().outcomes] == ["adopted"]
+    events = {o["reason"] for k, o in cluster.objects.items() if k[1] == "events"}
+    assert events == {"Adopted"}, events
+
+
 def test_an_observed_deployment_is_no_warning_in_the_cycle_log(cluster: FakeAPIServer, caplog) -> None:
     from memcached_gitops.reconciler.orchestration.loop import log_report
 
