@@ -63,6 +63,41 @@ def test_valid_input_validates() -> None:
     assert "4 Memcached valid, 0 error(s)" in proc.stderr.decode()
 
 
+def test_validate_of_a_repository_counts_each_cr_and_object_once_beside_its_bases_and_overlays_builds(tmp_path: Path) -> None:
+    """validate of a folder also builds each kustomization in it (what Argo CD and Flux deploy) for its
+    problems, but the objects a build holds are the files' again: the summary a person reads ("N
+    Memcached valid", "M other object(s) ignored", kustomization files among them) and the JSON's
+    ``validCount`` that CI jobs read count each object of the files once, however many kustomizations (a
+    base and an overlay) build them."""
+    import shutil
+
+    import yaml
+
+    base = tmp_path / "apps" / "base"
+    shutil.copytree(REPO / "examples" / "gitops-repo" / "apps" / "caches", base)
+    (base / "settings.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n")
+    kustomization = yaml.safe_load((base / "kustomization.yaml").read_text())
+    kustomization["resources"].append("settings.yaml")
+    (base / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    overlay = tmp_path / "apps" / "overlays" / "prod"
+    overlay.mkdir(parents=True)
+    (overlay / "kustomization.yaml").write_text("namespace: prod\nnamePrefix: prod-\nresources: [../../base]\n")
+    objects = [d for f in kustomization["resources"] for d in yaml.safe_load_all((base / f).read_text()) if d]
+    crs = sum(d["kind"] == "Memcached" for d in objects)
+    assert crs >= 1 and len(objects) > crs
+    built = subprocess.run(["kubectl", "kustomize", str(overlay)], capture_output=True, check=True, text=True).stdout
+    assert sum(d["kind"] == "Memcached" for d in yaml.safe_load_all(built)) == crs, "the overlay builds the base's CRs again"
+    for form in (["validate", "."], ["validate", "-o", "json", "."]):  # kustomize: the venv's kubectl (tests/conftest.py)
+        proc = subprocess.run([sys.executable, "-m", "memcached_gitops", *form], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        ignored = len(objects) - crs + len(list(tmp_path.rglob("kustomization.yaml")))  # kustomize's configuration counts too
+        expected = f"{crs} Memcached valid, 0 error(s), 0 warning(s), {ignored} other object(s) ignored"
+        assert proc.stderr.splitlines()[-1] == expected, proc.stderr
+        if "json" in form:
+            assert json.loads(proc.stdout)["validCount"] == crs, proc.stdout
+
+
 def test_stdin_and_include_input() -> None:
     text = (EXAMPLES / "variants.yaml").read_bytes() + b"---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
     proc = run("render", "--include-input", "-", stdin=text)
@@ -408,6 +443,22 @@ def test_krm_exits_0_with_its_answer_when_every_item_is_valid() -> None:
     assert out["kind"] == "ResourceList" and "results" not in out and "Deployment" in [i["kind"] for i in out["items"]]
 
 
+@pytest.mark.parametrize("annotations", [["config.kubernetes.io/path", "internal.config.kubernetes.io/index"],
+                                         "config.kubernetes.io/path", 7], ids=["array of the names", "string", "number"])
+def test_krm_reports_an_item_whose_annotations_are_no_map_as_that_items_error(annotations: object) -> None:
+    """kpt and kustomize read an item's file from its annotations; an item whose annotations are no map (a
+    list naming the path annotation, a string) has no path to give, and the API server refuses it
+    (``cannot unmarshal ... ObjectMeta.annotations``). krm says so in a result for that item, exits 1, and
+    never stops with a traceback before its ResourceList is written."""
+    cr = {"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "c", "annotations": annotations},
+          "spec": {"size": 1}}
+    proc = run("krm", stdin=json.dumps({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [cr]}).encode())
+    err = assert_clean_failure(proc, 1)
+    [out] = docs(proc.stdout)
+    assert [(r["severity"], r["field"]["path"], "file" in r) for r in out["results"]] == [("error", "metadata.annotations", False)], out
+    assert "Memcached/c: metadata.annotations: " in err, err
+
+
 def test_schema_is_printed_for_each_version_the_crd_serves_and_refused_for_another() -> None:
     """``schema --version`` takes every version the CRD serves (exit 0, a JSON schema) and refuses any other
     as a usage error (exit 2) naming the served ones, never printing a schema of a version no server serves."""
@@ -420,3 +471,103 @@ def test_schema_is_printed_for_each_version_the_crd_serves_and_refused_for_anoth
     proc = run("schema", "--version", "v9")
     err = assert_clean_failure(proc, 2)
     assert proc.stdout == b"" and err == f"error: version 'v9' is not served by the CRD (served: {', '.join(crd.versions)})\n"
+
+
+#: The console script as the install puts it (what the pre-commit hook's entry and the Action's steps name).
+CONSOLE = str(Path(sys.executable).parent / "memcached-gitops")
+
+
+def _shipped_cr_with_a_misspelt_field() -> tuple[str, str, int]:
+    """(text, field, line): the shipped sample CR with one of its spec fields written again misspelt, a
+    field the built-in CRD does not have; ``line`` is where it stands (column 3)."""
+    import yaml
+    from memcached_gitops.schemas.crd import builtin_crd_text
+
+    text = (EXAMPLES / "memcached-sample.yaml").read_text().rstrip("\n")
+    crd = yaml.safe_load(builtin_crd_text())
+    known = {k for v in crd["spec"]["versions"] for k in v["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]}
+    real = next(iter(yaml.safe_load(text)["spec"]))
+    field = real + "e"
+    assert real in known and field not in known
+    return text + f"\n  {field}: 1\n", field, text.count("\n") + 2
+
+
+def _action_step(name: str) -> str:
+    import yaml
+
+    return next(s["run"] for s in yaml.safe_load((REPO / "action.yml").read_text())["runs"]["steps"] if s.get("name") == name)
+
+
+def _hook_entries() -> dict[str, list[str]]:
+    import yaml
+
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    return {h["id"]: h["entry"].split() for h in hooks}
+
+
+def _through(entry: str, app: Path) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of one entry point run on the folder ``app`` holding cache.yaml, as its client runs it."""
+    from tests.support.argocd import generate, repo_server_env
+
+    def sh(argv: list[str], stdin: str | None = None, env: dict | None = None) -> tuple[int, str, str]:
+        proc = subprocess.run(argv, cwd=app, input=stdin, capture_output=True, text=True, timeout=300, env=env)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    if entry.startswith("pre-commit hook "):
+        argv = _hook_entries()[entry.removeprefix("pre-commit hook ")]
+        assert argv[0] == "memcached-gitops", argv
+        return sh([CONSOLE, *argv[1:], "cache.yaml"])
+    if entry == "krm":
+        import yaml
+
+        obj = yaml.safe_load((app / "cache.yaml").read_text())
+        obj["metadata"]["annotations"] = {"internal.config.kubernetes.io/path": "cache.yaml", "config.kubernetes.io/path": "cache.yaml"}
+        return sh([CONSOLE, "krm"], json.dumps({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [obj]}))
+    if entry == "argocd-generate":
+        proc = generate(app, repo_server_env(None))
+        return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+    if entry.startswith("the Action's "):
+        script = app.parent / "step.sh"
+        script.write_text(_action_step(entry.removeprefix("the Action's ").removesuffix(" step")))
+        env = {**os.environ, "MEMCACHED_GITOPS": CONSOLE, "INPUT_PATHS": ".", "STRICT_BUILD": "true",
+               "RENDER_TO": "out/rendered.yaml", "GITHUB_OUTPUT": str(app.parent / "github-output")}
+        return sh(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)], env=env)
+    return sh([CONSOLE, *entry.split(), "cache.yaml"])
+
+
+ENTRY_POINTS = ["validate", "validate -v", "render", "render -o json", "krm", "argocd-generate",
+                *(f"pre-commit hook {hook}" for hook in _hook_entries()), "the Action's Validate step", "the Action's Render step"]
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_every_entry_point_refuses_a_misspelt_field_as_an_error_and_emits_nothing(tmp_path: Path, entry: str) -> None:
+    """kubectl apply --validate=strict (what Argo CD and Flux sync with) refuses a CR with a field the CRD
+    does not have; pruning it would deploy a cache that silently ignores the setting. Every way the
+    product is run (the plain and the option forms of validate and render, the KRM function, the Argo
+    CD plugin's generate, each pre-commit hook as .pre-commit-hooks.yaml declares it, the Action's
+    steps as action.yml has them) must refuse it the same way: exit 1, the field named as an error at
+    its line (never a warning), and no manifest emitted that a pipeline could apply."""
+    text, field, line = _shipped_cr_with_a_misspelt_field()
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "cache.yaml").write_text(text)
+    code, out, err = _through(entry, app)
+    said = out + err
+    assert code == 1, f"{entry}: exit {code}\n{said}"
+    unknown = f'spec.{field}: unknown field "spec.{field}"'
+    if entry == "krm":
+        errors = [r for r in yaml_docs(out)[0]["results"] if r["severity"] == "error"]
+        assert [(r["field"]["path"], r["file"]["path"]) for r in errors] == [(f"spec.{field}", "cache.yaml")], out
+        assert f"cache.yaml: Memcached/memcached-sample: {unknown}" in err, err
+    elif entry == "the Action's Validate step":
+        assert f"::error file=cache.yaml,line={line},col=3,title=Memcached/memcached-sample::{unknown}" in out, said
+    else:
+        assert f"cache.yaml:{line}:3: Memcached/memcached-sample: {unknown}" in err, said
+        assert "Deployment" not in out and out.strip() == "", f"{entry} emitted manifests:\n{out}"
+    assert "warning: " not in said and "::warning" not in said, f"{entry}: the misspelt field said as a warning\n{said}"
+    written = sorted(p.name for p in (app / "out").iterdir()) if (app / "out").exists() else []
+    assert written == [], f"{entry} wrote a rendering: {written}"
+
+
+def yaml_docs(text: str) -> list[dict]:
+    return docs(text.encode())

@@ -205,3 +205,25 @@ def test_a_cr_named_with_workflow_command_separators_cannot_move_its_annotation(
         f'apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {{name: "{name}"}}\nspec: {{size: 1}}\n')
     findings = assert_the_runner_reads_each_finding_where_it_is(["apps"], tmp_path)
     assert {(f["file"], f["object"][:30]) for f in findings} == {("apps/cache.yaml", "Memcached/x%2C,file=README.md,")}, findings
+
+
+@pytest.mark.parametrize(("options", "severity"), [(["--strict-build"], "error"), ([], "warning")])
+def test_a_kustomization_that_cannot_be_built_is_said_on_its_kustomization_file_in_every_format(
+        tmp_path: Path, options: list[str], severity: str) -> None:
+    """A typo in an overlay's ``resources:`` fails Argo CD's and Flux's sync: validate says so (an error with
+    --strict-build, which the Action sets, else a warning) naming the build, ``apps/prod (kustomize build)``,
+    in the text a person reads and in the JSON; the GitHub annotation goes on line 1 of the kustomization
+    file, a file of the pull request, never on the folder (GitHub shows an annotation on no file there)."""
+    (tmp_path / "apps" / "prod").mkdir(parents=True)
+    (tmp_path / "apps" / "good.yaml").write_text(
+        "apiVersion: cache.example.com/v1alpha1\nkind: Memcached\nmetadata: {name: good}\nspec: {size: 2}\n")
+    (tmp_path / "apps" / "prod" / "kustomization.yaml").write_text("resources: [../good.yaml, ../godo.yaml]\n")
+    build = os.path.join(".", "apps", "prod") + " (kustomize build)"
+    text, as_json, github = (validate([*options, "."], tmp_path, fmt) for fmt in ("text", "json", "github"))
+    assert [line.partition(": ")[0] for line in text.stderr.splitlines() if not SUMMARY.match(line)] == [build], text.stderr
+    assert ": not built, so not checked: " in text.stderr and "godo.yaml" in text.stderr, text.stderr
+    assert [(f["file"], f["severity"]) for f in json.loads(as_json.stdout)["findings"]] == [(build, severity)], as_json.stdout
+    [annotation] = github.stdout.splitlines()
+    command, read, message = runner_reads(annotation)
+    assert (command, read["file"], read["line"]) == (severity, "apps/prod/kustomization.yaml", "1"), annotation
+    assert (tmp_path / read["file"]).is_file() and message.startswith("not built, so not checked: "), annotation

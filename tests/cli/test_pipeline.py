@@ -337,3 +337,82 @@ def test_each_kind_the_api_server_serves_is_another_object_never_an_unserved_kin
     refused = run(("a.yaml", doc.replace(f"kind: {kind}", f"kind: {kind}x")), do_render=False)
     assert [f.message for f in refused.errors] == [f'resource mapping not found: no matches for kind "{kind}x" in version '
                                                    f'"{api_version}"; ensure CRDs are installed first']
+
+
+@pytest.mark.parametrize("items", ["~", "x", "5", "{a: 1}"], ids=["null", "string", "number", "object"])
+def test_a_list_item_whose_items_is_no_array_is_sent_as_an_object_never_refused_as_a_nested_list(items: str) -> None:
+    """apimachinery's IsList takes an item for a list only when its ``items`` is an array (unstructured.go:54-61):
+    an item with ``items: ~`` or ``items: x`` is no nested list, and kubectl sends it as the object it is. The
+    server then judges ``items`` as any field: an unknown field (refused with --validate=strict, pruned and the
+    CR created without it), never "a list item that is itself a list", which would refuse the CR under
+    --no-strict too. An item whose ``items`` is an array is the nested list kubectl cannot flatten."""
+    item = cr("web", "shop", size=2).replace("\n", "\n  ").rstrip() + f"\n  items: {items}\n"
+    text = "apiVersion: v1\nkind: List\nitems:\n- " + item
+    strict = run(("l.yaml", text))
+    last = text.count("\n")  # the item's own ``items``, its last line
+    assert [(f.line, f.field, f.message) for f in strict.findings] == [(last, "items", 'unknown field "items"')], strict.findings
+    assert not strict.crs and not strict.rendered
+    pruned = process([("l.yaml", text)], Validator(crd_named("builtin"), strict=False), DEFAULT_IMAGE)
+    assert [(f.severity, f.message) for f in pruned.findings] == [("warning", 'unknown field "items"')], pruned.findings
+    assert [c["metadata"]["name"] for c in pruned.crs] == ["web"] and "items" not in pruned.crs[0]
+    assert "Deployment" in [m["kind"] for m in pruned.rendered]
+    nested = run(("l.yaml", text.replace(f"items: {items}\n", "items: []\n")))
+    assert [f.message for f in nested.errors] == [
+        "a list item that is itself a list (items) cannot be flattened: kubectl refuses it"] and not nested.crs
+
+
+@pytest.mark.parametrize(("kind", "api_version"), [("5", "true"), ("5", None), (None, "[v1]"), ("{a: b}", "''")],
+                         ids=["number-and-bool", "number-alone", "array-alone", "map-and-empty"])
+def test_a_list_items_kind_or_apiversion_that_is_no_string_counts_as_missing(kind: str | None, api_version: str | None) -> None:
+    """unstructured's GetKind and GetAPIVersion read a field that is no string (a number, a map, an array) as
+    empty, and apimachinery fills in an item's kind and apiVersion when both read empty (helpers.go:492-509):
+    a MemcachedList's item whose kind is ``5`` is sent as a Memcached, written over, and created, never
+    refused for a kind or apiVersion it does not have."""
+    fields = (f"kind: {kind}\n  " if kind else "") + (f"apiVersion: {api_version}\n  " if api_version else "")
+    text = "apiVersion: cache.example.com/v1alpha1\nkind: MemcachedList\nitems:\n- " + fields + "metadata: {name: web}\n  spec: {size: 2}\n"
+    result = run(("l.yaml", text))
+    assert result.findings == [], [f.text() for f in result.findings]
+    assert [(c["apiVersion"], c["kind"]) for c in result.crs] == [("cache.example.com/v1alpha1", "Memcached")]
+    assert [m["kind"] for m in result.rendered].count("Deployment") == 1
+
+
+@pytest.mark.parametrize("metadata", ["settings", "~", "[a, b]", "3"])
+def test_an_apiversion_beside_a_metadata_that_is_no_map_is_no_object(metadata: str) -> None:
+    """A document is meant as an object when it has an apiVersion and a metadata map (is_kubernetes_object):
+    a Helm values file or a tool's config may have an ``apiVersion`` and a ``metadata`` key holding a string,
+    null or a list; that is no ObjectMeta, so the file is passed over, counted, never refused for the kind
+    it was never meant to have. The same document with a metadata map is judged."""
+    values = run(("values.yaml", f"apiVersion: v1\nmetadata: {metadata}\ndata: {{a: b}}\n"))
+    assert values.findings == [] and values.not_objects == ["values.yaml:1: not a Kubernetes object (no kind)"], values.findings
+    meant = run(("cm.yaml", "apiVersion: v1\nmetadata: {name: settings}\ndata: {a: b}\n"))
+    assert [f.message for f in meant.errors] == ["kind not set"] and meant.not_objects == []
+
+
+def _list_group_versions() -> list[tuple[str, bool]]:
+    """(apiVersion, served) of a ``List`` in each group the validator knows, but the core group whose ``v1 List``
+    is the client's own: the versions kube-apiserver serves (lists.BUILTIN_KINDS) and the CRD's, and beside
+    them a version the same group does not serve."""
+    from memcached_gitops.lists import BUILTIN_KINDS
+
+    crd = crd_named("builtin")
+    served = {gv: True for gv in BUILTIN_KINDS if "/" in gv} | {f"{crd.group}/{v}": True for v in crd.versions}
+    for group in sorted({gv.rpartition("/")[0] for gv in served}):
+        served[next(f"{group}/{v}" for v in ("v1beta1", "v1alpha1", "v2beta1", "v9") if f"{group}/{v}" not in served)] = False
+    return sorted(served.items())
+
+
+@pytest.mark.parametrize(("api_version", "served"), _list_group_versions())
+def test_a_list_in_a_group_version_the_server_does_not_serve_is_refused_unmapped(api_version: str, served: bool) -> None:
+    """kubectl maps a list document before it flattens it (CR pkg/resource/mapper.go:61-73), and discovery maps
+    ``List`` only in the group-versions the server serves: a ``kind: List`` of ``apps/v1beta1`` (old manifests)
+    or of a version the CRD does not serve is refused with "no matches for kind", none of its items sent,
+    counted valid or rendered; the same List in a served group-version is flattened and its CR rendered."""
+    item = "{apiVersion: cache.example.com/v1alpha1, kind: Memcached, metadata: {name: web, namespace: shop}, spec: {size: 2}}"
+    result = run(("l.yaml", f"apiVersion: {api_version}\nkind: List\nitems: [{item}]\n"))
+    if served:
+        assert result.findings == [] and len(result.crs) == 1 and result.rendered, [f.text() for f in result.findings]
+        return
+    assert [(f.line, f.field, f.message) for f in result.findings] == [
+        (2, "kind", f'resource mapping not found: no matches for kind "List" in version "{api_version}"; '
+                    "ensure CRDs are installed first")], [f.text() for f in result.findings]
+    assert result.crs == [] and result.rendered == [] and result.others == []
