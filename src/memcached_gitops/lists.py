@@ -73,8 +73,12 @@ def is_nested_list(item: Any) -> bool:
     return isinstance(item, dict) and isinstance(item.get("items"), list)
 
 
-#: The built-in API groups ("" is the core group, whose apiVersion has no slash).
-BUILTIN_GROUPS = frozenset(gv.rpartition("/")[0] for gv in BUILTIN_KINDS)
+#: Built-in groups kube-apiserver no longer serves in any version: ``extensions`` (its last kinds, Ingress
+#: among them, removed in v1.22). Its name has no dot, so no CRD can serve it either (apiextensions
+#: refuses a group that is not "a domain with at least one dot"): old manifests in it are unmapped.
+REMOVED_BUILTIN_GROUPS = frozenset(("extensions",))
+#: The built-in API groups ("" is the core group, whose apiVersion has no slash), served or removed.
+BUILTIN_GROUPS = frozenset(gv.rpartition("/")[0] for gv in BUILTIN_KINDS) | REMOVED_BUILTIN_GROUPS
 
 
 def builtin_kinds(api_version: Any) -> frozenset[str] | None:
@@ -239,5 +243,6 @@ def _set(field: Any) -> bool:
     return isinstance(field, str) and field != ""
 
 
-__all__ = ["BUILTIN_GROUPS", "BUILTIN_KINDS", "INVALID_OBJECT", "builtin_kinds", "is_list", "is_nested_list", "item_kind",
-           "list_items", "list_problems", "namespace_defaulted", "object_problems", "served_kinds", "validated_on_the_client"]
+__all__ = ["BUILTIN_GROUPS", "BUILTIN_KINDS", "INVALID_OBJECT", "REMOVED_BUILTIN_GROUPS", "builtin_kinds", "is_list",
+           "is_nested_list", "item_kind", "list_items", "list_problems", "namespace_defaulted", "object_problems",
+           "served_kinds", "validated_on_the_client"]
