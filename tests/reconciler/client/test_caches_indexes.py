@@ -5,7 +5,9 @@ computes from a LIST (decisions/autoscalers.py ``autoscalers_by_target``)."""
 
 from __future__ import annotations
 
+import contextlib
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -161,6 +163,20 @@ def test_what_we_write_goes_only_to_the_store_of_the_informer_that_watches_its_n
     assert index.cached(DEPLOYMENTS.kind, ("shop", "ours-1"))["metadata"]["resourceVersion"] == "7"
 
 
+@contextlib.contextmanager
+def _pods_index(cluster: FakeAPIServer) -> Iterator[Caches]:
+    """The Pods' informer of a Caches over ``cluster``, synced, each event handed to its index as the
+    controller hands it."""
+    kinds = {PODS.kind: watched_kinds(Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds"))[PODS.kind]}
+    index: Caches = Caches(client(cluster), kinds, lambda kind, type_, obj, old, arrived: index.track_pod(type_, obj, old), (None,))
+    pods = index.informers[PODS.kind][0].start()
+    try:
+        assert pods.synced.wait(10)
+        yield index
+    finally:
+        pods.stop.set()
+
+
 def test_the_pods_a_selector_selects_are_those_whose_labels_it_selects_now(cluster: FakeAPIServer) -> None:
     """``selected`` answers as a LIST with the selector would: the index finds the Pods ever seen with the
     CR's instance label, ours and another manager's (a Helm release's copy is selected too), and of
@@ -170,11 +186,7 @@ def test_the_pods_a_selector_selects_are_those_whose_labels_it_selects_now(clust
     for name, manager in (("a-1", MANAGED_BY), ("a-2", MANAGED_BY), ("helm-a-0", "Helm")):
         post(cluster, "/api/v1/namespaces/default/pods", {"apiVersion": "v1", "kind": "Pod", **pod(name, "a", managed_by=manager),
                                                            "spec": {"containers": [{"name": "c", "image": "m"}]}})
-    kinds = {PODS.kind: watched_kinds(Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds"))[PODS.kind]}
-    index: Caches = Caches(client(cluster), kinds, lambda kind, type_, obj, old, arrived: index.track_pod(type_, obj, old), (None,))
-    pods = index.informers[PODS.kind][0].start()
-    try:
-        assert pods.synced.wait(10)
+    with _pods_index(cluster) as index:
         selector = {"matchLabels": {**APP_LABELS, INSTANCE_LABEL: "a"}}
         assert [p["metadata"]["name"] for p in index.selected("default", selector)] == ["a-1", "a-2", "helm-a-0"]
         patch(cluster, "/api/v1/namespaces/default/pods/a-2", {"metadata": {"labels": {INSTANCE_LABEL: "b"}}},
@@ -186,8 +198,6 @@ def test_the_pods_a_selector_selects_are_those_whose_labels_it_selects_now(clust
         assert index.pods_of(("default", "a")) == ("a-1", "a-2")
         assert [p["metadata"]["name"] for p in index.selected("default", selector)] == ["a-1", "helm-a-0"], \
             "the cached labels decide, not the index"
-    finally:
-        pods.stop.set()
 
 
 #: Selectors a CR's Deployment may carry: ours, and the kept ones of Deployments taken over (--adopt).
@@ -215,18 +225,12 @@ def test_a_selector_the_pods_cache_cannot_answer_exactly_is_answered_by_a_list(c
         post(cluster, "/api/v1/namespaces/default/pods", {"apiVersion": "v1", "kind": "Pod",
                                                            "metadata": {"name": name, "namespace": "default", "labels": labels},
                                                            "spec": {"containers": [{"name": "c", "image": "m"}]}})
-    kinds = {PODS.kind: watched_kinds(Kind("Memcached", "cache.example.com", "v1alpha1", "memcacheds"))[PODS.kind]}
-    index: Caches = Caches(client(cluster), kinds, lambda kind, type_, obj, old, arrived: index.track_pod(type_, obj, old), (None,))
-    pods = index.informers[PODS.kind][0].start()
-    try:
-        assert pods.synced.wait(10)
+    with _pods_index(cluster) as index:
         wait_for(lambda: index.pods_of(("default", "b")) == ("b-1",), what="the Pods' ADDED handed to the index")
         listed = sorted(p["metadata"]["name"] for p in client(cluster).list_all(collection_path(*PODS.gvr, "default"),
                                                                                   describe_selector(selector)))
         answer = index.selected("default", selector)
         assert answer is None or sorted(p["metadata"]["name"] for p in answer) == listed, (answer, listed)
-    finally:
-        pods.stop.set()
 
 
 def test_a_kinds_share_filter_is_the_filter_of_its_store_in_every_namespace() -> None:
