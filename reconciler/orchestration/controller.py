@@ -108,6 +108,11 @@ class Controller:
         self.fights = fights or FightDetector()
         self.clock = clock  # the fights' deadlines, the work timings and the run loop's waits: one monotonic clock
         self.stop = reconciler.stop
+        # The Lease is renewed until the reconciles in flight at SIGTERM have ended, as controller-runtime
+        # stops leader election only after its runnables: stopping it with ``stop`` would let the fence run
+        # out under a reconcile slower than the renew deadline, its status and Event refused (half-done).
+        self.lead_stop = threading.Event()
+        self._leading_thread: threading.Thread | None = None
         self.queue: WorkQueue[Key] = WorkQueue(observer=self.metrics.workqueue)  # CR keys: namespace and name
         self.metrics.workers(s.workers, lambda: len(self.queue))
         self.leading = threading.Event()
@@ -343,8 +348,9 @@ class Controller:
         if self.share is not None and self.share.ring.acknowledged():
             self.share.on_agreed()  # the share as the ring has it now (else its acknowledgement queues it)
         elif self.elector is not None:
-            threading.Thread(target=self.elector.run, args=(self.stop, self.started_leading, self.stopped_leading, self.on_holder),
-                             daemon=True, name="leader-election").start()
+            self._leading_thread = threading.Thread(target=self.elector.run, daemon=True, name="leader-election",
+                                                    args=(self.lead_stop, self.started_leading, self.stopped_leading, self.on_holder))
+            self._leading_thread.start()
         else:
             self.started_leading()
         while not self.stop.is_set():
@@ -389,6 +395,9 @@ class Controller:
         for informer in self.caches.all():
             informer.stop.set()
         if self.elector is not None:
+            self.lead_stop.set()
+            if self._leading_thread is not None:  # its renewal in progress first: the release is the Lease's last write
+                self._leading_thread.join(timeout=DRAIN_SECONDS)
             self.elector.release()
         self.metrics.leader = False
         if self.error:

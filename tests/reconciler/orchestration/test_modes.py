@@ -251,14 +251,14 @@ def released(w: LoggedRequest) -> bool:
     return w.method == "DELETE" or (w.method == "PATCH" and b'"holderIdentity": null' in w.body)
 
 
-def hold_apply(cluster: FakeAPIServer, name: str) -> Fault:
-    """The fake holds the next apply of ``name``'s Deployment for HELD seconds: a write on the wire."""
-    fault = Fault(method="PATCH", path_contains=DEP_PATH.format(ns="default", name=name), status=0, delay=HELD)
+def hold_apply(cluster: FakeAPIServer, name: str, held: float = HELD) -> Fault:
+    """The fake holds the next apply of ``name``'s Deployment for ``held`` seconds: a write on the wire."""
+    fault = Fault(method="PATCH", path_contains=DEP_PATH.format(ns="default", name=name), status=0, delay=held)
     cluster.faults.append(fault)
     return fault
 
 
-def assert_drained_before_release(cluster: FakeAPIServer, r: Replica, name: str, lease_path: str) -> None:
+def assert_drained_before_release(cluster: FakeAPIServer, r: Replica, name: str, lease_path: str, held: float = HELD) -> None:
     """SIGTERM with ``name``'s apply on the wire: this replica still wrote the CR's status and Event,
     and let its Lease go only after its last write had returned."""
     mine = r.writes()
@@ -266,7 +266,7 @@ def assert_drained_before_release(cluster: FakeAPIServer, r: Replica, name: str,
     assert status, f"{r.identity} left {name} half-done: its status was not written"
     release = [w for w in lease_writes(cluster, r, lease_path) if released(w)]
     assert release, f"{r.identity} never released its Lease"
-    returned = max(w.received + (HELD if w.path == DEP_PATH.format(ns="default", name=name) else 0.0) for w in mine)
+    returned = max(w.received + (held if w.path == DEP_PATH.format(ns="default", name=name) else 0.0) for w in mine)
     assert release[0].received >= returned, f"{r.identity}'s Lease was released while a write was on the wire"
 
 
@@ -427,6 +427,26 @@ def test_a_leader_and_a_standby_then_sigterm_with_a_reconcile_in_flight(cluster:
     assert_scrapes(standby)
     assert_within_terms(cluster, standby)
     assert standby.terminate() == 0
+
+
+def test_a_leader_renews_its_lease_while_a_reconcile_in_flight_at_sigterm_outlasts_the_renew_deadline(
+        cluster: FakeAPIServer, replicas: Callable[..., Replica]) -> None:
+    """SIGTERM with an apply on the wire for longer than the renew deadline (a slow API server): the
+    leader goes on renewing its Lease until the reconcile has ended, as controller-runtime stops leader
+    election only after its runnables, so the CR's status and Event are written within its term (not
+    refused by a fence that ran out: a CR left half-done), and the Lease is released after them."""
+    make_cr(cluster, "a", size=1)
+    leader = replicas("leader")
+    wait_for(lambda: "this replica leads" in leader.get("/readyz")[1], what="the leader", replicas=(leader,))
+    available(cluster, "a", (leader,))
+    held = LEASE[1] + 1.0
+    fault = hold_apply(cluster, "slow", held)
+    make_cr(cluster, "slow", size=1)
+    wait_for(lambda: fault.times == 0, what="the apply on the wire", replicas=(leader,))
+    assert leader.terminate() == 0
+    assert_drained_before_release(cluster, leader, "slow", LEADER_LEASE, held)
+    assert_within_terms(cluster, leader)
+    assert events(cluster, "slow"), "the in-flight reconcile's Event"
 
 
 def test_a_leader_that_loses_its_lease_stops_writing_and_comes_back(cluster: FakeAPIServer,
