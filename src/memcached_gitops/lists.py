@@ -115,6 +115,8 @@ def list_problems(value: dict[str, Any], validator: Validator) -> list[Problem]:
     api_version, kind, items = value.get("apiVersion"), value.get("kind"), value.get("items")
     if isinstance(api_version, str) and isinstance(kind, str) and api_version == "v1" and kind == "List":
         return _v1_list_problems(items)
+    if unparsed := _group_version_problems(api_version):
+        return unparsed
     if items is not None and not isinstance(items, list):
         # AM helpers.go:476-484: decodeList.items is a []json.RawMessage
         return [Problem(("items",), f"cannot unmarshal {_json_type(items)} into Go struct field decodeList.items "
@@ -159,11 +161,25 @@ def object_problems(value: Any, validator: Validator) -> list[Problem]:
             return _typed_list_problems(value)
         if kind == "List" and kinds:
             return [Problem(("kind",), "the server could not find the requested resource (a List is no resource)")]
-    kinds = builtin_kinds(api_version)
-    if kinds is None or kind in kinds or validator.claims(value):
+    if validator.claims(value):
         return []  # the validator judges what it claims (its kind in any spelling), in its words
+    if unparsed := _group_version_problems(api_version):
+        return unparsed
+    kinds = builtin_kinds(api_version)
+    if kinds is None or kind in kinds:
+        return []
     return [Problem(("kind",), f"resource mapping not found: no matches for kind {quote_value(kind)} in version "
                                f"{quote_value(api_version)}; ensure CRDs are installed first")]
+
+
+def _group_version_problems(api_version: Any) -> list[Problem]:
+    """An apiVersion of more than one slash is no group-version: kubectl refuses the document before
+    it asks any server (AM pkg/runtime/schema/group_version.go ``ParseGroupVersion``: "unexpected
+    GroupVersion string"), whatever its group, where split at one slash it would read as an unknown
+    group's and be passed over."""
+    if isinstance(api_version, str) and api_version.count("/") > 1:
+        return [Problem(("apiVersion",), f"unexpected GroupVersion string: {api_version}")]
+    return []
 
 
 def _v1_list_problems(items: Any) -> list[Problem]:
