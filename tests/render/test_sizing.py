@@ -493,3 +493,25 @@ def test_one_connection_fewer_than_the_least_is_one_memcached_1_6_18_serves_no_c
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("threads", range(1, _spec_bounds("threads")[1] + 1))
+def test_the_crds_least_connections_for_each_threads_is_the_renderers(threads: int) -> None:
+    """One bound, said twice (the CRD's CEL rule for the API server, ``min_connections`` for the renderer): at
+    every spec.threads the CRD takes, the least spec.maxConnections it takes beside it is ``min_connections``
+    (held against the real memcached where it can run as the Pod's user, above)."""
+    assert _least_connections_the_crd_takes({"threads": threads}) == min_connections(threads)
+
+
+@pytest.mark.parametrize("cpu", [None, *range(1, 17)])
+@pytest.mark.parametrize("connections", [None, 14, 17, 18, 25, 26, 43, 44, 83, 84, 1024])
+def test_threads_not_given_are_the_most_the_connections_allow_up_to_the_derived_ones(cpu: int | None, connections: int | None) -> None:
+    """Without spec.threads, ``-t`` is the cpu's (else memcached's own 4, left unsaid) unless the connections
+    allow fewer: then the most they allow, never fewer, so a cache gets every thread it can start with."""
+    flags = memcached_flags(None, None if cpu is None else Decimal(cpu), connections, None)
+    said = [int(f.split("=")[1]) for f in flags if f.startswith("--threads=")]
+    derived = cpu or 4
+    if connections is None or connections >= min_connections(derived):
+        assert said == ([] if cpu is None else [derived]), flags
+    else:
+        assert said == [max(t for t in range(1, derived) if min_connections(t) <= connections)], flags
