@@ -385,9 +385,19 @@ def test_a_crd_that_cannot_be_read_gets_only_the_fields_every_crd_declares() -> 
 def test_stop_ends_the_cycle_after_the_current_cr(cluster: FakeAPIServer) -> None:
     for name in ("a", "b", "c"):
         make_cr(cluster, name)
+    """Stop set while the first CR's apply is on the wire (the fake holds it): that CR is finished, no other is
+    begun. The stop follows the apply's arrival, never a timer, which a loaded machine outruns."""
     rec = reconciler_for(cluster)
-    cluster.faults.append(Fault(method="PATCH", path_contains="/deployments/a", status=0, delay=0.5, times=1))
-    threading.Timer(0.2, rec.stop.set).start()
+    held = Fault(method="PATCH", path_contains="/deployments/a", status=0, delay=0.5, times=1)
+    cluster.faults.append(held)
+
+    def stop_once_the_apply_is_held() -> None:
+        deadline = time.monotonic() + 60
+        while held.times and time.monotonic() < deadline:
+            time.sleep(0.005)
+        rec.stop.set()
+
+    threading.Thread(target=stop_once_the_apply_is_held, daemon=True).start()
     report = rec.run_cycle()
     assert [o.name for o in report.outcomes] == ["a"] and not report.complete
     assert deployment(cluster, "a") is not None and deployment(cluster, "b") is None
