@@ -256,10 +256,11 @@ def desired_status(obs: Observation, live_status: dict[str, Any] | None, now: st
     500 on kube-apiserver v1.36 (transcript 23), so an older or foreign CRD gets less, not a crash.
     """
     conditions = with_transition_times(desired_conditions(obs), (live_status or {}).get("conditions") or [], now)
+    shown = columns(obs, conditions)  # from the whole conditions: a CRD whose conditions declare no reason has a STATUS
     if condition_fields is not None:
         conditions = [{k: v for k, v in c.items() if k in condition_fields} for c in conditions]
     status: dict[str, Any] = {"observedGeneration": obs.generation, "conditions": conditions, "nodes": sorted(obs.pods)[:MAX_NODES],
-                              **columns(obs, conditions)}
+                              **shown}
     if declared is not None:
         status = {k: v for k, v in status.items() if k in declared}
     return status
